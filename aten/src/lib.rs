@@ -1,0 +1,1 @@
+//! aten (being written)

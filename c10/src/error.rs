@@ -1,0 +1,180 @@
+//! The one error type of the framework. Variants are grouped by kind and carry the operator
+//! name and the offending shapes, dtypes or devices, with messages a PyTorch user recognises.
+
+use crate::{DeviceType, ScalarType};
+
+/// Result alias used by every fallible API in the workspace.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every error the framework reports. Public operators return these as values; they never panic
+/// on bad input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ---- shapes -------------------------------------------------------------------------------
+    /// Two shapes cannot be broadcast together.
+    #[error("{op}: The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}")]
+    Broadcast {
+        /// Operator name.
+        op: String,
+        /// Size in the first operand.
+        a: i64,
+        /// Size in the second operand.
+        b: i64,
+        /// The (right-aligned) dimension that clashed.
+        dim: usize,
+    },
+    /// A shape argument or the shape of an operand is invalid for the operator.
+    #[error("{op}: {msg}")]
+    Shape {
+        /// Operator name.
+        op: String,
+        /// What is wrong, with the shapes involved.
+        msg: String,
+    },
+    /// A dimension index is outside `[-ndim, ndim-1]`.
+    #[error("{op}: Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
+    DimOutOfRange {
+        /// Operator name.
+        op: String,
+        /// The dimension that was asked for.
+        dim: i64,
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// An index is outside the size of a dimension.
+    #[error("{op}: index {index} is out of bounds for dimension {dim} with size {size}")]
+    IndexOutOfRange {
+        /// Operator name.
+        op: String,
+        /// The index asked for.
+        index: i64,
+        /// The dimension indexed.
+        dim: i64,
+        /// The size of that dimension.
+        size: i64,
+    },
+    /// `view` was asked for a shape that the strides cannot express.
+    #[error("{op}: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")]
+    ViewStride {
+        /// Operator name.
+        op: String,
+    },
+
+    // ---- dtypes -------------------------------------------------------------------------------
+    /// The computed result dtype cannot be written into the given output.
+    #[error("{op}: result type {from} can't be cast to the desired output type {to}")]
+    UnsafeCast {
+        /// Operator name.
+        op: String,
+        /// The computed dtype.
+        from: ScalarType,
+        /// The output's dtype.
+        to: ScalarType,
+    },
+    /// The operator does not support this dtype.
+    #[error("{op}: \"{op}\" not implemented for '{dtype}'")]
+    UnsupportedDtype {
+        /// Operator name.
+        op: String,
+        /// The dtype that is not supported.
+        dtype: ScalarType,
+    },
+    /// Element type requested by a typed accessor differs from the tensor's dtype.
+    #[error("{op}: expected dtype {expected}, but the tensor has dtype {actual}")]
+    DtypeMismatch {
+        /// Operator or accessor name.
+        op: String,
+        /// The dtype that was requested.
+        expected: ScalarType,
+        /// The tensor's dtype.
+        actual: ScalarType,
+    },
+
+    // ---- devices ------------------------------------------------------------------------------
+    /// Operands live on different devices.
+    #[error("{op}: Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")]
+    DeviceMismatch {
+        /// Operator name.
+        op: String,
+        /// First device.
+        a: String,
+        /// Second device.
+        b: String,
+    },
+    /// No allocator or runtime is available for a device type.
+    #[error("no allocator registered for device type {0}")]
+    NoAllocator(DeviceType),
+    /// Memory allocation failed.
+    #[error("{device}: out of memory: tried to allocate {nbytes} bytes")]
+    OutOfMemory {
+        /// The device type.
+        device: DeviceType,
+        /// Bytes requested.
+        nbytes: usize,
+    },
+
+    // ---- dispatcher ---------------------------------------------------------------------------
+    /// No operator of that name is registered.
+    #[error("unknown operator '{0}'")]
+    UnknownOperator(String),
+    /// The dispatch table has no kernel for the computed key.
+    #[error("Could not run '{op}' with arguments from the '{key}' backend. '{op}' is only available for these backends: [{available}].")]
+    MissingKernel {
+        /// `aten::name.overload`.
+        op: String,
+        /// The dispatch key that was selected.
+        key: String,
+        /// Keys that do have kernels, comma separated.
+        available: String,
+    },
+    /// A schema string did not parse or a registration conflicts with an existing schema.
+    #[error("schema error: {0}")]
+    Schema(String),
+    /// Arguments passed through the boxed calling convention do not fit the schema.
+    #[error("{op}: {msg}")]
+    BoxedArgument {
+        /// Operator name.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
+
+    // ---- everything else ----------------------------------------------------------------------
+    /// An argument value is not accepted by the operator.
+    #[error("{op}: {msg}")]
+    InvalidArgument {
+        /// Operator name.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A feature that exists in PyTorch is not available in this build.
+    #[error("{op}: not implemented: {msg}")]
+    NotImplemented {
+        /// Operator or feature name.
+        op: String,
+        /// What is missing.
+        msg: String,
+    },
+    /// Autograd reported a problem (used by the `autograd` crate).
+    #[error("{0}")]
+    Autograd(String),
+    /// I/O, parsing or serialisation problems, with the file involved.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid(op: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::InvalidArgument { op: op.into(), msg: msg.into() }
+    }
+
+    /// Shorthand for [`Error::Shape`].
+    pub fn shape(op: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Shape { op: op.into(), msg: msg.into() }
+    }
+}

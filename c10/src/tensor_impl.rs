@@ -1,0 +1,290 @@
+//! `TensorImpl`: the shared state behind a tensor handle: storage, sizes, strides (in
+//! elements), storage offset, dtype, dispatch key set, version counter, autograd slot, and the
+//! wrapped-number flag. Views are new `TensorImpl`s over the same storage and version counter.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use smallvec::SmallVec;
+
+use crate::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet, ScalarType, Storage};
+
+/// Sizes and strides are inline up to five dimensions (the common case), heap beyond.
+pub type DimVec = SmallVec<[i64; 5]>;
+
+/// Note [Version counter sharing]: a view and its base share one counter, so an in-place write
+/// through either bumps the version seen by both; autograd compares it with the version saved at
+/// forward time to detect "modified by an inplace operation". Inference tensors have none.
+#[derive(Clone, Debug, Default)]
+pub struct VersionCounter(Arc<AtomicU32>);
+
+impl VersionCounter {
+    /// A fresh counter at version 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The current version.
+    #[inline]
+    pub fn current(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+    /// Increments the version (called by every in-place operation).
+    #[inline]
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+    /// True when both handles are the same counter.
+    pub fn is_same(&self, other: &VersionCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The interface `autograd` implements for its per-tensor metadata (requires_grad, grad,
+/// grad_fn, hooks, view info). `c10` only stores it.
+pub trait AutogradMetaInterface: Any + Send + Sync + std::fmt::Debug {
+    /// Whether gradients are tracked for the tensor.
+    fn requires_grad(&self) -> bool;
+    /// Downcasting support for the implementing crate.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The state behind a tensor. Immutable after construction except for the version counter and
+/// the autograd slot (both designed for shared mutation).
+///
+/// Note [Immutable geometry]: sizes, strides, offset and storage never change in place. View ops
+/// make new impls; `out=` arguments must already have the result's shape. Making geometry
+/// mutable (PyTorch's `resize_`, `set_`) would put a lock or a data race on every read of the
+/// hot path; we rejected that.
+#[derive(Debug)]
+pub struct TensorImpl {
+    storage: Storage,
+    sizes: DimVec,
+    strides: DimVec,
+    storage_offset: i64,
+    numel: i64,
+    key_set: DispatchKeySet,
+    version_counter: Option<VersionCounter>,
+    autograd_meta: OnceLock<Box<dyn AutogradMetaInterface>>,
+    dtype: ScalarType,
+    is_wrapped_number: bool,
+    is_contiguous: bool,
+}
+
+// Note [TensorImpl size]: every tensor carries one of these; keep it within three cache lines.
+const _: () = assert!(std::mem::size_of::<TensorImpl>() <= 192);
+
+/// The backend component of a device type.
+pub const fn backend_of(ty: DeviceType) -> BackendComponent {
+    match ty {
+        DeviceType::Cpu => BackendComponent::CPU,
+        DeviceType::Cuda => BackendComponent::CUDA,
+        DeviceType::Meta => BackendComponent::Meta,
+        DeviceType::PrivateUse1 => BackendComponent::PrivateUse1,
+    }
+}
+
+/// Row-major (C-contiguous) strides for a shape.
+pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
+    let mut strides: DimVec = SmallVec::from_elem(1, sizes.len());
+    let mut acc = 1i64;
+    for i in (0..sizes.len()).rev() {
+        strides[i] = acc;
+        acc *= sizes[i].max(1);
+    }
+    strides
+}
+
+/// PyTorch's `is_contiguous` rule: dims of size 1 are ignored; an empty tensor is contiguous.
+pub fn compute_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut expected = 1i64;
+    for i in (0..sizes.len()).rev() {
+        let s = sizes[i];
+        if s != 1 {
+            if strides[i] != expected {
+                return false;
+            }
+            expected *= s;
+        }
+    }
+    true
+}
+
+impl TensorImpl {
+    /// A tensor over `storage`. `version_counter: None` makes an inference tensor, which also
+    /// loses the autograd keys.
+    pub fn new(
+        storage: Storage,
+        sizes: DimVec,
+        strides: DimVec,
+        storage_offset: i64,
+        dtype: ScalarType,
+        version_counter: Option<VersionCounter>,
+    ) -> Self {
+        debug_assert_eq!(sizes.len(), strides.len());
+        let numel = sizes.iter().product();
+        let b = backend_of(storage.device().ty);
+        let mut key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b));
+        if version_counter.is_some() {
+            key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
+        }
+        let is_contiguous = compute_contiguous(&sizes, &strides);
+        TensorImpl {
+            storage,
+            sizes,
+            strides,
+            storage_offset,
+            numel,
+            key_set,
+            version_counter,
+            autograd_meta: OnceLock::new(),
+            dtype,
+            is_wrapped_number: false,
+            is_contiguous,
+        }
+    }
+
+    /// A view: same storage and version counter, new geometry, no autograd metadata.
+    pub fn view_of(&self, sizes: DimVec, strides: DimVec, storage_offset: i64) -> Self {
+        let mut t = TensorImpl::new(
+            self.storage.clone(),
+            sizes,
+            strides,
+            storage_offset,
+            self.dtype,
+            self.version_counter.clone(),
+        );
+        t.key_set = self.key_set;
+        t
+    }
+
+    /// Marks the tensor as a wrapped number (a Rust scalar turned into a zero-dim tensor), which
+    /// has the lowest priority in type promotion.
+    pub fn with_wrapped_number(mut self, wrapped: bool) -> Self {
+        self.is_wrapped_number = wrapped;
+        self
+    }
+
+    /// Replaces the key set (used by backends and tests that build special tensors).
+    pub fn with_key_set(mut self, ks: DispatchKeySet) -> Self {
+        self.key_set = ks;
+        self
+    }
+
+    /// The shared storage.
+    #[inline]
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    /// Sizes per dimension.
+    #[inline]
+    pub fn sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+    /// Strides per dimension, in elements.
+    #[inline]
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
+    }
+    /// Number of dimensions.
+    #[inline]
+    pub fn dim(&self) -> usize {
+        self.sizes.len()
+    }
+    /// Offset of element 0 in the storage, in elements.
+    #[inline]
+    pub fn storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+    /// Number of elements.
+    #[inline]
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+    /// Element type.
+    #[inline]
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+    /// Dispatch keys of the tensor.
+    #[inline]
+    pub fn key_set(&self) -> DispatchKeySet {
+        self.key_set
+    }
+    /// Whether the layout is C-contiguous.
+    #[inline]
+    pub fn is_contiguous(&self) -> bool {
+        self.is_contiguous
+    }
+    /// Whether this is a wrapped number.
+    #[inline]
+    pub fn is_wrapped_number(&self) -> bool {
+        self.is_wrapped_number
+    }
+    /// The version counter (None for inference tensors).
+    #[inline]
+    pub fn version_counter(&self) -> Option<&VersionCounter> {
+        self.version_counter.as_ref()
+    }
+    /// True for tensors created in inference mode.
+    #[inline]
+    pub fn is_inference(&self) -> bool {
+        self.version_counter.is_none()
+    }
+    /// Address of element 0 (storage base plus offset).
+    #[inline]
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.storage
+            .data_ptr()
+            .wrapping_add(self.storage_offset as usize * self.dtype.size())
+    }
+    /// The autograd metadata, if autograd attached any.
+    #[inline]
+    pub fn autograd_meta(&self) -> Option<&dyn AutogradMetaInterface> {
+        self.autograd_meta.get().map(|b| b.as_ref())
+    }
+    /// Attaches autograd metadata once; returns the metadata that is in place afterwards (the
+    /// argument is dropped if another was attached first).
+    pub fn get_or_init_autograd_meta(
+        &self,
+        init: impl FnOnce() -> Box<dyn AutogradMetaInterface>,
+    ) -> &dyn AutogradMetaInterface {
+        self.autograd_meta.get_or_init(init).as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    #[test]
+    fn keys_and_views() {
+        let st = Storage::new(24, Device::CPU).unwrap();
+        let t = TensorImpl::new(st, DimVec::from_slice(&[2, 3]), contiguous_strides(&[2, 3]), 0, ScalarType::F32, Some(VersionCounter::new()));
+        assert!(t.key_set().has(DispatchKey::CPU));
+        assert!(t.key_set().has(DispatchKey::AutogradCPU));
+        assert!(t.key_set().has(DispatchKey::ADInplaceOrView));
+        assert!(t.is_contiguous());
+        let v = t.view_of(DimVec::from_slice(&[3, 2]), DimVec::from_slice(&[1, 3]), 0);
+        assert!(!v.is_contiguous());
+        assert!(v.storage().is_same(t.storage()));
+        assert!(v.version_counter().unwrap().is_same(t.version_counter().unwrap()));
+        v.version_counter().unwrap().bump();
+        assert_eq!(t.version_counter().unwrap().current(), 1);
+        let inf = TensorImpl::new(t.storage().clone(), DimVec::new(), DimVec::new(), 0, ScalarType::F32, None);
+        assert!(!inf.key_set().has(DispatchKey::AutogradCPU));
+        assert!(inf.is_inference());
+    }
+
+    #[test]
+    fn contiguity_rule() {
+        assert!(compute_contiguous(&[2, 1, 3], &[3, 100, 1]));
+        assert!(compute_contiguous(&[0, 3], &[7, 9]));
+        assert!(!compute_contiguous(&[2, 3], &[1, 2]));
+        assert_eq!(contiguous_strides(&[2, 3, 4]).as_slice(), &[12, 4, 1]);
+    }
+}

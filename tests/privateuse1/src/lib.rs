@@ -1,0 +1,1 @@
+//! PrivateUse1 test backend (being written).
