@@ -10,6 +10,7 @@ pub mod device;
 pub mod dispatch_key;
 pub mod dispatch_key_set;
 pub mod error;
+pub mod layout;
 pub mod local_dispatch_key_set;
 pub mod scalar;
 pub mod scalar_type;
@@ -21,6 +22,7 @@ pub use device::{Device, DeviceType};
 pub use dispatch_key::{BackendComponent, DispatchKey};
 pub use dispatch_key_set::DispatchKeySet;
 pub use error::{Error, Result};
+pub use layout::{Layout, MemoryFormat};
 pub use local_dispatch_key_set::{
     ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, LocalDispatchKeySet,
 };

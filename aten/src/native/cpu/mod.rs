@@ -1,0 +1,3 @@
+//! CPU kernels and the loops they run on.
+
+pub mod loops;

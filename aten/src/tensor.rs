@@ -1,0 +1,336 @@
+//! `Tensor`: a cheap, clonable handle (`Arc<TensorImpl>`) with zero-copy constructors, typed
+//! element access and the geometry accessors. Operators are methods generated in
+//! `generated/methods.rs`; views share storage and version counter (see `native/shape.rs`).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use c10::allocator::DataPtr;
+use c10::tensor_impl::{contiguous_strides, DimVec};
+use c10::{
+    Device, DispatchKeySet, Element, Error, Result, Scalar, ScalarType, Storage, TensorImpl,
+    VersionCounter,
+};
+
+/// A multi-dimensional array on a device. Cloning the handle is cheap and shares the data;
+/// use [`Tensor::clone_tensor`] (PyTorch's `clone()`) for a deep copy.
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    pub(crate) imp: Arc<TensorImpl>,
+}
+
+/// Frees the `Vec<T>` behind a zero-copy tensor.
+///
+/// # Safety
+/// `ctx` must be a `Box<Vec<T>>` turned into a raw pointer by `Tensor::from_vec`.
+unsafe fn drop_boxed_vec<T>(_data: *mut u8, ctx: *mut ()) {
+    // SAFETY: per the contract, ctx came from Box::into_raw(Box<Vec<T>>) and is dropped once.
+    drop(unsafe { Box::from_raw(ctx as *mut Vec<T>) });
+}
+
+/// Runs the user's deleter of a `from_blob` tensor.
+///
+/// # Safety
+/// `ctx` must be a `Box<Box<dyn FnOnce() + Send>>` from `Tensor::from_blob`.
+unsafe fn run_blob_deleter(_data: *mut u8, ctx: *mut ()) {
+    // SAFETY: per the contract, ctx is the boxed deleter, taken back exactly once.
+    let f = unsafe { Box::from_raw(ctx as *mut Box<dyn FnOnce() + Send>) };
+    f()
+}
+
+/// Checks a shape (non-negative sizes) and returns its element count.
+pub(crate) fn checked_numel(op: &str, shape: &[i64]) -> Result<i64> {
+    let mut n: i64 = 1;
+    for &s in shape {
+        if s < 0 {
+            return Err(Error::shape(op, format!("negative dimension {s} in shape {shape:?}")));
+        }
+        n = n
+            .checked_mul(s)
+            .ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))?;
+    }
+    Ok(n)
+}
+
+impl Tensor {
+    /// Wraps an implementation.
+    pub fn from_impl(imp: TensorImpl) -> Tensor {
+        Tensor { imp: Arc::new(imp) }
+    }
+
+    /// The implementation behind the handle.
+    #[inline]
+    pub fn imp(&self) -> &TensorImpl {
+        &self.imp
+    }
+
+    /// Takes ownership of a `Vec` without copying and views it with `shape`.
+    ///
+    /// ```
+    /// let t = aten::Tensor::from_vec(vec![1i64, 2, 3, 4], &[2, 2]).unwrap();
+    /// assert_eq!(t.sizes(), &[2, 2]);
+    /// ```
+    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[i64]) -> Result<Tensor> {
+        let numel = checked_numel("from_vec", shape)?;
+        if numel as usize != v.len() {
+            return Err(Error::shape(
+                "from_vec",
+                format!("shape {shape:?} is invalid for input of size {}", v.len()),
+            ));
+        }
+        let nbytes = v.len() * std::mem::size_of::<T>();
+        let mut boxed = Box::new(v);
+        let ptr = NonNull::new(boxed.as_mut_ptr() as *mut u8).expect("Vec pointers are non-null");
+        let ctx = Box::into_raw(boxed) as *mut ();
+        // SAFETY: the pointer is the Vec's buffer, which lives until `drop_boxed_vec` drops the
+        // boxed Vec (ctx) exactly once; moving the Box does not move the heap buffer.
+        let data = unsafe { DataPtr::from_raw(ptr, ctx, Some(drop_boxed_vec::<T>), Device::CPU) };
+        Ok(Tensor::from_storage(
+            Storage::from_data_ptr(data, nbytes),
+            shape,
+            contiguous_strides(shape),
+            0,
+            T::DTYPE,
+        ))
+    }
+
+    /// A 1-D tensor copied from a slice.
+    pub fn from_slice<T: Element>(v: &[T]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), &[v.len() as i64]).expect("length matches")
+    }
+
+    /// A zero-dim tensor holding one value.
+    pub fn scalar_tensor<T: Element>(v: T) -> Tensor {
+        Tensor::from_vec(vec![v], &[]).expect("one element")
+    }
+
+    /// A zero-dim tensor from a Scalar, marked as a wrapped number (lowest promotion priority),
+    /// which is how PyTorch passes Python numbers to tensor-tensor kernels.
+    pub fn wrapped_scalar(s: Scalar) -> Tensor {
+        let t = match s {
+            Scalar::Bool(b) => Tensor::scalar_tensor(b),
+            Scalar::Int(i) => Tensor::scalar_tensor(i),
+            Scalar::Float(f) => Tensor::scalar_tensor(f),
+        };
+        let imp = Arc::try_unwrap(t.imp).expect("fresh tensor is unique");
+        Tensor::from_impl(imp.with_wrapped_number(true))
+    }
+
+    /// Views external memory without copying. `deleter` runs exactly once, after the last
+    /// tensor (including views) using the memory is dropped.
+    ///
+    /// # Safety
+    /// `data` must point to memory valid for reads and writes of every element addressed by
+    /// `sizes`/`strides` (in elements of `dtype`) until `deleter` runs, aligned for `dtype`, and
+    /// not accessed through other references while tensors use it.
+    pub unsafe fn from_blob(
+        data: NonNull<u8>,
+        sizes: &[i64],
+        strides: &[i64],
+        dtype: ScalarType,
+        deleter: impl FnOnce() + Send + 'static,
+    ) -> Result<Tensor> {
+        if sizes.len() != strides.len() {
+            return Err(Error::shape("from_blob", "sizes and strides must have the same length"));
+        }
+        checked_numel("from_blob", sizes)?;
+        let boxed: Box<Box<dyn FnOnce() + Send>> = Box::new(Box::new(deleter));
+        let ctx = Box::into_raw(boxed) as *mut ();
+        let mut span = 1i64;
+        for (&s, &st) in sizes.iter().zip(strides) {
+            if s == 0 {
+                span = 0;
+                break;
+            }
+            span += (s - 1) * st.abs();
+        }
+        // SAFETY: the caller guarantees validity until the deleter runs; run_blob_deleter takes
+        // the boxed closure back exactly once, when the storage is dropped.
+        let dp = unsafe { DataPtr::from_raw(data, ctx, Some(run_blob_deleter), Device::CPU) };
+        Ok(Tensor::from_storage(
+            Storage::from_data_ptr(dp, span as usize * dtype.size()),
+            sizes,
+            DimVec::from_slice(strides),
+            0,
+            dtype,
+        ))
+    }
+
+    /// A tensor over existing storage with a fresh version counter.
+    pub fn from_storage(storage: Storage, sizes: &[i64], strides: DimVec, offset: i64, dtype: ScalarType) -> Tensor {
+        Tensor::from_impl(TensorImpl::new(
+            storage,
+            DimVec::from_slice(sizes),
+            strides,
+            offset,
+            dtype,
+            Some(VersionCounter::new()),
+        ))
+    }
+
+    /// A new uninitialised contiguous tensor (the raw allocation behind `empty`).
+    pub fn empty_uninit(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+        let numel = checked_numel("empty", sizes)?;
+        let storage = Storage::new(numel as usize * dtype.size(), device)?;
+        Ok(Tensor::from_storage(storage, sizes, contiguous_strides(sizes), 0, dtype))
+    }
+
+    /// A new uninitialised tensor with explicit strides (used to inherit an input's layout).
+    pub fn empty_strided_uninit(sizes: &[i64], strides: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+        checked_numel("empty_strided", sizes)?;
+        let mut span = 1i64;
+        for (&s, &st) in sizes.iter().zip(strides) {
+            if s == 0 {
+                span = 0;
+                break;
+            }
+            span += (s - 1) * st;
+        }
+        let storage = Storage::new(span as usize * dtype.size(), device)?;
+        Ok(Tensor::from_storage(storage, sizes, DimVec::from_slice(strides), 0, dtype))
+    }
+
+    /// Sizes per dimension.
+    #[inline]
+    pub fn sizes(&self) -> &[i64] {
+        self.imp.sizes()
+    }
+    /// Alias of [`Tensor::sizes`] (PyTorch's `shape`).
+    #[inline]
+    pub fn shape(&self) -> &[i64] {
+        self.imp.sizes()
+    }
+    /// Size of one dimension (negative dims count from the end).
+    pub fn size(&self, dim: i64) -> Result<i64> {
+        let d = crate::wrap_dim("size", dim, self.dim())?;
+        Ok(self.sizes()[d])
+    }
+    /// Strides in elements.
+    #[inline]
+    pub fn strides(&self) -> &[i64] {
+        self.imp.strides()
+    }
+    /// Number of dimensions.
+    #[inline]
+    pub fn dim(&self) -> usize {
+        self.imp.dim()
+    }
+    /// Number of elements.
+    #[inline]
+    pub fn numel(&self) -> i64 {
+        self.imp.numel()
+    }
+    /// Element type.
+    #[inline]
+    pub fn dtype(&self) -> ScalarType {
+        self.imp.dtype()
+    }
+    /// Alias of [`Tensor::dtype`].
+    #[inline]
+    pub fn scalar_type(&self) -> ScalarType {
+        self.imp.dtype()
+    }
+    /// Device of the data.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.imp.storage().device()
+    }
+    /// Offset of element 0 in the storage.
+    #[inline]
+    pub fn storage_offset(&self) -> i64 {
+        self.imp.storage_offset()
+    }
+    /// The storage shared with views.
+    #[inline]
+    pub fn storage(&self) -> &Storage {
+        self.imp.storage()
+    }
+    /// Dispatch keys of the tensor.
+    #[inline]
+    pub fn key_set(&self) -> DispatchKeySet {
+        self.imp.key_set()
+    }
+    /// Whether the tensor is C-contiguous.
+    #[inline]
+    pub fn is_contiguous(&self) -> bool {
+        self.imp.is_contiguous()
+    }
+    /// Whether this zero-dim tensor stands for a Rust scalar in promotion.
+    #[inline]
+    pub fn is_wrapped_number(&self) -> bool {
+        self.imp.is_wrapped_number()
+    }
+    /// True for floating dtypes.
+    pub fn is_floating_point(&self) -> bool {
+        self.dtype().is_floating_point()
+    }
+    /// The version counter's current value (0 for inference tensors).
+    pub fn version(&self) -> u32 {
+        self.imp.version_counter().map_or(0, |v| v.current())
+    }
+    /// Records an in-place modification (bumps the shared version counter).
+    pub fn bump_version(&self) {
+        if let Some(v) = self.imp.version_counter() {
+            v.bump();
+        }
+    }
+    /// True when both handles are the same tensor object.
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.imp, &other.imp)
+    }
+    /// Address of element 0.
+    #[inline]
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.imp.data_ptr()
+    }
+
+    /// Element 0 as a typed pointer, checking the dtype.
+    pub fn typed_data_ptr<T: Element>(&self) -> Result<*mut T> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::DtypeMismatch { op: "data_ptr".into(), expected: T::DTYPE, actual: self.dtype() });
+        }
+        Ok(self.data_ptr() as *mut T)
+    }
+
+    /// Copies the elements out in row-major order, converting to `T` with PyTorch's cast rules.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if !self.device().is_cpu() {
+            return Err(Error::invalid("to_vec", format!("tensor is on {}, copy it to the CPU first", self.device())));
+        }
+        let n = self.numel() as usize;
+        let mut out = Vec::with_capacity(n);
+        c10::dispatch_all_types!(self.dtype(), S => {
+            let base = self.data_ptr() as *const S;
+            crate::native::cpu::loops::for_each_offset(self.sizes(), self.strides(), |off| {
+                // SAFETY: offsets come from sizes/strides of a tensor whose storage covers
+                // every addressed element (invariant of TensorImpl construction).
+                let v = unsafe { *base.offset(off) };
+                out.push(v.cast::<T>());
+            });
+        });
+        Ok(out)
+    }
+
+    /// The value of a one-element tensor, converted to `T`.
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// The value of a one-element tensor as a Scalar of the tensor's kind.
+    pub fn item_scalar(&self) -> Result<Scalar> {
+        let d = self.dtype();
+        if d == ScalarType::Bool {
+            Ok(Scalar::Bool(self.item::<bool>()?))
+        } else if d.is_floating_point() {
+            Ok(Scalar::Float(self.item::<f64>()?))
+        } else {
+            Ok(Scalar::Int(self.item::<i64>()?))
+        }
+    }
+}
