@@ -232,6 +232,18 @@ impl IValue {
     pub fn to_opt_scalar_type(&self, op: &str, arg: &str) -> Result<Option<ScalarType>> {
         if self.is_none() { Ok(None) } else { self.to_scalar_type(op, arg).map(Some) }
     }
+    /// `MemoryFormat` argument.
+    pub fn to_memory_format(&self, op: &str, arg: &str) -> Result<MemoryFormat> {
+        self.to_opt_memory_format(op, arg)?.ok_or_else(|| mismatch(op, arg, "MemoryFormat", self))
+    }
+    /// `Layout` argument.
+    pub fn to_layout(&self, op: &str, arg: &str) -> Result<Layout> {
+        self.to_opt_layout(op, arg)?.ok_or_else(|| mismatch(op, arg, "Layout", self))
+    }
+    /// `Device` argument.
+    pub fn to_device(&self, op: &str, arg: &str) -> Result<Device> {
+        self.to_opt_device(op, arg)?.ok_or_else(|| mismatch(op, arg, "Device", self))
+    }
     /// `Layout?` argument.
     pub fn to_opt_layout(&self, op: &str, arg: &str) -> Result<Option<Layout>> {
         match self {
@@ -272,6 +284,22 @@ impl IValue {
             other => Err(mismatch(op, "return", "Tensor", &other)),
         }
     }
+    /// A returned Scalar.
+    pub fn into_scalar(self, op: &str) -> Result<Scalar> {
+        self.to_scalar(op, "return")
+    }
+    /// A returned int.
+    pub fn into_int(self, op: &str) -> Result<i64> {
+        self.to_int(op, "return")
+    }
+    /// A returned float.
+    pub fn into_double(self, op: &str) -> Result<f64> {
+        self.to_double(op, "return")
+    }
+    /// A returned bool.
+    pub fn into_bool(self, op: &str) -> Result<bool> {
+        self.to_bool(op, "return")
+    }
     /// A returned tensor list.
     pub fn into_tensor_list(self, op: &str) -> Result<Vec<Tensor>> {
         match self {
@@ -279,6 +307,11 @@ impl IValue {
             other => Err(mismatch(op, "return", "Tensor[]", &other)),
         }
     }
+}
+
+/// Pops one return value of `op` from a boxed stack (an error if the kernel pushed too few).
+pub fn pop_return(stack: &mut Stack, op: &str) -> Result<IValue> {
+    stack.pop().ok_or_else(|| Error::BoxedArgument { op: op.to_string(), msg: "the kernel returned fewer values than the schema declares".into() })
 }
 
 impl From<Tensor> for IValue {

@@ -2,23 +2,49 @@
 //! kernels.
 //!
 //! A call such as `a.add(&b)` goes through the generated method in `generated/methods.rs`, the
-//! typed operator handle in `generated/ops.rs` (key-set computation and table lookup in
+//! typed operator handle in `generated/handles.rs` (key-set computation and table lookup in
 //! [`dispatcher`]), and lands in a kernel under [`native`]. See the book chapter "Life of an
 //! operator call" in `docs/`.
 #![warn(missing_docs)]
 
 pub mod dispatcher;
+pub mod display;
+pub mod generated;
 pub mod generator;
 pub mod ivalue;
 pub mod native;
 pub mod tensor;
+mod tensor_ops;
 
 pub use dispatcher::{dispatcher, Dispatcher, KernelFunction, OperatorEntry};
 pub use generator::{default_generator, manual_seed, Generator};
 pub use ivalue::{IValue, Stack};
+pub use generated::functions as ops;
+pub use generated::handles;
 pub use tensor::Tensor;
 
-use c10::{Error, Result};
+use c10::tensor_impl::backend_of;
+use c10::{Device, DispatchKey, DispatchKeySet, Error, Result};
+
+/// The key set a factory dispatches to for a `device` argument (CPU when absent): what the
+/// generated BackendSelect kernels redispatch with.
+#[inline]
+pub fn backend_key_set(device: Option<Device>) -> DispatchKeySet {
+    let b = backend_of(device.unwrap_or(Device::CPU).ty);
+    DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b))
+}
+
+/// Registers aten's operators and kernels, and the fallthrough fallbacks for the layers that
+/// have no kernel for most operators yet (BackendSelect, ADInplaceOrView, and the autograd keys
+/// until the `autograd` crate registers its kernels).
+fn register_aten(d: &Dispatcher) {
+    for key in [DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView, DispatchKey::AutogradFunctionality, DispatchKey::AutogradOther] {
+        d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
+    }
+    generated::registrations::register_all(d);
+}
+
+inventory::submit! { dispatcher::Registrar(register_aten) }
 
 /// Turns a possibly negative dimension into an index in `0..ndim` (`maybe_wrap_dim`). A
 /// zero-dim tensor accepts `0` and `-1`, as in PyTorch.

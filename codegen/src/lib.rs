@@ -11,4 +11,6 @@
 
 pub mod schema;
 #[cfg(feature = "generator")]
+pub mod gen;
+#[cfg(feature = "generator")]
 pub mod yaml;

@@ -1,1 +1,52 @@
-fn main() {}
+//! Project automation: `cargo xtask codegen [--check] | parity DIR | bench [FILTER]`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod codegen_cmd;
+mod parity;
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "Project automation for the workspace")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Regenerates `*/src/generated/` from `native_functions.yaml` (and `derivatives.yaml`).
+    Codegen {
+        /// Fails, without writing, if any generated file differs from what is checked in.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Runs the operator parity cases of DIR (cases.json + tensors.safetensors).
+    Parity(parity::Args),
+    /// Runs the benchmark workloads and prints (and optionally records) a table.
+    Bench(bench::Args),
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Codegen { check } => codegen_cmd::run(check),
+        Cmd::Parity(a) => parity::run(a),
+        Cmd::Bench(a) => bench::run(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

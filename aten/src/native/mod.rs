@@ -1,3 +1,42 @@
-//! Native operator implementations, one file per op family, with CPU kernels under [`cpu`].
+//! Native operator implementations, one file per op family (PyTorch's `native/*.cpp`), with the
+//! loops they share under [`cpu`] and the [`tensor_iterator`].
 
+/// Runs `$body` with `$T` bound to the storage type and `$A` to the type arithmetic is done in
+/// ("opmath": f32 for f16/bf16), for the floating dtypes. Other dtypes run `$else`.
+macro_rules! match_float {
+    ($dt:expr, $T:ident, $A:ident => $body:block, $other:pat => $else:expr) => {
+        match $dt {
+            c10::ScalarType::F32 => { type $T = f32; #[allow(dead_code)] type $A = f32; $body }
+            c10::ScalarType::F64 => { type $T = f64; #[allow(dead_code)] type $A = f64; $body }
+            c10::ScalarType::F16 => { type $T = c10::f16; #[allow(dead_code)] type $A = f32; $body }
+            c10::ScalarType::BF16 => { type $T = c10::bf16; #[allow(dead_code)] type $A = f32; $body }
+            $other => $else,
+        }
+    };
+}
+
+/// Runs `$body` with `$T` bound to the integer type of an integral dtype (not bool).
+macro_rules! match_int {
+    ($dt:expr, $T:ident => $body:block, $other:pat => $else:expr) => {
+        match $dt {
+            c10::ScalarType::U8 => { type $T = u8; $body }
+            c10::ScalarType::I8 => { type $T = i8; $body }
+            c10::ScalarType::I16 => { type $T = i16; $body }
+            c10::ScalarType::I32 => { type $T = i32; $body }
+            c10::ScalarType::I64 => { type $T = i64; $body }
+            $other => $else,
+        }
+    };
+}
+
+pub mod binary;
+pub mod compare;
+pub mod copy;
 pub mod cpu;
+pub mod factory;
+pub mod opmath;
+pub mod random;
+pub mod shape;
+pub mod tensor_iterator;
+pub mod ternary;
+pub mod unary;

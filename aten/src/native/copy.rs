@@ -1,0 +1,137 @@
+//! Copies and dtype conversions: `copy_` (broadcasting, converting), `_to_copy`, `to.dtype`,
+//! `clone`, `contiguous`, and the internal helpers the TensorIterator uses to cast operands.
+
+use c10::{Device, Element, Error, Layout, MemoryFormat, Result, ScalarType};
+
+use crate::native::tensor_iterator::{unary_loop, TensorIteratorConfig};
+use crate::Tensor;
+
+/// Writes `src` (broadcast to `dst`'s shape, converted to its dtype) into `dst`. No version
+/// bump: callers that are operators get it from the ADInplaceOrView layer.
+pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
+    let src = crate::native::shape::expand(src, dst.sizes(), false)
+        .map_err(|_| Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), dst.sizes())))?;
+    let iter = TensorIteratorConfig::new("copy_")
+        .add_output(Some(dst))
+        .add_input(&src)
+        .check_all_same_dtype(false)
+        .static_output_dtype(dst.dtype())
+        .common_dtype(src.dtype())
+        .build()?;
+    c10::dispatch_all_types!(dst.dtype(), O => {
+        c10::dispatch_all_types!(src.dtype(), I => unary_loop::<O, I>(&iter, |x: I| x.cast::<O>()))
+    });
+    Ok(())
+}
+
+/// A new tensor with `t`'s values converted to `dtype`, laid out like `t` when it is dense.
+pub fn to_dtype(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    let out = empty_like_layout(t, dtype)?;
+    copy_into(&out, t)?;
+    Ok(out)
+}
+
+/// An uninitialised tensor of `t`'s shape: `t`'s strides when they are dense and
+/// non-overlapping (the "preserve" rule), contiguous otherwise.
+pub fn empty_like_layout(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    if is_non_overlapping_and_dense(t.sizes(), t.strides()) {
+        Tensor::empty_strided_uninit(t.sizes(), t.strides(), dtype, t.device())
+    } else {
+        Tensor::empty_uninit(t.sizes(), dtype, t.device())
+    }
+}
+
+/// Whether the strides address every element exactly once with no gaps.
+pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut dims: smallvec::SmallVec<[usize; 6]> = (0..sizes.len()).collect();
+    dims.sort_by_key(|&d| (strides[d], sizes[d]));
+    let mut expected = 1i64;
+    for d in dims {
+        if sizes[d] == 1 {
+            continue;
+        }
+        if strides[d] != expected {
+            return false;
+        }
+        expected *= sizes[d];
+    }
+    true
+}
+
+fn check_cpu(op: &str, device: Option<Device>) -> Result<()> {
+    match device {
+        Some(d) if !d.is_cpu() => Err(Error::NotImplemented { op: op.into(), msg: format!("copies to {d} need that device's backend") }),
+        _ => Ok(()),
+    }
+}
+
+/// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
+pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor> {
+    copy_into(self_, src)?;
+    Ok(self_.clone())
+}
+
+/// `_to_copy(Tensor self, *, ScalarType? dtype, Layout? layout, Device? device, bool? pin_memory,
+/// bool non_blocking=False, MemoryFormat? memory_format) -> Tensor`
+pub fn to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    _layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+    _non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    check_cpu("_to_copy", device)?;
+    let dtype = dtype.unwrap_or(self_.dtype());
+    let out = match memory_format {
+        None | Some(MemoryFormat::Preserve) => empty_like_layout(self_, dtype)?,
+        Some(MemoryFormat::Contiguous) => Tensor::empty_uninit(self_.sizes(), dtype, self_.device())?,
+        Some(m) => return Err(Error::NotImplemented { op: "_to_copy".into(), msg: format!("memory format {m:?}") }),
+    };
+    copy_into(&out, self_)?;
+    Ok(out)
+}
+
+/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    to_copy(self_, None, None, None, None, false, memory_format)
+}
+
+/// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)`:
+/// the tensor itself when already contiguous, else a contiguous copy.
+pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    if memory_format != MemoryFormat::Contiguous {
+        return Err(Error::NotImplemented { op: "contiguous".into(), msg: format!("memory format {memory_format:?}") });
+    }
+    if self_.is_contiguous() {
+        return Ok(self_.clone());
+    }
+    crate::ops::clone(self_, Some(MemoryFormat::Contiguous))
+}
+
+/// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False,
+/// MemoryFormat? memory_format=None) -> Tensor(a)`: the tensor itself when nothing changes.
+pub fn to_dtype_op(
+    self_: &Tensor,
+    dtype: ScalarType,
+    non_blocking: bool,
+    copy: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if dtype == self_.dtype() && !copy && matches!(memory_format, None | Some(MemoryFormat::Preserve)) {
+        return Ok(self_.clone());
+    }
+    crate::ops::_to_copy(self_, Some(dtype), None, None, None, non_blocking, memory_format)
+}
+
+impl Tensor {
+    /// A deep copy (PyTorch's `clone()`), laid out like `self` when dense. (`clone()` itself is
+    /// `Clone::clone`, which shares the data like a new Python reference.)
+    pub fn clone_tensor(&self) -> Result<Tensor> {
+        crate::ops::clone(self, None)
+    }
+}

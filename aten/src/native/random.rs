@@ -1,0 +1,1372 @@
+//! Random operators on the CPU (`uniform_`, `normal_`, `random_`, `bernoulli_`, `rand`, `randn`,
+//! `randint`, `*_like`), drawing from the mt19937 `Generator` exactly as PyTorch's CPU kernels do,
+//! so a seed gives PyTorch's numbers.
+//!
+//! Note [Random fill order]: PyTorch fills through a TensorIterator, which visits a strided
+//! output in memory order (innermost = smallest stride), not in logical order. We do the same
+//! (see [`for_each_offset_memory_order`]) so `torch.empty(2, 3).t().uniform_()` gives the same
+//! matrix here.
+
+use std::f64::consts::PI;
+
+use c10::{Device, Element, Error, Layout, MemoryFormat, Result, ScalarType};
+
+use crate::generator::GeneratorState;
+use crate::native::cpu::loops::for_each_offset;
+use crate::native::factory::{
+    check_cpu, check_factory_options, check_size_nonnegative, dtype_lowest, dtype_max, empty_like,
+    empty_memory_format, fmt_g, stride_order,
+};
+use crate::{default_generator, Generator, Tensor};
+
+// ---- plumbing ------------------------------------------------------------------------------------
+
+/// The generator to draw from: the given one (which must be a CPU generator) or the default CPU
+/// generator.
+fn cpu_generator(op: &str, generator: Option<&Generator>) -> Result<Generator> {
+    match generator {
+        Some(g) if !g.device().is_cpu() => Err(Error::invalid(
+            op,
+            format!(
+                "Expected a 'cpu' device type for generator but found '{}'",
+                g.device().ty
+            ),
+        )),
+        Some(g) => Ok(g.clone()),
+        None => default_generator(Device::CPU),
+    }
+}
+
+/// TensorIterator's `check_mem_overlap` for the written tensor: an expanded dim (stride 0, size
+/// > 1) would make the random stream's order observable.
+fn assert_no_internal_overlap(op: &str, t: &Tensor) -> Result<()> {
+    if t.sizes()
+        .iter()
+        .zip(t.strides())
+        .any(|(&s, &st)| s > 1 && st == 0)
+    {
+        return Err(Error::invalid(
+            op,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+             location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
+/// Calls `f(offset)` for every element of a tensor in memory order (TensorIterator's order; see
+/// Note [Random fill order]).
+fn for_each_offset_memory_order(sizes: &[i64], strides: &[i64], f: impl FnMut(isize)) {
+    let perm = stride_order(sizes, strides);
+    // `perm[0]` is the innermost dim; `for_each_offset` wants the outermost first.
+    let s: smallvec::SmallVec<[i64; 6]> = perm.iter().rev().map(|&d| sizes[d]).collect();
+    let st: smallvec::SmallVec<[i64; 6]> = perm.iter().rev().map(|&d| strides[d]).collect();
+    for_each_offset(&s, &st, f);
+}
+
+/// Writes `f()` into every element of `t` (dtype `T`), in memory order.
+fn write_memory_order<T: Element>(t: &Tensor, mut f: impl FnMut() -> T) -> Result<()> {
+    let base = t.typed_data_ptr::<T>()?;
+    for_each_offset_memory_order(t.sizes(), t.strides(), |off| {
+        // SAFETY: `t` is a CPU tensor of dtype T (checked by `typed_data_ptr`) and every offset
+        // comes from its own sizes and strides, which its storage covers (TensorImpl invariant).
+        // The kernel owns the elements for the duration of the call; no Rust reference to them
+        // exists while we write.
+        unsafe { base.offset(off).write(f()) };
+    });
+    Ok(())
+}
+
+/// Mantissa digits (`std::numeric_limits<T>::digits`) of a floating dtype.
+fn digits(dtype: ScalarType) -> u32 {
+    match dtype {
+        ScalarType::F16 => 11,
+        ScalarType::BF16 => 8,
+        ScalarType::F64 => 53,
+        _ => 24,
+    }
+}
+
+/// C++'s `caffe2::TypeMeta` name of a dtype's element type, as PyTorch prints it in bound errors.
+fn type_meta_name(dtype: ScalarType) -> &'static str {
+    match dtype {
+        ScalarType::U8 => "unsigned char",
+        ScalarType::I8 => "signed char",
+        ScalarType::I16 => "short int",
+        ScalarType::I32 => "int",
+        ScalarType::I64 => "long int",
+        ScalarType::F16 => "c10::Half",
+        ScalarType::BF16 => "c10::BFloat16",
+        ScalarType::F32 => "float",
+        ScalarType::F64 => "double",
+        ScalarType::Bool => "bool",
+    }
+}
+
+// ---- samplers (at::uniform_real_distribution, at::normal_distribution, ...) ----------------------
+
+/// `uniform_real_distribution<double>(0, 1)`: 53 random bits from `random64()`.
+#[inline]
+fn uniform_f64(g: &mut GeneratorState) -> f64 {
+    (g.random64() & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// `uniform_real_distribution<float>(0, 1)`: 24 random bits from `random()`.
+#[inline]
+fn uniform_f32(g: &mut GeneratorState) -> f32 {
+    (g.random() & ((1u32 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32)
+}
+
+/// One `uniform_` sample for a floating `T`, as PyTorch's `uniform_kernel`: drawn by
+/// `uniform_real_distribution<opmath_t>(from, to)` (double for double, float otherwise), cast to
+/// `T`, and moved to `from` if the cast rounded it up to `to`.
+///
+/// Note [Uniform FMA]: PyTorch's CPU kernels are built per CPU capability and the AVX2/AVX-512
+/// builds contract `x * (to - from) + from` into one fused multiply-add; we fuse too, so
+/// `uniform_(-2, 3)` matches bit for bit there. `[0, 1)` is exact either way and skips it.
+#[inline]
+fn uniform_sample<T: Element>(g: &mut GeneratorState, from: f64, to: f64) -> T {
+    let unit = from == 0.0 && to == 1.0;
+    let v = if T::DTYPE == ScalarType::F64 {
+        let x = uniform_f64(g);
+        T::from_f64(if unit { x } else { x.mul_add(to - from, from) })
+    } else {
+        let x = uniform_f32(g);
+        let (f, t) = (from as f32, to as f32);
+        T::from_f64(if unit { x } else { x.mul_add(t - f, f) } as f64)
+    };
+    if v == T::from_f64(to) {
+        T::from_f64(from)
+    } else {
+        v
+    }
+}
+
+/// `normal_distribution<double>`: Box-Muller on two 53-bit uniforms; the sine sample is cached
+/// in the generator for the next call, as PyTorch's `next_double_normal_sample`.
+#[inline]
+fn normal_f64(g: &mut GeneratorState, mean: f64, std: f64) -> f64 {
+    if let Some(z) = g.next_normal.take() {
+        return z * std + mean;
+    }
+    let u1 = uniform_f64(g);
+    let u2 = uniform_f64(g);
+    let r = (-2.0 * (-u2).ln_1p()).sqrt();
+    let theta = 2.0 * PI * u1;
+    g.next_normal = Some(r * theta.sin());
+    r * theta.cos() * std + mean
+}
+
+/// The arithmetic type of `normal_fill` (`at::opmath_type`): double for double, float for
+/// float, half and bfloat16.
+trait Opmath: Copy + Default {
+    /// `uniform_real_distribution<Self>(0, 1)`.
+    fn uniform01(g: &mut GeneratorState) -> Self;
+    /// PyTorch's `NormalFill16`: Box-Muller on `buf[j]`, `buf[j + 8]` for `j < 8`, finished by
+    /// `fma(radius * cos|sin(theta), std, mean)`.
+    fn box_muller16(buf: &mut [Self; 16], mean: f64, std: f64);
+    fn to_f64(self) -> f64;
+}
+
+impl Opmath for f64 {
+    fn uniform01(g: &mut GeneratorState) -> f64 {
+        uniform_f64(g)
+    }
+    fn box_muller16(buf: &mut [f64; 16], mean: f64, std: f64) {
+        for j in 0..8 {
+            let u1 = 1.0 - buf[j];
+            let u2 = buf[j + 8];
+            let radius = (-2.0 * u1.ln()).sqrt();
+            let theta = 2.0 * PI * u2;
+            buf[j] = (radius * theta.cos()).mul_add(std, mean);
+            buf[j + 8] = (radius * theta.sin()).mul_add(std, mean);
+        }
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl Opmath for f32 {
+    fn uniform01(g: &mut GeneratorState) -> f32 {
+        uniform_f32(g)
+    }
+    /// See Note [normal_fill on float].
+    fn box_muller16(buf: &mut [f32; 16], mean: f64, std: f64) {
+        let (mean, std) = (mean as f32, std as f32);
+        // `_mm256_set1_ps(2.0f * c10::pi<double>)`: 2*pi in double, rounded to float.
+        let two_pi = (2.0 * PI) as f32;
+        for j in 0..8 {
+            let u1 = 1.0 - buf[j];
+            let u2 = buf[j + 8];
+            let radius = (-2.0 * avx_mathfun::log(u1)).sqrt();
+            let (sin, cos) = avx_mathfun::sincos(two_pi * u2);
+            buf[j] = (radius * cos).mul_add(std, mean);
+            buf[j + 8] = (radius * sin).mul_add(std, mean);
+        }
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+/// Note [normal_fill on float]: on x86 PyTorch's float `normal_fill` runs the AVX2 kernel
+/// (`NormalFill16<float>` with `log256_ps` / `sincos256_ps` from `avx_mathfun.h`, Cephes
+/// polynomials) even on AVX-512 machines, because its dispatch stub registers no AVX-512 variant.
+/// Those functions differ from libm in the last ulp, so we evaluate the same polynomials, operation
+/// by operation, in scalar f32: `randn` then matches PyTorch bit for bit, on every platform.
+mod avx_mathfun {
+    // The C header spells its constants as double literals stored into float arrays; round the
+    // same way (double first, then float) so every constant has the same bits.
+    const SQRTHF: f32 = 0.707106781186547524_f64 as f32;
+    const LOG_P: [f32; 9] = [
+        7.0376836292E-2_f64 as f32,
+        -1.1514610310E-1_f64 as f32,
+        1.1676998740E-1_f64 as f32,
+        -1.2420140846E-1_f64 as f32,
+        1.4249322787E-1_f64 as f32,
+        -1.6668057665E-1_f64 as f32,
+        2.0000714765E-1_f64 as f32,
+        -2.4999993993E-1_f64 as f32,
+        3.3333331174E-1_f64 as f32,
+    ];
+    const LOG_Q1: f32 = -2.12194440e-4_f64 as f32;
+    const LOG_Q2: f32 = 0.693359375_f64 as f32;
+    const MINUS_DP1: f32 = -0.78515625_f64 as f32;
+    const MINUS_DP2: f32 = -2.4187564849853515625e-4_f64 as f32;
+    const MINUS_DP3: f32 = -3.77489497744594108e-8_f64 as f32;
+    const SINCOF: [f32; 3] = [
+        -1.9515295891E-4_f64 as f32,
+        8.3321608736E-3_f64 as f32,
+        -1.6666654611E-1_f64 as f32,
+    ];
+    const COSCOF: [f32; 3] = [
+        2.443315711809948E-005_f64 as f32,
+        -1.388731625493765E-003_f64 as f32,
+        4.166664568298827E-002_f64 as f32,
+    ];
+    const FOPI: f32 = 1.27323954473516_f64 as f32;
+
+    /// `log256_ps` for one lane: NaN for `x <= 0`.
+    pub(super) fn log(x: f32) -> f32 {
+        if x <= 0.0 || x.is_nan() {
+            return f32::NAN;
+        }
+        let x = x.max(f32::MIN_POSITIVE);
+        let bits = x.to_bits();
+        let mut e = ((bits >> 23) as i32 - 0x7f) as f32 + 1.0;
+        let mut x = f32::from_bits((bits & !0x7f80_0000) | 0.5f32.to_bits());
+        let small = x < SQRTHF;
+        let tmp = if small { x } else { 0.0 };
+        x -= 1.0;
+        e -= if small { 1.0 } else { 0.0 };
+        x += tmp;
+        let z = x * x;
+        let mut y = LOG_P[0];
+        for &p in &LOG_P[1..] {
+            y *= x;
+            y += p;
+        }
+        y *= x;
+        y *= z;
+        y += e * LOG_Q1;
+        y -= z * 0.5;
+        x += y;
+        x + e * LOG_Q2
+    }
+
+    /// `sincos256_ps` for one lane: `(sin(x), cos(x))`.
+    pub(super) fn sincos(x: f32) -> (f32, f32) {
+        let sign_sin = x.to_bits() & 0x8000_0000;
+        let mut x = x.abs();
+        let j = (((x * FOPI) as i32).wrapping_add(1)) & !1;
+        let y = j as f32;
+        let swap_sign_sin = ((j & 4) as u32) << 29;
+        let poly_mask = j & 2 == 0;
+        x += y * MINUS_DP1;
+        x += y * MINUS_DP2;
+        x += y * MINUS_DP3;
+        let sign_cos = ((!(j.wrapping_sub(2)) & 4) as u32) << 29;
+        let sign_sin = sign_sin ^ swap_sign_sin;
+        let z = x * x;
+        let mut yc = COSCOF[0];
+        yc *= z;
+        yc += COSCOF[1];
+        yc *= z;
+        yc += COSCOF[2];
+        yc *= z;
+        yc *= z;
+        yc -= z * 0.5;
+        yc += 1.0;
+        let mut ys = SINCOF[0];
+        ys *= z;
+        ys += SINCOF[1];
+        ys *= z;
+        ys += SINCOF[2];
+        ys *= z;
+        ys *= x;
+        ys += x;
+        let ysin2 = if poly_mask { ys } else { 0.0 };
+        let ysin1 = if poly_mask { 0.0 } else { yc };
+        let s = ysin1 + ysin2;
+        let c = (yc - ysin1) + (ys - ysin2);
+        (
+            f32::from_bits(s.to_bits() ^ sign_sin),
+            f32::from_bits(c.to_bits() ^ sign_cos),
+        )
+    }
+}
+
+/// PyTorch's `normal_fill` for a contiguous floating tensor of at least 16 elements: Box-Muller
+/// on blocks of 16 uniforms; a ragged tail recomputes the last 16 elements from 16 fresh
+/// uniforms.
+///
+/// For float and double PyTorch first draws one uniform per element into the output, so the
+/// `numel % 16` draws under the tail are drawn and then overwritten; half and bfloat16 draw per
+/// block into a float buffer and skip them. We draw block by block for every dtype and discard
+/// those draws where PyTorch makes them, which gives the same stream without a second buffer.
+fn normal_fill<T: Element, A: Opmath>(
+    t: &Tensor,
+    mean: f64,
+    std: f64,
+    g: &mut GeneratorState,
+) -> Result<()> {
+    let n = t.numel() as usize;
+    let base = t.typed_data_ptr::<T>()?;
+    debug_assert!(t.is_contiguous() && n >= 16);
+    let mut buf = [A::default(); 16];
+    let mut block = |g: &mut GeneratorState, start: usize| {
+        for x in buf.iter_mut() {
+            *x = A::uniform01(g);
+        }
+        A::box_muller16(&mut buf, mean, std);
+        for (j, x) in buf.iter().enumerate() {
+            // SAFETY: `t` is a contiguous CPU tensor of dtype T (checked by `typed_data_ptr`)
+            // with `n` elements, so elements `0..n` sit consecutively from `base` inside its
+            // storage, and `start + j < n` (callers pass `start <= n - 16`). The kernel owns the
+            // elements for the call; no Rust reference to them exists while we write.
+            unsafe { base.add(start + j).write(T::from_f64(x.to_f64())) };
+        }
+    };
+    let full = n / 16;
+    for b in 0..full {
+        block(g, 16 * b);
+    }
+    if n % 16 != 0 {
+        if T::DTYPE == ScalarType::F32 || T::DTYPE == ScalarType::F64 {
+            for _ in 0..n % 16 {
+                A::uniform01(g);
+            }
+        }
+        block(g, n - 16);
+    }
+    Ok(())
+}
+
+// ---- in-place random ops -------------------------------------------------------------------------
+
+/// `uniform_`: fills `self_` with samples from `[from, to)`.
+///
+/// Errors like PyTorch for non-floating dtypes, bounds outside the dtype's range, `from > to`
+/// and `to - from` overflowing the dtype.
+pub fn uniform_(
+    self_: &Tensor,
+    from: f64,
+    to: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    const OP: &str = "uniform_";
+    check_cpu(OP, self_)?;
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::UnsupportedDtype {
+            op: "check_uniform_bounds".into(),
+            dtype,
+        });
+    }
+    let (min, max) = (dtype_lowest(dtype), dtype_max(dtype));
+    let name = type_meta_name(dtype);
+    if !(from >= min && from <= max) {
+        return Err(Error::invalid(
+            OP,
+            format!("from is out of bounds for {name}"),
+        ));
+    }
+    if !(to >= min && to <= max) {
+        return Err(Error::invalid(
+            OP,
+            format!("to is out of bounds for {name}"),
+        ));
+    }
+    if from > to {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "uniform_ expects to return a [from, to) range, but found from={} > to={}",
+                fmt_g(from),
+                fmt_g(to)
+            ),
+        ));
+    }
+    if to - from > max {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "uniform_ expects to-from <= std::numeric_limits<{}>::max(), but found to={} and from={} which \
+                 result in to-from to exceed the limit",
+                dtype.cpp_name(),
+                fmt_g(to),
+                fmt_g(from)
+            ),
+        ));
+    }
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || uniform_sample::<T>(&mut g, from, to)))?;
+    Ok(self_.clone())
+}
+
+/// `normal_`: fills `self_` with samples from N(`mean`, `std`^2).
+///
+/// As PyTorch's CPU kernel: a contiguous tensor of at least 16 elements uses `normal_fill`
+/// (uniforms in blocks of 16, then Box-Muller in float, or double for double); anything else draws
+/// per element from `normal_distribution<double>` (which caches its second sample in the
+/// generator), in memory order.
+pub fn normal_(
+    self_: &Tensor,
+    mean: f64,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    const OP: &str = "normal_";
+    check_cpu(OP, self_)?;
+    if !(std >= 0.0) {
+        return Err(Error::invalid(
+            OP,
+            format!("normal expects std >= 0.0, but found std {}", fmt_g(std)),
+        ));
+    }
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::UnsupportedDtype {
+            op: "normal_kernel_cpu".into(),
+            dtype,
+        });
+    }
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(dtype, T => {
+        if self_.numel() >= 16 && self_.is_contiguous() {
+            if dtype == ScalarType::F64 {
+                normal_fill::<T, f64>(self_, mean, std, &mut g)?;
+            } else {
+                normal_fill::<T, f32>(self_, mean, std, &mut g)?;
+            }
+        } else {
+            write_memory_order::<T>(self_, || T::from_f64(normal_f64(&mut g, mean, std)))?;
+        }
+    });
+    Ok(self_.clone())
+}
+
+/// PyTorch's `update_from`: rounds `from` up to the next value a floating `T` represents.
+fn update_from<T: Element>(from: i64) -> i64 {
+    let from_plus_1 = T::from_i64(from.wrapping_add(1)).to_i64();
+    if from_plus_1 < from {
+        let n = 63 - (from.wrapping_add(1)).unsigned_abs().max(1).leading_zeros() as i64;
+        return from_plus_1 + (1i64 << (n - digits(T::DTYPE) as i64 + 1).max(0));
+    }
+    from
+}
+
+/// PyTorch's `update_to`: rounds `to` down to a value a floating `T` represents.
+fn update_to<T: Element>(to: i64) -> i64 {
+    let to_minus_1 = T::from_i64(to.wrapping_sub(1)).to_i64();
+    if to_minus_1 >= to {
+        let n = 63 - (to.wrapping_sub(1)).unsigned_abs().max(1).leading_zeros() as i64;
+        return to_minus_1 - (1i64 << (n - digits(T::DTYPE) as i64 + 1).max(0));
+    }
+    to
+}
+
+/// PyTorch's `check_from_to_in_range`: `from` and `to_inc` must be representable in the dtype.
+fn check_from_to_in_range(op: &str, from: i64, to_inc: i64, dtype: ScalarType) -> Result<()> {
+    let (min, max) = (dtype_lowest(dtype), dtype_max(dtype));
+    let name = type_meta_name(dtype);
+    let in_range = |v: i64| {
+        if dtype.is_floating_point() || dtype == ScalarType::I64 {
+            (v as f64) >= min && (v as f64) <= max
+        } else {
+            v >= min as i64 && v <= max as i64
+        }
+    };
+    if !in_range(from) {
+        return Err(Error::invalid(
+            op,
+            format!("from is out of bounds for {name}"),
+        ));
+    }
+    if !in_range(to_inc) {
+        return Err(Error::invalid(
+            op,
+            format!("to - 1 is out of bounds for {name}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `uniform_int_from_to_distribution<T>`: `(bits % range) + base`, with 64 random bits for
+/// int64/double/float/bfloat16 when `range >= 2^32`, else 32.
+fn random_from_to_kernel(
+    self_: &Tensor,
+    range: u64,
+    base: i64,
+    g: &mut GeneratorState,
+) -> Result<()> {
+    let dtype = self_.dtype();
+    let wide = range >= 1u64 << 32
+        && matches!(
+            dtype,
+            ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16
+        );
+    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
+        let v = if wide { g.random64() } else { g.random() as u64 };
+        T::from_i64((v % range).wrapping_add(base as u64) as i64)
+    }))
+}
+
+/// `random_.from`: integers uniform in `[from, to)`; with `to` None, in `[from, max]` where `max`
+/// is the dtype's largest value (`2^digits` for floating dtypes). `from = i64::MIN, to = None`
+/// draws the full 64-bit range (int64, double, float and bfloat16 only).
+#[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
+pub fn random__from(
+    self_: &Tensor,
+    from: i64,
+    to: Option<i64>,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    const OP: &str = "random_";
+    check_cpu(OP, self_)?;
+    let dtype = self_.dtype();
+    let mut from = from;
+    let gen = cpu_generator(OP, generator)?;
+    if let Some(to) = to {
+        let mut to = to;
+        if from >= to {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"
+                ),
+            ));
+        }
+        if dtype.is_floating_point() {
+            c10::dispatch_all_types!(dtype, T => {
+                from = update_from::<T>(from);
+                to = update_to::<T>(to);
+            });
+            if from >= to {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got \
+                         from={from} >= to={to}"
+                    ),
+                ));
+            }
+        }
+        check_from_to_in_range(OP, from, to - 1, dtype)?;
+        if self_.numel() == 0 {
+            return Ok(self_.clone());
+        }
+        assert_no_internal_overlap(OP, self_)?;
+        let range = (to as u64).wrapping_sub(from as u64);
+        random_from_to_kernel(self_, range, from, &mut gen.lock())?;
+    } else if from != i64::MIN {
+        let to_inc = if dtype.is_floating_point() {
+            let to_inc = if digits(dtype) >= 63 {
+                i64::MAX
+            } else {
+                1i64 << digits(dtype)
+            };
+            c10::dispatch_all_types!(dtype, T => from = update_from::<T>(from));
+            if from >= to_inc {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to \
+                         dtype, but got from={from} > to_inc={to_inc}"
+                    ),
+                ));
+            }
+            to_inc
+        } else {
+            dtype_max(dtype) as i64
+        };
+        check_from_to_in_range(OP, from, to_inc, dtype)?;
+        if self_.numel() == 0 {
+            return Ok(self_.clone());
+        }
+        assert_no_internal_overlap(OP, self_)?;
+        let range = (to_inc as u64).wrapping_sub(from as u64).wrapping_add(1);
+        random_from_to_kernel(self_, range, from, &mut gen.lock())?;
+    } else {
+        if !matches!(
+            dtype,
+            ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16
+        ) {
+            return Err(Error::UnsupportedDtype {
+                op: "random_full_64_bits_range_kernel_cpu".into(),
+                dtype,
+            });
+        }
+        if self_.numel() == 0 {
+            return Ok(self_.clone());
+        }
+        assert_no_internal_overlap(OP, self_)?;
+        let mut g = gen.lock();
+        c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || T::from_i64(g.random64() as i64)))?;
+    }
+    Ok(self_.clone())
+}
+
+/// `random_.to`: integers uniform in `[0, to)`.
+#[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
+pub fn random__to(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+    random__from(self_, 0, Some(to), generator)
+}
+
+/// `random_`: integers uniform in `[0, max]` where `max` is the dtype's largest value
+/// (`2^digits` for floating dtypes, 1 for bool), as `uniform_int_distribution<T>`.
+pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "random_";
+    check_cpu(OP, self_)?;
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let dtype = self_.dtype();
+    let wide = matches!(dtype, ScalarType::I64 | ScalarType::F64);
+    let modulus: u64 = match dtype {
+        ScalarType::Bool => 2,
+        ScalarType::I64 => 1u64 << 63,
+        d if d.is_floating_point() => (1u64 << digits(d)) + 1,
+        d => dtype_max(d) as u64 + 1,
+    };
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
+        let v = if wide { g.random64() } else { g.random() as u64 };
+        T::from_i64((v % modulus) as i64)
+    }))?;
+    Ok(self_.clone())
+}
+
+/// `bernoulli_.float`: each element becomes 1 with probability `p`, else 0 (a 53-bit uniform
+/// compared with `p`, PyTorch's non-MKL CPU kernel).
+#[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
+pub fn bernoulli__float(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "bernoulli_";
+    check_cpu(OP, self_)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "bernoulli_ expects p to be in [0, 1], but got p={}",
+                fmt_g(p)
+            ),
+        ));
+    }
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(self_.dtype(), T => write_memory_order::<T>(self_, || T::from_bool(uniform_f64(&mut g) < p)))?;
+    Ok(self_.clone())
+}
+
+// ---- random factories ----------------------------------------------------------------------------
+
+/// A new uninitialised tensor for a random factory (`at::empty(size, options)`).
+fn empty_for(
+    op: &str,
+    size: &[i64],
+    dtype: ScalarType,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    check_factory_options(op, layout, device, pin_memory)?;
+    check_size_nonnegative(op, size)?;
+    empty_memory_format(size, Some(dtype), layout, device, pin_memory, None)
+}
+
+/// `rand`: uniform samples in `[0, 1)` from the default CPU generator (default dtype float32).
+pub fn rand(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    rand_generator(size, None, dtype, layout, device, pin_memory)
+}
+
+/// `rand.generator`: uniform samples in `[0, 1)` from `generator` (default generator if None).
+///
+/// ```
+/// use aten::native::random::rand_generator;
+/// let g = aten::Generator::new(c10::Device::CPU);
+/// g.manual_seed(0);
+/// let t = rand_generator(&[2], Some(&g), None, None, None, None).unwrap();
+/// assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.496_256_6, 0.768_221_8]);
+/// ```
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    let t = empty_for("rand", size, dtype, layout, device, pin_memory)?;
+    uniform_(&t, 0.0, 1.0, generator)
+}
+
+/// `randn`: standard normal samples from the default CPU generator (default dtype float32).
+pub fn randn(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randn_generator(size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randn.generator`: standard normal samples from `generator` (default generator if None).
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    let t = empty_for("randn", size, dtype, layout, device, pin_memory)?;
+    normal_(&t, 0.0, 1.0, generator)
+}
+
+/// `randint`: integers uniform in `[0, high)` (default dtype int64).
+pub fn randint(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(0, high, size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randint.generator`: integers uniform in `[0, high)` from `generator`.
+#[allow(clippy::too_many_arguments)]
+pub fn randint_generator(
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(0, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low`: integers uniform in `[low, high)` (default dtype int64).
+#[allow(clippy::too_many_arguments)]
+pub fn randint_low(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randint_low_generator(low, high, size, None, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low_generator`: integers uniform in `[low, high)` from `generator`.
+#[allow(clippy::too_many_arguments)]
+pub fn randint_low_generator(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty_for(
+        "randint",
+        size,
+        dtype.unwrap_or(ScalarType::I64),
+        layout,
+        device,
+        pin_memory,
+    )?;
+    random__from(&t, low, Some(high), generator)
+}
+
+/// `rand_like`: [`empty_like`] filled by `uniform_(0, 1)` from the default generator.
+pub fn rand_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    uniform_(&t, 0.0, 1.0, None)
+}
+
+/// `randn_like`: [`empty_like`] filled by `normal_(0, 1)` from the default generator.
+pub fn randn_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    normal_(&t, 0.0, 1.0, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use c10::{bf16, f16};
+    use smallvec::SmallVec;
+
+    fn seeded(seed: u64) -> Generator {
+        let g = Generator::new(Device::CPU);
+        g.manual_seed(seed);
+        g
+    }
+
+    fn empty(size: &[i64], dtype: ScalarType) -> Tensor {
+        empty_memory_format(size, Some(dtype), None, None, None, None).unwrap()
+    }
+
+    fn assert_close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!((x - y).abs() <= tol, "element {i}: {x} vs {y}");
+        }
+    }
+
+    // Expected values below come from PyTorch 2.15 (CPU): `torch.manual_seed(S); torch.op(...)`.
+
+    #[test]
+    fn rand_matches_pytorch_seed_0() {
+        let g = seeded(0);
+        let t = rand_generator(&[5], Some(&g), None, None, None, None).unwrap();
+        assert_eq!(t.dtype(), ScalarType::F32);
+        let want = [
+            0.49625658988952637f32,
+            0.7682217955589294,
+            0.08847743272781372,
+            0.13203048706054688,
+            0.30742281675338745,
+        ];
+        assert_eq!(t.to_vec::<f32>().unwrap(), want);
+        let g = seeded(0);
+        let d = rand_generator(&[3], Some(&g), Some(ScalarType::F64), None, None, None).unwrap();
+        assert_eq!(
+            d.to_vec::<f64>().unwrap(),
+            vec![0.9700530018065531, 0.707819864399788, 0.45938294312745087]
+        );
+        let g = seeded(0);
+        let h = rand_generator(&[3], Some(&g), Some(ScalarType::F16), None, None, None).unwrap();
+        let want: Vec<f16> = [0.496337890625, 0.76806640625, 0.0885009765625]
+            .iter()
+            .map(|&x| f16::from_f64(x))
+            .collect();
+        assert_eq!(h.to_vec::<f16>().unwrap(), want);
+    }
+
+    #[test]
+    fn default_generator_is_used_when_none() {
+        // The default generator is process-wide and other tests draw from it concurrently, so
+        // only check that the values are valid (the seeded streams are tested above).
+        let a = rand(&[5], None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert!(a.iter().all(|&x| (0.0..1.0).contains(&x)));
+        let b = rand_like(&empty(&[4], ScalarType::F64), None, None, None, None, None).unwrap();
+        assert_eq!(b.dtype(), ScalarType::F64);
+        let c = randn_like(
+            &empty(&[4], ScalarType::F32),
+            Some(ScalarType::BF16),
+            None,
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.dtype(), ScalarType::BF16);
+        assert_eq!(
+            randint(5, &[3], None, None, None, None).unwrap().dtype(),
+            ScalarType::I64
+        );
+        assert_eq!(
+            randn(&[2, 2], None, None, None, None).unwrap().sizes(),
+            &[2, 2]
+        );
+    }
+
+    #[test]
+    fn uniform_range_and_strided_order() {
+        let g = seeded(0);
+        let t = uniform_(&empty(&[3], ScalarType::F64), -2.0, 3.0, Some(&g)).unwrap();
+        assert_eq!(
+            t.to_vec::<f64>().unwrap(),
+            vec![2.8502650090327655, 1.5390993219989397, 0.29691471563725436]
+        );
+        let g = seeded(0);
+        let t = uniform_(&empty(&[3], ScalarType::F32), -2.0, 3.0, Some(&g)).unwrap();
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![0.48128294944763184, 1.841109037399292, -1.5576128959655762]
+        );
+        let g = seeded(0);
+        let t = uniform_(&empty(&[3], ScalarType::BF16), -2.0, 3.0, Some(&g)).unwrap();
+        let want: Vec<bf16> = [0.48046875, 1.84375, -1.5546875]
+            .iter()
+            .map(|&x| bf16::from_f64(x))
+            .collect();
+        assert_eq!(t.to_vec::<bf16>().unwrap(), want);
+        // A transposed view is filled in memory order (torch.empty(2, 3).t().uniform_()).
+        let g = seeded(0);
+        let base = empty(&[2, 3], ScalarType::F32);
+        let tt = Tensor::from_storage(
+            base.storage().clone(),
+            &[3, 2],
+            SmallVec::from_slice(&[1, 3]),
+            0,
+            ScalarType::F32,
+        );
+        uniform_(&tt, 0.0, 1.0, Some(&g)).unwrap();
+        let want = [
+            0.49625658988952637f32,
+            0.13203048706054688,
+            0.7682217955589294,
+            0.30742281675338745,
+            0.08847743272781372,
+            0.6340786814689636,
+        ];
+        assert_eq!(tt.to_vec::<f32>().unwrap(), want);
+        // Many samples stay in range.
+        let big = uniform_(&empty(&[10000], ScalarType::F32), 5.0, 6.0, Some(&g)).unwrap();
+        assert!(big
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .all(|&x| (5.0..6.0).contains(&x)));
+    }
+
+    #[test]
+    fn uniform_errors() {
+        let f = empty(&[3], ScalarType::F32);
+        let msg = |r: Result<Tensor>| r.expect_err("error").to_string();
+        assert_eq!(
+            msg(uniform_(&f, -1e39, 0.0, None)),
+            "uniform_: from is out of bounds for float"
+        );
+        assert_eq!(
+            msg(uniform_(&f, 2.0, 1.0, None)),
+            "uniform_: uniform_ expects to return a [from, to) range, but found from=2 > to=1"
+        );
+        assert_eq!(
+            msg(uniform_(&empty(&[3], ScalarType::I64), 0.0, 1.0, None)),
+            "check_uniform_bounds: \"check_uniform_bounds\" not implemented for 'Long'"
+        );
+        assert_eq!(
+            msg(uniform_(&empty(&[3], ScalarType::F64), -1e308, 1e308, None)),
+            "uniform_: uniform_ expects to-from <= std::numeric_limits<Double>::max(), but found to=1e+308 and \
+             from=-1e+308 which result in to-from to exceed the limit"
+        );
+        assert_eq!(
+            msg(uniform_(&empty(&[3], ScalarType::F16), 0.0, 1e6, None)),
+            "uniform_: to is out of bounds for c10::Half"
+        );
+        let expanded = Tensor::from_storage(
+            f.storage().clone(),
+            &[3, 2],
+            SmallVec::from_slice(&[1, 0]),
+            0,
+            ScalarType::F32,
+        );
+        assert!(msg(uniform_(&expanded, 0.0, 1.0, None))
+            .contains("more than one element of the written-to tensor"));
+        assert!(rand(&[-1], None, None, None, None).is_err());
+        assert!(rand(&[2], Some(ScalarType::I32), None, None, None).is_err());
+    }
+
+    #[test]
+    fn same_seed_same_numbers_different_seed_different() {
+        let a = randn_generator(&[100], Some(&seeded(7)), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let b = randn_generator(&[100], Some(&seeded(7)), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let c = randn_generator(&[100], Some(&seeded(8)), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let g = seeded(1);
+        let x = rand_generator(&[4], Some(&g), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let y = rand_generator(&[4], Some(&g), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_ne!(x, y, "a generator advances");
+    }
+
+    #[test]
+    fn randn_matches_pytorch() {
+        // Fewer than 16 elements: per-element double Box-Muller with the cached second sample.
+        let t = randn_generator(&[5], Some(&seeded(0)), None, None, None, None).unwrap();
+        let want = [
+            1.5409960746765137f32,
+            -0.293428897857666,
+            -2.1787893772125244,
+            0.5684312582015991,
+            -1.0845223665237427,
+        ];
+        assert_eq!(t.to_vec::<f32>().unwrap(), want);
+        let d = randn_generator(
+            &[5],
+            Some(&seeded(0)),
+            Some(ScalarType::F64),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        let want = [
+            1.5409961082440433,
+            -0.2934289057609464,
+            -2.1787893820745574,
+            0.5684312772806678,
+            -1.084522342424021,
+        ];
+        assert_eq!(d.to_vec::<f64>().unwrap(), want);
+        // The cache carries over between calls: torch.manual_seed(3); randn(3); randn(3).
+        let g = seeded(3);
+        let a = randn_generator(&[3], Some(&g), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let b = randn_generator(&[3], Some(&g), None, None, None, None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(
+            a,
+            vec![0.8032760620117188, 0.17483338713645935, 0.08897809684276581]
+        );
+        assert_eq!(
+            b,
+            vec![
+                -0.6137180328369141,
+                0.04618244990706444,
+                -1.3682591915130615
+            ]
+        );
+        // A transposed (non-contiguous) 3x2 view: per-element path, memory order.
+        let base = empty(&[2, 3], ScalarType::F32);
+        let tt = Tensor::from_storage(
+            base.storage().clone(),
+            &[3, 2],
+            SmallVec::from_slice(&[1, 3]),
+            0,
+            ScalarType::F32,
+        );
+        normal_(&tt, 0.0, 1.0, Some(&seeded(0))).unwrap();
+        let want = [
+            1.5409960746765137f32,
+            0.5684312582015991,
+            -0.293428897857666,
+            -1.0845223665237427,
+            -2.1787893772125244,
+            -1.3985954523086548,
+        ];
+        assert_eq!(tt.to_vec::<f32>().unwrap(), want);
+    }
+
+    #[test]
+    fn normal_fill_path_matches_pytorch() {
+        // 16+ contiguous elements: `normal_fill`. Double is computed exactly as PyTorch does.
+        let d = randn_generator(
+            &[16],
+            Some(&seeded(0)),
+            Some(ScalarType::F64),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        let want = [
+            -2.310411800234176,
+            -0.3732508612577643,
+            -1.0608166785462863,
+            0.9995093547811761,
+            -0.8840250045832653,
+            -1.2755469302148053,
+            -0.623224579866079,
+            -0.8664416019125772,
+            -1.2956271403277857,
+            1.52363162310635,
+            0.3236605664983738,
+            2.0177260314861085,
+            1.1357423400213507,
+            -1.226881339001083,
+            0.07138847120511693,
+            0.3380174030507378,
+        ];
+        assert_close(&d.to_vec::<f64>().unwrap(), &want, 0.0);
+        // Float: PyTorch's vectorised math may differ from libm in the last ulp.
+        let f = randn_generator(&[20], Some(&seeded(0)), None, None, None, None).unwrap();
+        let want = [
+            -1.1258398294448853,
+            -1.152360200881958,
+            -0.2505785822868347,
+            -0.4338788092136383,
+            0.5988394618034363,
+            -1.5550950765609741,
+            -0.3413603901863098,
+            1.85300612449646,
+            0.46809640526771545,
+            -0.1577124446630478,
+            1.4436601400375366,
+            0.26604941487312317,
+            1.3893661499023438,
+            1.586334228515625,
+            0.946298360824585,
+            -0.843676745891571,
+            0.9318265914916992,
+            1.2590092420578003,
+            2.0049805641174316,
+            0.05373690277338028,
+        ];
+        let got: Vec<f64> = f.to_vec::<f64>().unwrap();
+        assert_close(&got, &want, 0.0);
+        // Half with a ragged tail (17 elements).
+        let h = randn_generator(
+            &[17],
+            Some(&seeded(0)),
+            Some(ScalarType::F16),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        let want = [
+            -1.1259765625,
+            -1.3525390625,
+            -1.6962890625,
+            0.56689453125,
+            0.79345703125,
+            0.5986328125,
+            -1.5546875,
+            -0.34130859375,
+            1.8525390625,
+            0.75,
+            -0.58544921875,
+            -0.17333984375,
+            0.1834716796875,
+            1.3896484375,
+            1.5859375,
+            0.9462890625,
+            -0.84375,
+        ];
+        assert_close(&h.to_vec::<f64>().unwrap(), &want, 0.0);
+    }
+
+    #[test]
+    fn normal_statistics_and_errors() {
+        let t = normal_(
+            &empty(&[100_000], ScalarType::F32),
+            2.0,
+            3.0,
+            Some(&seeded(42)),
+        )
+        .unwrap();
+        let v = t.to_vec::<f64>().unwrap();
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let std = (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt();
+        assert!((mean - 2.0).abs() < 0.03, "mean {mean}");
+        assert!((std - 3.0).abs() < 0.03, "std {std}");
+        let msg = |r: Result<Tensor>| r.expect_err("error").to_string();
+        assert_eq!(
+            msg(normal_(&empty(&[3], ScalarType::F32), 0.0, -1.0, None)),
+            "normal_: normal expects std >= 0.0, but found std -1"
+        );
+        assert_eq!(
+            msg(normal_(&empty(&[3], ScalarType::I64), 0.0, 1.0, None)),
+            "normal_kernel_cpu: \"normal_kernel_cpu\" not implemented for 'Long'"
+        );
+        assert_eq!(
+            normal_(&empty(&[0], ScalarType::F32), 0.0, 1.0, None)
+                .unwrap()
+                .numel(),
+            0
+        );
+    }
+
+    #[test]
+    fn randint_and_random_match_pytorch() {
+        let t =
+            randint_low_generator(0, 10, &[8], Some(&seeded(0)), None, None, None, None).unwrap();
+        assert_eq!(
+            (t.dtype(), t.to_vec::<i64>().unwrap()),
+            (ScalarType::I64, vec![4, 9, 3, 0, 3, 9, 7, 3])
+        );
+        // A range >= 2^32 draws 64 bits.
+        let w = randint_low_generator(-5, 1 << 40, &[3], Some(&seeded(0)), None, None, None, None)
+            .unwrap();
+        assert_eq!(
+            w.to_vec::<i64>().unwrap(),
+            vec![741234585336, 506077272957, 291397093751]
+        );
+        let f = random__from(&empty(&[4], ScalarType::F32), -3, Some(7), Some(&seeded(0))).unwrap();
+        assert_eq!(f.to_vec::<f32>().unwrap(), vec![1.0, 6.0, 0.0, -3.0]);
+        let i = random__to(&empty(&[4], ScalarType::I32), 3, Some(&seeded(0))).unwrap();
+        assert_eq!(i.to_vec::<i32>().unwrap(), vec![2, 0, 2, 0]);
+        let b = random_(&empty(&[6], ScalarType::Bool), Some(&seeded(0))).unwrap();
+        assert_eq!(
+            b.to_vec::<bool>().unwrap(),
+            vec![false, true, true, false, true, true]
+        );
+        let r = random_(&empty(&[4], ScalarType::F32), Some(&seeded(0))).unwrap();
+        assert_eq!(
+            r.to_vec::<f32>().unwrap(),
+            vec![8325664.0, 12888472.0, 1484222.0, 2214888.0]
+        );
+        let s = random_(&empty(&[4], ScalarType::I16), Some(&seeded(0))).unwrap();
+        assert_eq!(s.to_vec::<i16>().unwrap(), vec![2732, 10799, 9845, 19648]);
+        let full = random__from(
+            &empty(&[3], ScalarType::I64),
+            i64::MIN,
+            None,
+            Some(&seeded(0)),
+        )
+        .unwrap();
+        assert_eq!(
+            full.to_vec::<i64>().unwrap(),
+            vec![
+                -8322921849960486353,
+                -5253828890213626688,
+                -7327722439656189189
+            ]
+        );
+        let g = seeded(5);
+        let many = randint_low_generator(
+            -3,
+            4,
+            &[1000],
+            Some(&g),
+            Some(ScalarType::I8),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(many
+            .to_vec::<i8>()
+            .unwrap()
+            .iter()
+            .all(|&x| (-3..4).contains(&x)));
+    }
+
+    #[test]
+    fn random_errors() {
+        let msg = |r: Result<Tensor>| r.expect_err("error").to_string();
+        assert_eq!(
+            msg(randint_low(5, 2, &[3], None, None, None, None)),
+            "random_: random_ expects 'from' to be less than 'to', but got from=5 >= to=2"
+        );
+        assert_eq!(
+            msg(random__from(
+                &empty(&[3], ScalarType::U8),
+                0,
+                Some(300),
+                None
+            )),
+            "random_: to - 1 is out of bounds for unsigned char"
+        );
+        assert_eq!(
+            msg(random__from(
+                &empty(&[3], ScalarType::I8),
+                -200,
+                Some(0),
+                None
+            )),
+            "random_: from is out of bounds for signed char"
+        );
+        assert_eq!(
+            msg(random__from(
+                &empty(&[3], ScalarType::Bool),
+                0,
+                Some(3),
+                None
+            )),
+            "random_: to - 1 is out of bounds for bool"
+        );
+        assert!(randint(5, &[-1], None, None, None, None).is_err());
+    }
+
+    #[test]
+    fn bernoulli_values_and_errors() {
+        let t = bernoulli__float(&empty(&[1000], ScalarType::F32), 0.3, Some(&seeded(0))).unwrap();
+        let v = t.to_vec::<f32>().unwrap();
+        assert!(v.iter().all(|&x| x == 0.0 || x == 1.0));
+        let ones = v.iter().filter(|&&x| x == 1.0).count();
+        assert!((200..400).contains(&ones), "{ones} ones");
+        let all = bernoulli__float(&empty(&[10], ScalarType::Bool), 1.0, None).unwrap();
+        assert_eq!(all.to_vec::<bool>().unwrap(), vec![true; 10]);
+        assert_eq!(
+            bernoulli__float(&empty(&[3], ScalarType::F32), 1.5, None)
+                .expect_err("error")
+                .to_string(),
+            "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=1.5"
+        );
+    }
+}

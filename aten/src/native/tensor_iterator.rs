@@ -1,0 +1,612 @@
+//! `TensorIterator`: the shared machinery of elementwise kernels — broadcasting, type promotion,
+//! output allocation that inherits the inputs' layout, dimension reordering and coalescing, and
+//! splitting the work over threads (rayon, grain 32768 elements).
+//!
+//! Note [Iteration order]: after `build`, dimension 0 of the iterator is the *fastest* one (the
+//! smallest strides), as in PyTorch. Kernels receive 1-d runs along it: one data pointer and one
+//! byte stride per operand (outputs first) and a length. A contiguous run has stride ==
+//! element size; a broadcast operand has stride 0.
+
+use smallvec::SmallVec;
+
+use c10::tensor_impl::DimVec;
+use c10::{promote_types, Error, ResultTypeState, Result, ScalarType};
+
+use crate::Tensor;
+
+/// Most operands any kernel uses (outputs + inputs).
+pub const MAX_OPERANDS: usize = 8;
+/// Elements below which a loop runs on the calling thread.
+pub const GRAIN_SIZE: i64 = 32768;
+
+/// Data pointers of one 1-d run, outputs first.
+pub type Ptrs = [*mut u8; MAX_OPERANDS];
+/// Byte strides of one 1-d run, outputs first.
+pub type Strides = [isize; MAX_OPERANDS];
+
+/// How the iterator is set up (PyTorch's `TensorIteratorConfig`).
+#[derive(Clone, Debug)]
+pub struct TensorIteratorConfig {
+    op: &'static str,
+    outputs: SmallVec<[Option<Tensor>; 2]>,
+    inputs: SmallVec<[Tensor; 4]>,
+    promote_inputs_to_common_dtype: bool,
+    promote_integer_inputs_to_float: bool,
+    cast_common_dtype_to_outputs: bool,
+    enforce_safe_casting_to_output: bool,
+    check_all_same_dtype: bool,
+    static_output_dtype: Option<ScalarType>,
+    common_dtype_override: Option<ScalarType>,
+    is_inplace: bool,
+}
+
+impl TensorIteratorConfig {
+    /// A configuration for operator `op` (used in error messages).
+    pub fn new(op: &'static str) -> Self {
+        TensorIteratorConfig {
+            op,
+            outputs: SmallVec::new(),
+            inputs: SmallVec::new(),
+            promote_inputs_to_common_dtype: false,
+            promote_integer_inputs_to_float: false,
+            cast_common_dtype_to_outputs: false,
+            enforce_safe_casting_to_output: false,
+            check_all_same_dtype: true,
+            static_output_dtype: None,
+            common_dtype_override: None,
+            is_inplace: false,
+        }
+    }
+
+    /// PyTorch's `binary_op` preset: promote, cast to outputs, enforce safe casting.
+    pub fn binary_op(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Self {
+        Self::new(op).add_output(out).add_input(a).add_input(b).promote_all()
+    }
+
+    /// Turns on promotion of inputs to the common dtype and casting of the result into outputs
+    /// with a different (safely castable) dtype.
+    pub fn promote_all(mut self) -> Self {
+        self.promote_inputs_to_common_dtype = true;
+        self.cast_common_dtype_to_outputs = true;
+        self.enforce_safe_casting_to_output = true;
+        self.check_all_same_dtype = false;
+        self
+    }
+
+    /// Adds an output; `None` lets the iterator allocate it.
+    pub fn add_output(mut self, t: Option<&Tensor>) -> Self {
+        if let Some(t) = t {
+            if self.inputs.iter().any(|i| i.is_same(t)) {
+                self.is_inplace = true;
+            }
+        }
+        self.outputs.push(t.cloned());
+        self
+    }
+
+    /// Adds an input.
+    pub fn add_input(mut self, t: &Tensor) -> Self {
+        if self.outputs.iter().flatten().any(|o| o.is_same(t)) {
+            self.is_inplace = true;
+        }
+        self.inputs.push(t.clone());
+        self
+    }
+
+    /// Integer (and bool) common dtypes become the default float dtype (true division).
+    pub fn promote_integer_inputs_to_float(mut self, v: bool) -> Self {
+        self.promote_integer_inputs_to_float = v;
+        self
+    }
+
+    /// Whether all operands must share one dtype (off for `promote_all`).
+    pub fn check_all_same_dtype(mut self, v: bool) -> Self {
+        self.check_all_same_dtype = v;
+        self
+    }
+
+    /// The outputs get this dtype regardless of the inputs (comparisons give `Bool`).
+    pub fn static_output_dtype(mut self, d: ScalarType) -> Self {
+        self.static_output_dtype = Some(d);
+        self
+    }
+
+    /// Uses this common dtype instead of computing it from the inputs.
+    pub fn common_dtype(mut self, d: ScalarType) -> Self {
+        self.common_dtype_override = Some(d);
+        self
+    }
+
+    /// Builds the iterator.
+    pub fn build(self) -> Result<TensorIterator> {
+        TensorIterator::build(self)
+    }
+}
+
+/// A built iterator: operands (outputs first), the iteration shape with dimension 0 fastest, and
+/// per-operand byte strides.
+#[derive(Debug)]
+pub struct TensorIterator {
+    op: &'static str,
+    operands: SmallVec<[Tensor; 4]>,
+    /// For outputs computed into a temporary of the common dtype: the user's tensor to copy into.
+    write_back: SmallVec<[(usize, Tensor); 1]>,
+    num_outputs: usize,
+    shape: DimVec,
+    strides: SmallVec<[SmallVec<[isize; 6]>; 4]>,
+    common_dtype: ScalarType,
+    numel: i64,
+}
+
+/// Broadcasts shapes right-aligned (`infer_size`).
+pub fn broadcast_shapes(op: &str, a: &[i64], b: &[i64]) -> Result<DimVec> {
+    let n = a.len().max(b.len());
+    let mut out = DimVec::from_elem(1, n);
+    for i in 0..n {
+        let da = if i < n - a.len() { 1 } else { a[i - (n - a.len())] };
+        let db = if i < n - b.len() { 1 } else { b[i - (n - b.len())] };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::Broadcast { op: op.to_string(), a: da, b: db, dim: i });
+        };
+    }
+    Ok(out)
+}
+
+impl TensorIterator {
+    fn build(cfg: TensorIteratorConfig) -> Result<TensorIterator> {
+        let op = cfg.op;
+        // Devices: everything on one device (the CPU for now).
+        let dev = cfg.inputs.first().map(|t| t.device()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.device()));
+        for t in cfg.inputs.iter().chain(cfg.outputs.iter().flatten()) {
+            if Some(t.device()) != dev {
+                return Err(Error::DeviceMismatch {
+                    op: op.into(),
+                    a: dev.map(|d| d.to_string()).unwrap_or_default(),
+                    b: t.device().to_string(),
+                });
+            }
+        }
+        let device = dev.unwrap_or(c10::Device::CPU);
+
+        // Shape.
+        let mut shape = DimVec::new();
+        for t in &cfg.inputs {
+            shape = broadcast_shapes(op, &shape, t.sizes())?;
+        }
+        for o in cfg.outputs.iter().flatten() {
+            if o.sizes() != shape.as_slice() {
+                if cfg.is_inplace || cfg.inputs.is_empty() {
+                    return Err(Error::shape(
+                        op,
+                        format!("output with shape {:?} doesn't match the broadcast shape {:?}", o.sizes(), shape.as_slice()),
+                    ));
+                }
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "out= tensor has shape {:?} but the result has shape {:?} (out tensors are not resized)",
+                        o.sizes(),
+                        shape.as_slice()
+                    ),
+                ));
+            }
+        }
+
+        // Dtypes.
+        let common = if let Some(d) = cfg.common_dtype_override {
+            d
+        } else if cfg.check_all_same_dtype && !cfg.promote_inputs_to_common_dtype {
+            let first = cfg.inputs.first().map(|t| t.dtype()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.dtype()));
+            let d = first.unwrap_or(ScalarType::F32);
+            for t in cfg.inputs.iter().chain(cfg.outputs.iter().flatten()) {
+                if t.dtype() != d && cfg.static_output_dtype.is_none() {
+                    return Err(Error::invalid(op, format!("expected all tensors to have dtype {d}, but found {}", t.dtype())));
+                }
+            }
+            d
+        } else {
+            let mut st = ResultTypeState::default();
+            for t in &cfg.inputs {
+                st.update(t.dtype(), t.dim(), t.is_wrapped_number());
+            }
+            st.result().unwrap_or(ScalarType::F32)
+        };
+        let common = if cfg.promote_integer_inputs_to_float && !common.is_floating_point() {
+            ScalarType::default_float()
+        } else {
+            common
+        };
+        let out_dtype = cfg.static_output_dtype.unwrap_or(common);
+
+        let mut operands: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
+        let mut write_back = SmallVec::new();
+        for (i, o) in cfg.outputs.iter().enumerate() {
+            match o {
+                Some(t) if t.dtype() != out_dtype => {
+                    if !cfg.cast_common_dtype_to_outputs {
+                        return Err(Error::invalid(op, format!("expected out tensor to have dtype {out_dtype}, but got {} instead", t.dtype())));
+                    }
+                    if cfg.enforce_safe_casting_to_output && !c10::scalar_type::can_cast(out_dtype, t.dtype()) {
+                        return Err(Error::UnsafeCast { op: op.into(), from: out_dtype, to: t.dtype() });
+                    }
+                    write_back.push((i, t.clone()));
+                    operands.push(None);
+                }
+                Some(t) => operands.push(Some(t.clone())),
+                None => operands.push(None),
+            }
+        }
+        for t in &cfg.inputs {
+            let t = if cfg.promote_inputs_to_common_dtype && t.dtype() != common {
+                crate::native::copy::to_dtype(t, common)?
+            } else {
+                t.clone()
+            };
+            operands.push(Some(t));
+        }
+        let num_outputs = cfg.outputs.len();
+        let ndim = shape.len();
+
+        // Element strides of every defined operand over the broadcast shape.
+        let elem_strides = |t: &Tensor| -> SmallVec<[i64; 6]> {
+            let off = ndim - t.dim();
+            (0..ndim)
+                .map(|d| if d < off || t.sizes()[d - off] == 1 && shape[d] != 1 { 0 } else { t.strides()[d - off] })
+                .collect()
+        };
+
+        // Permutation: perm[0] is the fastest dimension (Note [Iteration order]).
+        let mut perm: SmallVec<[usize; 6]> = (0..ndim).rev().collect();
+        {
+            let defined: SmallVec<[SmallVec<[i64; 6]>; 4]> = operands.iter().flatten().map(elem_strides).collect();
+            // should_swap(d0, d1) > 0 when d0 should come after d1 (it is slower).
+            let should_swap = |d0: usize, d1: usize| -> i32 {
+                for s in &defined {
+                    let (s0, s1) = (s[d0], s[d1]);
+                    if s0 == 0 || s1 == 0 {
+                        continue;
+                    }
+                    if s0 < s1 {
+                        return -1;
+                    }
+                    if s0 > s1 {
+                        return 1;
+                    }
+                    if shape[d0] > shape[d1] {
+                        return 1;
+                    }
+                }
+                0
+            };
+            for i in 1..ndim {
+                let mut d1 = i;
+                let mut d0 = i as isize - 1;
+                while d0 >= 0 {
+                    let c = should_swap(perm[d0 as usize], perm[d1]);
+                    if c > 0 {
+                        perm.swap(d0 as usize, d1);
+                        d1 = d0 as usize;
+                    } else if c < 0 {
+                        break;
+                    }
+                    d0 -= 1;
+                }
+            }
+        }
+
+        // Allocate missing outputs: contiguous in permuted order, so they inherit the layout.
+        let numel: i64 = shape.iter().product();
+        let mut out_strides = DimVec::from_elem(0, ndim);
+        let mut acc = 1i64;
+        for &d in perm.iter() {
+            out_strides[d] = acc;
+            acc *= shape[d].max(1);
+        }
+        for slot in operands.iter_mut().take(num_outputs) {
+            if slot.is_none() {
+                *slot = Some(Tensor::empty_strided_uninit(&shape, &out_strides, out_dtype, device)?);
+            }
+        }
+        let operands: SmallVec<[Tensor; 4]> = operands.into_iter().map(|t| t.expect("all operands defined")).collect();
+        if operands.len() > MAX_OPERANDS {
+            return Err(Error::invalid(op, format!("too many operands ({})", operands.len())));
+        }
+
+        // Byte strides in permuted order, then coalescing of adjacent dimensions.
+        let mut it_shape: DimVec = perm.iter().map(|&d| shape[d]).collect();
+        let mut strides: SmallVec<[SmallVec<[isize; 6]>; 4]> = operands
+            .iter()
+            .map(|t| {
+                let es = elem_strides(t);
+                let sz = t.dtype().size() as isize;
+                perm.iter().map(|&d| es[d] as isize * sz).collect()
+            })
+            .collect();
+        if it_shape.is_empty() {
+            it_shape.push(1);
+            for s in strides.iter_mut() {
+                s.push(0);
+            }
+        }
+        coalesce(&mut it_shape, &mut strides);
+        Ok(TensorIterator { op, operands, write_back, num_outputs, shape: it_shape, strides, common_dtype: common, numel })
+    }
+
+    /// The operator name.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+    /// The dtype inputs were promoted to.
+    pub fn common_dtype(&self) -> ScalarType {
+        self.common_dtype
+    }
+    /// The dtype of output 0.
+    pub fn output_dtype(&self) -> ScalarType {
+        self.operands[0].dtype()
+    }
+    /// Operand `i` (outputs first).
+    pub fn operand(&self, i: usize) -> &Tensor {
+        &self.operands[i]
+    }
+    /// The dtype of input `i`.
+    pub fn input_dtype(&self, i: usize) -> ScalarType {
+        self.operands[self.num_outputs + i].dtype()
+    }
+    /// Number of elements iterated.
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+    /// The coalesced iteration shape (dimension 0 fastest).
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+
+    /// Runs `f` over every 1-d run, in parallel above [`GRAIN_SIZE`] elements.
+    pub fn for_each(&self, f: impl Fn(&Ptrs, &Strides, usize) + Sync) {
+        if self.numel == 0 {
+            return;
+        }
+        let mut base: Ptrs = [std::ptr::null_mut(); MAX_OPERANDS];
+        for (i, t) in self.operands.iter().enumerate() {
+            base[i] = t.data_ptr();
+        }
+        let base = SendPtrs(base);
+        if self.numel < GRAIN_SIZE || rayon::current_num_threads() <= 1 {
+            self.run_range(&base.0, 0, self.numel, &f);
+            return;
+        }
+        let chunks = (self.numel / GRAIN_SIZE).min(rayon::current_num_threads() as i64 * 4).max(1);
+        let per = (self.numel + chunks - 1) / chunks;
+        let base = &base;
+        let f = &f;
+        rayon::scope(|s| {
+            for c in 0..chunks {
+                let begin = c * per;
+                let end = ((c + 1) * per).min(self.numel);
+                if begin >= end {
+                    continue;
+                }
+                s.spawn(move |_| self.run_range(&base.0, begin, end, f));
+            }
+        });
+    }
+
+    /// Runs the linear element range `[begin, end)` (row-major over the iteration shape with
+    /// dimension 0 fastest).
+    fn run_range(&self, base: &Ptrs, begin: i64, end: i64, f: &(impl Fn(&Ptrs, &Strides, usize) + Sync)) {
+        let nd = self.shape.len();
+        let nops = self.operands.len();
+        let mut strides0: Strides = [0; MAX_OPERANDS];
+        for (k, s) in self.strides.iter().enumerate() {
+            strides0[k] = s[0];
+        }
+        // Multi-index of `begin`.
+        let mut idx: SmallVec<[i64; 6]> = SmallVec::from_elem(0, nd);
+        let mut rem = begin;
+        for d in 0..nd {
+            idx[d] = rem % self.shape[d];
+            rem /= self.shape[d];
+        }
+        let mut pos = begin;
+        let mut ptrs: Ptrs = [std::ptr::null_mut(); MAX_OPERANDS];
+        while pos < end {
+            for k in 0..nops {
+                let mut off = 0isize;
+                for d in 0..nd {
+                    off += idx[d] as isize * self.strides[k][d];
+                }
+                ptrs[k] = base[k].wrapping_offset(off);
+            }
+            let run = ((self.shape[0] - idx[0]).min(end - pos)) as usize;
+            f(&ptrs, &strides0, run);
+            pos += run as i64;
+            idx[0] += run as i64;
+            // Carry into the outer dimensions.
+            let mut d = 0;
+            while d + 1 < nd && idx[d] >= self.shape[d] {
+                idx[d] = 0;
+                idx[d + 1] += 1;
+                d += 1;
+            }
+        }
+    }
+
+    /// The result: output `i`, after copying temporaries back into user outputs of other dtypes.
+    pub fn output(&self, i: usize) -> Result<Tensor> {
+        for (j, user) in &self.write_back {
+            if *j == i {
+                crate::native::copy::copy_into(user, &self.operands[i])?;
+                return Ok(user.clone());
+            }
+        }
+        Ok(self.operands[i].clone())
+    }
+}
+
+/// Raw pointers shared with rayon workers.
+struct SendPtrs(Ptrs);
+// SAFETY: the pointers address tensor storage kept alive by the iterator for the whole parallel
+// region; workers write disjoint element ranges of the outputs and only read inputs.
+unsafe impl Sync for SendPtrs {}
+// SAFETY: see the Sync impl.
+unsafe impl Send for SendPtrs {}
+
+/// Merges dimension d+1 into d when every operand steps through them as one (stride[d+1] ==
+/// shape[d] * stride[d]); size-1 dimensions merge with anything.
+fn coalesce(shape: &mut DimVec, strides: &mut SmallVec<[SmallVec<[isize; 6]>; 4]>) {
+    if shape.len() <= 1 {
+        return;
+    }
+    let mut prev = 0usize;
+    for d in 1..shape.len() {
+        let can = |s: &SmallVec<[isize; 6]>| {
+            shape[prev] == 1 || shape[d] == 1 || s[d] == shape[prev] as isize * s[prev]
+        };
+        if strides.iter().all(can) {
+            if shape[prev] == 1 {
+                for s in strides.iter_mut() {
+                    s[prev] = s[d];
+                }
+            }
+            shape[prev] *= shape[d];
+        } else {
+            prev += 1;
+            if prev != d {
+                shape[prev] = shape[d];
+                for s in strides.iter_mut() {
+                    s[prev] = s[d];
+                }
+            }
+        }
+    }
+    shape.truncate(prev + 1);
+    for s in strides.iter_mut() {
+        s.truncate(prev + 1);
+    }
+}
+
+/// The dtype of `a op b` under promotion (exposed for kernels that pick a loop early).
+pub fn binary_result_dtype(a: &Tensor, b: &Tensor) -> ScalarType {
+    let mut st = ResultTypeState::default();
+    st.update(a.dtype(), a.dim(), a.is_wrapped_number());
+    st.update(b.dtype(), b.dim(), b.is_wrapped_number());
+    st.result().unwrap_or_else(|| promote_types(a.dtype(), b.dtype()))
+}
+
+// ---- typed loops ------------------------------------------------------------------------------
+
+/// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
+pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync) {
+    let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
+    iter.for_each(|p, s, n| {
+        let (o, a) = (p[0] as *mut O, p[1] as *const A);
+        // SAFETY: the iterator hands out pointers to n elements along byte strides s[0], s[1]
+        // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
+        // allows the output to alias the input (in-place ops).
+        unsafe {
+            if s[0] == so && s[1] == sa {
+                for i in 0..n {
+                    *o.add(i) = f(*a.add(i));
+                }
+            } else if s[0] == so && s[1] == 0 {
+                let v = f(*a);
+                for i in 0..n {
+                    *o.add(i) = v;
+                }
+            } else {
+                for i in 0..n as isize {
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = f(*(a as *const u8).offset(i * s[1]).cast::<A>());
+                }
+            }
+        }
+    });
+}
+
+/// `out = f(a, b)` over an iterator with one output and two inputs.
+pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(iter: &TensorIterator, f: impl Fn(A, B) -> O + Sync) {
+    let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
+    iter.for_each(|p, s, n| {
+        let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
+        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        unsafe {
+            if s[0] == so && s[1] == sa && s[2] == sb {
+                for i in 0..n {
+                    *o.add(i) = f(*a.add(i), *b.add(i));
+                }
+            } else if s[0] == so && s[1] == sa && s[2] == 0 {
+                let bv = *b;
+                for i in 0..n {
+                    *o.add(i) = f(*a.add(i), bv);
+                }
+            } else if s[0] == so && s[1] == 0 && s[2] == sb {
+                let av = *a;
+                for i in 0..n {
+                    *o.add(i) = f(av, *b.add(i));
+                }
+            } else {
+                for i in 0..n as isize {
+                    let x = *(a as *const u8).offset(i * s[1]).cast::<A>();
+                    let y = *(b as *const u8).offset(i * s[2]).cast::<B>();
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = f(x, y);
+                }
+            }
+        }
+    });
+}
+
+/// `out = f(a, b, c)` over an iterator with one output and three inputs.
+pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::Element>(
+    iter: &TensorIterator,
+    f: impl Fn(A, B, C) -> O + Sync,
+) {
+    iter.for_each(|p, s, n| {
+        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        unsafe {
+            for i in 0..n as isize {
+                let x = *p[1].offset(i * s[1]).cast::<A>();
+                let y = *p[2].offset(i * s[2]).cast::<B>();
+                let z = *p[3].offset(i * s[3]).cast::<C>();
+                *p[0].offset(i * s[0]).cast::<O>() = f(x, y, z);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_rules() {
+        assert_eq!(broadcast_shapes("t", &[2, 1, 3], &[4, 1]).unwrap().as_slice(), &[2, 4, 3]);
+        assert_eq!(broadcast_shapes("t", &[], &[3]).unwrap().as_slice(), &[3]);
+        let e = broadcast_shapes("add", &[3], &[4]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "add: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"
+        );
+    }
+
+    #[test]
+    fn coalesces_contiguous_dims() {
+        let a = Tensor::from_vec((0..24).map(|x| x as f32).collect(), &[2, 3, 4]).unwrap();
+        let b = Tensor::from_vec((0..24).map(|x| x as f32).collect(), &[2, 3, 4]).unwrap();
+        let it = TensorIteratorConfig::binary_op("add", None, &a, &b).build().unwrap();
+        assert_eq!(it.shape(), &[24]);
+        assert_eq!(it.operand(0).strides(), &[12, 4, 1]);
+    }
+
+    #[test]
+    fn output_inherits_transposed_layout() {
+        let a = Tensor::from_vec((0..6).map(|x| x as f32).collect(), &[2, 3]).unwrap();
+        let t = crate::native::shape::transpose(&a, 0, 1).unwrap();
+        let it = TensorIteratorConfig::binary_op("add", None, &t, &t).build().unwrap();
+        // The output is laid out like the input (column-major for the transposed view).
+        assert_eq!(it.operand(0).strides(), &[1, 3]);
+        assert_eq!(it.shape(), &[6]);
+    }
+}

@@ -1,0 +1,121 @@
+//! The binary family through the public path: values, promotion, broadcasting, in-place and
+//! out= variants, errors.
+
+use aten::{ops, Tensor};
+use c10::{Error, Scalar, ScalarType};
+
+fn t(v: &[f32], shape: &[i64]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+#[test]
+fn add_broadcasts_and_applies_alpha() {
+    let a = t(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
+    let b = t(&[10., 20., 30.], &[3]);
+    let c = (&a + &b).unwrap();
+    assert_eq!(c.sizes(), &[2, 3]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![11., 22., 33., 14., 25., 36.]);
+    let d = a.add_with(&b, Scalar::Int(2)).unwrap();
+    assert_eq!(d.to_vec::<f32>().unwrap(), vec![21., 42., 63., 24., 45., 66.]);
+    let e = (&a - &b).unwrap();
+    assert_eq!(e.to_vec::<f32>().unwrap(), vec![-9., -18., -27., -6., -15., -24.]);
+}
+
+#[test]
+fn promotion_follows_pytorch() {
+    let i = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
+    let f = (&i + 2.5).unwrap();
+    assert_eq!(f.dtype(), ScalarType::F32);
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![3.5, 4.5, 5.5]);
+    let l = (&i + 2).unwrap();
+    assert_eq!(l.dtype(), ScalarType::I32);
+    let d = (&i / &i).unwrap();
+    assert_eq!(d.dtype(), ScalarType::F32);
+    let z = Tensor::scalar_tensor(2.0f64);
+    assert_eq!((&i * &z).unwrap().dtype(), ScalarType::F64);
+    let h = Tensor::from_vec(vec![c10::f16::from_f32(1.5)], &[1]).unwrap();
+    assert_eq!((&h + 1.0).unwrap().dtype(), ScalarType::F16);
+}
+
+#[test]
+fn div_rounding_modes() {
+    let a = t(&[7., -7., 7.5], &[3]);
+    let b = t(&[2., 2., -2.], &[3]);
+    assert_eq!(ops::div_tensor_mode(&a, &b, Some("trunc")).unwrap().to_vec::<f32>().unwrap(), vec![3., -3., -3.]);
+    assert_eq!(ops::div_tensor_mode(&a, &b, Some("floor")).unwrap().to_vec::<f32>().unwrap(), vec![3., -4., -4.]);
+    let ia = Tensor::from_vec(vec![7i64, -7], &[2]).unwrap();
+    let ib = Tensor::from_vec(vec![2i64, 2], &[2]).unwrap();
+    assert_eq!(ops::div_tensor_mode(&ia, &ib, Some("floor")).unwrap().to_vec::<i64>().unwrap(), vec![3, -4]);
+    assert!(ops::div_tensor_mode(&ia, &ib, Some("round")).is_err());
+    let zero = Tensor::from_vec(vec![0i64, 1], &[2]).unwrap();
+    assert!(ops::div_tensor_mode(&ia, &zero, Some("trunc")).is_err());
+}
+
+#[test]
+fn inplace_and_out_variants() {
+    let a = t(&[1., 2., 3.], &[3]);
+    let v0 = a.version();
+    a.add_(&t(&[1., 1., 1.], &[3])).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![2., 3., 4.]);
+    assert_eq!(a.version(), v0 + 1, "in-place ops bump the version counter");
+    let out = t(&[0., 0., 0.], &[3]);
+    ops::mul_out(&a, &a, &out).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![4., 9., 16.]);
+    // out= of a wider dtype receives the cast result.
+    let out64 = Tensor::from_vec(vec![0f64; 3], &[3]).unwrap();
+    ops::add_out(&a, &a, Scalar::Int(1), &out64).unwrap();
+    assert_eq!(out64.to_vec::<f64>().unwrap(), vec![4., 6., 8.]);
+    // An int tensor cannot receive a float result in place.
+    let i = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
+    let e = i.add_(&a).unwrap_err();
+    assert!(matches!(e, Error::UnsafeCast { .. }), "{e}");
+    // Broadcasting must not change self's shape in place.
+    let small = t(&[1.], &[1]);
+    assert!(small.add_(&a).is_err());
+}
+
+#[test]
+fn errors_are_values() {
+    let a = t(&[1., 2., 3.], &[3]);
+    let b = t(&[1., 2., 3., 4.], &[4]);
+    let e = (&a + &b).unwrap_err();
+    assert!(e.to_string().contains("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"), "{e}");
+    let bools = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    assert!((&bools - &bools).is_err());
+    assert!((-&bools).is_err());
+}
+
+#[test]
+fn comparisons_where_neg_abs() {
+    let a = t(&[1., -2., 3.], &[3]);
+    let b = t(&[1., 2., -3.], &[3]);
+    let m = a.lt(&b).unwrap();
+    assert_eq!(m.dtype(), ScalarType::Bool);
+    assert_eq!(m.to_vec::<bool>().unwrap(), vec![false, true, false]);
+    assert_eq!(a.eq_scalar(Scalar::Int(1)).unwrap().to_vec::<bool>().unwrap(), vec![true, false, false]);
+    let w = ops::where_self(&m, &a, &b).unwrap();
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![1., -2., -3.]);
+    assert_eq!(a.neg().unwrap().to_vec::<f32>().unwrap(), vec![-1., 2., -3.]);
+    assert_eq!(a.abs().unwrap().to_vec::<f32>().unwrap(), vec![1., 2., 3.]);
+    assert!(ops::where_self(&a, &a, &b).is_err(), "condition must be bool");
+}
+
+#[test]
+fn noncontiguous_inputs_and_layout_inheritance() {
+    let a = t(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
+    let at = a.transpose(0, 1).unwrap();
+    assert!(!at.is_contiguous());
+    let s = (&at + &at).unwrap();
+    assert_eq!(s.sizes(), &[3, 2]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![2., 8., 4., 10., 6., 12.]);
+    assert_eq!(s.strides(), &[1, 3], "the output inherits the transposed layout");
+}
+
+#[test]
+fn large_parallel_add_matches_serial() {
+    let n = 300_000usize;
+    let a = Tensor::from_vec((0..n).map(|x| x as f32).collect(), &[n as i64]).unwrap();
+    let b = Tensor::from_vec((0..n).map(|x| (2 * x) as f32).collect(), &[n as i64]).unwrap();
+    let c = (&a + &b).unwrap().to_vec::<f32>().unwrap();
+    assert!(c.iter().enumerate().all(|(i, &v)| v == (3 * i) as f32));
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""PyTorch reference for `cargo xtask bench`.
+
+Runs the same workloads as xtask/src/bench/workloads.rs (same ids, shapes, dtypes and
+operations) with the same timing method (Note [Bench timing method] in
+xtask/src/bench/stats.rs) and prints one JSON line per workload:
+
+    {"workload": "W1.add1", "threads": 1, "median_s": 1.1e-06}
+
+Usage: python3 bench/pytorch_reference.py [--threads N] [--filter SUBSTR] [--only ID,ID]
+                                          [--time SECONDS]
+
+Adding a workload: one function returning the per-iteration callable (inputs built outside
+it, untimed), plus one entry in WORKLOADS with the id used on the Rust side.
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import torch
+
+# Note [Bench timing method] -- keep in sync with xtask/src/bench/stats.rs.
+WARMUP_S = 0.2
+MIN_SAMPLE_S = 1e-3
+MIN_SAMPLES = 5
+MAX_SAMPLES = 1000
+
+
+def percentile(sorted_xs, q):
+    """The q-quantile of sorted values, interpolating linearly (numpy's default)."""
+    pos = min(max(q, 0.0), 1.0) * (len(sorted_xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def batch_size(estimate_s, min_sample_s=MIN_SAMPLE_S):
+    if min_sample_s <= 0:
+        return 1
+    if estimate_s <= 0:
+        return 1_000_000
+    return int(min(max(math.ceil(min_sample_s / estimate_s), 1), 1e9))
+
+
+def measure(fn, budget_s):
+    """Median seconds per call of fn, with p10/p90 and min (see the Rust side)."""
+    clock = time.perf_counter_ns
+    start = clock()
+    calls = 0
+    while True:
+        fn()
+        calls += 1
+        if clock() - start >= WARMUP_S * 1e9:
+            break
+    k = batch_size((clock() - start) * 1e-9 / calls)
+    loop = range(k)
+
+    samples = []
+    spent = 0.0
+    while len(samples) < max(MAX_SAMPLES, 1):
+        t0 = clock()
+        for _ in loop:
+            fn()
+        dt = (clock() - t0) * 1e-9
+        spent += dt
+        samples.append(dt / k)
+        if len(samples) >= MIN_SAMPLES and spent >= budget_s:
+            break
+    samples.sort()
+    return {
+        "median_s": percentile(samples, 0.5),
+        "p10_s": percentile(samples, 0.1),
+        "p90_s": percentile(samples, 0.9),
+        "min_s": samples[0],
+        "samples": len(samples),
+        "batch": k,
+    }
+
+
+# ---- workloads (same order and ids as xtask/src/bench/workloads.rs) ------------------------
+
+
+def w1_add1():
+    # Per-op overhead from Python: `a + b` of two 1-element f32 tensors.
+    a = torch.tensor([1.0], dtype=torch.float32)
+    b = torch.tensor([1.0], dtype=torch.float32)
+
+    def run():
+        return a + b
+
+    return run
+
+
+WORKLOADS = {
+    "W1.add1": w1_add1,
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--filter", default=None, help="only ids containing this string")
+    p.add_argument("--only", default=None, help="comma-separated ids to run (others skipped)")
+    p.add_argument("--time", type=float, default=1.0, help="seconds of measurement per workload")
+    p.add_argument("--verbose", action="store_true", help="also print p10/p90/min to stderr")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    only = set(args.only.split(",")) if args.only else None
+    for wid, setup in WORKLOADS.items():
+        if args.filter and args.filter not in wid:
+            continue
+        if only is not None and wid not in only:
+            continue
+        s = measure(setup(), args.time)
+        print(json.dumps({"workload": wid, "threads": args.threads, "median_s": s["median_s"]}), flush=True)
+        if args.verbose:
+            print(f"{wid} ({args.threads} threads): {s}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

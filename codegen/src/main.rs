@@ -1,0 +1,91 @@
+//! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml`
+//! under the workspace root given as argument, writing only files whose content changed;
+//! `--check` writes nothing and fails when any file differs, is missing, or is stale.
+//!
+//! It is a binary of its own (run by `cargo xtask codegen`) so that it works while the
+//! generated code does not compile yet.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use codegen::gen::{generate_aten, GeneratedFile};
+use codegen::yaml::parse_native_functions;
+
+fn main() -> ExitCode {
+    let mut check = false;
+    let mut root = None;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--check" => check = true,
+            _ => root = Some(std::path::PathBuf::from(a)),
+        }
+    }
+    let Some(root) = root else {
+        eprintln!("usage: codegen [--check] WORKSPACE_ROOT");
+        return ExitCode::FAILURE;
+    };
+    match run(&root, check) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the generator (or the check).
+fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
+    let yaml_path = root.join("aten/native_functions.yaml");
+    let text = std::fs::read_to_string(&yaml_path).map_err(|e| format!("{}: {e}", yaml_path.display()))?;
+    let fns = parse_native_functions("aten/native_functions.yaml", &text).map_err(|e| e.to_string())?;
+    let files = generate_aten(&fns).map_err(|e| e.to_string())?;
+    let out_dir = root.join("aten/src/generated");
+    let differing = sync(&out_dir, &files, check)?;
+    if check {
+        if differing.is_empty() {
+            println!("codegen: {} files up to date", files.len());
+            Ok(ExitCode::SUCCESS)
+        } else {
+            for d in &differing {
+                println!("codegen --check: {d}");
+            }
+            println!("run `cargo xtask codegen` and commit the result");
+            Ok(ExitCode::FAILURE)
+        }
+    } else {
+        println!("codegen: {} operators, {} files changed", fns.len(), differing.len());
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Compares `files` with `dir`; unless `check_only`, writes the differing ones and removes stale
+/// `.rs` files. Returns a description of each difference.
+fn sync(dir: &Path, files: &[GeneratedFile], check_only: bool) -> Result<Vec<String>, String> {
+    let mut diffs = Vec::new();
+    if !check_only {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    for f in files {
+        let p = dir.join(&f.name);
+        match std::fs::read_to_string(&p) {
+            Ok(old) if old == f.contents => continue,
+            Ok(_) => diffs.push(format!("{} differs", p.display())),
+            Err(_) => diffs.push(format!("{} is missing", p.display())),
+        }
+        if !check_only {
+            std::fs::write(&p, &f.contents).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".rs") && !files.iter().any(|f| f.name == name) {
+                diffs.push(format!("{} is stale", e.path().display()));
+                if !check_only {
+                    std::fs::remove_file(e.path()).map_err(|err| format!("{}: {err}", e.path().display()))?;
+                }
+            }
+        }
+    }
+    Ok(diffs)
+}

@@ -1,0 +1,163 @@
+//! `cargo xtask bench [FILTER] [--threads N] [--json FILE] [--record]`: runs the workloads of
+//! `BENCHMARKS.md` on 1 and 2 threads, and the same workloads in PyTorch when `python3` can
+//! import `torch`, and prints a table with the ratio. See Note [Bench timing method].
+
+mod reference;
+mod report;
+mod stats;
+mod workloads;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use report::Row;
+use stats::Config;
+use workloads::Workload;
+
+/// Arguments of `cargo xtask bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only run workloads whose id contains this string (e.g. `W1`, `add1`).
+    pub filter: Option<String>,
+    /// Run with this many threads only (default: 1, then 2).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Also write one JSON object per (workload, threads) line to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Rewrite the results section of BENCHMARKS.md with this run's table and machine.
+    #[arg(long)]
+    pub record: bool,
+    /// Seconds of measurement per workload and thread count (after a 0.2 s warm-up).
+    #[arg(long, default_value_t = 1.0)]
+    pub time: f64,
+    /// Skip the PyTorch column even if torch is installed.
+    #[arg(long)]
+    pub no_pytorch: bool,
+}
+
+/// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    let selected = workloads::select(workloads::registry(), a.filter.as_deref());
+    if selected.is_empty() {
+        let ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
+        return Err(format!(
+            "no workload matches {:?}; known: {}",
+            a.filter.unwrap_or_default(),
+            ids.join(", ")
+        ));
+    }
+    let thread_counts = match a.threads {
+        Some(0) => return Err("--threads must be at least 1".into()),
+        Some(n) => vec![n],
+        None => vec![1, 2],
+    };
+    if !(a.time.is_finite() && a.time >= 0.0) {
+        return Err(format!(
+            "--time must be a non-negative number of seconds, got {}",
+            a.time
+        ));
+    }
+    let cfg = Config::with_budget(a.time);
+    let root = crate::workspace_root();
+    let reference = if a.no_pytorch {
+        None
+    } else {
+        reference::Reference::detect(&root)
+    };
+    match &reference {
+        Some(r) => eprintln!(
+            "PyTorch {} found: the reference column runs bench/pytorch_reference.py",
+            r.torch_version
+        ),
+        None if a.no_pytorch => {}
+        None => eprintln!("PyTorch not importable from python3: the reference column is n/a"),
+    }
+    let ids: Vec<&str> = selected.iter().map(|w| w.id).collect();
+
+    let mut rows: Vec<Row> = Vec::new();
+    for &n in &thread_counts {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| format!("cannot build a {n}-thread pool: {e}"))?;
+        let first = rows.len();
+        for w in &selected {
+            eprint!(
+                "{} ({n} thread{}) ... ",
+                w.id,
+                if n == 1 { "" } else { "s" }
+            );
+            let _ = std::io::stderr().flush();
+            let ours = pool.install(|| measure(w, &cfg));
+            match &ours {
+                Ok(s) => eprintln!(
+                    "{} (k={}, {} samples)",
+                    report::format_seconds(s.median_s),
+                    s.batch,
+                    s.samples
+                ),
+                Err(e) => eprintln!("error: {e}"),
+            }
+            rows.push(Row {
+                id: w.id,
+                threads: n,
+                unit_per_iter: w.unit_per_iter,
+                ours,
+                pytorch_median_s: None,
+            });
+        }
+        // PyTorch after ours, never concurrently: the two would share the cores.
+        if let Some(r) = &reference {
+            eprintln!("PyTorch ({n} thread{}) ...", if n == 1 { "" } else { "s" });
+            match r.run(n, a.filter.as_deref(), &ids, a.time) {
+                Ok(medians) => {
+                    for row in &mut rows[first..] {
+                        row.pytorch_median_s = medians.get(row.id).copied();
+                    }
+                }
+                Err(e) => eprintln!("warning: PyTorch reference failed: {e}"),
+            }
+        }
+    }
+
+    let table = report::render_table(&rows);
+    println!("{table}");
+    for w in &selected {
+        println!("{}: one iteration = {}", w.id, w.unit_per_iter);
+    }
+
+    if let Some(path) = &a.json {
+        let mut out = String::new();
+        for r in &rows {
+            writeln!(out, "{}", report::json_line(r)).expect("writing to a String");
+        }
+        std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if a.record {
+        let path = root.join("BENCHMARKS.md");
+        let torch = reference.as_ref().map(|r| r.torch_version.as_str());
+        let section = format!(
+            "Recorded by `cargo xtask bench --record{}` (median per iteration; lower is better).\n\n{table}\n{}",
+            a.threads.map_or_else(String::new, |n| format!(" --threads {n}")),
+            report::machine_description(torch)
+        );
+        report::record(&path, &section)?;
+        eprintln!("recorded in {}", path.display());
+    }
+
+    let failed = rows.iter().filter(|r| r.ours.is_err()).count();
+    if failed > 0 {
+        eprintln!("{failed} measurement(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sets up and measures one workload on the current (installed) thread pool.
+fn measure(w: &Workload, cfg: &Config) -> Result<stats::Summary, String> {
+    let mut body = (w.setup)().map_err(|e| e.to_string())?;
+    stats::measure(cfg, &mut *body).map_err(|e| e.to_string())
+}

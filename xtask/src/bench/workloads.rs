@@ -1,0 +1,134 @@
+//! The registry of benchmark workloads: one entry per workload id of `BENCHMARKS.md`. Each entry
+//! builds its inputs once (untimed) and returns the body that one timed iteration runs.
+//!
+//! Adding a workload is one entry in [`registry`] here plus the same entry in
+//! `bench/pytorch_reference.py` (same id, shapes, dtype and operation), e.g.
+//!
+//! ```ignore
+//! Workload::new("W2.add_1M", "add of two contiguous [1048576] f32 tensors", || {
+//!     let (a, b) = (randn(&[1 << 20])?, randn(&[1 << 20])?);
+//!     Ok(body(move || &a + &b))
+//! }),
+//! ```
+//!
+//! The planned ids, in order: W1 (per-op overhead: `add1`, `add1_grad`, `chain100`), W2
+//! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
+//! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
+//! `conv_small`) and W6 (`mlp_step`, `cnn_step` training steps). See
+//! `/work/shared/reference/cpu-performance.md` for the peers' figures.
+
+use std::hint::black_box;
+
+use aten::Tensor;
+use c10::Result;
+
+/// What one timed iteration runs. Errors stop the measurement and are reported in the table.
+pub type Body = Box<dyn FnMut() -> Result<()>>;
+
+/// Builds a workload's inputs and returns its body. Runs inside the thread pool of the
+/// measurement, untimed.
+pub type Setup = Box<dyn Fn() -> Result<Body> + Send + Sync>;
+
+/// One benchmark workload.
+pub struct Workload {
+    /// Stable id, `W<group>.<name>`; the key shared with `bench/pytorch_reference.py`.
+    pub id: &'static str,
+    /// What one iteration is, e.g. "add of two 1-element f32 tensors".
+    pub unit_per_iter: &'static str,
+    /// Builds the inputs and the body.
+    pub setup: Setup,
+}
+
+impl Workload {
+    /// A workload from its id, unit and setup closure.
+    pub fn new(
+        id: &'static str,
+        unit_per_iter: &'static str,
+        setup: impl Fn() -> Result<Body> + Send + Sync + 'static,
+    ) -> Workload {
+        Workload {
+            id,
+            unit_per_iter,
+            setup: Box::new(setup),
+        }
+    }
+}
+
+/// Wraps a closure returning any value (usually `Result<Tensor>`) into a [`Body`]; the value is
+/// passed through `black_box` and dropped inside the timed region, as in Python.
+pub fn body<T>(mut f: impl FnMut() -> Result<T> + 'static) -> Body {
+    Box::new(move || {
+        black_box(f()?);
+        Ok(())
+    })
+}
+
+/// Every workload, in table order.
+pub fn registry() -> Vec<Workload> {
+    vec![
+        // Per-op overhead of the full public path: operator impl -> dispatcher -> CPU kernel ->
+        // output allocation. PyTorch's figure is `a + b` from Python.
+        Workload::new(
+            "W1.add1",
+            "add of two 1-element f32 tensors (&a + &b)",
+            || {
+                let a = Tensor::from_slice(&[1.0f32]);
+                let b = Tensor::from_slice(&[1.0f32]);
+                // TEMPORARY until `impl Add for &Tensor` lands in aten: the boxed dispatcher call
+                // below stands in for `&a + &b` (the final version; swap back as soon as it compiles).
+                Ok(body(move || {
+                    let mut stack = vec![
+                        aten::IValue::Tensor(a.clone()),
+                        aten::IValue::Tensor(b.clone()),
+                        aten::IValue::Scalar(c10::Scalar::Int(1)),
+                    ];
+                    aten::dispatcher().call_boxed("add.Tensor", &mut stack)?;
+                    Ok(stack.pop())
+                }))
+            },
+        ),
+    ]
+}
+
+/// The workloads whose id contains `filter` (all of them without one), in registry order.
+pub fn select(all: Vec<Workload>, filter: Option<&str>) -> Vec<Workload> {
+    all.into_iter()
+        .filter(|w| filter.is_none_or(|f| w.id.contains(f)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let all = registry();
+        assert!(!all.is_empty());
+        let mut ids: Vec<&str> = all.iter().map(|w| w.id).collect();
+        for id in &ids {
+            let (group, name) = id.split_once('.').expect("W<n>.<name>");
+            assert!(
+                group.starts_with('W') && group[1..].parse::<u32>().is_ok(),
+                "{id}"
+            );
+            assert!(!name.is_empty(), "{id}");
+        }
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), all.len(), "duplicate workload id");
+    }
+
+    #[test]
+    fn filter_is_a_substring_match() {
+        let ids = |f| {
+            select(registry(), f)
+                .iter()
+                .map(|w| w.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(Some("add1")), vec!["W1.add1"]);
+        assert!(ids(Some("no-such-workload")).is_empty());
+        assert_eq!(ids(None).len(), registry().len());
+    }
+}

@@ -1,0 +1,310 @@
+//! `cargo xtask parity DIR [--filter SUBSTR] [--ratchet FILE [--update-ratchet]]`: the operator
+//! parity runner. It executes every case of `DIR/cases.json` (format in `parity/FORMAT.md`)
+//! through the dispatcher by schema name on the boxed path, compares the returns with the
+//! PyTorch results in `DIR/tensors.safetensors`, and prints one `FAIL <id>: <reason>` line per
+//! failing case and a final `ops: N passed, M failed` line.
+//!
+//! A case passes because the operator is right: the runner knows nothing about particular
+//! operators. Arguments are built from the schema alone ([`args`]), tensors are decoded from
+//! the file ([`store`]), returns are compared elementwise ([`compare`]); gradient blocks are
+//! validated but not run until autograd exists ([`grad`]).
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use aten::IValue;
+
+mod args;
+mod cases;
+mod compare;
+mod grad;
+mod panics;
+mod ratchet;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use args::{fill_stack, resolve_args, ResolvedArgs};
+use cases::Case;
+use compare::{compare_tensors, flatten_returns, Tolerance};
+use store::TensorStore;
+
+/// Arguments of `cargo xtask parity`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Directory holding cases.json and tensors.safetensors.
+    pub dir: PathBuf,
+    /// Only run cases whose id contains this string.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// A file listing the ids of cases that must pass (one per line, `#` comments): fails when
+    /// one of them fails and reports newly passing cases.
+    #[arg(long)]
+    pub ratchet: Option<PathBuf>,
+    /// Rewrites the --ratchet file with the cases that pass.
+    #[arg(long, requires = "ratchet")]
+    pub update_ratchet: bool,
+}
+
+/// How one case ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Values (and, once they run, gradients) match.
+    Pass,
+    /// The reason, on one line.
+    Fail(String),
+}
+
+/// Whether a case's gradients were checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GradStatus {
+    /// The case has no `grad` block (or expects an error).
+    None,
+    /// The case has a `grad` block that did not run: no autograd yet, or the call failed.
+    NotRun,
+    /// Gradients were checked and matched.
+    Passed,
+    /// Gradients were checked and did not match.
+    Failed,
+}
+
+/// The result of a run: every case that ran, in file order.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The id of every case in the file, run or filtered out.
+    pub all_ids: Vec<String>,
+    /// Case id, outcome and gradient status of the cases that ran.
+    pub results: Vec<(String, Outcome, GradStatus)>,
+}
+
+impl Report {
+    /// Number of passing cases.
+    pub fn passed(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|(_, o, _)| *o == Outcome::Pass)
+            .count()
+    }
+
+    /// Number of failing cases.
+    pub fn failed(&self) -> usize {
+        self.results.len() - self.passed()
+    }
+
+    fn count_grads(&self, status: GradStatus) -> usize {
+        self.results.iter().filter(|(_, _, g)| *g == status).count()
+    }
+
+    /// The `grads:` summary line.
+    pub fn grads_line(&self) -> String {
+        let (passed, failed, not_run) = (
+            self.count_grads(GradStatus::Passed),
+            self.count_grads(GradStatus::Failed),
+            self.count_grads(GradStatus::NotRun),
+        );
+        if passed + failed == 0 {
+            format!("grads: not run ({not_run} cases have gradient checks; autograd is not available yet)")
+        } else {
+            format!("grads: {passed} passed, {failed} failed, {not_run} not run")
+        }
+    }
+
+    /// The final `ops:` line.
+    pub fn ops_line(&self) -> String {
+        format!("ops: {} passed, {} failed", self.passed(), self.failed())
+    }
+}
+
+/// Runs `cargo xtask parity`: exit 0 when the run completes (failing cases included), exit 1
+/// when the ratchet is broken, an error when the files cannot be read.
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    let listed = match &a.ratchet {
+        Some(path) => Some(read_ratchet(path, a.update_ratchet)?),
+        None => None,
+    };
+    let mut out = std::io::stdout().lock();
+    let report = run_dir(&a.dir, a.filter.as_deref(), &mut out)?;
+    let (Some(path), Some(listed)) = (&a.ratchet, listed) else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let all_ids: HashSet<&str> = report.all_ids.iter().map(String::as_str).collect();
+    let results: Vec<(String, bool)> = report
+        .results
+        .iter()
+        .map(|(id, o, _)| (id.clone(), *o == Outcome::Pass))
+        .collect();
+    let verdict = ratchet::Verdict::new(&listed, &results, &all_ids, |id| {
+        selected(id, a.filter.as_deref())
+    });
+    for line in verdict.lines() {
+        writeln!(out, "{line}").map_err(|e| format!("writing the report: {e}"))?;
+    }
+    if a.update_ratchet {
+        let text = ratchet::render(verdict.updated.iter().map(String::as_str));
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        writeln!(
+            out,
+            "RATCHET: wrote {} ids to {}",
+            verdict.updated.len(),
+            path.display()
+        )
+        .map_err(|e| format!("writing the report: {e}"))?;
+    }
+    Ok(if verdict.is_broken() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The ids of a ratchet file; a missing file is empty when it is about to be written.
+fn read_ratchet(path: &Path, will_update: bool) -> Result<Vec<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(ratchet::parse(&text)),
+        Err(e) if will_update && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Whether a case id is within the `--filter`.
+fn selected(id: &str, filter: Option<&str>) -> bool {
+    filter.is_none_or(|f| id.contains(f))
+}
+
+/// Reads `dir/cases.json` and `dir/tensors.safetensors` and runs the cases (see [`run_cases`]).
+pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<Report, String> {
+    let cases = cases::load_cases(&dir.join("cases.json"))?;
+    run_cases(dir, &cases, filter, out)
+}
+
+/// Runs the cases whose id contains `filter` against `dir/tensors.safetensors`, writing a
+/// `FAIL` line per failing case as it happens, then the `grads:` and `ops:` summary lines.
+/// Errors only when the tensor file cannot be read or the output cannot be written.
+fn run_cases(
+    dir: &Path,
+    cases: &[Case],
+    filter: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<Report, String> {
+    let path = dir.join("tensors.safetensors");
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let store = TensorStore::new(&path, &bytes)?;
+    let write_err = |e: std::io::Error| format!("writing the report: {e}");
+    let mut report = Report {
+        all_ids: cases.iter().map(|c| c.id.clone()).collect(),
+        results: Vec::new(),
+    };
+    {
+        let _quiet = panics::QuietPanics::install();
+        for case in cases.iter().filter(|c| selected(&c.id, filter)) {
+            let (outcome, grads) = run_case(case, &store);
+            if let Outcome::Fail(reason) = &outcome {
+                writeln!(out, "FAIL {}: {reason}", case.id).map_err(write_err)?;
+            }
+            report.results.push((case.id.clone(), outcome, grads));
+        }
+    }
+    writeln!(out, "{}", report.grads_line()).map_err(write_err)?;
+    writeln!(out, "{}", report.ops_line()).map_err(write_err)?;
+    Ok(report)
+}
+
+/// Joins the lines of a multi-line message so that each failure stays on one output line.
+fn one_line(s: &str) -> String {
+    s.trim()
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// Runs one case under [`panics::catch`]: the values first, then (if they pass) the gradients.
+fn run_case(case: &Case, store: &TensorStore<'_>) -> (Outcome, GradStatus) {
+    let unchecked = if case.grad.is_some() {
+        GradStatus::NotRun
+    } else {
+        GradStatus::None
+    };
+    let (resolved, n_outputs) = match panics::catch(|| check_values(case, store)) {
+        Ok(Some(call)) => call,
+        Ok(None) => return (Outcome::Pass, GradStatus::None),
+        Err(reason) => return (Outcome::Fail(one_line(&reason)), unchecked),
+    };
+    match panics::catch(|| Ok(grad::check_grad(case, &resolved, n_outputs))) {
+        Ok(None) => (Outcome::Pass, unchecked),
+        Ok(Some(Ok(()))) => (Outcome::Pass, GradStatus::Passed),
+        Ok(Some(Err(reason))) | Err(reason) => (
+            Outcome::Fail(one_line(&format!("grad: {reason}"))),
+            GradStatus::Failed,
+        ),
+    }
+}
+
+/// Looks up the operator, builds the stack, calls, and checks the returns against the expected
+/// tensors, or that the call failed for an `expect_error` case (then `Ok(None)`). Returns the
+/// resolved arguments and the number of returned values for the gradient check.
+fn check_values(
+    case: &Case,
+    store: &TensorStore<'_>,
+) -> Result<Option<(ResolvedArgs, usize)>, String> {
+    let (op, schema) = aten::dispatcher()
+        .find_schema(&case.op)
+        .map_err(|e| e.to_string())?;
+    let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
+    let resolved = resolve_args(&schema, &case.args, &case.kwargs, &load)?;
+    let mut stack = fill_stack(&schema, resolved.clone())?;
+    let result = op.call_boxed(&mut stack);
+    if case.expect_error {
+        return match result {
+            Ok(()) => Err("expected an error, but the call succeeded".to_string()),
+            Err(_) => Ok(None),
+        };
+    }
+    result.map_err(|e| e.to_string())?;
+    if stack.len() != schema.returns.len() {
+        return Err(format!(
+            "the kernel left {} values on the stack, but {schema} has {} returns",
+            stack.len(),
+            schema.returns.len()
+        ));
+    }
+    let returned = flatten_returns(stack);
+    if let Some(outputs) = &case.outputs {
+        check_outputs(case, outputs, &returned, store)?;
+    }
+    Ok(Some((resolved, returned.len())))
+}
+
+/// Compares the returned values with the expected tensors named by `outputs`.
+fn check_outputs(
+    case: &Case,
+    outputs: &[Option<String>],
+    returned: &[IValue],
+    store: &TensorStore<'_>,
+) -> Result<(), String> {
+    if returned.len() != outputs.len() {
+        return Err(format!(
+            "returned {} outputs, expected {}",
+            returned.len(),
+            outputs.len()
+        ));
+    }
+    let tol = Tolerance {
+        rtol: case.rtol,
+        atol: case.atol,
+    };
+    for (i, (value, key)) in returned.iter().zip(outputs).enumerate() {
+        let Some(key) = key else { continue };
+        let IValue::Tensor(ours) = value else {
+            return Err(format!(
+                "output {i}: returned {}, expected a tensor",
+                value.kind()
+            ));
+        };
+        let expected = store.tensor(key, false)?;
+        compare_tensors(ours, &expected, tol).map_err(|e| format!("output {i}: {e}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! The tensors of a parity directory: safetensors entries decoded into `aten::Tensor`s, and the
+//! non-contiguous copies that `"noncontig": true` asks for.
+//!
+//! Note [Decoding safetensors bytes]: the data of an entry is little-endian and need not be
+//! aligned for its dtype (entries are packed back to back after a JSON header), so elements are
+//! decoded with `from_le_bytes` into a fresh `Vec` rather than reinterpreting the bytes.
+
+use std::path::{Path, PathBuf};
+
+use aten::{IValue, Tensor};
+use c10::{bf16, f16, Element, MemoryFormat};
+use safetensors::{Dtype, SafeTensors};
+
+use super::args::call_op_tensor;
+use super::compare::{compare_tensors, Tolerance};
+
+/// Read access to the tensors of a `tensors.safetensors` file held in memory.
+pub struct TensorStore<'a> {
+    path: PathBuf,
+    file: SafeTensors<'a>,
+}
+
+impl<'a> TensorStore<'a> {
+    /// Parses the header of a safetensors file; `path` names the file in errors.
+    pub fn new(path: &Path, bytes: &'a [u8]) -> Result<Self, String> {
+        let file =
+            SafeTensors::deserialize(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(TensorStore {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// The tensor stored under `key`, contiguous, or (with `noncontig`) a non-contiguous tensor
+    /// with the same values.
+    pub fn tensor(&self, key: &str, noncontig: bool) -> Result<Tensor, String> {
+        let view = self
+            .file
+            .tensor(key)
+            .map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
+        let shape: Vec<i64> = view.shape().iter().map(|&s| s as i64).collect();
+        let t = decode(view.dtype(), &shape, view.data())
+            .map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
+        if !noncontig {
+            return Ok(t);
+        }
+        let nc = make_noncontiguous(&t, view.dtype(), view.data())
+            .map_err(|e| format!("non-contiguous copy of '{key}': {e}"))?;
+        compare_tensors(&nc, &t, Tolerance::EXACT).map_err(|e| {
+            format!("non-contiguous copy of '{key}' has other values than the original: {e}")
+        })?;
+        Ok(nc)
+    }
+}
+
+/// Decodes `N`-byte little-endian elements (see Note [Decoding safetensors bytes]).
+fn decode_le<T: Element, const N: usize>(
+    data: &[u8],
+    shape: &[i64],
+    from_le: fn([u8; N]) -> T,
+) -> Result<Tensor, String> {
+    if !data.len().is_multiple_of(N) {
+        return Err(format!(
+            "{} bytes is not a whole number of {N}-byte elements",
+            data.len()
+        ));
+    }
+    let values: Vec<T> = data
+        .chunks_exact(N)
+        .map(|c| {
+            let mut b = [0u8; N];
+            b.copy_from_slice(c);
+            from_le(b)
+        })
+        .collect();
+    Tensor::from_vec(values, shape).map_err(|e| e.to_string())
+}
+
+/// Decodes the bytes of a safetensors entry into a contiguous CPU tensor of the same dtype.
+pub fn decode(dtype: Dtype, shape: &[i64], data: &[u8]) -> Result<Tensor, String> {
+    match dtype {
+        Dtype::F32 => decode_le(data, shape, f32::from_le_bytes),
+        Dtype::F64 => decode_le(data, shape, f64::from_le_bytes),
+        Dtype::F16 => decode_le(data, shape, f16::from_le_bytes),
+        Dtype::BF16 => decode_le(data, shape, bf16::from_le_bytes),
+        Dtype::I64 => decode_le(data, shape, i64::from_le_bytes),
+        Dtype::I32 => decode_le(data, shape, i32::from_le_bytes),
+        Dtype::I16 => decode_le(data, shape, i16::from_le_bytes),
+        Dtype::I8 => decode_le(data, shape, i8::from_le_bytes),
+        Dtype::U8 => decode_le(data, shape, u8::from_le_bytes),
+        Dtype::BOOL => decode_le(data, shape, |[b]: [u8; 1]| b != 0),
+        other => Err(format!("dtype {other:?} is not supported")),
+    }
+}
+
+/// A non-contiguous tensor with the values of `t` (whose raw contiguous bytes are `data`).
+///
+/// For two or more dimensions: `t.transpose(-1, -2).contiguous().transpose(-1, -2)`, the layout
+/// PyTorch's tests use, built by calling `transpose.int` and `clone` through the dispatcher.
+/// Where that is still contiguous (a size-1 dimension among the last two) and for 1-d tensors:
+/// every element followed by a zero in a tensor with a doubled last dimension, then
+/// `slice.Tensor(dim=-1, step=2)`, so every stride is doubled. A kernel that ignores strides
+/// reads the zeros and fails.
+fn make_noncontiguous(t: &Tensor, dtype: Dtype, data: &[u8]) -> Result<Tensor, String> {
+    if t.dim() >= 2 {
+        let tr = |x: Tensor| {
+            call_op_tensor(
+                "transpose.int",
+                vec![IValue::Tensor(x), IValue::Int(-1), IValue::Int(-2)],
+                vec![],
+            )
+        };
+        let contiguous_t = call_op_tensor(
+            "clone",
+            vec![IValue::Tensor(tr(t.clone())?)],
+            vec![(
+                "memory_format",
+                IValue::MemoryFormat(MemoryFormat::Contiguous),
+            )],
+        )?;
+        let nc = tr(contiguous_t)?;
+        if !nc.is_contiguous() {
+            return Ok(nc);
+        }
+    }
+    if t.dim() >= 1 {
+        let elem = data.len().checked_div(t.numel() as usize).unwrap_or(0);
+        if elem > 0 {
+            let mut doubled = Vec::with_capacity(2 * data.len());
+            for c in data.chunks_exact(elem) {
+                doubled.extend_from_slice(c);
+                doubled.extend(std::iter::repeat_n(0u8, elem));
+            }
+            let mut shape = t.sizes().to_vec();
+            if let Some(last) = shape.last_mut() {
+                *last *= 2;
+            }
+            let wide = decode(dtype, &shape, &doubled)?;
+            let args = vec![
+                IValue::Tensor(wide),
+                IValue::Int(-1),
+                IValue::Int(0),
+                IValue::None,
+                IValue::Int(2),
+            ];
+            let nc = call_op_tensor("slice.Tensor", args, vec![])?;
+            if !nc.is_contiguous() {
+                return Ok(nc);
+            }
+        }
+    }
+    Err(format!(
+        "a tensor of shape {:?} has no non-contiguous layout (it needs at least two elements)",
+        t.sizes()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use c10::ScalarType;
+
+    #[test]
+    fn decodes_every_dtype_from_unaligned_bytes() {
+        // An odd offset makes every multi-byte element unaligned.
+        let mut buf = vec![0u8];
+        buf.extend(1.5f32.to_le_bytes());
+        buf.extend((-2.25f32).to_le_bytes());
+        let t = decode(Dtype::F32, &[2], &buf[1..]).unwrap();
+        assert_eq!(t.dtype(), ScalarType::F32);
+        assert_eq!(t.to_vec::<f32>().unwrap(), [1.5, -2.25]);
+
+        let big = (1i64 << 60) + 1;
+        let t = decode(Dtype::I64, &[1, 1], &big.to_le_bytes()).unwrap();
+        assert_eq!(
+            (t.sizes(), t.to_vec::<i64>().unwrap()),
+            (&[1i64, 1][..], vec![big])
+        );
+
+        let cases: [(Dtype, Vec<u8>, ScalarType, f64); 8] = [
+            (
+                Dtype::F64,
+                0.1f64.to_le_bytes().to_vec(),
+                ScalarType::F64,
+                0.1,
+            ),
+            (
+                Dtype::F16,
+                f16::from_f64(0.5).to_le_bytes().to_vec(),
+                ScalarType::F16,
+                0.5,
+            ),
+            (
+                Dtype::BF16,
+                bf16::from_f64(-3.0).to_le_bytes().to_vec(),
+                ScalarType::BF16,
+                -3.0,
+            ),
+            (
+                Dtype::I32,
+                (-7i32).to_le_bytes().to_vec(),
+                ScalarType::I32,
+                -7.0,
+            ),
+            (
+                Dtype::I16,
+                300i16.to_le_bytes().to_vec(),
+                ScalarType::I16,
+                300.0,
+            ),
+            (Dtype::I8, vec![0xff], ScalarType::I8, -1.0),
+            (Dtype::U8, vec![0xff], ScalarType::U8, 255.0),
+            (Dtype::BOOL, vec![1], ScalarType::Bool, 1.0),
+        ];
+        for (dt, bytes, st, v) in cases {
+            let t = decode(dt, &[], &bytes).unwrap();
+            assert_eq!(t.dtype(), st, "{dt:?}");
+            assert_eq!(t.to_vec::<f64>().unwrap(), [v], "{dt:?}");
+        }
+        assert!(decode(Dtype::F32, &[2], &[0u8; 7]).is_err());
+        assert!(decode(Dtype::F32, &[3], &[0u8; 8]).is_err());
+        assert!(decode(Dtype::U64, &[1], &[0u8; 8])
+            .unwrap_err()
+            .contains("not supported"));
+    }
+}
