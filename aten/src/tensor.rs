@@ -9,7 +9,6 @@ use c10::allocator::DataPtr;
 use c10::tensor_impl::{contiguous_strides, DimVec};
 use c10::{
     Device, DispatchKeySet, Element, Error, Result, Scalar, ScalarType, Storage, TensorImpl,
-    VersionCounter,
 };
 
 /// A multi-dimensional array on a device. Cloning the handle is cheap and shares the data;
@@ -158,14 +157,7 @@ impl Tensor {
 
     /// A tensor over existing storage with a fresh version counter.
     pub fn from_storage(storage: Storage, sizes: &[i64], strides: DimVec, offset: i64, dtype: ScalarType) -> Tensor {
-        Tensor::from_impl(TensorImpl::new(
-            storage,
-            DimVec::from_slice(sizes),
-            strides,
-            offset,
-            dtype,
-            Some(VersionCounter::new()),
-        ))
+        Tensor::from_impl(TensorImpl::fresh(storage, DimVec::from_slice(sizes), strides, offset, dtype))
     }
 
     /// A new uninitialised contiguous tensor (the raw allocation behind `empty`).
@@ -266,7 +258,7 @@ impl Tensor {
     }
     /// The version counter's current value (0 for inference tensors).
     pub fn version(&self) -> u32 {
-        self.imp.version_counter().map_or(0, |v| v.current())
+        self.imp.version()
     }
     /// Records an in-place modification (bumps the shared version counter).
     pub fn bump_version(&self) {

@@ -118,7 +118,7 @@ impl Allocator for CpuAllocator {
     }
 }
 
-static CPU_ALLOCATOR: CpuAllocator = CpuAllocator;
+static CPU_ALLOCATOR: crate::caching_allocator::CachingCpuAllocator = crate::caching_allocator::CachingCpuAllocator;
 
 /// One registry slot per device type: a leaked `&'static dyn Allocator` behind an atomic
 /// pointer, so the hot path is a single load.
@@ -132,7 +132,8 @@ pub fn set_allocator(ty: DeviceType, alloc: &'static dyn Allocator) {
     REGISTRY[ty as usize].store(slot, Ordering::Release);
 }
 
-/// The allocator for a device type. The CPU always has one.
+/// The allocator for a device type. The CPU always has one: the caching allocator (See Note
+/// [CPU caching allocator]) unless another was registered.
 #[inline]
 pub fn get_allocator(ty: DeviceType) -> Result<&'static dyn Allocator> {
     let p = REGISTRY[ty as usize].load(Ordering::Acquire);

@@ -168,25 +168,15 @@ impl DispatchKey {
 
     /// The functionality of a key: `CPU -> Dense`, `AutogradCPU -> AutogradFunctionality`;
     /// functionality keys map to themselves; `Undefined` and aliases to `Undefined`.
-    pub fn to_functionality(self) -> DispatchKey {
-        if self.is_functionality() {
-            return self;
-        }
-        for &f in DispatchKey::FUNCTIONALITIES {
-            if let Some(block) = f.per_backend_block() {
-                if block.contains(&self) {
-                    return f;
-                }
-            }
-        }
-        DispatchKey::Undefined
+    #[inline]
+    pub const fn to_functionality(self) -> DispatchKey {
+        KEY_INFO[self as usize].0
     }
 
     /// The backend of a runtime per-backend key (`AutogradCUDA -> CUDA`).
-    pub fn to_backend_component(self) -> Option<BackendComponent> {
-        let block = self.to_functionality().per_backend_block()?;
-        let pos = block.iter().position(|&k| k == self)?;
-        Some(BackendComponent::ALL[pos])
+    #[inline]
+    pub const fn to_backend_component(self) -> Option<BackendComponent> {
+        KEY_INFO[self as usize].1
     }
 
     /// The runtime key of a per-backend functionality for a backend (`(Dense, CUDA) -> CUDA`).
@@ -237,6 +227,35 @@ impl DispatchKey {
         DispatchKey::ALL.iter().copied().find(|k| k.name() == name)
     }
 }
+
+/// Per key (indexed by discriminant): its functionality and, for runtime per-backend keys, its
+/// backend. Computed at compile time from the key list, so the lookups on the hot path (tensor
+/// construction, key-set building) are a table load.
+const KEY_INFO: [(DispatchKey, Option<BackendComponent>); DispatchKey::ALL.len()] = {
+    let mut t = [(DispatchKey::Undefined, None); DispatchKey::ALL.len()];
+    let mut i = 0;
+    while i < DispatchKey::ALL.len() {
+        let k = DispatchKey::ALL[i];
+        assert!(k as usize == i, "DispatchKey::ALL is in discriminant order");
+        if k.is_functionality() {
+            t[i] = (k, None);
+        }
+        i += 1;
+    }
+    let mut f = 0;
+    while f < DispatchKey::FUNCTIONALITIES.len() {
+        let func = DispatchKey::FUNCTIONALITIES[f];
+        if let Some(block) = func.per_backend_block() {
+            let mut b = 0;
+            while b < block.len() {
+                t[block[b] as usize] = (func, Some(BackendComponent::ALL[b]));
+                b += 1;
+            }
+        }
+        f += 1;
+    }
+    t
+};
 
 impl std::fmt::Display for DispatchKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

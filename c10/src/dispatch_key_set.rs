@@ -51,16 +51,16 @@ impl DispatchKeySet {
 
     /// The set containing one key. A runtime per-backend key sets its functionality bit and its
     /// backend bit; an alias key gives the empty set (use [`DispatchKeySet::runtime_set_of`]).
-    pub fn from_key(k: DispatchKey) -> Self {
+    #[inline]
+    pub const fn from_key(k: DispatchKey) -> Self {
         if matches!(k, DispatchKey::Undefined) || k.is_alias() {
             return Self::EMPTY;
         }
-        if k.is_functionality() {
-            return DispatchKeySet(functionality_bit(k));
-        }
         let f = k.to_functionality();
-        let b = k.to_backend_component().expect("runtime per-backend key has a backend");
-        DispatchKeySet(functionality_bit(f) | Self::from_backend(b).0)
+        match k.to_backend_component() {
+            Some(b) => DispatchKeySet(functionality_bit(f) | Self::from_backend(b).0),
+            None => DispatchKeySet(functionality_bit(f)),
+        }
     }
 
     /// The set holding only a backend bit.
@@ -113,6 +113,7 @@ impl DispatchKeySet {
 
     /// The set plus a key.
     #[inline]
+    #[allow(clippy::should_implement_trait)] // PyTorch's name; `|` is the operator form
     pub fn add(self, k: DispatchKey) -> Self {
         self | Self::from_key(k)
     }

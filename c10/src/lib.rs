@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod allocator;
+pub mod caching_allocator;
 pub mod device;
 pub mod dispatch_key;
 pub mod dispatch_key_set;

@@ -64,7 +64,10 @@ pub struct TensorImpl {
     storage_offset: i64,
     numel: i64,
     key_set: DispatchKeySet,
-    version_counter: Option<VersionCounter>,
+    /// Set when first needed (a view is made, a version is bumped or read by autograd), so fresh
+    /// results of out-of-place operators never allocate one. Empty forever for inference tensors.
+    version_counter: OnceLock<VersionCounter>,
+    is_inference: bool,
     autograd_meta: OnceLock<Box<dyn AutogradMetaInterface>>,
     dtype: ScalarType,
     is_wrapped_number: bool,
@@ -139,12 +142,23 @@ impl TensorImpl {
             storage_offset,
             numel,
             key_set,
-            version_counter,
+            is_inference: version_counter.is_none(),
+            version_counter: version_counter.map_or_else(OnceLock::new, OnceLock::from),
             autograd_meta: OnceLock::new(),
             dtype,
             is_wrapped_number: false,
             is_contiguous,
         }
+    }
+
+    /// A new (non-inference) tensor over `storage` whose version counter is created when first
+    /// needed. See Note [Version counter sharing].
+    pub fn fresh(storage: Storage, sizes: DimVec, strides: DimVec, storage_offset: i64, dtype: ScalarType) -> Self {
+        let mut t = TensorImpl::new(storage, sizes, strides, storage_offset, dtype, None);
+        t.is_inference = false;
+        let b = backend_of(t.storage.device().ty);
+        t.key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
+        t
     }
 
     /// A view: same storage and version counter, new geometry, no autograd metadata.
@@ -155,7 +169,7 @@ impl TensorImpl {
             strides,
             storage_offset,
             self.dtype,
-            self.version_counter.clone(),
+            self.version_counter().cloned(),
         );
         t.key_set = self.key_set;
         t
@@ -227,12 +241,20 @@ impl TensorImpl {
     /// The version counter (None for inference tensors).
     #[inline]
     pub fn version_counter(&self) -> Option<&VersionCounter> {
-        self.version_counter.as_ref()
+        if self.is_inference {
+            return None;
+        }
+        Some(self.version_counter.get_or_init(VersionCounter::new))
+    }
+    /// The current version without creating a counter (0 when none exists yet).
+    #[inline]
+    pub fn version(&self) -> u32 {
+        self.version_counter.get().map_or(0, |v| v.current())
     }
     /// True for tensors created in inference mode.
     #[inline]
     pub fn is_inference(&self) -> bool {
-        self.version_counter.is_none()
+        self.is_inference
     }
     /// Address of element 0 (storage base plus offset).
     #[inline]

@@ -346,7 +346,6 @@ pub fn generate_aten(fns: &[NativeFunction]) -> Result<Vec<GeneratedFile>, LoadE
     let names = compute_names(fns)?;
     let mut ops = Vec::with_capacity(fns.len());
     for (f, n) in fns.iter().zip(names) {
-        let loc = f.loc.to_string();
         let err = |message: String| LoadError { loc: f.loc.clone(), message };
         let mut args = Vec::new();
         for a in &f.func.arguments {

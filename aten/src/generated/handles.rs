@@ -6919,3 +6919,2421 @@ pub mod reshape_as {
     }
 }
 
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:480)
+pub mod empty_memory_format {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "empty.memory_format";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, size, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, &size, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:485)
+pub mod empty_strided {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "empty_strided";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, stride, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, stride, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, stride, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, stride, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(stride), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let stride = a[1].to_int_list(NAME, "stride", None)?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, &stride, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:490)
+pub mod zeros {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "zeros";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:495)
+pub mod ones {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "ones";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:500)
+pub mod full {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "full";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, fill_value, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, fill_value, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, fill_value, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, fill_value, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(fill_value), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let fill_value = a[1].to_scalar(NAME, "fill_value")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, fill_value, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:505)
+pub mod arange {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "arange";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, end, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, end, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, end, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, end, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(end), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let end = a[0].to_scalar(NAME, "end")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, end, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:510)
+pub mod arange_start {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "arange.start";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, start, end, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let start = a[0].to_scalar(NAME, "start")?;
+        let end = a[1].to_scalar(NAME, "end")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, start, end, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:515)
+pub mod arange_start_step {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "arange.start_step";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, start, end, step, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, step, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, step, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, step, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(step), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 7 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 7);
+        let start = a[0].to_scalar(NAME, "start")?;
+        let end = a[1].to_scalar(NAME, "end")?;
+        let step = a[2].to_scalar(NAME, "step")?;
+        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[4].to_opt_layout(NAME, "layout")?;
+        let device = a[5].to_opt_device(NAME, "device")?;
+        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, start, end, step, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:520)
+pub mod linspace {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linspace";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(steps), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 7 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 7);
+        let start = a[0].to_scalar(NAME, "start")?;
+        let end = a[1].to_scalar(NAME, "end")?;
+        let steps = a[2].to_int(NAME, "steps")?;
+        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[4].to_opt_layout(NAME, "layout")?;
+        let device = a[5].to_opt_device(NAME, "device")?;
+        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:525)
+pub mod eye {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "eye";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, n, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, n, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, n, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, n, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(n), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let n = a[0].to_int(NAME, "n")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, n, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:530)
+pub mod eye_m {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "eye.m";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, n, m, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, n, m, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, n, m, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, n, m, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(n), IValue::from(m), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let n = a[0].to_int(NAME, "n")?;
+        let m = a[1].to_int(NAME, "m")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, n, m, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:535)
+pub mod empty_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "empty_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:540)
+pub mod zeros_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "zeros_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:545)
+pub mod ones_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "ones_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:550)
+pub mod full_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "full_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(fill_value), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 7 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 7);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let fill_value = a[1].to_scalar(NAME, "fill_value")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[6].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:555)
+pub mod fill_scalar_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fill_.Scalar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Scalar) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, value)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, value: Scalar) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, value)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, value: Scalar) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, value),
+            None => call_boxed_kernel(&k, op, ks, self_, value),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, value: Scalar) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(value)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 2 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 2);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let value = a[1].to_scalar(NAME, "value")?;
+            let r = f(ks, self_, value)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:560)
+pub mod zero_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "zero_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "zero_(Tensor(a!) self) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 1 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 1);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+            let r = f(ks, self_)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:567)
+pub mod uniform_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "uniform_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, from, to, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, from, to, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, from, to, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, from, to, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(from), IValue::from(to), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 4 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 4);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let from = a[1].to_double(NAME, "from")?;
+        let to = a[2].to_double(NAME, "to")?;
+        let generator = a[3].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, from, to, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:572)
+pub mod normal_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "normal_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, mean, std, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, mean, std, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, mean, std, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, mean, std, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(mean), IValue::from(std), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 4 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 4);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let mean = a[1].to_double(NAME, "mean")?;
+        let std = a[2].to_double(NAME, "std")?;
+        let generator = a[3].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, mean, std, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:577)
+pub mod random_from_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "random_.from";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<i64>, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, from, to, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, from, to, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, from, to, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, from, to, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(from), IValue::from(to), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 4 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 4);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let from = a[1].to_int(NAME, "from")?;
+        let to = a[2].to_opt_int(NAME, "to")?;
+        let generator = a[3].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, from, to, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:582)
+pub mod random_to_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "random_.to";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, to, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, to, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, to, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, to, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(to), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 3 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 3);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let to = a[1].to_int(NAME, "to")?;
+        let generator = a[2].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, to, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:587)
+pub mod random_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "random_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 2 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 2);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let generator = a[1].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:592)
+pub mod bernoulli_float_ {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "bernoulli_.float";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, p, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 3 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 3);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let p = a[1].to_double(NAME, "p")?;
+        let generator = a[2].to_opt_generator(NAME, "generator")?;
+            let r = f(ks, self_, p, generator)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:597)
+pub mod rand {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "rand";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:602)
+pub mod rand_generator {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "rand.generator";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let generator = a[1].to_opt_generator(NAME, "generator")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:607)
+pub mod randn {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randn";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 5 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 5);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:612)
+pub mod randn_generator {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randn.generator";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, size, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, size, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let size = a[0].to_int_list(NAME, "size", None)?;
+        let generator = a[1].to_opt_generator(NAME, "generator")?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:617)
+pub mod randint {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randint";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, high, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, high, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, high, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, high, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(high), IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let high = a[0].to_int(NAME, "high")?;
+        let size = a[1].to_int_list(NAME, "size", None)?;
+        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[3].to_opt_layout(NAME, "layout")?;
+        let device = a[4].to_opt_device(NAME, "device")?;
+        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, high, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:622)
+pub mod randint_generator {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randint.generator";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, high, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, high, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, high, size, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, high, size, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(high), IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 7 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 7);
+        let high = a[0].to_int(NAME, "high")?;
+        let size = a[1].to_int_list(NAME, "size", None)?;
+        let generator = a[2].to_opt_generator(NAME, "generator")?;
+        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[4].to_opt_layout(NAME, "layout")?;
+        let device = a[5].to_opt_device(NAME, "device")?;
+        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, high, &size, generator, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:627)
+pub mod randint_low {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randint.low";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, low, high, size, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, low, high, size, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, low, high, size, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, low, high, size, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(low), IValue::from(high), IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 7 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 7);
+        let low = a[0].to_int(NAME, "low")?;
+        let high = a[1].to_int(NAME, "high")?;
+        let size = a[2].to_int_list(NAME, "size", None)?;
+        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[4].to_opt_layout(NAME, "layout")?;
+        let device = a[5].to_opt_device(NAME, "device")?;
+        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, low, high, &size, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
+pub mod randint_low_generator {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randint.low_generator";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, low, high, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, low, high, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, low, high, size, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, low, high, size, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(low), IValue::from(high), IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 8 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 8 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 8);
+        let low = a[0].to_int(NAME, "low")?;
+        let high = a[1].to_int(NAME, "high")?;
+        let size = a[2].to_int_list(NAME, "size", None)?;
+        let generator = a[3].to_opt_generator(NAME, "generator")?;
+        let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[5].to_opt_layout(NAME, "layout")?;
+        let device = a[6].to_opt_device(NAME, "device")?;
+        let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+            let r = f(ks, low, high, &size, generator, dtype, layout, device, pin_memory)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:637)
+pub mod rand_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "rand_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:642)
+pub mod randn_like {
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randn_like";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, memory_format),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+            if stack.len() < 6 {
+                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
+            }
+            let a = stack.split_off(stack.len() - 6);
+        let self_ = a[0].to_tensor(NAME, "self")?;
+        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+        let layout = a[2].to_opt_layout(NAME, "layout")?;
+        let device = a[3].to_opt_device(NAME, "device")?;
+        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+            stack.push(IValue::from(r));
+            Ok(())
+        })
+    }
+}
+

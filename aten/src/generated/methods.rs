@@ -542,4 +542,88 @@ impl Tensor {
         crate::handles::reshape_as::call(self, other)
     }
 
+    /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:555)
+    #[inline]
+    pub fn fill_(&self, value: Scalar) -> Result<Tensor> {
+        crate::handles::fill_scalar_::call(self, value)
+    }
+
+    /// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:560)
+    #[inline]
+    pub fn zero_(&self) -> Result<Tensor> {
+        crate::handles::zero_::call(self)
+    }
+
+    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:567)
+    #[inline]
+    pub fn uniform_(&self) -> Result<Tensor> {
+        crate::handles::uniform_::call(self, 0.0, 1.0, None)
+    }
+
+    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:567)
+    #[inline]
+    pub fn uniform_with_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::uniform_::call(self, from, to, generator)
+    }
+
+    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:572)
+    #[inline]
+    pub fn normal_(&self) -> Result<Tensor> {
+        crate::handles::normal_::call(self, 0.0, 1.0, None)
+    }
+
+    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:572)
+    #[inline]
+    pub fn normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::normal_::call(self, mean, std, generator)
+    }
+
+    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:577)
+    #[inline]
+    pub fn random_(&self, from: i64, to: Option<i64>) -> Result<Tensor> {
+        crate::handles::random_from_::call(self, from, to, None)
+    }
+
+    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:577)
+    #[inline]
+    pub fn random_with_(&self, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::random_from_::call(self, from, to, generator)
+    }
+
+    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:582)
+    #[inline]
+    pub fn random_to_(&self, to: i64) -> Result<Tensor> {
+        crate::handles::random_to_::call(self, to, None)
+    }
+
+    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:582)
+    #[inline]
+    pub fn random_to_with_(&self, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::random_to_::call(self, to, generator)
+    }
+
+    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:587)
+    #[inline]
+    pub fn random_op_(&self) -> Result<Tensor> {
+        crate::handles::random_::call(self, None)
+    }
+
+    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:587)
+    #[inline]
+    pub fn random_op_with_(&self, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::random_::call(self, generator)
+    }
+
+    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:592)
+    #[inline]
+    pub fn bernoulli_(&self) -> Result<Tensor> {
+        crate::handles::bernoulli_float_::call(self, 0.5, None)
+    }
+
+    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:592)
+    #[inline]
+    pub fn bernoulli_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::bernoulli_float_::call(self, p, generator)
+    }
+
 }

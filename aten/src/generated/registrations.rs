@@ -108,6 +108,39 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::alias::SCHEMA).expect("generated schema parses");
     d.def(handles::view_as::SCHEMA).expect("generated schema parses");
     d.def(handles::reshape_as::SCHEMA).expect("generated schema parses");
+    d.def(handles::empty_memory_format::SCHEMA).expect("generated schema parses");
+    d.def(handles::empty_strided::SCHEMA).expect("generated schema parses");
+    d.def(handles::zeros::SCHEMA).expect("generated schema parses");
+    d.def(handles::ones::SCHEMA).expect("generated schema parses");
+    d.def(handles::full::SCHEMA).expect("generated schema parses");
+    d.def(handles::arange::SCHEMA).expect("generated schema parses");
+    d.def(handles::arange_start::SCHEMA).expect("generated schema parses");
+    d.def(handles::arange_start_step::SCHEMA).expect("generated schema parses");
+    d.def(handles::linspace::SCHEMA).expect("generated schema parses");
+    d.def(handles::eye::SCHEMA).expect("generated schema parses");
+    d.def(handles::eye_m::SCHEMA).expect("generated schema parses");
+    d.def(handles::empty_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::zeros_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::ones_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::full_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::fill_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::zero_::SCHEMA).expect("generated schema parses");
+    d.def(handles::uniform_::SCHEMA).expect("generated schema parses");
+    d.def(handles::normal_::SCHEMA).expect("generated schema parses");
+    d.def(handles::random_from_::SCHEMA).expect("generated schema parses");
+    d.def(handles::random_to_::SCHEMA).expect("generated schema parses");
+    d.def(handles::random_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bernoulli_float_::SCHEMA).expect("generated schema parses");
+    d.def(handles::rand::SCHEMA).expect("generated schema parses");
+    d.def(handles::rand_generator::SCHEMA).expect("generated schema parses");
+    d.def(handles::randn::SCHEMA).expect("generated schema parses");
+    d.def(handles::randn_generator::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_generator::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_low::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_low_generator::SCHEMA).expect("generated schema parses");
+    d.def(handles::rand_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::randn_like::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -156,6 +189,37 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
     d.register_kernel(handles::abs_::NAME, DispatchKey::ADInplaceOrView, handles::abs_::kernel(|ks, self_| { let r = handles::abs_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?; self_.bump_version(); Ok(r) })).expect("generated registration");
     d.register_kernel(handles::abs_out::NAME, DispatchKey::ADInplaceOrView, handles::abs_out::kernel(|ks, self_, out| { let r = handles::abs_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
     d.register_kernel(handles::copy_::NAME, DispatchKey::ADInplaceOrView, handles::copy_::kernel(|ks, self_, src, non_blocking| { let r = handles::copy_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, src, non_blocking)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::fill_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::fill_scalar_::kernel(|ks, self_, value| { let r = handles::fill_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, value)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::zero_::NAME, DispatchKey::ADInplaceOrView, handles::zero_::kernel(|ks, self_| { let r = handles::zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::uniform_::NAME, DispatchKey::ADInplaceOrView, handles::uniform_::kernel(|ks, self_, from, to, generator| { let r = handles::uniform_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, from, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::normal_::NAME, DispatchKey::ADInplaceOrView, handles::normal_::kernel(|ks, self_, mean, std, generator| { let r = handles::normal_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mean, std, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::random_from_::NAME, DispatchKey::ADInplaceOrView, handles::random_from_::kernel(|ks, self_, from, to, generator| { let r = handles::random_from_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, from, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::random_to_::NAME, DispatchKey::ADInplaceOrView, handles::random_to_::kernel(|ks, self_, to, generator| { let r = handles::random_to_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::random_::NAME, DispatchKey::ADInplaceOrView, handles::random_::kernel(|ks, self_, generator| { let r = handles::random_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(handles::bernoulli_float_::NAME, DispatchKey::ADInplaceOrView, handles::bernoulli_float_::kernel(|ks, self_, p, generator| { let r = handles::bernoulli_float_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, p, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+}
+
+/// Registers the `BackendSelect` kernels.
+pub fn register_backend_select(d: &Dispatcher) {
+    d.register_kernel(handles::empty_memory_format::NAME, DispatchKey::BackendSelect, handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| handles::empty_memory_format::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::empty_strided::NAME, DispatchKey::BackendSelect, handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| handles::empty_strided::redispatch(crate::backend_key_set(device), size, stride, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::zeros::NAME, DispatchKey::BackendSelect, handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::zeros::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::ones::NAME, DispatchKey::BackendSelect, handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::ones::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::full::NAME, DispatchKey::BackendSelect, handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| handles::full::redispatch(crate::backend_key_set(device), size, fill_value, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange::NAME, DispatchKey::BackendSelect, handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| handles::arange::redispatch(crate::backend_key_set(device), end, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange_start::NAME, DispatchKey::BackendSelect, handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| handles::arange_start::redispatch(crate::backend_key_set(device), start, end, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange_start_step::NAME, DispatchKey::BackendSelect, handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| handles::arange_start_step::redispatch(crate::backend_key_set(device), start, end, step, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::linspace::NAME, DispatchKey::BackendSelect, handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| handles::linspace::redispatch(crate::backend_key_set(device), start, end, steps, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::eye::NAME, DispatchKey::BackendSelect, handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| handles::eye::redispatch(crate::backend_key_set(device), n, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::eye_m::NAME, DispatchKey::BackendSelect, handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| handles::eye_m::redispatch(crate::backend_key_set(device), n, m, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::rand::NAME, DispatchKey::BackendSelect, handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::rand::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::rand_generator::NAME, DispatchKey::BackendSelect, handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| handles::rand_generator::redispatch(crate::backend_key_set(device), size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randn::NAME, DispatchKey::BackendSelect, handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::randn::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randn_generator::NAME, DispatchKey::BackendSelect, handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| handles::randn_generator::redispatch(crate::backend_key_set(device), size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint::NAME, DispatchKey::BackendSelect, handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| handles::randint::redispatch(crate::backend_key_set(device), high, size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_generator::NAME, DispatchKey::BackendSelect, handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| handles::randint_generator::redispatch(crate::backend_key_set(device), high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_low::NAME, DispatchKey::BackendSelect, handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| handles::randint_low::redispatch(crate::backend_key_set(device), low, high, size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_low_generator::NAME, DispatchKey::BackendSelect, handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| handles::randint_low_generator::redispatch(crate::backend_key_set(device), low, high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
 }
 
 /// Registers the `CPU` kernels.
@@ -225,6 +289,39 @@ pub fn register_cpu(d: &Dispatcher) {
     d.register_kernel(handles::_reshape_alias::NAME, DispatchKey::CPU, handles::_reshape_alias::kernel(|_ks, self_, size, stride| crate::native::shape::reshape_alias(self_, size, stride))).expect("generated registration");
     d.register_kernel(handles::as_strided::NAME, DispatchKey::CPU, handles::as_strided::kernel(|_ks, self_, size, stride, storage_offset| crate::native::shape::as_strided(self_, size, stride, storage_offset))).expect("generated registration");
     d.register_kernel(handles::unfold::NAME, DispatchKey::CPU, handles::unfold::kernel(|_ks, self_, dimension, size, step| crate::native::shape::unfold(self_, dimension, size, step))).expect("generated registration");
+    d.register_kernel(handles::empty_memory_format::NAME, DispatchKey::CPU, handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| crate::native::factory::empty_memory_format(size, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::empty_strided::NAME, DispatchKey::CPU, handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| crate::native::factory::empty_strided(size, stride, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::zeros::NAME, DispatchKey::CPU, handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::factory::zeros(size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::ones::NAME, DispatchKey::CPU, handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::factory::ones(size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::full::NAME, DispatchKey::CPU, handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| crate::native::factory::full(size, fill_value, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange::NAME, DispatchKey::CPU, handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| crate::native::factory::arange(end, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange_start::NAME, DispatchKey::CPU, handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| crate::native::factory::arange_start(start, end, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::arange_start_step::NAME, DispatchKey::CPU, handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| crate::native::factory::arange_start_step(start, end, step, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::linspace::NAME, DispatchKey::CPU, handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| crate::native::factory::linspace(start, end, steps, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::eye::NAME, DispatchKey::CPU, handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| crate::native::factory::eye(n, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::eye_m::NAME, DispatchKey::CPU, handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| crate::native::factory::eye_m(n, m, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::empty_like::NAME, DispatchKey::CPU, handles::empty_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::empty_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::zeros_like::NAME, DispatchKey::CPU, handles::zeros_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::zeros_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::ones_like::NAME, DispatchKey::CPU, handles::ones_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::ones_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::full_like::NAME, DispatchKey::CPU, handles::full_like::kernel(|_ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format| crate::native::factory::full_like(self_, fill_value, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::fill_scalar_::NAME, DispatchKey::CPU, handles::fill_scalar_::kernel(|_ks, self_, value| crate::native::factory::fill_scalar_(self_, value))).expect("generated registration");
+    d.register_kernel(handles::zero_::NAME, DispatchKey::CPU, handles::zero_::kernel(|_ks, self_| crate::native::factory::zero_(self_))).expect("generated registration");
+    d.register_kernel(handles::uniform_::NAME, DispatchKey::CPU, handles::uniform_::kernel(|_ks, self_, from, to, generator| crate::native::random::uniform_(self_, from, to, generator))).expect("generated registration");
+    d.register_kernel(handles::normal_::NAME, DispatchKey::CPU, handles::normal_::kernel(|_ks, self_, mean, std, generator| crate::native::random::normal_(self_, mean, std, generator))).expect("generated registration");
+    d.register_kernel(handles::random_from_::NAME, DispatchKey::CPU, handles::random_from_::kernel(|_ks, self_, from, to, generator| crate::native::random::random_from_(self_, from, to, generator))).expect("generated registration");
+    d.register_kernel(handles::random_to_::NAME, DispatchKey::CPU, handles::random_to_::kernel(|_ks, self_, to, generator| crate::native::random::random_to_(self_, to, generator))).expect("generated registration");
+    d.register_kernel(handles::random_::NAME, DispatchKey::CPU, handles::random_::kernel(|_ks, self_, generator| crate::native::random::random_(self_, generator))).expect("generated registration");
+    d.register_kernel(handles::bernoulli_float_::NAME, DispatchKey::CPU, handles::bernoulli_float_::kernel(|_ks, self_, p, generator| crate::native::random::bernoulli_float_(self_, p, generator))).expect("generated registration");
+    d.register_kernel(handles::rand::NAME, DispatchKey::CPU, handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::random::rand(size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::rand_generator::NAME, DispatchKey::CPU, handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| crate::native::random::rand_generator(size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randn::NAME, DispatchKey::CPU, handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::random::randn(size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randn_generator::NAME, DispatchKey::CPU, handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| crate::native::random::randn_generator(size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint::NAME, DispatchKey::CPU, handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| crate::native::random::randint(high, size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_generator::NAME, DispatchKey::CPU, handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| crate::native::random::randint_generator(high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_low::NAME, DispatchKey::CPU, handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| crate::native::random::randint_low(low, high, size, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::randint_low_generator::NAME, DispatchKey::CPU, handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| crate::native::random::randint_low_generator(low, high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(handles::rand_like::NAME, DispatchKey::CPU, handles::rand_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::random::rand_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(handles::randn_like::NAME, DispatchKey::CPU, handles::randn_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::random::randn_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -272,6 +369,7 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
 pub fn register_all(d: &Dispatcher) {
     register_schemas(d);
     register_ad_inplace_or_view(d);
+    register_backend_select(d);
     register_cpu(d);
     register_composite_explicit_autograd(d);
     register_composite_implicit_autograd(d);

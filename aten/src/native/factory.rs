@@ -93,7 +93,7 @@ pub(crate) fn fmt_g(x: f64) -> String {
             s.to_string()
         }
     };
-    if exp < -4 || exp >= P {
+    if !(-4..P).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{}e{}{:02}", strip(mant), sign, exp.abs())
     } else {
@@ -313,6 +313,33 @@ fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result
     }
 }
 
+/// Note [Element conversions in dispatch bodies]: inside `dispatch_all_types!` the element type
+/// is a concrete alias, so `T::from_f64` would pick `half`'s inherent `f16::from_f64` /
+/// `bf16::from_f64`, which round from f64 differently from c10 (which goes through float). We
+/// spell `<T as Element>::from_f64` there.
+///
+/// Note [Kernel FMA]: PyTorch's CPU kernels are compiled once per CPU capability, and on x86
+/// it runs the AVX2 build (also on AVX-512 machines for most ops), where the compiler fuses
+/// `a * b + c` into one fused multiply-add. Where a kernel here promises PyTorch's exact bits
+/// (`arange`, `linspace`, `uniform_`, `normal_`), it uses `mul_add` in the same places.
+///
+/// Note [Vectorised fill emulation]: `arange` runs through `cpu_serial_kernel_vec`, which fills
+/// a contiguous output two AVX2 vectors (32 bytes each) at a time and the remainder element by
+/// element. A vector computes its first element like the scalar path (`base`, rounded to the
+/// element type) and the others as `base + k * step`, which can differ from `start + i * step`
+/// in the last bit; we reproduce that chunking. Beyond PyTorch's grain size (32768 elements) its
+/// result also depends on how many threads split the range; we match the single-threaded split.
+fn vector_lanes(dtype: ScalarType) -> i64 {
+    (32 / dtype.size()) as i64
+}
+
+/// The first index of the vector chunk that computes element `i` of an `n`-element fill, or None
+/// when the element is in the scalar remainder.
+fn vector_chunk(i: i64, n: i64, lanes: i64) -> Option<i64> {
+    let vectorised = n / (2 * lanes) * (2 * lanes);
+    (i < vectorised).then(|| i - i % lanes)
+}
+
 // ---- empty ---------------------------------------------------------------------------------------
 
 /// `empty.memory_format`: an uninitialised tensor; `memory_format` picks the strides
@@ -404,7 +431,7 @@ pub fn ones(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     let t = empty_memory_format(size, dtype, layout, device, pin_memory, None)?;
-    fill__scalar(&t, Scalar::Int(1))
+    fill_scalar_(&t, Scalar::Int(1))
 }
 
 /// `full`: a tensor filled with `fill_value`. Without `dtype` the value's kind decides: bool ->
@@ -423,7 +450,7 @@ pub fn full(
         Scalar::Float(_) => ScalarType::default_float(),
     });
     let t = empty_memory_format(size, Some(dtype), layout, device, pin_memory, None)?;
-    fill__scalar(&t, fill_value)
+    fill_scalar_(&t, fill_value)
 }
 
 // ---- arange / linspace / eye ---------------------------------------------------------------------
@@ -574,21 +601,33 @@ pub fn arange_start_step(
         }
         _ => ((end.to_f64() - start.to_f64()) / step.to_f64()).ceil(),
     };
-    if !(size_d >= 0.0 && size_d <= i64::MAX as f64) {
+    if !(0.0..=i64::MAX as f64).contains(&size_d) {
         return Err(Error::invalid(OP, "invalid size, possible overflow?"));
     }
     let size = size_d as i64;
     let out = Tensor::empty_uninit(&[size], dtype, Device::CPU)?;
+    // See Note [Vectorised fill emulation].
+    let lanes = vector_lanes(dtype);
     c10::dispatch_all_types!(dtype, T => match acc {
         ArangeAcc::Int { start, step } => {
             write_indexed::<T>(&out, |i| T::from_i64(start.wrapping_add(step.wrapping_mul(i))))
         }
-        ArangeAcc::Float { start, step } => {
-            write_indexed::<T>(&out, |i| T::from_f64((start + step * i as f32) as f64))
-        }
-        ArangeAcc::Double { start, step } => {
-            write_indexed::<T>(&out, |i| T::from_f64(start + step * i as f64))
-        }
+        // Half/bfloat16: the vector base is rounded to T, the lanes add `k * step` in float.
+        ArangeAcc::Float { start, step } => write_indexed::<T>(&out, |i| match vector_chunk(i, size, lanes) {
+            Some(c) => {
+                let base = <T as Element>::from_f64(step.mul_add(c as f32, start) as f64).to_f64() as f32;
+                <T as Element>::from_f64(((i - c) as f32).mul_add(step, base) as f64)
+            }
+            None => <T as Element>::from_f64(step.mul_add(i as f32, start) as f64),
+        }),
+        // Float/double: the vector base is rounded to T, the lanes add `k * step` in double.
+        ArangeAcc::Double { start, step } => write_indexed::<T>(&out, |i| match vector_chunk(i, size, lanes) {
+            Some(c) => {
+                let base = <T as Element>::from_f64(step.mul_add(c as f64, start)).to_f64();
+                <T as Element>::from_f64(((i - c) as f64).mul_add(step, base))
+            }
+            None => <T as Element>::from_f64(step.mul_add(i as f64, start)),
+        }),
     })?;
     Ok(out)
 }
@@ -620,7 +659,7 @@ pub fn linspace(
         return Ok(out);
     }
     if steps == 1 {
-        return fill__scalar(&out, start);
+        return fill_scalar_(&out, start);
     }
     if dtype == ScalarType::Bool {
         return Err(Error::UnsupportedDtype {
@@ -632,28 +671,47 @@ pub fn linspace(
     c10::dispatch_all_types!(dtype, T => {
         let s: T = checked_scalar_to::<T>(OP, start)?;
         let e: T = checked_scalar_to::<T>(OP, end)?;
-        let (s, e) = (s.to_f64(), e.to_f64());
-        if T::DTYPE.is_floating_point() {
-            // Each C++ operation on scalar_t rounds to scalar_t; f64 arithmetic followed by a
-            // rounding to T reproduces that for every floating type we have.
-            let rt = |x: f64| T::from_f64(x).to_f64();
-            let step = rt(rt(e - s) / rt((steps - 1) as f64));
-            write_indexed::<T>(&out, |i| {
-                if i < halfway {
-                    T::from_f64(s + rt(step * rt(i as f64)))
-                } else {
-                    T::from_f64(e - rt(step * rt((steps - i - 1) as f64)))
-                }
-            })?;
-        } else {
-            let step = (e - s) / (steps - 1) as f64;
-            write_indexed::<T>(&out, |i| {
-                if i < halfway {
-                    T::from_f64(s + step * i as f64)
-                } else {
-                    T::from_f64(e - step * (steps - i - 1) as f64)
-                }
-            })?;
+        let (s, e) = (Element::to_f64(s), Element::to_f64(e));
+        match T::DTYPE {
+            // `start + step * i` and `end - step * (steps - i - 1)`, each one fused multiply-add
+            // (see Note [Kernel FMA]) in the opmath type: float for float, half and bfloat16
+            // (whose start and end are first rounded to the dtype), double for double. Half is
+            // the exception: PyTorch 2.15's results for it are those of a separate multiply and
+            // add (checked against it over 10^5 values), so we do not fuse there.
+            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 => {
+                let (s, e) = (s as f32, e as f32);
+                let step = (e - s) / (steps - 1) as f32;
+                let fused = T::DTYPE != ScalarType::F16;
+                let madd = |a: f32, b: f32, c: f32| if fused { a.mul_add(b, c) } else { a * b + c };
+                write_indexed::<T>(&out, |i| {
+                    <T as Element>::from_f64(if i < halfway {
+                        madd(step, i as f32, s)
+                    } else {
+                        madd(-step, (steps - i - 1) as f32, e)
+                    } as f64)
+                })?;
+            }
+            ScalarType::F64 => {
+                let step = (e - s) / (steps - 1) as f64;
+                write_indexed::<T>(&out, |i| {
+                    <T as Element>::from_f64(if i < halfway {
+                        step.mul_add(i as f64, s)
+                    } else {
+                        (-step).mul_add((steps - i - 1) as f64, e)
+                    })
+                })?;
+            }
+            // Integers: a double step, fused multiply-adds in double, truncated to T.
+            _ => {
+                let step = (e - s) / (steps - 1) as f64;
+                write_indexed::<T>(&out, |i| {
+                    <T as Element>::from_f64(if i < halfway {
+                        step.mul_add(i as f64, s)
+                    } else {
+                        (-step).mul_add((steps - i - 1) as f64, e)
+                    })
+                })?;
+            }
         }
     });
     Ok(out)
@@ -783,7 +841,7 @@ pub fn ones_like(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
-    fill__scalar(&t, Scalar::Int(1))
+    fill_scalar_(&t, Scalar::Int(1))
 }
 
 /// `full_like`: [`empty_like`] filled with `fill_value` (the dtype is `self_`'s unless given;
@@ -799,7 +857,7 @@ pub fn full_like(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
-    fill__scalar(&t, fill_value)
+    fill_scalar_(&t, fill_value)
 }
 
 // ---- in-place fills ------------------------------------------------------------------------------
@@ -808,7 +866,7 @@ pub fn full_like(
 /// into every element of `self_` (any strides). Does not bump the version counter (the
 /// ADInplaceOrView layer does).
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
-pub fn fill__scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     const OP: &str = "fill_";
     check_cpu(OP, self_)?;
     c10::dispatch_all_types!(self_.dtype(), T => {
@@ -820,7 +878,7 @@ pub fn fill__scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
 
 /// `zero_`: fills `self_` with 0.
 pub fn zero_(self_: &Tensor) -> Result<Tensor> {
-    fill__scalar(self_, Scalar::Int(0))
+    fill_scalar_(self_, Scalar::Int(0))
 }
 
 // ---- convenience constructors --------------------------------------------------------------------
@@ -866,6 +924,8 @@ impl Tensor {
     }
 }
 
+// Expected values are PyTorch's float32 outputs printed as doubles (exactly the f32 values).
+#[allow(clippy::excessive_precision)]
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1004,39 +1064,39 @@ mod tests {
     fn fill_checks_overflow_like_c10() {
         let t = |dt| empty_memory_format(&[2], Some(dt), None, None, None, None).unwrap();
         assert_eq!(
-            fill__scalar(&t(ScalarType::U8), Scalar::Int(-1))
+            fill_scalar_(&t(ScalarType::U8), Scalar::Int(-1))
                 .unwrap()
                 .to_vec::<u8>()
                 .unwrap(),
             vec![255; 2]
         );
         assert_eq!(
-            fill__scalar(&t(ScalarType::U8), Scalar::Int(-200))
+            fill_scalar_(&t(ScalarType::U8), Scalar::Int(-200))
                 .unwrap()
                 .to_vec::<u8>()
                 .unwrap(),
             vec![56; 2]
         );
-        assert!(fill__scalar(&t(ScalarType::U8), Scalar::Float(-1.0)).is_err());
+        assert!(fill_scalar_(&t(ScalarType::U8), Scalar::Float(-1.0)).is_err());
         assert!(
-            fill__scalar(&t(ScalarType::Bool), Scalar::Float(1e39))
+            fill_scalar_(&t(ScalarType::Bool), Scalar::Float(1e39))
                 .unwrap()
                 .to_vec::<bool>()
                 .unwrap()[0]
         );
         assert_eq!(
-            err_msg(fill__scalar(&t(ScalarType::I32), Scalar::Float(f64::NAN))),
+            err_msg(fill_scalar_(&t(ScalarType::I32), Scalar::Float(f64::NAN))),
             "fill_: value cannot be converted to type int without overflow"
         );
         assert_eq!(
-            err_msg(fill__scalar(&t(ScalarType::F16), Scalar::Int(70000))),
+            err_msg(fill_scalar_(&t(ScalarType::F16), Scalar::Int(70000))),
             "fill_: value cannot be converted to type c10::Half without overflow"
         );
-        assert!(fill__scalar(&t(ScalarType::F16), Scalar::Float(f64::INFINITY)).is_ok());
-        assert!(fill__scalar(&t(ScalarType::F32), Scalar::Float(1e39)).is_err());
-        assert!(fill__scalar(&t(ScalarType::F64), Scalar::Float(1e39)).is_ok());
+        assert!(fill_scalar_(&t(ScalarType::F16), Scalar::Float(f64::INFINITY)).is_ok());
+        assert!(fill_scalar_(&t(ScalarType::F32), Scalar::Float(1e39)).is_err());
+        assert!(fill_scalar_(&t(ScalarType::F64), Scalar::Float(1e39)).is_ok());
         assert_eq!(
-            fill__scalar(&t(ScalarType::I32), Scalar::Float(-2.7))
+            fill_scalar_(&t(ScalarType::I32), Scalar::Float(-2.7))
                 .unwrap()
                 .to_vec::<i32>()
                 .unwrap(),
@@ -1055,7 +1115,7 @@ mod tests {
             0,
             ScalarType::F32,
         );
-        fill__scalar(&t, Scalar::Float(4.0)).unwrap();
+        fill_scalar_(&t, Scalar::Float(4.0)).unwrap();
         assert_eq!(base.to_vec::<f32>().unwrap(), vec![4.0; 6]);
         assert_eq!(t.version(), 0, "fill_ itself bumps nothing");
         // A strided view that covers every other element.
@@ -1329,6 +1389,77 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.to_vec::<bf16>().unwrap()[1], bf16::from_f32(0.5));
+    }
+
+    #[test]
+    fn ranges_match_pytorch_bits() {
+        // Values from PyTorch 2.15 where a naive `start + i * step` differs in the last bit; see
+        // Note [Kernel FMA] and Note [Vectorised fill emulation].
+        let f = linspace(
+            Scalar::Float(-3.0),
+            Scalar::Float(7.7),
+            16,
+            None,
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.to_vec::<f32>().unwrap()[3], -0.860_000_07_f32);
+        let b = linspace(
+            Scalar::Float(-3.0),
+            Scalar::Float(7.7),
+            5000,
+            Some(ScalarType::BF16),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.to_vec::<f64>().unwrap()[539], -1.8515625);
+        let h = linspace(
+            Scalar::Float(-3.0),
+            Scalar::Float(7.7),
+            5000,
+            Some(ScalarType::F16),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(h.to_vec::<f64>().unwrap()[1398], -0.007904052734375);
+        let d = arange_start_step(
+            Scalar::Float(0.0),
+            Scalar::Float(100.0),
+            Scalar::Float(0.3),
+            Some(ScalarType::F64),
+            None,
+            None,
+            None,
+        )
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+        assert_eq!(
+            (d.len(), d[13], d[14], d[23]),
+            (334, 3.8999999999999995, 4.199999999999999, 6.9)
+        );
+        let a = arange_start_step(
+            Scalar::Float(-3.0),
+            Scalar::Float(7.7),
+            Scalar::Float(0.013),
+            None,
+            None,
+            None,
+            None,
+        )
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+        assert_eq!(
+            (a.len(), a[11], a[13]),
+            (824, -2.856_999_9_f32, -2.830_999_9_f32)
+        );
     }
 
     #[test]

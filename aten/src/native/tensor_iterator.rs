@@ -24,12 +24,32 @@ pub type Ptrs = [*mut u8; MAX_OPERANDS];
 /// Byte strides of one 1-d run, outputs first.
 pub type Strides = [isize; MAX_OPERANDS];
 
+/// An operand: borrowed from the caller, or owned by the iterator (allocated outputs and
+/// inputs converted to the common dtype). Borrowing keeps reference-count traffic (an atomic
+/// read-modify-write each) off the path of small operations.
+#[derive(Debug)]
+enum Operand<'a> {
+    Borrowed(&'a Tensor),
+    Owned(Tensor),
+}
+
+impl std::ops::Deref for Operand<'_> {
+    type Target = Tensor;
+    #[inline]
+    fn deref(&self) -> &Tensor {
+        match self {
+            Operand::Borrowed(t) => t,
+            Operand::Owned(t) => t,
+        }
+    }
+}
+
 /// How the iterator is set up (PyTorch's `TensorIteratorConfig`).
 #[derive(Clone, Debug)]
-pub struct TensorIteratorConfig {
+pub struct TensorIteratorConfig<'a> {
     op: &'static str,
-    outputs: SmallVec<[Option<Tensor>; 2]>,
-    inputs: SmallVec<[Tensor; 4]>,
+    outputs: SmallVec<[Option<&'a Tensor>; 2]>,
+    inputs: SmallVec<[&'a Tensor; 4]>,
     promote_inputs_to_common_dtype: bool,
     promote_integer_inputs_to_float: bool,
     cast_common_dtype_to_outputs: bool,
@@ -40,8 +60,9 @@ pub struct TensorIteratorConfig {
     is_inplace: bool,
 }
 
-impl TensorIteratorConfig {
+impl<'a> TensorIteratorConfig<'a> {
     /// A configuration for operator `op` (used in error messages).
+    #[inline]
     pub fn new(op: &'static str) -> Self {
         TensorIteratorConfig {
             op,
@@ -59,12 +80,14 @@ impl TensorIteratorConfig {
     }
 
     /// PyTorch's `binary_op` preset: promote, cast to outputs, enforce safe casting.
-    pub fn binary_op(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor) -> Self {
+    #[inline]
+    pub fn binary_op(op: &'static str, out: Option<&'a Tensor>, a: &'a Tensor, b: &'a Tensor) -> Self {
         Self::new(op).add_output(out).add_input(a).add_input(b).promote_all()
     }
 
     /// Turns on promotion of inputs to the common dtype and casting of the result into outputs
     /// with a different (safely castable) dtype.
+    #[inline]
     pub fn promote_all(mut self) -> Self {
         self.promote_inputs_to_common_dtype = true;
         self.cast_common_dtype_to_outputs = true;
@@ -74,51 +97,58 @@ impl TensorIteratorConfig {
     }
 
     /// Adds an output; `None` lets the iterator allocate it.
-    pub fn add_output(mut self, t: Option<&Tensor>) -> Self {
+    #[inline]
+    pub fn add_output(mut self, t: Option<&'a Tensor>) -> Self {
         if let Some(t) = t {
             if self.inputs.iter().any(|i| i.is_same(t)) {
                 self.is_inplace = true;
             }
         }
-        self.outputs.push(t.cloned());
+        self.outputs.push(t);
         self
     }
 
     /// Adds an input.
-    pub fn add_input(mut self, t: &Tensor) -> Self {
+    #[inline]
+    pub fn add_input(mut self, t: &'a Tensor) -> Self {
         if self.outputs.iter().flatten().any(|o| o.is_same(t)) {
             self.is_inplace = true;
         }
-        self.inputs.push(t.clone());
+        self.inputs.push(t);
         self
     }
 
     /// Integer (and bool) common dtypes become the default float dtype (true division).
+    #[inline]
     pub fn promote_integer_inputs_to_float(mut self, v: bool) -> Self {
         self.promote_integer_inputs_to_float = v;
         self
     }
 
     /// Whether all operands must share one dtype (off for `promote_all`).
+    #[inline]
     pub fn check_all_same_dtype(mut self, v: bool) -> Self {
         self.check_all_same_dtype = v;
         self
     }
 
     /// The outputs get this dtype regardless of the inputs (comparisons give `Bool`).
+    #[inline]
     pub fn static_output_dtype(mut self, d: ScalarType) -> Self {
         self.static_output_dtype = Some(d);
         self
     }
 
     /// Uses this common dtype instead of computing it from the inputs.
+    #[inline]
     pub fn common_dtype(mut self, d: ScalarType) -> Self {
         self.common_dtype_override = Some(d);
         self
     }
 
     /// Builds the iterator.
-    pub fn build(self) -> Result<TensorIterator> {
+    #[inline]
+    pub fn build(self) -> Result<TensorIterator<'a>> {
         TensorIterator::build(self)
     }
 }
@@ -126,14 +156,15 @@ impl TensorIteratorConfig {
 /// A built iterator: operands (outputs first), the iteration shape with dimension 0 fastest, and
 /// per-operand byte strides.
 #[derive(Debug)]
-pub struct TensorIterator {
+pub struct TensorIterator<'a> {
     op: &'static str,
-    operands: SmallVec<[Tensor; 4]>,
+    operands: SmallVec<[Operand<'a>; 4]>,
     /// For outputs computed into a temporary of the common dtype: the user's tensor to copy into.
-    write_back: SmallVec<[(usize, Tensor); 1]>,
+    write_back: SmallVec<[(usize, &'a Tensor); 1]>,
     num_outputs: usize,
     shape: DimVec,
-    strides: SmallVec<[SmallVec<[isize; 6]>; 4]>,
+    /// Byte strides, operand-major: `strides[k * ndim + d]` for operand `k`, dimension `d`.
+    strides: SmallVec<[isize; 12]>,
     common_dtype: ScalarType,
     numel: i64,
 }
@@ -156,8 +187,55 @@ pub fn broadcast_shapes(op: &str, a: &[i64], b: &[i64]) -> Result<DimVec> {
     Ok(out)
 }
 
-impl TensorIterator {
-    fn build(cfg: TensorIteratorConfig) -> Result<TensorIterator> {
+impl<'a> TensorIterator<'a> {
+    /// PyTorch's `fast_set_up`: when every input is contiguous with one shape, dtype and device
+    /// and no promotion or cast is needed, the iteration is one flat run and the outputs are
+    /// plain contiguous tensors. This skips broadcasting, permutation and coalescing, which
+    /// dominate the cost of small operations.
+    #[inline]
+    fn fast_setup(cfg: &TensorIteratorConfig<'a>) -> Result<Option<TensorIterator<'a>>> {
+        let Some(first) = cfg.inputs.first() else { return Ok(None) };
+        let (sizes, dtype, device) = (first.sizes(), first.dtype(), first.device());
+        if !cfg.inputs.iter().all(|t| t.is_contiguous() && t.sizes() == sizes && t.dtype() == dtype && t.device() == device) {
+            return Ok(None);
+        }
+        let common = cfg.common_dtype_override.unwrap_or(dtype);
+        if common != dtype || (cfg.promote_integer_inputs_to_float && !dtype.is_floating_point()) {
+            return Ok(None);
+        }
+        let out_dtype = cfg.static_output_dtype.unwrap_or(common);
+        if !cfg.outputs.iter().flatten().all(|o| o.is_contiguous() && o.sizes() == sizes && o.dtype() == out_dtype && o.device() == device) {
+            return Ok(None);
+        }
+        let mut operands: SmallVec<[Operand<'a>; 4]> = SmallVec::new();
+        for o in &cfg.outputs {
+            operands.push(match o {
+                Some(t) => Operand::Borrowed(t),
+                None => Operand::Owned(Tensor::empty_uninit(sizes, out_dtype, device)?),
+            });
+        }
+        operands.extend(cfg.inputs.iter().map(|t| Operand::Borrowed(t)));
+        if operands.len() > MAX_OPERANDS {
+            return Ok(None);
+        }
+        let numel = first.numel();
+        let strides = operands.iter().map(|t| t.dtype().size() as isize).collect();
+        Ok(Some(TensorIterator {
+            op: cfg.op,
+            operands,
+            write_back: SmallVec::new(),
+            num_outputs: cfg.outputs.len(),
+            shape: smallvec::smallvec![numel],
+            strides,
+            common_dtype: common,
+            numel,
+        }))
+    }
+
+    fn build(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
+        if let Some(it) = Self::fast_setup(&cfg)? {
+            return Ok(it);
+        }
         let op = cfg.op;
         // Devices: everything on one device (the CPU for now).
         let dev = cfg.inputs.first().map(|t| t.device()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.device()));
@@ -222,10 +300,10 @@ impl TensorIterator {
         };
         let out_dtype = cfg.static_output_dtype.unwrap_or(common);
 
-        let mut operands: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
+        let mut operands: SmallVec<[Option<Operand<'a>>; 4]> = SmallVec::new();
         let mut write_back = SmallVec::new();
         for (i, o) in cfg.outputs.iter().enumerate() {
-            match o {
+            match *o {
                 Some(t) if t.dtype() != out_dtype => {
                     if !cfg.cast_common_dtype_to_outputs {
                         return Err(Error::invalid(op, format!("expected out tensor to have dtype {out_dtype}, but got {} instead", t.dtype())));
@@ -233,20 +311,19 @@ impl TensorIterator {
                     if cfg.enforce_safe_casting_to_output && !c10::scalar_type::can_cast(out_dtype, t.dtype()) {
                         return Err(Error::UnsafeCast { op: op.into(), from: out_dtype, to: t.dtype() });
                     }
-                    write_back.push((i, t.clone()));
+                    write_back.push((i, t));
                     operands.push(None);
                 }
-                Some(t) => operands.push(Some(t.clone())),
+                Some(t) => operands.push(Some(Operand::Borrowed(t))),
                 None => operands.push(None),
             }
         }
-        for t in &cfg.inputs {
-            let t = if cfg.promote_inputs_to_common_dtype && t.dtype() != common {
-                crate::native::copy::to_dtype(t, common)?
+        for &t in &cfg.inputs {
+            operands.push(Some(if cfg.promote_inputs_to_common_dtype && t.dtype() != common {
+                Operand::Owned(crate::native::copy::to_dtype(t, common)?)
             } else {
-                t.clone()
-            };
-            operands.push(Some(t));
+                Operand::Borrowed(t)
+            }));
         }
         let num_outputs = cfg.outputs.len();
         let ndim = shape.len();
@@ -262,7 +339,7 @@ impl TensorIterator {
         // Permutation: perm[0] is the fastest dimension (Note [Iteration order]).
         let mut perm: SmallVec<[usize; 6]> = (0..ndim).rev().collect();
         {
-            let defined: SmallVec<[SmallVec<[i64; 6]>; 4]> = operands.iter().flatten().map(elem_strides).collect();
+            let defined: SmallVec<[SmallVec<[i64; 6]>; 4]> = operands.iter().flatten().map(|o| elem_strides(o)).collect();
             // should_swap(d0, d1) > 0 when d0 should come after d1 (it is slower).
             let should_swap = |d0: usize, d1: usize| -> i32 {
                 for s in &defined {
@@ -308,17 +385,17 @@ impl TensorIterator {
         }
         for slot in operands.iter_mut().take(num_outputs) {
             if slot.is_none() {
-                *slot = Some(Tensor::empty_strided_uninit(&shape, &out_strides, out_dtype, device)?);
+                *slot = Some(Operand::Owned(Tensor::empty_strided_uninit(&shape, &out_strides, out_dtype, device)?));
             }
         }
-        let operands: SmallVec<[Tensor; 4]> = operands.into_iter().map(|t| t.expect("all operands defined")).collect();
+        let operands: SmallVec<[Operand<'a>; 4]> = operands.into_iter().map(|t| t.expect("all operands defined")).collect();
         if operands.len() > MAX_OPERANDS {
             return Err(Error::invalid(op, format!("too many operands ({})", operands.len())));
         }
 
         // Byte strides in permuted order, then coalescing of adjacent dimensions.
         let mut it_shape: DimVec = perm.iter().map(|&d| shape[d]).collect();
-        let mut strides: SmallVec<[SmallVec<[isize; 6]>; 4]> = operands
+        let mut per_op: SmallVec<[SmallVec<[isize; 6]>; 4]> = operands
             .iter()
             .map(|t| {
                 let es = elem_strides(t);
@@ -328,11 +405,12 @@ impl TensorIterator {
             .collect();
         if it_shape.is_empty() {
             it_shape.push(1);
-            for s in strides.iter_mut() {
+            for s in per_op.iter_mut() {
                 s.push(0);
             }
         }
-        coalesce(&mut it_shape, &mut strides);
+        coalesce(&mut it_shape, &mut per_op);
+        let strides = per_op.iter().flat_map(|s| s.iter().copied()).collect();
         Ok(TensorIterator { op, operands, write_back, num_outputs, shape: it_shape, strides, common_dtype: common, numel })
     }
 
@@ -374,6 +452,13 @@ impl TensorIterator {
         for (i, t) in self.operands.iter().enumerate() {
             base[i] = t.data_ptr();
         }
+        if self.numel < GRAIN_SIZE && self.shape.len() == 1 {
+            // One run: the common case of small contiguous operations.
+            let mut strides0: Strides = [0; MAX_OPERANDS];
+            strides0[..self.operands.len()].copy_from_slice(&self.strides);
+            f(&base, &strides0, self.numel as usize);
+            return;
+        }
         let base = SendPtrs(base);
         if self.numel < GRAIN_SIZE || rayon::current_num_threads() <= 1 {
             self.run_range(&base.0, 0, self.numel, &f);
@@ -401,8 +486,8 @@ impl TensorIterator {
         let nd = self.shape.len();
         let nops = self.operands.len();
         let mut strides0: Strides = [0; MAX_OPERANDS];
-        for (k, s) in self.strides.iter().enumerate() {
-            strides0[k] = s[0];
+        for (k, s) in strides0.iter_mut().enumerate().take(nops) {
+            *s = self.strides[k * nd];
         }
         // Multi-index of `begin`.
         let mut idx: SmallVec<[i64; 6]> = SmallVec::from_elem(0, nd);
@@ -417,7 +502,7 @@ impl TensorIterator {
             for k in 0..nops {
                 let mut off = 0isize;
                 for d in 0..nd {
-                    off += idx[d] as isize * self.strides[k][d];
+                    off += idx[d] as isize * self.strides[k * nd + d];
                 }
                 ptrs[k] = base[k].wrapping_offset(off);
             }
@@ -436,14 +521,18 @@ impl TensorIterator {
     }
 
     /// The result: output `i`, after copying temporaries back into user outputs of other dtypes.
-    pub fn output(&self, i: usize) -> Result<Tensor> {
-        for (j, user) in &self.write_back {
-            if *j == i {
+    #[inline]
+    pub fn output(mut self, i: usize) -> Result<Tensor> {
+        for &(j, user) in &self.write_back {
+            if j == i {
                 crate::native::copy::copy_into(user, &self.operands[i])?;
                 return Ok(user.clone());
             }
         }
-        Ok(self.operands[i].clone())
+        match self.operands.swap_remove(i) {
+            Operand::Owned(t) => Ok(t),
+            Operand::Borrowed(t) => Ok(t.clone()),
+        }
     }
 }
 

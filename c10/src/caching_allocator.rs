@@ -1,0 +1,351 @@
+//! The CPU caching allocator: freed blocks are kept in size-class pools and handed out again,
+//! so repeated operators neither pay the system allocator nor, for large outputs, the page
+//! faults of touching fresh memory (about 2 µs per 4 KiB page on this machine's VM).
+//!
+//! Note [CPU caching allocator]: sizes are rounded up to a class: multiples of 64 bytes up to
+//! 1 KiB, then 8 classes per power of two (at most 12.5% slack). Small blocks (up to
+//! [`SMALL_LIMIT`]) are cached per thread without locks; a block freed on another thread joins
+//! that thread's cache. Large blocks go to one global pool under a mutex, bounded by
+//! [`set_max_cached_bytes`]; `empty_cache` returns every cached block to the system. Statistics
+//! (bytes in use, cached, hits and misses) are per-thread counters summed when read.
+
+use std::alloc::Layout;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::allocator::{Allocator, DataPtr, CPU_ALIGNMENT};
+use crate::{Device, DeviceType, Error, Result};
+
+/// Blocks up to this size are cached per thread.
+pub const SMALL_LIMIT: usize = 1 << 16;
+/// Per thread and size class, at most this many small blocks are kept.
+const SMALL_BLOCKS_PER_CLASS: usize = 64;
+
+static MAX_CACHED: AtomicUsize = AtomicUsize::new(8 << 30);
+
+/// Counters of one thread. Only that thread writes them (a relaxed load and store, no atomic
+/// read-modify-write, which costs ~11 ns here); any thread may read them for [`memory_stats`].
+/// Bytes are signed: a block allocated on one thread may be freed on another.
+#[derive(Default)]
+struct ThreadStats {
+    in_use: AtomicIsize,
+    cached: AtomicIsize,
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+}
+
+impl ThreadStats {
+    #[inline]
+    fn add(field: &AtomicIsize, delta: isize) {
+        field.store(field.load(Ordering::Relaxed).wrapping_add(delta), Ordering::Relaxed);
+    }
+    #[inline]
+    fn inc(field: &AtomicUsize) {
+        field.store(field.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+/// Every thread's counters (kept after a thread exits: its blocks may still be in use).
+static ALL_STATS: Mutex<Vec<Arc<ThreadStats>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static STATS: Arc<ThreadStats> = {
+        let s = Arc::new(ThreadStats::default());
+        ALL_STATS.lock().unwrap_or_else(|e| e.into_inner()).push(s.clone());
+        s
+    };
+}
+
+/// Applies `f` to this thread's counters (no-op during thread teardown).
+#[inline]
+fn with_stats(f: impl FnOnce(&ThreadStats)) {
+    let _ = STATS.try_with(|s| f(s));
+}
+
+/// Allocation statistics of the CPU caching allocator.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuMemoryStats {
+    /// Bytes in blocks currently held by tensors (rounded to size classes).
+    pub allocated_bytes: usize,
+    /// Bytes in free blocks kept for reuse.
+    pub cached_bytes: usize,
+    /// Allocations served from the cache.
+    pub cache_hits: usize,
+    /// Allocations that went to the system allocator.
+    pub cache_misses: usize,
+}
+
+/// Current statistics, summed over all threads.
+pub fn memory_stats() -> CpuMemoryStats {
+    let all = ALL_STATS.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut in_use, mut cached, mut hits, mut misses) = (0isize, 0isize, 0usize, 0usize);
+    for s in all.iter() {
+        in_use = in_use.wrapping_add(s.in_use.load(Ordering::Relaxed));
+        cached = cached.wrapping_add(s.cached.load(Ordering::Relaxed));
+        hits += s.hits.load(Ordering::Relaxed);
+        misses += s.misses.load(Ordering::Relaxed);
+    }
+    CpuMemoryStats {
+        allocated_bytes: in_use.max(0) as usize,
+        cached_bytes: cached.max(0) as usize,
+        cache_hits: hits,
+        cache_misses: misses,
+    }
+}
+
+/// Bounds the bytes kept in the large-block pool (default 8 GiB); blocks beyond it are freed.
+pub fn set_max_cached_bytes(n: usize) {
+    MAX_CACHED.store(n, Ordering::Relaxed);
+}
+
+/// The size class (the rounded size) of a request.
+pub fn round_size(n: usize) -> usize {
+    if n <= 1024 {
+        return n.div_ceil(64).max(1) * 64;
+    }
+    let pow = usize::BITS - 1 - (n - 1).leading_zeros(); // 2^pow < n <= 2^(pow+1)
+    let step = 1usize << (pow - 3);
+    n.div_ceil(step) * step
+}
+
+fn layout(size: usize) -> Layout {
+    // CPU_ALIGNMENT is a power of two and sizes are bounded by isize::MAX through the checked
+    // construction in `system_alloc`.
+    Layout::from_size_align(size, CPU_ALIGNMENT).expect("valid layout")
+}
+
+fn system_alloc(size: usize) -> Result<NonNull<u8>> {
+    let l = Layout::from_size_align(size, CPU_ALIGNMENT)
+        .map_err(|_| Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })?;
+    // SAFETY: the layout has a non-zero size (classes are at least 64 bytes).
+    let p = unsafe { std::alloc::alloc(l) };
+    NonNull::new(p).ok_or(Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })
+}
+
+/// # Safety
+/// `p` must come from `system_alloc(size)` and not be used afterwards.
+unsafe fn system_free(p: *mut u8, size: usize) {
+    // SAFETY: same layout as the allocation, per the contract.
+    unsafe { std::alloc::dealloc(p, layout(size)) }
+}
+
+/// Index of a small class (sizes from `round_size`, at most SMALL_LIMIT) in the per-thread cache.
+fn small_index(size: usize) -> usize {
+    if size <= 1024 {
+        return size / 64 - 1;
+    }
+    let pow = (usize::BITS - 1 - (size - 1).leading_zeros()) as usize;
+    let sub = size / (1usize << (pow - 3)) - 8;
+    16 + (pow - 10) * 8 + (sub - 1)
+}
+
+/// Number of small classes.
+const SMALL_CLASSES: usize = 64;
+const _: () = assert!(SMALL_LIMIT == 1 << 16, "SMALL_CLASSES is computed for 64 KiB");
+
+/// The size of the small class at `index` (inverse of `small_index`).
+fn small_size(index: usize) -> usize {
+    if index < 16 {
+        return (index + 1) * 64;
+    }
+    let pow = 10 + (index - 16) / 8;
+    let sub = (index - 16) % 8 + 1;
+    (1usize << pow) + sub * (1usize << (pow - 3))
+}
+
+/// The per-thread cache of small blocks, one free list per class.
+struct SmallCache {
+    classes: Vec<Vec<NonNull<u8>>>,
+}
+
+impl Drop for SmallCache {
+    fn drop(&mut self) {
+        for (i, blocks) in self.classes.iter_mut().enumerate() {
+            let size = small_size(i);
+            for p in blocks.drain(..) {
+                with_stats(|s| ThreadStats::add(&s.cached, -(size as isize)));
+                // SAFETY: cached blocks came from system_alloc(size) and are unused.
+                unsafe { system_free(p.as_ptr(), size) };
+            }
+        }
+    }
+}
+
+thread_local! {
+    static SMALL: RefCell<SmallCache> = RefCell::new(SmallCache { classes: vec![Vec::new(); SMALL_CLASSES] });
+}
+
+/// The shared pool of large free blocks (addresses by class size) and its total bytes.
+struct LargePool {
+    blocks: HashMap<usize, Vec<usize>>,
+    bytes: usize,
+}
+
+static LARGE: Mutex<Option<LargePool>> = Mutex::new(None);
+
+/// The caching allocator; registered as the CPU allocator by default.
+#[derive(Debug, Default)]
+pub struct CachingCpuAllocator;
+
+/// Returns a block to its pool.
+///
+/// # Safety
+/// `data` must come from [`CachingCpuAllocator::allocate`] with class size `ctx`, unused after.
+unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
+    let size = ctx as usize;
+    with_stats(|s| ThreadStats::add(&s.in_use, -(size as isize)));
+    let Some(p) = NonNull::new(data) else { return };
+    if size <= SMALL_LIMIT {
+        let kept = SMALL
+            .try_with(|c| {
+                let mut c = c.borrow_mut();
+                let v = &mut c.classes[small_index(size)];
+                if v.len() < SMALL_BLOCKS_PER_CLASS {
+                    v.push(p);
+                    true
+                } else {
+                    false
+                }
+            })
+            .unwrap_or(false);
+        if kept {
+            with_stats(|s| ThreadStats::add(&s.cached, size as isize));
+        } else {
+            // SAFETY: the block came from system_alloc(size) (contract) and is no longer used.
+            unsafe { system_free(data, size) };
+        }
+        return;
+    }
+    let mut g = LARGE.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = g.get_or_insert_with(|| LargePool { blocks: HashMap::new(), bytes: 0 });
+    if pool.bytes + size <= MAX_CACHED.load(Ordering::Relaxed) {
+        pool.blocks.entry(size).or_default().push(data as usize);
+        pool.bytes += size;
+        with_stats(|s| ThreadStats::add(&s.cached, size as isize));
+    } else {
+        drop(g);
+        // SAFETY: as above.
+        unsafe { system_free(data, size) };
+    }
+}
+
+fn note_alloc(size: usize, hit: bool) {
+    with_stats(|s| {
+        ThreadStats::add(&s.in_use, size as isize);
+        if hit {
+            ThreadStats::inc(&s.hits);
+            ThreadStats::add(&s.cached, -(size as isize));
+        } else {
+            ThreadStats::inc(&s.misses);
+        }
+    });
+}
+
+impl Allocator for CachingCpuAllocator {
+    fn allocate(&self, nbytes: usize) -> Result<DataPtr> {
+        if nbytes == 0 {
+            let dangling = NonNull::new(CPU_ALIGNMENT as *mut u8).expect("non-zero");
+            // SAFETY: a zero-size block is never dereferenced and has no deleter.
+            return Ok(unsafe { DataPtr::from_raw(dangling, std::ptr::null_mut(), None, Device::CPU) });
+        }
+        let size = round_size(nbytes);
+        let cached = if size <= SMALL_LIMIT {
+            SMALL.try_with(|c| c.borrow_mut().classes[small_index(size)].pop()).ok().flatten()
+        } else {
+            let mut g = LARGE.lock().unwrap_or_else(|e| e.into_inner());
+            let p = g.as_mut().and_then(|m| m.blocks.get_mut(&size)).and_then(|v| v.pop());
+            if p.is_some() {
+                if let Some(pool) = g.as_mut() {
+                    pool.bytes -= size;
+                }
+            }
+            p.and_then(|a| NonNull::new(a as *mut u8))
+        };
+        let (p, hit) = match cached {
+            Some(p) => (p, true),
+            None => (system_alloc(size)?, false),
+        };
+        note_alloc(size, hit);
+        // SAFETY: `caching_free` receives the class size as ctx and returns the block to the pool
+        // of that size (or frees it with the same layout); it runs once, when the DataPtr drops.
+        Ok(unsafe { DataPtr::from_raw(p, size as *mut (), Some(caching_free), Device::CPU) })
+    }
+}
+
+/// Frees every cached block: the large pool, and the calling thread's small blocks.
+pub fn empty_cache() {
+    let pool = LARGE.lock().unwrap_or_else(|e| e.into_inner()).take();
+    for (size, v) in pool.map(|p| p.blocks).into_iter().flatten() {
+        for a in v {
+            with_stats(|s| ThreadStats::add(&s.cached, -(size as isize)));
+            // SAFETY: cached blocks came from system_alloc(size) and are unused.
+            unsafe { system_free(a as *mut u8, size) };
+        }
+    }
+    let _ = SMALL.try_with(|c| {
+        let mut c = c.borrow_mut();
+        for (i, v) in c.classes.iter_mut().enumerate() {
+            let size = small_size(i);
+            for p in v.drain(..) {
+                with_stats(|s| ThreadStats::add(&s.cached, -(size as isize)));
+                // SAFETY: as above.
+                unsafe { system_free(p.as_ptr(), size) };
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_bound_the_slack() {
+        assert_eq!(round_size(1), 64);
+        assert_eq!(round_size(64), 64);
+        assert_eq!(round_size(65), 128);
+        assert_eq!(round_size(1024), 1024);
+        assert_eq!(round_size(1025), 1152);
+        for n in [1500usize, 4097, 1 << 20, (1 << 26) + 1, 123_456_789] {
+            let r = round_size(n);
+            assert!(r >= n && (r - n) * 8 <= n, "{n} -> {r}");
+            assert_eq!(round_size(r), r, "classes are fixed points");
+        }
+    }
+
+    #[test]
+    fn small_class_indices_are_dense() {
+        let mut seen = vec![false; SMALL_CLASSES];
+        let mut n = 1;
+        while n <= SMALL_LIMIT {
+            let r = round_size(n);
+            let i = small_index(r);
+            assert_eq!(small_size(i), r);
+            seen[i] = true;
+            n = r + 1;
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn freed_blocks_are_reused_and_counted() {
+        let a = CachingCpuAllocator;
+        let p1 = a.allocate(3000).unwrap();
+        let addr = p1.as_ptr() as usize;
+        assert_eq!(addr % CPU_ALIGNMENT, 0);
+        let hits = memory_stats().cache_hits;
+        drop(p1);
+        let p2 = a.allocate(2900).unwrap();
+        assert_eq!(p2.as_ptr() as usize, addr, "same class, same thread: the block comes back");
+        let big = a.allocate(3 << 20).unwrap();
+        let big_addr = big.as_ptr() as usize;
+        drop(big);
+        let big2 = a.allocate(3 << 20).unwrap();
+        assert_eq!(big2.as_ptr() as usize, big_addr);
+        assert!(memory_stats().cache_hits >= hits + 2);
+        assert!(memory_stats().allocated_bytes >= round_size(3 << 20) + round_size(2900));
+    }
+}
