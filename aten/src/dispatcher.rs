@@ -33,8 +33,7 @@ use codegen::schema::{parse_schema, FunctionSchema};
 use crate::ivalue::Stack;
 
 /// The boxed calling convention: arguments on the stack in schema order, returns pushed back.
-pub type BoxedKernelFn =
-    dyn Fn(&'static OperatorEntry, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync;
+pub type BoxedKernelFn = dyn Fn(&'static OperatorEntry, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync;
 
 /// A kernel in a dispatch-table slot: a typed (unboxed) function pointer and/or a boxed
 /// function, or the fallthrough marker. Copy: the functions themselves are leaked statics.
@@ -187,10 +186,13 @@ impl OperatorEntry {
     /// The error for a key without kernel, naming the keys that have one.
     fn missing_kernel(&self, key: DispatchKey) -> Error {
         let regs = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
-        let mut keys: Vec<&str> =
-            regs.kernels.iter().filter(|(_, k)| !k.fallthrough).map(|(k, _)| k.name()).collect();
+        let mut keys: Vec<&str> = regs.kernels.iter().filter(|(_, k)| !k.fallthrough).map(|(k, _)| k.name()).collect();
         keys.sort_unstable();
-        Error::MissingKernel { op: format!("aten::{}", self.name), key: key.name().to_string(), available: keys.join(", ") }
+        Error::MissingKernel {
+            op: format!("aten::{}", self.name),
+            key: key.name().to_string(),
+            available: keys.join(", "),
+        }
     }
 
     /// Calls the operator through the boxed convention with keys computed from the stack.
@@ -232,7 +234,8 @@ impl OperatorEntry {
                 }
             }
         }
-        let is_autograd = key.to_functionality() == DispatchKey::AutogradFunctionality || key == DispatchKey::AutogradOther;
+        let is_autograd =
+            key.to_functionality() == DispatchKey::AutogradFunctionality || key == DispatchKey::AutogradOther;
         if let Some(k) = regs.kernels.get(&DispatchKey::CompositeImplicitAutograd) {
             if (key == DispatchKey::Undefined || in_alias(DispatchKey::CompositeImplicitAutograd))
                 && !(is_autograd && Self::has_backend_kernel_for_autograd_key(regs, key))
@@ -314,8 +317,10 @@ impl fmt::Debug for Dispatcher {
 pub struct Registrar(pub fn(&Dispatcher));
 inventory::collect!(Registrar);
 
-static RAW: LazyLock<Dispatcher> =
-    LazyLock::new(|| Dispatcher { ops: RwLock::new(HashMap::new()), fallbacks: Mutex::new(vec![None; NUM_RUNTIME_ENTRIES]) });
+static RAW: LazyLock<Dispatcher> = LazyLock::new(|| Dispatcher {
+    ops: RwLock::new(HashMap::new()),
+    fallbacks: Mutex::new(vec![None; NUM_RUNTIME_ENTRIES]),
+});
 static INIT: Once = Once::new();
 
 /// The process-wide dispatcher, with every submitted [`Registrar`] applied.

@@ -88,12 +88,7 @@ impl Formatter {
     /// `1.`; a max/min ratio above 1000, a max above 1e8 or (non-integral) a min below 1e-4 switch
     /// to scientific notation.
     fn new(values: &[Value], floating: bool) -> Formatter {
-        let mut f = Formatter {
-            floating,
-            int_mode: true,
-            sci_mode: false,
-            max_width: 1,
-        };
+        let mut f = Formatter { floating, int_mode: true, sci_mode: false, max_width: 1 };
         if !floating {
             for &v in values {
                 f.max_width = f.max_width.max(f.plain(v).len());
@@ -113,9 +108,7 @@ impl Formatter {
         let min = nz.iter().fold(f64::INFINITY, |m, x| m.min(x.abs()));
         let max = nz.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         f.int_mode = nz.iter().all(|&x| x == x.ceil());
-        let width = |g: &dyn Fn(f64) -> String, extra: usize| {
-            nz.iter().map(|&x| g(x).len() + extra).max().unwrap_or(1)
-        };
+        let width = |g: &dyn Fn(f64) -> String, extra: usize| nz.iter().map(|&x| g(x).len() + extra).max().unwrap_or(1);
         if f.int_mode {
             if max / min > 1000.0 || max > 1e8 {
                 f.sci_mode = true;
@@ -168,33 +161,17 @@ fn elided(size: i64, summarize: bool) -> bool {
 
 /// The indices printed along a dimension (all, or the edge items when summarising).
 fn kept(size: i64, summarize: bool) -> impl Iterator<Item = i64> {
-    let (head, tail_start) = if elided(size, summarize) {
-        (EDGEITEMS, size - EDGEITEMS)
-    } else {
-        (size, size)
-    };
+    let (head, tail_start) = if elided(size, summarize) { (EDGEITEMS, size - EDGEITEMS) } else { (size, size) };
     (0..head).chain(tail_start..size)
 }
 
 /// Element offsets of the printed elements, in row-major logical order.
-fn printed_offsets(
-    sizes: &[i64],
-    strides: &[i64],
-    summarize: bool,
-    base: isize,
-    out: &mut Vec<isize>,
-) {
+fn printed_offsets(sizes: &[i64], strides: &[i64], summarize: bool, base: isize, out: &mut Vec<isize>) {
     match sizes.split_first() {
         None => out.push(base),
         Some((&n, rest)) => {
             for i in kept(n, summarize) {
-                printed_offsets(
-                    rest,
-                    &strides[1..],
-                    summarize,
-                    base + (i * strides[0]) as isize,
-                    out,
-                );
+                printed_offsets(rest, &strides[1..], summarize, base + (i * strides[0]) as isize, out);
             }
         }
     }
@@ -238,10 +215,7 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn next(&mut self) -> Value {
-        *self
-            .values
-            .next()
-            .expect("one printed value per kept index")
+        *self.values.next().expect("one printed value per kept index")
     }
 
     fn tensor(&mut self, level: usize, indent: usize) -> String {
@@ -269,9 +243,7 @@ impl Writer<'_> {
     /// A 1-d row, wrapped so each line holds as many elements as fit in the line width.
     fn vector(&mut self, size: i64, indent: usize) -> String {
         let element_length = self.fmt.max_width + 2;
-        let per_line = ((LINEWIDTH as f64 - indent as f64) / element_length as f64)
-            .floor()
-            .max(1.0) as usize;
+        let per_line = ((LINEWIDTH as f64 - indent as f64) / element_length as f64).floor().max(1.0) as usize;
         let cut = elided(size, self.summarize);
         let mut data = Vec::new();
         for (k, _) in kept(size, self.summarize).enumerate() {
@@ -282,10 +254,7 @@ impl Writer<'_> {
             data.push(self.fmt.format(v));
         }
         let lines: Vec<String> = data.chunks(per_line).map(|c| c.join(", ")).collect();
-        format!(
-            "[{}]",
-            lines.join(&format!(",\n{}", " ".repeat(indent + 1)))
-        )
+        format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(indent + 1))))
     }
 }
 
@@ -294,12 +263,7 @@ fn tensor_str(t: &Tensor, indent: usize) -> String {
     let summarize = t.numel() > THRESHOLD;
     let values = printed_values(t, summarize);
     let fmt = Formatter::new(&values, t.dtype().is_floating_point());
-    let mut w = Writer {
-        sizes: t.sizes(),
-        summarize,
-        fmt,
-        values: values.iter(),
-    };
+    let mut w = Writer { sizes: t.sizes(), summarize, fmt, values: values.iter() };
     w.tensor(0, indent)
 }
 
@@ -307,14 +271,7 @@ fn tensor_str(t: &Tensor, indent: usize) -> String {
 fn py_tuple(sizes: &[i64]) -> String {
     match sizes {
         [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            sizes
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("({})", sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -411,24 +368,12 @@ mod tests {
 
     #[test]
     fn basic_dtypes() {
-        assert_eq!(
-            s(&t(vec![1f32, 2., 3., 4.], &[2, 2])),
-            "tensor([[1., 2.],\n        [3., 4.]])"
-        );
+        assert_eq!(s(&t(vec![1f32, 2., 3., 4.], &[2, 2])), "tensor([[1., 2.],\n        [3., 4.]])");
         assert_eq!(s(&t(vec![1i64, 2, 3], &[3])), "tensor([1, 2, 3])");
         assert_eq!(s(&t(vec![true, false], &[2])), "tensor([ True, False])");
-        assert_eq!(
-            s(&t(vec![1f64, 2.], &[2])),
-            "tensor([1., 2.], dtype=torch.float64)"
-        );
-        assert_eq!(
-            s(&t(vec![1i32, 2], &[2])),
-            "tensor([1, 2], dtype=torch.int32)"
-        );
-        assert_eq!(
-            s(&t(vec![1u8, 200], &[2])),
-            "tensor([  1, 200], dtype=torch.uint8)"
-        );
+        assert_eq!(s(&t(vec![1f64, 2.], &[2])), "tensor([1., 2.], dtype=torch.float64)");
+        assert_eq!(s(&t(vec![1i32, 2], &[2])), "tensor([1, 2], dtype=torch.int32)");
+        assert_eq!(s(&t(vec![1u8, 200], &[2])), "tensor([  1, 200], dtype=torch.uint8)");
         assert_eq!(s(&t(vec![-10i64, 5, 300], &[3])), "tensor([-10,   5, 300])");
         let h = t(vec![f16::from_f32(0.1), f16::from_f32(1.5)], &[2]);
         assert_eq!(s(&h), "tensor([0.1000, 1.5000], dtype=torch.float16)");
@@ -441,50 +386,23 @@ mod tests {
         assert_eq!(s(&Tensor::scalar_tensor(3.0f32)), "tensor(3.)");
         assert_eq!(s(&Tensor::scalar_tensor(2.5f32)), "tensor(2.5000)");
         assert_eq!(s(&Tensor::scalar_tensor(true)), "tensor(True)");
-        assert_eq!(
-            s(&Tensor::scalar_tensor(7i32)),
-            "tensor(7, dtype=torch.int32)"
-        );
+        assert_eq!(s(&Tensor::scalar_tensor(7i32)), "tensor(7, dtype=torch.int32)");
         assert_eq!(s(&t(Vec::<f32>::new(), &[0])), "tensor([])");
         assert_eq!(s(&t(Vec::<f32>::new(), &[0, 3])), "tensor([], size=(0, 3))");
         // Empty tensors name every dtype but float32, int64 included.
-        assert_eq!(
-            s(&t(Vec::<i64>::new(), &[0])),
-            "tensor([], dtype=torch.int64)"
-        );
-        assert_eq!(
-            s(&t(Vec::<f64>::new(), &[2, 0])),
-            "tensor([], size=(2, 0), dtype=torch.float64)"
-        );
+        assert_eq!(s(&t(Vec::<i64>::new(), &[0])), "tensor([], dtype=torch.int64)");
+        assert_eq!(s(&t(Vec::<f64>::new(), &[2, 0])), "tensor([], size=(2, 0), dtype=torch.float64)");
     }
 
     #[test]
     fn fixed_and_scientific_modes() {
-        assert_eq!(
-            s(&t(vec![-1.5f32, 0.25, 100.125], &[3])),
-            "tensor([ -1.5000,   0.2500, 100.1250])"
-        );
-        assert_eq!(
-            s(&t(vec![1e-5f32, 1.0, 3.0], &[3])),
-            "tensor([1.0000e-05, 1.0000e+00, 3.0000e+00])"
-        );
-        assert_eq!(
-            s(&t(vec![1e9f32, 2e9], &[2])),
-            "tensor([1.0000e+09, 2.0000e+09])"
-        );
-        assert_eq!(
-            s(&t(vec![1f32, 10000.], &[2])),
-            "tensor([1.0000e+00, 1.0000e+04])"
-        );
-        assert_eq!(
-            s(&t(vec![-1e-5f32, 12345.678], &[2])),
-            "tensor([-1.0000e-05,  1.2346e+04])"
-        );
+        assert_eq!(s(&t(vec![-1.5f32, 0.25, 100.125], &[3])), "tensor([ -1.5000,   0.2500, 100.1250])");
+        assert_eq!(s(&t(vec![1e-5f32, 1.0, 3.0], &[3])), "tensor([1.0000e-05, 1.0000e+00, 3.0000e+00])");
+        assert_eq!(s(&t(vec![1e9f32, 2e9], &[2])), "tensor([1.0000e+09, 2.0000e+09])");
+        assert_eq!(s(&t(vec![1f32, 10000.], &[2])), "tensor([1.0000e+00, 1.0000e+04])");
+        assert_eq!(s(&t(vec![-1e-5f32, 12345.678], &[2])), "tensor([-1.0000e-05,  1.2346e+04])");
         assert_eq!(s(&t(vec![123456789f32], &[1])), "tensor([1.2346e+08])");
-        assert_eq!(
-            s(&t(vec![0.4963f32, 0.7682, 0.0885], &[3])),
-            "tensor([0.4963, 0.7682, 0.0885])"
-        );
+        assert_eq!(s(&t(vec![0.4963f32, 0.7682, 0.0885], &[3])), "tensor([0.4963, 0.7682, 0.0885])");
         assert_eq!(s(&t(vec![-0.0f32, 1.0], &[2])), "tensor([-0., 1.])");
     }
 
@@ -492,10 +410,7 @@ mod tests {
     fn nan_and_inf() {
         let v = vec![1.5f32, f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
         assert_eq!(s(&t(v, &[4])), "tensor([1.5000,    nan,    inf,   -inf])");
-        assert_eq!(
-            s(&t(vec![0f32, f32::NAN, 2.], &[3])),
-            "tensor([0., nan, 2.])"
-        );
+        assert_eq!(s(&t(vec![0f32, f32::NAN, 2.], &[3])), "tensor([0., nan, 2.])");
         assert_eq!(s(&t(vec![0f32, f32::NAN], &[2])), "tensor([0., nan])");
     }
 
@@ -517,20 +432,18 @@ mod tests {
         assert_eq!(s(&t(v, &[2, 3, 4])), "tensor([[[ 0.,  1.,  2.,  3.],\n         [ 4.,  5.,  6.,  7.],\n         [ 8.,  9., 10., 11.]],\n\n        [[12., 13., 14., 15.],\n         [16., 17., 18., 19.],\n         [20., 21., 22., 23.]]])");
         // torch.arange(6).reshape(2, 3).t(): logical values, not memory order.
         let base = t((0..6i64).collect(), &[2, 3]);
-        let tt = Tensor::from_storage(
-            base.storage().clone(),
-            &[3, 2],
-            SmallVec::from_slice(&[1, 3]),
-            0,
-            ScalarType::I64,
-        );
+        let tt =
+            Tensor::from_storage(base.storage().clone(), &[3, 2], SmallVec::from_slice(&[1, 3]), 0, ScalarType::I64);
         assert_eq!(s(&tt), "tensor([[0, 3],\n        [1, 4],\n        [2, 5]])");
     }
 
     #[test]
     fn summarised() {
         let v: Vec<f32> = (0..2000).map(|i| i as f32).collect();
-        assert_eq!(s(&t(v, &[2000])), "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n        1.9990e+03])");
+        assert_eq!(
+            s(&t(v, &[2000])),
+            "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n        1.9990e+03])"
+        );
         assert_eq!(s(&t((0..10000i64).collect(), &[100, 100])), "tensor([[   0,    1,    2,  ...,   97,   98,   99],\n        [ 100,  101,  102,  ...,  197,  198,  199],\n        [ 200,  201,  202,  ...,  297,  298,  299],\n        ...,\n        [9700, 9701, 9702,  ..., 9797, 9798, 9799],\n        [9800, 9801, 9802,  ..., 9897, 9898, 9899],\n        [9900, 9901, 9902,  ..., 9997, 9998, 9999]])");
         assert_eq!(s(&t(vec![0f32; 1331], &[11, 11, 11])), "tensor([[[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]],\n\n        [[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]],\n\n        [[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]],\n\n        ...,\n\n        [[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]],\n\n        [[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]],\n\n        [[0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         ...,\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.],\n         [0., 0., 0.,  ..., 0., 0., 0.]]])");
     }

@@ -130,7 +130,9 @@ pub fn default_generator(device: Device) -> Result<Generator> {
     static CPU: OnceLock<Generator> = OnceLock::new();
     match device.ty {
         DeviceType::Cpu => Ok(CPU.get_or_init(|| Generator::new(Device::CPU)).clone()),
-        other => Err(Error::NotImplemented { op: "default_generator".into(), msg: format!("no generator for {other}") }),
+        other => {
+            Err(Error::NotImplemented { op: "default_generator".into(), msg: format!("no generator for {other}") })
+        }
     }
 }
 

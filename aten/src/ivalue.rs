@@ -137,7 +137,11 @@ impl IValue {
     }
     /// `int?` argument.
     pub fn to_opt_int(&self, op: &str, arg: &str) -> Result<Option<i64>> {
-        if self.is_none() { Ok(None) } else { self.to_int(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_int(op, arg).map(Some)
+        }
     }
     /// `float` argument (ints are accepted, as in Python).
     pub fn to_double(&self, op: &str, arg: &str) -> Result<f64> {
@@ -150,7 +154,11 @@ impl IValue {
     }
     /// `float?` argument.
     pub fn to_opt_double(&self, op: &str, arg: &str) -> Result<Option<f64>> {
-        if self.is_none() { Ok(None) } else { self.to_double(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_double(op, arg).map(Some)
+        }
     }
     /// `bool` argument.
     pub fn to_bool(&self, op: &str, arg: &str) -> Result<bool> {
@@ -161,7 +169,11 @@ impl IValue {
     }
     /// `bool?` argument.
     pub fn to_opt_bool(&self, op: &str, arg: &str) -> Result<Option<bool>> {
-        if self.is_none() { Ok(None) } else { self.to_bool(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_bool(op, arg).map(Some)
+        }
     }
     /// `int[]`/`int[N]` argument; a single int is repeated `n` times for `int[N]` (PyTorch's
     /// `stride=1` meaning `[1, 1]`).
@@ -174,7 +186,11 @@ impl IValue {
     }
     /// `int[]?` argument.
     pub fn to_opt_int_list(&self, op: &str, arg: &str, n: Option<usize>) -> Result<Option<Vec<i64>>> {
-        if self.is_none() { Ok(None) } else { self.to_int_list(op, arg, n).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_int_list(op, arg, n).map(Some)
+        }
     }
     /// `float[]` argument.
     pub fn to_double_list(&self, op: &str, arg: &str) -> Result<Vec<f64>> {
@@ -187,7 +203,11 @@ impl IValue {
     }
     /// `float[]?` argument.
     pub fn to_opt_double_list(&self, op: &str, arg: &str) -> Result<Option<Vec<f64>>> {
-        if self.is_none() { Ok(None) } else { self.to_double_list(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_double_list(op, arg).map(Some)
+        }
     }
     /// `bool[]` argument.
     pub fn to_bool_list(&self, op: &str, arg: &str) -> Result<Vec<bool>> {
@@ -205,7 +225,11 @@ impl IValue {
     }
     /// `str?` argument.
     pub fn to_opt_str(&self, op: &str, arg: &str) -> Result<Option<&str>> {
-        if self.is_none() { Ok(None) } else { self.to_str(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_str(op, arg).map(Some)
+        }
     }
     /// `Scalar` argument (plain ints, floats and bools are accepted).
     pub fn to_scalar(&self, op: &str, arg: &str) -> Result<Scalar> {
@@ -219,7 +243,11 @@ impl IValue {
     }
     /// `Scalar?` argument.
     pub fn to_opt_scalar(&self, op: &str, arg: &str) -> Result<Option<Scalar>> {
-        if self.is_none() { Ok(None) } else { self.to_scalar(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_scalar(op, arg).map(Some)
+        }
     }
     /// `ScalarType` argument.
     pub fn to_scalar_type(&self, op: &str, arg: &str) -> Result<ScalarType> {
@@ -230,7 +258,11 @@ impl IValue {
     }
     /// `ScalarType?` argument.
     pub fn to_opt_scalar_type(&self, op: &str, arg: &str) -> Result<Option<ScalarType>> {
-        if self.is_none() { Ok(None) } else { self.to_scalar_type(op, arg).map(Some) }
+        if self.is_none() {
+            Ok(None)
+        } else {
+            self.to_scalar_type(op, arg).map(Some)
+        }
     }
     /// `MemoryFormat` argument.
     pub fn to_memory_format(&self, op: &str, arg: &str) -> Result<MemoryFormat> {
@@ -311,7 +343,10 @@ impl IValue {
 
 /// Pops one return value of `op` from a boxed stack (an error if the kernel pushed too few).
 pub fn pop_return(stack: &mut Stack, op: &str) -> Result<IValue> {
-    stack.pop().ok_or_else(|| Error::BoxedArgument { op: op.to_string(), msg: "the kernel returned fewer values than the schema declares".into() })
+    stack.pop().ok_or_else(|| Error::BoxedArgument {
+        op: op.to_string(),
+        msg: "the kernel returned fewer values than the schema declares".into(),
+    })
 }
 
 impl From<Tensor> for IValue {

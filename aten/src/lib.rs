@@ -17,10 +17,10 @@ pub mod tensor;
 mod tensor_ops;
 
 pub use dispatcher::{dispatcher, Dispatcher, KernelFunction, OperatorEntry};
-pub use generator::{default_generator, manual_seed, Generator};
-pub use ivalue::{IValue, Stack};
 pub use generated::functions as ops;
 pub use generated::handles;
+pub use generator::{default_generator, manual_seed, Generator};
+pub use ivalue::{IValue, Stack};
 pub use tensor::Tensor;
 
 use c10::tensor_impl::backend_of;
@@ -38,7 +38,12 @@ pub fn backend_key_set(device: Option<Device>) -> DispatchKeySet {
 /// have no kernel for most operators yet (BackendSelect, ADInplaceOrView, and the autograd keys
 /// until the `autograd` crate registers its kernels).
 fn register_aten(d: &Dispatcher) {
-    for key in [DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView, DispatchKey::AutogradFunctionality, DispatchKey::AutogradOther] {
+    for key in [
+        DispatchKey::BackendSelect,
+        DispatchKey::ADInplaceOrView,
+        DispatchKey::AutogradFunctionality,
+        DispatchKey::AutogradOther,
+    ] {
         d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
     }
     generated::registrations::register_all(d);

@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use c10::allocator::DataPtr;
 use c10::tensor_impl::{contiguous_strides, DimVec};
-use c10::{
-    Device, DispatchKeySet, Element, Error, Result, Scalar, ScalarType, Storage, TensorImpl,
-};
+use c10::{Device, DispatchKeySet, Element, Error, Result, Scalar, ScalarType, Storage, TensorImpl};
 
 /// A multi-dimensional array on a device. Cloning the handle is cheap and shares the data;
 /// use [`Tensor::clone_tensor`] (PyTorch's `clone()`) for a deep copy.
@@ -44,9 +42,7 @@ pub(crate) fn checked_numel(op: &str, shape: &[i64]) -> Result<i64> {
         if s < 0 {
             return Err(Error::shape(op, format!("negative dimension {s} in shape {shape:?}")));
         }
-        n = n
-            .checked_mul(s)
-            .ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))?;
+        n = n.checked_mul(s).ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))?;
     }
     Ok(n)
 }
@@ -72,10 +68,7 @@ impl Tensor {
     pub fn from_vec<T: Element>(v: Vec<T>, shape: &[i64]) -> Result<Tensor> {
         let numel = checked_numel("from_vec", shape)?;
         if numel as usize != v.len() {
-            return Err(Error::shape(
-                "from_vec",
-                format!("shape {shape:?} is invalid for input of size {}", v.len()),
-            ));
+            return Err(Error::shape("from_vec", format!("shape {shape:?} is invalid for input of size {}", v.len())));
         }
         let nbytes = v.len() * std::mem::size_of::<T>();
         let mut boxed = Box::new(v);
@@ -84,13 +77,7 @@ impl Tensor {
         // SAFETY: the pointer is the Vec's buffer, which lives until `drop_boxed_vec` drops the
         // boxed Vec (ctx) exactly once; moving the Box does not move the heap buffer.
         let data = unsafe { DataPtr::from_raw(ptr, ctx, Some(drop_boxed_vec::<T>), Device::CPU) };
-        Ok(Tensor::from_storage(
-            Storage::from_data_ptr(data, nbytes),
-            shape,
-            contiguous_strides(shape),
-            0,
-            T::DTYPE,
-        ))
+        Ok(Tensor::from_storage(Storage::from_data_ptr(data, nbytes), shape, contiguous_strides(shape), 0, T::DTYPE))
     }
 
     /// A 1-D tensor copied from a slice.

@@ -34,10 +34,18 @@ macro_rules! binary_operator {
     };
 }
 
-binary_operator!(Add, add, |a: &Tensor, b: &Tensor| crate::ops::add(a, b, Scalar::Int(1)), |a: &Tensor, s| crate::ops::add_scalar(a, s, Scalar::Int(1)));
-binary_operator!(Sub, sub, |a: &Tensor, b: &Tensor| crate::ops::sub(a, b, Scalar::Int(1)), |a: &Tensor, s| crate::ops::sub_scalar(a, s, Scalar::Int(1)));
-binary_operator!(Mul, mul, |a: &Tensor, b: &Tensor| crate::ops::mul(a, b), |a: &Tensor, s| crate::ops::mul_scalar(a, s));
-binary_operator!(Div, div, |a: &Tensor, b: &Tensor| crate::ops::div(a, b), |a: &Tensor, s| crate::ops::div_scalar(a, s));
+binary_operator!(Add, add, |a: &Tensor, b: &Tensor| crate::ops::add(a, b, Scalar::Int(1)), |a: &Tensor, s| {
+    crate::ops::add_scalar(a, s, Scalar::Int(1))
+});
+binary_operator!(Sub, sub, |a: &Tensor, b: &Tensor| crate::ops::sub(a, b, Scalar::Int(1)), |a: &Tensor, s| {
+    crate::ops::sub_scalar(a, s, Scalar::Int(1))
+});
+binary_operator!(Mul, mul, |a: &Tensor, b: &Tensor| crate::ops::mul(a, b), |a: &Tensor, s| crate::ops::mul_scalar(
+    a, s
+));
+binary_operator!(Div, div, |a: &Tensor, b: &Tensor| crate::ops::div(a, b), |a: &Tensor, s| crate::ops::div_scalar(
+    a, s
+));
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;

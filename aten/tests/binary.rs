@@ -79,7 +79,11 @@ fn errors_are_values() {
     let a = t(&[1., 2., 3.], &[3]);
     let b = t(&[1., 2., 3., 4.], &[4]);
     let e = (&a + &b).unwrap_err();
-    assert!(e.to_string().contains("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"),
+        "{e}"
+    );
     let bools = Tensor::from_vec(vec![true, false], &[2]).unwrap();
     assert!((&bools - &bools).is_err());
     assert!((-&bools).is_err());

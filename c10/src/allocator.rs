@@ -37,12 +37,7 @@ impl DataPtr {
     /// `ptr` must stay valid for the lifetime of the returned value and of every storage built
     /// from it; `deleter`, if any, must be safe to call once with `(ptr, ctx)` from any thread
     /// after the last use of the memory.
-    pub unsafe fn from_raw(
-        ptr: NonNull<u8>,
-        ctx: *mut (),
-        deleter: Option<DeleterFn>,
-        device: Device,
-    ) -> DataPtr {
+    pub unsafe fn from_raw(ptr: NonNull<u8>, ctx: *mut (), deleter: Option<DeleterFn>, device: Device) -> DataPtr {
         DataPtr { ptr, ctx, deleter, device }
     }
 
@@ -96,9 +91,7 @@ unsafe fn cpu_free(data: *mut u8, ctx: *mut ()) {
     }
     // SAFETY: the layout is the one used in `allocate` (same size, CPU_ALIGNMENT), which was
     // valid then, and the pointer came from `std::alloc::alloc` with it.
-    unsafe {
-        std::alloc::dealloc(data, Layout::from_size_align_unchecked(nbytes, CPU_ALIGNMENT))
-    }
+    unsafe { std::alloc::dealloc(data, Layout::from_size_align_unchecked(nbytes, CPU_ALIGNMENT)) }
 }
 
 impl Allocator for CpuAllocator {

@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn small_class_indices_are_dense() {
-        let mut seen = vec![false; SMALL_CLASSES];
+        let mut seen = [false; SMALL_CLASSES];
         let mut n = 1;
         while n <= SMALL_LIMIT {
             let r = round_size(n);

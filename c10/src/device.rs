@@ -24,8 +24,7 @@ impl DeviceType {
     pub const COUNT: usize = 4;
 
     /// Every device type.
-    pub const ALL: [DeviceType; 4] =
-        [DeviceType::Cpu, DeviceType::Cuda, DeviceType::Meta, DeviceType::PrivateUse1];
+    pub const ALL: [DeviceType; 4] = [DeviceType::Cpu, DeviceType::Cuda, DeviceType::Meta, DeviceType::PrivateUse1];
 
     /// PyTorch's lowercase name.
     pub const fn name(self) -> &'static str {
@@ -100,9 +99,7 @@ impl FromStr for Device {
     fn from_str(s: &str) -> Result<Device> {
         let (ty, idx) = match s.split_once(':') {
             Some((t, i)) => {
-                let i: i8 = i
-                    .parse()
-                    .map_err(|_| Error::invalid("device", format!("invalid device string: '{s}'")))?;
+                let i: i8 = i.parse().map_err(|_| Error::invalid("device", format!("invalid device string: '{s}'")))?;
                 (t, i)
             }
             None => (s, -1),

@@ -128,11 +128,7 @@ const fn compute_offsets() -> ([u16; NUM_FUNCTIONALITY_KEYS + 1], usize) {
     let mut i = 0;
     while i < NUM_FUNCTIONALITY_KEYS {
         offs[i + 1] = next as u16;
-        next += if DispatchKey::FUNCTIONALITIES[i].per_backend_block().is_some() {
-            NUM_BACKENDS
-        } else {
-            1
-        };
+        next += if DispatchKey::FUNCTIONALITIES[i].per_backend_block().is_some() { NUM_BACKENDS } else { 1 };
         i += 1;
     }
     (offs, next)
@@ -209,11 +205,7 @@ impl DispatchKey {
 
     /// The runtime key stored at a dispatch-table slot (inverse of `runtime_index`).
     pub fn from_runtime_index(idx: usize) -> DispatchKey {
-        DispatchKey::ALL
-            .iter()
-            .copied()
-            .find(|k| k.runtime_index() == Some(idx))
-            .unwrap_or(DispatchKey::Undefined)
+        DispatchKey::ALL.iter().copied().find(|k| k.runtime_index() == Some(idx)).unwrap_or(DispatchKey::Undefined)
     }
 
     /// Looks a key up by its PyTorch name (as used in `native_functions.yaml` dispatch blocks).
@@ -284,7 +276,7 @@ mod tests {
 
     #[test]
     fn runtime_indices_are_a_bijection() {
-        let mut seen = vec![false; NUM_RUNTIME_ENTRIES];
+        let mut seen = [false; NUM_RUNTIME_ENTRIES];
         for &k in DispatchKey::ALL {
             if let Some(i) = k.runtime_index() {
                 assert!(!seen[i], "slot {i} used twice");

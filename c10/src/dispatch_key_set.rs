@@ -7,9 +7,7 @@
 use std::fmt;
 use std::ops::{BitAnd, BitOr, BitOrAssign, Sub};
 
-use crate::dispatch_key::{
-    BackendComponent, DispatchKey, FUNCTIONALITY_OFFSETS, NUM_BACKENDS, NUM_FUNCTIONALITY_KEYS,
-};
+use crate::dispatch_key::{BackendComponent, DispatchKey, FUNCTIONALITY_OFFSETS, NUM_BACKENDS, NUM_FUNCTIONALITY_KEYS};
 
 /// A set of dispatch keys. Copy, one word.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Default)]
@@ -222,8 +220,9 @@ impl DispatchKeySet {
             DispatchKey::CompositeImplicitAutograd => {
                 Self::runtime_set_of(DispatchKey::Autograd) | Self::backend_dispatch_keyset()
             }
-            DispatchKey::CompositeExplicitAutograd
-            | DispatchKey::CompositeExplicitAutogradNonFunctional => Self::backend_dispatch_keyset(),
+            DispatchKey::CompositeExplicitAutograd | DispatchKey::CompositeExplicitAutogradNonFunctional => {
+                Self::backend_dispatch_keyset()
+            }
             _ => Self::from_key(k),
         }
     }

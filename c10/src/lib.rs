@@ -24,9 +24,7 @@ pub use dispatch_key::{BackendComponent, DispatchKey};
 pub use dispatch_key_set::DispatchKeySet;
 pub use error::{Error, Result};
 pub use layout::{Layout, MemoryFormat};
-pub use local_dispatch_key_set::{
-    ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, LocalDispatchKeySet,
-};
+pub use local_dispatch_key_set::{ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, LocalDispatchKeySet};
 pub use scalar::Scalar;
 pub use scalar_type::{promote_types, Element, ResultTypeState, ScalarType};
 pub use storage::Storage;

@@ -288,9 +288,7 @@ fn combine(hi: Option<ScalarType>, lo: Option<ScalarType>) -> Option<ScalarType>
 /// Rust element types that a tensor can hold. The conversions follow C++ `static_cast`
 /// semantics as PyTorch's CPU kernels do: float to integer truncates toward zero, integer
 /// narrowing wraps, anything non-zero is `true`.
-pub trait Element:
-    Copy + Send + Sync + 'static + Default + PartialEq + PartialOrd + fmt::Debug
-{
+pub trait Element: Copy + Send + Sync + 'static + Default + PartialEq + PartialOrd + fmt::Debug {
     /// The dtype of this element type.
     const DTYPE: ScalarType;
     /// Value as f64 (exact for every type but i64 beyond 2^53).
@@ -467,16 +465,46 @@ impl Element for bool {
 macro_rules! dispatch_all_types {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::ScalarType::U8 => { type $T = u8; $body }
-            $crate::ScalarType::I8 => { type $T = i8; $body }
-            $crate::ScalarType::I16 => { type $T = i16; $body }
-            $crate::ScalarType::I32 => { type $T = i32; $body }
-            $crate::ScalarType::I64 => { type $T = i64; $body }
-            $crate::ScalarType::F16 => { type $T = $crate::f16; $body }
-            $crate::ScalarType::BF16 => { type $T = $crate::bf16; $body }
-            $crate::ScalarType::F32 => { type $T = f32; $body }
-            $crate::ScalarType::F64 => { type $T = f64; $body }
-            $crate::ScalarType::Bool => { type $T = bool; $body }
+            $crate::ScalarType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::ScalarType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::ScalarType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::ScalarType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::ScalarType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::ScalarType::F16 => {
+                type $T = $crate::f16;
+                $body
+            }
+            $crate::ScalarType::BF16 => {
+                type $T = $crate::bf16;
+                $body
+            }
+            $crate::ScalarType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::ScalarType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::ScalarType::Bool => {
+                type $T = bool;
+                $body
+            }
         }
     };
 }

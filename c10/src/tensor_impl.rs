@@ -259,9 +259,7 @@ impl TensorImpl {
     /// Address of element 0 (storage base plus offset).
     #[inline]
     pub fn data_ptr(&self) -> *mut u8 {
-        self.storage
-            .data_ptr()
-            .wrapping_add(self.storage_offset as usize * self.dtype.size())
+        self.storage.data_ptr().wrapping_add(self.storage_offset as usize * self.dtype.size())
     }
     /// The autograd metadata, if autograd attached any.
     #[inline]
@@ -286,7 +284,14 @@ mod tests {
     #[test]
     fn keys_and_views() {
         let st = Storage::new(24, Device::CPU).unwrap();
-        let t = TensorImpl::new(st, DimVec::from_slice(&[2, 3]), contiguous_strides(&[2, 3]), 0, ScalarType::F32, Some(VersionCounter::new()));
+        let t = TensorImpl::new(
+            st,
+            DimVec::from_slice(&[2, 3]),
+            contiguous_strides(&[2, 3]),
+            0,
+            ScalarType::F32,
+            Some(VersionCounter::new()),
+        );
         assert!(t.key_set().has(DispatchKey::CPU));
         assert!(t.key_set().has(DispatchKey::AutogradCPU));
         assert!(t.key_set().has(DispatchKey::ADInplaceOrView));

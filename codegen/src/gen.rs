@@ -31,11 +31,10 @@ pub struct GeneratedFile {
 }
 
 const RUST_KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl",
-    "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static",
-    "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
-    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual",
-    "yield", "try", "gen",
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super",
+    "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
+    "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
 fn is_keyword(s: &str) -> bool {
@@ -158,9 +157,11 @@ fn ty_map(ty: &Type) -> Result<TyMap, String> {
             T::Device => m("Option<Device>", "to_opt_device(N, A)?", "{}"),
             T::MemoryFormat => m("Option<MemoryFormat>", "to_opt_memory_format(N, A)?", "{}"),
             T::Generator => m("Option<&Generator>", "to_opt_generator(N, A)?", "{}"),
-            T::List(e, n) if is_int(e) => {
-                TyMap { rust: "Option<&[i64]>".into(), unbox: format!("to_opt_int_list(N, A, {n:?})?"), pass: "{}.as_deref()" }
-            }
+            T::List(e, n) if is_int(e) => TyMap {
+                rust: "Option<&[i64]>".into(),
+                unbox: format!("to_opt_int_list(N, A, {n:?})?"),
+                pass: "{}.as_deref()",
+            },
             T::List(e, _) if **e == T::Float => m("Option<&[f64]>", "to_opt_double_list(N, A)?", "{}.as_deref()"),
             other => return Err(format!("type `{other}?` is not supported by the Rust emitter")),
         },
@@ -322,9 +323,9 @@ impl Op<'_> {
                 Type::List(e, _) if **e == Type::Tensor => {
                     parts.push(format!("{n}.iter().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())"))
                 }
-                Type::List(e, _) if e.is_tensor_like() => parts.push(format!(
-                    "{n}.iter().flatten().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())"
-                )),
+                Type::List(e, _) if e.is_tensor_like() => {
+                    parts.push(format!("{n}.iter().flatten().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())"))
+                }
                 _ => {}
             }
         }
@@ -364,7 +365,10 @@ pub fn generate_aten(fns: &[NativeFunction]) -> Result<Vec<GeneratedFile>, LoadE
         GeneratedFile { name: "mod.rs".into(), contents: gen_mod() },
         GeneratedFile { name: "handles.rs".into(), contents: gen_handles(&ops) },
         GeneratedFile { name: "functions.rs".into(), contents: gen_functions(&ops) },
-        GeneratedFile { name: "methods.rs".into(), contents: gen_methods(&ops).map_err(|(l, m)| LoadError { loc: l, message: m })? },
+        GeneratedFile {
+            name: "methods.rs".into(),
+            contents: gen_methods(&ops).map_err(|(l, m)| LoadError { loc: l, message: m })?,
+        },
         GeneratedFile { name: "registrations.rs".into(), contents: gen_registrations(&ops) },
     ])
 }
@@ -404,7 +408,7 @@ fn gen_handles(ops: &[Op]) -> String {
     o.push_str(
         "//! One module per operator: schema, typed signature, cached handle, `call` / `redispatch`,\n\
          //! and the adapters between the typed and the boxed calling conventions.\n\n\
-         #![allow(unused_imports, clippy::too_many_arguments, clippy::type_complexity, clippy::needless_borrow)]\n\n",
+         #![allow(unused_imports, clippy::too_many_arguments, clippy::type_complexity, clippy::needless_borrow, clippy::len_zero)]\n\n",
     );
     for op in ops {
         let f = op.f;
@@ -622,11 +626,8 @@ fn gen_registrations(ops: &[Op]) -> String {
     // Schemas.
     o.push_str("/// Declares every operator of the YAML.\npub fn register_schemas(d: &Dispatcher) {\n");
     for op in ops {
-        let _ = writeln!(
-            o,
-            "    d.def(handles::{m}::SCHEMA).expect(\"generated schema parses\");",
-            m = op.names.module
-        );
+        let _ =
+            writeln!(o, "    d.def(handles::{m}::SCHEMA).expect(\"generated schema parses\");", m = op.names.module);
     }
     o.push_str("}\n\n");
 
@@ -688,7 +689,9 @@ fn gen_registrations(ops: &[Op]) -> String {
         o.push_str("}\n\n");
         fns.push(f);
     }
-    o.push_str("/// Runs every registration of this file.\npub fn register_all(d: &Dispatcher) {\n    register_schemas(d);\n");
+    o.push_str(
+        "/// Runs every registration of this file.\npub fn register_all(d: &Dispatcher) {\n    register_schemas(d);\n",
+    );
     for f in fns {
         let _ = writeln!(o, "    {f}(d);");
     }

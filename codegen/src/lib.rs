@@ -9,8 +9,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod schema;
 #[cfg(feature = "generator")]
 pub mod gen;
+pub mod schema;
 #[cfg(feature = "generator")]
 pub mod yaml;

@@ -38,7 +38,10 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
     let yaml_path = root.join("aten/native_functions.yaml");
     let text = std::fs::read_to_string(&yaml_path).map_err(|e| format!("{}: {e}", yaml_path.display()))?;
     let fns = parse_native_functions("aten/native_functions.yaml", &text).map_err(|e| e.to_string())?;
-    let files = generate_aten(&fns).map_err(|e| e.to_string())?;
+    let mut files = generate_aten(&fns).map_err(|e| e.to_string())?;
+    for f in &mut files {
+        f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting {}: {e}", f.name))?;
+    }
     let out_dir = root.join("aten/src/generated");
     let differing = sync(&out_dir, &files, check)?;
     if check {
@@ -56,6 +59,27 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
         println!("codegen: {} operators, {} files changed", fns.len(), differing.len());
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Formats generated code with the workspace's `rustfmt.toml`, so the checked-in files are
+/// what `cargo fmt` would make of them.
+fn rustfmt(root: &Path, code: &str) -> Result<String, String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2021", "--emit", "stdout", "--config-path"])
+        .arg(root.join("rustfmt.toml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running rustfmt: {e}"))?;
+    child.stdin.take().ok_or("rustfmt stdin")?.write_all(code.as_bytes()).map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
 }
 
 /// Compares `files` with `dir`; unless `check_only`, writes the differing ones and removes stale

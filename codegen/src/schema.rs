@@ -201,9 +201,7 @@ impl FunctionSchema {
 
     /// out= variant: some keyword-only tensor argument is written (`*, Tensor(a!) out`).
     pub fn is_out_fn(&self) -> bool {
-        self.arguments
-            .iter()
-            .any(|a| a.kwarg_only && a.is_write() && a.ty.is_tensor_like())
+        self.arguments.iter().any(|a| a.kwarg_only && a.is_write() && a.ty.is_tensor_like())
     }
 
     /// Some argument is written (`(a!)` anywhere).
@@ -502,10 +500,7 @@ fn is_ident(s: &str) -> bool {
 
 impl Parser {
     fn new(s: &str) -> Self {
-        Parser {
-            chars: s.chars().collect(),
-            pos: 0,
-        }
+        Parser { chars: s.chars().collect(), pos: 0 }
     }
 
     fn peek(&self) -> Option<char> {
@@ -513,9 +508,7 @@ impl Parser {
     }
 
     fn peek_is(&self, s: &str) -> bool {
-        (self.pos..)
-            .zip(s.chars())
-            .all(|(i, c)| self.chars.get(i) == Some(&c))
+        (self.pos..).zip(s.chars()).all(|(i, c)| self.chars.get(i) == Some(&c))
     }
 
     fn eat(&mut self, c: char) -> bool {
@@ -562,34 +555,20 @@ impl Parser {
     }
 
     fn error<T>(&self, pos: usize, message: impl Into<String>) -> PResult<T> {
-        Err(SchemaError {
-            column: pos + 1,
-            message: message.into(),
-        })
+        Err(SchemaError { column: pos + 1, message: message.into() })
     }
 
     fn schema(&mut self) -> PResult<FunctionSchema> {
         self.skip_ws();
         let start = self.pos;
         let Some(mut name) = self.ident() else {
-            return self.error(
-                start,
-                format!("expected an operator name, found {}", self.found()),
-            );
+            return self.error(start, format!("expected an operator name, found {}", self.found()));
         };
         if self.eat_str("::") {
             let p = self.pos;
             name = match self.ident() {
                 Some(n) => n,
-                None => {
-                    return self.error(
-                        p,
-                        format!(
-                            "expected an operator name after `::`, found {}",
-                            self.found()
-                        ),
-                    )
-                }
+                None => return self.error(p, format!("expected an operator name after `::`, found {}", self.found())),
             };
         }
         let mut overload = String::new();
@@ -597,27 +576,13 @@ impl Parser {
             let p = self.pos;
             overload = match self.ident() {
                 Some(o) => o,
-                None => {
-                    return self.error(
-                        p,
-                        format!(
-                            "expected an overload name after `.`, found {}",
-                            self.found()
-                        ),
-                    )
-                }
+                None => return self.error(p, format!("expected an overload name after `.`, found {}", self.found())),
             };
         }
         self.skip_ws();
         let open = self.pos;
         if !self.eat('(') {
-            return self.error(
-                open,
-                format!(
-                    "expected `(` after the operator name, found {}",
-                    self.found()
-                ),
-            );
+            return self.error(open, format!("expected `(` after the operator name, found {}", self.found()));
         }
         let arguments = self.arguments(open)?;
         self.skip_ws();
@@ -626,13 +591,7 @@ impl Parser {
             if self.peek() == Some(')') {
                 return self.error(arrow, "unmatched `)`");
             }
-            return self.error(
-                arrow,
-                format!(
-                    "expected `->` after the argument list, found {}",
-                    self.found()
-                ),
-            );
+            return self.error(arrow, format!("expected `->` after the argument list, found {}", self.found()));
         }
         self.skip_ws();
         let returns = self.returns()?;
@@ -670,19 +629,9 @@ impl Parser {
                         self.pos += 1;
                         continue;
                     }
-                    Some(')') => {
-                        return self.error(p, "`*` must be followed by keyword-only arguments")
-                    }
-                    None => {
-                        return self
-                            .error(open, "unclosed `(`: the argument list has no closing `)`")
-                    }
-                    Some(_) => {
-                        return self.error(
-                            self.pos,
-                            format!("expected `,` after `*`, found {}", self.found()),
-                        )
-                    }
+                    Some(')') => return self.error(p, "`*` must be followed by keyword-only arguments"),
+                    None => return self.error(open, "unclosed `(`: the argument list has no closing `)`"),
+                    Some(_) => return self.error(self.pos, format!("expected `,` after `*`, found {}", self.found())),
                 }
             }
             let (arg, name_pos) = self.argument(star.is_some())?;
@@ -698,20 +647,12 @@ impl Parser {
                     self.pos += 1;
                     return Ok(args);
                 }
-                None => {
-                    return self.error(open, "unclosed `(`: the argument list has no closing `)`")
-                }
+                None => return self.error(open, "unclosed `(`: the argument list has no closing `)`"),
                 Some('-') if self.peek_is("->") => {
-                    return self.error(
-                        open,
-                        "unclosed `(`: the argument list has no closing `)` before `->`",
-                    )
+                    return self.error(open, "unclosed `(`: the argument list has no closing `)` before `->`")
                 }
                 Some(c) => {
-                    return self.error(
-                        self.pos,
-                        format!("expected `,` or `)` after argument `{name}`, found `{c}`"),
-                    )
+                    return self.error(self.pos, format!("expected `,` or `)` after argument `{name}`, found `{c}`"))
                 }
             }
         }
@@ -723,13 +664,7 @@ impl Parser {
         self.skip_ws();
         let name_pos = self.pos;
         let Some(name) = self.ident() else {
-            return self.error(
-                name_pos,
-                format!(
-                    "expected an argument name after the type, found {}",
-                    self.found()
-                ),
-            );
+            return self.error(name_pos, format!("expected an argument name after the type, found {}", self.found()));
         };
         self.skip_ws();
         let default = if self.eat('=') {
@@ -738,16 +673,7 @@ impl Parser {
         } else {
             None
         };
-        Ok((
-            Argument {
-                name,
-                ty,
-                default,
-                kwarg_only,
-                alias,
-            },
-            name_pos,
-        ))
+        Ok((Argument { name, ty, default, kwarg_only, alias }, name_pos))
     }
 
     /// Parses a type with its optional alias annotation: `Tensor(a!)[]`, `int[2]`, `Tensor?[]`, `int[]?`.
@@ -762,10 +688,8 @@ impl Parser {
         let mut alias = None;
         if self.peek() == Some('(') {
             if ty != Type::Tensor {
-                return self.error(
-                    self.pos,
-                    format!("alias annotations are only allowed on `Tensor`, not on `{name}`"),
-                );
+                return self
+                    .error(self.pos, format!("alias annotations are only allowed on `Tensor`, not on `{name}`"));
             }
             alias = Some(self.alias()?);
         }
@@ -784,20 +708,15 @@ impl Parser {
                         let text: String = self.chars[digits..self.pos].iter().collect();
                         match text.parse::<usize>() {
                             Ok(n) => Some(n),
-                            Err(_) => {
-                                return self
-                                    .error(digits, format!("list size `{text}` is too large"))
-                            }
+                            Err(_) => return self.error(digits, format!("list size `{text}` is too large")),
                         }
                     };
                     if !self.eat(']') {
                         if self.peek().is_none() {
                             return self.error(open, "unclosed `[` in a list type");
                         }
-                        return self.error(
-                            self.pos,
-                            format!("expected `]` after the list size, found {}", self.found()),
-                        );
+                        return self
+                            .error(self.pos, format!("expected `]` after the list size, found {}", self.found()));
                     }
                     ty = Type::List(Box::new(ty), size);
                 }
@@ -829,20 +748,12 @@ impl Parser {
         match self.peek() {
             Some(')') => {
                 self.pos += 1;
-                Ok(AliasInfo {
-                    before,
-                    after,
-                    is_write,
-                })
+                Ok(AliasInfo { before, after, is_write })
             }
             None => self.error(open, "unclosed `(` in an alias annotation"),
-            Some(_) => self.error(
-                self.pos,
-                format!(
-                    "expected `)` to close the alias annotation, found {}",
-                    self.found()
-                ),
-            ),
+            Some(_) => {
+                self.error(self.pos, format!("expected `)` to close the alias annotation, found {}", self.found()))
+            }
         }
     }
 
@@ -857,13 +768,7 @@ impl Parser {
             } else if let Some(id) = self.ident() {
                 set.push(id);
             } else {
-                return self.error(
-                    p,
-                    format!(
-                        "expected an alias set (such as `a` or `*`), found {}",
-                        self.found()
-                    ),
-                );
+                return self.error(p, format!("expected an alias set (such as `a` or `*`), found {}", self.found()));
             }
             self.skip_ws();
             if !self.eat('|') {
@@ -903,38 +808,24 @@ impl Parser {
             i += 1;
         }
         if let Some((_, q)) = quote {
-            return self.error(
-                q,
-                format!("unterminated string in the default value of `{name}`"),
-            );
+            return self.error(q, format!("unterminated string in the default value of `{name}`"));
         }
         let i = i.min(self.chars.len());
         let raw: String = self.chars[start..i].iter().collect();
         let raw = raw.trim_end();
         if raw.is_empty() {
-            return self.error(
-                start,
-                format!("missing default value after `=` for argument `{name}`"),
-            );
+            return self.error(start, format!("missing default value after `=` for argument `{name}`"));
         }
         self.pos = start + raw.chars().count();
-        parse_default_text(raw).or_else(|why| {
-            self.error(
-                start,
-                format!("invalid default value `{raw}` for argument `{name}`: {why}"),
-            )
-        })
+        parse_default_text(raw)
+            .or_else(|why| self.error(start, format!("invalid default value `{raw}` for argument `{name}`: {why}")))
     }
 
     /// Parses the returns: `()`, a single type, or a parenthesised tuple with optional names.
     fn returns(&mut self) -> PResult<Vec<Return>> {
         if self.peek() != Some('(') {
             let (ty, alias) = self.ty()?;
-            return Ok(vec![Return {
-                name: None,
-                ty,
-                alias,
-            }]);
+            return Ok(vec![Return { name: None, ty, alias }]);
         }
         let open = self.pos;
         self.pos += 1;
@@ -962,14 +853,9 @@ impl Parser {
                     self.pos += 1;
                     return Ok(returns);
                 }
-                None => {
-                    return self.error(open, "unclosed `(`: the return tuple has no closing `)`")
-                }
+                None => return self.error(open, "unclosed `(`: the return tuple has no closing `)`"),
                 Some(c) => {
-                    return self.error(
-                        self.pos,
-                        format!("expected `,` or `)` in the return tuple, found `{c}`"),
-                    )
+                    return self.error(self.pos, format!("expected `,` or `)` in the return tuple, found `{c}`"))
                 }
             }
         }
@@ -979,8 +865,7 @@ impl Parser {
 /// The reason a default literal is rejected (the caller adds the column and the text).
 type Why = String;
 
-const EXPECTED_DEFAULT: &str =
-    "expected `None`, `True`, `False`, a number, a quoted string, a list or an identifier";
+const EXPECTED_DEFAULT: &str = "expected `None`, `True`, `False`, a number, a quoted string, a list or an identifier";
 
 /// Classifies the complete text of a default value.
 fn parse_default_text(s: &str) -> Result<DefaultValue, Why> {
@@ -1022,19 +907,13 @@ fn parse_list(inner: &str) -> Result<DefaultValue, Why> {
         let item = match part {
             "True" => DefaultValue::Bool(true),
             "False" => DefaultValue::Bool(false),
-            _ => parse_number(part)?
-                .ok_or_else(|| format!("list element `{part}` is not a number or a boolean"))?,
+            _ => parse_number(part)?.ok_or_else(|| format!("list element `{part}` is not a number or a boolean"))?,
         };
         items.push(item);
     }
     let all = |pred: fn(&DefaultValue) -> bool| items.iter().all(pred);
     if all(|d| matches!(d, DefaultValue::Bool(_))) {
-        return Ok(DefaultValue::BoolList(
-            items
-                .iter()
-                .map(|d| matches!(d, DefaultValue::Bool(true)))
-                .collect(),
-        ));
+        return Ok(DefaultValue::BoolList(items.iter().map(|d| matches!(d, DefaultValue::Bool(true))).collect()));
     }
     if all(|d| matches!(d, DefaultValue::Int(_))) {
         let ints = items
@@ -1066,11 +945,7 @@ fn parse_number(s: &str) -> Result<Option<DefaultValue>, Why> {
     let negative = body.len() != s.len();
     match body {
         "inf" => {
-            let x = if negative {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            };
+            let x = if negative { f64::NEG_INFINITY } else { f64::INFINITY };
             return Ok(Some(DefaultValue::Float(x)));
         }
         "nan" if !negative => return Ok(Some(DefaultValue::Float(f64::NAN))),
@@ -1083,10 +958,7 @@ fn parse_number(s: &str) -> Result<Option<DefaultValue>, Why> {
             .map_err(|_| "integer literal does not fit in 64 bits".to_string());
     }
     if is_float_literal(body) {
-        return s
-            .parse::<f64>()
-            .map(|x| Some(DefaultValue::Float(x)))
-            .map_err(|e| format!("bad float literal: {e}"));
+        return s.parse::<f64>().map(|x| Some(DefaultValue::Float(x))).map_err(|e| format!("bad float literal: {e}"));
     }
     Ok(None)
 }
@@ -1225,10 +1097,7 @@ mod tests {
 
     /// The default of the single argument declared as `decl`.
     fn default(decl: &str) -> DefaultValue {
-        parse(&format!("f({decl}) -> ()")).arguments[0]
-            .default
-            .clone()
-            .expect("argument has a default")
+        parse(&format!("f({decl}) -> ()")).arguments[0].default.clone().expect("argument has a default")
     }
 
     fn opt(t: Type) -> Type {
@@ -1250,10 +1119,7 @@ mod tests {
     fn assert_err(s: &str, column: usize, needle: &str) {
         let e = parse_err(s);
         assert_eq!(e.column, column, "column for `{s}`: {e}");
-        assert!(
-            e.message.contains(needle),
-            "message for `{s}` should contain `{needle}`: {e}"
-        );
+        assert!(e.message.contains(needle), "message for `{s}` should contain `{needle}`: {e}");
     }
 
     #[test]
@@ -1276,10 +1142,7 @@ mod tests {
             let printed = parse(s).to_string();
             match *s {
                 "gelu(Tensor self, *, str approximate='none') -> Tensor" => {
-                    assert_eq!(
-                        printed,
-                        "gelu(Tensor self, *, str approximate=\"none\") -> Tensor"
-                    )
+                    assert_eq!(printed, "gelu(Tensor self, *, str approximate=\"none\") -> Tensor")
                 }
                 "aten::relu_(Tensor(a!) self) -> Tensor(a!)" => {
                     assert_eq!(printed, "relu_(Tensor(a!) self) -> Tensor(a!)")
@@ -1295,25 +1158,13 @@ mod tests {
             assert_eq!(parse(s).to_string(), *s);
         }
         let randperm = parse(MORE_REAL_SCHEMAS[0]);
-        assert_eq!(
-            randperm.argument("dtype").unwrap().default,
-            Some(DefaultValue::Ident("long".into()))
-        );
+        assert_eq!(randperm.argument("dtype").unwrap().default, Some(DefaultValue::Ident("long".into())));
         let names = parse(MORE_REAL_SCHEMAS[1]);
-        assert_eq!(
-            names.argument("names").unwrap().ty,
-            opt(list(Type::Dimname, None))
-        );
+        assert_eq!(names.argument("names").unwrap().ty, opt(list(Type::Dimname, None)));
         let rrelu = parse(MORE_REAL_SCHEMAS[2]);
-        assert_eq!(
-            rrelu.argument("upper").unwrap().default,
-            Some(DefaultValue::Float(1.0 / 3.0))
-        );
+        assert_eq!(rrelu.argument("upper").unwrap().default, Some(DefaultValue::Float(1.0 / 3.0)));
         let range = parse(MORE_REAL_SCHEMAS[3]);
-        assert_eq!(
-            (range.name.as_str(), range.overload.as_str()),
-            ("range", "out_")
-        );
+        assert_eq!((range.name.as_str(), range.overload.as_str()), ("range", "out_"));
         assert!(range.is_out_fn() && !range.is_inplace());
     }
 
@@ -1326,20 +1177,8 @@ mod tests {
         assert_eq!(
             s.arguments,
             vec![
-                Argument {
-                    name: "self".into(),
-                    ty: Type::Tensor,
-                    default: None,
-                    kwarg_only: false,
-                    alias: None
-                },
-                Argument {
-                    name: "other".into(),
-                    ty: Type::Tensor,
-                    default: None,
-                    kwarg_only: false,
-                    alias: None
-                },
+                Argument { name: "self".into(), ty: Type::Tensor, default: None, kwarg_only: false, alias: None },
+                Argument { name: "other".into(), ty: Type::Tensor, default: None, kwarg_only: false, alias: None },
                 Argument {
                     name: "alpha".into(),
                     ty: Type::Scalar,
@@ -1349,14 +1188,7 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(
-            s.returns,
-            vec![Return {
-                name: None,
-                ty: Type::Tensor,
-                alias: None
-            }]
-        );
+        assert_eq!(s.returns, vec![Return { name: None, ty: Type::Tensor, alias: None }]);
         assert!(!s.is_inplace() && !s.is_out_fn() && !s.is_mutable());
     }
 
@@ -1400,24 +1232,13 @@ mod tests {
         assert_eq!(
             max.returns,
             vec![
-                Return {
-                    name: Some("values".into()),
-                    ty: Type::Tensor,
-                    alias: None
-                },
-                Return {
-                    name: Some("indices".into()),
-                    ty: Type::Tensor,
-                    alias: None
-                },
+                Return { name: Some("values".into()), ty: Type::Tensor, alias: None },
+                Return { name: Some("indices".into()), ty: Type::Tensor, alias: None },
             ]
         );
         let ln = parse(REAL_SCHEMAS[14]);
         assert_eq!(ln.returns.len(), 3);
-        assert!(ln
-            .returns
-            .iter()
-            .all(|r| r.name.is_none() && r.ty == Type::Tensor));
+        assert!(ln.returns.iter().all(|r| r.name.is_none() && r.ty == Type::Tensor));
 
         let out = parse(
             "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
@@ -1428,10 +1249,7 @@ mod tests {
         assert!(out.is_out_fn());
 
         // A one-element tuple is the same as a bare type; a named one keeps its parentheses.
-        assert_eq!(
-            parse("f() -> (Tensor)").returns,
-            parse("f() -> Tensor").returns
-        );
+        assert_eq!(parse("f() -> (Tensor)").returns, parse("f() -> Tensor").returns);
         let named = parse("f() -> (Tensor out)");
         assert_eq!(named.to_string(), "f() -> (Tensor out)");
         assert_eq!(parse("f() -> ( )").returns, vec![]);
@@ -1439,10 +1257,7 @@ mod tests {
         let list_ret = parse(REAL_SCHEMAS[6]);
         assert_eq!(list_ret.returns[0].ty, list(Type::Tensor, None));
         assert_eq!(list_ret.returns[0].alias, alias(&["a"], &[], false));
-        assert_eq!(
-            parse(REAL_SCHEMAS[26]).returns[0].ty,
-            list(Type::Tensor, None)
-        );
+        assert_eq!(parse(REAL_SCHEMAS[26]).returns[0].ty, list(Type::Tensor, None));
     }
 
     #[test]
@@ -1506,35 +1321,19 @@ mod tests {
             ("Tensor(a)", Type::Tensor, alias(&["a"], &[], false)),
             ("Tensor(a!)", Type::Tensor, alias(&["a"], &[], true)),
             ("Tensor(a -> *)", Type::Tensor, alias(&["a"], &["*"], false)),
-            (
-                "Tensor(a!)[]",
-                list(Type::Tensor, None),
-                alias(&["a"], &[], true),
-            ),
-            (
-                "Tensor(b!)[]",
-                list(Type::Tensor, None),
-                alias(&["b"], &[], true),
-            ),
+            ("Tensor(a!)[]", list(Type::Tensor, None), alias(&["a"], &[], true)),
+            ("Tensor(b!)[]", list(Type::Tensor, None), alias(&["b"], &[], true)),
             ("Tensor(a)?", opt(Type::Tensor), alias(&["a"], &[], false)),
             ("Tensor(a|b)", Type::Tensor, alias(&["a", "b"], &[], false)),
             ("Tensor(*)", Type::Tensor, alias(&["*"], &[], false)),
-            (
-                "Tensor(a! -> a|b)",
-                Type::Tensor,
-                alias(&["a"], &["a", "b"], true),
-            ),
+            ("Tensor(a! -> a|b)", Type::Tensor, alias(&["a"], &["a", "b"], true)),
             ("Tensor( a ! )", Type::Tensor, alias(&["a"], &[], true)),
         ];
         for (text, expected_ty, expected_alias) in cases {
             let a = arg(text);
             assert_eq!(a.ty, expected_ty, "{text}");
             assert_eq!(a.alias, expected_alias, "{text}");
-            assert_eq!(
-                arg(&a.to_string()[..a.to_string().len() - 2]),
-                a,
-                "{text} reprints as {a}"
-            );
+            assert_eq!(arg(&a.to_string()[..a.to_string().len() - 2]), a, "{text} reprints as {a}");
         }
         assert_eq!(arg("Tensor(a -> *)").to_string(), "Tensor(a -> *) x");
         assert_eq!(arg("Tensor(a!)[]").to_string(), "Tensor(a!)[] x");
@@ -1594,10 +1393,7 @@ mod tests {
             ("str s=\"q\\\"\\\\\\n\"", D::Str("q\"\\\n".into())),
             ("int reduction=Mean", D::Ident("Mean".into())),
             ("int reduction=Sum", D::Ident("Sum".into())),
-            (
-                "MemoryFormat memory_format=contiguous_format",
-                D::Ident("contiguous_format".into()),
-            ),
+            ("MemoryFormat memory_format=contiguous_format", D::Ident("contiguous_format".into())),
             ("ScalarType dtype=long", D::Ident("long".into())),
         ];
         for (decl, expected) in cases {
@@ -1618,15 +1414,9 @@ mod tests {
             ("int[2] dilation=[1, 1]", D::IntList(vec![1, 1])),
             ("int[2] d=[ -1 , 2 ]", D::IntList(vec![-1, 2])),
             ("float[] f=[0.5]", D::FloatList(vec![0.5])),
-            (
-                "float[] f=[1, 0.5, -inf]",
-                D::FloatList(vec![1.0, 0.5, f64::NEG_INFINITY]),
-            ),
+            ("float[] f=[1, 0.5, -inf]", D::FloatList(vec![1.0, 0.5, f64::NEG_INFINITY])),
             ("bool[3] m=[True, False]", D::BoolList(vec![true, false])),
-            (
-                "bool[3] m=[True,True,False]",
-                D::BoolList(vec![true, true, false]),
-            ),
+            ("bool[3] m=[True,True,False]", D::BoolList(vec![true, true, false])),
             // A scalar default on a list type is kept as written.
             ("int[2] stride=1", D::Int(1)),
             ("SymInt[2] padding=0", D::Int(0)),
@@ -1678,24 +1468,12 @@ mod tests {
         assert_eq!(einsum.arguments[2].default, Some(DefaultValue::None));
 
         let ce = parse(REAL_SCHEMAS[13]);
-        assert_eq!(
-            ce.argument("reduction").unwrap().default,
-            Some(DefaultValue::Ident("Mean".into()))
-        );
-        assert_eq!(
-            ce.argument("ignore_index").unwrap().default,
-            Some(DefaultValue::Int(-100))
-        );
-        assert_eq!(
-            ce.argument("label_smoothing").unwrap().default,
-            Some(DefaultValue::Float(0.0))
-        );
+        assert_eq!(ce.argument("reduction").unwrap().default, Some(DefaultValue::Ident("Mean".into())));
+        assert_eq!(ce.argument("ignore_index").unwrap().default, Some(DefaultValue::Int(-100)));
+        assert_eq!(ce.argument("label_smoothing").unwrap().default, Some(DefaultValue::Float(0.0)));
 
         let pad = parse(REAL_SCHEMAS[23]);
-        assert_eq!(
-            pad.argument("mode").unwrap().default,
-            Some(DefaultValue::Str("constant".into()))
-        );
+        assert_eq!(pad.argument("mode").unwrap().default, Some(DefaultValue::Str("constant".into())));
 
         let bern = parse(REAL_SCHEMAS[22]);
         assert_eq!(bern.arguments[1].ty, opt(Type::Generator));
@@ -1705,10 +1483,7 @@ mod tests {
     #[test]
     fn whitespace_and_empty_argument_lists() {
         let s = parse("  aten::f.o ( Tensor  self , * , int  k = 3 )->( Tensor a , Tensor b )  ");
-        assert_eq!(
-            s.to_string(),
-            "f.o(Tensor self, *, int k=3) -> (Tensor a, Tensor b)"
-        );
+        assert_eq!(s.to_string(), "f.o(Tensor self, *, int k=3) -> (Tensor a, Tensor b)");
         let empty = parse("_nnpack_available() -> bool");
         assert!(empty.arguments.is_empty());
         assert_eq!(empty.returns[0].ty, Type::Bool);
@@ -1716,14 +1491,8 @@ mod tests {
         // `*` may open the list.
         let kw = parse("empty.memory_format(*, ScalarType? dtype=None) -> Tensor");
         assert!(kw.arguments[0].kwarg_only);
-        assert_eq!(
-            kw.to_string(),
-            "empty.memory_format(*, ScalarType? dtype=None) -> Tensor"
-        );
-        assert_eq!(
-            "f() -> ()".parse::<FunctionSchema>().unwrap().returns,
-            vec![]
-        );
+        assert_eq!(kw.to_string(), "empty.memory_format(*, ScalarType? dtype=None) -> Tensor");
+        assert_eq!("f() -> ()".parse::<FunctionSchema>().unwrap().returns, vec![]);
     }
 
     #[test]
@@ -1738,36 +1507,21 @@ mod tests {
             let printed = parsed.to_string();
             assert_eq!(parse(&printed), parsed, "`{s}` printed as `{printed}`");
         }
-        assert_eq!(
-            parse("f(float a=1e-05, float b=1.) -> ()").to_string(),
-            "f(float a=1e-5, float b=1.0) -> ()"
-        );
+        assert_eq!(parse("f(float a=1e-05, float b=1.) -> ()").to_string(), "f(float a=1e-5, float b=1.0) -> ()");
     }
 
     #[test]
     fn error_unknown_type() {
         assert_err("add(Tensr self) -> Tensor", 5, "unknown type `Tensr`");
-        assert_err(
-            "add(Tensor self, integer k) -> Tensor",
-            18,
-            "unknown type `integer`",
-        );
+        assert_err("add(Tensor self, integer k) -> Tensor", 18, "unknown type `integer`");
         assert_err("add(Tensor self) -> Tensors", 21, "unknown type `Tensors`");
-        assert_err(
-            "add(Tensor self) -> (Tensor a, Foo b)",
-            32,
-            "unknown type `Foo`",
-        );
+        assert_err("add(Tensor self) -> (Tensor a, Foo b)", 32, "unknown type `Foo`");
     }
 
     #[test]
     fn error_missing_arrow() {
         assert_err("add(Tensor self) Tensor", 18, "expected `->`");
-        assert_err(
-            "add(Tensor self)",
-            17,
-            "expected `->` after the argument list, found the end",
-        );
+        assert_err("add(Tensor self)", 17, "expected `->` after the argument list, found the end");
         assert_err("add(Tensor self) => Tensor", 18, "expected `->`");
     }
 
@@ -1778,16 +1532,8 @@ mod tests {
         assert_err("add(Tensor self, int k", 4, "unclosed `(`");
         assert_err("add(Tensor self, *", 4, "unclosed `(`");
         // Unclosed return tuple and alias annotation.
-        assert_err(
-            "max(Tensor self) -> (Tensor values, Tensor indices",
-            21,
-            "unclosed `(`",
-        );
-        assert_err(
-            "f(Tensor(a! self) -> ()",
-            13,
-            "expected `)` to close the alias annotation",
-        );
+        assert_err("max(Tensor self) -> (Tensor values, Tensor indices", 21, "unclosed `(`");
+        assert_err("f(Tensor(a! self) -> ()", 13, "expected `)` to close the alias annotation");
         assert_err("f(Tensor(a!", 9, "unclosed `(` in an alias annotation");
         // Extra closing parentheses.
         assert_err("add(Tensor self)) -> Tensor", 17, "unmatched `)`");
@@ -1801,31 +1547,15 @@ mod tests {
 
     #[test]
     fn error_bad_default() {
-        assert_err(
-            "f(int x=1x) -> ()",
-            9,
-            "invalid default value `1x` for argument `x`",
-        );
+        assert_err("f(int x=1x) -> ()", 9, "invalid default value `1x` for argument `x`");
         assert_err("f(float x=1e) -> ()", 11, "invalid default value `1e`");
         assert_err("f(int x=) -> ()", 9, "missing default value");
         assert_err("f(int x=, int y) -> ()", 9, "missing default value");
-        assert_err(
-            "f(int x=99999999999999999999) -> ()",
-            9,
-            "does not fit in 64 bits",
-        );
-        assert_err(
-            "f(int x=-9223372036854775809) -> ()",
-            9,
-            "does not fit in 64 bits",
-        );
+        assert_err("f(int x=99999999999999999999) -> ()", 9, "does not fit in 64 bits");
+        assert_err("f(int x=-9223372036854775809) -> ()", 9, "does not fit in 64 bits");
         assert_err("f(int[] x=[1,,2]) -> ()", 11, "empty list element");
         assert_err("f(int[] x=[1,]) -> ()", 11, "empty list element");
-        assert_err(
-            "f(int[] x=[True, 1]) -> ()",
-            11,
-            "all numbers or all booleans",
-        );
+        assert_err("f(int[] x=[True, 1]) -> ()", 11, "all numbers or all booleans");
         assert_err("f(int[] x=[a]) -> ()", 11, "list element `a`");
         assert_err("f(int[] x=[1, 2) -> ()", 11, "unclosed `[`");
         assert_err("f(str x=\"abc) -> ()", 9, "unterminated string");
@@ -1838,78 +1568,34 @@ mod tests {
 
     #[test]
     fn error_duplicate_argument_name() {
-        assert_err(
-            "add(Tensor self, Tensor self) -> Tensor",
-            25,
-            "duplicate argument name `self`",
-        );
-        assert_err(
-            "add(Tensor self, *, Tensor(a!) self) -> Tensor",
-            32,
-            "duplicate argument name `self`",
-        );
-        assert_err(
-            "f() -> (Tensor a, Tensor a)",
-            26,
-            "duplicate return name `a`",
-        );
+        assert_err("add(Tensor self, Tensor self) -> Tensor", 25, "duplicate argument name `self`");
+        assert_err("add(Tensor self, *, Tensor(a!) self) -> Tensor", 32, "duplicate argument name `self`");
+        assert_err("f() -> (Tensor a, Tensor a)", 26, "duplicate return name `a`");
     }
 
     #[test]
     fn error_star_twice_and_misplaced() {
-        assert_err(
-            "f(Tensor a, *, int b, *, int c) -> ()",
-            23,
-            "`*` may appear only once",
-        );
+        assert_err("f(Tensor a, *, int b, *, int c) -> ()", 23, "`*` may appear only once");
         assert_err("f(*, *, int c) -> ()", 6, "`*` may appear only once");
-        assert_err(
-            "f(Tensor a, *) -> ()",
-            13,
-            "must be followed by keyword-only arguments",
-        );
+        assert_err("f(Tensor a, *) -> ()", 13, "must be followed by keyword-only arguments");
         assert_err("f(Tensor a, * int b) -> ()", 15, "expected `,` after `*`");
     }
 
     #[test]
     fn error_other_syntax() {
-        assert_err(
-            "",
-            1,
-            "expected an operator name, found the end of the schema",
-        );
+        assert_err("", 1, "expected an operator name, found the end of the schema");
         assert_err("(Tensor self) -> Tensor", 1, "expected an operator name");
-        assert_err(
-            "add.(Tensor self) -> Tensor",
-            5,
-            "expected an overload name",
-        );
-        assert_err(
-            "aten::(Tensor self) -> Tensor",
-            7,
-            "expected an operator name after `::`",
-        );
+        assert_err("add.(Tensor self) -> Tensor", 5, "expected an overload name");
+        assert_err("aten::(Tensor self) -> Tensor", 7, "expected an operator name after `::`");
         assert_err("f(Tensor) -> ()", 9, "expected an argument name");
         assert_err("f(Tensor a,) -> ()", 12, "expected a type");
-        assert_err(
-            "f(Tensor a b) -> ()",
-            12,
-            "expected `,` or `)` after argument `a`",
-        );
-        assert_err(
-            "f(int(a) x) -> ()",
-            6,
-            "alias annotations are only allowed on `Tensor`",
-        );
+        assert_err("f(Tensor a b) -> ()", 12, "expected `,` or `)` after argument `a`");
+        assert_err("f(int(a) x) -> ()", 6, "alias annotations are only allowed on `Tensor`");
         assert_err("f(int?? x) -> ()", 7, "optional only once");
         assert_err("f(Tensor() x) -> ()", 10, "expected an alias set");
         assert_err("f() -> Tensor out", 15, "named return needs parentheses");
         assert_err("f() ->", 7, "expected a type, found the end of the schema");
-        assert_err(
-            "f() -> (Tensor a b)",
-            18,
-            "expected `,` or `)` in the return tuple",
-        );
+        assert_err("f() -> (Tensor a b)", 18, "expected `,` or `)` in the return tuple");
         assert_err("f(int[99999999999999999999999] x) -> ()", 7, "too large");
         // Columns count characters, not bytes.
         assert_err("f(str s=\"é\", Tensr t) -> ()", 14, "unknown type `Tensr`");

@@ -117,20 +117,12 @@ pub fn parse_native_functions(file: &str, text: &str) -> Result<Vec<NativeFuncti
     };
     let entries = match root {
         None => return Ok(Vec::new()),
-        Some(Spanned {
-            value: Node::Null, ..
-        }) => return Ok(Vec::new()),
-        Some(Spanned {
-            value: Node::Seq(items),
-            ..
-        }) => items,
+        Some(Spanned { value: Node::Null, .. }) => return Ok(Vec::new()),
+        Some(Spanned { value: Node::Seq(items), .. }) => items,
         Some(other) => {
             return Err(loader.error(
                 line_of(&other),
-                format!(
-                    "expected a list of `- func:` entries at the top level, found {}",
-                    other.value.kind()
-                ),
+                format!("expected a list of `- func:` entries at the top level, found {}", other.value.kind()),
             ))
         }
     };
@@ -143,10 +135,7 @@ pub fn parse_native_functions(file: &str, text: &str) -> Result<Vec<NativeFuncti
         if let Some(&first) = seen.get(&name) {
             return Err(LoadError {
                 loc: f.loc.clone(),
-                message: format!(
-                    "duplicate operator `{name}` (first defined at {})",
-                    functions[first].loc
-                ),
+                message: format!("duplicate operator `{name}` (first defined at {})", functions[first].loc),
             });
         }
         seen.insert(name, functions.len());
@@ -298,23 +287,15 @@ struct Loader<'a> {
 
 impl Loader<'_> {
     fn loc(&self, line: usize) -> Location {
-        Location {
-            file: self.file.to_string(),
-            line,
-        }
+        Location { file: self.file.to_string(), line }
     }
 
     fn error(&self, line: usize, message: impl Into<String>) -> LoadError {
-        LoadError {
-            loc: self.loc(line),
-            message: message.into(),
-        }
+        LoadError { loc: self.loc(line), message: message.into() }
     }
 
     fn yaml_error(&self, e: &serde_saphyr::Error) -> LoadError {
-        let line = e
-            .location()
-            .map_or(1, |l| usize::try_from(l.line()).unwrap_or(usize::MAX));
+        let line = e.location().map_or(1, |l| usize::try_from(l.line()).unwrap_or(usize::MAX));
         // The rendered error may carry a source snippet after its first line; the location
         // already says where, so keep the message itself.
         let rendered = e.to_string();
@@ -327,10 +308,7 @@ impl Loader<'_> {
         match &value.value {
             Node::Scalar(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
             Node::Scalar(_) => Err(self.error(line_of(value), format!("`{key}` is empty"))),
-            other => Err(self.error(
-                line_of(value),
-                format!("`{key}` must be a string, found {}", other.kind()),
-            )),
+            other => Err(self.error(line_of(value), format!("`{key}` must be a string, found {}", other.kind()))),
         }
     }
 
@@ -338,10 +316,9 @@ impl Loader<'_> {
         match &value.value {
             Node::Bool(b) => Ok(*b),
             Node::Scalar(s) if s == "True" || s == "False" => Ok(s == "True"),
-            other => Err(self.error(
-                line_of(value),
-                format!("`{key}` must be True or False, found {}", describe(other)),
-            )),
+            other => {
+                Err(self.error(line_of(value), format!("`{key}` must be True or False, found {}", describe(other))))
+            }
         }
     }
 
@@ -370,10 +347,7 @@ impl Loader<'_> {
             other => {
                 return Err(self.error(
                     line_of(value),
-                    format!(
-                        "`{key}` must be a name or a list of names, found {}",
-                        other.kind()
-                    ),
+                    format!("`{key}` must be a name or a list of names, found {}", other.kind()),
                 ))
             }
         }
@@ -384,10 +358,7 @@ impl Loader<'_> {
         let Node::Map(pairs) = &value.value else {
             return Err(self.error(
                 line_of(value),
-                format!(
-                    "`dispatch` must be a mapping `Key: kernel`, found {}",
-                    value.value.kind()
-                ),
+                format!("`dispatch` must be a mapping `Key: kernel`, found {}", value.value.kind()),
             ));
         };
         let mut out: Vec<(String, String)> = Vec::new();
@@ -397,10 +368,7 @@ impl Loader<'_> {
             for key in keys.value.split(',') {
                 let key = key.trim();
                 if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(self.error(
-                        line,
-                        format!("bad dispatch key `{key}` in `{}`", keys.value),
-                    ));
+                    return Err(self.error(line, format!("bad dispatch key `{key}` in `{}`", keys.value)));
                 }
                 if out.iter().any(|(k, _)| k == key) {
                     return Err(self.error(line, format!("dispatch key `{key}` appears twice")));
@@ -417,10 +385,7 @@ impl Loader<'_> {
         let Node::Map(pairs) = entry.value else {
             return Err(self.error(
                 entry_line,
-                format!(
-                    "expected an entry starting with `- func:`, found {}",
-                    entry.value.kind()
-                ),
+                format!("expected an entry starting with `- func:`, found {}", entry.value.kind()),
             ));
         };
         let Some((func_key, func_value)) = pairs.iter().find(|(k, _)| k.value == "func") else {
@@ -429,19 +394,14 @@ impl Loader<'_> {
         };
         let loc = self.loc(line_of(func_key));
         let text = self.string(func_value, "func")?;
-        let func = parse_schema(&text).map_err(|e| LoadError {
-            loc: loc.clone(),
-            message: format!("invalid schema `{text}`: {e}"),
-        })?;
+        let func = parse_schema(&text)
+            .map_err(|e| LoadError { loc: loc.clone(), message: format!("invalid schema `{text}`: {e}") })?;
         let schema_str = match text.split_once("::") {
             Some((ns, rest)) if !ns.contains('(') => {
                 if ns.trim() != "aten" {
                     return Err(LoadError {
                         loc,
-                        message: format!(
-                            "namespace `{}` in `{text}`: only `aten` is supported",
-                            ns.trim()
-                        ),
+                        message: format!("namespace `{}` in `{text}`: only `aten` is supported", ns.trim()),
                     });
                 }
                 rest.trim_start().to_string()
@@ -483,16 +443,8 @@ impl Loader<'_> {
                 }
                 "dispatch" => f.dispatch = self.dispatch(value)?,
                 "structured" => f.structured = self.boolean(value, "structured")?,
-                "structured_delegate" => {
-                    f.structured_delegate = Some(self.string(value, "structured_delegate")?)
-                }
-                "tags" => {
-                    f.tags = self
-                        .names(value, "tags")?
-                        .into_iter()
-                        .map(|(t, _)| t)
-                        .collect()
-                }
+                "structured_delegate" => f.structured_delegate = Some(self.string(value, "structured_delegate")?),
+                "tags" => f.tags = self.names(value, "tags")?.into_iter().map(|(t, _)| t).collect(),
                 "device_check" => {
                     let check = self.string(value, "device_check")?;
                     if !DEVICE_CHECKS.contains(&check.as_str()) {
@@ -504,49 +456,27 @@ impl Loader<'_> {
                     f.device_check = Some(check);
                 }
                 "manual_kernel_registration" => {
-                    f.manual_kernel_registration =
-                        self.boolean(value, "manual_kernel_registration")?
+                    f.manual_kernel_registration = self.boolean(value, "manual_kernel_registration")?
                 }
                 k if IGNORED_KEYS.contains(&k) => {}
-                k => {
-                    return Err(self.error(
-                        line_of(key),
-                        format!("unknown key `{k}` in the entry for `{name}`"),
-                    ))
-                }
+                k => return Err(self.error(line_of(key), format!("unknown key `{k}` in the entry for `{name}`"))),
             }
         }
 
-        let fail = |message: String| {
-            Err(LoadError {
-                loc: f.loc.clone(),
-                message,
-            })
-        };
+        let fail = |message: String| Err(LoadError { loc: f.loc.clone(), message });
         if f.structured && f.structured_delegate.is_some() {
-            return fail(format!(
-                "`{name}` has both `structured: True` and `structured_delegate`"
-            ));
+            return fail(format!("`{name}` has both `structured: True` and `structured_delegate`"));
         }
         if f.structured && !f.func.is_out_fn() {
             return fail(format!(
                 "`structured: True` is only allowed on out= variants, and `{name}` has no keyword-only `Tensor(a!)` argument"
             ));
         }
-        if f.variants_method
-            && !f
-                .func
-                .argument("self")
-                .is_some_and(|a| a.ty == Type::Tensor)
-        {
-            return fail(format!(
-                "`{name}` has `variants: method` but no `Tensor self` argument"
-            ));
+        if f.variants_method && !f.func.argument("self").is_some_and(|a| a.ty == Type::Tensor) {
+            return fail(format!("`{name}` has `variants: method` but no `Tensor self` argument"));
         }
         if f.tags.iter().any(|t| t == "inplace_view") && !f.func.name.ends_with('_') {
-            return fail(format!(
-                "`{name}` is tagged `inplace_view` but its name does not end in `_`"
-            ));
+            return fail(format!("`{name}` is tagged `inplace_view` but its name does not end in `_`"));
         }
         Ok(f)
     }
@@ -628,61 +558,32 @@ mod tests {
 
     fn assert_err(text: &str, line: usize, needle: &str) {
         let e = load_err(text);
-        assert_eq!(
-            e.loc,
-            Location {
-                file: FILE.into(),
-                line
-            },
-            "{e}"
-        );
+        assert_eq!(e.loc, Location { file: FILE.into(), line }, "{e}");
         let shown = e.to_string();
         assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
-        assert!(
-            e.message.contains(needle),
-            "`{shown}` should contain `{needle}`"
-        );
+        assert!(e.message.contains(needle), "`{shown}` should contain `{needle}`");
     }
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn loads_good_file() {
         let fns = load(GOOD);
         let names: Vec<_> = fns.iter().map(|f| f.func.full_name()).collect();
-        assert_eq!(
-            names,
-            [
-                "add.Tensor",
-                "add_.Tensor",
-                "add.out",
-                "relu_",
-                "split.Tensor",
-                "_nnpack_available"
-            ]
-        );
+        assert_eq!(names, ["add.Tensor", "add_.Tensor", "add.out", "relu_", "split.Tensor", "_nnpack_available"]);
         let lines: Vec<_> = fns.iter().map(|f| f.loc.line).collect();
         assert_eq!(lines, [5, 14, 21, 33, 39, 45]);
         assert!(fns.iter().all(|f| f.loc.file == FILE));
 
         let add = &fns[0];
-        assert_eq!(
-            add.schema_str,
-            "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
-        );
+        assert_eq!(add.schema_str, "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
         assert_eq!(add.func.arguments[2].default, Some(DefaultValue::Int(1)));
         assert!(add.variants_function && add.variants_method);
         assert_eq!(
             add.dispatch,
-            pairs(&[
-                ("SparseCPU", "add_sparse"),
-                ("SparseCUDA", "add_sparse"),
-                ("MkldnnCPU", "mkldnn_add")
-            ])
+            pairs(&[("SparseCPU", "add_sparse"), ("SparseCUDA", "add_sparse"), ("MkldnnCPU", "mkldnn_add")])
         );
         assert!(!add.structured);
         assert_eq!(add.structured_delegate.as_deref(), Some("add.out"));
@@ -698,13 +599,7 @@ mod tests {
 
         let out = &fns[2];
         assert!(out.structured && out.structured_delegate.is_none() && out.func.is_out_fn());
-        assert_eq!(
-            out.dispatch,
-            pairs(&[
-                ("SparseCPU", "add_out_sparse_cpu"),
-                ("MkldnnCPU", "mkldnn_add_out")
-            ])
-        );
+        assert_eq!(out.dispatch, pairs(&[("SparseCPU", "add_out_sparse_cpu"), ("MkldnnCPU", "mkldnn_add_out")]));
         assert!(out.variants_function && !out.variants_method);
 
         let relu = &fns[3];
@@ -712,10 +607,7 @@ mod tests {
         assert!(relu.manual_kernel_registration);
         assert!(relu.tags.is_empty() && relu.device_check.is_none());
 
-        assert_eq!(
-            fns[4].dispatch,
-            pairs(&[("CompositeExplicitAutograd", "split")])
-        );
+        assert_eq!(fns[4].dispatch, pairs(&[("CompositeExplicitAutograd", "split")]));
         let nnpack = &fns[5];
         assert!(nnpack.func.arguments.is_empty());
         assert!(nnpack.variants_function && !nnpack.variants_method && nnpack.dispatch.is_empty());
@@ -729,15 +621,9 @@ mod tests {
 
     #[test]
     fn location_and_error_display() {
-        let loc = Location {
-            file: "a/b.yaml".into(),
-            line: 7,
-        };
+        let loc = Location { file: "a/b.yaml".into(), line: 7 };
         assert_eq!(loc.to_string(), "a/b.yaml:7");
-        let e = LoadError {
-            loc,
-            message: "boom".into(),
-        };
+        let e = LoadError { loc, message: "boom".into() };
         assert_eq!(e.to_string(), "a/b.yaml:7: boom");
     }
 
@@ -752,7 +638,10 @@ mod tests {
   variants: function
 ";
         let e = load_err(text);
-        assert_eq!(e.to_string(), "native_functions.yaml:5: invalid schema `bad(Tensr self) -> Tensor`: column 5: unknown type `Tensr`");
+        assert_eq!(
+            e.to_string(),
+            "native_functions.yaml:5: invalid schema `bad(Tensr self) -> Tensor`: column 5: unknown type `Tensr`"
+        );
     }
 
     #[test]
@@ -805,11 +694,7 @@ mod tests {
 
 - func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 ";
-        assert_err(
-            text,
-            5,
-            "duplicate operator `add.Tensor` (first defined at native_functions.yaml:1)",
-        );
+        assert_err(text, 5, "duplicate operator `add.Tensor` (first defined at native_functions.yaml:1)");
         // Same base name, different overloads: fine. No overload vs an overload: fine.
         load("- func: f(Tensor self) -> Tensor\n- func: f.x(Tensor self) -> Tensor\n");
     }
@@ -820,11 +705,7 @@ mod tests {
 - func: mm(Tensor self, Tensor mat2) -> Tensor
   structured_delegate: mm.out
 ";
-        assert_err(
-            missing,
-            1,
-            "structured_delegate `mm.out` of `mm` does not name an operator in this file",
-        );
+        assert_err(missing, 1, "structured_delegate `mm.out` of `mm` does not name an operator in this file");
 
         let not_structured = "\
 - func: mm(Tensor self, Tensor mat2) -> Tensor
@@ -833,11 +714,7 @@ mod tests {
   dispatch:
     CPU: mm_out_cpu
 ";
-        assert_err(
-            not_structured,
-            1,
-            "names an operator without `structured: True` (at native_functions.yaml:3)",
-        );
+        assert_err(not_structured, 1, "names an operator without `structured: True` (at native_functions.yaml:3)");
 
         // The delegate may come after its users, as in the real file.
         let good = "\
@@ -864,18 +741,10 @@ mod tests {
 - func: mm(Tensor self, Tensor mat2) -> Tensor
   structured: True
 ";
-        assert_err(
-            text,
-            3,
-            "`structured: True` is only allowed on out= variants",
-        );
+        assert_err(text, 3, "`structured: True` is only allowed on out= variants");
         // `structured: False` is fine anywhere.
         load("- func: mm(Tensor self, Tensor mat2) -> Tensor\n  structured: False\n");
-        assert_err(
-            "- func: f(Tensor self) -> Tensor\n  structured: yes please\n",
-            2,
-            "must be True or False",
-        );
+        assert_err("- func: f(Tensor self) -> Tensor\n  structured: yes please\n", 2, "must be True or False");
     }
 
     #[test]
@@ -886,16 +755,8 @@ mod tests {
 - func: arange(Scalar end) -> Tensor
   variants: method
 ";
-        assert_err(
-            text,
-            3,
-            "`arange` has `variants: method` but no `Tensor self` argument",
-        );
-        assert_err(
-            "- func: f(Tensor? self) -> Tensor\n  variants: method\n",
-            1,
-            "no `Tensor self` argument",
-        );
+        assert_err(text, 3, "`arange` has `variants: method` but no `Tensor self` argument");
+        assert_err("- func: f(Tensor? self) -> Tensor\n  variants: method\n", 1, "no `Tensor self` argument");
     }
 
     #[test]
@@ -905,51 +766,23 @@ mod tests {
   variants: function, methd
 ";
         assert_err(text, 2, "unknown variant `methd`");
-        assert_err(
-            "- func: f(Tensor self) -> Tensor\n  variants: function,\n",
-            2,
-            "empty name in `variants`",
-        );
+        assert_err("- func: f(Tensor self) -> Tensor\n  variants: function,\n", 2, "empty name in `variants`");
     }
 
     #[test]
     fn other_entry_errors() {
         assert_err("- variants: function\n", 1, "entry has no `func:` key");
-        assert_err(
-            "func: f() -> ()\n",
-            1,
-            "expected a list of `- func:` entries",
-        );
-        assert_err(
-            "- just a string\n",
-            1,
-            "expected an entry starting with `- func:`",
-        );
-        assert_err(
-            "- func: foo::f(Tensor self) -> Tensor\n",
-            1,
-            "namespace `foo`",
-        );
-        assert_err(
-            "- func: f(Tensor self) -> Tensor\n  device_check: Sometimes\n",
-            2,
-            "unknown device_check",
-        );
-        assert_err(
-            "- func: f(Tensor self) -> Tensor\n  dispatch: f_kernel\n",
-            2,
-            "`dispatch` must be a mapping",
-        );
+        assert_err("func: f() -> ()\n", 1, "expected a list of `- func:` entries");
+        assert_err("- just a string\n", 1, "expected an entry starting with `- func:`");
+        assert_err("- func: foo::f(Tensor self) -> Tensor\n", 1, "namespace `foo`");
+        assert_err("- func: f(Tensor self) -> Tensor\n  device_check: Sometimes\n", 2, "unknown device_check");
+        assert_err("- func: f(Tensor self) -> Tensor\n  dispatch: f_kernel\n", 2, "`dispatch` must be a mapping");
         assert_err(
             "- func: f(Tensor self) -> Tensor\n  dispatch:\n    CPU: a\n    CUDA, CPU: b\n",
             4,
             "dispatch key `CPU` appears twice",
         );
-        assert_err(
-            "- func: f(Tensor self) -> Tensor\n  tags: inplace_view\n",
-            1,
-            "inplace_view",
-        );
+        assert_err("- func: f(Tensor self) -> Tensor\n  tags: inplace_view\n", 1, "inplace_view");
         load("- func: f_(Tensor(a!) self) -> Tensor(a!)\n  tags: inplace_view\n");
     }
 
@@ -962,11 +795,7 @@ mod tests {
 ";
         let e = load_err(text);
         assert_eq!(e.loc.line, 3, "{e}");
-        assert!(
-            e.message
-                .starts_with("invalid YAML: line 3 column 10: unclosed bracket"),
-            "{e}"
-        );
+        assert!(e.message.starts_with("invalid YAML: line 3 column 10: unclosed bracket"), "{e}");
 
         let dup = "- func: f(Tensor self) -> Tensor\n  variants: method\n  variants: function\n";
         let e = load_err(dup);

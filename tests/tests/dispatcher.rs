@@ -189,7 +189,14 @@ fn redispatch_continues_below_the_current_key() {
     reg("dt_wrapper", K::TestingOnlyGenericWrapper, wrapper);
     // A tensor that carries the wrapper key itself (as a wrapper subclass would).
     let base = cpu();
-    let imp = TensorImpl::new(base.storage().clone(), DimVec::from_slice(&[2]), contiguous_strides(&[2]), 0, ScalarType::F32, Some(VersionCounter::new()));
+    let imp = TensorImpl::new(
+        base.storage().clone(),
+        DimVec::from_slice(&[2]),
+        contiguous_strides(&[2]),
+        0,
+        ScalarType::F32,
+        Some(VersionCounter::new()),
+    );
     let ks = imp.key_set().add(K::TestingOnlyGenericWrapper);
     let wrapped = Tensor::from_impl(imp.with_key_set(ks));
     assert_eq!(call("dt_wrapper", &wrapped).unwrap(), 101);
@@ -237,5 +244,8 @@ fn schema_registration_is_idempotent_and_checked() {
     assert!(matches!(dispatcher().def("dt_bad(Tensor self -> Tensor"), Err(Error::Schema(_))));
     let (_, schema) = dispatcher().find_schema("dt_schema").unwrap();
     assert_eq!(schema.to_string(), s);
-    assert!(dispatcher().register_kernel("dt_schema", K::Dense, marker(1)).is_err(), "a bare functionality is not a runtime key");
+    assert!(
+        dispatcher().register_kernel("dt_schema", K::Dense, marker(1)).is_err(),
+        "a bare functionality is not a runtime key"
+    );
 }

@@ -108,7 +108,10 @@ fn contiguous_clone_and_conversions() {
     let dst = Tensor::from_vec(vec![0i32; 6], &[2, 3]).unwrap();
     dst.copy_(&Tensor::from_slice(&[1.9f64, -2.9, 3.0])).unwrap();
     assert_eq!(dst.to_vec::<i32>().unwrap(), vec![1, -2, 3, 1, -2, 3]);
-    assert_eq!(a.item::<f32>().unwrap_err().to_string(), "item: a Tensor with 6 elements cannot be converted to Scalar");
+    assert_eq!(
+        a.item::<f32>().unwrap_err().to_string(),
+        "item: a Tensor with 6 elements cannot be converted to Scalar"
+    );
     assert_eq!(Tensor::from_slice(&[7i64]).item::<f64>().unwrap(), 7.0);
 }
 
@@ -125,8 +128,12 @@ fn from_vec_is_zero_copy_and_from_blob_deleter_runs_once_after_the_last_view() {
     let c2 = calls.clone();
     // SAFETY: `buf` outlives every tensor below (it is dropped at the end of the test, after the
     // deleter ran), holds 6 aligned f64 values, and is not accessed while the tensors exist.
-    let t = unsafe { Tensor::from_blob(ptr, &[2, 3], &[3, 1], ScalarType::F64, move || { c2.fetch_add(1, Ordering::SeqCst); }) }
-        .unwrap();
+    let t = unsafe {
+        Tensor::from_blob(ptr, &[2, 3], &[3, 1], ScalarType::F64, move || {
+            c2.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+    .unwrap();
     let view = t.transpose(0, 1).unwrap();
     let sel = view.select(0, 1).unwrap();
     drop(t);

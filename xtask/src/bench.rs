@@ -43,11 +43,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let selected = workloads::select(workloads::registry(), a.filter.as_deref());
     if selected.is_empty() {
         let ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
-        return Err(format!(
-            "no workload matches {:?}; known: {}",
-            a.filter.unwrap_or_default(),
-            ids.join(", ")
-        ));
+        return Err(format!("no workload matches {:?}; known: {}", a.filter.unwrap_or_default(), ids.join(", ")));
     }
     let thread_counts = match a.threads {
         Some(0) => return Err("--threads must be at least 1".into()),
@@ -55,23 +51,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         None => vec![1, 2],
     };
     if !(a.time.is_finite() && a.time >= 0.0) {
-        return Err(format!(
-            "--time must be a non-negative number of seconds, got {}",
-            a.time
-        ));
+        return Err(format!("--time must be a non-negative number of seconds, got {}", a.time));
     }
     let cfg = Config::with_budget(a.time);
     let root = crate::workspace_root();
-    let reference = if a.no_pytorch {
-        None
-    } else {
-        reference::Reference::detect(&root)
-    };
+    let reference = if a.no_pytorch { None } else { reference::Reference::detect(&root) };
     match &reference {
-        Some(r) => eprintln!(
-            "PyTorch {} found: the reference column runs bench/pytorch_reference.py",
-            r.torch_version
-        ),
+        Some(r) => eprintln!("PyTorch {} found: the reference column runs bench/pytorch_reference.py", r.torch_version),
         None if a.no_pytorch => {}
         None => eprintln!("PyTorch not importable from python3: the reference column is n/a"),
     }
@@ -85,29 +71,14 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot build a {n}-thread pool: {e}"))?;
         let first = rows.len();
         for w in &selected {
-            eprint!(
-                "{} ({n} thread{}) ... ",
-                w.id,
-                if n == 1 { "" } else { "s" }
-            );
+            eprint!("{} ({n} thread{}) ... ", w.id, if n == 1 { "" } else { "s" });
             let _ = std::io::stderr().flush();
             let ours = pool.install(|| measure(w, &cfg));
             match &ours {
-                Ok(s) => eprintln!(
-                    "{} (k={}, {} samples)",
-                    report::format_seconds(s.median_s),
-                    s.batch,
-                    s.samples
-                ),
+                Ok(s) => eprintln!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples),
                 Err(e) => eprintln!("error: {e}"),
             }
-            rows.push(Row {
-                id: w.id,
-                threads: n,
-                unit_per_iter: w.unit_per_iter,
-                ours,
-                pytorch_median_s: None,
-            });
+            rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s: None });
         }
         // PyTorch after ours, never concurrently: the two would share the cores.
         if let Some(r) = &reference {
@@ -140,7 +111,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         let path = root.join("BENCHMARKS.md");
         let torch = reference.as_ref().map(|r| r.torch_version.as_str());
         let section = format!(
-            "Recorded by `cargo xtask bench --record{}` (median per iteration; lower is better).\n\n{table}\n{}",
+            "Recorded by `cargo xtask bench{}{} --record` (median per iteration; lower is better).\n\n{table}\n{}",
+            a.filter.as_ref().map_or_else(String::new, |f| format!(" {f}")),
             a.threads.map_or_else(String::new, |n| format!(" --threads {n}")),
             report::machine_description(torch)
         );

@@ -82,10 +82,7 @@ pub struct Report {
 impl Report {
     /// Number of passing cases.
     pub fn passed(&self) -> usize {
-        self.results
-            .iter()
-            .filter(|(_, o, _)| *o == Outcome::Pass)
-            .count()
+        self.results.iter().filter(|(_, o, _)| *o == Outcome::Pass).count()
     }
 
     /// Number of failing cases.
@@ -130,33 +127,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     };
     let all_ids: HashSet<&str> = report.all_ids.iter().map(String::as_str).collect();
-    let results: Vec<(String, bool)> = report
-        .results
-        .iter()
-        .map(|(id, o, _)| (id.clone(), *o == Outcome::Pass))
-        .collect();
-    let verdict = ratchet::Verdict::new(&listed, &results, &all_ids, |id| {
-        selected(id, a.filter.as_deref())
-    });
+    let results: Vec<(String, bool)> =
+        report.results.iter().map(|(id, o, _)| (id.clone(), *o == Outcome::Pass)).collect();
+    let verdict = ratchet::Verdict::new(&listed, &results, &all_ids, |id| selected(id, a.filter.as_deref()));
     for line in verdict.lines() {
         writeln!(out, "{line}").map_err(|e| format!("writing the report: {e}"))?;
     }
     if a.update_ratchet {
         let text = ratchet::render(verdict.updated.iter().map(String::as_str));
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        writeln!(
-            out,
-            "RATCHET: wrote {} ids to {}",
-            verdict.updated.len(),
-            path.display()
-        )
-        .map_err(|e| format!("writing the report: {e}"))?;
+        writeln!(out, "RATCHET: wrote {} ids to {}", verdict.updated.len(), path.display())
+            .map_err(|e| format!("writing the report: {e}"))?;
     }
-    Ok(if verdict.is_broken() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if verdict.is_broken() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// The ids of a ratchet file; a missing file is empty when it is about to be written.
@@ -182,20 +165,12 @@ pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<
 /// Runs the cases whose id contains `filter` against `dir/tensors.safetensors`, writing a
 /// `FAIL` line per failing case as it happens, then the `grads:` and `ops:` summary lines.
 /// Errors only when the tensor file cannot be read or the output cannot be written.
-fn run_cases(
-    dir: &Path,
-    cases: &[Case],
-    filter: Option<&str>,
-    out: &mut dyn Write,
-) -> Result<Report, String> {
+fn run_cases(dir: &Path, cases: &[Case], filter: Option<&str>, out: &mut dyn Write) -> Result<Report, String> {
     let path = dir.join("tensors.safetensors");
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let store = TensorStore::new(&path, &bytes)?;
     let write_err = |e: std::io::Error| format!("writing the report: {e}");
-    let mut report = Report {
-        all_ids: cases.iter().map(|c| c.id.clone()).collect(),
-        results: Vec::new(),
-    };
+    let mut report = Report { all_ids: cases.iter().map(|c| c.id.clone()).collect(), results: Vec::new() };
     {
         let _quiet = panics::QuietPanics::install();
         for case in cases.iter().filter(|c| selected(&c.id, filter)) {
@@ -213,20 +188,12 @@ fn run_cases(
 
 /// Joins the lines of a multi-line message so that each failure stays on one output line.
 fn one_line(s: &str) -> String {
-    s.trim()
-        .lines()
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" | ")
+    s.trim().lines().map(str::trim).collect::<Vec<_>>().join(" | ")
 }
 
 /// Runs one case under [`panics::catch`]: the values first, then (if they pass) the gradients.
 fn run_case(case: &Case, store: &TensorStore<'_>) -> (Outcome, GradStatus) {
-    let unchecked = if case.grad.is_some() {
-        GradStatus::NotRun
-    } else {
-        GradStatus::None
-    };
+    let unchecked = if case.grad.is_some() { GradStatus::NotRun } else { GradStatus::None };
     let (resolved, n_outputs) = match panics::catch(|| check_values(case, store)) {
         Ok(Some(call)) => call,
         Ok(None) => return (Outcome::Pass, GradStatus::None),
@@ -235,23 +202,17 @@ fn run_case(case: &Case, store: &TensorStore<'_>) -> (Outcome, GradStatus) {
     match panics::catch(|| Ok(grad::check_grad(case, &resolved, n_outputs))) {
         Ok(None) => (Outcome::Pass, unchecked),
         Ok(Some(Ok(()))) => (Outcome::Pass, GradStatus::Passed),
-        Ok(Some(Err(reason))) | Err(reason) => (
-            Outcome::Fail(one_line(&format!("grad: {reason}"))),
-            GradStatus::Failed,
-        ),
+        Ok(Some(Err(reason))) | Err(reason) => {
+            (Outcome::Fail(one_line(&format!("grad: {reason}"))), GradStatus::Failed)
+        }
     }
 }
 
 /// Looks up the operator, builds the stack, calls, and checks the returns against the expected
 /// tensors, or that the call failed for an `expect_error` case (then `Ok(None)`). Returns the
 /// resolved arguments and the number of returned values for the gradient check.
-fn check_values(
-    case: &Case,
-    store: &TensorStore<'_>,
-) -> Result<Option<(ResolvedArgs, usize)>, String> {
-    let (op, schema) = aten::dispatcher()
-        .find_schema(&case.op)
-        .map_err(|e| e.to_string())?;
+fn check_values(case: &Case, store: &TensorStore<'_>) -> Result<Option<(ResolvedArgs, usize)>, String> {
+    let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
     let resolved = resolve_args(&schema, &case.args, &case.kwargs, &load)?;
     let mut stack = fill_stack(&schema, resolved.clone())?;
@@ -285,23 +246,13 @@ fn check_outputs(
     store: &TensorStore<'_>,
 ) -> Result<(), String> {
     if returned.len() != outputs.len() {
-        return Err(format!(
-            "returned {} outputs, expected {}",
-            returned.len(),
-            outputs.len()
-        ));
+        return Err(format!("returned {} outputs, expected {}", returned.len(), outputs.len()));
     }
-    let tol = Tolerance {
-        rtol: case.rtol,
-        atol: case.atol,
-    };
+    let tol = Tolerance { rtol: case.rtol, atol: case.atol };
     for (i, (value, key)) in returned.iter().zip(outputs).enumerate() {
         let Some(key) = key else { continue };
         let IValue::Tensor(ours) = value else {
-            return Err(format!(
-                "output {i}: returned {}, expected a tensor",
-                value.kind()
-            ));
+            return Err(format!("output {i}: returned {}, expected a tensor", value.kind()));
         };
         let expected = store.tensor(key, false)?;
         compare_tensors(ours, &expected, tol).map_err(|e| format!("output {i}: {e}"))?;

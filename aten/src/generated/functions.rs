@@ -3,8 +3,8 @@
 
 #![allow(unused_imports, clippy::too_many_arguments)]
 
-use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 use crate::{Generator, Tensor};
+use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:9)
 #[inline]
@@ -440,13 +440,27 @@ pub fn copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor>
 
 /// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:351)
 #[inline]
-pub fn _to_copy(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn _to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::_to_copy::call(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
 }
 
 /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:355)
 #[inline]
-pub fn to(self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn to(
+    self_: &Tensor,
+    dtype: ScalarType,
+    non_blocking: bool,
+    copy: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::to_dtype::call(self_, dtype, non_blocking, copy, memory_format)
 }
 
@@ -596,91 +610,195 @@ pub fn reshape_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 
 /// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:480)
 #[inline]
-pub fn empty(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn empty(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::empty_memory_format::call(size, dtype, layout, device, pin_memory, memory_format)
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:485)
 #[inline]
-pub fn empty_strided(size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn empty_strided(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::empty_strided::call(size, stride, dtype, layout, device, pin_memory)
 }
 
 /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:490)
 #[inline]
-pub fn zeros(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn zeros(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::zeros::call(size, dtype, layout, device, pin_memory)
 }
 
 /// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:495)
 #[inline]
-pub fn ones(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn ones(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::ones::call(size, dtype, layout, device, pin_memory)
 }
 
 /// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:500)
 #[inline]
-pub fn full(size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn full(
+    size: &[i64],
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::full::call(size, fill_value, dtype, layout, device, pin_memory)
 }
 
 /// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:505)
 #[inline]
-pub fn arange(end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn arange(
+    end: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::arange::call(end, dtype, layout, device, pin_memory)
 }
 
 /// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:510)
 #[inline]
-pub fn arange_start(start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn arange_start(
+    start: Scalar,
+    end: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::arange_start::call(start, end, dtype, layout, device, pin_memory)
 }
 
 /// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:515)
 #[inline]
-pub fn arange_start_step(start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn arange_start_step(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::arange_start_step::call(start, end, step, dtype, layout, device, pin_memory)
 }
 
 /// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:520)
 #[inline]
-pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn linspace(
+    start: Scalar,
+    end: Scalar,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::linspace::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
 /// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:525)
 #[inline]
-pub fn eye(n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn eye(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::eye::call(n, dtype, layout, device, pin_memory)
 }
 
 /// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:530)
 #[inline]
-pub fn eye_m(n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn eye_m(
+    n: i64,
+    m: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::eye_m::call(n, m, dtype, layout, device, pin_memory)
 }
 
 /// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:535)
 #[inline]
-pub fn empty_like(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn empty_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
 /// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:540)
 #[inline]
-pub fn zeros_like(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn zeros_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
 /// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:545)
 #[inline]
-pub fn ones_like(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn ones_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
 /// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:550)
 #[inline]
-pub fn full_like(self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn full_like(
+    self_: &Tensor,
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::full_like::call(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
 }
 
@@ -734,61 +852,132 @@ pub fn bernoulli_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Resu
 
 /// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:597)
 #[inline]
-pub fn rand(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn rand(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::rand::call(size, dtype, layout, device, pin_memory)
 }
 
 /// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:602)
 #[inline]
-pub fn rand_generator(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn rand_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
 /// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:607)
 #[inline]
-pub fn randn(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randn(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randn::call(size, dtype, layout, device, pin_memory)
 }
 
 /// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:612)
 #[inline]
-pub fn randn_generator(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randn_generator(
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
 /// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:617)
 #[inline]
-pub fn randint(high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randint(
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randint::call(high, size, dtype, layout, device, pin_memory)
 }
 
 /// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:622)
 #[inline]
-pub fn randint_generator(high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randint_generator(
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
 }
 
 /// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:627)
 #[inline]
-pub fn randint_low(low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randint_low(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
 }
 
 /// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
 #[inline]
-pub fn randint_low_generator(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+pub fn randint_low_generator(
+    low: i64,
+    high: i64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
     crate::handles::randint_low_generator::call(low, high, size, generator, dtype, layout, device, pin_memory)
 }
 
 /// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:637)
 #[inline]
-pub fn rand_like(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn rand_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
 /// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:642)
 #[inline]
-pub fn randn_like(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+pub fn randn_like(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
     crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
-

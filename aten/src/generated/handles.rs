@@ -2,14 +2,20 @@
 //! One module per operator: schema, typed signature, cached handle, `call` / `redispatch`,
 //! and the adapters between the typed and the boxed calling conventions.
 
-#![allow(unused_imports, clippy::too_many_arguments, clippy::type_complexity, clippy::needless_borrow)]
+#![allow(
+    unused_imports,
+    clippy::too_many_arguments,
+    clippy::type_complexity,
+    clippy::needless_borrow,
+    clippy::len_zero
+)]
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:9)
 pub mod add_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "add.Tensor";
@@ -42,7 +48,13 @@ pub mod add_tensor {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -52,7 +64,14 @@ pub mod add_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -60,27 +79,33 @@ pub mod add_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:14)
 pub mod add_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "add_.Tensor";
@@ -113,7 +138,13 @@ pub mod add_tensor_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -123,7 +154,14 @@ pub mod add_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -131,27 +169,33 @@ pub mod add_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:19)
 pub mod add_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "add.out";
@@ -177,14 +221,27 @@ pub mod add_out {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, alpha, out)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha, out),
@@ -194,7 +251,15 @@ pub mod add_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -202,28 +267,34 @@ pub mod add_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-        let out = a[3].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, alpha, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let out = a[3].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, alpha, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:23)
 pub mod add_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "add.Scalar";
@@ -256,7 +327,13 @@ pub mod add_scalar {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -266,7 +343,14 @@ pub mod add_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -274,27 +358,33 @@ pub mod add_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:28)
 pub mod add_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "add_.Scalar";
@@ -327,7 +417,13 @@ pub mod add_scalar_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -337,7 +433,14 @@ pub mod add_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -345,27 +448,33 @@ pub mod add_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:33)
 pub mod sub_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "sub.Tensor";
@@ -398,7 +507,13 @@ pub mod sub_tensor {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -408,7 +523,14 @@ pub mod sub_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -416,27 +538,33 @@ pub mod sub_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:38)
 pub mod sub_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "sub_.Tensor";
@@ -469,7 +597,13 @@ pub mod sub_tensor_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -479,7 +613,14 @@ pub mod sub_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -487,27 +628,33 @@ pub mod sub_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:43)
 pub mod sub_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "sub.out";
@@ -533,14 +680,27 @@ pub mod sub_out {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, alpha, out)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha, out),
@@ -550,7 +710,15 @@ pub mod sub_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        alpha: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -558,28 +726,34 @@ pub mod sub_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-        let out = a[3].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, alpha, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let out = a[3].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, alpha, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:47)
 pub mod sub_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "sub.Scalar";
@@ -612,7 +786,13 @@ pub mod sub_scalar {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -622,7 +802,14 @@ pub mod sub_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -630,27 +817,33 @@ pub mod sub_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:52)
 pub mod sub_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "sub_.Scalar";
@@ -683,7 +876,13 @@ pub mod sub_scalar_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -693,7 +892,14 @@ pub mod sub_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -701,27 +907,33 @@ pub mod sub_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:57)
 pub mod rsub_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "rsub.Scalar";
@@ -754,7 +966,13 @@ pub mod rsub_scalar {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, alpha),
@@ -764,7 +982,14 @@ pub mod rsub_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(alpha)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -772,27 +997,33 @@ pub mod rsub_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let alpha = a[2].to_scalar(NAME, "alpha")?;
-            let r = f(ks, self_, other, alpha)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let alpha = a[2].to_scalar(NAME, "alpha")?;
+                let r = f(ks, self_, other, alpha)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:61)
 pub mod mul_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "mul.Tensor";
@@ -835,7 +1066,13 @@ pub mod mul_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -843,26 +1080,32 @@ pub mod mul_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:66)
 pub mod mul_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "mul_.Tensor";
@@ -905,7 +1148,13 @@ pub mod mul_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -913,26 +1162,32 @@ pub mod mul_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:71)
 pub mod mul_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "mul.out";
@@ -965,7 +1220,13 @@ pub mod mul_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -975,7 +1236,14 @@ pub mod mul_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -983,27 +1251,33 @@ pub mod mul_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `mul.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:75)
 pub mod mul_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "mul.Scalar";
@@ -1046,7 +1320,13 @@ pub mod mul_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1054,26 +1334,32 @@ pub mod mul_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:80)
 pub mod mul_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "mul_.Scalar";
@@ -1116,7 +1402,13 @@ pub mod mul_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1124,26 +1416,32 @@ pub mod mul_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:85)
 pub mod div_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.Tensor";
@@ -1186,7 +1484,13 @@ pub mod div_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1194,26 +1498,32 @@ pub mod div_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:90)
 pub mod div_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div_.Tensor";
@@ -1256,7 +1566,13 @@ pub mod div_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1264,26 +1580,32 @@ pub mod div_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:95)
 pub mod div_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.out";
@@ -1316,7 +1638,13 @@ pub mod div_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -1326,7 +1654,14 @@ pub mod div_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1334,27 +1669,33 @@ pub mod div_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor` (aten/native_functions.yaml:99)
 pub mod div_tensor_mode {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.Tensor_mode";
@@ -1380,14 +1721,25 @@ pub mod div_tensor_mode {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, rounding_mode)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, rounding_mode),
@@ -1397,7 +1749,14 @@ pub mod div_tensor_mode {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(rounding_mode)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1405,27 +1764,33 @@ pub mod div_tensor_mode {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
-            let r = f(ks, self_, other, rounding_mode)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
+                let r = f(ks, self_, other, rounding_mode)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)` (aten/native_functions.yaml:104)
 pub mod div_tensor_mode_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div_.Tensor_mode";
@@ -1451,14 +1816,25 @@ pub mod div_tensor_mode_ {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, rounding_mode)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, rounding_mode),
@@ -1468,7 +1844,14 @@ pub mod div_tensor_mode_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(rounding_mode)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1476,32 +1859,39 @@ pub mod div_tensor_mode_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
-            let r = f(ks, self_, other, rounding_mode)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
+                let r = f(ks, self_, other, rounding_mode)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:109)
 pub mod div_out_mode {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.out_mode";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&str>, &Tensor) -> Result<Tensor>;
 
@@ -1522,14 +1912,27 @@ pub mod div_out_mode {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, rounding_mode, out)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, rounding_mode, out),
@@ -1539,36 +1942,51 @@ pub mod div_out_mode {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(rounding_mode), IValue::from(out)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rounding_mode: Option<&str>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(other), IValue::from(rounding_mode), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
-        let out = a[3].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, rounding_mode, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
+                let out = a[3].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, rounding_mode, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:113)
 pub mod div_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.Scalar";
@@ -1611,7 +2029,13 @@ pub mod div_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1619,26 +2043,32 @@ pub mod div_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:118)
 pub mod div_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div_.Scalar";
@@ -1681,7 +2111,13 @@ pub mod div_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1689,26 +2125,32 @@ pub mod div_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor` (aten/native_functions.yaml:123)
 pub mod div_scalar_mode {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "div.Scalar_mode";
@@ -1734,14 +2176,25 @@ pub mod div_scalar_mode {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, other, rounding_mode)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, rounding_mode),
@@ -1751,7 +2204,14 @@ pub mod div_scalar_mode {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(rounding_mode)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1759,27 +2219,33 @@ pub mod div_scalar_mode {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
-            let r = f(ks, self_, other, rounding_mode)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let rounding_mode = a[2].to_opt_str(NAME, "rounding_mode")?;
+                let r = f(ks, self_, other, rounding_mode)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:129)
 pub mod eq_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq.Tensor";
@@ -1822,7 +2288,13 @@ pub mod eq_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1830,26 +2302,32 @@ pub mod eq_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:134)
 pub mod eq_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq.Scalar";
@@ -1892,7 +2370,13 @@ pub mod eq_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1900,26 +2384,32 @@ pub mod eq_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:139)
 pub mod eq_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq.Tensor_out";
@@ -1952,7 +2442,13 @@ pub mod eq_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -1962,7 +2458,14 @@ pub mod eq_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -1970,27 +2473,33 @@ pub mod eq_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:143)
 pub mod eq_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq.Scalar_out";
@@ -2023,7 +2532,13 @@ pub mod eq_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -2033,7 +2548,14 @@ pub mod eq_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2041,27 +2563,33 @@ pub mod eq_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:147)
 pub mod eq_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq_.Tensor";
@@ -2104,7 +2632,13 @@ pub mod eq_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2112,26 +2646,32 @@ pub mod eq_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:152)
 pub mod eq_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eq_.Scalar";
@@ -2174,7 +2714,13 @@ pub mod eq_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2182,26 +2728,32 @@ pub mod eq_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:157)
 pub mod ne_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne.Tensor";
@@ -2244,7 +2796,13 @@ pub mod ne_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2252,26 +2810,32 @@ pub mod ne_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:162)
 pub mod ne_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne.Scalar";
@@ -2314,7 +2878,13 @@ pub mod ne_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2322,26 +2892,32 @@ pub mod ne_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:167)
 pub mod ne_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne.Tensor_out";
@@ -2374,7 +2950,13 @@ pub mod ne_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -2384,7 +2966,14 @@ pub mod ne_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2392,27 +2981,33 @@ pub mod ne_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:171)
 pub mod ne_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne.Scalar_out";
@@ -2445,7 +3040,13 @@ pub mod ne_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -2455,7 +3056,14 @@ pub mod ne_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2463,27 +3071,33 @@ pub mod ne_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:175)
 pub mod ne_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne_.Tensor";
@@ -2526,7 +3140,13 @@ pub mod ne_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2534,26 +3154,32 @@ pub mod ne_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:180)
 pub mod ne_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ne_.Scalar";
@@ -2596,7 +3222,13 @@ pub mod ne_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2604,26 +3236,32 @@ pub mod ne_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:185)
 pub mod lt_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt.Tensor";
@@ -2666,7 +3304,13 @@ pub mod lt_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2674,26 +3318,32 @@ pub mod lt_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:190)
 pub mod lt_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt.Scalar";
@@ -2736,7 +3386,13 @@ pub mod lt_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2744,26 +3400,32 @@ pub mod lt_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:195)
 pub mod lt_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt.Tensor_out";
@@ -2796,7 +3458,13 @@ pub mod lt_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -2806,7 +3474,14 @@ pub mod lt_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2814,27 +3489,33 @@ pub mod lt_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:199)
 pub mod lt_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt.Scalar_out";
@@ -2867,7 +3548,13 @@ pub mod lt_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -2877,7 +3564,14 @@ pub mod lt_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2885,27 +3579,33 @@ pub mod lt_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:203)
 pub mod lt_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt_.Tensor";
@@ -2948,7 +3648,13 @@ pub mod lt_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -2956,26 +3662,32 @@ pub mod lt_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:208)
 pub mod lt_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "lt_.Scalar";
@@ -3018,7 +3730,13 @@ pub mod lt_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3026,26 +3744,32 @@ pub mod lt_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:213)
 pub mod le_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le.Tensor";
@@ -3088,7 +3812,13 @@ pub mod le_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3096,26 +3826,32 @@ pub mod le_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:218)
 pub mod le_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le.Scalar";
@@ -3158,7 +3894,13 @@ pub mod le_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3166,26 +3908,32 @@ pub mod le_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:223)
 pub mod le_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le.Tensor_out";
@@ -3218,7 +3966,13 @@ pub mod le_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -3228,7 +3982,14 @@ pub mod le_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3236,27 +3997,33 @@ pub mod le_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:227)
 pub mod le_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le.Scalar_out";
@@ -3289,7 +4056,13 @@ pub mod le_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -3299,7 +4072,14 @@ pub mod le_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3307,27 +4087,33 @@ pub mod le_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:231)
 pub mod le_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le_.Tensor";
@@ -3370,7 +4156,13 @@ pub mod le_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3378,26 +4170,32 @@ pub mod le_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:236)
 pub mod le_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "le_.Scalar";
@@ -3440,7 +4238,13 @@ pub mod le_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3448,26 +4252,32 @@ pub mod le_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:241)
 pub mod gt_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt.Tensor";
@@ -3510,7 +4320,13 @@ pub mod gt_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3518,26 +4334,32 @@ pub mod gt_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:246)
 pub mod gt_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt.Scalar";
@@ -3580,7 +4402,13 @@ pub mod gt_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3588,26 +4416,32 @@ pub mod gt_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:251)
 pub mod gt_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt.Tensor_out";
@@ -3640,7 +4474,13 @@ pub mod gt_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -3650,7 +4490,14 @@ pub mod gt_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3658,27 +4505,33 @@ pub mod gt_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:255)
 pub mod gt_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt.Scalar_out";
@@ -3711,7 +4564,13 @@ pub mod gt_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -3721,7 +4580,14 @@ pub mod gt_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3729,27 +4595,33 @@ pub mod gt_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:259)
 pub mod gt_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt_.Tensor";
@@ -3792,7 +4664,13 @@ pub mod gt_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3800,26 +4678,32 @@ pub mod gt_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:264)
 pub mod gt_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "gt_.Scalar";
@@ -3862,7 +4746,13 @@ pub mod gt_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3870,26 +4760,32 @@ pub mod gt_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:269)
 pub mod ge_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge.Tensor";
@@ -3932,7 +4828,13 @@ pub mod ge_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -3940,26 +4842,32 @@ pub mod ge_tensor {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:274)
 pub mod ge_scalar {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge.Scalar";
@@ -4002,7 +4910,13 @@ pub mod ge_scalar {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4010,26 +4924,32 @@ pub mod ge_scalar {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:279)
 pub mod ge_tensor_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge.Tensor_out";
@@ -4062,7 +4982,13 @@ pub mod ge_tensor_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -4072,7 +4998,14 @@ pub mod ge_tensor_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4080,27 +5013,33 @@ pub mod ge_tensor_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:283)
 pub mod ge_scalar_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge.Scalar_out";
@@ -4133,7 +5072,13 @@ pub mod ge_scalar_out {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, other, out),
@@ -4143,7 +5088,14 @@ pub mod ge_scalar_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4151,27 +5103,33 @@ pub mod ge_scalar_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-        let out = a[2].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let out = a[2].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:287)
 pub mod ge_tensor_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge_.Tensor";
@@ -4214,7 +5172,13 @@ pub mod ge_tensor_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4222,26 +5186,32 @@ pub mod ge_tensor_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:292)
 pub mod ge_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ge_.Scalar";
@@ -4284,7 +5254,13 @@ pub mod ge_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4292,26 +5268,32 @@ pub mod ge_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_scalar(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_scalar(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:298)
 pub mod where_self {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "where.self";
@@ -4344,7 +5326,13 @@ pub mod where_self {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, condition, self_, other),
@@ -4354,7 +5342,14 @@ pub mod where_self {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(condition), IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4362,32 +5357,39 @@ pub mod where_self {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let condition = a[0].to_tensor(NAME, "condition")?;
-        let self_ = a[1].to_tensor(NAME, "self")?;
-        let other = a[2].to_tensor(NAME, "other")?;
-            let r = f(ks, condition, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let condition = a[0].to_tensor(NAME, "condition")?;
+                let self_ = a[1].to_tensor(NAME, "self")?;
+                let other = a[2].to_tensor(NAME, "other")?;
+                let r = f(ks, condition, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:303)
 pub mod where_self_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "where.self_out";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, &Tensor) -> Result<Tensor>;
 
@@ -4408,14 +5410,27 @@ pub mod where_self_out {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, condition, self_, other, out)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, condition, self_, other, out),
@@ -4425,36 +5440,51 @@ pub mod where_self_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(condition), IValue::from(self_), IValue::from(other), IValue::from(out)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(condition), IValue::from(self_), IValue::from(other), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let condition = a[0].to_tensor(NAME, "condition")?;
-        let self_ = a[1].to_tensor(NAME, "self")?;
-        let other = a[2].to_tensor(NAME, "other")?;
-        let out = a[3].to_tensor(NAME, "out")?;
-            let r = f(ks, condition, self_, other, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let condition = a[0].to_tensor(NAME, "condition")?;
+                let self_ = a[1].to_tensor(NAME, "self")?;
+                let other = a[2].to_tensor(NAME, "other")?;
+                let out = a[3].to_tensor(NAME, "out")?;
+                let r = f(ks, condition, self_, other, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:307)
 pub mod where_scalarother {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "where.ScalarOther";
@@ -4487,7 +5517,13 @@ pub mod where_scalarother {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, condition, self_, other),
@@ -4497,7 +5533,14 @@ pub mod where_scalarother {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: &Tensor,
+        other: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(condition), IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4505,27 +5548,33 @@ pub mod where_scalarother {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let condition = a[0].to_tensor(NAME, "condition")?;
-        let self_ = a[1].to_tensor(NAME, "self")?;
-        let other = a[2].to_scalar(NAME, "other")?;
-            let r = f(ks, condition, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let condition = a[0].to_tensor(NAME, "condition")?;
+                let self_ = a[1].to_tensor(NAME, "self")?;
+                let other = a[2].to_scalar(NAME, "other")?;
+                let r = f(ks, condition, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:312)
 pub mod where_scalarself {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "where.ScalarSelf";
@@ -4558,7 +5607,13 @@ pub mod where_scalarself {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: Scalar,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, condition, self_, other),
@@ -4568,7 +5623,14 @@ pub mod where_scalarself {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        condition: &Tensor,
+        self_: Scalar,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(condition), IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4576,27 +5638,33 @@ pub mod where_scalarself {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let condition = a[0].to_tensor(NAME, "condition")?;
-        let self_ = a[1].to_scalar(NAME, "self")?;
-        let other = a[2].to_tensor(NAME, "other")?;
-            let r = f(ks, condition, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let condition = a[0].to_tensor(NAME, "condition")?;
+                let self_ = a[1].to_scalar(NAME, "self")?;
+                let other = a[2].to_tensor(NAME, "other")?;
+                let r = f(ks, condition, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `neg(Tensor self) -> Tensor` (aten/native_functions.yaml:317)
 pub mod neg {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "neg";
@@ -4639,7 +5707,12 @@ pub mod neg {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4647,25 +5720,31 @@ pub mod neg {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:322)
 pub mod neg_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "neg_";
@@ -4708,7 +5787,12 @@ pub mod neg_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4716,25 +5800,31 @@ pub mod neg_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:327)
 pub mod neg_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "neg.out";
@@ -4777,7 +5867,13 @@ pub mod neg_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4785,26 +5881,32 @@ pub mod neg_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let out = a[1].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let out = a[1].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `abs(Tensor self) -> Tensor` (aten/native_functions.yaml:331)
 pub mod abs {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "abs";
@@ -4847,7 +5949,12 @@ pub mod abs {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4855,25 +5962,31 @@ pub mod abs {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `abs_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:336)
 pub mod abs_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "abs_";
@@ -4916,7 +6029,12 @@ pub mod abs_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4924,25 +6042,31 @@ pub mod abs_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:341)
 pub mod abs_out {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "abs.out";
@@ -4985,7 +6109,13 @@ pub mod abs_out {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        out: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(out)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -4993,26 +6123,32 @@ pub mod abs_out {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let out = a[1].to_tensor(NAME, "out")?;
-            let r = f(ks, self_, out)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let out = a[1].to_tensor(NAME, "out")?;
+                let r = f(ks, self_, out)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)` (aten/native_functions.yaml:346)
 pub mod copy_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "copy_";
@@ -5045,7 +6181,13 @@ pub mod copy_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        src: &Tensor,
+        non_blocking: bool,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, src, non_blocking),
@@ -5055,7 +6197,14 @@ pub mod copy_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        src: &Tensor,
+        non_blocking: bool,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(src), IValue::from(non_blocking)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5063,34 +6212,49 @@ pub mod copy_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let src = a[1].to_tensor(NAME, "src")?;
-        let non_blocking = a[2].to_bool(NAME, "non_blocking")?;
-            let r = f(ks, self_, src, non_blocking)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let src = a[1].to_tensor(NAME, "src")?;
+                let non_blocking = a[2].to_bool(NAME, "non_blocking")?;
+                let r = f(ks, self_, src, non_blocking)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:351)
 pub mod _to_copy {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "_to_copy";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, bool, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        bool,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -5101,7 +6265,15 @@ pub mod _to_copy {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        non_blocking: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
@@ -5109,56 +6281,102 @@ pub mod _to_copy {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        non_blocking: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        non_blocking: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format),
-            None => call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format),
+            None => {
+                call_boxed_kernel(&k, op, ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+            }
         }
     }
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(non_blocking), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        non_blocking: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(non_blocking),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let non_blocking = a[5].to_bool(NAME, "non_blocking")?;
-        let memory_format = a[6].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let non_blocking = a[5].to_bool(NAME, "non_blocking")?;
+                let memory_format = a[6].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:355)
 pub mod to_dtype {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "to.dtype";
@@ -5176,7 +6394,13 @@ pub mod to_dtype {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: ScalarType,
+        non_blocking: bool,
+        copy: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, non_blocking, copy, memory_format)
@@ -5184,14 +6408,29 @@ pub mod to_dtype {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: ScalarType,
+        non_blocking: bool,
+        copy: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, non_blocking, copy, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: ScalarType,
+        non_blocking: bool,
+        copy: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, non_blocking, copy, memory_format),
@@ -5201,37 +6440,58 @@ pub mod to_dtype {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(non_blocking), IValue::from(copy), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: ScalarType,
+        non_blocking: bool,
+        copy: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(non_blocking),
+            IValue::from(copy),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_scalar_type(NAME, "dtype")?;
-        let non_blocking = a[2].to_bool(NAME, "non_blocking")?;
-        let copy = a[3].to_bool(NAME, "copy")?;
-        let memory_format = a[4].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, non_blocking, copy, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_scalar_type(NAME, "dtype")?;
+                let non_blocking = a[2].to_bool(NAME, "non_blocking")?;
+                let copy = a[3].to_bool(NAME, "copy")?;
+                let memory_format = a[4].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, non_blocking, copy, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:360)
 pub mod clone {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "clone";
@@ -5264,7 +6524,12 @@ pub mod clone {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, memory_format),
@@ -5274,7 +6539,13 @@ pub mod clone {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(memory_format)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5282,26 +6553,32 @@ pub mod clone {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let memory_format = a[1].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let memory_format = a[1].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:364)
 pub mod contiguous {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "contiguous";
@@ -5334,7 +6611,12 @@ pub mod contiguous {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: MemoryFormat,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, memory_format),
@@ -5344,7 +6626,13 @@ pub mod contiguous {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        memory_format: MemoryFormat,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(memory_format)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5352,26 +6640,32 @@ pub mod contiguous {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let memory_format = a[1].to_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let memory_format = a[1].to_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:370)
 pub mod view {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "view";
@@ -5414,7 +6708,13 @@ pub mod view {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(size)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5422,26 +6722,32 @@ pub mod view {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-            let r = f(ks, self_, &size)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let r = f(ks, self_, &size)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)` (aten/native_functions.yaml:375)
 pub mod _reshape_alias {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "_reshape_alias";
@@ -5474,7 +6780,13 @@ pub mod _reshape_alias {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, size, stride),
@@ -5484,7 +6796,14 @@ pub mod _reshape_alias {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(size), IValue::from(stride)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5492,27 +6811,33 @@ pub mod _reshape_alias {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-        let stride = a[2].to_int_list(NAME, "stride", None)?;
-            let r = f(ks, self_, &size, &stride)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let stride = a[2].to_int_list(NAME, "stride", None)?;
+                let r = f(ks, self_, &size, &stride)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:379)
 pub mod reshape {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "reshape";
@@ -5555,7 +6880,13 @@ pub mod reshape {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        shape: &[i64],
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(shape)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5563,31 +6894,38 @@ pub mod reshape {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let shape = a[1].to_int_list(NAME, "shape", None)?;
-            let r = f(ks, self_, &shape)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let shape = a[1].to_int_list(NAME, "shape", None)?;
+                let r = f(ks, self_, &shape)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:384)
 pub mod as_strided {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "as_strided";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)";
+    pub const SCHEMA: &str =
+        "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], &[i64], Option<i64>) -> Result<Tensor>;
 
@@ -5608,14 +6946,27 @@ pub mod as_strided {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, size, stride, storage_offset)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, size, stride, storage_offset),
@@ -5625,36 +6976,51 @@ pub mod as_strided {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(size), IValue::from(stride), IValue::from(storage_offset)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(size), IValue::from(stride), IValue::from(storage_offset)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-        let stride = a[2].to_int_list(NAME, "stride", None)?;
-        let storage_offset = a[3].to_opt_int(NAME, "storage_offset")?;
-            let r = f(ks, self_, &size, &stride, storage_offset)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let stride = a[2].to_int_list(NAME, "stride", None)?;
+                let storage_offset = a[3].to_opt_int(NAME, "storage_offset")?;
+                let r = f(ks, self_, &size, &stride, storage_offset)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:389)
 pub mod transpose_int {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "transpose.int";
@@ -5687,7 +7053,13 @@ pub mod transpose_int {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim0: i64,
+        dim1: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dim0, dim1),
@@ -5697,7 +7069,14 @@ pub mod transpose_int {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim0: i64,
+        dim1: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim0), IValue::from(dim1)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5705,27 +7084,33 @@ pub mod transpose_int {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim0 = a[1].to_int(NAME, "dim0")?;
-        let dim1 = a[2].to_int(NAME, "dim1")?;
-            let r = f(ks, self_, dim0, dim1)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim0 = a[1].to_int(NAME, "dim0")?;
+                let dim1 = a[2].to_int(NAME, "dim1")?;
+                let r = f(ks, self_, dim0, dim1)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:394)
 pub mod t {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "t";
@@ -5768,7 +7153,12 @@ pub mod t {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5776,25 +7166,31 @@ pub mod t {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:399)
 pub mod permute {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "permute";
@@ -5837,7 +7233,13 @@ pub mod permute {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dims: &[i64],
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dims)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5845,26 +7247,32 @@ pub mod permute {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dims = a[1].to_int_list(NAME, "dims", None)?;
-            let r = f(ks, self_, &dims)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dims = a[1].to_int_list(NAME, "dims", None)?;
+                let r = f(ks, self_, &dims)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:404)
 pub mod expand {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "expand";
@@ -5897,7 +7305,13 @@ pub mod expand {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        implicit: bool,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, size, implicit),
@@ -5907,7 +7321,14 @@ pub mod expand {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        size: &[i64],
+        implicit: bool,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(size), IValue::from(implicit)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5915,27 +7336,33 @@ pub mod expand {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-        let implicit = a[2].to_bool(NAME, "implicit")?;
-            let r = f(ks, self_, &size, implicit)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let implicit = a[2].to_bool(NAME, "implicit")?;
+                let r = f(ks, self_, &size, implicit)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:409)
 pub mod expand_as {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "expand_as";
@@ -5978,7 +7405,13 @@ pub mod expand_as {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -5986,26 +7419,32 @@ pub mod expand_as {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:414)
 pub mod squeeze {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "squeeze";
@@ -6048,7 +7487,12 @@ pub mod squeeze {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6056,25 +7500,31 @@ pub mod squeeze {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:419)
 pub mod squeeze_dim {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "squeeze.dim";
@@ -6117,7 +7567,13 @@ pub mod squeeze_dim {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6125,26 +7581,32 @@ pub mod squeeze_dim {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int(NAME, "dim")?;
-            let r = f(ks, self_, dim)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let r = f(ks, self_, dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:424)
 pub mod squeeze_dims {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "squeeze.dims";
@@ -6187,7 +7649,13 @@ pub mod squeeze_dims {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6195,26 +7663,32 @@ pub mod squeeze_dims {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int_list(NAME, "dim", None)?;
-            let r = f(ks, self_, &dim)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int_list(NAME, "dim", None)?;
+                let r = f(ks, self_, &dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:429)
 pub mod unsqueeze {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "unsqueeze";
@@ -6257,7 +7731,13 @@ pub mod unsqueeze {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6265,26 +7745,32 @@ pub mod unsqueeze {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int(NAME, "dim")?;
-            let r = f(ks, self_, dim)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let r = f(ks, self_, dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:434)
 pub mod flatten_using_ints {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "flatten.using_ints";
@@ -6317,7 +7803,13 @@ pub mod flatten_using_ints {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        start_dim: i64,
+        end_dim: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, start_dim, end_dim),
@@ -6327,7 +7819,14 @@ pub mod flatten_using_ints {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        start_dim: i64,
+        end_dim: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(start_dim), IValue::from(end_dim)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6335,27 +7834,33 @@ pub mod flatten_using_ints {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let start_dim = a[1].to_int(NAME, "start_dim")?;
-        let end_dim = a[2].to_int(NAME, "end_dim")?;
-            let r = f(ks, self_, start_dim, end_dim)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let start_dim = a[1].to_int(NAME, "start_dim")?;
+                let end_dim = a[2].to_int(NAME, "end_dim")?;
+                let r = f(ks, self_, start_dim, end_dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:439)
 pub mod narrow {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "narrow";
@@ -6388,7 +7893,14 @@ pub mod narrow {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: i64,
+        length: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dim, start, length),
@@ -6398,7 +7910,15 @@ pub mod narrow {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: i64,
+        length: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(start), IValue::from(length)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6406,33 +7926,40 @@ pub mod narrow {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int(NAME, "dim")?;
-        let start = a[2].to_int(NAME, "start")?;
-        let length = a[3].to_int(NAME, "length")?;
-            let r = f(ks, self_, dim, start, length)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let start = a[2].to_int(NAME, "start")?;
+                let length = a[3].to_int(NAME, "length")?;
+                let r = f(ks, self_, dim, start, length)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:444)
 pub mod slice_tensor {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "slice.Tensor";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)";
+    pub const SCHEMA: &str =
+        "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<i64>, Option<i64>, i64) -> Result<Tensor>;
 
@@ -6453,14 +7980,29 @@ pub mod slice_tensor {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dim, start, end, step)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dim, start, end, step),
@@ -6470,37 +8012,53 @@ pub mod slice_tensor {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(start), IValue::from(end), IValue::from(step)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(dim), IValue::from(start), IValue::from(end), IValue::from(step)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int(NAME, "dim")?;
-        let start = a[2].to_opt_int(NAME, "start")?;
-        let end = a[3].to_opt_int(NAME, "end")?;
-        let step = a[4].to_int(NAME, "step")?;
-            let r = f(ks, self_, dim, start, end, step)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let start = a[2].to_opt_int(NAME, "start")?;
+                let end = a[3].to_opt_int(NAME, "end")?;
+                let step = a[4].to_int(NAME, "step")?;
+                let r = f(ks, self_, dim, start, end, step)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:449)
 pub mod select_int {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "select.int";
@@ -6533,7 +8091,13 @@ pub mod select_int {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dim, index),
@@ -6543,7 +8107,14 @@ pub mod select_int {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(index)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6551,27 +8122,33 @@ pub mod select_int {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dim = a[1].to_int(NAME, "dim")?;
-        let index = a[2].to_int(NAME, "index")?;
-            let r = f(ks, self_, dim, index)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let index = a[2].to_int(NAME, "index")?;
+                let r = f(ks, self_, dim, index)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:454)
 pub mod diagonal {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "diagonal";
@@ -6604,7 +8181,14 @@ pub mod diagonal {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, offset, dim1, dim2),
@@ -6614,7 +8198,15 @@ pub mod diagonal {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(offset), IValue::from(dim1), IValue::from(dim2)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6622,28 +8214,34 @@ pub mod diagonal {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let offset = a[1].to_int(NAME, "offset")?;
-        let dim1 = a[2].to_int(NAME, "dim1")?;
-        let dim2 = a[3].to_int(NAME, "dim2")?;
-            let r = f(ks, self_, offset, dim1, dim2)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let offset = a[1].to_int(NAME, "offset")?;
+                let dim1 = a[2].to_int(NAME, "dim1")?;
+                let dim2 = a[3].to_int(NAME, "dim2")?;
+                let r = f(ks, self_, offset, dim1, dim2)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:459)
 pub mod unfold {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "unfold";
@@ -6676,7 +8274,14 @@ pub mod unfold {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dimension: i64,
+        size: i64,
+        step: i64,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dimension, size, step),
@@ -6686,36 +8291,51 @@ pub mod unfold {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dimension), IValue::from(size), IValue::from(step)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dimension: i64,
+        size: i64,
+        step: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(dimension), IValue::from(size), IValue::from(step)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dimension = a[1].to_int(NAME, "dimension")?;
-        let size = a[2].to_int(NAME, "size")?;
-        let step = a[3].to_int(NAME, "step")?;
-            let r = f(ks, self_, dimension, size, step)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dimension = a[1].to_int(NAME, "dimension")?;
+                let size = a[2].to_int(NAME, "size")?;
+                let step = a[3].to_int(NAME, "step")?;
+                let r = f(ks, self_, dimension, size, step)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:464)
 pub mod alias {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "alias";
@@ -6758,7 +8378,12 @@ pub mod alias {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6766,25 +8391,31 @@ pub mod alias {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:469)
 pub mod view_as {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "view_as";
@@ -6827,7 +8458,13 @@ pub mod view_as {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6835,26 +8472,32 @@ pub mod view_as {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:474)
 pub mod reshape_as {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "reshape_as";
@@ -6897,7 +8540,13 @@ pub mod reshape_as {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -6905,33 +8554,47 @@ pub mod reshape_as {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let other = a[1].to_tensor(NAME, "other")?;
-            let r = f(ks, self_, other)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:480)
 pub mod empty_memory_format {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "empty.memory_format";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -6942,7 +8605,14 @@ pub mod empty_memory_format {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, dtype, layout, device, pin_memory, memory_format)
@@ -6950,14 +8620,31 @@ pub mod empty_memory_format {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, dtype, layout, device, pin_memory, memory_format),
@@ -6967,45 +8654,76 @@ pub mod empty_memory_format {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, &size, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, &size, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:485)
 pub mod empty_strided {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "empty_strided";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &[i64],
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7016,7 +8734,14 @@ pub mod empty_strided {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, stride, dtype, layout, device, pin_memory)
@@ -7024,14 +8749,31 @@ pub mod empty_strided {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, stride, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, stride, dtype, layout, device, pin_memory),
@@ -7041,45 +8783,69 @@ pub mod empty_strided {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(stride), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(stride),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let stride = a[1].to_int_list(NAME, "stride", None)?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, &stride, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let stride = a[1].to_int_list(NAME, "stride", None)?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, &stride, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:490)
 pub mod zeros {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "zeros";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7090,7 +8856,13 @@ pub mod zeros {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
@@ -7098,14 +8870,29 @@ pub mod zeros {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, dtype, layout, device, pin_memory),
@@ -7115,44 +8902,66 @@ pub mod zeros {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:495)
 pub mod ones {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ones";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7163,7 +8972,13 @@ pub mod ones {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
@@ -7171,14 +8986,29 @@ pub mod ones {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, dtype, layout, device, pin_memory),
@@ -7188,44 +9018,73 @@ pub mod ones {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:500)
 pub mod full {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "full";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &[i64],
+        Scalar,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7236,7 +9095,14 @@ pub mod full {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, fill_value, dtype, layout, device, pin_memory)
@@ -7244,14 +9110,31 @@ pub mod full {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, fill_value, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, fill_value, dtype, layout, device, pin_memory),
@@ -7261,45 +9144,69 @@ pub mod full {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(fill_value), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(fill_value),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let fill_value = a[1].to_scalar(NAME, "fill_value")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, fill_value, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let fill_value = a[1].to_scalar(NAME, "fill_value")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, fill_value, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:505)
 pub mod arange {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "arange";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7310,7 +9217,13 @@ pub mod arange {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, end, dtype, layout, device, pin_memory)
@@ -7318,14 +9231,29 @@ pub mod arange {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, end, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, end, dtype, layout, device, pin_memory),
@@ -7335,44 +9263,73 @@ pub mod arange {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(end), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(end),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let end = a[0].to_scalar(NAME, "end")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, end, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let end = a[0].to_scalar(NAME, "end")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, end, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:510)
 pub mod arange_start {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "arange.start";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        Scalar,
+        Scalar,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7383,7 +9340,14 @@ pub mod arange_start {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        start: Scalar,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, start, end, dtype, layout, device, pin_memory)
@@ -7391,14 +9355,31 @@ pub mod arange_start {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, start, end, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, start, end, dtype, layout, device, pin_memory),
@@ -7408,45 +9389,77 @@ pub mod arange_start {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let start = a[0].to_scalar(NAME, "start")?;
-        let end = a[1].to_scalar(NAME, "end")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, start, end, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let start = a[0].to_scalar(NAME, "start")?;
+                let end = a[1].to_scalar(NAME, "end")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:515)
 pub mod arange_start_step {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "arange.start_step";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        Scalar,
+        Scalar,
+        Scalar,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7457,7 +9470,15 @@ pub mod arange_start_step {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, start, end, step, dtype, layout, device, pin_memory)
@@ -7465,14 +9486,33 @@ pub mod arange_start_step {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, start, end, step, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, start, end, step, dtype, layout, device, pin_memory),
@@ -7482,46 +9522,80 @@ pub mod arange_start_step {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(step), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(step),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let start = a[0].to_scalar(NAME, "start")?;
-        let end = a[1].to_scalar(NAME, "end")?;
-        let step = a[2].to_scalar(NAME, "step")?;
-        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[4].to_opt_layout(NAME, "layout")?;
-        let device = a[5].to_opt_device(NAME, "device")?;
-        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, start, end, step, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let start = a[0].to_scalar(NAME, "start")?;
+                let end = a[1].to_scalar(NAME, "end")?;
+                let step = a[2].to_scalar(NAME, "step")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, step, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:520)
 pub mod linspace {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "linspace";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        Scalar,
+        Scalar,
+        i64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7532,7 +9606,15 @@ pub mod linspace {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        start: Scalar,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
@@ -7540,14 +9622,33 @@ pub mod linspace {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, start, end, steps, dtype, layout, device, pin_memory),
@@ -7557,46 +9658,72 @@ pub mod linspace {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(start), IValue::from(end), IValue::from(steps), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let start = a[0].to_scalar(NAME, "start")?;
-        let end = a[1].to_scalar(NAME, "end")?;
-        let steps = a[2].to_int(NAME, "steps")?;
-        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[4].to_opt_layout(NAME, "layout")?;
-        let device = a[5].to_opt_device(NAME, "device")?;
-        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let start = a[0].to_scalar(NAME, "start")?;
+                let end = a[1].to_scalar(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:525)
 pub mod eye {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eye";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7607,7 +9734,13 @@ pub mod eye {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, n, dtype, layout, device, pin_memory)
@@ -7615,14 +9748,29 @@ pub mod eye {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, n, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, n, dtype, layout, device, pin_memory),
@@ -7632,44 +9780,73 @@ pub mod eye {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(n), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(n),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let n = a[0].to_int(NAME, "n")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, n, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let n = a[0].to_int(NAME, "n")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, n, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:530)
 pub mod eye_m {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "eye.m";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        i64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7680,7 +9857,14 @@ pub mod eye_m {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, n, m, dtype, layout, device, pin_memory)
@@ -7688,14 +9872,31 @@ pub mod eye_m {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, n, m, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, n, m, dtype, layout, device, pin_memory),
@@ -7705,45 +9906,76 @@ pub mod eye_m {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(n), IValue::from(m), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        m: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(n),
+            IValue::from(m),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let n = a[0].to_int(NAME, "n")?;
-        let m = a[1].to_int(NAME, "m")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, n, m, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let n = a[0].to_int(NAME, "n")?;
+                let m = a[1].to_int(NAME, "m")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, n, m, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:535)
 pub mod empty_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "empty_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7754,7 +9986,14 @@ pub mod empty_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
@@ -7762,14 +10001,31 @@ pub mod empty_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
@@ -7779,45 +10035,76 @@ pub mod empty_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:540)
 pub mod zeros_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "zeros_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7828,7 +10115,14 @@ pub mod zeros_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
@@ -7836,14 +10130,31 @@ pub mod zeros_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
@@ -7853,45 +10164,76 @@ pub mod zeros_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:545)
 pub mod ones_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "ones_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7902,7 +10244,14 @@ pub mod ones_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
@@ -7910,14 +10259,31 @@ pub mod ones_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
@@ -7927,45 +10293,77 @@ pub mod ones_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:550)
 pub mod full_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "full_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Scalar,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -7976,7 +10374,15 @@ pub mod full_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)
@@ -7984,14 +10390,33 @@ pub mod full_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format),
@@ -8001,39 +10426,64 @@ pub mod full_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(fill_value), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(fill_value),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let fill_value = a[1].to_scalar(NAME, "fill_value")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[6].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let fill_value = a[1].to_scalar(NAME, "fill_value")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[6].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:555)
 pub mod fill_scalar_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "fill_.Scalar";
@@ -8076,7 +10526,13 @@ pub mod fill_scalar_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, value: Scalar) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(value)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8084,26 +10540,32 @@ pub mod fill_scalar_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let value = a[1].to_scalar(NAME, "value")?;
-            let r = f(ks, self_, value)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let value = a[1].to_scalar(NAME, "value")?;
+                let r = f(ks, self_, value)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:560)
 pub mod zero_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "zero_";
@@ -8146,7 +10608,12 @@ pub mod zero_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8154,30 +10621,37 @@ pub mod zero_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 1 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 1 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 1);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-            let r = f(ks, self_)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:567)
 pub mod uniform_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "uniform_";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, f64, f64, Option<&Generator>) -> Result<Tensor>;
 
@@ -8198,14 +10672,27 @@ pub mod uniform_ {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, from, to, generator)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, from, to, generator),
@@ -8215,7 +10702,15 @@ pub mod uniform_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: f64,
+        to: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(from), IValue::from(to), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8223,33 +10718,40 @@ pub mod uniform_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let from = a[1].to_double(NAME, "from")?;
-        let to = a[2].to_double(NAME, "to")?;
-        let generator = a[3].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, from, to, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let from = a[1].to_double(NAME, "from")?;
+                let to = a[2].to_double(NAME, "to")?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, from, to, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:572)
 pub mod normal_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "normal_";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, f64, f64, Option<&Generator>) -> Result<Tensor>;
 
@@ -8270,14 +10772,27 @@ pub mod normal_ {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mean: f64,
+        std: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, mean, std, generator)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mean: f64,
+        std: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, mean, std, generator),
@@ -8287,41 +10802,57 @@ pub mod normal_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(mean), IValue::from(std), IValue::from(generator)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mean: f64,
+        std: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(mean), IValue::from(std), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let mean = a[1].to_double(NAME, "mean")?;
-        let std = a[2].to_double(NAME, "std")?;
-        let generator = a[3].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, mean, std, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let mean = a[1].to_double(NAME, "mean")?;
+                let std = a[2].to_double(NAME, "std")?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, mean, std, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:577)
 pub mod random_from_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "random_.from";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<i64>, Option<&Generator>) -> Result<Tensor>;
 
@@ -8342,14 +10873,27 @@ pub mod random_from_ {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, from, to, generator)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, from, to, generator),
@@ -8359,7 +10903,15 @@ pub mod random_from_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        from: i64,
+        to: Option<i64>,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(from), IValue::from(to), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8367,28 +10919,34 @@ pub mod random_from_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 4 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 4 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 4);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let from = a[1].to_int(NAME, "from")?;
-        let to = a[2].to_opt_int(NAME, "to")?;
-        let generator = a[3].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, from, to, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let from = a[1].to_int(NAME, "from")?;
+                let to = a[2].to_opt_int(NAME, "to")?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, from, to, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:582)
 pub mod random_to_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "random_.to";
@@ -8421,7 +10979,13 @@ pub mod random_to_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, to, generator),
@@ -8431,7 +10995,14 @@ pub mod random_to_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        to: i64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(to), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8439,27 +11010,33 @@ pub mod random_to_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let to = a[1].to_int(NAME, "to")?;
-        let generator = a[2].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, to, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let to = a[1].to_int(NAME, "to")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, to, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:587)
 pub mod random_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "random_";
@@ -8492,7 +11069,12 @@ pub mod random_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, generator),
@@ -8502,7 +11084,13 @@ pub mod random_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8510,31 +11098,38 @@ pub mod random_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 2 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 2 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 2);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let generator = a[1].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let generator = a[1].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:592)
 pub mod bernoulli_float_ {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "bernoulli_.float";
     /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)";
+    pub const SCHEMA: &str =
+        "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)";
     /// The typed kernel signature: the key set, then the arguments in schema order.
     pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<&Generator>) -> Result<Tensor>;
 
@@ -8562,7 +11157,13 @@ pub mod bernoulli_float_ {
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, p, generator),
@@ -8572,7 +11173,14 @@ pub mod bernoulli_float_ {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(generator)];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
@@ -8580,34 +11188,41 @@ pub mod bernoulli_float_ {
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 3 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 3 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 3);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let p = a[1].to_double(NAME, "p")?;
-        let generator = a[2].to_opt_generator(NAME, "generator")?;
-            let r = f(ks, self_, p, generator)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, p, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:597)
 pub mod rand {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "rand";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8618,7 +11233,13 @@ pub mod rand {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
@@ -8626,14 +11247,29 @@ pub mod rand {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, dtype, layout, device, pin_memory),
@@ -8643,44 +11279,73 @@ pub mod rand {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:602)
 pub mod rand_generator {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "rand.generator";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &[i64],
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8691,7 +11356,14 @@ pub mod rand_generator {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
@@ -8699,14 +11371,31 @@ pub mod rand_generator {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, generator, dtype, layout, device, pin_memory),
@@ -8716,45 +11405,69 @@ pub mod rand_generator {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let generator = a[1].to_opt_generator(NAME, "generator")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let generator = a[1].to_opt_generator(NAME, "generator")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:607)
 pub mod randn {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randn";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig =
+        fn(DispatchKeySet, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8765,7 +11478,13 @@ pub mod randn {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
@@ -8773,14 +11492,29 @@ pub mod randn {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, dtype, layout, device, pin_memory),
@@ -8790,44 +11524,73 @@ pub mod randn {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 5 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 5 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 5);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:612)
 pub mod randn_generator {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randn.generator";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &[i64],
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8838,7 +11601,14 @@ pub mod randn_generator {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
@@ -8846,14 +11616,31 @@ pub mod randn_generator {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, size, generator, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, size, generator, dtype, layout, device, pin_memory),
@@ -8863,45 +11650,76 @@ pub mod randn_generator {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(size),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let size = a[0].to_int_list(NAME, "size", None)?;
-        let generator = a[1].to_opt_generator(NAME, "generator")?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let size = a[0].to_int_list(NAME, "size", None)?;
+                let generator = a[1].to_opt_generator(NAME, "generator")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, &size, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:617)
 pub mod randint {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randint";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8912,7 +11730,14 @@ pub mod randint {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, high, size, dtype, layout, device, pin_memory)
@@ -8920,14 +11745,31 @@ pub mod randint {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, high, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, high, size, dtype, layout, device, pin_memory),
@@ -8937,45 +11779,77 @@ pub mod randint {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(high), IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(high),
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let high = a[0].to_int(NAME, "high")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-        let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[3].to_opt_layout(NAME, "layout")?;
-        let device = a[4].to_opt_device(NAME, "device")?;
-        let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, high, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let high = a[0].to_int(NAME, "high")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, high, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:622)
 pub mod randint_generator {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randint.generator";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        &[i64],
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -8986,7 +11860,15 @@ pub mod randint_generator {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, high, size, generator, dtype, layout, device, pin_memory)
@@ -8994,14 +11876,33 @@ pub mod randint_generator {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, high, size, generator, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, high, size, generator, dtype, layout, device, pin_memory),
@@ -9011,46 +11912,80 @@ pub mod randint_generator {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(high), IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(high),
+            IValue::from(size),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let high = a[0].to_int(NAME, "high")?;
-        let size = a[1].to_int_list(NAME, "size", None)?;
-        let generator = a[2].to_opt_generator(NAME, "generator")?;
-        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[4].to_opt_layout(NAME, "layout")?;
-        let device = a[5].to_opt_device(NAME, "device")?;
-        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, high, &size, generator, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let high = a[0].to_int(NAME, "high")?;
+                let size = a[1].to_int_list(NAME, "size", None)?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, high, &size, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:627)
 pub mod randint_low {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randint.low";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        i64,
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -9061,7 +11996,15 @@ pub mod randint_low {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, low, high, size, dtype, layout, device, pin_memory)
@@ -9069,14 +12012,33 @@ pub mod randint_low {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, low, high, size, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, low, high, size, dtype, layout, device, pin_memory),
@@ -9086,46 +12048,81 @@ pub mod randint_low {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(low), IValue::from(high), IValue::from(size), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(low),
+            IValue::from(high),
+            IValue::from(size),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 7 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 7 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 7);
-        let low = a[0].to_int(NAME, "low")?;
-        let high = a[1].to_int(NAME, "high")?;
-        let size = a[2].to_int_list(NAME, "size", None)?;
-        let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[4].to_opt_layout(NAME, "layout")?;
-        let device = a[5].to_opt_device(NAME, "device")?;
-        let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, low, high, &size, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let low = a[0].to_int(NAME, "low")?;
+                let high = a[1].to_int(NAME, "high")?;
+                let size = a[2].to_int_list(NAME, "size", None)?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, low, high, &size, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
 pub mod randint_low_generator {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randint.low_generator";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        i64,
+        &[i64],
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -9136,7 +12133,16 @@ pub mod randint_low_generator {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn call(
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(DispatchKeySet::EMPTY);
         dispatch(op, ks, low, high, size, generator, dtype, layout, device, pin_memory)
@@ -9144,14 +12150,35 @@ pub mod randint_low_generator {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, low, high, size, generator, dtype, layout, device, pin_memory)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, low, high, size, generator, dtype, layout, device, pin_memory),
@@ -9161,47 +12188,82 @@ pub mod randint_low_generator {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(low), IValue::from(high), IValue::from(size), IValue::from(generator), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        low: i64,
+        high: i64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(low),
+            IValue::from(high),
+            IValue::from(size),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 8 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 8 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 8);
-        let low = a[0].to_int(NAME, "low")?;
-        let high = a[1].to_int(NAME, "high")?;
-        let size = a[2].to_int_list(NAME, "size", None)?;
-        let generator = a[3].to_opt_generator(NAME, "generator")?;
-        let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[5].to_opt_layout(NAME, "layout")?;
-        let device = a[6].to_opt_device(NAME, "device")?;
-        let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
-            let r = f(ks, low, high, &size, generator, dtype, layout, device, pin_memory)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let low = a[0].to_int(NAME, "low")?;
+                let high = a[1].to_int(NAME, "high")?;
+                let size = a[2].to_int_list(NAME, "size", None)?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[5].to_opt_layout(NAME, "layout")?;
+                let device = a[6].to_opt_device(NAME, "device")?;
+                let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, low, high, &size, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:637)
 pub mod rand_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "rand_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -9212,7 +12274,14 @@ pub mod rand_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
@@ -9220,14 +12289,31 @@ pub mod rand_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
@@ -9237,45 +12323,76 @@ pub mod rand_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
 
 /// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:642)
 pub mod randn_like {
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
     use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
     /// The operator name (`name.overload`).
     pub const NAME: &str = "randn_like";
     /// The schema as written in the YAML.
     pub const SCHEMA: &str = "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
     /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>) -> Result<Tensor>;
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ) -> Result<Tensor>;
 
     /// The operator's dispatcher entry (looked up once).
     #[inline]
@@ -9286,7 +12403,14 @@ pub mod randn_like {
 
     /// Calls the operator: keys from the tensor arguments and the thread-local sets.
     #[inline]
-    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn call(
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = op.compute_key_set(self_.key_set());
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
@@ -9294,14 +12418,31 @@ pub mod randn_like {
 
     /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let op = handle();
         let ks = ks & op.mask_for(ks);
         dispatch(op, ks, self_, dtype, layout, device, pin_memory, memory_format)
     }
 
     #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         let k = op.lookup(ks)?;
         match k.unboxed::<Sig>() {
             Some(f) => f(ks, self_, dtype, layout, device, pin_memory, memory_format),
@@ -9311,29 +12452,51 @@ pub mod randn_like {
 
     /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
     #[inline(never)]
-    fn call_boxed_kernel(k: &KernelFunction, op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype), IValue::from(layout), IValue::from(device), IValue::from(pin_memory), IValue::from(memory_format)];
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+            IValue::from(memory_format),
+        ];
         k.call_boxed(op, ks, &mut stack)?;
         crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
     }
 
     /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
     pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(f, move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-            if stack.len() < 6 {
-                return Err(c10::Error::BoxedArgument { op: NAME.to_string(), msg: format!("expected 6 arguments, got {}", stack.len()) });
-            }
-            let a = stack.split_off(stack.len() - 6);
-        let self_ = a[0].to_tensor(NAME, "self")?;
-        let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
-        let layout = a[2].to_opt_layout(NAME, "layout")?;
-        let device = a[3].to_opt_device(NAME, "device")?;
-        let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
-        let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
-            let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
-            stack.push(IValue::from(r));
-            Ok(())
-        })
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let memory_format = a[5].to_opt_memory_format(NAME, "memory_format")?;
+                let r = f(ks, self_, dtype, layout, device, pin_memory, memory_format)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
     }
 }
-

@@ -4,8 +4,8 @@
 
 #![allow(unused_imports, clippy::too_many_arguments)]
 
-use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 use crate::{Generator, Tensor};
+use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
 impl Tensor {
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:9)
@@ -370,7 +370,13 @@ impl Tensor {
 
     /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:355)
     #[inline]
-    pub fn to_with(&self, dtype: ScalarType, non_blocking: bool, copy: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    pub fn to_with(
+        &self,
+        dtype: ScalarType,
+        non_blocking: bool,
+        copy: bool,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
         crate::handles::to_dtype::call(self, dtype, non_blocking, copy, memory_format)
     }
 
@@ -625,5 +631,4 @@ impl Tensor {
     pub fn bernoulli_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli_float_::call(self, p, generator)
     }
-
 }

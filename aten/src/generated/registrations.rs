@@ -4,9 +4,9 @@
 
 #![allow(unused_variables, clippy::too_many_arguments)]
 
-use c10::{DispatchKey, DispatchKeySet};
 use crate::dispatcher::Dispatcher;
 use crate::handles;
+use c10::{DispatchKey, DispatchKeySet};
 
 /// Declares every operator of the YAML.
 pub fn register_schemas(d: &Dispatcher) {
@@ -145,224 +145,1863 @@ pub fn register_schemas(d: &Dispatcher) {
 
 /// Registers the `ADInplaceOrView` kernels.
 pub fn register_ad_inplace_or_view(d: &Dispatcher) {
-    d.register_kernel(handles::add_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::add_tensor_::kernel(|ks, self_, other, alpha| { let r = handles::add_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::add_out::NAME, DispatchKey::ADInplaceOrView, handles::add_out::kernel(|ks, self_, other, alpha, out| { let r = handles::add_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::add_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::add_scalar_::kernel(|ks, self_, other, alpha| { let r = handles::add_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::sub_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::sub_tensor_::kernel(|ks, self_, other, alpha| { let r = handles::sub_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::sub_out::NAME, DispatchKey::ADInplaceOrView, handles::sub_out::kernel(|ks, self_, other, alpha, out| { let r = handles::sub_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::sub_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::sub_scalar_::kernel(|ks, self_, other, alpha| { let r = handles::sub_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::mul_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::mul_tensor_::kernel(|ks, self_, other| { let r = handles::mul_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::mul_out::NAME, DispatchKey::ADInplaceOrView, handles::mul_out::kernel(|ks, self_, other, out| { let r = handles::mul_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::mul_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::mul_scalar_::kernel(|ks, self_, other| { let r = handles::mul_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::div_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::div_tensor_::kernel(|ks, self_, other| { let r = handles::div_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::div_out::NAME, DispatchKey::ADInplaceOrView, handles::div_out::kernel(|ks, self_, other, out| { let r = handles::div_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::div_tensor_mode_::NAME, DispatchKey::ADInplaceOrView, handles::div_tensor_mode_::kernel(|ks, self_, other, rounding_mode| { let r = handles::div_tensor_mode_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, rounding_mode)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::div_out_mode::NAME, DispatchKey::ADInplaceOrView, handles::div_out_mode::kernel(|ks, self_, other, rounding_mode, out| { let r = handles::div_out_mode::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, rounding_mode, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::div_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::div_scalar_::kernel(|ks, self_, other| { let r = handles::div_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::eq_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::eq_tensor_out::kernel(|ks, self_, other, out| { let r = handles::eq_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::eq_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::eq_scalar_out::kernel(|ks, self_, other, out| { let r = handles::eq_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::eq_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::eq_tensor_::kernel(|ks, self_, other| { let r = handles::eq_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::eq_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::eq_scalar_::kernel(|ks, self_, other| { let r = handles::eq_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ne_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::ne_tensor_out::kernel(|ks, self_, other, out| { let r = handles::ne_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ne_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::ne_scalar_out::kernel(|ks, self_, other, out| { let r = handles::ne_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ne_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::ne_tensor_::kernel(|ks, self_, other| { let r = handles::ne_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ne_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::ne_scalar_::kernel(|ks, self_, other| { let r = handles::ne_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::lt_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::lt_tensor_out::kernel(|ks, self_, other, out| { let r = handles::lt_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::lt_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::lt_scalar_out::kernel(|ks, self_, other, out| { let r = handles::lt_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::lt_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::lt_tensor_::kernel(|ks, self_, other| { let r = handles::lt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::lt_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::lt_scalar_::kernel(|ks, self_, other| { let r = handles::lt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::le_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::le_tensor_out::kernel(|ks, self_, other, out| { let r = handles::le_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::le_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::le_scalar_out::kernel(|ks, self_, other, out| { let r = handles::le_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::le_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::le_tensor_::kernel(|ks, self_, other| { let r = handles::le_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::le_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::le_scalar_::kernel(|ks, self_, other| { let r = handles::le_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::gt_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::gt_tensor_out::kernel(|ks, self_, other, out| { let r = handles::gt_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::gt_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::gt_scalar_out::kernel(|ks, self_, other, out| { let r = handles::gt_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::gt_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::gt_tensor_::kernel(|ks, self_, other| { let r = handles::gt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::gt_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::gt_scalar_::kernel(|ks, self_, other| { let r = handles::gt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ge_tensor_out::NAME, DispatchKey::ADInplaceOrView, handles::ge_tensor_out::kernel(|ks, self_, other, out| { let r = handles::ge_tensor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ge_scalar_out::NAME, DispatchKey::ADInplaceOrView, handles::ge_scalar_out::kernel(|ks, self_, other, out| { let r = handles::ge_scalar_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ge_tensor_::NAME, DispatchKey::ADInplaceOrView, handles::ge_tensor_::kernel(|ks, self_, other| { let r = handles::ge_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::ge_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::ge_scalar_::kernel(|ks, self_, other| { let r = handles::ge_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::where_self_out::NAME, DispatchKey::ADInplaceOrView, handles::where_self_out::kernel(|ks, condition, self_, other, out| { let r = handles::where_self_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), condition, self_, other, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::neg_::NAME, DispatchKey::ADInplaceOrView, handles::neg_::kernel(|ks, self_| { let r = handles::neg_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::neg_out::NAME, DispatchKey::ADInplaceOrView, handles::neg_out::kernel(|ks, self_, out| { let r = handles::neg_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::abs_::NAME, DispatchKey::ADInplaceOrView, handles::abs_::kernel(|ks, self_| { let r = handles::abs_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::abs_out::NAME, DispatchKey::ADInplaceOrView, handles::abs_out::kernel(|ks, self_, out| { let r = handles::abs_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?; out.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::copy_::NAME, DispatchKey::ADInplaceOrView, handles::copy_::kernel(|ks, self_, src, non_blocking| { let r = handles::copy_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, src, non_blocking)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::fill_scalar_::NAME, DispatchKey::ADInplaceOrView, handles::fill_scalar_::kernel(|ks, self_, value| { let r = handles::fill_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, value)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::zero_::NAME, DispatchKey::ADInplaceOrView, handles::zero_::kernel(|ks, self_| { let r = handles::zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::uniform_::NAME, DispatchKey::ADInplaceOrView, handles::uniform_::kernel(|ks, self_, from, to, generator| { let r = handles::uniform_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, from, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::normal_::NAME, DispatchKey::ADInplaceOrView, handles::normal_::kernel(|ks, self_, mean, std, generator| { let r = handles::normal_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mean, std, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::random_from_::NAME, DispatchKey::ADInplaceOrView, handles::random_from_::kernel(|ks, self_, from, to, generator| { let r = handles::random_from_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, from, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::random_to_::NAME, DispatchKey::ADInplaceOrView, handles::random_to_::kernel(|ks, self_, to, generator| { let r = handles::random_to_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, to, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::random_::NAME, DispatchKey::ADInplaceOrView, handles::random_::kernel(|ks, self_, generator| { let r = handles::random_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
-    d.register_kernel(handles::bernoulli_float_::NAME, DispatchKey::ADInplaceOrView, handles::bernoulli_float_::kernel(|ks, self_, p, generator| { let r = handles::bernoulli_float_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, p, generator)?; self_.bump_version(); Ok(r) })).expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::add_tensor_::kernel(|ks, self_, other, alpha| {
+            let r = handles::add_tensor_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::add_out::kernel(|ks, self_, other, alpha, out| {
+            let r = handles::add_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::add_scalar_::kernel(|ks, self_, other, alpha| {
+            let r = handles::add_scalar_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sub_tensor_::kernel(|ks, self_, other, alpha| {
+            let r = handles::sub_tensor_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sub_out::kernel(|ks, self_, other, alpha, out| {
+            let r = handles::sub_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sub_scalar_::kernel(|ks, self_, other, alpha| {
+            let r = handles::sub_scalar_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                alpha,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mul_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::mul_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mul_out::kernel(|ks, self_, other, out| {
+            let r = handles::mul_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mul_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::mul_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::div_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::div_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::div_out::kernel(|ks, self_, other, out| {
+            let r = handles::div_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::div_tensor_mode_::kernel(|ks, self_, other, rounding_mode| {
+            let r = handles::div_tensor_mode_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                rounding_mode,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out_mode::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::div_out_mode::kernel(|ks, self_, other, rounding_mode, out| {
+            let r = handles::div_out_mode::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                rounding_mode,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::div_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::div_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::eq_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::eq_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::eq_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::eq_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::eq_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::eq_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::eq_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::eq_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ne_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::ne_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ne_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::ne_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ne_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::ne_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ne_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::ne_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::lt_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::lt_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::lt_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::lt_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::lt_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::lt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::lt_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::lt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::le_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::le_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::le_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::le_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::le_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::le_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::le_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::le_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::gt_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::gt_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::gt_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::gt_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::gt_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::gt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::gt_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::gt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ge_tensor_out::kernel(|ks, self_, other, out| {
+            let r = handles::ge_tensor_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ge_scalar_out::kernel(|ks, self_, other, out| {
+            let r = handles::ge_scalar_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ge_tensor_::kernel(|ks, self_, other| {
+            let r =
+                handles::ge_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ge_scalar_::kernel(|ks, self_, other| {
+            let r =
+                handles::ge_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_self_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::where_self_out::kernel(|ks, condition, self_, other, out| {
+            let r = handles::where_self_out::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                condition,
+                self_,
+                other,
+                out,
+            )?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::neg_::kernel(|ks, self_| {
+            let r = handles::neg_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::neg_out::kernel(|ks, self_, out| {
+            let r = handles::neg_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::abs_::kernel(|ks, self_| {
+            let r = handles::abs_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::abs_out::kernel(|ks, self_, out| {
+            let r = handles::abs_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?;
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copy_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::copy_::kernel(|ks, self_, src, non_blocking| {
+            let r = handles::copy_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                src,
+                non_blocking,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fill_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::fill_scalar_::kernel(|ks, self_, value| {
+            let r = handles::fill_scalar_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                value,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zero_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::zero_::kernel(|ks, self_| {
+            let r = handles::zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::uniform_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::uniform_::kernel(|ks, self_, from, to, generator| {
+            let r = handles::uniform_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                from,
+                to,
+                generator,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::normal_::kernel(|ks, self_, mean, std, generator| {
+            let r = handles::normal_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                mean,
+                std,
+                generator,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_from_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::random_from_::kernel(|ks, self_, from, to, generator| {
+            let r = handles::random_from_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                from,
+                to,
+                generator,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_to_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::random_to_::kernel(|ks, self_, to, generator| {
+            let r = handles::random_to_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                to,
+                generator,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::random_::kernel(|ks, self_, generator| {
+            let r =
+                handles::random_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, generator)?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_float_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bernoulli_float_::kernel(|ks, self_, p, generator| {
+            let r = handles::bernoulli_float_::redispatch(
+                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                self_,
+                p,
+                generator,
+            )?;
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `BackendSelect` kernels.
 pub fn register_backend_select(d: &Dispatcher) {
-    d.register_kernel(handles::empty_memory_format::NAME, DispatchKey::BackendSelect, handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| handles::empty_memory_format::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::empty_strided::NAME, DispatchKey::BackendSelect, handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| handles::empty_strided::redispatch(crate::backend_key_set(device), size, stride, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::zeros::NAME, DispatchKey::BackendSelect, handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::zeros::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::ones::NAME, DispatchKey::BackendSelect, handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::ones::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::full::NAME, DispatchKey::BackendSelect, handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| handles::full::redispatch(crate::backend_key_set(device), size, fill_value, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange::NAME, DispatchKey::BackendSelect, handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| handles::arange::redispatch(crate::backend_key_set(device), end, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange_start::NAME, DispatchKey::BackendSelect, handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| handles::arange_start::redispatch(crate::backend_key_set(device), start, end, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange_start_step::NAME, DispatchKey::BackendSelect, handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| handles::arange_start_step::redispatch(crate::backend_key_set(device), start, end, step, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::linspace::NAME, DispatchKey::BackendSelect, handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| handles::linspace::redispatch(crate::backend_key_set(device), start, end, steps, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::eye::NAME, DispatchKey::BackendSelect, handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| handles::eye::redispatch(crate::backend_key_set(device), n, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::eye_m::NAME, DispatchKey::BackendSelect, handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| handles::eye_m::redispatch(crate::backend_key_set(device), n, m, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::rand::NAME, DispatchKey::BackendSelect, handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::rand::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::rand_generator::NAME, DispatchKey::BackendSelect, handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| handles::rand_generator::redispatch(crate::backend_key_set(device), size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randn::NAME, DispatchKey::BackendSelect, handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| handles::randn::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randn_generator::NAME, DispatchKey::BackendSelect, handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| handles::randn_generator::redispatch(crate::backend_key_set(device), size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint::NAME, DispatchKey::BackendSelect, handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| handles::randint::redispatch(crate::backend_key_set(device), high, size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_generator::NAME, DispatchKey::BackendSelect, handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| handles::randint_generator::redispatch(crate::backend_key_set(device), high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_low::NAME, DispatchKey::BackendSelect, handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| handles::randint_low::redispatch(crate::backend_key_set(device), low, high, size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_low_generator::NAME, DispatchKey::BackendSelect, handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| handles::randint_low_generator::redispatch(crate::backend_key_set(device), low, high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
+    d.register_kernel(
+        handles::empty_memory_format::NAME,
+        DispatchKey::BackendSelect,
+        handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| {
+            handles::empty_memory_format::redispatch(
+                crate::backend_key_set(device),
+                size,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+                memory_format,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_strided::NAME,
+        DispatchKey::BackendSelect,
+        handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| {
+            handles::empty_strided::redispatch(
+                crate::backend_key_set(device),
+                size,
+                stride,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zeros::NAME,
+        DispatchKey::BackendSelect,
+        handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            handles::zeros::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ones::NAME,
+        DispatchKey::BackendSelect,
+        handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            handles::ones::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::full::NAME,
+        DispatchKey::BackendSelect,
+        handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| {
+            handles::full::redispatch(
+                crate::backend_key_set(device),
+                size,
+                fill_value,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange::NAME,
+        DispatchKey::BackendSelect,
+        handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| {
+            handles::arange::redispatch(crate::backend_key_set(device), end, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start::NAME,
+        DispatchKey::BackendSelect,
+        handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| {
+            handles::arange_start::redispatch(
+                crate::backend_key_set(device),
+                start,
+                end,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start_step::NAME,
+        DispatchKey::BackendSelect,
+        handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| {
+            handles::arange_start_step::redispatch(
+                crate::backend_key_set(device),
+                start,
+                end,
+                step,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linspace::NAME,
+        DispatchKey::BackendSelect,
+        handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| {
+            handles::linspace::redispatch(
+                crate::backend_key_set(device),
+                start,
+                end,
+                steps,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eye::NAME,
+        DispatchKey::BackendSelect,
+        handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| {
+            handles::eye::redispatch(crate::backend_key_set(device), n, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eye_m::NAME,
+        DispatchKey::BackendSelect,
+        handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| {
+            handles::eye_m::redispatch(crate::backend_key_set(device), n, m, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand::NAME,
+        DispatchKey::BackendSelect,
+        handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            handles::rand::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand_generator::NAME,
+        DispatchKey::BackendSelect,
+        handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            handles::rand_generator::redispatch(
+                crate::backend_key_set(device),
+                size,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn::NAME,
+        DispatchKey::BackendSelect,
+        handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            handles::randn::redispatch(crate::backend_key_set(device), size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn_generator::NAME,
+        DispatchKey::BackendSelect,
+        handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            handles::randn_generator::redispatch(
+                crate::backend_key_set(device),
+                size,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint::NAME,
+        DispatchKey::BackendSelect,
+        handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| {
+            handles::randint::redispatch(crate::backend_key_set(device), high, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_generator::NAME,
+        DispatchKey::BackendSelect,
+        handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| {
+            handles::randint_generator::redispatch(
+                crate::backend_key_set(device),
+                high,
+                size,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low::NAME,
+        DispatchKey::BackendSelect,
+        handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| {
+            handles::randint_low::redispatch(
+                crate::backend_key_set(device),
+                low,
+                high,
+                size,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low_generator::NAME,
+        DispatchKey::BackendSelect,
+        handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| {
+            handles::randint_low_generator::redispatch(
+                crate::backend_key_set(device),
+                low,
+                high,
+                size,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CPU` kernels.
 pub fn register_cpu(d: &Dispatcher) {
-    d.register_kernel(handles::add_tensor::NAME, DispatchKey::CPU, handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::add(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::add_tensor_::NAME, DispatchKey::CPU, handles::add_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::add_(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::add_out::NAME, DispatchKey::CPU, handles::add_out::kernel(|_ks, self_, other, alpha, out| crate::native::binary::add_out(self_, other, alpha, out))).expect("generated registration");
-    d.register_kernel(handles::sub_tensor::NAME, DispatchKey::CPU, handles::sub_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::sub(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::sub_tensor_::NAME, DispatchKey::CPU, handles::sub_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::sub_out::NAME, DispatchKey::CPU, handles::sub_out::kernel(|_ks, self_, other, alpha, out| crate::native::binary::sub_out(self_, other, alpha, out))).expect("generated registration");
-    d.register_kernel(handles::mul_tensor::NAME, DispatchKey::CPU, handles::mul_tensor::kernel(|_ks, self_, other| crate::native::binary::mul(self_, other))).expect("generated registration");
-    d.register_kernel(handles::mul_tensor_::NAME, DispatchKey::CPU, handles::mul_tensor_::kernel(|_ks, self_, other| crate::native::binary::mul_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::mul_out::NAME, DispatchKey::CPU, handles::mul_out::kernel(|_ks, self_, other, out| crate::native::binary::mul_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::div_tensor::NAME, DispatchKey::CPU, handles::div_tensor::kernel(|_ks, self_, other| crate::native::binary::div(self_, other))).expect("generated registration");
-    d.register_kernel(handles::div_tensor_::NAME, DispatchKey::CPU, handles::div_tensor_::kernel(|_ks, self_, other| crate::native::binary::div_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::div_out::NAME, DispatchKey::CPU, handles::div_out::kernel(|_ks, self_, other, out| crate::native::binary::div_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::div_tensor_mode::NAME, DispatchKey::CPU, handles::div_tensor_mode::kernel(|_ks, self_, other, rounding_mode| crate::native::binary::div_mode(self_, other, rounding_mode))).expect("generated registration");
-    d.register_kernel(handles::div_tensor_mode_::NAME, DispatchKey::CPU, handles::div_tensor_mode_::kernel(|_ks, self_, other, rounding_mode| crate::native::binary::div_mode_(self_, other, rounding_mode))).expect("generated registration");
-    d.register_kernel(handles::div_out_mode::NAME, DispatchKey::CPU, handles::div_out_mode::kernel(|_ks, self_, other, rounding_mode, out| crate::native::binary::div_out_mode(self_, other, rounding_mode, out))).expect("generated registration");
-    d.register_kernel(handles::eq_tensor::NAME, DispatchKey::CPU, handles::eq_tensor::kernel(|_ks, self_, other| crate::native::compare::eq(self_, other))).expect("generated registration");
-    d.register_kernel(handles::eq_scalar::NAME, DispatchKey::CPU, handles::eq_scalar::kernel(|_ks, self_, other| crate::native::compare::eq_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::eq_tensor_out::NAME, DispatchKey::CPU, handles::eq_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::eq_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::eq_scalar_out::NAME, DispatchKey::CPU, handles::eq_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::eq_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::eq_tensor_::NAME, DispatchKey::CPU, handles::eq_tensor_::kernel(|_ks, self_, other| crate::native::compare::eq_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::eq_scalar_::NAME, DispatchKey::CPU, handles::eq_scalar_::kernel(|_ks, self_, other| crate::native::compare::eq_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ne_tensor::NAME, DispatchKey::CPU, handles::ne_tensor::kernel(|_ks, self_, other| crate::native::compare::ne(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ne_scalar::NAME, DispatchKey::CPU, handles::ne_scalar::kernel(|_ks, self_, other| crate::native::compare::ne_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ne_tensor_out::NAME, DispatchKey::CPU, handles::ne_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ne_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::ne_scalar_out::NAME, DispatchKey::CPU, handles::ne_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::ne_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::ne_tensor_::NAME, DispatchKey::CPU, handles::ne_tensor_::kernel(|_ks, self_, other| crate::native::compare::ne_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ne_scalar_::NAME, DispatchKey::CPU, handles::ne_scalar_::kernel(|_ks, self_, other| crate::native::compare::ne_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::lt_tensor::NAME, DispatchKey::CPU, handles::lt_tensor::kernel(|_ks, self_, other| crate::native::compare::lt(self_, other))).expect("generated registration");
-    d.register_kernel(handles::lt_scalar::NAME, DispatchKey::CPU, handles::lt_scalar::kernel(|_ks, self_, other| crate::native::compare::lt_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::lt_tensor_out::NAME, DispatchKey::CPU, handles::lt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::lt_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::lt_scalar_out::NAME, DispatchKey::CPU, handles::lt_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::lt_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::lt_tensor_::NAME, DispatchKey::CPU, handles::lt_tensor_::kernel(|_ks, self_, other| crate::native::compare::lt_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::lt_scalar_::NAME, DispatchKey::CPU, handles::lt_scalar_::kernel(|_ks, self_, other| crate::native::compare::lt_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::le_tensor::NAME, DispatchKey::CPU, handles::le_tensor::kernel(|_ks, self_, other| crate::native::compare::le(self_, other))).expect("generated registration");
-    d.register_kernel(handles::le_scalar::NAME, DispatchKey::CPU, handles::le_scalar::kernel(|_ks, self_, other| crate::native::compare::le_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::le_tensor_out::NAME, DispatchKey::CPU, handles::le_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::le_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::le_scalar_out::NAME, DispatchKey::CPU, handles::le_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::le_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::le_tensor_::NAME, DispatchKey::CPU, handles::le_tensor_::kernel(|_ks, self_, other| crate::native::compare::le_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::le_scalar_::NAME, DispatchKey::CPU, handles::le_scalar_::kernel(|_ks, self_, other| crate::native::compare::le_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::gt_tensor::NAME, DispatchKey::CPU, handles::gt_tensor::kernel(|_ks, self_, other| crate::native::compare::gt(self_, other))).expect("generated registration");
-    d.register_kernel(handles::gt_scalar::NAME, DispatchKey::CPU, handles::gt_scalar::kernel(|_ks, self_, other| crate::native::compare::gt_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::gt_tensor_out::NAME, DispatchKey::CPU, handles::gt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::gt_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::gt_scalar_out::NAME, DispatchKey::CPU, handles::gt_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::gt_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::gt_tensor_::NAME, DispatchKey::CPU, handles::gt_tensor_::kernel(|_ks, self_, other| crate::native::compare::gt_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::gt_scalar_::NAME, DispatchKey::CPU, handles::gt_scalar_::kernel(|_ks, self_, other| crate::native::compare::gt_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ge_tensor::NAME, DispatchKey::CPU, handles::ge_tensor::kernel(|_ks, self_, other| crate::native::compare::ge(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ge_scalar::NAME, DispatchKey::CPU, handles::ge_scalar::kernel(|_ks, self_, other| crate::native::compare::ge_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ge_tensor_out::NAME, DispatchKey::CPU, handles::ge_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ge_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::ge_scalar_out::NAME, DispatchKey::CPU, handles::ge_scalar_out::kernel(|_ks, self_, other, out| crate::native::compare::ge_scalar_out(self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::ge_tensor_::NAME, DispatchKey::CPU, handles::ge_tensor_::kernel(|_ks, self_, other| crate::native::compare::ge_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::ge_scalar_::NAME, DispatchKey::CPU, handles::ge_scalar_::kernel(|_ks, self_, other| crate::native::compare::ge_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::where_self::NAME, DispatchKey::CPU, handles::where_self::kernel(|_ks, condition, self_, other| crate::native::ternary::where_self(condition, self_, other))).expect("generated registration");
-    d.register_kernel(handles::where_self_out::NAME, DispatchKey::CPU, handles::where_self_out::kernel(|_ks, condition, self_, other, out| crate::native::ternary::where_self_out(condition, self_, other, out))).expect("generated registration");
-    d.register_kernel(handles::neg::NAME, DispatchKey::CPU, handles::neg::kernel(|_ks, self_| crate::native::unary::neg(self_))).expect("generated registration");
-    d.register_kernel(handles::neg_::NAME, DispatchKey::CPU, handles::neg_::kernel(|_ks, self_| crate::native::unary::neg_(self_))).expect("generated registration");
-    d.register_kernel(handles::neg_out::NAME, DispatchKey::CPU, handles::neg_out::kernel(|_ks, self_, out| crate::native::unary::neg_out(self_, out))).expect("generated registration");
-    d.register_kernel(handles::abs::NAME, DispatchKey::CPU, handles::abs::kernel(|_ks, self_| crate::native::unary::abs(self_))).expect("generated registration");
-    d.register_kernel(handles::abs_::NAME, DispatchKey::CPU, handles::abs_::kernel(|_ks, self_| crate::native::unary::abs_(self_))).expect("generated registration");
-    d.register_kernel(handles::abs_out::NAME, DispatchKey::CPU, handles::abs_out::kernel(|_ks, self_, out| crate::native::unary::abs_out(self_, out))).expect("generated registration");
-    d.register_kernel(handles::copy_::NAME, DispatchKey::CPU, handles::copy_::kernel(|_ks, self_, src, non_blocking| crate::native::copy::copy_(self_, src, non_blocking))).expect("generated registration");
-    d.register_kernel(handles::_to_copy::NAME, DispatchKey::CPU, handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| crate::native::copy::to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format))).expect("generated registration");
-    d.register_kernel(handles::view::NAME, DispatchKey::CPU, handles::view::kernel(|_ks, self_, size| crate::native::shape::view(self_, size))).expect("generated registration");
-    d.register_kernel(handles::_reshape_alias::NAME, DispatchKey::CPU, handles::_reshape_alias::kernel(|_ks, self_, size, stride| crate::native::shape::reshape_alias(self_, size, stride))).expect("generated registration");
-    d.register_kernel(handles::as_strided::NAME, DispatchKey::CPU, handles::as_strided::kernel(|_ks, self_, size, stride, storage_offset| crate::native::shape::as_strided(self_, size, stride, storage_offset))).expect("generated registration");
-    d.register_kernel(handles::unfold::NAME, DispatchKey::CPU, handles::unfold::kernel(|_ks, self_, dimension, size, step| crate::native::shape::unfold(self_, dimension, size, step))).expect("generated registration");
-    d.register_kernel(handles::empty_memory_format::NAME, DispatchKey::CPU, handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| crate::native::factory::empty_memory_format(size, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::empty_strided::NAME, DispatchKey::CPU, handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| crate::native::factory::empty_strided(size, stride, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::zeros::NAME, DispatchKey::CPU, handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::factory::zeros(size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::ones::NAME, DispatchKey::CPU, handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::factory::ones(size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::full::NAME, DispatchKey::CPU, handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| crate::native::factory::full(size, fill_value, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange::NAME, DispatchKey::CPU, handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| crate::native::factory::arange(end, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange_start::NAME, DispatchKey::CPU, handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| crate::native::factory::arange_start(start, end, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::arange_start_step::NAME, DispatchKey::CPU, handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| crate::native::factory::arange_start_step(start, end, step, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::linspace::NAME, DispatchKey::CPU, handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| crate::native::factory::linspace(start, end, steps, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::eye::NAME, DispatchKey::CPU, handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| crate::native::factory::eye(n, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::eye_m::NAME, DispatchKey::CPU, handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| crate::native::factory::eye_m(n, m, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::empty_like::NAME, DispatchKey::CPU, handles::empty_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::empty_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::zeros_like::NAME, DispatchKey::CPU, handles::zeros_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::zeros_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::ones_like::NAME, DispatchKey::CPU, handles::ones_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::factory::ones_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::full_like::NAME, DispatchKey::CPU, handles::full_like::kernel(|_ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format| crate::native::factory::full_like(self_, fill_value, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::fill_scalar_::NAME, DispatchKey::CPU, handles::fill_scalar_::kernel(|_ks, self_, value| crate::native::factory::fill_scalar_(self_, value))).expect("generated registration");
-    d.register_kernel(handles::zero_::NAME, DispatchKey::CPU, handles::zero_::kernel(|_ks, self_| crate::native::factory::zero_(self_))).expect("generated registration");
-    d.register_kernel(handles::uniform_::NAME, DispatchKey::CPU, handles::uniform_::kernel(|_ks, self_, from, to, generator| crate::native::random::uniform_(self_, from, to, generator))).expect("generated registration");
-    d.register_kernel(handles::normal_::NAME, DispatchKey::CPU, handles::normal_::kernel(|_ks, self_, mean, std, generator| crate::native::random::normal_(self_, mean, std, generator))).expect("generated registration");
-    d.register_kernel(handles::random_from_::NAME, DispatchKey::CPU, handles::random_from_::kernel(|_ks, self_, from, to, generator| crate::native::random::random_from_(self_, from, to, generator))).expect("generated registration");
-    d.register_kernel(handles::random_to_::NAME, DispatchKey::CPU, handles::random_to_::kernel(|_ks, self_, to, generator| crate::native::random::random_to_(self_, to, generator))).expect("generated registration");
-    d.register_kernel(handles::random_::NAME, DispatchKey::CPU, handles::random_::kernel(|_ks, self_, generator| crate::native::random::random_(self_, generator))).expect("generated registration");
-    d.register_kernel(handles::bernoulli_float_::NAME, DispatchKey::CPU, handles::bernoulli_float_::kernel(|_ks, self_, p, generator| crate::native::random::bernoulli_float_(self_, p, generator))).expect("generated registration");
-    d.register_kernel(handles::rand::NAME, DispatchKey::CPU, handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::random::rand(size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::rand_generator::NAME, DispatchKey::CPU, handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| crate::native::random::rand_generator(size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randn::NAME, DispatchKey::CPU, handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| crate::native::random::randn(size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randn_generator::NAME, DispatchKey::CPU, handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| crate::native::random::randn_generator(size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint::NAME, DispatchKey::CPU, handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| crate::native::random::randint(high, size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_generator::NAME, DispatchKey::CPU, handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| crate::native::random::randint_generator(high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_low::NAME, DispatchKey::CPU, handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| crate::native::random::randint_low(low, high, size, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::randint_low_generator::NAME, DispatchKey::CPU, handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| crate::native::random::randint_low_generator(low, high, size, generator, dtype, layout, device, pin_memory))).expect("generated registration");
-    d.register_kernel(handles::rand_like::NAME, DispatchKey::CPU, handles::rand_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::random::rand_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
-    d.register_kernel(handles::randn_like::NAME, DispatchKey::CPU, handles::randn_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| crate::native::random::randn_like(self_, dtype, layout, device, pin_memory, memory_format))).expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::CPU,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::add(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::add_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_out::NAME,
+        DispatchKey::CPU,
+        handles::add_out::kernel(|_ks, self_, other, alpha, out| {
+            crate::native::binary::add_out(self_, other, alpha, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_tensor::NAME,
+        DispatchKey::CPU,
+        handles::sub_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::sub(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::sub_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_out::NAME,
+        DispatchKey::CPU,
+        handles::sub_out::kernel(|_ks, self_, other, alpha, out| {
+            crate::native::binary::sub_out(self_, other, alpha, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor::NAME,
+        DispatchKey::CPU,
+        handles::mul_tensor::kernel(|_ks, self_, other| crate::native::binary::mul(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::mul_tensor_::kernel(|_ks, self_, other| crate::native::binary::mul_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_out::NAME,
+        DispatchKey::CPU,
+        handles::mul_out::kernel(|_ks, self_, other, out| crate::native::binary::mul_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor::NAME,
+        DispatchKey::CPU,
+        handles::div_tensor::kernel(|_ks, self_, other| crate::native::binary::div(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::div_tensor_::kernel(|_ks, self_, other| crate::native::binary::div_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out::NAME,
+        DispatchKey::CPU,
+        handles::div_out::kernel(|_ks, self_, other, out| crate::native::binary::div_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode::NAME,
+        DispatchKey::CPU,
+        handles::div_tensor_mode::kernel(|_ks, self_, other, rounding_mode| {
+            crate::native::binary::div_mode(self_, other, rounding_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode_::NAME,
+        DispatchKey::CPU,
+        handles::div_tensor_mode_::kernel(|_ks, self_, other, rounding_mode| {
+            crate::native::binary::div_mode_(self_, other, rounding_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out_mode::NAME,
+        DispatchKey::CPU,
+        handles::div_out_mode::kernel(|_ks, self_, other, rounding_mode, out| {
+            crate::native::binary::div_out_mode(self_, other, rounding_mode, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor::NAME,
+        DispatchKey::CPU,
+        handles::eq_tensor::kernel(|_ks, self_, other| crate::native::compare::eq(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar::NAME,
+        DispatchKey::CPU,
+        handles::eq_scalar::kernel(|_ks, self_, other| crate::native::compare::eq_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::eq_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::eq_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::eq_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::eq_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::eq_tensor_::kernel(|_ks, self_, other| crate::native::compare::eq_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::eq_scalar_::kernel(|_ks, self_, other| crate::native::compare::eq_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor::NAME,
+        DispatchKey::CPU,
+        handles::ne_tensor::kernel(|_ks, self_, other| crate::native::compare::ne(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar::NAME,
+        DispatchKey::CPU,
+        handles::ne_scalar::kernel(|_ks, self_, other| crate::native::compare::ne_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::ne_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ne_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::ne_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::ne_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::ne_tensor_::kernel(|_ks, self_, other| crate::native::compare::ne_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::ne_scalar_::kernel(|_ks, self_, other| crate::native::compare::ne_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor::NAME,
+        DispatchKey::CPU,
+        handles::lt_tensor::kernel(|_ks, self_, other| crate::native::compare::lt(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar::NAME,
+        DispatchKey::CPU,
+        handles::lt_scalar::kernel(|_ks, self_, other| crate::native::compare::lt_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::lt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::lt_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::lt_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::lt_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::lt_tensor_::kernel(|_ks, self_, other| crate::native::compare::lt_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::lt_scalar_::kernel(|_ks, self_, other| crate::native::compare::lt_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor::NAME,
+        DispatchKey::CPU,
+        handles::le_tensor::kernel(|_ks, self_, other| crate::native::compare::le(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar::NAME,
+        DispatchKey::CPU,
+        handles::le_scalar::kernel(|_ks, self_, other| crate::native::compare::le_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::le_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::le_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::le_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::le_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::le_tensor_::kernel(|_ks, self_, other| crate::native::compare::le_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::le_scalar_::kernel(|_ks, self_, other| crate::native::compare::le_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor::NAME,
+        DispatchKey::CPU,
+        handles::gt_tensor::kernel(|_ks, self_, other| crate::native::compare::gt(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar::NAME,
+        DispatchKey::CPU,
+        handles::gt_scalar::kernel(|_ks, self_, other| crate::native::compare::gt_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::gt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::gt_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::gt_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::gt_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::gt_tensor_::kernel(|_ks, self_, other| crate::native::compare::gt_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::gt_scalar_::kernel(|_ks, self_, other| crate::native::compare::gt_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor::NAME,
+        DispatchKey::CPU,
+        handles::ge_tensor::kernel(|_ks, self_, other| crate::native::compare::ge(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar::NAME,
+        DispatchKey::CPU,
+        handles::ge_scalar::kernel(|_ks, self_, other| crate::native::compare::ge_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::ge_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ge_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::ge_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::ge_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::ge_tensor_::kernel(|_ks, self_, other| crate::native::compare::ge_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::ge_scalar_::kernel(|_ks, self_, other| crate::native::compare::ge_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_self::NAME,
+        DispatchKey::CPU,
+        handles::where_self::kernel(|_ks, condition, self_, other| {
+            crate::native::ternary::where_self(condition, self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_self_out::NAME,
+        DispatchKey::CPU,
+        handles::where_self_out::kernel(|_ks, condition, self_, other, out| {
+            crate::native::ternary::where_self_out(condition, self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg::NAME,
+        DispatchKey::CPU,
+        handles::neg::kernel(|_ks, self_| crate::native::unary::neg(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_::NAME,
+        DispatchKey::CPU,
+        handles::neg_::kernel(|_ks, self_| crate::native::unary::neg_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_out::NAME,
+        DispatchKey::CPU,
+        handles::neg_out::kernel(|_ks, self_, out| crate::native::unary::neg_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs::NAME,
+        DispatchKey::CPU,
+        handles::abs::kernel(|_ks, self_| crate::native::unary::abs(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_::NAME,
+        DispatchKey::CPU,
+        handles::abs_::kernel(|_ks, self_| crate::native::unary::abs_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_out::NAME,
+        DispatchKey::CPU,
+        handles::abs_out::kernel(|_ks, self_, out| crate::native::unary::abs_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copy_::NAME,
+        DispatchKey::CPU,
+        handles::copy_::kernel(|_ks, self_, src, non_blocking| crate::native::copy::copy_(self_, src, non_blocking)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::CPU,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::copy::to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view::NAME,
+        DispatchKey::CPU,
+        handles::view::kernel(|_ks, self_, size| crate::native::shape::view(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_reshape_alias::NAME,
+        DispatchKey::CPU,
+        handles::_reshape_alias::kernel(|_ks, self_, size, stride| {
+            crate::native::shape::reshape_alias(self_, size, stride)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::as_strided::NAME,
+        DispatchKey::CPU,
+        handles::as_strided::kernel(|_ks, self_, size, stride, storage_offset| {
+            crate::native::shape::as_strided(self_, size, stride, storage_offset)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unfold::NAME,
+        DispatchKey::CPU,
+        handles::unfold::kernel(|_ks, self_, dimension, size, step| {
+            crate::native::shape::unfold(self_, dimension, size, step)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_memory_format::NAME,
+        DispatchKey::CPU,
+        handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::empty_memory_format(size, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_strided::NAME,
+        DispatchKey::CPU,
+        handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| {
+            crate::native::factory::empty_strided(size, stride, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zeros::NAME,
+        DispatchKey::CPU,
+        handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::factory::zeros(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ones::NAME,
+        DispatchKey::CPU,
+        handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::factory::ones(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::full::NAME,
+        DispatchKey::CPU,
+        handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| {
+            crate::native::factory::full(size, fill_value, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange::NAME,
+        DispatchKey::CPU,
+        handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange(end, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start::NAME,
+        DispatchKey::CPU,
+        handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange_start(start, end, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start_step::NAME,
+        DispatchKey::CPU,
+        handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange_start_step(start, end, step, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linspace::NAME,
+        DispatchKey::CPU,
+        handles::linspace::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| {
+            crate::native::factory::linspace(start, end, steps, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eye::NAME,
+        DispatchKey::CPU,
+        handles::eye::kernel(|_ks, n, dtype, layout, device, pin_memory| {
+            crate::native::factory::eye(n, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eye_m::NAME,
+        DispatchKey::CPU,
+        handles::eye_m::kernel(|_ks, n, m, dtype, layout, device, pin_memory| {
+            crate::native::factory::eye_m(n, m, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_like::NAME,
+        DispatchKey::CPU,
+        handles::empty_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::empty_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zeros_like::NAME,
+        DispatchKey::CPU,
+        handles::zeros_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ones_like::NAME,
+        DispatchKey::CPU,
+        handles::ones_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::ones_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::full_like::NAME,
+        DispatchKey::CPU,
+        handles::full_like::kernel(|_ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::full_like(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fill_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::fill_scalar_::kernel(|_ks, self_, value| crate::native::factory::fill_scalar_(self_, value)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zero_::NAME,
+        DispatchKey::CPU,
+        handles::zero_::kernel(|_ks, self_| crate::native::factory::zero_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::uniform_::NAME,
+        DispatchKey::CPU,
+        handles::uniform_::kernel(|_ks, self_, from, to, generator| {
+            crate::native::random::uniform_(self_, from, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_::NAME,
+        DispatchKey::CPU,
+        handles::normal_::kernel(|_ks, self_, mean, std, generator| {
+            crate::native::random::normal_(self_, mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_from_::NAME,
+        DispatchKey::CPU,
+        handles::random_from_::kernel(|_ks, self_, from, to, generator| {
+            crate::native::random::random_from_(self_, from, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_to_::NAME,
+        DispatchKey::CPU,
+        handles::random_to_::kernel(|_ks, self_, to, generator| {
+            crate::native::random::random_to_(self_, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_::NAME,
+        DispatchKey::CPU,
+        handles::random_::kernel(|_ks, self_, generator| crate::native::random::random_(self_, generator)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_float_::NAME,
+        DispatchKey::CPU,
+        handles::bernoulli_float_::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_float_(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand::NAME,
+        DispatchKey::CPU,
+        handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::random::rand(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand_generator::NAME,
+        DispatchKey::CPU,
+        handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::rand_generator(size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn::NAME,
+        DispatchKey::CPU,
+        handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randn(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn_generator::NAME,
+        DispatchKey::CPU,
+        handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randn_generator(size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint::NAME,
+        DispatchKey::CPU,
+        handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randint(high, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_generator::NAME,
+        DispatchKey::CPU,
+        handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_generator(high, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low::NAME,
+        DispatchKey::CPU,
+        handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_low(low, high, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low_generator::NAME,
+        DispatchKey::CPU,
+        handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_low_generator(low, high, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand_like::NAME,
+        DispatchKey::CPU,
+        handles::rand_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::rand_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn_like::NAME,
+        DispatchKey::CPU,
+        handles::randn_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::randn_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
 pub fn register_composite_explicit_autograd(d: &Dispatcher) {
-    d.register_kernel(handles::add_scalar::NAME, DispatchKey::CompositeExplicitAutograd, handles::add_scalar::kernel(|_ks, self_, other, alpha| crate::native::binary::add_scalar(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::add_scalar_::NAME, DispatchKey::CompositeExplicitAutograd, handles::add_scalar_::kernel(|_ks, self_, other, alpha| crate::native::binary::add_scalar_(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::sub_scalar::NAME, DispatchKey::CompositeExplicitAutograd, handles::sub_scalar::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_scalar(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::sub_scalar_::NAME, DispatchKey::CompositeExplicitAutograd, handles::sub_scalar_::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_scalar_(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::rsub_scalar::NAME, DispatchKey::CompositeExplicitAutograd, handles::rsub_scalar::kernel(|_ks, self_, other, alpha| crate::native::binary::rsub_scalar(self_, other, alpha))).expect("generated registration");
-    d.register_kernel(handles::mul_scalar::NAME, DispatchKey::CompositeExplicitAutograd, handles::mul_scalar::kernel(|_ks, self_, other| crate::native::binary::mul_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::mul_scalar_::NAME, DispatchKey::CompositeExplicitAutograd, handles::mul_scalar_::kernel(|_ks, self_, other| crate::native::binary::mul_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::div_scalar::NAME, DispatchKey::CompositeExplicitAutograd, handles::div_scalar::kernel(|_ks, self_, other| crate::native::binary::div_scalar(self_, other))).expect("generated registration");
-    d.register_kernel(handles::div_scalar_::NAME, DispatchKey::CompositeExplicitAutograd, handles::div_scalar_::kernel(|_ks, self_, other| crate::native::binary::div_scalar_(self_, other))).expect("generated registration");
-    d.register_kernel(handles::div_scalar_mode::NAME, DispatchKey::CompositeExplicitAutograd, handles::div_scalar_mode::kernel(|_ks, self_, other, rounding_mode| crate::native::binary::div_scalar_mode(self_, other, rounding_mode))).expect("generated registration");
-    d.register_kernel(handles::clone::NAME, DispatchKey::CompositeExplicitAutograd, handles::clone::kernel(|_ks, self_, memory_format| crate::native::copy::clone(self_, memory_format))).expect("generated registration");
-    d.register_kernel(handles::transpose_int::NAME, DispatchKey::CompositeExplicitAutograd, handles::transpose_int::kernel(|_ks, self_, dim0, dim1| crate::native::shape::transpose(self_, dim0, dim1))).expect("generated registration");
-    d.register_kernel(handles::t::NAME, DispatchKey::CompositeExplicitAutograd, handles::t::kernel(|_ks, self_| crate::native::shape::t(self_))).expect("generated registration");
-    d.register_kernel(handles::permute::NAME, DispatchKey::CompositeExplicitAutograd, handles::permute::kernel(|_ks, self_, dims| crate::native::shape::permute(self_, dims))).expect("generated registration");
-    d.register_kernel(handles::expand::NAME, DispatchKey::CompositeExplicitAutograd, handles::expand::kernel(|_ks, self_, size, implicit| crate::native::shape::expand(self_, size, implicit))).expect("generated registration");
-    d.register_kernel(handles::squeeze::NAME, DispatchKey::CompositeExplicitAutograd, handles::squeeze::kernel(|_ks, self_| crate::native::shape::squeeze(self_))).expect("generated registration");
-    d.register_kernel(handles::squeeze_dim::NAME, DispatchKey::CompositeExplicitAutograd, handles::squeeze_dim::kernel(|_ks, self_, dim| crate::native::shape::squeeze_dim(self_, dim))).expect("generated registration");
-    d.register_kernel(handles::squeeze_dims::NAME, DispatchKey::CompositeExplicitAutograd, handles::squeeze_dims::kernel(|_ks, self_, dim| crate::native::shape::squeeze_dims(self_, dim))).expect("generated registration");
-    d.register_kernel(handles::unsqueeze::NAME, DispatchKey::CompositeExplicitAutograd, handles::unsqueeze::kernel(|_ks, self_, dim| crate::native::shape::unsqueeze(self_, dim))).expect("generated registration");
-    d.register_kernel(handles::slice_tensor::NAME, DispatchKey::CompositeExplicitAutograd, handles::slice_tensor::kernel(|_ks, self_, dim, start, end, step| crate::native::shape::slice(self_, dim, start, end, step))).expect("generated registration");
-    d.register_kernel(handles::select_int::NAME, DispatchKey::CompositeExplicitAutograd, handles::select_int::kernel(|_ks, self_, dim, index| crate::native::shape::select(self_, dim, index))).expect("generated registration");
-    d.register_kernel(handles::diagonal::NAME, DispatchKey::CompositeExplicitAutograd, handles::diagonal::kernel(|_ks, self_, offset, dim1, dim2| crate::native::shape::diagonal(self_, offset, dim1, dim2))).expect("generated registration");
-    d.register_kernel(handles::alias::NAME, DispatchKey::CompositeExplicitAutograd, handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_))).expect("generated registration");
+    d.register_kernel(
+        handles::add_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::add_scalar::kernel(|_ks, self_, other, alpha| crate::native::binary::add_scalar(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::add_scalar_::kernel(|_ks, self_, other, alpha| {
+            crate::native::binary::add_scalar_(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::sub_scalar::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_scalar(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::sub_scalar_::kernel(|_ks, self_, other, alpha| {
+            crate::native::binary::sub_scalar_(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsub_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::rsub_scalar::kernel(|_ks, self_, other, alpha| {
+            crate::native::binary::rsub_scalar(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::mul_scalar::kernel(|_ks, self_, other| crate::native::binary::mul_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::mul_scalar_::kernel(|_ks, self_, other| crate::native::binary::mul_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::div_scalar::kernel(|_ks, self_, other| crate::native::binary::div_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::div_scalar_::kernel(|_ks, self_, other| crate::native::binary::div_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_scalar_mode::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::div_scalar_mode::kernel(|_ks, self_, other, rounding_mode| {
+            crate::native::binary::div_scalar_mode(self_, other, rounding_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clone::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::copy::clone(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::transpose_int::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::transpose_int::kernel(|_ks, self_, dim0, dim1| crate::native::shape::transpose(self_, dim0, dim1)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::t::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::t::kernel(|_ks, self_| crate::native::shape::t(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::permute::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::permute::kernel(|_ks, self_, dims| crate::native::shape::permute(self_, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expand::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::expand::kernel(|_ks, self_, size, implicit| crate::native::shape::expand(self_, size, implicit)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::squeeze::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::squeeze::kernel(|_ks, self_| crate::native::shape::squeeze(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::squeeze_dim::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::squeeze_dim::kernel(|_ks, self_, dim| crate::native::shape::squeeze_dim(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::squeeze_dims::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::squeeze_dims::kernel(|_ks, self_, dim| crate::native::shape::squeeze_dims(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unsqueeze::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::unsqueeze::kernel(|_ks, self_, dim| crate::native::shape::unsqueeze(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::slice_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::slice_tensor::kernel(|_ks, self_, dim, start, end, step| {
+            crate::native::shape::slice(self_, dim, start, end, step)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::select_int::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::select_int::kernel(|_ks, self_, dim, index| crate::native::shape::select(self_, dim, index)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diagonal::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::diagonal::kernel(|_ks, self_, offset, dim1, dim2| {
+            crate::native::shape::diagonal(self_, offset, dim1, dim2)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
 pub fn register_composite_implicit_autograd(d: &Dispatcher) {
-    d.register_kernel(handles::where_scalarother::NAME, DispatchKey::CompositeImplicitAutograd, handles::where_scalarother::kernel(|_ks, condition, self_, other| crate::native::ternary::where_scalar_other(condition, self_, other))).expect("generated registration");
-    d.register_kernel(handles::where_scalarself::NAME, DispatchKey::CompositeImplicitAutograd, handles::where_scalarself::kernel(|_ks, condition, self_, other| crate::native::ternary::where_scalar_self(condition, self_, other))).expect("generated registration");
-    d.register_kernel(handles::to_dtype::NAME, DispatchKey::CompositeImplicitAutograd, handles::to_dtype::kernel(|_ks, self_, dtype, non_blocking, copy, memory_format| crate::native::copy::to_dtype_op(self_, dtype, non_blocking, copy, memory_format))).expect("generated registration");
-    d.register_kernel(handles::contiguous::NAME, DispatchKey::CompositeImplicitAutograd, handles::contiguous::kernel(|_ks, self_, memory_format| crate::native::copy::contiguous(self_, memory_format))).expect("generated registration");
-    d.register_kernel(handles::reshape::NAME, DispatchKey::CompositeImplicitAutograd, handles::reshape::kernel(|_ks, self_, shape| crate::native::shape::reshape(self_, shape))).expect("generated registration");
-    d.register_kernel(handles::expand_as::NAME, DispatchKey::CompositeImplicitAutograd, handles::expand_as::kernel(|_ks, self_, other| crate::native::shape::expand_as(self_, other))).expect("generated registration");
-    d.register_kernel(handles::flatten_using_ints::NAME, DispatchKey::CompositeImplicitAutograd, handles::flatten_using_ints::kernel(|_ks, self_, start_dim, end_dim| crate::native::shape::flatten(self_, start_dim, end_dim))).expect("generated registration");
-    d.register_kernel(handles::narrow::NAME, DispatchKey::CompositeImplicitAutograd, handles::narrow::kernel(|_ks, self_, dim, start, length| crate::native::shape::narrow(self_, dim, start, length))).expect("generated registration");
-    d.register_kernel(handles::view_as::NAME, DispatchKey::CompositeImplicitAutograd, handles::view_as::kernel(|_ks, self_, other| crate::native::shape::view_as(self_, other))).expect("generated registration");
-    d.register_kernel(handles::reshape_as::NAME, DispatchKey::CompositeImplicitAutograd, handles::reshape_as::kernel(|_ks, self_, other| crate::native::shape::reshape_as(self_, other))).expect("generated registration");
+    d.register_kernel(
+        handles::where_scalarother::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::where_scalarother::kernel(|_ks, condition, self_, other| {
+            crate::native::ternary::where_scalar_other(condition, self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_scalarself::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::where_scalarself::kernel(|_ks, condition, self_, other| {
+            crate::native::ternary::where_scalar_self(condition, self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_dtype::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_dtype::kernel(|_ks, self_, dtype, non_blocking, copy, memory_format| {
+            crate::native::copy::to_dtype_op(self_, dtype, non_blocking, copy, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::contiguous::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::contiguous::kernel(|_ks, self_, memory_format| crate::native::copy::contiguous(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reshape::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::reshape::kernel(|_ks, self_, shape| crate::native::shape::reshape(self_, shape)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expand_as::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::expand_as::kernel(|_ks, self_, other| crate::native::shape::expand_as(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::flatten_using_ints::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::flatten_using_ints::kernel(|_ks, self_, start_dim, end_dim| {
+            crate::native::shape::flatten(self_, start_dim, end_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::narrow::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::narrow::kernel(|_ks, self_, dim, start, length| {
+            crate::native::shape::narrow(self_, dim, start, length)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_as::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::view_as::kernel(|_ks, self_, other| crate::native::shape::view_as(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reshape_as::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::reshape_as::kernel(|_ks, self_, other| crate::native::shape::reshape_as(self_, other)),
+    )
+    .expect("generated registration");
 }
 
 /// Runs every registration of this file.

@@ -41,9 +41,16 @@ fn add_kernel(iter: &TensorIterator, alpha: Scalar) -> Result<()> {
 
 fn check_alpha(op: &str, dtype: ScalarType, alpha: Scalar) -> Result<()> {
     if matches!(alpha, Scalar::Float(_)) && !dtype.is_floating_point() {
-        return Err(Error::invalid(op, "For integral input tensors, argument alpha must not be a floating point number."));
+        return Err(Error::invalid(
+            op,
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        ));
     }
-    if matches!(alpha, Scalar::Int(_) | Scalar::Float(_)) && dtype == ScalarType::Bool && alpha.to_f64() != 0.0 && alpha.to_f64() != 1.0 {
+    if matches!(alpha, Scalar::Int(_) | Scalar::Float(_))
+        && dtype == ScalarType::Bool
+        && alpha.to_f64() != 0.0
+        && alpha.to_f64() != 1.0
+    {
         return Err(Error::invalid(op, "Boolean alpha only supported for Boolean results."));
     }
     Ok(())
@@ -187,7 +194,7 @@ fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
             return Err(Error::invalid("div", "ZeroDivisionError"));
         }
         match mode {
-            #[allow(unused_comparisons)]
+            #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
             Rounding::Floor => binary_loop::<T, T, T>(iter, |a, b| {
                 let q = a.wrapping_div(b);
                 if (a % b != 0) && ((a < 0) != (b < 0)) { q.wrapping_sub(1) } else { q }

@@ -62,11 +62,7 @@ fn name(c: Cmp) -> &'static str {
 pub fn compare(c: Cmp, a: &Tensor, b: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
     let inplace = out.is_some_and(|o| o.is_same(a));
     let mut cfg = TensorIteratorConfig::new(name(c)).add_output(out).add_input(a).add_input(b).promote_all();
-    cfg = if inplace {
-        cfg.static_output_dtype(a.dtype())
-    } else {
-        cfg.static_output_dtype(ScalarType::Bool)
-    };
+    cfg = if inplace { cfg.static_output_dtype(a.dtype()) } else { cfg.static_output_dtype(ScalarType::Bool) };
     let iter = cfg.build()?;
     kernel(&iter, c);
     iter.output(0)

@@ -12,8 +12,9 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.numel() == 0 {
         return Ok(());
     }
-    let src = crate::native::shape::expand(src, dst.sizes(), false)
-        .map_err(|_| Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), dst.sizes())))?;
+    let src = crate::native::shape::expand(src, dst.sizes(), false).map_err(|_| {
+        Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), dst.sizes()))
+    })?;
     let iter = TensorIteratorConfig::new("copy_")
         .add_output(Some(dst))
         .add_input(&src)
@@ -63,7 +64,9 @@ pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
 
 fn check_cpu(op: &str, device: Option<Device>) -> Result<()> {
     match device {
-        Some(d) if !d.is_cpu() => Err(Error::NotImplemented { op: op.into(), msg: format!("copies to {d} need that device's backend") }),
+        Some(d) if !d.is_cpu() => {
+            Err(Error::NotImplemented { op: op.into(), msg: format!("copies to {d} need that device's backend") })
+        }
         _ => Ok(()),
     }
 }

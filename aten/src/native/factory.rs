@@ -20,10 +20,7 @@ pub(crate) fn check_factory_options(
 ) -> Result<()> {
     if let Some(l) = layout {
         if l != Layout::Strided {
-            return Err(Error::NotImplemented {
-                op: op.into(),
-                msg: format!("layout {l:?}"),
-            });
+            return Err(Error::NotImplemented { op: op.into(), msg: format!("layout {l:?}") });
         }
     }
     if let Some(d) = device {
@@ -48,20 +45,14 @@ pub(crate) fn check_cpu(op: &str, t: &Tensor) -> Result<()> {
     if t.device().is_cpu() {
         Ok(())
     } else {
-        Err(Error::NotImplemented {
-            op: op.into(),
-            msg: format!("CPU kernel called with a tensor on {}", t.device()),
-        })
+        Err(Error::NotImplemented { op: op.into(), msg: format!("CPU kernel called with a tensor on {}", t.device()) })
     }
 }
 
 /// PyTorch's `check_size_nonnegative`.
 pub(crate) fn check_size_nonnegative(op: &str, size: &[i64]) -> Result<()> {
     match size.iter().find(|&&s| s < 0) {
-        Some(&d) => Err(Error::shape(
-            op,
-            format!("Trying to create tensor with negative dimension {d}: {size:?}"),
-        )),
+        Some(&d) => Err(Error::shape(op, format!("Trying to create tensor with negative dimension {d}: {size:?}"))),
         None => Ok(()),
     }
 }
@@ -76,11 +67,7 @@ pub(crate) fn fmt_g(x: f64) -> String {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
+        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     const P: i32 = 6;
     let sci = format!("{:.*e}", (P - 1) as usize, x);
@@ -152,26 +139,17 @@ pub(crate) fn checked_scalar_to<T: Element>(op: &str, v: Scalar) -> Result<T> {
     let dt = T::DTYPE;
     let overflows = match (dt, v) {
         (ScalarType::Bool, _) | (_, Scalar::Bool(_)) => false,
-        (d, Scalar::Float(f)) if d.is_floating_point() => {
-            f.is_finite() && (f < dtype_lowest(d) || f > dtype_max(d))
-        }
+        (d, Scalar::Float(f)) if d.is_floating_point() => f.is_finite() && (f < dtype_lowest(d) || f > dtype_max(d)),
         (d, Scalar::Float(f)) => !f.is_finite() || f < dtype_lowest(d) || f > dtype_max(d),
-        (d, Scalar::Int(i)) if d.is_floating_point() => {
-            (i as f64) > dtype_max(d) || (i as f64) < dtype_lowest(d)
-        }
+        (d, Scalar::Int(i)) if d.is_floating_point() => (i as f64) > dtype_max(d) || (i as f64) < dtype_lowest(d),
         (ScalarType::I64, Scalar::Int(_)) => false,
-        (ScalarType::U8, Scalar::Int(i)) => {
-            i > u8::MAX as i64 || (i < 0 && i.unsigned_abs() > u8::MAX as u64)
-        }
+        (ScalarType::U8, Scalar::Int(i)) => i > u8::MAX as i64 || (i < 0 && i.unsigned_abs() > u8::MAX as u64),
         (d, Scalar::Int(i)) => (i as f64) < dtype_lowest(d) || (i as f64) > dtype_max(d),
     };
     if overflows {
         return Err(Error::invalid(
             op,
-            format!(
-                "value cannot be converted to type {} without overflow",
-                checked_convert_name(dt)
-            ),
+            format!("value cannot be converted to type {} without overflow", checked_convert_name(dt)),
         ));
     }
     Ok(v.to::<T>())
@@ -282,10 +260,7 @@ fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result
         MemoryFormat::Contiguous => Ok(contiguous_strides(size)),
         MemoryFormat::ChannelsLast => {
             if size.len() != 4 {
-                return Err(Error::invalid(
-                    op,
-                    "required rank 4 tensor to use channels_last format",
-                ));
+                return Err(Error::invalid(op, "required rank 4 tensor to use channels_last format"));
             }
             let mut s: DimVec = SmallVec::from_elem(0, 4);
             s[1] = 1;
@@ -296,10 +271,7 @@ fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result
         }
         MemoryFormat::ChannelsLast3d => {
             if size.len() != 5 {
-                return Err(Error::invalid(
-                    op,
-                    "required rank 5 tensor to use channels_last_3d format",
-                ));
+                return Err(Error::invalid(op, "required rank 5 tensor to use channels_last_3d format"));
             }
             let mut s: DimVec = SmallVec::from_elem(0, 5);
             s[1] = 1;
@@ -356,12 +328,7 @@ pub fn empty_memory_format(
     check_factory_options(OP, layout, device, pin_memory)?;
     check_size_nonnegative(OP, size)?;
     let strides = strides_for_memory_format(OP, size, memory_format.unwrap_or_default())?;
-    Tensor::empty_strided_uninit(
-        size,
-        &strides,
-        dtype.unwrap_or(ScalarType::default_float()),
-        Device::CPU,
-    )
+    Tensor::empty_strided_uninit(size, &strides, dtype.unwrap_or(ScalarType::default_float()), Device::CPU)
 }
 
 /// `empty_strided`: an uninitialised tensor with the given strides (non-negative).
@@ -378,28 +345,17 @@ pub fn empty_strided(
     if size.len() != stride.len() {
         return Err(Error::shape(
             OP,
-            format!(
-                "dimensionality of sizes ({}) must match dimensionality of strides ({})",
-                size.len(),
-                stride.len()
-            ),
+            format!("dimensionality of sizes ({}) must match dimensionality of strides ({})", size.len(), stride.len()),
         ));
     }
     check_size_nonnegative(OP, size)?;
     if stride.iter().any(|&s| s < 0) {
         return Err(Error::shape(
             OP,
-            format!(
-                "Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"
-            ),
+            format!("Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"),
         ));
     }
-    Tensor::empty_strided_uninit(
-        size,
-        stride,
-        dtype.unwrap_or(ScalarType::default_float()),
-        Device::CPU,
-    )
+    Tensor::empty_strided_uninit(size, stride, dtype.unwrap_or(ScalarType::default_float()), Device::CPU)
 }
 
 // ---- zeros / ones / full -------------------------------------------------------------------------
@@ -413,10 +369,7 @@ pub fn zeros(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     if size.iter().any(|&s| s < 0) {
-        return Err(Error::shape(
-            "zeros",
-            "Dimension size must be non-negative.",
-        ));
+        return Err(Error::shape("zeros", "Dimension size must be non-negative."));
     }
     let t = empty_memory_format(size, dtype, layout, device, pin_memory, None)?;
     zero_(&t)
@@ -463,15 +416,7 @@ pub fn arange(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    arange_start_step(
-        Scalar::Int(0),
-        end,
-        Scalar::Int(1),
-        dtype,
-        layout,
-        device,
-        pin_memory,
-    )
+    arange_start_step(Scalar::Int(0), end, Scalar::Int(1), dtype, layout, device, pin_memory)
 }
 
 /// `arange.start`: `start, start + 1, ...` up to (excluding) `end`.
@@ -483,15 +428,7 @@ pub fn arange_start(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    arange_start_step(
-        start,
-        end,
-        Scalar::Int(1),
-        dtype,
-        layout,
-        device,
-        pin_memory,
-    )
+    arange_start_step(start, end, Scalar::Int(1), dtype, layout, device, pin_memory)
 }
 
 /// The accumulation type of `arange` (`acc_type<scalar_t, /*is_cuda=*/false>`).
@@ -521,36 +458,21 @@ pub fn arange_start_step(
 ) -> Result<Tensor> {
     const OP: &str = "arange";
     check_factory_options(OP, layout, device, pin_memory)?;
-    let all_integral =
-        !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
-    let dtype = dtype.unwrap_or(if all_integral {
-        ScalarType::I64
-    } else {
-        ScalarType::default_float()
-    });
+    let all_integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
+    let dtype = dtype.unwrap_or(if all_integral { ScalarType::I64 } else { ScalarType::default_float() });
 
     // Convert the bounds to the accumulation type and validate them there. Integer bounds are
     // compared in i64 (f64 would round large values).
     let mut iend = 0i64;
     let (acc, xstart, xend, xstep) = match dtype {
-        ScalarType::Bool => {
-            return Err(Error::UnsupportedDtype {
-                op: "arange_cpu".into(),
-                dtype,
-            })
-        }
+        ScalarType::Bool => return Err(Error::UnsupportedDtype { op: "arange_cpu".into(), dtype }),
         ScalarType::F16 | ScalarType::BF16 => {
             let (s, e, st) = (
                 checked_scalar_to::<f32>(OP, start)?,
                 checked_scalar_to::<f32>(OP, end)?,
                 checked_scalar_to::<f32>(OP, step)?,
             );
-            (
-                ArangeAcc::Float { start: s, step: st },
-                s as f64,
-                e as f64,
-                st as f64,
-            )
+            (ArangeAcc::Float { start: s, step: st }, s as f64, e as f64, st as f64)
         }
         ScalarType::F32 | ScalarType::F64 => {
             let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
@@ -563,12 +485,7 @@ pub fn arange_start_step(
                 checked_scalar_to::<i64>(OP, step)?,
             );
             iend = e;
-            (
-                ArangeAcc::Int { start: s, step: st },
-                s as f64,
-                e as f64,
-                st as f64,
-            )
+            (ArangeAcc::Int { start: s, step: st }, s as f64, e as f64, st as f64)
         }
     };
     let (step_pos, step_neg, end_ge, end_le) = match acc {
@@ -579,25 +496,16 @@ pub fn arange_start_step(
         return Err(Error::invalid(OP, "step must be nonzero"));
     }
     if !(xstart.is_finite() && xend.is_finite()) {
-        return Err(Error::invalid(
-            OP,
-            format!("unsupported range: {} -> {}", fmt_g(xstart), fmt_g(xend)),
-        ));
+        return Err(Error::invalid(OP, format!("unsupported range: {} -> {}", fmt_g(xstart), fmt_g(xend))));
     }
     if !((step_pos && end_ge) || (step_neg && end_le)) {
-        return Err(Error::invalid(
-            OP,
-            "upper bound and lower bound inconsistent with step sign",
-        ));
+        return Err(Error::invalid(OP, "upper bound and lower bound inconsistent with step sign"));
     }
     let size_d = match acc {
         ArangeAcc::Int { start: s, step: st } if dtype == ScalarType::I64 => {
             let sgn = if st > 0 { 1 } else { -1 };
             // C++ integer division truncates toward zero, as Rust's does.
-            iend.wrapping_sub(s)
-                .wrapping_add(st)
-                .wrapping_sub(sgn)
-                .wrapping_div(st) as f64
+            iend.wrapping_sub(s).wrapping_add(st).wrapping_sub(sgn).wrapping_div(st) as f64
         }
         _ => ((end.to_f64() - start.to_f64()) / step.to_f64()).ceil(),
     };
@@ -662,10 +570,7 @@ pub fn linspace(
         return fill_scalar_(&out, start);
     }
     if dtype == ScalarType::Bool {
-        return Err(Error::UnsupportedDtype {
-            op: "linspace_cpu".into(),
-            dtype,
-        });
+        return Err(Error::UnsupportedDtype { op: "linspace_cpu".into(), dtype });
     }
     let halfway = steps / 2;
     c10::dispatch_all_types!(dtype, T => {
@@ -726,10 +631,7 @@ pub fn eye(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     if n < 0 {
-        return Err(Error::invalid(
-            "eye",
-            format!("n must be greater or equal to 0, got {n}"),
-        ));
+        return Err(Error::invalid("eye", format!("n must be greater or equal to 0, got {n}")));
     }
     eye_m(n, n, dtype, layout, device, pin_memory)
 }
@@ -746,16 +648,10 @@ pub fn eye_m(
     const OP: &str = "eye";
     check_factory_options(OP, layout, device, pin_memory)?;
     if n < 0 {
-        return Err(Error::invalid(
-            OP,
-            format!("n must be greater or equal to 0, got {n}"),
-        ));
+        return Err(Error::invalid(OP, format!("n must be greater or equal to 0, got {n}")));
     }
     if m < 0 {
-        return Err(Error::invalid(
-            OP,
-            format!("m must be greater or equal to 0, got {m}"),
-        ));
+        return Err(Error::invalid(OP, format!("m must be greater or equal to 0, got {m}")));
     }
     let out = zeros(&[n, m], dtype, layout, device, pin_memory)?;
     let diag = out.strides()[0] + out.strides()[1];
@@ -786,12 +682,7 @@ pub fn empty_like(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     const OP: &str = "empty_like";
-    check_factory_options(
-        OP,
-        layout,
-        Some(device.unwrap_or(self_.device())),
-        pin_memory,
-    )?;
+    check_factory_options(OP, layout, Some(device.unwrap_or(self_.device())), pin_memory)?;
     let dtype = dtype.unwrap_or(self_.dtype());
     match memory_format.unwrap_or(MemoryFormat::Preserve) {
         MemoryFormat::Preserve => {
@@ -799,22 +690,10 @@ pub fn empty_like(
             if is_non_overlapping_and_dense(sizes, strides) {
                 Tensor::empty_strided_uninit(sizes, strides, dtype, Device::CPU)
             } else {
-                Tensor::empty_strided_uninit(
-                    sizes,
-                    &infer_dense_strides(sizes, strides),
-                    dtype,
-                    Device::CPU,
-                )
+                Tensor::empty_strided_uninit(sizes, &infer_dense_strides(sizes, strides), dtype, Device::CPU)
             }
         }
-        mf => empty_memory_format(
-            self_.sizes(),
-            Some(dtype),
-            layout,
-            device,
-            pin_memory,
-            Some(mf),
-        ),
+        mf => empty_memory_format(self_.sizes(), Some(dtype), layout, device, pin_memory, Some(mf)),
     }
 }
 
@@ -938,50 +817,17 @@ mod tests {
     #[test]
     fn empty_and_strides() {
         let t = empty_memory_format(&[2, 3], None, None, None, None, None).unwrap();
-        assert_eq!(
-            (t.sizes(), t.strides(), t.dtype()),
-            (&[2i64, 3][..], &[3i64, 1][..], ScalarType::F32)
-        );
-        let cl = empty_memory_format(
-            &[2, 3, 4, 5],
-            None,
-            None,
-            None,
-            None,
-            Some(MemoryFormat::ChannelsLast),
-        )
-        .unwrap();
+        assert_eq!((t.sizes(), t.strides(), t.dtype()), (&[2i64, 3][..], &[3i64, 1][..], ScalarType::F32));
+        let cl = empty_memory_format(&[2, 3, 4, 5], None, None, None, None, Some(MemoryFormat::ChannelsLast)).unwrap();
         assert_eq!(cl.strides(), &[60, 1, 15, 3]);
-        let cl0 = empty_memory_format(
-            &[2, 0, 3, 3],
-            None,
-            None,
-            None,
-            None,
-            Some(MemoryFormat::ChannelsLast),
-        )
-        .unwrap();
+        let cl0 = empty_memory_format(&[2, 0, 3, 3], None, None, None, None, Some(MemoryFormat::ChannelsLast)).unwrap();
         assert_eq!(cl0.strides(), &[0, 1, 0, 0]);
         assert_eq!(
-            err_msg(empty_memory_format(
-                &[2, 3],
-                None,
-                None,
-                None,
-                None,
-                Some(MemoryFormat::ChannelsLast)
-            )),
+            err_msg(empty_memory_format(&[2, 3], None, None, None, None, Some(MemoryFormat::ChannelsLast))),
             "empty: required rank 4 tensor to use channels_last format"
         );
         assert_eq!(
-            err_msg(empty_memory_format(
-                &[2],
-                None,
-                None,
-                None,
-                None,
-                Some(MemoryFormat::Preserve)
-            )),
+            err_msg(empty_memory_format(&[2], None, None, None, None, Some(MemoryFormat::Preserve))),
             "empty: unsupported memory format Preserve"
         );
         assert_eq!(
@@ -1002,88 +848,35 @@ mod tests {
     #[test]
     fn zeros_ones_full_infer_dtypes() {
         let z = zeros(&[2, 2], None, None, None, None).unwrap();
-        assert_eq!(
-            (z.dtype(), z.to_vec::<f32>().unwrap()),
-            (ScalarType::F32, vec![0.0; 4])
-        );
-        assert_eq!(
-            err_msg(zeros(&[-1, 2], None, None, None, None)),
-            "zeros: Dimension size must be non-negative."
-        );
+        assert_eq!((z.dtype(), z.to_vec::<f32>().unwrap()), (ScalarType::F32, vec![0.0; 4]));
+        assert_eq!(err_msg(zeros(&[-1, 2], None, None, None, None)), "zeros: Dimension size must be non-negative.");
         let o = ones(&[3], Some(ScalarType::I32), None, None, None).unwrap();
         assert_eq!(o.to_vec::<i32>().unwrap(), vec![1, 1, 1]);
         let f = full(&[2, 3], Scalar::Float(1.5), None, None, None, None).unwrap();
-        assert_eq!(
-            (f.dtype(), f.to_vec::<f32>().unwrap()),
-            (ScalarType::F32, vec![1.5; 6])
-        );
+        assert_eq!((f.dtype(), f.to_vec::<f32>().unwrap()), (ScalarType::F32, vec![1.5; 6]));
         let fi = full(&[2], Scalar::Int(3), None, None, None, None).unwrap();
-        assert_eq!(
-            (fi.dtype(), fi.to_vec::<i64>().unwrap()),
-            (ScalarType::I64, vec![3, 3])
-        );
+        assert_eq!((fi.dtype(), fi.to_vec::<i64>().unwrap()), (ScalarType::I64, vec![3, 3]));
         let fb = full(&[2], Scalar::Bool(true), None, None, None, None).unwrap();
-        assert_eq!(
-            (fb.dtype(), fb.to_vec::<bool>().unwrap()),
-            (ScalarType::Bool, vec![true, true])
-        );
-        let ft = full(
-            &[2],
-            Scalar::Float(3.7),
-            Some(ScalarType::I32),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        assert_eq!((fb.dtype(), fb.to_vec::<bool>().unwrap()), (ScalarType::Bool, vec![true, true]));
+        let ft = full(&[2], Scalar::Float(3.7), Some(ScalarType::I32), None, None, None).unwrap();
         assert_eq!(ft.to_vec::<i32>().unwrap(), vec![3, 3]);
         assert_eq!(
-            err_msg(full(
-                &[2],
-                Scalar::Int(300),
-                Some(ScalarType::U8),
-                None,
-                None,
-                None
-            )),
+            err_msg(full(&[2], Scalar::Int(300), Some(ScalarType::U8), None, None, None)),
             "fill_: value cannot be converted to type uint8_t without overflow"
         );
         let h = Tensor::full(&[1], 2.5, ScalarType::F16).unwrap();
         assert_eq!(h.to_vec::<f16>().unwrap(), vec![f16::from_f32(2.5)]);
-        assert_eq!(
-            Tensor::ones(&[2], ScalarType::Bool)
-                .unwrap()
-                .to_vec::<bool>()
-                .unwrap(),
-            vec![true; 2]
-        );
+        assert_eq!(Tensor::ones(&[2], ScalarType::Bool).unwrap().to_vec::<bool>().unwrap(), vec![true; 2]);
         assert_eq!(Tensor::zeros(&[0, 3], ScalarType::F32).unwrap().numel(), 0);
     }
 
     #[test]
     fn fill_checks_overflow_like_c10() {
         let t = |dt| empty_memory_format(&[2], Some(dt), None, None, None, None).unwrap();
-        assert_eq!(
-            fill_scalar_(&t(ScalarType::U8), Scalar::Int(-1))
-                .unwrap()
-                .to_vec::<u8>()
-                .unwrap(),
-            vec![255; 2]
-        );
-        assert_eq!(
-            fill_scalar_(&t(ScalarType::U8), Scalar::Int(-200))
-                .unwrap()
-                .to_vec::<u8>()
-                .unwrap(),
-            vec![56; 2]
-        );
+        assert_eq!(fill_scalar_(&t(ScalarType::U8), Scalar::Int(-1)).unwrap().to_vec::<u8>().unwrap(), vec![255; 2]);
+        assert_eq!(fill_scalar_(&t(ScalarType::U8), Scalar::Int(-200)).unwrap().to_vec::<u8>().unwrap(), vec![56; 2]);
         assert!(fill_scalar_(&t(ScalarType::U8), Scalar::Float(-1.0)).is_err());
-        assert!(
-            fill_scalar_(&t(ScalarType::Bool), Scalar::Float(1e39))
-                .unwrap()
-                .to_vec::<bool>()
-                .unwrap()[0]
-        );
+        assert!(fill_scalar_(&t(ScalarType::Bool), Scalar::Float(1e39)).unwrap().to_vec::<bool>().unwrap()[0]);
         assert_eq!(
             err_msg(fill_scalar_(&t(ScalarType::I32), Scalar::Float(f64::NAN))),
             "fill_: value cannot be converted to type int without overflow"
@@ -1096,10 +889,7 @@ mod tests {
         assert!(fill_scalar_(&t(ScalarType::F32), Scalar::Float(1e39)).is_err());
         assert!(fill_scalar_(&t(ScalarType::F64), Scalar::Float(1e39)).is_ok());
         assert_eq!(
-            fill_scalar_(&t(ScalarType::I32), Scalar::Float(-2.7))
-                .unwrap()
-                .to_vec::<i32>()
-                .unwrap(),
+            fill_scalar_(&t(ScalarType::I32), Scalar::Float(-2.7)).unwrap().to_vec::<i32>().unwrap(),
             vec![-2; 2]
         );
     }
@@ -1108,29 +898,16 @@ mod tests {
     fn fill_writes_strided_views_and_zero() {
         // A transposed (non-contiguous) view of a 2x3 buffer: fill must reach every element.
         let base = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap();
-        let t = Tensor::from_storage(
-            base.storage().clone(),
-            &[3, 2],
-            SmallVec::from_slice(&[1, 3]),
-            0,
-            ScalarType::F32,
-        );
+        let t =
+            Tensor::from_storage(base.storage().clone(), &[3, 2], SmallVec::from_slice(&[1, 3]), 0, ScalarType::F32);
         fill_scalar_(&t, Scalar::Float(4.0)).unwrap();
         assert_eq!(base.to_vec::<f32>().unwrap(), vec![4.0; 6]);
         assert_eq!(t.version(), 0, "fill_ itself bumps nothing");
         // A strided view that covers every other element.
-        let every_other = Tensor::from_storage(
-            base.storage().clone(),
-            &[3],
-            SmallVec::from_slice(&[2]),
-            1,
-            ScalarType::F32,
-        );
+        let every_other =
+            Tensor::from_storage(base.storage().clone(), &[3], SmallVec::from_slice(&[2]), 1, ScalarType::F32);
         zero_(&every_other).unwrap();
-        assert_eq!(
-            base.to_vec::<f32>().unwrap(),
-            vec![4.0, 0.0, 4.0, 0.0, 4.0, 0.0]
-        );
+        assert_eq!(base.to_vec::<f32>().unwrap(), vec![4.0, 0.0, 4.0, 0.0, 4.0, 0.0]);
         let r = zero_(&base).unwrap();
         assert!(r.is_same(&base));
         assert_eq!(base.to_vec::<f32>().unwrap(), vec![0.0; 6]);
@@ -1139,64 +916,20 @@ mod tests {
     #[test]
     fn arange_values_dtypes_and_errors() {
         let a = arange(Scalar::Int(5), None, None, None, None).unwrap();
-        assert_eq!(
-            (a.dtype(), a.to_vec::<i64>().unwrap()),
-            (ScalarType::I64, vec![0, 1, 2, 3, 4])
-        );
-        let b = arange_start_step(
-            Scalar::Int(0),
-            Scalar::Int(10),
-            Scalar::Int(3),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        assert_eq!((a.dtype(), a.to_vec::<i64>().unwrap()), (ScalarType::I64, vec![0, 1, 2, 3, 4]));
+        let b = arange_start_step(Scalar::Int(0), Scalar::Int(10), Scalar::Int(3), None, None, None, None).unwrap();
         assert_eq!(b.to_vec::<i64>().unwrap(), vec![0, 3, 6, 9]);
-        let c = arange_start_step(
-            Scalar::Float(0.0),
-            Scalar::Float(1.0),
-            Scalar::Float(0.25),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            (c.dtype(), c.to_vec::<f32>().unwrap()),
-            (ScalarType::F32, vec![0.0, 0.25, 0.5, 0.75])
-        );
-        let d = arange_start_step(
-            Scalar::Int(10),
-            Scalar::Int(0),
-            Scalar::Int(-3),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let c = arange_start_step(Scalar::Float(0.0), Scalar::Float(1.0), Scalar::Float(0.25), None, None, None, None)
+            .unwrap();
+        assert_eq!((c.dtype(), c.to_vec::<f32>().unwrap()), (ScalarType::F32, vec![0.0, 0.25, 0.5, 0.75]));
+        let d = arange_start_step(Scalar::Int(10), Scalar::Int(0), Scalar::Int(-3), None, None, None, None).unwrap();
         assert_eq!(d.to_vec::<i64>().unwrap(), vec![10, 7, 4, 1]);
         let e = arange_start(Scalar::Float(0.5), Scalar::Int(3), None, None, None, None).unwrap();
         assert_eq!(e.to_vec::<f32>().unwrap(), vec![0.5, 1.5, 2.5]);
         let f = arange_start(Scalar::Bool(true), Scalar::Int(3), None, None, None, None).unwrap();
-        assert_eq!(
-            (f.dtype(), f.to_vec::<i64>().unwrap()),
-            (ScalarType::I64, vec![1, 2])
-        );
+        assert_eq!((f.dtype(), f.to_vec::<i64>().unwrap()), (ScalarType::I64, vec![1, 2]));
         // -1 .. 1 step 0.3 has 7 elements computed in double.
-        let g = arange_start_step(
-            Scalar::Int(-1),
-            Scalar::Int(1),
-            Scalar::Float(0.3),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let g = arange_start_step(Scalar::Int(-1), Scalar::Int(1), Scalar::Float(0.3), None, None, None, None).unwrap();
         assert_eq!(g.numel(), 7);
         assert_eq!(g.to_vec::<f32>().unwrap()[6], 0.8f32);
         // PyTorch quirks for integer dtypes: the step truncates in the accumulation type while the
@@ -1212,15 +945,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.to_vec::<i32>().unwrap(), vec![0, 1, 2, 3]);
-        let u = arange_start(
-            Scalar::Int(-1),
-            Scalar::Int(2),
-            Some(ScalarType::U8),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let u = arange_start(Scalar::Int(-1), Scalar::Int(2), Some(ScalarType::U8), None, None, None).unwrap();
         assert_eq!(u.to_vec::<u8>().unwrap(), vec![255, 0, 1]);
         let hf = arange_start_step(
             Scalar::Int(0),
@@ -1232,47 +957,28 @@ mod tests {
             None,
         )
         .unwrap();
-        let expect: Vec<f16> = [
-            0.0, 0.1, 0.2, 0.3, 0.3999, 0.5, 0.6001, 0.7002, 0.7998, 0.8999,
-        ]
-        .iter()
-        .map(|&x| f16::from_f32(x))
-        .collect();
+        let expect: Vec<f16> = [0.0, 0.1, 0.2, 0.3, 0.3999, 0.5, 0.6001, 0.7002, 0.7998, 0.8999]
+            .iter()
+            .map(|&x| f16::from_f32(x))
+            .collect();
         assert_eq!(hf.to_vec::<f16>().unwrap(), expect);
 
         let st = |s, e, st| arange_start_step(s, e, st, None, None, None, None);
-        assert_eq!(
-            err_msg(st(Scalar::Int(0), Scalar::Int(10), Scalar::Int(0))),
-            "arange: step must be nonzero"
-        );
+        assert_eq!(err_msg(st(Scalar::Int(0), Scalar::Int(10), Scalar::Int(0))), "arange: step must be nonzero");
         assert_eq!(
             err_msg(st(Scalar::Int(10), Scalar::Int(0), Scalar::Int(1))),
             "arange: upper bound and lower bound inconsistent with step sign"
         );
         assert_eq!(
-            err_msg(st(
-                Scalar::Int(0),
-                Scalar::Float(f64::INFINITY),
-                Scalar::Int(1)
-            )),
+            err_msg(st(Scalar::Int(0), Scalar::Float(f64::INFINITY), Scalar::Int(1))),
             "arange: unsupported range: 0 -> inf"
         );
         assert_eq!(
-            err_msg(st(
-                Scalar::Int(0),
-                Scalar::Float(1e20),
-                Scalar::Float(1e-30)
-            )),
+            err_msg(st(Scalar::Int(0), Scalar::Float(1e20), Scalar::Float(1e-30))),
             "arange: invalid size, possible overflow?"
         );
         assert_eq!(
-            err_msg(arange(
-                Scalar::Int(5),
-                Some(ScalarType::Bool),
-                None,
-                None,
-                None
-            )),
+            err_msg(arange(Scalar::Int(5), Some(ScalarType::Bool), None, None, None)),
             "arange_cpu: \"arange_cpu\" not implemented for 'Bool'"
         );
         assert_eq!(
@@ -1287,107 +993,31 @@ mod tests {
             )),
             "arange: step must be nonzero"
         );
-        assert_eq!(
-            Tensor::arange(3).unwrap().to_vec::<i64>().unwrap(),
-            vec![0, 1, 2]
-        );
+        assert_eq!(Tensor::arange(3).unwrap().to_vec::<i64>().unwrap(), vec![0, 1, 2]);
     }
 
     #[test]
     fn linspace_values_and_errors() {
-        let l = linspace(
-            Scalar::Float(0.0),
-            Scalar::Float(1.0),
-            5,
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            (l.dtype(), l.to_vec::<f32>().unwrap()),
-            (ScalarType::F32, vec![0.0, 0.25, 0.5, 0.75, 1.0])
-        );
-        let l7 = linspace(Scalar::Int(-2), Scalar::Int(3), 7, None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let l = linspace(Scalar::Float(0.0), Scalar::Float(1.0), 5, None, None, None, None).unwrap();
+        assert_eq!((l.dtype(), l.to_vec::<f32>().unwrap()), (ScalarType::F32, vec![0.0, 0.25, 0.5, 0.75, 1.0]));
+        let l7 = linspace(Scalar::Int(-2), Scalar::Int(3), 7, None, None, None, None).unwrap().to_vec::<f32>().unwrap();
         assert_eq!(l7[0], -2.0);
         assert_eq!(l7[6], 3.0);
         assert!((l7[1] - -1.1666666).abs() < 1e-6);
-        let li = linspace(
-            Scalar::Int(0),
-            Scalar::Int(10),
-            4,
-            Some(ScalarType::I64),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let li = linspace(Scalar::Int(0), Scalar::Int(10), 4, Some(ScalarType::I64), None, None, None).unwrap();
         assert_eq!(li.to_vec::<i64>().unwrap(), vec![0, 3, 6, 10]);
-        let l8 = linspace(
-            Scalar::Int(3),
-            Scalar::Int(-2),
-            8,
-            Some(ScalarType::I8),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let l8 = linspace(Scalar::Int(3), Scalar::Int(-2), 8, Some(ScalarType::I8), None, None, None).unwrap();
         assert_eq!(l8.to_vec::<i8>().unwrap(), vec![3, 2, 1, 0, 0, 0, -1, -2]);
         let one = linspace(Scalar::Int(0), Scalar::Int(1), 1, None, None, None, None).unwrap();
         assert_eq!(one.to_vec::<f32>().unwrap(), vec![0.0]);
+        assert_eq!(linspace(Scalar::Int(0), Scalar::Int(1), 0, None, None, None, None).unwrap().numel(), 0);
         assert_eq!(
-            linspace(Scalar::Int(0), Scalar::Int(1), 0, None, None, None, None)
-                .unwrap()
-                .numel(),
-            0
-        );
-        assert_eq!(
-            err_msg(linspace(
-                Scalar::Int(0),
-                Scalar::Int(1),
-                -1,
-                None,
-                None,
-                None,
-                None
-            )),
+            err_msg(linspace(Scalar::Int(0), Scalar::Int(1), -1, None, None, None, None)),
             "linspace: number of steps must be non-negative"
         );
-        assert!(linspace(
-            Scalar::Int(0),
-            Scalar::Int(1),
-            5,
-            Some(ScalarType::Bool),
-            None,
-            None,
-            None
-        )
-        .is_err());
-        assert!(linspace(
-            Scalar::Int(0),
-            Scalar::Int(300),
-            3,
-            Some(ScalarType::U8),
-            None,
-            None,
-            None
-        )
-        .is_err());
-        let b = linspace(
-            Scalar::Int(0),
-            Scalar::Int(1),
-            3,
-            Some(ScalarType::BF16),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        assert!(linspace(Scalar::Int(0), Scalar::Int(1), 5, Some(ScalarType::Bool), None, None, None).is_err());
+        assert!(linspace(Scalar::Int(0), Scalar::Int(300), 3, Some(ScalarType::U8), None, None, None).is_err());
+        let b = linspace(Scalar::Int(0), Scalar::Int(1), 3, Some(ScalarType::BF16), None, None, None).unwrap();
         assert_eq!(b.to_vec::<bf16>().unwrap()[1], bf16::from_f32(0.5));
     }
 
@@ -1395,38 +1025,13 @@ mod tests {
     fn ranges_match_pytorch_bits() {
         // Values from PyTorch 2.15 where a naive `start + i * step` differs in the last bit; see
         // Note [Kernel FMA] and Note [Vectorised fill emulation].
-        let f = linspace(
-            Scalar::Float(-3.0),
-            Scalar::Float(7.7),
-            16,
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let f = linspace(Scalar::Float(-3.0), Scalar::Float(7.7), 16, None, None, None, None).unwrap();
         assert_eq!(f.to_vec::<f32>().unwrap()[3], -0.860_000_07_f32);
-        let b = linspace(
-            Scalar::Float(-3.0),
-            Scalar::Float(7.7),
-            5000,
-            Some(ScalarType::BF16),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let b =
+            linspace(Scalar::Float(-3.0), Scalar::Float(7.7), 5000, Some(ScalarType::BF16), None, None, None).unwrap();
         assert_eq!(b.to_vec::<f64>().unwrap()[539], -1.8515625);
-        let h = linspace(
-            Scalar::Float(-3.0),
-            Scalar::Float(7.7),
-            5000,
-            Some(ScalarType::F16),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let h =
+            linspace(Scalar::Float(-3.0), Scalar::Float(7.7), 5000, Some(ScalarType::F16), None, None, None).unwrap();
         assert_eq!(h.to_vec::<f64>().unwrap()[1398], -0.007904052734375);
         let d = arange_start_step(
             Scalar::Float(0.0),
@@ -1440,53 +1045,25 @@ mod tests {
         .unwrap()
         .to_vec::<f64>()
         .unwrap();
-        assert_eq!(
-            (d.len(), d[13], d[14], d[23]),
-            (334, 3.8999999999999995, 4.199999999999999, 6.9)
-        );
-        let a = arange_start_step(
-            Scalar::Float(-3.0),
-            Scalar::Float(7.7),
-            Scalar::Float(0.013),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
-        assert_eq!(
-            (a.len(), a[11], a[13]),
-            (824, -2.856_999_9_f32, -2.830_999_9_f32)
-        );
+        assert_eq!((d.len(), d[13], d[14], d[23]), (334, 3.8999999999999995, 4.199999999999999, 6.9));
+        let a =
+            arange_start_step(Scalar::Float(-3.0), Scalar::Float(7.7), Scalar::Float(0.013), None, None, None, None)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+        assert_eq!((a.len(), a[11], a[13]), (824, -2.856_999_9_f32, -2.830_999_9_f32));
     }
 
     #[test]
     fn eye_variants() {
         let e = eye(3, None, None, None, None).unwrap();
-        assert_eq!(
-            e.to_vec::<f32>().unwrap(),
-            vec![1., 0., 0., 0., 1., 0., 0., 0., 1.]
-        );
+        assert_eq!(e.to_vec::<f32>().unwrap(), vec![1., 0., 0., 0., 1., 0., 0., 0., 1.]);
         let r = eye_m(2, 3, Some(ScalarType::I32), None, None, None).unwrap();
-        assert_eq!(
-            (r.sizes(), r.to_vec::<i32>().unwrap()),
-            (&[2i64, 3][..], vec![1, 0, 0, 0, 1, 0])
-        );
+        assert_eq!((r.sizes(), r.to_vec::<i32>().unwrap()), (&[2i64, 3][..], vec![1, 0, 0, 0, 1, 0]));
         let b = eye_m(3, 2, Some(ScalarType::Bool), None, None, None).unwrap();
-        assert_eq!(
-            b.to_vec::<bool>().unwrap(),
-            vec![true, false, false, true, false, false]
-        );
-        assert_eq!(
-            err_msg(eye(-1, None, None, None, None)),
-            "eye: n must be greater or equal to 0, got -1"
-        );
-        assert_eq!(
-            err_msg(eye_m(2, -1, None, None, None, None)),
-            "eye: m must be greater or equal to 0, got -1"
-        );
+        assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, false, false, true, false, false]);
+        assert_eq!(err_msg(eye(-1, None, None, None, None)), "eye: n must be greater or equal to 0, got -1");
+        assert_eq!(err_msg(eye_m(2, -1, None, None, None, None)), "eye: m must be greater or equal to 0, got -1");
         assert_eq!(eye(0, None, None, None, None).unwrap().sizes(), &[0, 0]);
     }
 
@@ -1494,71 +1071,30 @@ mod tests {
     fn like_ops_preserve_layout() {
         let base = Tensor::from_vec((0..24).map(|x| x as f32).collect(), &[4, 6]).unwrap();
         // Transposed: dense, so strides are kept.
-        let t = Tensor::from_storage(
-            base.storage().clone(),
-            &[6, 4],
-            SmallVec::from_slice(&[1, 6]),
-            0,
-            ScalarType::F32,
-        );
+        let t =
+            Tensor::from_storage(base.storage().clone(), &[6, 4], SmallVec::from_slice(&[1, 6]), 0, ScalarType::F32);
         let z = zeros_like(&t, None, None, None, None, None).unwrap();
         assert_eq!((z.sizes(), z.strides()), (&[6i64, 4][..], &[1i64, 6][..]));
         assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 24]);
         // Every other column: not dense, gets dense strides in the same order.
-        let s = Tensor::from_storage(
-            base.storage().clone(),
-            &[4, 3],
-            SmallVec::from_slice(&[6, 2]),
-            0,
-            ScalarType::F32,
-        );
-        assert_eq!(
-            empty_like(&s, None, None, None, None, None)
-                .unwrap()
-                .strides(),
-            &[3, 1]
-        );
+        let s =
+            Tensor::from_storage(base.storage().clone(), &[4, 3], SmallVec::from_slice(&[6, 2]), 0, ScalarType::F32);
+        assert_eq!(empty_like(&s, None, None, None, None, None).unwrap().strides(), &[3, 1]);
         // Transposed and strided: keeps the transposed order.
-        let ts = Tensor::from_storage(
-            base.storage().clone(),
-            &[3, 4],
-            SmallVec::from_slice(&[2, 6]),
-            0,
-            ScalarType::F32,
-        );
-        assert_eq!(
-            empty_like(&ts, None, None, None, None, None)
-                .unwrap()
-                .strides(),
-            &[1, 3]
-        );
+        let ts =
+            Tensor::from_storage(base.storage().clone(), &[3, 4], SmallVec::from_slice(&[2, 6]), 0, ScalarType::F32);
+        assert_eq!(empty_like(&ts, None, None, None, None, None).unwrap().strides(), &[1, 3]);
         // Expanded (stride 0): ambiguous order, row-major result.
-        let ex = Tensor::from_storage(
-            base.storage().clone(),
-            &[4, 3],
-            SmallVec::from_slice(&[0, 1]),
-            0,
-            ScalarType::F32,
-        );
-        assert_eq!(
-            empty_like(&ex, None, None, None, None, None)
-                .unwrap()
-                .strides(),
-            &[3, 1]
-        );
+        let ex =
+            Tensor::from_storage(base.storage().clone(), &[4, 3], SmallVec::from_slice(&[0, 1]), 0, ScalarType::F32);
+        assert_eq!(empty_like(&ex, None, None, None, None, None).unwrap().strides(), &[3, 1]);
         // An explicit format wins.
         let c = empty_like(&t, None, None, None, None, Some(MemoryFormat::Contiguous)).unwrap();
         assert_eq!(c.strides(), &[4, 1]);
         let o = ones_like(&t, Some(ScalarType::I64), None, None, None, None).unwrap();
-        assert_eq!(
-            (o.dtype(), o.to_vec::<i64>().unwrap()),
-            (ScalarType::I64, vec![1; 24])
-        );
+        assert_eq!((o.dtype(), o.to_vec::<i64>().unwrap()), (ScalarType::I64, vec![1; 24]));
         let f = full_like(&base, Scalar::Int(7), None, None, None, None, None).unwrap();
-        assert_eq!(
-            (f.dtype(), f.to_vec::<f32>().unwrap()),
-            (ScalarType::F32, vec![7.0; 24])
-        );
+        assert_eq!((f.dtype(), f.to_vec::<f32>().unwrap()), (ScalarType::F32, vec![7.0; 24]));
     }
 
     #[test]
@@ -1573,9 +1109,6 @@ mod tests {
         assert!(!is_non_overlapping_and_dense(&[2, 3], &[0, 1]));
         assert!(is_non_overlapping_and_dense(&[], &[]));
         assert!(is_non_overlapping_and_dense(&[1, 3], &[7, 1]));
-        assert_eq!(
-            infer_dense_strides(&[6, 5, 4, 3, 2], &[6, 0, 120, 0, 1]).as_slice(),
-            &[6, 36, 180, 2, 1]
-        );
+        assert_eq!(infer_dense_strides(&[6, 5, 4, 3, 2], &[6, 0, 120, 0, 1]).as_slice(), &[6, 36, 180, 2, 1]);
     }
 }

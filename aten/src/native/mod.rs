@@ -6,10 +6,30 @@
 macro_rules! match_float {
     ($dt:expr, $T:ident, $A:ident => $body:block, $other:pat => $else:expr) => {
         match $dt {
-            c10::ScalarType::F32 => { type $T = f32; #[allow(dead_code)] type $A = f32; $body }
-            c10::ScalarType::F64 => { type $T = f64; #[allow(dead_code)] type $A = f64; $body }
-            c10::ScalarType::F16 => { type $T = c10::f16; #[allow(dead_code)] type $A = f32; $body }
-            c10::ScalarType::BF16 => { type $T = c10::bf16; #[allow(dead_code)] type $A = f32; $body }
+            c10::ScalarType::F32 => {
+                type $T = f32;
+                #[allow(dead_code)]
+                type $A = f32;
+                $body
+            }
+            c10::ScalarType::F64 => {
+                type $T = f64;
+                #[allow(dead_code)]
+                type $A = f64;
+                $body
+            }
+            c10::ScalarType::F16 => {
+                type $T = c10::f16;
+                #[allow(dead_code)]
+                type $A = f32;
+                $body
+            }
+            c10::ScalarType::BF16 => {
+                type $T = c10::bf16;
+                #[allow(dead_code)]
+                type $A = f32;
+                $body
+            }
             $other => $else,
         }
     };
@@ -19,11 +39,26 @@ macro_rules! match_float {
 macro_rules! match_int {
     ($dt:expr, $T:ident => $body:block, $other:pat => $else:expr) => {
         match $dt {
-            c10::ScalarType::U8 => { type $T = u8; $body }
-            c10::ScalarType::I8 => { type $T = i8; $body }
-            c10::ScalarType::I16 => { type $T = i16; $body }
-            c10::ScalarType::I32 => { type $T = i32; $body }
-            c10::ScalarType::I64 => { type $T = i64; $body }
+            c10::ScalarType::U8 => {
+                type $T = u8;
+                $body
+            }
+            c10::ScalarType::I8 => {
+                type $T = i8;
+                $body
+            }
+            c10::ScalarType::I16 => {
+                type $T = i16;
+                $body
+            }
+            c10::ScalarType::I32 => {
+                type $T = i32;
+                $body
+            }
+            c10::ScalarType::I64 => {
+                type $T = i64;
+                $body
+            }
             $other => $else,
         }
     };

@@ -14,8 +14,8 @@ use c10::{Device, Element, Error, Layout, MemoryFormat, Result, ScalarType};
 use crate::generator::GeneratorState;
 use crate::native::cpu::loops::for_each_offset;
 use crate::native::factory::{
-    check_cpu, check_factory_options, check_size_nonnegative, dtype_lowest, dtype_max, empty_like,
-    empty_memory_format, fmt_g, stride_order,
+    check_cpu, check_factory_options, check_size_nonnegative, dtype_lowest, dtype_max, empty_like, empty_memory_format,
+    fmt_g, stride_order,
 };
 use crate::{default_generator, Generator, Tensor};
 
@@ -25,13 +25,9 @@ use crate::{default_generator, Generator, Tensor};
 /// generator.
 fn cpu_generator(op: &str, generator: Option<&Generator>) -> Result<Generator> {
     match generator {
-        Some(g) if !g.device().is_cpu() => Err(Error::invalid(
-            op,
-            format!(
-                "Expected a 'cpu' device type for generator but found '{}'",
-                g.device().ty
-            ),
-        )),
+        Some(g) if !g.device().is_cpu() => {
+            Err(Error::invalid(op, format!("Expected a 'cpu' device type for generator but found '{}'", g.device().ty)))
+        }
         Some(g) => Ok(g.clone()),
         None => default_generator(Device::CPU),
     }
@@ -40,11 +36,7 @@ fn cpu_generator(op: &str, generator: Option<&Generator>) -> Result<Generator> {
 /// TensorIterator's `check_mem_overlap` for the written tensor: an expanded dim (stride 0, size
 /// > 1) would make the random stream's order observable.
 fn assert_no_internal_overlap(op: &str, t: &Tensor) -> Result<()> {
-    if t.sizes()
-        .iter()
-        .zip(t.strides())
-        .any(|(&s, &st)| s > 1 && st == 0)
-    {
+    if t.sizes().iter().zip(t.strides()).any(|(&s, &st)| s > 1 && st == 0) {
         return Err(Error::invalid(
             op,
             "unsupported operation: more than one element of the written-to tensor refers to a single memory \
@@ -257,16 +249,9 @@ mod avx_mathfun {
     const MINUS_DP1: f32 = -0.78515625_f64 as f32;
     const MINUS_DP2: f32 = -2.418_756_484_985_351_6e-4_f64 as f32;
     const MINUS_DP3: f32 = -3.774_894_977_445_941e-8_f64 as f32;
-    const SINCOF: [f32; 3] = [
-        -1.9515295891E-4_f64 as f32,
-        8.3321608736E-3_f64 as f32,
-        -1.6666654611E-1_f64 as f32,
-    ];
-    const COSCOF: [f32; 3] = [
-        2.443315711809948E-005_f64 as f32,
-        -1.388731625493765E-003_f64 as f32,
-        4.166664568298827E-002_f64 as f32,
-    ];
+    const SINCOF: [f32; 3] = [-1.9515295891E-4_f64 as f32, 8.3321608736E-3_f64 as f32, -1.6666654611E-1_f64 as f32];
+    const COSCOF: [f32; 3] =
+        [2.443315711809948E-005_f64 as f32, -1.388731625493765E-003_f64 as f32, 4.166664568298827E-002_f64 as f32];
     const FOPI: f32 = 1.27323954473516_f64 as f32;
 
     /// `log256_ps` for one lane: NaN for `x <= 0`.
@@ -324,10 +309,7 @@ mod avx_mathfun {
         let ysin1 = if poly_mask { 0.0 } else { yc };
         let s = ysin1 + ysin2;
         let c = (yc - ysin1) + (ys - ysin2);
-        (
-            f32::from_bits(s.to_bits() ^ sign_sin),
-            f32::from_bits(c.to_bits() ^ sign_cos),
-        )
+        (f32::from_bits(s.to_bits() ^ sign_sin), f32::from_bits(c.to_bits() ^ sign_cos))
     }
 }
 
@@ -339,12 +321,7 @@ mod avx_mathfun {
 /// `numel % 16` draws under the tail are drawn and then overwritten; half and bfloat16 draw per
 /// block into a float buffer and skip them. We draw block by block for every dtype and discard
 /// those draws where PyTorch makes them, which gives the same stream without a second buffer.
-fn normal_fill<T: Element, A: Opmath>(
-    t: &Tensor,
-    mean: f64,
-    std: f64,
-    g: &mut GeneratorState,
-) -> Result<()> {
+fn normal_fill<T: Element, A: Opmath>(t: &Tensor, mean: f64, std: f64, g: &mut GeneratorState) -> Result<()> {
     let n = t.numel() as usize;
     let base = t.typed_data_ptr::<T>()?;
     debug_assert!(t.is_contiguous() && n >= 16);
@@ -383,43 +360,25 @@ fn normal_fill<T: Element, A: Opmath>(
 ///
 /// Errors like PyTorch for non-floating dtypes, bounds outside the dtype's range, `from > to`
 /// and `to - from` overflowing the dtype.
-pub fn uniform_(
-    self_: &Tensor,
-    from: f64,
-    to: f64,
-    generator: Option<&Generator>,
-) -> Result<Tensor> {
+pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "uniform_";
     check_cpu(OP, self_)?;
     let dtype = self_.dtype();
     if !dtype.is_floating_point() {
-        return Err(Error::UnsupportedDtype {
-            op: "check_uniform_bounds".into(),
-            dtype,
-        });
+        return Err(Error::UnsupportedDtype { op: "check_uniform_bounds".into(), dtype });
     }
     let (min, max) = (dtype_lowest(dtype), dtype_max(dtype));
     let name = type_meta_name(dtype);
     if !(min..=max).contains(&from) {
-        return Err(Error::invalid(
-            OP,
-            format!("from is out of bounds for {name}"),
-        ));
+        return Err(Error::invalid(OP, format!("from is out of bounds for {name}")));
     }
     if !(min..=max).contains(&to) {
-        return Err(Error::invalid(
-            OP,
-            format!("to is out of bounds for {name}"),
-        ));
+        return Err(Error::invalid(OP, format!("to is out of bounds for {name}")));
     }
     if from > to {
         return Err(Error::invalid(
             OP,
-            format!(
-                "uniform_ expects to return a [from, to) range, but found from={} > to={}",
-                fmt_g(from),
-                fmt_g(to)
-            ),
+            format!("uniform_ expects to return a [from, to) range, but found from={} > to={}", fmt_g(from), fmt_g(to)),
         ));
     }
     if to - from > max {
@@ -450,26 +409,15 @@ pub fn uniform_(
 /// (uniforms in blocks of 16, then Box-Muller in float, or double for double); anything else draws
 /// per element from `normal_distribution<double>` (which caches its second sample in the
 /// generator), in memory order.
-pub fn normal_(
-    self_: &Tensor,
-    mean: f64,
-    std: f64,
-    generator: Option<&Generator>,
-) -> Result<Tensor> {
+pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "normal_";
     check_cpu(OP, self_)?;
     if std.is_nan() || std < 0.0 {
-        return Err(Error::invalid(
-            OP,
-            format!("normal expects std >= 0.0, but found std {}", fmt_g(std)),
-        ));
+        return Err(Error::invalid(OP, format!("normal expects std >= 0.0, but found std {}", fmt_g(std))));
     }
     let dtype = self_.dtype();
     if !dtype.is_floating_point() {
-        return Err(Error::UnsupportedDtype {
-            op: "normal_kernel_cpu".into(),
-            dtype,
-        });
+        return Err(Error::UnsupportedDtype { op: "normal_kernel_cpu".into(), dtype });
     }
     if self_.numel() == 0 {
         return Ok(self_.clone());
@@ -523,34 +471,20 @@ fn check_from_to_in_range(op: &str, from: i64, to_inc: i64, dtype: ScalarType) -
         }
     };
     if !in_range(from) {
-        return Err(Error::invalid(
-            op,
-            format!("from is out of bounds for {name}"),
-        ));
+        return Err(Error::invalid(op, format!("from is out of bounds for {name}")));
     }
     if !in_range(to_inc) {
-        return Err(Error::invalid(
-            op,
-            format!("to - 1 is out of bounds for {name}"),
-        ));
+        return Err(Error::invalid(op, format!("to - 1 is out of bounds for {name}")));
     }
     Ok(())
 }
 
 /// `uniform_int_from_to_distribution<T>`: `(bits % range) + base`, with 64 random bits for
 /// int64/double/float/bfloat16 when `range >= 2^32`, else 32.
-fn random_from_to_kernel(
-    self_: &Tensor,
-    range: u64,
-    base: i64,
-    g: &mut GeneratorState,
-) -> Result<()> {
+fn random_from_to_kernel(self_: &Tensor, range: u64, base: i64, g: &mut GeneratorState) -> Result<()> {
     let dtype = self_.dtype();
-    let wide = range >= 1u64 << 32
-        && matches!(
-            dtype,
-            ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16
-        );
+    let wide =
+        range >= 1u64 << 32 && matches!(dtype, ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16);
     c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
         let v = if wide { g.random64() } else { g.random() as u64 };
         T::from_i64((v % range).wrapping_add(base as u64) as i64)
@@ -561,12 +495,7 @@ fn random_from_to_kernel(
 /// is the dtype's largest value (`2^digits` for floating dtypes). `from = i64::MIN, to = None`
 /// draws the full 64-bit range (int64, double, float and bfloat16 only).
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
-pub fn random_from_(
-    self_: &Tensor,
-    from: i64,
-    to: Option<i64>,
-    generator: Option<&Generator>,
-) -> Result<Tensor> {
+pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "random_";
     check_cpu(OP, self_)?;
     let dtype = self_.dtype();
@@ -577,9 +506,7 @@ pub fn random_from_(
         if from >= to {
             return Err(Error::invalid(
                 OP,
-                format!(
-                    "random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"
-                ),
+                format!("random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"),
             ));
         }
         if dtype.is_floating_point() {
@@ -606,11 +533,7 @@ pub fn random_from_(
         random_from_to_kernel(self_, range, from, &mut gen.lock())?;
     } else if from != i64::MIN {
         let to_inc = if dtype.is_floating_point() {
-            let to_inc = if digits(dtype) >= 63 {
-                i64::MAX
-            } else {
-                1i64 << digits(dtype)
-            };
+            let to_inc = if digits(dtype) >= 63 { i64::MAX } else { 1i64 << digits(dtype) };
             c10::dispatch_all_types!(dtype, T => from = update_from::<T>(from));
             if from >= to_inc {
                 return Err(Error::invalid(
@@ -633,14 +556,8 @@ pub fn random_from_(
         let range = (to_inc as u64).wrapping_sub(from as u64).wrapping_add(1);
         random_from_to_kernel(self_, range, from, &mut gen.lock())?;
     } else {
-        if !matches!(
-            dtype,
-            ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16
-        ) {
-            return Err(Error::UnsupportedDtype {
-                op: "random_full_64_bits_range_kernel_cpu".into(),
-                dtype,
-            });
+        if !matches!(dtype, ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16) {
+            return Err(Error::UnsupportedDtype { op: "random_full_64_bits_range_kernel_cpu".into(), dtype });
         }
         if self_.numel() == 0 {
             return Ok(self_.clone());
@@ -691,13 +608,7 @@ pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -
     const OP: &str = "bernoulli_";
     check_cpu(OP, self_)?;
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "bernoulli_ expects p to be in [0, 1], but got p={}",
-                fmt_g(p)
-            ),
-        ));
+        return Err(Error::invalid(OP, format!("bernoulli_ expects p to be in [0, 1], but got p={}", fmt_g(p))));
     }
     if self_.numel() == 0 {
         return Ok(self_.clone());
@@ -835,14 +746,7 @@ pub fn randint_low_generator(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    let t = empty_for(
-        "randint",
-        size,
-        dtype.unwrap_or(ScalarType::I64),
-        layout,
-        device,
-        pin_memory,
-    )?;
+    let t = empty_for("randint", size, dtype.unwrap_or(ScalarType::I64), layout, device, pin_memory)?;
     random_from_(&t, low, Some(high), generator)
 }
 
@@ -904,26 +808,16 @@ mod tests {
         let g = seeded(0);
         let t = rand_generator(&[5], Some(&g), None, None, None, None).unwrap();
         assert_eq!(t.dtype(), ScalarType::F32);
-        let want = [
-            0.49625658988952637f32,
-            0.7682217955589294,
-            0.08847743272781372,
-            0.13203048706054688,
-            0.30742281675338745,
-        ];
+        let want =
+            [0.49625658988952637f32, 0.7682217955589294, 0.08847743272781372, 0.13203048706054688, 0.30742281675338745];
         assert_eq!(t.to_vec::<f32>().unwrap(), want);
         let g = seeded(0);
         let d = rand_generator(&[3], Some(&g), Some(ScalarType::F64), None, None, None).unwrap();
-        assert_eq!(
-            d.to_vec::<f64>().unwrap(),
-            vec![0.9700530018065531, 0.707819864399788, 0.45938294312745087]
-        );
+        assert_eq!(d.to_vec::<f64>().unwrap(), vec![0.9700530018065531, 0.707819864399788, 0.45938294312745087]);
         let g = seeded(0);
         let h = rand_generator(&[3], Some(&g), Some(ScalarType::F16), None, None, None).unwrap();
-        let want: Vec<f16> = [0.496337890625, 0.76806640625, 0.0885009765625]
-            .iter()
-            .map(|&x| f16::from_f64(x))
-            .collect();
+        let want: Vec<f16> =
+            [0.496337890625, 0.76806640625, 0.0885009765625].iter().map(|&x| f16::from_f64(x)).collect();
         assert_eq!(h.to_vec::<f16>().unwrap(), want);
     }
 
@@ -931,64 +825,33 @@ mod tests {
     fn default_generator_is_used_when_none() {
         // The default generator is process-wide and other tests draw from it concurrently, so
         // only check that the values are valid (the seeded streams are tested above).
-        let a = rand(&[5], None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let a = rand(&[5], None, None, None, None).unwrap().to_vec::<f32>().unwrap();
         assert!(a.iter().all(|&x| (0.0..1.0).contains(&x)));
         let b = rand_like(&empty(&[4], ScalarType::F64), None, None, None, None, None).unwrap();
         assert_eq!(b.dtype(), ScalarType::F64);
-        let c = randn_like(
-            &empty(&[4], ScalarType::F32),
-            Some(ScalarType::BF16),
-            None,
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let c = randn_like(&empty(&[4], ScalarType::F32), Some(ScalarType::BF16), None, None, None, None).unwrap();
         assert_eq!(c.dtype(), ScalarType::BF16);
-        assert_eq!(
-            randint(5, &[3], None, None, None, None).unwrap().dtype(),
-            ScalarType::I64
-        );
-        assert_eq!(
-            randn(&[2, 2], None, None, None, None).unwrap().sizes(),
-            &[2, 2]
-        );
+        assert_eq!(randint(5, &[3], None, None, None, None).unwrap().dtype(), ScalarType::I64);
+        assert_eq!(randn(&[2, 2], None, None, None, None).unwrap().sizes(), &[2, 2]);
     }
 
     #[test]
     fn uniform_range_and_strided_order() {
         let g = seeded(0);
         let t = uniform_(&empty(&[3], ScalarType::F64), -2.0, 3.0, Some(&g)).unwrap();
-        assert_eq!(
-            t.to_vec::<f64>().unwrap(),
-            vec![2.8502650090327655, 1.5390993219989397, 0.29691471563725436]
-        );
+        assert_eq!(t.to_vec::<f64>().unwrap(), vec![2.8502650090327655, 1.5390993219989397, 0.29691471563725436]);
         let g = seeded(0);
         let t = uniform_(&empty(&[3], ScalarType::F32), -2.0, 3.0, Some(&g)).unwrap();
-        assert_eq!(
-            t.to_vec::<f32>().unwrap(),
-            vec![0.48128294944763184, 1.841109037399292, -1.5576128959655762]
-        );
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.48128294944763184, 1.841109037399292, -1.5576128959655762]);
         let g = seeded(0);
         let t = uniform_(&empty(&[3], ScalarType::BF16), -2.0, 3.0, Some(&g)).unwrap();
-        let want: Vec<bf16> = [0.48046875, 1.84375, -1.5546875]
-            .iter()
-            .map(|&x| bf16::from_f64(x))
-            .collect();
+        let want: Vec<bf16> = [0.48046875, 1.84375, -1.5546875].iter().map(|&x| bf16::from_f64(x)).collect();
         assert_eq!(t.to_vec::<bf16>().unwrap(), want);
         // A transposed view is filled in memory order (torch.empty(2, 3).t().uniform_()).
         let g = seeded(0);
         let base = empty(&[2, 3], ScalarType::F32);
-        let tt = Tensor::from_storage(
-            base.storage().clone(),
-            &[3, 2],
-            SmallVec::from_slice(&[1, 3]),
-            0,
-            ScalarType::F32,
-        );
+        let tt =
+            Tensor::from_storage(base.storage().clone(), &[3, 2], SmallVec::from_slice(&[1, 3]), 0, ScalarType::F32);
         uniform_(&tt, 0.0, 1.0, Some(&g)).unwrap();
         let want = [
             0.49625658988952637f32,
@@ -1001,21 +864,14 @@ mod tests {
         assert_eq!(tt.to_vec::<f32>().unwrap(), want);
         // Many samples stay in range.
         let big = uniform_(&empty(&[10000], ScalarType::F32), 5.0, 6.0, Some(&g)).unwrap();
-        assert!(big
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .all(|&x| (5.0..6.0).contains(&x)));
+        assert!(big.to_vec::<f32>().unwrap().iter().all(|&x| (5.0..6.0).contains(&x)));
     }
 
     #[test]
     fn uniform_errors() {
         let f = empty(&[3], ScalarType::F32);
         let msg = |r: Result<Tensor>| r.expect_err("error").to_string();
-        assert_eq!(
-            msg(uniform_(&f, -1e39, 0.0, None)),
-            "uniform_: from is out of bounds for float"
-        );
+        assert_eq!(msg(uniform_(&f, -1e39, 0.0, None)), "uniform_: from is out of bounds for float");
         assert_eq!(
             msg(uniform_(&f, 2.0, 1.0, None)),
             "uniform_: uniform_ expects to return a [from, to) range, but found from=2 > to=1"
@@ -1033,44 +889,23 @@ mod tests {
             msg(uniform_(&empty(&[3], ScalarType::F16), 0.0, 1e6, None)),
             "uniform_: to is out of bounds for c10::Half"
         );
-        let expanded = Tensor::from_storage(
-            f.storage().clone(),
-            &[3, 2],
-            SmallVec::from_slice(&[1, 0]),
-            0,
-            ScalarType::F32,
-        );
-        assert!(msg(uniform_(&expanded, 0.0, 1.0, None))
-            .contains("more than one element of the written-to tensor"));
+        let expanded =
+            Tensor::from_storage(f.storage().clone(), &[3, 2], SmallVec::from_slice(&[1, 0]), 0, ScalarType::F32);
+        assert!(msg(uniform_(&expanded, 0.0, 1.0, None)).contains("more than one element of the written-to tensor"));
         assert!(rand(&[-1], None, None, None, None).is_err());
         assert!(rand(&[2], Some(ScalarType::I32), None, None, None).is_err());
     }
 
     #[test]
     fn same_seed_same_numbers_different_seed_different() {
-        let a = randn_generator(&[100], Some(&seeded(7)), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let b = randn_generator(&[100], Some(&seeded(7)), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let c = randn_generator(&[100], Some(&seeded(8)), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let a = randn_generator(&[100], Some(&seeded(7)), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
+        let b = randn_generator(&[100], Some(&seeded(7)), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
+        let c = randn_generator(&[100], Some(&seeded(8)), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
         let g = seeded(1);
-        let x = rand_generator(&[4], Some(&g), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let y = rand_generator(&[4], Some(&g), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let x = rand_generator(&[4], Some(&g), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
+        let y = rand_generator(&[4], Some(&g), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
         assert_ne!(x, y, "a generator advances");
     }
 
@@ -1078,62 +913,23 @@ mod tests {
     fn randn_matches_pytorch() {
         // Fewer than 16 elements: per-element double Box-Muller with the cached second sample.
         let t = randn_generator(&[5], Some(&seeded(0)), None, None, None, None).unwrap();
-        let want = [
-            1.5409960746765137f32,
-            -0.293428897857666,
-            -2.1787893772125244,
-            0.5684312582015991,
-            -1.0845223665237427,
-        ];
+        let want =
+            [1.5409960746765137f32, -0.293428897857666, -2.1787893772125244, 0.5684312582015991, -1.0845223665237427];
         assert_eq!(t.to_vec::<f32>().unwrap(), want);
-        let d = randn_generator(
-            &[5],
-            Some(&seeded(0)),
-            Some(ScalarType::F64),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
-        let want = [
-            1.5409961082440433,
-            -0.2934289057609464,
-            -2.1787893820745574,
-            0.5684312772806678,
-            -1.084522342424021,
-        ];
+        let d = randn_generator(&[5], Some(&seeded(0)), Some(ScalarType::F64), None, None, None).unwrap();
+        let want =
+            [1.5409961082440433, -0.2934289057609464, -2.1787893820745574, 0.5684312772806678, -1.084522342424021];
         assert_eq!(d.to_vec::<f64>().unwrap(), want);
         // The cache carries over between calls: torch.manual_seed(3); randn(3); randn(3).
         let g = seeded(3);
-        let a = randn_generator(&[3], Some(&g), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let b = randn_generator(&[3], Some(&g), None, None, None, None)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        assert_eq!(
-            a,
-            vec![0.8032760620117188, 0.17483338713645935, 0.08897809684276581]
-        );
-        assert_eq!(
-            b,
-            vec![
-                -0.6137180328369141,
-                0.04618244990706444,
-                -1.3682591915130615
-            ]
-        );
+        let a = randn_generator(&[3], Some(&g), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
+        let b = randn_generator(&[3], Some(&g), None, None, None, None).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(a, vec![0.8032760620117188, 0.17483338713645935, 0.08897809684276581]);
+        assert_eq!(b, vec![-0.6137180328369141, 0.04618244990706444, -1.3682591915130615]);
         // A transposed (non-contiguous) 3x2 view: per-element path, memory order.
         let base = empty(&[2, 3], ScalarType::F32);
-        let tt = Tensor::from_storage(
-            base.storage().clone(),
-            &[3, 2],
-            SmallVec::from_slice(&[1, 3]),
-            0,
-            ScalarType::F32,
-        );
+        let tt =
+            Tensor::from_storage(base.storage().clone(), &[3, 2], SmallVec::from_slice(&[1, 3]), 0, ScalarType::F32);
         normal_(&tt, 0.0, 1.0, Some(&seeded(0))).unwrap();
         let want = [
             1.5409960746765137f32,
@@ -1149,15 +945,7 @@ mod tests {
     #[test]
     fn normal_fill_path_matches_pytorch() {
         // 16+ contiguous elements: `normal_fill`. Double is computed exactly as PyTorch does.
-        let d = randn_generator(
-            &[16],
-            Some(&seeded(0)),
-            Some(ScalarType::F64),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let d = randn_generator(&[16], Some(&seeded(0)), Some(ScalarType::F64), None, None, None).unwrap();
         let want = [
             -2.310411800234176,
             -0.3732508612577643,
@@ -1204,15 +992,7 @@ mod tests {
         let got: Vec<f64> = f.to_vec::<f64>().unwrap();
         assert_close(&got, &want, 0.0);
         // Half with a ragged tail (17 elements).
-        let h = randn_generator(
-            &[17],
-            Some(&seeded(0)),
-            Some(ScalarType::F16),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+        let h = randn_generator(&[17], Some(&seeded(0)), Some(ScalarType::F16), None, None, None).unwrap();
         let want = [
             -1.1259765625,
             -1.3525390625,
@@ -1237,13 +1017,7 @@ mod tests {
 
     #[test]
     fn normal_statistics_and_errors() {
-        let t = normal_(
-            &empty(&[100_000], ScalarType::F32),
-            2.0,
-            3.0,
-            Some(&seeded(42)),
-        )
-        .unwrap();
+        let t = normal_(&empty(&[100_000], ScalarType::F32), 2.0, 3.0, Some(&seeded(42))).unwrap();
         let v = t.to_vec::<f64>().unwrap();
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
@@ -1259,77 +1033,34 @@ mod tests {
             msg(normal_(&empty(&[3], ScalarType::I64), 0.0, 1.0, None)),
             "normal_kernel_cpu: \"normal_kernel_cpu\" not implemented for 'Long'"
         );
-        assert_eq!(
-            normal_(&empty(&[0], ScalarType::F32), 0.0, 1.0, None)
-                .unwrap()
-                .numel(),
-            0
-        );
+        assert_eq!(normal_(&empty(&[0], ScalarType::F32), 0.0, 1.0, None).unwrap().numel(), 0);
     }
 
     #[test]
     fn randint_and_random_match_pytorch() {
-        let t =
-            randint_low_generator(0, 10, &[8], Some(&seeded(0)), None, None, None, None).unwrap();
-        assert_eq!(
-            (t.dtype(), t.to_vec::<i64>().unwrap()),
-            (ScalarType::I64, vec![4, 9, 3, 0, 3, 9, 7, 3])
-        );
+        let t = randint_low_generator(0, 10, &[8], Some(&seeded(0)), None, None, None, None).unwrap();
+        assert_eq!((t.dtype(), t.to_vec::<i64>().unwrap()), (ScalarType::I64, vec![4, 9, 3, 0, 3, 9, 7, 3]));
         // A range >= 2^32 draws 64 bits.
-        let w = randint_low_generator(-5, 1 << 40, &[3], Some(&seeded(0)), None, None, None, None)
-            .unwrap();
-        assert_eq!(
-            w.to_vec::<i64>().unwrap(),
-            vec![741234585336, 506077272957, 291397093751]
-        );
+        let w = randint_low_generator(-5, 1 << 40, &[3], Some(&seeded(0)), None, None, None, None).unwrap();
+        assert_eq!(w.to_vec::<i64>().unwrap(), vec![741234585336, 506077272957, 291397093751]);
         let f = random_from_(&empty(&[4], ScalarType::F32), -3, Some(7), Some(&seeded(0))).unwrap();
         assert_eq!(f.to_vec::<f32>().unwrap(), vec![1.0, 6.0, 0.0, -3.0]);
         let i = random_to_(&empty(&[4], ScalarType::I32), 3, Some(&seeded(0))).unwrap();
         assert_eq!(i.to_vec::<i32>().unwrap(), vec![2, 0, 2, 0]);
         let b = random_(&empty(&[6], ScalarType::Bool), Some(&seeded(0))).unwrap();
-        assert_eq!(
-            b.to_vec::<bool>().unwrap(),
-            vec![false, true, true, false, true, true]
-        );
+        assert_eq!(b.to_vec::<bool>().unwrap(), vec![false, true, true, false, true, true]);
         let r = random_(&empty(&[4], ScalarType::F32), Some(&seeded(0))).unwrap();
-        assert_eq!(
-            r.to_vec::<f32>().unwrap(),
-            vec![8325664.0, 12888472.0, 1484222.0, 2214888.0]
-        );
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![8325664.0, 12888472.0, 1484222.0, 2214888.0]);
         let s = random_(&empty(&[4], ScalarType::I16), Some(&seeded(0))).unwrap();
         assert_eq!(s.to_vec::<i16>().unwrap(), vec![2732, 10799, 9845, 19648]);
-        let full = random_from_(
-            &empty(&[3], ScalarType::I64),
-            i64::MIN,
-            None,
-            Some(&seeded(0)),
-        )
-        .unwrap();
+        let full = random_from_(&empty(&[3], ScalarType::I64), i64::MIN, None, Some(&seeded(0))).unwrap();
         assert_eq!(
             full.to_vec::<i64>().unwrap(),
-            vec![
-                -8322921849960486353,
-                -5253828890213626688,
-                -7327722439656189189
-            ]
+            vec![-8322921849960486353, -5253828890213626688, -7327722439656189189]
         );
         let g = seeded(5);
-        let many = randint_low_generator(
-            -3,
-            4,
-            &[1000],
-            Some(&g),
-            Some(ScalarType::I8),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
-        assert!(many
-            .to_vec::<i8>()
-            .unwrap()
-            .iter()
-            .all(|&x| (-3..4).contains(&x)));
+        let many = randint_low_generator(-3, 4, &[1000], Some(&g), Some(ScalarType::I8), None, None, None).unwrap();
+        assert!(many.to_vec::<i8>().unwrap().iter().all(|&x| (-3..4).contains(&x)));
     }
 
     #[test]
@@ -1340,30 +1071,15 @@ mod tests {
             "random_: random_ expects 'from' to be less than 'to', but got from=5 >= to=2"
         );
         assert_eq!(
-            msg(random_from_(
-                &empty(&[3], ScalarType::U8),
-                0,
-                Some(300),
-                None
-            )),
+            msg(random_from_(&empty(&[3], ScalarType::U8), 0, Some(300), None)),
             "random_: to - 1 is out of bounds for unsigned char"
         );
         assert_eq!(
-            msg(random_from_(
-                &empty(&[3], ScalarType::I8),
-                -200,
-                Some(0),
-                None
-            )),
+            msg(random_from_(&empty(&[3], ScalarType::I8), -200, Some(0), None)),
             "random_: from is out of bounds for signed char"
         );
         assert_eq!(
-            msg(random_from_(
-                &empty(&[3], ScalarType::Bool),
-                0,
-                Some(3),
-                None
-            )),
+            msg(random_from_(&empty(&[3], ScalarType::Bool), 0, Some(3), None)),
             "random_: to - 1 is out of bounds for bool"
         );
         assert!(randint(5, &[-1], None, None, None, None).is_err());
@@ -1379,9 +1095,7 @@ mod tests {
         let all = bernoulli_float_(&empty(&[10], ScalarType::Bool), 1.0, None).unwrap();
         assert_eq!(all.to_vec::<bool>().unwrap(), vec![true; 10]);
         assert_eq!(
-            bernoulli_float_(&empty(&[3], ScalarType::F32), 1.5, None)
-                .expect_err("error")
-                .to_string(),
+            bernoulli_float_(&empty(&[3], ScalarType::F32), 1.5, None).expect_err("error").to_string(),
             "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=1.5"
         );
     }

@@ -110,13 +110,20 @@ pub fn reshape_alias(self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Ten
 /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
 pub fn as_strided(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     if size.len() != stride.len() {
-        return Err(Error::shape("as_strided", format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
+        return Err(Error::shape(
+            "as_strided",
+            format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len()),
+        ));
     }
     let offset = storage_offset.unwrap_or(self_.storage_offset());
     if size.iter().any(|&s| s < 0) || stride.iter().any(|&s| s < 0) || offset < 0 {
-        return Err(Error::shape("as_strided", format!("negative size, stride or offset: size {size:?}, stride {stride:?}, offset {offset}")));
+        return Err(Error::shape(
+            "as_strided",
+            format!("negative size, stride or offset: size {size:?}, stride {stride:?}, offset {offset}"),
+        ));
     }
-    let span = if size.contains(&0) { 0 } else { 1 + size.iter().zip(stride).map(|(&s, &st)| (s - 1) * st).sum::<i64>() };
+    let span =
+        if size.contains(&0) { 0 } else { 1 + size.iter().zip(stride).map(|(&s, &st)| (s - 1) * st).sum::<i64>() };
     let needed = (offset + span) as usize * self_.dtype().size();
     if span > 0 && needed > self_.storage().nbytes() {
         return Err(Error::shape(
@@ -148,7 +155,10 @@ pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
 /// `t(Tensor(a) self) -> Tensor(a)`: transpose of a tensor of at most 2 dimensions.
 pub fn t(self_: &Tensor) -> Result<Tensor> {
     if self_.dim() > 2 {
-        return Err(Error::shape("t", format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self_.dim())));
+        return Err(Error::shape(
+            "t",
+            format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self_.dim()),
+        ));
     }
     if self_.dim() < 2 {
         return Ok(make_view(self_, self_.sizes(), self_.strides(), self_.storage_offset()));
@@ -195,7 +205,12 @@ pub fn expand(self_: &Tensor, size: &[i64], _implicit: bool) -> Result<Tensor> {
     for (i, &s) in size.iter().enumerate() {
         if i < off {
             if s < 0 {
-                return Err(Error::shape("expand", format!("the expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}")));
+                return Err(Error::shape(
+                    "expand",
+                    format!(
+                        "the expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}"
+                    ),
+                ));
             }
             sizes.push(s);
             strides.push(0);
@@ -238,8 +253,8 @@ pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     }
     let mut sizes = DimVec::new();
     let mut strides = DimVec::new();
-    for i in 0..n {
-        if !drop[i] {
+    for (i, &dropped) in drop.iter().enumerate().take(n) {
+        if !dropped {
             sizes.push(self_.sizes()[i]);
             strides.push(self_.strides()[i]);
         }
@@ -299,7 +314,10 @@ pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tenso
     }
     let start = if start < 0 { start + size } else { start };
     if start + length > size {
-        return Err(Error::invalid("narrow", format!("start ({start}) + length ({length}) exceeds dimension size ({size}).")));
+        return Err(Error::invalid(
+            "narrow",
+            format!("start ({start}) + length ({length}) exceeds dimension size ({size})."),
+        ));
     }
     slice(self_, d as i64, Some(start), Some(start + length), 1)
 }
@@ -319,7 +337,7 @@ pub fn slice(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, ste
         v.clamp(0, size)
     };
     let s = clamp(start.unwrap_or(0));
-    let e = clamp(end.unwrap_or(i64::MAX).min(i64::MAX));
+    let e = clamp(end.unwrap_or(i64::MAX));
     let e = e.max(s);
     let len = (e - s + step - 1) / step;
     let mut sizes = DimVec::from_slice(self_.sizes());
@@ -384,7 +402,10 @@ pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Te
     let d = wrap_dim("unfold", dimension, n)?;
     let max = if n == 0 { 1 } else { self_.sizes()[d] };
     if size > max {
-        return Err(Error::invalid("unfold", format!("maximum size for tensor at dimension {d} is {max} but size is {size}")));
+        return Err(Error::invalid(
+            "unfold",
+            format!("maximum size for tensor at dimension {d} is {max} but size is {size}"),
+        ));
     }
     if step <= 0 {
         return Err(Error::invalid("unfold", format!("step is {step} but must be > 0")));

@@ -10,7 +10,7 @@
 use smallvec::SmallVec;
 
 use c10::tensor_impl::DimVec;
-use c10::{promote_types, Error, ResultTypeState, Result, ScalarType};
+use c10::{promote_types, Error, Result, ResultTypeState, ScalarType};
 
 use crate::Tensor;
 
@@ -196,7 +196,11 @@ impl<'a> TensorIterator<'a> {
     fn fast_setup(cfg: &TensorIteratorConfig<'a>) -> Result<Option<TensorIterator<'a>>> {
         let Some(first) = cfg.inputs.first() else { return Ok(None) };
         let (sizes, dtype, device) = (first.sizes(), first.dtype(), first.device());
-        if !cfg.inputs.iter().all(|t| t.is_contiguous() && t.sizes() == sizes && t.dtype() == dtype && t.device() == device) {
+        if !cfg
+            .inputs
+            .iter()
+            .all(|t| t.is_contiguous() && t.sizes() == sizes && t.dtype() == dtype && t.device() == device)
+        {
             return Ok(None);
         }
         let common = cfg.common_dtype_override.unwrap_or(dtype);
@@ -204,7 +208,12 @@ impl<'a> TensorIterator<'a> {
             return Ok(None);
         }
         let out_dtype = cfg.static_output_dtype.unwrap_or(common);
-        if !cfg.outputs.iter().flatten().all(|o| o.is_contiguous() && o.sizes() == sizes && o.dtype() == out_dtype && o.device() == device) {
+        if !cfg
+            .outputs
+            .iter()
+            .flatten()
+            .all(|o| o.is_contiguous() && o.sizes() == sizes && o.dtype() == out_dtype && o.device() == device)
+        {
             return Ok(None);
         }
         let mut operands: SmallVec<[Operand<'a>; 4]> = SmallVec::new();
@@ -238,7 +247,8 @@ impl<'a> TensorIterator<'a> {
         }
         let op = cfg.op;
         // Devices: everything on one device (the CPU for now).
-        let dev = cfg.inputs.first().map(|t| t.device()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.device()));
+        let dev =
+            cfg.inputs.first().map(|t| t.device()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.device()));
         for t in cfg.inputs.iter().chain(cfg.outputs.iter().flatten()) {
             if Some(t.device()) != dev {
                 return Err(Error::DeviceMismatch {
@@ -260,7 +270,11 @@ impl<'a> TensorIterator<'a> {
                 if cfg.is_inplace || cfg.inputs.is_empty() {
                     return Err(Error::shape(
                         op,
-                        format!("output with shape {:?} doesn't match the broadcast shape {:?}", o.sizes(), shape.as_slice()),
+                        format!(
+                            "output with shape {:?} doesn't match the broadcast shape {:?}",
+                            o.sizes(),
+                            shape.as_slice()
+                        ),
                     ));
                 }
                 return Err(Error::shape(
@@ -278,11 +292,18 @@ impl<'a> TensorIterator<'a> {
         let common = if let Some(d) = cfg.common_dtype_override {
             d
         } else if cfg.check_all_same_dtype && !cfg.promote_inputs_to_common_dtype {
-            let first = cfg.inputs.first().map(|t| t.dtype()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.dtype()));
+            let first = cfg
+                .inputs
+                .first()
+                .map(|t| t.dtype())
+                .or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.dtype()));
             let d = first.unwrap_or(ScalarType::F32);
             for t in cfg.inputs.iter().chain(cfg.outputs.iter().flatten()) {
                 if t.dtype() != d && cfg.static_output_dtype.is_none() {
-                    return Err(Error::invalid(op, format!("expected all tensors to have dtype {d}, but found {}", t.dtype())));
+                    return Err(Error::invalid(
+                        op,
+                        format!("expected all tensors to have dtype {d}, but found {}", t.dtype()),
+                    ));
                 }
             }
             d
@@ -306,7 +327,10 @@ impl<'a> TensorIterator<'a> {
             match *o {
                 Some(t) if t.dtype() != out_dtype => {
                     if !cfg.cast_common_dtype_to_outputs {
-                        return Err(Error::invalid(op, format!("expected out tensor to have dtype {out_dtype}, but got {} instead", t.dtype())));
+                        return Err(Error::invalid(
+                            op,
+                            format!("expected out tensor to have dtype {out_dtype}, but got {} instead", t.dtype()),
+                        ));
                     }
                     if cfg.enforce_safe_casting_to_output && !c10::scalar_type::can_cast(out_dtype, t.dtype()) {
                         return Err(Error::UnsafeCast { op: op.into(), from: out_dtype, to: t.dtype() });
@@ -339,7 +363,8 @@ impl<'a> TensorIterator<'a> {
         // Permutation: perm[0] is the fastest dimension (Note [Iteration order]).
         let mut perm: SmallVec<[usize; 6]> = (0..ndim).rev().collect();
         {
-            let defined: SmallVec<[SmallVec<[i64; 6]>; 4]> = operands.iter().flatten().map(|o| elem_strides(o)).collect();
+            let defined: SmallVec<[SmallVec<[i64; 6]>; 4]> =
+                operands.iter().flatten().map(|o| elem_strides(o)).collect();
             // should_swap(d0, d1) > 0 when d0 should come after d1 (it is slower).
             let should_swap = |d0: usize, d1: usize| -> i32 {
                 for s in &defined {
@@ -388,7 +413,8 @@ impl<'a> TensorIterator<'a> {
                 *slot = Some(Operand::Owned(Tensor::empty_strided_uninit(&shape, &out_strides, out_dtype, device)?));
             }
         }
-        let operands: SmallVec<[Operand<'a>; 4]> = operands.into_iter().map(|t| t.expect("all operands defined")).collect();
+        let operands: SmallVec<[Operand<'a>; 4]> =
+            operands.into_iter().map(|t| t.expect("all operands defined")).collect();
         if operands.len() > MAX_OPERANDS {
             return Err(Error::invalid(op, format!("too many operands ({})", operands.len())));
         }
@@ -411,7 +437,16 @@ impl<'a> TensorIterator<'a> {
         }
         coalesce(&mut it_shape, &mut per_op);
         let strides = per_op.iter().flat_map(|s| s.iter().copied()).collect();
-        Ok(TensorIterator { op, operands, write_back, num_outputs, shape: it_shape, strides, common_dtype: common, numel })
+        Ok(TensorIterator {
+            op,
+            operands,
+            write_back,
+            num_outputs,
+            shape: it_shape,
+            strides,
+            common_dtype: common,
+            numel,
+        })
     }
 
     /// The operator name.
@@ -552,9 +587,8 @@ fn coalesce(shape: &mut DimVec, strides: &mut SmallVec<[SmallVec<[isize; 6]>; 4]
     }
     let mut prev = 0usize;
     for d in 1..shape.len() {
-        let can = |s: &SmallVec<[isize; 6]>| {
-            shape[prev] == 1 || shape[d] == 1 || s[d] == shape[prev] as isize * s[prev]
-        };
+        let can =
+            |s: &SmallVec<[isize; 6]>| shape[prev] == 1 || shape[d] == 1 || s[d] == shape[prev] as isize * s[prev];
         if strides.iter().all(can) {
             if shape[prev] == 1 {
                 for s in strides.iter_mut() {
@@ -616,7 +650,10 @@ pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: im
 }
 
 /// `out = f(a, b)` over an iterator with one output and two inputs.
-pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(iter: &TensorIterator, f: impl Fn(A, B) -> O + Sync) {
+pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
+    iter: &TensorIterator,
+    f: impl Fn(A, B) -> O + Sync,
+) {
     let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
     iter.for_each(|p, s, n| {
         let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);

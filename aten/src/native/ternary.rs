@@ -10,13 +10,20 @@ fn where_impl(condition: &Tensor, self_: &Tensor, other: &Tensor, out: Option<&T
     if condition.dtype() != ScalarType::Bool && condition.dtype() != ScalarType::U8 {
         return Err(Error::invalid(
             "where",
-            format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", condition.dtype().cpp_name()),
+            format!(
+                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                condition.dtype().cpp_name()
+            ),
         ));
     }
     let dtype = crate::native::tensor_iterator::binary_result_dtype(self_, other);
     let a = if self_.dtype() != dtype { crate::native::copy::to_dtype(self_, dtype)? } else { self_.clone() };
     let b = if other.dtype() != dtype { crate::native::copy::to_dtype(other, dtype)? } else { other.clone() };
-    let cond = if condition.dtype() == ScalarType::U8 { crate::native::copy::to_dtype(condition, ScalarType::Bool)? } else { condition.clone() };
+    let cond = if condition.dtype() == ScalarType::U8 {
+        crate::native::copy::to_dtype(condition, ScalarType::Bool)?
+    } else {
+        condition.clone()
+    };
     let iter = TensorIteratorConfig::new("where")
         .add_output(out)
         .add_input(&cond)
@@ -27,7 +34,10 @@ fn where_impl(condition: &Tensor, self_: &Tensor, other: &Tensor, out: Option<&T
         .common_dtype(dtype)
         .build()?;
     if iter.output_dtype() != dtype {
-        return Err(Error::invalid("where", format!("Expected out type to be {dtype} but got {}", iter.output_dtype())));
+        return Err(Error::invalid(
+            "where",
+            format!("Expected out type to be {dtype} but got {}", iter.output_dtype()),
+        ));
     }
     c10::dispatch_all_types!(dtype, T => ternary_loop::<T, bool, T, T>(&iter, |c, x, y| if c { x } else { y }));
     iter.output(0)

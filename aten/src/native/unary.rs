@@ -6,7 +6,12 @@ use c10::{Error, Result};
 use crate::native::tensor_iterator::{unary_loop, TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
-fn run_unary(op: &'static str, out: Option<&Tensor>, a: &Tensor, kernel: impl FnOnce(&TensorIterator) -> Result<()>) -> Result<Tensor> {
+fn run_unary(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    kernel: impl FnOnce(&TensorIterator) -> Result<()>,
+) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
     kernel(&iter)?;
     iter.output(0)

@@ -85,7 +85,10 @@ fn add(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
         }
     }
     if a.sizes() != b.sizes() || a.dtype() != ScalarType::F32 || b.dtype() != ScalarType::F32 {
-        return Err(Error::NotImplemented { op: "add".into(), msg: "this test backend adds same-shape float32 tensors only".into() });
+        return Err(Error::NotImplemented {
+            op: "add".into(),
+            msg: "this test backend adds same-shape float32 tensors only".into(),
+        });
     }
     let (x, y) = (to_host(a)?, to_host(b)?);
     let al = alpha.to_f64() as f32;

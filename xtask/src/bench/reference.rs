@@ -27,9 +27,7 @@ pub struct RefLine {
 
 /// Parses the script's JSON lines; anything else (blank lines, warnings) is skipped.
 pub fn parse_lines(out: &str) -> Vec<RefLine> {
-    out.lines()
-        .filter_map(|l| serde_json::from_str::<RefLine>(l.trim()).ok())
-        .collect()
+    out.lines().filter_map(|l| serde_json::from_str::<RefLine>(l.trim()).ok()).collect()
 }
 
 impl Reference {
@@ -49,10 +47,7 @@ impl Reference {
             return None;
         }
         let torch_version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Some(Reference {
-            torch_version,
-            script,
-        })
+        Some(Reference { torch_version, script })
     }
 
     /// Runs the script for `ids` on `threads` threads and returns the median seconds per
@@ -78,18 +73,10 @@ impl Reference {
             .output()
             .map_err(|e| format!("cannot run python3 {}: {e}", self.script.display()))?;
         if !out.status.success() {
-            return Err(format!(
-                "{} exited with {}",
-                self.script.display(),
-                out.status
-            ));
+            return Err(format!("{} exited with {}", self.script.display(), out.status));
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(parse_lines(&text)
-            .into_iter()
-            .filter(|l| l.threads == threads)
-            .map(|l| (l.workload, l.median_s))
-            .collect())
+        Ok(parse_lines(&text).into_iter().filter(|l| l.threads == threads).map(|l| (l.workload, l.median_s)).collect())
     }
 }
 
@@ -107,16 +94,8 @@ mod tests {
         assert_eq!(
             v,
             vec![
-                RefLine {
-                    workload: "W1.add1".into(),
-                    threads: 2,
-                    median_s: 1.1e-6
-                },
-                RefLine {
-                    workload: "W2.add_1M".into(),
-                    threads: 2,
-                    median_s: 0.000232
-                },
+                RefLine { workload: "W1.add1".into(), threads: 2, median_s: 1.1e-6 },
+                RefLine { workload: "W2.add_1M".into(), threads: 2, median_s: 0.000232 },
             ]
         );
     }

@@ -75,21 +75,11 @@ pub fn format_ratio(x: f64) -> String {
 
 /// The results as a Markdown table, columns padded so it also reads well in a terminal.
 pub fn render_table(rows: &[Row]) -> String {
-    let header = [
-        "workload",
-        "threads",
-        "ours (median)",
-        "ours p10–p90",
-        "PyTorch (median)",
-        "ours / PyTorch",
-    ];
+    let header = ["workload", "threads", "ours (median)", "ours p10–p90", "PyTorch (median)", "ours / PyTorch"];
     let mut cells: Vec<[String; 6]> = Vec::with_capacity(rows.len());
     for r in rows {
         let (median, spread) = match &r.ours {
-            Ok(s) => (
-                format_seconds(s.median_s),
-                format!("{} – {}", format_seconds(s.p10_s), format_seconds(s.p90_s)),
-            ),
+            Ok(s) => (format_seconds(s.median_s), format!("{} – {}", format_seconds(s.p10_s), format_seconds(s.p90_s))),
             Err(e) => (format!("error: {e}"), String::new()),
         };
         cells.push([
@@ -97,10 +87,8 @@ pub fn render_table(rows: &[Row]) -> String {
             r.threads.to_string(),
             median,
             spread,
-            r.pytorch_median_s
-                .map_or_else(|| "n/a".to_string(), format_seconds),
-            r.ratio()
-                .map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}")),
+            r.pytorch_median_s.map_or_else(|| "n/a".to_string(), format_seconds),
+            r.ratio().map_or_else(|| "n/a".to_string(), format_ratio),
         ]);
     }
     let mut width = header.map(|h| h.chars().count());
@@ -110,11 +98,8 @@ pub fn render_table(rows: &[Row]) -> String {
         }
     }
     let line = |vals: &[String]| {
-        let padded: Vec<String> = vals
-            .iter()
-            .zip(&width)
-            .map(|(v, &w)| format!("{v}{}", " ".repeat(w - v.chars().count())))
-            .collect();
+        let padded: Vec<String> =
+            vals.iter().zip(&width).map(|(v, &w)| format!("{v}{}", " ".repeat(w - v.chars().count()))).collect();
         format!("| {} |\n", padded.join(" | "))
     };
     let mut out = line(&header.map(String::from));
@@ -166,9 +151,7 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
 pub fn today() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
@@ -201,14 +184,9 @@ pub fn machine_description(torch_version: Option<&str>) -> String {
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map_or_else(
-            || "unknown".into(),
-            |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
-        );
-    let mut s = format!(
-        "- date: {}\n- CPU: {cpu}\n- cores available: {cores}\n- memory: {mem}\n- rustc: {rustc}\n",
-        today()
-    );
+        .map_or_else(|| "unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let mut s =
+        format!("- date: {}\n- CPU: {cpu}\n- cores available: {cores}\n- memory: {mem}\n- rustc: {rustc}\n", today());
     match torch_version {
         Some(v) => s += &format!("- PyTorch: {v} (from Python)\n"),
         None => s += "- PyTorch: not installed (column n/a)\n",
@@ -226,14 +204,9 @@ pub fn replace_between_markers(doc: &str, section: &str) -> Option<String> {
 
 /// Rewrites the recorded section of the file at `path`.
 pub fn record(path: &Path, section: &str) -> Result<(), String> {
-    let doc = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let new = replace_between_markers(&doc, section).ok_or_else(|| {
-        format!(
-            "{} lacks the markers {BEGIN_MARKER} / {END_MARKER}",
-            path.display()
-        )
-    })?;
+    let doc = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let new = replace_between_markers(&doc, section)
+        .ok_or_else(|| format!("{} lacks the markers {BEGIN_MARKER} / {END_MARKER}", path.display()))?;
     std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
@@ -242,24 +215,11 @@ mod tests {
     use super::*;
 
     fn summary(median_s: f64) -> Summary {
-        Summary {
-            median_s,
-            p10_s: median_s * 0.9,
-            p90_s: median_s * 1.2,
-            min_s: median_s * 0.8,
-            samples: 10,
-            batch: 1,
-        }
+        Summary { median_s, p10_s: median_s * 0.9, p90_s: median_s * 1.2, min_s: median_s * 0.8, samples: 10, batch: 1 }
     }
 
     fn row(ours: Result<Summary, String>, pytorch_median_s: Option<f64>) -> Row {
-        Row {
-            id: "W1.add1",
-            threads: 1,
-            unit_per_iter: "add of two 1-element f32 tensors",
-            ours,
-            pytorch_median_s,
-        }
+        Row { id: "W1.add1", threads: 1, unit_per_iter: "add of two 1-element f32 tensors", ours, pytorch_median_s }
     }
 
     #[test]
@@ -272,16 +232,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         keys.sort();
-        assert_eq!(
-            keys,
-            [
-                "median_s",
-                "pytorch_median_s",
-                "threads",
-                "unit_per_iter",
-                "workload"
-            ]
-        );
+        assert_eq!(keys, ["median_s", "pytorch_median_s", "threads", "unit_per_iter", "workload"]);
     }
 
     #[test]
@@ -313,26 +264,16 @@ mod tests {
 
     #[test]
     fn table_shows_ratio_and_missing_reference() {
-        let t = render_table(&[
-            row(Ok(summary(2e-7)), Some(1e-6)),
-            row(Ok(summary(2e-7)), None),
-        ]);
+        let t = render_table(&[row(Ok(summary(2e-7)), Some(1e-6)), row(Ok(summary(2e-7)), None)]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 4);
         assert!(lines[0].starts_with("| workload"));
         assert!(lines[1].starts_with("| ---"));
-        assert!(
-            lines[2].contains("200 ns")
-                && lines[2].contains("1.00 µs")
-                && lines[2].contains("0.20")
-        );
+        assert!(lines[2].contains("200 ns") && lines[2].contains("1.00 µs") && lines[2].contains("0.20"));
         assert!(lines[3].contains("n/a"));
         // Columns are aligned.
         let bars = |l: &str| {
-            l.char_indices()
-                .filter(|&(_, c)| c == '|')
-                .map(|(i, _)| l[..i].chars().count())
-                .collect::<Vec<_>>()
+            l.char_indices().filter(|&(_, c)| c == '|').map(|(i, _)| l[..i].chars().count()).collect::<Vec<_>>()
         };
         assert_eq!(bars(lines[0]), bars(lines[2]));
         assert_eq!(bars(lines[2]), bars(lines[3]));
@@ -349,14 +290,8 @@ mod tests {
     #[test]
     fn proc_parsing() {
         let cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n";
-        assert_eq!(
-            cpu_model(cpuinfo).as_deref(),
-            Some("AMD EPYC 9R14 96-Core Processor")
-        );
-        assert_eq!(
-            mem_total_gib("MemTotal:       25165824 kB\nMemFree: 1 kB\n"),
-            Some(24.0)
-        );
+        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 9R14 96-Core Processor"));
+        assert_eq!(mem_total_gib("MemTotal:       25165824 kB\nMemFree: 1 kB\n"), Some(24.0));
         assert_eq!(cpu_model(""), None);
     }
 
@@ -364,16 +299,10 @@ mod tests {
     fn markers_are_replaced_in_place() {
         let doc = format!("head\n{BEGIN_MARKER}\nold\n{END_MARKER}\ntail\n");
         let new = replace_between_markers(&doc, "new\n").unwrap();
-        assert_eq!(
-            new,
-            format!("head\n{BEGIN_MARKER}\nnew\n{END_MARKER}\ntail\n")
-        );
+        assert_eq!(new, format!("head\n{BEGIN_MARKER}\nnew\n{END_MARKER}\ntail\n"));
         // Idempotent.
         assert_eq!(replace_between_markers(&new, "new\n").unwrap(), new);
         assert_eq!(replace_between_markers("no markers", "x"), None);
-        assert_eq!(
-            replace_between_markers(&format!("{END_MARKER}{BEGIN_MARKER}"), "x"),
-            None
-        );
+        assert_eq!(replace_between_markers(&format!("{END_MARKER}{BEGIN_MARKER}"), "x"), None);
     }
 }

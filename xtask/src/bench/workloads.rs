@@ -46,11 +46,7 @@ impl Workload {
         unit_per_iter: &'static str,
         setup: impl Fn() -> Result<Body> + Send + Sync + 'static,
     ) -> Workload {
-        Workload {
-            id,
-            unit_per_iter,
-            setup: Box::new(setup),
-        }
+        Workload { id, unit_per_iter, setup: Box::new(setup) }
     }
 }
 
@@ -68,33 +64,17 @@ pub fn registry() -> Vec<Workload> {
     vec![
         // Per-op overhead of the full public path: operator impl -> dispatcher -> CPU kernel ->
         // output allocation. PyTorch's figure is `a + b` from Python.
-        Workload::new(
-            "W1.add1",
-            "add of two 1-element f32 tensors (&a + &b)",
-            || {
-                let a = Tensor::from_slice(&[1.0f32]);
-                let b = Tensor::from_slice(&[1.0f32]);
-                // TEMPORARY until `impl Add for &Tensor` lands in aten: the boxed dispatcher call
-                // below stands in for `&a + &b` (the final version; swap back as soon as it compiles).
-                Ok(body(move || {
-                    let mut stack = vec![
-                        aten::IValue::Tensor(a.clone()),
-                        aten::IValue::Tensor(b.clone()),
-                        aten::IValue::Scalar(c10::Scalar::Int(1)),
-                    ];
-                    aten::dispatcher().call_boxed("add.Tensor", &mut stack)?;
-                    Ok(stack.pop())
-                }))
-            },
-        ),
+        Workload::new("W1.add1", "add of two 1-element f32 tensors (&a + &b)", || {
+            let a = Tensor::from_slice(&[1.0f32]);
+            let b = Tensor::from_slice(&[1.0f32]);
+            Ok(body(move || &a + &b))
+        }),
     ]
 }
 
 /// The workloads whose id contains `filter` (all of them without one), in registry order.
 pub fn select(all: Vec<Workload>, filter: Option<&str>) -> Vec<Workload> {
-    all.into_iter()
-        .filter(|w| filter.is_none_or(|f| w.id.contains(f)))
-        .collect()
+    all.into_iter().filter(|w| filter.is_none_or(|f| w.id.contains(f))).collect()
 }
 
 #[cfg(test)]
@@ -108,10 +88,7 @@ mod tests {
         let mut ids: Vec<&str> = all.iter().map(|w| w.id).collect();
         for id in &ids {
             let (group, name) = id.split_once('.').expect("W<n>.<name>");
-            assert!(
-                group.starts_with('W') && group[1..].parse::<u32>().is_ok(),
-                "{id}"
-            );
+            assert!(group.starts_with('W') && group[1..].parse::<u32>().is_ok(), "{id}");
             assert!(!name.is_empty(), "{id}");
         }
         ids.sort();
@@ -121,12 +98,7 @@ mod tests {
 
     #[test]
     fn filter_is_a_substring_match() {
-        let ids = |f| {
-            select(registry(), f)
-                .iter()
-                .map(|w| w.id)
-                .collect::<Vec<_>>()
-        };
+        let ids = |f| select(registry(), f).iter().map(|w| w.id).collect::<Vec<_>>();
         assert_eq!(ids(Some("add1")), vec!["W1.add1"]);
         assert!(ids(Some("no-such-workload")).is_empty());
         assert_eq!(ids(None).len(), registry().len());

@@ -57,13 +57,8 @@ fn ident_value(ty: &Type, name: &str) -> Result<IValue, String> {
             "strided" => Ok(IValue::Layout(Layout::Strided)),
             _ => Err(format!("unknown layout '{name}'")),
         },
-        Type::ScalarType => ScalarType::from_name(name)
-            .map(IValue::ScalarType)
-            .map_err(|e| e.to_string()),
-        Type::Device => name
-            .parse::<Device>()
-            .map(IValue::Device)
-            .map_err(|e| e.to_string()),
+        Type::ScalarType => ScalarType::from_name(name).map(IValue::ScalarType).map_err(|e| e.to_string()),
+        Type::Device => name.parse::<Device>().map(IValue::Device).map_err(|e| e.to_string()),
         // `int reduction=Mean`: at::Reduction's values.
         Type::Int => match name {
             "None" => Ok(IValue::Int(0)),
@@ -78,11 +73,7 @@ fn ident_value(ty: &Type, name: &str) -> Result<IValue, String> {
 /// Converts one ARG of a case to a value of the schema type `ty`.
 /// See Note [ARG kinds follow the schema type].
 pub fn arg_to_ivalue(arg: &ArgSpec, ty: &Type, load: &LoadTensor<'_>) -> Result<IValue, String> {
-    let load_all = |keys: &[String]| {
-        keys.iter()
-            .map(|k| load(k, false))
-            .collect::<Result<Vec<_>, _>>()
-    };
+    let load_all = |keys: &[String]| keys.iter().map(|k| load(k, false)).collect::<Result<Vec<_>, _>>();
     match (ty, arg) {
         (Type::Optional(_), ArgSpec::None) => return Ok(IValue::None),
         (_, ArgSpec::None) => return Err(format!("null given for the non-optional type {ty}")),
@@ -90,25 +81,18 @@ pub fn arg_to_ivalue(arg: &ArgSpec, ty: &Type, load: &LoadTensor<'_>) -> Result<
         _ => {}
     }
     let value = match (ty, arg) {
-        (Type::Tensor, ArgSpec::Tensor { key, noncontig, .. }) => {
-            IValue::Tensor(load(key, *noncontig)?)
-        }
-        (Type::List(elem, _), ArgSpec::Tensors(keys)) if is_tensor(elem) => {
-            IValue::TensorList(load_all(keys)?)
-        }
+        (Type::Tensor, ArgSpec::Tensor { key, noncontig, .. }) => IValue::Tensor(load(key, *noncontig)?),
+        (Type::List(elem, _), ArgSpec::Tensors(keys)) if is_tensor(elem) => IValue::TensorList(load_all(keys)?),
         (Type::List(elem, _), ArgSpec::Tensors(keys)) if is_optional_tensor(elem) => {
             IValue::OptionalTensorList(load_all(keys)?.into_iter().map(Some).collect())
         }
         (Type::List(elem, _), ArgSpec::OptionalTensors(keys)) if is_optional_tensor(elem) => {
-            let tensors = keys
-                .iter()
-                .map(|k| k.as_deref().map(|k| load(k, false)).transpose());
+            let tensors = keys.iter().map(|k| k.as_deref().map(|k| load(k, false)).transpose());
             IValue::OptionalTensorList(tensors.collect::<Result<_, _>>()?)
         }
         (Type::List(elem, _), ArgSpec::OptionalTensors(keys)) if is_tensor(elem) => {
             let keys: Option<Vec<String>> = keys.iter().cloned().collect();
-            let keys =
-                keys.ok_or_else(|| format!("{arg} has a null element but {ty} cannot hold None"))?;
+            let keys = keys.ok_or_else(|| format!("{arg} has a null element but {ty} cannot hold None"))?;
             IValue::TensorList(load_all(&keys)?)
         }
         (Type::Int | Type::SymInt, ArgSpec::Int(i)) => IValue::Int(*i),
@@ -122,24 +106,14 @@ pub fn arg_to_ivalue(arg: &ArgSpec, ty: &Type, load: &LoadTensor<'_>) -> Result<
         (Type::ScalarType, ArgSpec::Dtype(name)) => ident_value(ty, name)?,
         (Type::Device | Type::MemoryFormat | Type::Layout, ArgSpec::Str(s)) => ident_value(ty, s)?,
         (Type::List(elem, _), ArgSpec::Ints(v)) if is_int_like(elem) => IValue::IntList(v.clone()),
-        (Type::List(elem, n), ArgSpec::Int(i)) if is_int_like(elem) => {
-            IValue::IntList(repeat(*i, *n))
-        }
-        (Type::List(elem, _), ArgSpec::Floats(v)) if **elem == Type::Float => {
-            IValue::DoubleList(v.clone())
-        }
+        (Type::List(elem, n), ArgSpec::Int(i)) if is_int_like(elem) => IValue::IntList(repeat(*i, *n)),
+        (Type::List(elem, _), ArgSpec::Floats(v)) if **elem == Type::Float => IValue::DoubleList(v.clone()),
         (Type::List(elem, _), ArgSpec::Ints(v)) if **elem == Type::Float => {
             IValue::DoubleList(v.iter().map(|&i| i as f64).collect())
         }
-        (Type::List(elem, n), ArgSpec::Float(x)) if **elem == Type::Float => {
-            IValue::DoubleList(repeat(*x, *n))
-        }
-        (Type::List(elem, _), ArgSpec::Bools(v)) if **elem == Type::Bool => {
-            IValue::BoolList(v.clone())
-        }
-        (Type::List(elem, n), ArgSpec::Bool(b)) if **elem == Type::Bool => {
-            IValue::BoolList(repeat(*b, *n))
-        }
+        (Type::List(elem, n), ArgSpec::Float(x)) if **elem == Type::Float => IValue::DoubleList(repeat(*x, *n)),
+        (Type::List(elem, _), ArgSpec::Bools(v)) if **elem == Type::Bool => IValue::BoolList(v.clone()),
+        (Type::List(elem, n), ArgSpec::Bool(b)) if **elem == Type::Bool => IValue::BoolList(repeat(*b, *n)),
         _ => return Err(format!("cannot pass {arg} as {ty}")),
     };
     Ok(value)
@@ -164,24 +138,14 @@ pub fn default_to_ivalue(default: &DefaultValue, ty: &Type) -> Result<IValue, St
         (_, D::Ident(name)) => ident_value(ty, name)?,
         (Type::List(elem, n), D::Int(i)) if is_int_like(elem) => IValue::IntList(repeat(*i, *n)),
         (Type::List(elem, _), D::IntList(v)) if is_int_like(elem) => IValue::IntList(v.clone()),
-        (Type::List(elem, n), D::Int(i)) if **elem == Type::Float => {
-            IValue::DoubleList(repeat(*i as f64, *n))
-        }
-        (Type::List(elem, n), D::Float(x)) if **elem == Type::Float => {
-            IValue::DoubleList(repeat(*x, *n))
-        }
+        (Type::List(elem, n), D::Int(i)) if **elem == Type::Float => IValue::DoubleList(repeat(*i as f64, *n)),
+        (Type::List(elem, n), D::Float(x)) if **elem == Type::Float => IValue::DoubleList(repeat(*x, *n)),
         (Type::List(elem, _), D::IntList(v)) if **elem == Type::Float => {
             IValue::DoubleList(v.iter().map(|&i| i as f64).collect())
         }
-        (Type::List(elem, _), D::FloatList(v)) if **elem == Type::Float => {
-            IValue::DoubleList(v.clone())
-        }
-        (Type::List(elem, n), D::Bool(b)) if **elem == Type::Bool => {
-            IValue::BoolList(repeat(*b, *n))
-        }
-        (Type::List(elem, _), D::BoolList(v)) if **elem == Type::Bool => {
-            IValue::BoolList(v.clone())
-        }
+        (Type::List(elem, _), D::FloatList(v)) if **elem == Type::Float => IValue::DoubleList(v.clone()),
+        (Type::List(elem, n), D::Bool(b)) if **elem == Type::Bool => IValue::BoolList(repeat(*b, *n)),
+        (Type::List(elem, _), D::BoolList(v)) if **elem == Type::Bool => IValue::BoolList(v.clone()),
         // `[]` is parsed as an empty int list whatever the element type.
         (Type::List(elem, _), D::IntList(v)) if v.is_empty() => match &**elem {
             Type::Bool => IValue::BoolList(Vec::new()),
@@ -203,21 +167,13 @@ pub fn resolve_args(
     kwargs: &[(String, ArgSpec)],
     load: &LoadTensor<'_>,
 ) -> Result<ResolvedArgs, String> {
-    let n_positional = schema
-        .arguments
-        .iter()
-        .take_while(|a| !a.kwarg_only)
-        .count();
+    let n_positional = schema.arguments.iter().take_while(|a| !a.kwarg_only).count();
     if args.len() > n_positional {
-        return Err(format!(
-            "{} positional arguments given, but {schema} takes {n_positional}",
-            args.len()
-        ));
+        return Err(format!("{} positional arguments given, but {schema} takes {n_positional}", args.len()));
     }
     let mut out = ResolvedArgs::default();
     for (i, (arg, sarg)) in args.iter().zip(&schema.arguments).enumerate() {
-        let v = arg_to_ivalue(arg, &sarg.ty, load)
-            .map_err(|e| format!("argument {i} '{}': {e}", sarg.name))?;
+        let v = arg_to_ivalue(arg, &sarg.ty, load).map_err(|e| format!("argument {i} '{}': {e}", sarg.name))?;
         out.positional.push(v);
     }
     for (name, arg) in kwargs {
@@ -225,12 +181,9 @@ pub fn resolve_args(
             return Err(format!("unknown keyword argument '{name}' for {schema}"));
         };
         if pos < args.len() {
-            return Err(format!(
-                "argument '{name}' given both positionally and by keyword"
-            ));
+            return Err(format!("argument '{name}' given both positionally and by keyword"));
         }
-        let v = arg_to_ivalue(arg, &schema.arguments[pos].ty, load)
-            .map_err(|e| format!("argument '{name}': {e}"))?;
+        let v = arg_to_ivalue(arg, &schema.arguments[pos].ty, load).map_err(|e| format!("argument '{name}': {e}"))?;
         out.kwargs.push((name.clone(), v));
     }
     Ok(out)
@@ -239,10 +192,7 @@ pub fn resolve_args(
 /// Lays out the stack in schema order: the positional values, then for each remaining argument
 /// its keyword value, else its schema default; an argument with neither is an error.
 pub fn fill_stack(schema: &FunctionSchema, args: ResolvedArgs) -> Result<Stack, String> {
-    let ResolvedArgs {
-        positional,
-        mut kwargs,
-    } = args;
+    let ResolvedArgs { positional, mut kwargs } = args;
     if positional.len() > schema.arguments.len() {
         return Err(format!(
             "{} positional arguments given, but {schema} takes {}",
@@ -257,8 +207,8 @@ pub fn fill_stack(schema: &FunctionSchema, args: ResolvedArgs) -> Result<Stack, 
         if let Some(i) = kwargs.iter().position(|(k, _)| *k == sarg.name) {
             stack.push(kwargs.swap_remove(i).1);
         } else if let Some(d) = &sarg.default {
-            let v = default_to_ivalue(d, &sarg.ty)
-                .map_err(|e| format!("argument '{}': schema default: {e}", sarg.name))?;
+            let v =
+                default_to_ivalue(d, &sarg.ty).map_err(|e| format!("argument '{}': schema default: {e}", sarg.name))?;
             stack.push(v);
         } else {
             return Err(format!(
@@ -268,38 +218,23 @@ pub fn fill_stack(schema: &FunctionSchema, args: ResolvedArgs) -> Result<Stack, 
         }
     }
     if let Some((k, _)) = kwargs.first() {
-        return Err(format!(
-            "unknown or repeated keyword argument '{k}' for {schema}"
-        ));
+        return Err(format!("unknown or repeated keyword argument '{k}' for {schema}"));
     }
     Ok(stack)
 }
 
 /// Calls an operator by schema name with the given positional and keyword values (defaults
 /// filled in) and returns the stack of returns.
-pub fn call_op(
-    name: &str,
-    positional: Vec<IValue>,
-    kwargs: Vec<(&str, IValue)>,
-) -> Result<Stack, String> {
-    let (op, schema) = aten::dispatcher()
-        .find_schema(name)
-        .map_err(|e| e.to_string())?;
-    let kwargs = kwargs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+pub fn call_op(name: &str, positional: Vec<IValue>, kwargs: Vec<(&str, IValue)>) -> Result<Stack, String> {
+    let (op, schema) = aten::dispatcher().find_schema(name).map_err(|e| e.to_string())?;
+    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     let mut stack = fill_stack(&schema, ResolvedArgs { positional, kwargs })?;
     op.call_boxed(&mut stack).map_err(|e| e.to_string())?;
     Ok(stack)
 }
 
 /// Calls an operator that returns one tensor.
-pub fn call_op_tensor(
-    name: &str,
-    positional: Vec<IValue>,
-    kwargs: Vec<(&str, IValue)>,
-) -> Result<Tensor, String> {
+pub fn call_op_tensor(name: &str, positional: Vec<IValue>, kwargs: Vec<(&str, IValue)>) -> Result<Tensor, String> {
     let mut stack = call_op(name, positional, kwargs)?;
     match (stack.pop(), stack.is_empty()) {
         (Some(IValue::Tensor(t)), true) => Ok(t),
@@ -318,9 +253,7 @@ mod tests {
 
     fn ty(s: &str) -> Type {
         // The type of the single argument of a throwaway schema.
-        parse_schema(&format!("f({s} x) -> ()")).unwrap().arguments[0]
-            .ty
-            .clone()
+        parse_schema(&format!("f({s} x) -> ()")).unwrap().arguments[0].ty.clone()
     }
 
     fn no_tensors(key: &str, _: bool) -> Result<Tensor, String> {
@@ -368,18 +301,9 @@ mod tests {
             dflt(D::Ident("contiguous_format".into()), "MemoryFormat"),
             IValue::MemoryFormat(MemoryFormat::Contiguous)
         );
-        assert_iv!(
-            dflt(D::Ident("long".into()), "ScalarType"),
-            IValue::ScalarType(ScalarType::I64)
-        );
-        assert_iv!(
-            dflt(D::Ident("float".into()), "ScalarType?"),
-            IValue::ScalarType(ScalarType::F32)
-        );
-        assert_iv!(
-            dflt(D::Ident("strided".into()), "Layout"),
-            IValue::Layout(Layout::Strided)
-        );
+        assert_iv!(dflt(D::Ident("long".into()), "ScalarType"), IValue::ScalarType(ScalarType::I64));
+        assert_iv!(dflt(D::Ident("float".into()), "ScalarType?"), IValue::ScalarType(ScalarType::F32));
+        assert_iv!(dflt(D::Ident("strided".into()), "Layout"), IValue::Layout(Layout::Strided));
         assert_iv!(dflt(D::Ident("Mean".into()), "int"), IValue::Int(1));
         assert_iv!(dflt(D::Ident("Sum".into()), "int"), IValue::Int(2));
         assert!(dflt(D::Float(0.5), "int").is_err());
@@ -390,15 +314,9 @@ mod tests {
     fn args_follow_the_argument_type() {
         assert_iv!(arg(ArgSpec::Int(3), "int"), IValue::Int(3));
         assert_iv!(arg(ArgSpec::Int(3), "float"), IValue::Double(x) if x == 3.0);
-        assert_iv!(
-            arg(ArgSpec::Int(3), "Scalar"),
-            IValue::Scalar(Scalar::Int(3))
-        );
+        assert_iv!(arg(ArgSpec::Int(3), "Scalar"), IValue::Scalar(Scalar::Int(3)));
         assert_iv!(arg(ArgSpec::Float(2.5), "Scalar"), IValue::Scalar(Scalar::Float(x)) if x == 2.5);
-        assert_iv!(
-            arg(ArgSpec::Bool(true), "Scalar"),
-            IValue::Scalar(Scalar::Bool(true))
-        );
+        assert_iv!(arg(ArgSpec::Bool(true), "Scalar"), IValue::Scalar(Scalar::Bool(true)));
         assert_iv!(arg(ArgSpec::Int(2), "int[2]"), IValue::IntList(ref v) if *v == [2, 2]);
         assert_iv!(arg(ArgSpec::Int(1), "int[1]?"), IValue::IntList(ref v) if *v == [1]);
         assert_iv!(arg(ArgSpec::Ints(vec![2, 3]), "SymInt[]"), IValue::IntList(ref v) if *v == [2, 3]);
@@ -406,18 +324,9 @@ mod tests {
         assert_iv!(arg(ArgSpec::Floats(vec![0.5]), "float[]"), IValue::DoubleList(ref v) if *v == [0.5]);
         assert_iv!(arg(ArgSpec::Bools(vec![true]), "bool[]"), IValue::BoolList(ref v) if *v == [true]);
         assert_iv!(arg(ArgSpec::Str("tanh".into()), "str"), IValue::Str(ref s) if s == "tanh");
-        assert_iv!(
-            arg(ArgSpec::Dtype("bfloat16".into()), "ScalarType?"),
-            IValue::ScalarType(ScalarType::BF16)
-        );
-        for name in [
-            "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-            "uint8", "bool",
-        ] {
-            assert!(
-                arg(ArgSpec::Dtype(name.into()), "ScalarType").is_ok(),
-                "{name}"
-            );
+        assert_iv!(arg(ArgSpec::Dtype("bfloat16".into()), "ScalarType?"), IValue::ScalarType(ScalarType::BF16));
+        for name in ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"] {
+            assert!(arg(ArgSpec::Dtype(name.into()), "ScalarType").is_ok(), "{name}");
         }
         assert_iv!(arg(ArgSpec::None, "Tensor?"), IValue::None);
         let e = arg(ArgSpec::None, "Tensor").unwrap_err();
@@ -430,8 +339,7 @@ mod tests {
 
     #[test]
     fn tensor_lists_match_optional_element_types() {
-        let load =
-            |_: &str, _: bool| Tensor::from_vec(vec![1.0f32], &[1]).map_err(|e| e.to_string());
+        let load = |_: &str, _: bool| Tensor::from_vec(vec![1.0f32], &[1]).map_err(|e| e.to_string());
         let keys = vec!["a".to_string(), "b".to_string()];
         let v = arg_to_ivalue(&ArgSpec::Tensors(keys.clone()), &ty("Tensor[]"), &load);
         assert_iv!(v, IValue::TensorList(ref v) if v.len() == 2);
@@ -460,46 +368,16 @@ mod tests {
         assert!(matches!(stack[3], IValue::Bool(true)));
         assert!(matches!(stack[4], IValue::None));
 
-        let e = fill_stack(
-            &schema,
-            resolve_args(&schema, &args[..1], &[], &no_tensors).unwrap(),
-        )
-        .unwrap_err();
-        assert_eq!(
-            e,
-            "missing argument 'dim' of type int (the schema has no default for it)"
-        );
-        let three = [
-            ArgSpec::None,
-            ArgSpec::Int(1),
-            ArgSpec::Float(0.1),
-            ArgSpec::Bool(true),
-        ];
+        let e = fill_stack(&schema, resolve_args(&schema, &args[..1], &[], &no_tensors).unwrap()).unwrap_err();
+        assert_eq!(e, "missing argument 'dim' of type int (the schema has no default for it)");
+        let three = [ArgSpec::None, ArgSpec::Int(1), ArgSpec::Float(0.1), ArgSpec::Bool(true)];
         let e = resolve_args(&schema, &three, &[], &no_tensors).unwrap_err();
         assert!(e.starts_with("4 positional arguments given"), "{e}");
-        let e = resolve_args(
-            &schema,
-            &args,
-            &[("nope".into(), ArgSpec::Int(1))],
-            &no_tensors,
-        )
-        .unwrap_err();
+        let e = resolve_args(&schema, &args, &[("nope".into(), ArgSpec::Int(1))], &no_tensors).unwrap_err();
         assert!(e.starts_with("unknown keyword argument 'nope'"), "{e}");
-        let e = resolve_args(
-            &schema,
-            &args,
-            &[("dim".into(), ArgSpec::Int(1))],
-            &no_tensors,
-        )
-        .unwrap_err();
+        let e = resolve_args(&schema, &args, &[("dim".into(), ArgSpec::Int(1))], &no_tensors).unwrap_err();
         assert!(e.contains("both positionally and by keyword"), "{e}");
-        let e = resolve_args(
-            &schema,
-            &[ArgSpec::None, ArgSpec::Float(0.5)],
-            &[],
-            &no_tensors,
-        )
-        .unwrap_err();
+        let e = resolve_args(&schema, &[ArgSpec::None, ArgSpec::Float(0.5)], &[], &no_tensors).unwrap_err();
         assert_eq!(e, "argument 1 'dim': cannot pass {\"float\": 0.5} as int");
     }
 }

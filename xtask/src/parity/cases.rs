@@ -108,11 +108,7 @@ impl ArgSpec {
     /// A tensor ARG without flags (tests and helpers).
     #[cfg(test)]
     pub fn tensor(key: &str) -> ArgSpec {
-        ArgSpec::Tensor {
-            key: key.to_string(),
-            noncontig: false,
-            no_grad: false,
-        }
+        ArgSpec::Tensor { key: key.to_string(), noncontig: false, no_grad: false }
     }
 }
 
@@ -121,11 +117,7 @@ impl fmt::Display for ArgSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgSpec::None => f.write_str("null"),
-            ArgSpec::Tensor {
-                key,
-                noncontig,
-                no_grad,
-            } => {
+            ArgSpec::Tensor { key, noncontig, no_grad } => {
                 write!(f, "{{\"tensor\": {key:?}")?;
                 if *noncontig {
                     f.write_str(", \"noncontig\": true")?;
@@ -137,10 +129,8 @@ impl fmt::Display for ArgSpec {
             }
             ArgSpec::Tensors(v) => write!(f, "{{\"tensors\": {v:?}}}"),
             ArgSpec::OptionalTensors(v) => {
-                let items: Vec<String> = v
-                    .iter()
-                    .map(|k| k.as_ref().map_or("null".to_string(), |k| format!("{k:?}")))
-                    .collect();
+                let items: Vec<String> =
+                    v.iter().map(|k| k.as_ref().map_or("null".to_string(), |k| format!("{k:?}"))).collect();
                 write!(f, "{{\"optional_tensors\": [{}]}}", items.join(", "))
             }
             ArgSpec::Int(i) => write!(f, "{{\"int\": {i}}}"),
@@ -186,11 +176,7 @@ impl TryFrom<Option<RawArg>> for ArgSpec {
         let flags = r.noncontig || r.no_grad;
         let mut kinds: Vec<ArgSpec> = Vec::new();
         if let Some(key) = r.tensor {
-            kinds.push(ArgSpec::Tensor {
-                key,
-                noncontig: r.noncontig,
-                no_grad: r.no_grad,
-            });
+            kinds.push(ArgSpec::Tensor { key, noncontig: r.noncontig, no_grad: r.no_grad });
         }
         kinds.extend(r.tensors.map(ArgSpec::Tensors));
         kinds.extend(r.optional_tensors.map(ArgSpec::OptionalTensors));
@@ -211,9 +197,7 @@ impl TryFrom<Option<RawArg>> for ArgSpec {
         }
         let arg = kinds.remove(0);
         if flags && !matches!(arg, ArgSpec::Tensor { .. }) {
-            return Err(format!(
-                "\"noncontig\"/\"no_grad\" only apply to a tensor ARG, not {arg}"
-            ));
+            return Err(format!("\"noncontig\"/\"no_grad\" only apply to a tensor ARG, not {arg}"));
         }
         Ok(arg)
     }
@@ -233,9 +217,7 @@ fn ordered_kwargs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, ArgSpe
             let mut out: Vec<(String, ArgSpec)> = Vec::new();
             while let Some((name, arg)) = map.next_entry::<String, ArgSpec>()? {
                 if out.iter().any(|(n, _)| *n == name) {
-                    return Err(A::Error::custom(format!(
-                        "keyword argument '{name}' given twice"
-                    )));
+                    return Err(A::Error::custom(format!("keyword argument '{name}' given twice")));
                 }
                 out.push((name, arg));
             }
@@ -247,8 +229,7 @@ fn ordered_kwargs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, ArgSpe
 
 /// Parses the text of a `cases.json`; `path` only names the file in errors.
 pub fn parse_cases(path: &Path, text: &str) -> Result<Vec<Case>, String> {
-    let file: CasesFile =
-        serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file: CasesFile = serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
     if file.format != FORMAT_VERSION {
         return Err(format!(
             "{}: format {} is not supported (this runner reads format {FORMAT_VERSION})",
@@ -259,11 +240,7 @@ pub fn parse_cases(path: &Path, text: &str) -> Result<Vec<Case>, String> {
     let mut seen = HashSet::new();
     for case in &file.cases {
         if !seen.insert(case.id.as_str()) {
-            return Err(format!(
-                "{}: case id '{}' appears twice",
-                path.display(),
-                case.id
-            ));
+            return Err(format!("{}: case id '{}' appears twice", path.display(), case.id));
         }
     }
     Ok(file.cases)
@@ -271,8 +248,7 @@ pub fn parse_cases(path: &Path, text: &str) -> Result<Vec<Case>, String> {
 
 /// Reads and parses `cases.json`.
 pub fn load_cases(path: &Path) -> Result<Vec<Case>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse_cases(path, &text)
 }
 
@@ -302,21 +278,14 @@ mod tests {
         assert_eq!(
             c.args,
             vec![
-                ArgSpec::Tensor {
-                    key: "in1".into(),
-                    noncontig: true,
-                    no_grad: false
-                },
+                ArgSpec::Tensor { key: "in1".into(), noncontig: true, no_grad: false },
                 ArgSpec::None,
                 ArgSpec::Int(2)
             ]
         );
         let names: Vec<&str> = c.kwargs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["z", "a", "m"]);
-        assert_eq!(
-            c.kwargs[2].1,
-            ArgSpec::OptionalTensors(vec![Some("k".into()), None])
-        );
+        assert_eq!(c.kwargs[2].1, ArgSpec::OptionalTensors(vec![Some("k".into()), None]));
         assert_eq!(c.outputs, Some(vec![Some("out".into()), None]));
         assert_eq!(c.grad.as_ref().unwrap().expected, ["e"]);
         assert!(!c.expect_error);
@@ -324,31 +293,20 @@ mod tests {
 
     #[test]
     fn rejects_bad_files_naming_the_file() {
-        let e = parse(
-            r#"{"format": 1, "cases": [{"id": "a", "op": "x", "args": [{"int": 1, "float": 2}]}]}"#,
-        )
-        .unwrap_err();
-        assert!(
-            e.starts_with("cases.json:") && e.contains("exactly one"),
-            "{e}"
-        );
         let e =
-            parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x", "args": [{"tensr": "k"}]}]}"#)
-                .unwrap_err();
+            parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x", "args": [{"int": 1, "float": 2}]}]}"#).unwrap_err();
+        assert!(e.starts_with("cases.json:") && e.contains("exactly one"), "{e}");
+        let e = parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x", "args": [{"tensr": "k"}]}]}"#).unwrap_err();
         assert!(e.contains("tensr"), "{e}");
         let e = parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x", "args": [{"int": 1, "no_grad": true}]}]}"#)
             .unwrap_err();
         assert!(e.contains("only apply to a tensor"), "{e}");
         let e = parse(r#"{"format": 2, "cases": []}"#).unwrap_err();
         assert!(e.contains("format 2"), "{e}");
-        let e =
-            parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x"}, {"id": "a", "op": "y"}]}"#)
-                .unwrap_err();
+        let e = parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x"}, {"id": "a", "op": "y"}]}"#).unwrap_err();
         assert!(e.contains("appears twice"), "{e}");
-        let e = parse(
-            r#"{"format": 1, "cases": [{"id": "a", "op": "x", "kwargs": {"k": null, "k": null}}]}"#,
-        )
-        .unwrap_err();
+        let e =
+            parse(r#"{"format": 1, "cases": [{"id": "a", "op": "x", "kwargs": {"k": null, "k": null}}]}"#).unwrap_err();
         assert!(e.contains("given twice"), "{e}");
         assert!(parse("not json").unwrap_err().starts_with("cases.json:"));
     }

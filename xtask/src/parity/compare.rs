@@ -15,10 +15,7 @@ pub struct Tolerance {
 
 impl Tolerance {
     /// Exact equality (NaN still matches NaN).
-    pub const EXACT: Tolerance = Tolerance {
-        rtol: 0.0,
-        atol: 0.0,
-    };
+    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0 };
 }
 
 /// Whether one float element matches its expected value.
@@ -76,18 +73,10 @@ fn first_mismatch<T: Copy + std::fmt::Display>(
 /// Compares a returned tensor with the expected one.
 pub fn compare_tensors(ours: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<(), String> {
     if ours.sizes() != expected.sizes() {
-        return Err(format!(
-            "shape {:?}, expected {:?}",
-            ours.sizes(),
-            expected.sizes()
-        ));
+        return Err(format!("shape {:?}, expected {:?}", ours.sizes(), expected.sizes()));
     }
     if ours.dtype() != expected.dtype() {
-        return Err(format!(
-            "dtype {}, expected {}",
-            ours.dtype().name(),
-            expected.dtype().name()
-        ));
+        return Err(format!("dtype {}, expected {}", ours.dtype().name(), expected.dtype().name()));
     }
     let sizes = expected.sizes();
     let mismatch = if expected.dtype().is_floating_point() {
@@ -133,10 +122,7 @@ mod tests {
         Tensor::from_vec(v.to_vec(), shape).unwrap()
     }
 
-    const TOL: Tolerance = Tolerance {
-        rtol: 1e-3,
-        atol: 1e-5,
-    };
+    const TOL: Tolerance = Tolerance { rtol: 1e-3, atol: 1e-5 };
 
     #[test]
     fn elementwise_rule() {
@@ -147,19 +133,9 @@ mod tests {
         assert!(close(f64::NEG_INFINITY, f64::NEG_INFINITY, TOL));
         assert!(!close(f64::INFINITY, f64::NEG_INFINITY, TOL));
         assert!(!close(1e308, f64::INFINITY, TOL));
-        assert!(!close(
-            f64::INFINITY,
-            1e308,
-            Tolerance {
-                rtol: 1.0,
-                atol: 1.0
-            }
-        ));
+        assert!(!close(f64::INFINITY, 1e308, Tolerance { rtol: 1.0, atol: 1.0 }));
         // The edge: |d| == atol + rtol * |e| passes, a little more fails.
-        let tol = Tolerance {
-            rtol: 0.5,
-            atol: 0.25,
-        };
+        let tol = Tolerance { rtol: 0.5, atol: 0.25 };
         assert!(close(3.25, 2.0, tol));
         assert!(close(0.75, 2.0, tol));
         assert!(!close(3.25 + 1e-9, 2.0, tol));
@@ -172,10 +148,7 @@ mod tests {
     #[test]
     fn tensors_with_nan_and_inf_compare_equal() {
         let a = f32s(&[f32::NAN, f32::INFINITY, -1.0, f32::NEG_INFINITY], &[2, 2]);
-        let b = f32s(
-            &[f32::NAN, f32::INFINITY, -1.000001, f32::NEG_INFINITY],
-            &[2, 2],
-        );
+        let b = f32s(&[f32::NAN, f32::INFINITY, -1.000001, f32::NEG_INFINITY], &[2, 2]);
         compare_tensors(&a, &b, TOL).unwrap();
     }
 
@@ -191,9 +164,7 @@ mod tests {
         );
         let n = f32s(&[f32::NAN], &[1]);
         let z = f32s(&[0.0], &[1]);
-        assert!(compare_tensors(&n, &z, TOL)
-            .unwrap_err()
-            .starts_with("mismatch at [0] (flat 0): got NaN, expected 0"));
+        assert!(compare_tensors(&n, &z, TOL).unwrap_err().starts_with("mismatch at [0] (flat 0): got NaN, expected 0"));
         assert!(compare_tensors(&z, &n, TOL).is_err());
     }
 
@@ -203,15 +174,9 @@ mod tests {
         let e = compare_tensors(&a, &f32s(&[1.0, 2.0], &[1, 2]), TOL).unwrap_err();
         assert_eq!(e, "shape [2], expected [1, 2]");
         let d = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
-        assert_eq!(
-            compare_tensors(&a, &d, TOL).unwrap_err(),
-            "dtype float32, expected float64"
-        );
+        assert_eq!(compare_tensors(&a, &d, TOL).unwrap_err(), "dtype float32, expected float64");
         let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-        assert_eq!(
-            compare_tensors(&i, &d, TOL).unwrap_err(),
-            "dtype int64, expected float64"
-        );
+        assert_eq!(compare_tensors(&i, &d, TOL).unwrap_err(), "dtype int64, expected float64");
     }
 
     #[test]
@@ -219,38 +184,18 @@ mod tests {
         let big = 1i64 << 60;
         let a = Tensor::from_vec(vec![big, 3], &[2]).unwrap();
         let b = Tensor::from_vec(vec![big + 1, 3], &[2]).unwrap();
-        let e = compare_tensors(
-            &a,
-            &b,
-            Tolerance {
-                rtol: 1.0,
-                atol: 1.0,
-            },
-        )
-        .unwrap_err();
-        assert!(
-            e.starts_with(&format!(
-                "mismatch at [0] (flat 0): got {big}, expected {}",
-                big + 1
-            )),
-            "{e}"
-        );
+        let e = compare_tensors(&a, &b, Tolerance { rtol: 1.0, atol: 1.0 }).unwrap_err();
+        assert!(e.starts_with(&format!("mismatch at [0] (flat 0): got {big}, expected {}", big + 1)), "{e}");
         compare_tensors(&a, &a.clone(), Tolerance::EXACT).unwrap();
         let t = Tensor::from_vec(vec![true, false], &[2]).unwrap();
         let f = Tensor::from_vec(vec![true, true], &[2]).unwrap();
-        assert!(compare_tensors(&t, &f, TOL)
-            .unwrap_err()
-            .starts_with("mismatch at [1] (flat 1): got 0, expected 1"));
+        assert!(compare_tensors(&t, &f, TOL).unwrap_err().starts_with("mismatch at [1] (flat 1): got 0, expected 1"));
     }
 
     #[test]
     fn tensor_lists_flatten() {
         let t = f32s(&[1.0], &[1]);
-        let stack = vec![
-            IValue::TensorList(vec![t.clone(), t.clone()]),
-            IValue::Tensor(t),
-            IValue::Int(3),
-        ];
+        let stack = vec![IValue::TensorList(vec![t.clone(), t.clone()]), IValue::Tensor(t), IValue::Int(3)];
         let kinds: Vec<&str> = flatten_returns(stack).iter().map(IValue::kind).collect();
         assert_eq!(kinds, ["Tensor", "Tensor", "Tensor", "int"]);
     }

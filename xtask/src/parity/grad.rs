@@ -28,17 +28,10 @@ impl<'c> GradPlan<'c> {
     /// The plan of a case with a `grad` block (`None` without one), or why the block does not fit
     /// the call: the expected gradients must match the differentiable inputs one to one, the
     /// upstream gradients the selected outputs, and the selected outputs must exist.
-    pub fn new(
-        case: &'c Case,
-        args: &ResolvedArgs,
-        n_outputs: usize,
-    ) -> Option<Result<Self, String>> {
+    pub fn new(case: &'c Case, args: &ResolvedArgs, n_outputs: usize) -> Option<Result<Self, String>> {
         let spec = case.grad.as_ref()?;
         let specs = case.args.iter().chain(case.kwargs.iter().map(|(_, a)| a));
-        let values = args
-            .positional
-            .iter()
-            .chain(args.kwargs.iter().map(|(_, v)| v));
+        let values = args.positional.iter().chain(args.kwargs.iter().map(|(_, v)| v));
         let mut inputs = Vec::new();
         for (spec, value) in specs.zip(values) {
             if matches!(spec, ArgSpec::Tensor { no_grad: true, .. }) {
@@ -71,9 +64,7 @@ impl<'c> GradPlan<'c> {
             ));
         }
         if let Some(i) = spec.outputs.iter().find(|&&i| i >= n_outputs) {
-            return Err(format!(
-                "the grad block differentiates output {i}, but the call returned {n_outputs}"
-            ));
+            return Err(format!("the grad block differentiates output {i}, but the call returned {n_outputs}"));
         }
         Ok(GradPlan { spec, inputs })
     }
@@ -82,11 +73,7 @@ impl<'c> GradPlan<'c> {
 /// Checks the gradients of a case whose call succeeded with `n_outputs` returned values:
 /// `None` when there is nothing to check or the check cannot run (no autograd yet),
 /// `Some(Err(reason))` when it fails, `Some(Ok(()))` when it passes.
-pub fn check_grad(
-    case: &Case,
-    args: &ResolvedArgs,
-    n_outputs: usize,
-) -> Option<Result<(), String>> {
+pub fn check_grad(case: &Case, args: &ResolvedArgs, n_outputs: usize) -> Option<Result<(), String>> {
     match GradPlan::new(case, args, n_outputs)? {
         Err(e) => Some(Err(e)),
         // Autograd does not exist yet: see the module documentation for what goes here.
@@ -124,11 +111,7 @@ mod tests {
         };
         let mut specs = vec![
             ArgSpec::tensor("a"),
-            ArgSpec::Tensor {
-                key: "b".into(),
-                noncontig: false,
-                no_grad: true,
-            },
+            ArgSpec::Tensor { key: "b".into(), noncontig: false, no_grad: true },
             ArgSpec::tensor("c"),
             ArgSpec::Tensors(vec!["d".into(), "e".into(), "f".into()]),
         ];
@@ -142,10 +125,7 @@ mod tests {
         let mut c = case(specs, 4);
         c.kwargs = vec![("w".into(), ArgSpec::tensor("w"))];
         let e = check_grad(&c, &args, 1).unwrap().unwrap_err();
-        assert!(
-            e.contains("4 expected gradients, but the call has 5"),
-            "{e}"
-        );
+        assert!(e.contains("4 expected gradients, but the call has 5"), "{e}");
 
         let mut no_grad = case(vec![], 0);
         no_grad.grad = None;

@@ -37,9 +37,7 @@ impl QuietPanics {
             let delegate = Arc::clone(&previous);
             panic::set_hook(Box::new(move |info| {
                 if IN_CASE.with(Cell::get) {
-                    let at = info
-                        .location()
-                        .map(|l| format!("{}:{}", l.file(), l.line()));
+                    let at = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
                     LOCATION.with(|l| *l.borrow_mut() = at);
                 } else {
                     delegate(info);
@@ -101,16 +99,10 @@ mod tests {
     fn panics_become_messages() {
         let _quiet = QuietPanics::install();
         let e = catch::<()>(|| panic!("boom {}", 7)).unwrap_err();
-        assert!(
-            e.starts_with("panicked: boom 7 at ") && e.contains("panics.rs:"),
-            "{e}"
-        );
+        assert!(e.starts_with("panicked: boom 7 at ") && e.contains("panics.rs:"), "{e}");
         let e = catch::<()>(|| std::panic::panic_any(3u8)).unwrap_err();
         assert!(e.starts_with("panicked: (non-string panic payload)"), "{e}");
         assert_eq!(catch(|| Ok::<_, String>(5)), Ok(5));
-        assert_eq!(
-            catch::<()>(|| Err("plain".into())),
-            Err("plain".to_string())
-        );
+        assert_eq!(catch::<()>(|| Err("plain".into())), Err("plain".to_string()));
     }
 }

@@ -11,11 +11,7 @@ pub const HEADER: &str = "\
 
 /// The ids listed in a ratchet file: trimmed lines, without blank lines and `#` comment lines.
 pub fn parse(text: &str) -> Vec<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
 }
 
 /// The text of a ratchet file listing `ids` (sorted, without duplicates).
@@ -89,21 +85,11 @@ impl Verdict {
     /// The `RATCHET:` report lines.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
+        out.extend(self.regressed.iter().map(|id| format!("RATCHET: {id} is listed as passing but failed")));
         out.extend(
-            self.regressed
-                .iter()
-                .map(|id| format!("RATCHET: {id} is listed as passing but failed")),
+            self.missing.iter().map(|id| format!("RATCHET: {id} is listed as passing but there is no such case")),
         );
-        out.extend(
-            self.missing
-                .iter()
-                .map(|id| format!("RATCHET: {id} is listed as passing but there is no such case")),
-        );
-        out.extend(
-            self.newly_passing
-                .iter()
-                .map(|id| format!("RATCHET: newly passing: {id}")),
-        );
+        out.extend(self.newly_passing.iter().map(|id| format!("RATCHET: newly passing: {id}")));
         out
     }
 }
@@ -129,12 +115,9 @@ mod tests {
 
     #[test]
     fn verdict_finds_regressions_new_passes_and_missing() {
-        let listed: Vec<String> = ["a", "b", "gone", "skipped", "x/gone"]
-            .map(String::from)
-            .to_vec();
-        let results: Vec<(String, bool)> = [("a", true), ("b", false), ("c", true), ("d", false)]
-            .map(|(i, p)| (i.to_string(), p))
-            .to_vec();
+        let listed: Vec<String> = ["a", "b", "gone", "skipped", "x/gone"].map(String::from).to_vec();
+        let results: Vec<(String, bool)> =
+            [("a", true), ("b", false), ("c", true), ("d", false)].map(|(i, p)| (i.to_string(), p)).to_vec();
         let all: HashSet<&str> = ["a", "b", "c", "d", "skipped"].into_iter().collect();
         let v = Verdict::new(&listed, &results, &all, |id| id != "x/gone");
         assert_eq!(v.regressed, ["b"]);

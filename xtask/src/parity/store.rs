@@ -23,21 +23,14 @@ pub struct TensorStore<'a> {
 impl<'a> TensorStore<'a> {
     /// Parses the header of a safetensors file; `path` names the file in errors.
     pub fn new(path: &Path, bytes: &'a [u8]) -> Result<Self, String> {
-        let file =
-            SafeTensors::deserialize(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(TensorStore {
-            path: path.to_path_buf(),
-            file,
-        })
+        let file = SafeTensors::deserialize(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(TensorStore { path: path.to_path_buf(), file })
     }
 
     /// The tensor stored under `key`, contiguous, or (with `noncontig`) a non-contiguous tensor
     /// with the same values.
     pub fn tensor(&self, key: &str, noncontig: bool) -> Result<Tensor, String> {
-        let view = self
-            .file
-            .tensor(key)
-            .map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
+        let view = self.file.tensor(key).map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
         let shape: Vec<i64> = view.shape().iter().map(|&s| s as i64).collect();
         let t = decode(view.dtype(), &shape, view.data())
             .map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
@@ -46,9 +39,8 @@ impl<'a> TensorStore<'a> {
         }
         let nc = make_noncontiguous(&t, view.dtype(), view.data())
             .map_err(|e| format!("non-contiguous copy of '{key}': {e}"))?;
-        compare_tensors(&nc, &t, Tolerance::EXACT).map_err(|e| {
-            format!("non-contiguous copy of '{key}' has other values than the original: {e}")
-        })?;
+        compare_tensors(&nc, &t, Tolerance::EXACT)
+            .map_err(|e| format!("non-contiguous copy of '{key}' has other values than the original: {e}"))?;
         Ok(nc)
     }
 }
@@ -60,10 +52,7 @@ fn decode_le<T: Element, const N: usize>(
     from_le: fn([u8; N]) -> T,
 ) -> Result<Tensor, String> {
     if !data.len().is_multiple_of(N) {
-        return Err(format!(
-            "{} bytes is not a whole number of {N}-byte elements",
-            data.len()
-        ));
+        return Err(format!("{} bytes is not a whole number of {N}-byte elements", data.len()));
     }
     let values: Vec<T> = data
         .chunks_exact(N)
@@ -104,19 +93,12 @@ pub fn decode(dtype: Dtype, shape: &[i64], data: &[u8]) -> Result<Tensor, String
 fn make_noncontiguous(t: &Tensor, dtype: Dtype, data: &[u8]) -> Result<Tensor, String> {
     if t.dim() >= 2 {
         let tr = |x: Tensor| {
-            call_op_tensor(
-                "transpose.int",
-                vec![IValue::Tensor(x), IValue::Int(-1), IValue::Int(-2)],
-                vec![],
-            )
+            call_op_tensor("transpose.int", vec![IValue::Tensor(x), IValue::Int(-1), IValue::Int(-2)], vec![])
         };
         let contiguous_t = call_op_tensor(
             "clone",
             vec![IValue::Tensor(tr(t.clone())?)],
-            vec![(
-                "memory_format",
-                IValue::MemoryFormat(MemoryFormat::Contiguous),
-            )],
+            vec![("memory_format", IValue::MemoryFormat(MemoryFormat::Contiguous))],
         )?;
         let nc = tr(contiguous_t)?;
         if !nc.is_contiguous() {
@@ -136,23 +118,14 @@ fn make_noncontiguous(t: &Tensor, dtype: Dtype, data: &[u8]) -> Result<Tensor, S
                 *last *= 2;
             }
             let wide = decode(dtype, &shape, &doubled)?;
-            let args = vec![
-                IValue::Tensor(wide),
-                IValue::Int(-1),
-                IValue::Int(0),
-                IValue::None,
-                IValue::Int(2),
-            ];
+            let args = vec![IValue::Tensor(wide), IValue::Int(-1), IValue::Int(0), IValue::None, IValue::Int(2)];
             let nc = call_op_tensor("slice.Tensor", args, vec![])?;
             if !nc.is_contiguous() {
                 return Ok(nc);
             }
         }
     }
-    Err(format!(
-        "a tensor of shape {:?} has no non-contiguous layout (it needs at least two elements)",
-        t.sizes()
-    ))
+    Err(format!("a tensor of shape {:?} has no non-contiguous layout (it needs at least two elements)", t.sizes()))
 }
 
 #[cfg(test)]
@@ -172,42 +145,14 @@ mod tests {
 
         let big = (1i64 << 60) + 1;
         let t = decode(Dtype::I64, &[1, 1], &big.to_le_bytes()).unwrap();
-        assert_eq!(
-            (t.sizes(), t.to_vec::<i64>().unwrap()),
-            (&[1i64, 1][..], vec![big])
-        );
+        assert_eq!((t.sizes(), t.to_vec::<i64>().unwrap()), (&[1i64, 1][..], vec![big]));
 
         let cases: [(Dtype, Vec<u8>, ScalarType, f64); 8] = [
-            (
-                Dtype::F64,
-                0.1f64.to_le_bytes().to_vec(),
-                ScalarType::F64,
-                0.1,
-            ),
-            (
-                Dtype::F16,
-                f16::from_f64(0.5).to_le_bytes().to_vec(),
-                ScalarType::F16,
-                0.5,
-            ),
-            (
-                Dtype::BF16,
-                bf16::from_f64(-3.0).to_le_bytes().to_vec(),
-                ScalarType::BF16,
-                -3.0,
-            ),
-            (
-                Dtype::I32,
-                (-7i32).to_le_bytes().to_vec(),
-                ScalarType::I32,
-                -7.0,
-            ),
-            (
-                Dtype::I16,
-                300i16.to_le_bytes().to_vec(),
-                ScalarType::I16,
-                300.0,
-            ),
+            (Dtype::F64, 0.1f64.to_le_bytes().to_vec(), ScalarType::F64, 0.1),
+            (Dtype::F16, f16::from_f64(0.5).to_le_bytes().to_vec(), ScalarType::F16, 0.5),
+            (Dtype::BF16, bf16::from_f64(-3.0).to_le_bytes().to_vec(), ScalarType::BF16, -3.0),
+            (Dtype::I32, (-7i32).to_le_bytes().to_vec(), ScalarType::I32, -7.0),
+            (Dtype::I16, 300i16.to_le_bytes().to_vec(), ScalarType::I16, 300.0),
             (Dtype::I8, vec![0xff], ScalarType::I8, -1.0),
             (Dtype::U8, vec![0xff], ScalarType::U8, 255.0),
             (Dtype::BOOL, vec![1], ScalarType::Bool, 1.0),
@@ -219,8 +164,6 @@ mod tests {
         }
         assert!(decode(Dtype::F32, &[2], &[0u8; 7]).is_err());
         assert!(decode(Dtype::F32, &[3], &[0u8; 8]).is_err());
-        assert!(decode(Dtype::U64, &[1], &[0u8; 8])
-            .unwrap_err()
-            .contains("not supported"));
+        assert!(decode(Dtype::U64, &[1], &[0u8; 8]).unwrap_err().contains("not supported"));
     }
 }

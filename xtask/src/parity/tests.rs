@@ -39,10 +39,7 @@ fn test_add(stack: &mut Stack) -> Result<()> {
     let (a, b) = (tensor_arg(stack, 0)?, tensor_arg(stack, 1)?);
     let alpha = stack[2].to_scalar("xtask_test_add", "alpha")?.to_f64() as f32;
     if a.sizes() != b.sizes() {
-        return Err(Error::shape(
-            "xtask_test_add",
-            format!("{:?} vs {:?}", a.sizes(), b.sizes()),
-        ));
+        return Err(Error::shape("xtask_test_add", format!("{:?} vs {:?}", a.sizes(), b.sizes())));
     }
     let (av, bv) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
     let out: Vec<f32> = av.iter().zip(&bv).map(|(x, y)| x + alpha * y).collect();
@@ -56,12 +53,7 @@ fn test_rows(stack: &mut Stack) -> Result<()> {
     let (rows, cols) = (t.sizes()[0], t.sizes()[1]);
     let v = t.to_vec::<f32>()?;
     let list = (0..rows as usize)
-        .map(|r| {
-            Tensor::from_vec(
-                v[r * cols as usize..(r + 1) * cols as usize].to_vec(),
-                &[cols],
-            )
-        })
+        .map(|r| Tensor::from_vec(v[r * cols as usize..(r + 1) * cols as usize].to_vec(), &[cols]))
         .collect::<Result<Vec<_>>>()?;
     *stack = vec![IValue::TensorList(list)];
     Ok(())
@@ -73,13 +65,7 @@ fn test_panic(_stack: &mut Stack) -> Result<()> {
 
 /// A view of `t` with new geometry over the same storage.
 fn view(t: &Tensor, sizes: &[i64], strides: &[i64], offset: i64) -> Tensor {
-    Tensor::from_storage(
-        t.storage().clone(),
-        sizes,
-        DimVec::from_slice(strides),
-        offset,
-        t.dtype(),
-    )
+    Tensor::from_storage(t.storage().clone(), sizes, DimVec::from_slice(strides), offset, t.dtype())
 }
 
 fn test_transpose(stack: &mut Stack) -> Result<()> {
@@ -89,21 +75,13 @@ fn test_transpose(stack: &mut Stack) -> Result<()> {
     let (mut sizes, mut strides) = (t.sizes().to_vec(), t.strides().to_vec());
     sizes.swap(d0, d1);
     strides.swap(d0, d1);
-    *stack = vec![IValue::Tensor(view(
-        &t,
-        &sizes,
-        &strides,
-        t.storage_offset(),
-    ))];
+    *stack = vec![IValue::Tensor(view(&t, &sizes, &strides, t.storage_offset()))];
     Ok(())
 }
 
 fn test_clone(stack: &mut Stack) -> Result<()> {
     let t = tensor_arg(stack, 0)?;
-    *stack = vec![IValue::Tensor(Tensor::from_vec(
-        t.to_vec::<f32>()?,
-        t.sizes(),
-    )?)];
+    *stack = vec![IValue::Tensor(Tensor::from_vec(t.to_vec::<f32>()?, t.sizes())?)];
     Ok(())
 }
 
@@ -112,10 +90,7 @@ fn test_slice(stack: &mut Stack) -> Result<()> {
     let d = aten::wrap_dim("slice", stack[1].to_int("slice", "dim")?, t.dim())?;
     let size = t.sizes()[d];
     let start = stack[2].to_opt_int("slice", "start")?.unwrap_or(0);
-    let end = stack[3]
-        .to_opt_int("slice", "end")?
-        .unwrap_or(size)
-        .min(size);
+    let end = stack[3].to_opt_int("slice", "end")?.unwrap_or(size).min(size);
     let step = stack[4].to_int("slice", "step")?;
     let (mut sizes, mut strides) = (t.sizes().to_vec(), t.strides().to_vec());
     sizes[d] = (end - start + step - 1) / step;
@@ -154,12 +129,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn f32_entry(key: &str, shape: &[usize], v: &[f32]) -> (String, Dtype, Vec<usize>, Vec<u8>) {
-    (
-        key.to_string(),
-        Dtype::F32,
-        shape.to_vec(),
-        v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-    )
+    (key.to_string(), Dtype::F32, shape.to_vec(), v.iter().flat_map(|x| x.to_le_bytes()).collect())
 }
 
 /// Writes the test parity directory: cases exercising every path of the runner.
@@ -181,26 +151,14 @@ fn write_fixture(dir: &std::path::Path) {
             "sum64".to_string(),
             Dtype::F64,
             vec![2, 3],
-            combo(1.0)
-                .iter()
-                .flat_map(|&x| f64::from(x).to_le_bytes())
-                .collect(),
+            combo(1.0).iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect(),
         ),
     ];
     let views: Vec<(String, TensorView<'_>)> = entries
         .iter()
-        .map(|(k, dt, shape, bytes)| {
-            (
-                k.clone(),
-                TensorView::new(*dt, shape.clone(), bytes).unwrap(),
-            )
-        })
+        .map(|(k, dt, shape, bytes)| (k.clone(), TensorView::new(*dt, shape.clone(), bytes).unwrap()))
         .collect();
-    std::fs::write(
-        dir.join("tensors.safetensors"),
-        safetensors::serialize(views, None).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(dir.join("tensors.safetensors"), safetensors::serialize(views, None).unwrap()).unwrap();
 
     let cases = r#"{"format": 1, "generator": "test", "cases": [
       {"id": "add/ok", "op": "xtask_test_add", "args": [{"tensor": "a"}, {"tensor": "b"}], "kwargs": {},
@@ -243,14 +201,7 @@ fn run_fixture(name: &str, filter: Option<&str>) -> (Report, Vec<String>) {
     let mut out = Vec::new();
     let report = run_dir(&dir, filter, &mut out).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    (
-        report,
-        String::from_utf8(out)
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect(),
-    )
+    (report, String::from_utf8(out).unwrap().lines().map(str::to_string).collect())
 }
 
 #[test]
@@ -271,30 +222,15 @@ fn runs_every_case_and_reports_failures() {
     ];
     assert_eq!(lines.len(), expected_prefixes.len(), "{lines:#?}");
     for (line, prefix) in lines.iter().zip(expected_prefixes) {
-        assert!(
-            line.starts_with(prefix),
-            "{line:?} does not start with {prefix:?}"
-        );
+        assert!(line.starts_with(prefix), "{line:?} does not start with {prefix:?}");
     }
     assert!(lines[7].contains("'zz'"), "{}", lines[7]);
     assert_eq!((report.passed(), report.failed()), (7, 9));
-    let passing: Vec<&str> = report
-        .results
-        .iter()
-        .filter(|(_, o, _)| *o == Outcome::Pass)
-        .map(|(id, _, _)| id.as_str())
-        .collect();
+    let passing: Vec<&str> =
+        report.results.iter().filter(|(_, o, _)| *o == Outcome::Pass).map(|(id, _, _)| id.as_str()).collect();
     assert_eq!(
         passing,
-        [
-            "add/ok",
-            "add/noncontig",
-            "add/noncontig_1d",
-            "add/alpha",
-            "add/int_alpha",
-            "add/bad_shape",
-            "rows/0"
-        ]
+        ["add/ok", "add/noncontig", "add/noncontig_1d", "add/alpha", "add/int_alpha", "add/bad_shape", "rows/0"]
     );
     assert_eq!(report.results[0].2, GradStatus::NotRun);
 }
@@ -302,10 +238,7 @@ fn runs_every_case_and_reports_failures() {
 #[test]
 fn filter_selects_by_id_substring() {
     let (report, lines) = run_fixture("filter", Some("rows/"));
-    assert_eq!(
-        lines.last().map(String::as_str),
-        Some("ops: 1 passed, 1 failed")
-    );
+    assert_eq!(lines.last().map(String::as_str), Some("ops: 1 passed, 1 failed"));
     assert_eq!(report.results.len(), 2);
 }
 
@@ -319,10 +252,7 @@ fn noncontig_inputs_are_strided_views_with_the_same_values() {
     for key in ["a", "c"] {
         let t = store.tensor(key, true).unwrap();
         assert!(!t.is_contiguous(), "{key}: {:?}", t.strides());
-        assert_eq!(
-            t.to_vec::<f32>().unwrap(),
-            store.tensor(key, false).unwrap().to_vec::<f32>().unwrap()
-        );
+        assert_eq!(t.to_vec::<f32>().unwrap(), store.tensor(key, false).unwrap().to_vec::<f32>().unwrap());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -341,33 +271,17 @@ fn ratchet_catches_regressions_and_updates() {
     };
     std::fs::write(&file, "# known good\nadd/ok\nadd/wrong\n").unwrap();
     assert_eq!(run(args(false)).unwrap(), ExitCode::FAILURE);
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        "# known good\nadd/ok\nadd/wrong\n"
-    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "# known good\nadd/ok\nadd/wrong\n");
 
     assert_eq!(run(args(true)).unwrap(), ExitCode::FAILURE);
     let ids = ratchet::parse(&std::fs::read_to_string(&file).unwrap());
-    assert_eq!(
-        ids,
-        [
-            "add/alpha",
-            "add/bad_shape",
-            "add/int_alpha",
-            "add/noncontig",
-            "add/noncontig_1d",
-            "add/ok"
-        ]
-    );
+    assert_eq!(ids, ["add/alpha", "add/bad_shape", "add/int_alpha", "add/noncontig", "add/noncontig_1d", "add/ok"]);
     assert_eq!(run(args(false)).unwrap(), ExitCode::SUCCESS);
 
     std::fs::remove_file(&file).unwrap();
     assert!(run(args(false)).unwrap_err().contains("ratchet.txt"));
     assert_eq!(run(args(true)).unwrap(), ExitCode::SUCCESS);
-    assert_eq!(
-        ratchet::parse(&std::fs::read_to_string(&file).unwrap()).len(),
-        6
-    );
+    assert_eq!(ratchet::parse(&std::fs::read_to_string(&file).unwrap()).len(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
