@@ -6,7 +6,8 @@
 //! 1 KiB, then 8 classes per power of two (at most 12.5% slack). Small blocks (up to
 //! [`SMALL_LIMIT`]) are cached per thread without locks; a block freed on another thread joins
 //! that thread's cache. Large blocks go to one global pool under a mutex, bounded by
-//! [`set_max_cached_bytes`]; `empty_cache` returns every cached block to the system. Statistics
+//! [`set_max_cached_bytes`]; `empty_cache` frees the large pool and the calling thread's small blocks
+//! (other threads' small caches are freed when those threads exit). Statistics
 //! (bytes in use, cached, hits and misses) are per-thread counters summed when read.
 
 use std::alloc::Layout;

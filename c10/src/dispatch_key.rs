@@ -175,6 +175,14 @@ impl DispatchKey {
         KEY_INFO[self as usize].1
     }
 
+    /// `to_runtime_per_backend` usable in constant expressions.
+    pub const fn to_runtime_per_backend_const(functionality: DispatchKey, b: BackendComponent) -> DispatchKey {
+        match functionality.per_backend_block() {
+            Some(block) => block[b as usize],
+            None => functionality,
+        }
+    }
+
     /// The runtime key of a per-backend functionality for a backend (`(Dense, CUDA) -> CUDA`).
     pub fn to_runtime_per_backend(functionality: DispatchKey, b: BackendComponent) -> DispatchKey {
         match functionality.per_backend_block() {

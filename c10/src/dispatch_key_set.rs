@@ -244,13 +244,13 @@ impl DispatchKeySet {
     }
 
     /// Keys every call sees through TLS by default: BackendSelect and ADInplaceOrView.
-    pub fn default_included_set() -> Self {
-        DispatchKeySet::from_keys(&[DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView])
+    pub const fn default_included_set() -> Self {
+        DispatchKeySet(Self::from_key(DispatchKey::BackendSelect).0 | Self::from_key(DispatchKey::ADInplaceOrView).0)
     }
 
     /// Keys excluded through TLS by default: the autocast keys.
-    pub fn default_excluded_set() -> Self {
-        DispatchKeySet::from_keys(&[DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA])
+    pub const fn default_excluded_set() -> Self {
+        DispatchKeySet(Self::from_key(DispatchKey::AutocastCPU).0 | Self::from_key(DispatchKey::AutocastCUDA).0)
     }
 
     /// `after_autograd_keyset = FULL_AFTER(AutogradOther)`: what an autograd kernel redispatches to.

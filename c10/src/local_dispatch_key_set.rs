@@ -14,11 +14,13 @@ thread_local! {
     static EXCLUDED_XOR: Cell<u64> = const { Cell::new(0) };
 }
 
-// The default sets as raw bits, computed once (they are constants of the key list).
-fn default_included_bits() -> u64 {
+// The default sets as raw bits (constants of the key list).
+#[inline(always)]
+const fn default_included_bits() -> u64 {
     DispatchKeySet::default_included_set().raw()
 }
-fn default_excluded_bits() -> u64 {
+#[inline(always)]
+const fn default_excluded_bits() -> u64 {
     DispatchKeySet::default_excluded_set().raw()
 }
 

@@ -77,6 +77,24 @@ pub struct TensorImpl {
 // Note [TensorImpl size]: every tensor carries one of these; keep it within three cache lines.
 const _: () = assert!(std::mem::size_of::<TensorImpl>() <= 192);
 
+/// The keys of a fresh (non-inference) tensor per backend: the dense key plus ADInplaceOrView
+/// and the backend's autograd key.
+const FRESH_KEYS: [DispatchKeySet; 4] = {
+    let mut t = [DispatchKeySet::EMPTY; 4];
+    let tys = [DeviceType::Cpu, DeviceType::Cuda, DeviceType::Meta, DeviceType::PrivateUse1];
+    let mut i = 0;
+    while i < 4 {
+        let b = backend_of(tys[i]);
+        let dense = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend_const(DispatchKey::Dense, b));
+        let ad = DispatchKeySet::from_key(DispatchKey::ADInplaceOrView);
+        let ag =
+            DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend_const(DispatchKey::AutogradFunctionality, b));
+        t[b as usize] = DispatchKeySet::from_raw(dense.raw() | ad.raw() | ag.raw());
+        i += 1;
+    }
+    t
+};
+
 /// The backend component of a device type.
 pub const fn backend_of(ty: DeviceType) -> BackendComponent {
     match ty {
@@ -156,9 +174,36 @@ impl TensorImpl {
     pub fn fresh(storage: Storage, sizes: DimVec, strides: DimVec, storage_offset: i64, dtype: ScalarType) -> Self {
         let mut t = TensorImpl::new(storage, sizes, strides, storage_offset, dtype, None);
         t.is_inference = false;
-        let b = backend_of(t.storage.device().ty);
-        t.key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
+        t.key_set = FRESH_KEYS[backend_of(t.storage.device().ty) as usize];
         t
+    }
+
+    /// A fresh contiguous tensor of `sizes` over `storage` (offset 0): the constructor of every
+    /// operator output, so it computes strides, element count and keys in one pass.
+    #[inline]
+    pub fn fresh_contiguous(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Self {
+        let mut strides: DimVec = SmallVec::from_elem(1, sizes.len());
+        let mut acc = 1i64;
+        for i in (0..sizes.len()).rev() {
+            strides[i] = acc;
+            acc *= sizes[i].max(1);
+        }
+        let numel = sizes.iter().product();
+        let key_set = FRESH_KEYS[backend_of(storage.device().ty) as usize];
+        TensorImpl {
+            storage,
+            sizes: DimVec::from_slice(sizes),
+            strides,
+            storage_offset: 0,
+            numel,
+            key_set,
+            is_inference: false,
+            version_counter: OnceLock::new(),
+            autograd_meta: OnceLock::new(),
+            dtype,
+            is_wrapped_number: false,
+            is_contiguous: true,
+        }
     }
 
     /// A view: same storage and version counter, new geometry, no autograd metadata.

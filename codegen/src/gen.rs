@@ -674,7 +674,7 @@ fn gen_registrations(ops: &[Op]) -> String {
             }
             let comma_names = if names.is_empty() { String::new() } else { format!(", {names}") };
             per_key.entry("ADInplaceOrView").or_default().push(format!(
-                "    d.register_kernel(handles::{m}::NAME, DispatchKey::ADInplaceOrView, handles::{m}::kernel(|ks, {names}| {{ let r = handles::{m}::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(){comma_names})?;{bumps} Ok(r) }})).expect(\"generated registration\");"
+                "    d.register_kernel(handles::{m}::NAME, DispatchKey::ADInplaceOrView, handles::{m}::kernel(|ks, {names}| {{ let r = {{ let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view(); handles::{m}::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(){comma_names})? }};{bumps} Ok(r) }})).expect(\"generated registration\");"
             ));
         }
     }
@@ -792,7 +792,7 @@ mod tests {
         assert!(r.contains("pub fn register_composite_implicit_autograd(d: &Dispatcher)"));
         assert!(r.contains("DispatchKey::BackendSelect, handles::zeros::kernel("));
         assert!(r.contains("crate::backend_key_set(device)"));
-        assert!(r.contains("handles::add_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)?; self_.bump_version(); Ok(r)"));
+        assert!(r.contains("let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view(); handles::add_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, alpha)? }; self_.bump_version(); Ok(r)"));
         assert!(r.contains("handles::add_out::NAME, DispatchKey::ADInplaceOrView"));
         assert!(r.contains("out.bump_version()"));
     }

@@ -39,6 +39,10 @@ fn views_share_storage_and_version_counter() {
     assert_eq!(a.version(), before + 1, "an in-place op on a view bumps the base's version");
     assert_eq!(views[0].version(), a.version());
     assert_eq!(a.to_vec::<f32>().unwrap()[8..], [108.0, 109.0, 110.0, 111.0]);
+    // A composite in-place op (mul_.Scalar calls mul_.Tensor) still bumps exactly once.
+    let before = a.version();
+    views[4].mul_scalar_(c10::Scalar::Int(-1)).unwrap();
+    assert_eq!(a.version(), before + 1);
 }
 
 #[test]

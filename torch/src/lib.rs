@@ -8,10 +8,44 @@
 //! let b = (&a * 2.0).unwrap();
 //! assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
 //! ```
+//!
+//! Factories are free functions in [`ops`] that take every schema argument (`None` picks
+//! PyTorch's default), and the CPU generator reproduces PyTorch's random numbers:
+//!
+//! ```
+//! torch::manual_seed(0);
+//! let r = torch::ops::rand(&[3], None, None, None, None).unwrap();
+//! assert_eq!(r.to_string(), "tensor([0.4963, 0.7682, 0.0885])");
+//! let z = torch::ops::zeros(&[2], Some(torch::kind::int64), None, None, None).unwrap();
+//! assert_eq!(z.to_string(), "tensor([0, 0])");
+//! ```
+//!
+//! `cargo run --release -p torch --example tour` walks through tensors, views, promotion,
+//! errors and the dispatcher; the book in `docs/` explains the layers underneath.
 #![warn(missing_docs)]
 
-pub use aten::{ops, Tensor};
+pub use aten::{manual_seed, ops, Generator, Tensor};
 pub use c10::{bf16, f16, Device, DeviceType, Error, Result, Scalar, ScalarType};
+
+/// The dispatcher and the boxed calling convention: call any operator by schema name, inspect
+/// the registered operators, register kernels for a backend of your own (see the book chapter
+/// "Adding a backend" in `docs/`).
+///
+/// ```
+/// use torch::dispatch::{dispatcher, IValue, Stack};
+/// let a = torch::Tensor::from_slice(&[1.0f32, 2.0]);
+/// let mut stack: Stack = vec![IValue::from(&a), IValue::from(&a), IValue::from(torch::Scalar::Int(1))];
+/// dispatcher().call_boxed("add.Tensor", &mut stack).unwrap();
+/// match stack.as_slice() {
+///     [IValue::Tensor(t)] => assert_eq!(t.to_vec::<f32>().unwrap(), vec![2.0, 4.0]),
+///     other => panic!("unexpected returns {other:?}"),
+/// }
+/// ```
+pub mod dispatch {
+    pub use aten::dispatcher::Registrar;
+    pub use aten::{dispatcher, handles, Dispatcher, IValue, KernelFunction, OperatorEntry, Stack};
+    pub use c10::{DispatchKey, DispatchKeySet};
+}
 
 /// Dtype constants under PyTorch's names: `torch::kind::float32`.
 pub mod kind {

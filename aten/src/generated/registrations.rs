@@ -149,12 +149,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::add_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::add_tensor_::kernel(|ks, self_, other, alpha| {
-            let r = handles::add_tensor_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::add_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -164,13 +167,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::add_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::add_out::kernel(|ks, self_, other, alpha, out| {
-            let r = handles::add_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::add_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -180,12 +186,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::add_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::add_scalar_::kernel(|ks, self_, other, alpha| {
-            let r = handles::add_scalar_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::add_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -195,12 +204,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::sub_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::sub_tensor_::kernel(|ks, self_, other, alpha| {
-            let r = handles::sub_tensor_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sub_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -210,13 +222,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::sub_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::sub_out::kernel(|ks, self_, other, alpha, out| {
-            let r = handles::sub_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sub_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -226,12 +241,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::sub_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::sub_scalar_::kernel(|ks, self_, other, alpha| {
-            let r = handles::sub_scalar_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                alpha,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sub_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    alpha,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -241,8 +259,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::mul_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::mul_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::mul_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mul_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -252,12 +272,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::mul_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::mul_out::kernel(|ks, self_, other, out| {
-            let r = handles::mul_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mul_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -267,8 +285,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::mul_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::mul_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::mul_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mul_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -278,8 +298,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::div_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::div_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::div_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::div_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -289,12 +311,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::div_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::div_out::kernel(|ks, self_, other, out| {
-            let r = handles::div_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::div_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other, out)?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -304,12 +324,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::div_tensor_mode_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::div_tensor_mode_::kernel(|ks, self_, other, rounding_mode| {
-            let r = handles::div_tensor_mode_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                rounding_mode,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::div_tensor_mode_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    rounding_mode,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -319,13 +342,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::div_out_mode::NAME,
         DispatchKey::ADInplaceOrView,
         handles::div_out_mode::kernel(|ks, self_, other, rounding_mode, out| {
-            let r = handles::div_out_mode::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                rounding_mode,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::div_out_mode::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    rounding_mode,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -335,8 +361,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::div_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::div_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::div_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::div_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -346,12 +374,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::eq_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::eq_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::eq_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::eq_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -361,12 +392,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::eq_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::eq_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::eq_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::eq_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -376,8 +410,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::eq_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::eq_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::eq_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::eq_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -387,8 +423,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::eq_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::eq_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::eq_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::eq_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -398,12 +436,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ne_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ne_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::ne_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ne_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -413,12 +454,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ne_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ne_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::ne_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ne_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -428,8 +472,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ne_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ne_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::ne_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ne_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -439,8 +485,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ne_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ne_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::ne_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ne_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -450,12 +498,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::lt_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::lt_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::lt_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::lt_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -465,12 +516,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::lt_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::lt_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::lt_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::lt_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -480,8 +534,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::lt_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::lt_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::lt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::lt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -491,8 +547,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::lt_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::lt_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::lt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::lt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -502,12 +560,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::le_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::le_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::le_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::le_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -517,12 +578,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::le_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::le_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::le_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::le_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -532,8 +596,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::le_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::le_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::le_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::le_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -543,8 +609,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::le_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::le_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::le_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::le_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -554,12 +622,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::gt_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::gt_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::gt_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::gt_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -569,12 +640,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::gt_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::gt_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::gt_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::gt_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -584,8 +658,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::gt_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::gt_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::gt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::gt_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -595,8 +671,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::gt_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::gt_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::gt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::gt_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -606,12 +684,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ge_tensor_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ge_tensor_out::kernel(|ks, self_, other, out| {
-            let r = handles::ge_tensor_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ge_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -621,12 +702,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ge_scalar_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ge_scalar_out::kernel(|ks, self_, other, out| {
-            let r = handles::ge_scalar_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ge_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -636,8 +720,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ge_tensor_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ge_tensor_::kernel(|ks, self_, other| {
-            let r =
-                handles::ge_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ge_tensor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -647,8 +733,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::ge_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::ge_scalar_::kernel(|ks, self_, other| {
-            let r =
-                handles::ge_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ge_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -658,13 +746,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::where_self_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::where_self_out::kernel(|ks, condition, self_, other, out| {
-            let r = handles::where_self_out::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                condition,
-                self_,
-                other,
-                out,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::where_self_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    condition,
+                    self_,
+                    other,
+                    out,
+                )?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -674,7 +765,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::neg_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::neg_::kernel(|ks, self_| {
-            let r = handles::neg_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::neg_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -684,7 +778,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::neg_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::neg_out::kernel(|ks, self_, out| {
-            let r = handles::neg_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::neg_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -694,7 +791,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::abs_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::abs_::kernel(|ks, self_| {
-            let r = handles::abs_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::abs_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -704,7 +804,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::abs_out::NAME,
         DispatchKey::ADInplaceOrView,
         handles::abs_out::kernel(|ks, self_, out| {
-            let r = handles::abs_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::abs_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
             out.bump_version();
             Ok(r)
         }),
@@ -714,12 +817,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::copy_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::copy_::kernel(|ks, self_, src, non_blocking| {
-            let r = handles::copy_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                src,
-                non_blocking,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::copy_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    src,
+                    non_blocking,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -729,11 +835,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::fill_scalar_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::fill_scalar_::kernel(|ks, self_, value| {
-            let r = handles::fill_scalar_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                value,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::fill_scalar_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, value)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -743,7 +848,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::zero_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::zero_::kernel(|ks, self_| {
-            let r = handles::zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::zero_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -753,13 +861,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::uniform_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::uniform_::kernel(|ks, self_, from, to, generator| {
-            let r = handles::uniform_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                from,
-                to,
-                generator,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::uniform_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    from,
+                    to,
+                    generator,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -769,13 +880,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::normal_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::normal_::kernel(|ks, self_, mean, std, generator| {
-            let r = handles::normal_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                mean,
-                std,
-                generator,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::normal_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    mean,
+                    std,
+                    generator,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -785,13 +899,16 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::random_from_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::random_from_::kernel(|ks, self_, from, to, generator| {
-            let r = handles::random_from_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                from,
-                to,
-                generator,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::random_from_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    from,
+                    to,
+                    generator,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -801,12 +918,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::random_to_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::random_to_::kernel(|ks, self_, to, generator| {
-            let r = handles::random_to_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                to,
-                generator,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::random_to_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    to,
+                    generator,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -816,8 +936,10 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::random_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::random_::kernel(|ks, self_, generator| {
-            let r =
-                handles::random_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, generator)?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::random_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, generator)?
+            };
             self_.bump_version();
             Ok(r)
         }),
@@ -827,12 +949,15 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         handles::bernoulli_float_::NAME,
         DispatchKey::ADInplaceOrView,
         handles::bernoulli_float_::kernel(|ks, self_, p, generator| {
-            let r = handles::bernoulli_float_::redispatch(
-                ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
-                self_,
-                p,
-                generator,
-            )?;
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bernoulli_float_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    generator,
+                )?
+            };
             self_.bump_version();
             Ok(r)
         }),

@@ -147,7 +147,7 @@ impl<'a> TensorIteratorConfig<'a> {
     }
 
     /// Builds the iterator.
-    #[inline]
+    #[inline(always)]
     pub fn build(self) -> Result<TensorIterator<'a>> {
         TensorIterator::build(self)
     }
@@ -192,7 +192,7 @@ impl<'a> TensorIterator<'a> {
     /// and no promotion or cast is needed, the iteration is one flat run and the outputs are
     /// plain contiguous tensors. This skips broadcasting, permutation and coalescing, which
     /// dominate the cost of small operations.
-    #[inline]
+    #[inline(always)]
     fn fast_setup(cfg: &TensorIteratorConfig<'a>) -> Result<Option<TensorIterator<'a>>> {
         let Some(first) = cfg.inputs.first() else { return Ok(None) };
         let (sizes, dtype, device) = (first.sizes(), first.dtype(), first.device());
@@ -241,10 +241,17 @@ impl<'a> TensorIterator<'a> {
         }))
     }
 
+    #[inline(always)]
     fn build(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
         if let Some(it) = Self::fast_setup(&cfg)? {
             return Ok(it);
         }
+        Self::build_general(cfg)
+    }
+
+    /// Broadcasting, promotion, permutation, allocation and coalescing (the general set-up).
+    #[inline(never)]
+    fn build_general(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
         let op = cfg.op;
         // Devices: everything on one device (the CPU for now).
         let dev =
