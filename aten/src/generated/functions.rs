@@ -981,3 +981,651 @@ pub fn randn_like(
 ) -> Result<Tensor> {
     crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
+
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:649)
+#[inline]
+pub fn exp(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::exp::call(self_)
+}
+
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:654)
+#[inline]
+pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::exp_::call(self_)
+}
+
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:659)
+#[inline]
+pub fn exp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::exp_out::call(self_, out)
+}
+
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:663)
+#[inline]
+pub fn exp2(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::exp2::call(self_)
+}
+
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:668)
+#[inline]
+pub fn exp2_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::exp2_::call(self_)
+}
+
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:673)
+#[inline]
+pub fn exp2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::exp2_out::call(self_, out)
+}
+
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:677)
+#[inline]
+pub fn expm1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::expm1::call(self_)
+}
+
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:682)
+#[inline]
+pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::expm1_::call(self_)
+}
+
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:687)
+#[inline]
+pub fn expm1_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::expm1_out::call(self_, out)
+}
+
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:691)
+#[inline]
+pub fn log(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log::call(self_)
+}
+
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:696)
+#[inline]
+pub fn log_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log_::call(self_)
+}
+
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:701)
+#[inline]
+pub fn log_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::log_out::call(self_, out)
+}
+
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:705)
+#[inline]
+pub fn log2(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log2::call(self_)
+}
+
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:710)
+#[inline]
+pub fn log2_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log2_::call(self_)
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:715)
+#[inline]
+pub fn log2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::log2_out::call(self_, out)
+}
+
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:719)
+#[inline]
+pub fn log10(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log10::call(self_)
+}
+
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:724)
+#[inline]
+pub fn log10_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log10_::call(self_)
+}
+
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:729)
+#[inline]
+pub fn log10_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::log10_out::call(self_, out)
+}
+
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:733)
+#[inline]
+pub fn log1p(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log1p::call(self_)
+}
+
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:738)
+#[inline]
+pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log1p_::call(self_)
+}
+
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:743)
+#[inline]
+pub fn log1p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::log1p_out::call(self_, out)
+}
+
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:747)
+#[inline]
+pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sqrt::call(self_)
+}
+
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:752)
+#[inline]
+pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sqrt_::call(self_)
+}
+
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:757)
+#[inline]
+pub fn sqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sqrt_out::call(self_, out)
+}
+
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:761)
+#[inline]
+pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::rsqrt::call(self_)
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:766)
+#[inline]
+pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::rsqrt_::call(self_)
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:771)
+#[inline]
+pub fn rsqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::rsqrt_out::call(self_, out)
+}
+
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:775)
+#[inline]
+pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::reciprocal::call(self_)
+}
+
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:780)
+#[inline]
+pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::reciprocal_::call(self_)
+}
+
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:785)
+#[inline]
+pub fn reciprocal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::reciprocal_out::call(self_, out)
+}
+
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:789)
+#[inline]
+pub fn sin(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sin::call(self_)
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:794)
+#[inline]
+pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sin_::call(self_)
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:799)
+#[inline]
+pub fn sin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sin_out::call(self_, out)
+}
+
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:803)
+#[inline]
+pub fn cos(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::cos::call(self_)
+}
+
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:808)
+#[inline]
+pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::cos_::call(self_)
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:813)
+#[inline]
+pub fn cos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::cos_out::call(self_, out)
+}
+
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:817)
+#[inline]
+pub fn tan(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::tan::call(self_)
+}
+
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:822)
+#[inline]
+pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::tan_::call(self_)
+}
+
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:827)
+#[inline]
+pub fn tan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::tan_out::call(self_, out)
+}
+
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:831)
+#[inline]
+pub fn asin(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::asin::call(self_)
+}
+
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:836)
+#[inline]
+pub fn asin_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::asin_::call(self_)
+}
+
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:841)
+#[inline]
+pub fn asin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::asin_out::call(self_, out)
+}
+
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:845)
+#[inline]
+pub fn acos(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::acos::call(self_)
+}
+
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:850)
+#[inline]
+pub fn acos_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::acos_::call(self_)
+}
+
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:855)
+#[inline]
+pub fn acos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::acos_out::call(self_, out)
+}
+
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:859)
+#[inline]
+pub fn atan(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atan::call(self_)
+}
+
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:864)
+#[inline]
+pub fn atan_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atan_::call(self_)
+}
+
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:869)
+#[inline]
+pub fn atan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::atan_out::call(self_, out)
+}
+
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:873)
+#[inline]
+pub fn sinh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sinh::call(self_)
+}
+
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:878)
+#[inline]
+pub fn sinh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sinh_::call(self_)
+}
+
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:883)
+#[inline]
+pub fn sinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sinh_out::call(self_, out)
+}
+
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:887)
+#[inline]
+pub fn cosh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::cosh::call(self_)
+}
+
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:892)
+#[inline]
+pub fn cosh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::cosh_::call(self_)
+}
+
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:897)
+#[inline]
+pub fn cosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::cosh_out::call(self_, out)
+}
+
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:901)
+#[inline]
+pub fn tanh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::tanh::call(self_)
+}
+
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:906)
+#[inline]
+pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::tanh_::call(self_)
+}
+
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:911)
+#[inline]
+pub fn tanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::tanh_out::call(self_, out)
+}
+
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:915)
+#[inline]
+pub fn asinh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::asinh::call(self_)
+}
+
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:920)
+#[inline]
+pub fn asinh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::asinh_::call(self_)
+}
+
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:925)
+#[inline]
+pub fn asinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::asinh_out::call(self_, out)
+}
+
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:929)
+#[inline]
+pub fn acosh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::acosh::call(self_)
+}
+
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:934)
+#[inline]
+pub fn acosh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::acosh_::call(self_)
+}
+
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:939)
+#[inline]
+pub fn acosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::acosh_out::call(self_, out)
+}
+
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:943)
+#[inline]
+pub fn atanh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atanh::call(self_)
+}
+
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:948)
+#[inline]
+pub fn atanh_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atanh_::call(self_)
+}
+
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:953)
+#[inline]
+pub fn atanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::atanh_out::call(self_, out)
+}
+
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:957)
+#[inline]
+pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sigmoid::call(self_)
+}
+
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:962)
+#[inline]
+pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sigmoid_::call(self_)
+}
+
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:967)
+#[inline]
+pub fn sigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sigmoid_out::call(self_, out)
+}
+
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:971)
+#[inline]
+pub fn erf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erf::call(self_)
+}
+
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:976)
+#[inline]
+pub fn erf_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erf_::call(self_)
+}
+
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:981)
+#[inline]
+pub fn erf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::erf_out::call(self_, out)
+}
+
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:985)
+#[inline]
+pub fn erfc(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfc::call(self_)
+}
+
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:990)
+#[inline]
+pub fn erfc_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfc_::call(self_)
+}
+
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:995)
+#[inline]
+pub fn erfc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::erfc_out::call(self_, out)
+}
+
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:999)
+#[inline]
+pub fn floor(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::floor::call(self_)
+}
+
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1004)
+#[inline]
+pub fn floor_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_::call(self_)
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1009)
+#[inline]
+pub fn floor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_out::call(self_, out)
+}
+
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1013)
+#[inline]
+pub fn ceil(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::ceil::call(self_)
+}
+
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1018)
+#[inline]
+pub fn ceil_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::ceil_::call(self_)
+}
+
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1023)
+#[inline]
+pub fn ceil_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::ceil_out::call(self_, out)
+}
+
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1027)
+#[inline]
+pub fn trunc(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::trunc::call(self_)
+}
+
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1032)
+#[inline]
+pub fn trunc_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::trunc_::call(self_)
+}
+
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1037)
+#[inline]
+pub fn trunc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::trunc_out::call(self_, out)
+}
+
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1041)
+#[inline]
+pub fn round(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::round::call(self_)
+}
+
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1046)
+#[inline]
+pub fn round_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::round_::call(self_)
+}
+
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1051)
+#[inline]
+pub fn round_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::round_out::call(self_, out)
+}
+
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1055)
+#[inline]
+pub fn sign(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sign::call(self_)
+}
+
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1060)
+#[inline]
+pub fn sign_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sign_::call(self_)
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1065)
+#[inline]
+pub fn sign_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sign_out::call(self_, out)
+}
+
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1069)
+#[inline]
+pub fn relu(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu::call(self_)
+}
+
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1074)
+#[inline]
+pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu_::call(self_)
+}
+
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1079)
+#[inline]
+pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::relu_out::call(self_, out)
+}
+
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1083)
+#[inline]
+pub fn frac(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::frac::call(self_)
+}
+
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1088)
+#[inline]
+pub fn frac_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::frac_::call(self_)
+}
+
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1093)
+#[inline]
+pub fn frac_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::frac_out::call(self_, out)
+}
+
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1097)
+#[inline]
+pub fn silu(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::silu::call(self_)
+}
+
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1102)
+#[inline]
+pub fn silu_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::silu_::call(self_)
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1107)
+#[inline]
+pub fn silu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::silu_out::call(self_, out)
+}
+
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1111)
+#[inline]
+pub fn mish(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::mish::call(self_)
+}
+
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1116)
+#[inline]
+pub fn mish_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::mish_::call(self_)
+}
+
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1121)
+#[inline]
+pub fn mish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::mish_out::call(self_, out)
+}
+
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1125)
+#[inline]
+pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::hardsigmoid::call(self_)
+}
+
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1130)
+#[inline]
+pub fn hardsigmoid_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::hardsigmoid_::call(self_)
+}
+
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1135)
+#[inline]
+pub fn hardsigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::hardsigmoid_out::call(self_, out)
+}
+
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1139)
+#[inline]
+pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::hardswish::call(self_)
+}
+
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1144)
+#[inline]
+pub fn hardswish_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::hardswish_::call(self_)
+}
+
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1149)
+#[inline]
+pub fn hardswish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::hardswish_out::call(self_, out)
+}

@@ -631,4 +631,436 @@ impl Tensor {
     pub fn bernoulli_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli_float_::call(self, p, generator)
     }
+
+    /// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:649)
+    #[inline]
+    pub fn exp(&self) -> Result<Tensor> {
+        crate::handles::exp::call(self)
+    }
+
+    /// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:654)
+    #[inline]
+    pub fn exp_(&self) -> Result<Tensor> {
+        crate::handles::exp_::call(self)
+    }
+
+    /// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:663)
+    #[inline]
+    pub fn exp2(&self) -> Result<Tensor> {
+        crate::handles::exp2::call(self)
+    }
+
+    /// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:668)
+    #[inline]
+    pub fn exp2_(&self) -> Result<Tensor> {
+        crate::handles::exp2_::call(self)
+    }
+
+    /// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:677)
+    #[inline]
+    pub fn expm1(&self) -> Result<Tensor> {
+        crate::handles::expm1::call(self)
+    }
+
+    /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:682)
+    #[inline]
+    pub fn expm1_(&self) -> Result<Tensor> {
+        crate::handles::expm1_::call(self)
+    }
+
+    /// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:691)
+    #[inline]
+    pub fn log(&self) -> Result<Tensor> {
+        crate::handles::log::call(self)
+    }
+
+    /// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:696)
+    #[inline]
+    pub fn log_(&self) -> Result<Tensor> {
+        crate::handles::log_::call(self)
+    }
+
+    /// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:705)
+    #[inline]
+    pub fn log2(&self) -> Result<Tensor> {
+        crate::handles::log2::call(self)
+    }
+
+    /// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:710)
+    #[inline]
+    pub fn log2_(&self) -> Result<Tensor> {
+        crate::handles::log2_::call(self)
+    }
+
+    /// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:719)
+    #[inline]
+    pub fn log10(&self) -> Result<Tensor> {
+        crate::handles::log10::call(self)
+    }
+
+    /// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:724)
+    #[inline]
+    pub fn log10_(&self) -> Result<Tensor> {
+        crate::handles::log10_::call(self)
+    }
+
+    /// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:733)
+    #[inline]
+    pub fn log1p(&self) -> Result<Tensor> {
+        crate::handles::log1p::call(self)
+    }
+
+    /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:738)
+    #[inline]
+    pub fn log1p_(&self) -> Result<Tensor> {
+        crate::handles::log1p_::call(self)
+    }
+
+    /// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:747)
+    #[inline]
+    pub fn sqrt(&self) -> Result<Tensor> {
+        crate::handles::sqrt::call(self)
+    }
+
+    /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:752)
+    #[inline]
+    pub fn sqrt_(&self) -> Result<Tensor> {
+        crate::handles::sqrt_::call(self)
+    }
+
+    /// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:761)
+    #[inline]
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        crate::handles::rsqrt::call(self)
+    }
+
+    /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:766)
+    #[inline]
+    pub fn rsqrt_(&self) -> Result<Tensor> {
+        crate::handles::rsqrt_::call(self)
+    }
+
+    /// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:775)
+    #[inline]
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        crate::handles::reciprocal::call(self)
+    }
+
+    /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:780)
+    #[inline]
+    pub fn reciprocal_(&self) -> Result<Tensor> {
+        crate::handles::reciprocal_::call(self)
+    }
+
+    /// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:789)
+    #[inline]
+    pub fn sin(&self) -> Result<Tensor> {
+        crate::handles::sin::call(self)
+    }
+
+    /// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:794)
+    #[inline]
+    pub fn sin_(&self) -> Result<Tensor> {
+        crate::handles::sin_::call(self)
+    }
+
+    /// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:803)
+    #[inline]
+    pub fn cos(&self) -> Result<Tensor> {
+        crate::handles::cos::call(self)
+    }
+
+    /// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:808)
+    #[inline]
+    pub fn cos_(&self) -> Result<Tensor> {
+        crate::handles::cos_::call(self)
+    }
+
+    /// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:817)
+    #[inline]
+    pub fn tan(&self) -> Result<Tensor> {
+        crate::handles::tan::call(self)
+    }
+
+    /// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:822)
+    #[inline]
+    pub fn tan_(&self) -> Result<Tensor> {
+        crate::handles::tan_::call(self)
+    }
+
+    /// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:831)
+    #[inline]
+    pub fn asin(&self) -> Result<Tensor> {
+        crate::handles::asin::call(self)
+    }
+
+    /// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:836)
+    #[inline]
+    pub fn asin_(&self) -> Result<Tensor> {
+        crate::handles::asin_::call(self)
+    }
+
+    /// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:845)
+    #[inline]
+    pub fn acos(&self) -> Result<Tensor> {
+        crate::handles::acos::call(self)
+    }
+
+    /// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:850)
+    #[inline]
+    pub fn acos_(&self) -> Result<Tensor> {
+        crate::handles::acos_::call(self)
+    }
+
+    /// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:859)
+    #[inline]
+    pub fn atan(&self) -> Result<Tensor> {
+        crate::handles::atan::call(self)
+    }
+
+    /// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:864)
+    #[inline]
+    pub fn atan_(&self) -> Result<Tensor> {
+        crate::handles::atan_::call(self)
+    }
+
+    /// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:873)
+    #[inline]
+    pub fn sinh(&self) -> Result<Tensor> {
+        crate::handles::sinh::call(self)
+    }
+
+    /// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:878)
+    #[inline]
+    pub fn sinh_(&self) -> Result<Tensor> {
+        crate::handles::sinh_::call(self)
+    }
+
+    /// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:887)
+    #[inline]
+    pub fn cosh(&self) -> Result<Tensor> {
+        crate::handles::cosh::call(self)
+    }
+
+    /// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:892)
+    #[inline]
+    pub fn cosh_(&self) -> Result<Tensor> {
+        crate::handles::cosh_::call(self)
+    }
+
+    /// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:901)
+    #[inline]
+    pub fn tanh(&self) -> Result<Tensor> {
+        crate::handles::tanh::call(self)
+    }
+
+    /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:906)
+    #[inline]
+    pub fn tanh_(&self) -> Result<Tensor> {
+        crate::handles::tanh_::call(self)
+    }
+
+    /// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:915)
+    #[inline]
+    pub fn asinh(&self) -> Result<Tensor> {
+        crate::handles::asinh::call(self)
+    }
+
+    /// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:920)
+    #[inline]
+    pub fn asinh_(&self) -> Result<Tensor> {
+        crate::handles::asinh_::call(self)
+    }
+
+    /// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:929)
+    #[inline]
+    pub fn acosh(&self) -> Result<Tensor> {
+        crate::handles::acosh::call(self)
+    }
+
+    /// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:934)
+    #[inline]
+    pub fn acosh_(&self) -> Result<Tensor> {
+        crate::handles::acosh_::call(self)
+    }
+
+    /// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:943)
+    #[inline]
+    pub fn atanh(&self) -> Result<Tensor> {
+        crate::handles::atanh::call(self)
+    }
+
+    /// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:948)
+    #[inline]
+    pub fn atanh_(&self) -> Result<Tensor> {
+        crate::handles::atanh_::call(self)
+    }
+
+    /// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:957)
+    #[inline]
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        crate::handles::sigmoid::call(self)
+    }
+
+    /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:962)
+    #[inline]
+    pub fn sigmoid_(&self) -> Result<Tensor> {
+        crate::handles::sigmoid_::call(self)
+    }
+
+    /// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:971)
+    #[inline]
+    pub fn erf(&self) -> Result<Tensor> {
+        crate::handles::erf::call(self)
+    }
+
+    /// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:976)
+    #[inline]
+    pub fn erf_(&self) -> Result<Tensor> {
+        crate::handles::erf_::call(self)
+    }
+
+    /// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:985)
+    #[inline]
+    pub fn erfc(&self) -> Result<Tensor> {
+        crate::handles::erfc::call(self)
+    }
+
+    /// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:990)
+    #[inline]
+    pub fn erfc_(&self) -> Result<Tensor> {
+        crate::handles::erfc_::call(self)
+    }
+
+    /// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:999)
+    #[inline]
+    pub fn floor(&self) -> Result<Tensor> {
+        crate::handles::floor::call(self)
+    }
+
+    /// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1004)
+    #[inline]
+    pub fn floor_(&self) -> Result<Tensor> {
+        crate::handles::floor_::call(self)
+    }
+
+    /// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1013)
+    #[inline]
+    pub fn ceil(&self) -> Result<Tensor> {
+        crate::handles::ceil::call(self)
+    }
+
+    /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1018)
+    #[inline]
+    pub fn ceil_(&self) -> Result<Tensor> {
+        crate::handles::ceil_::call(self)
+    }
+
+    /// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1027)
+    #[inline]
+    pub fn trunc(&self) -> Result<Tensor> {
+        crate::handles::trunc::call(self)
+    }
+
+    /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1032)
+    #[inline]
+    pub fn trunc_(&self) -> Result<Tensor> {
+        crate::handles::trunc_::call(self)
+    }
+
+    /// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1041)
+    #[inline]
+    pub fn round(&self) -> Result<Tensor> {
+        crate::handles::round::call(self)
+    }
+
+    /// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1046)
+    #[inline]
+    pub fn round_(&self) -> Result<Tensor> {
+        crate::handles::round_::call(self)
+    }
+
+    /// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1055)
+    #[inline]
+    pub fn sign(&self) -> Result<Tensor> {
+        crate::handles::sign::call(self)
+    }
+
+    /// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1060)
+    #[inline]
+    pub fn sign_(&self) -> Result<Tensor> {
+        crate::handles::sign_::call(self)
+    }
+
+    /// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1069)
+    #[inline]
+    pub fn relu(&self) -> Result<Tensor> {
+        crate::handles::relu::call(self)
+    }
+
+    /// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1074)
+    #[inline]
+    pub fn relu_(&self) -> Result<Tensor> {
+        crate::handles::relu_::call(self)
+    }
+
+    /// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1083)
+    #[inline]
+    pub fn frac(&self) -> Result<Tensor> {
+        crate::handles::frac::call(self)
+    }
+
+    /// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1088)
+    #[inline]
+    pub fn frac_(&self) -> Result<Tensor> {
+        crate::handles::frac_::call(self)
+    }
+
+    /// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1097)
+    #[inline]
+    pub fn silu(&self) -> Result<Tensor> {
+        crate::handles::silu::call(self)
+    }
+
+    /// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1102)
+    #[inline]
+    pub fn silu_(&self) -> Result<Tensor> {
+        crate::handles::silu_::call(self)
+    }
+
+    /// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1111)
+    #[inline]
+    pub fn mish(&self) -> Result<Tensor> {
+        crate::handles::mish::call(self)
+    }
+
+    /// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1116)
+    #[inline]
+    pub fn mish_(&self) -> Result<Tensor> {
+        crate::handles::mish_::call(self)
+    }
+
+    /// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1125)
+    #[inline]
+    pub fn hardsigmoid(&self) -> Result<Tensor> {
+        crate::handles::hardsigmoid::call(self)
+    }
+
+    /// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1130)
+    #[inline]
+    pub fn hardsigmoid_(&self) -> Result<Tensor> {
+        crate::handles::hardsigmoid_::call(self)
+    }
+
+    /// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1139)
+    #[inline]
+    pub fn hardswish(&self) -> Result<Tensor> {
+        crate::handles::hardswish::call(self)
+    }
+
+    /// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1144)
+    #[inline]
+    pub fn hardswish_(&self) -> Result<Tensor> {
+        crate::handles::hardswish_::call(self)
+    }
 }

@@ -141,6 +141,114 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::randint_low_generator::SCHEMA).expect("generated schema parses");
     d.def(handles::rand_like::SCHEMA).expect("generated schema parses");
     d.def(handles::randn_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp_::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp2::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp2_::SCHEMA).expect("generated schema parses");
+    d.def(handles::exp2_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::expm1::SCHEMA).expect("generated schema parses");
+    d.def(handles::expm1_::SCHEMA).expect("generated schema parses");
+    d.def(handles::expm1_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::log::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::log2::SCHEMA).expect("generated schema parses");
+    d.def(handles::log2_::SCHEMA).expect("generated schema parses");
+    d.def(handles::log2_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::log10::SCHEMA).expect("generated schema parses");
+    d.def(handles::log10_::SCHEMA).expect("generated schema parses");
+    d.def(handles::log10_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::log1p::SCHEMA).expect("generated schema parses");
+    d.def(handles::log1p_::SCHEMA).expect("generated schema parses");
+    d.def(handles::log1p_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sqrt::SCHEMA).expect("generated schema parses");
+    d.def(handles::sqrt_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sqrt_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::rsqrt::SCHEMA).expect("generated schema parses");
+    d.def(handles::rsqrt_::SCHEMA).expect("generated schema parses");
+    d.def(handles::rsqrt_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::reciprocal::SCHEMA).expect("generated schema parses");
+    d.def(handles::reciprocal_::SCHEMA).expect("generated schema parses");
+    d.def(handles::reciprocal_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sin::SCHEMA).expect("generated schema parses");
+    d.def(handles::sin_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sin_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::cos::SCHEMA).expect("generated schema parses");
+    d.def(handles::cos_::SCHEMA).expect("generated schema parses");
+    d.def(handles::cos_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::tan::SCHEMA).expect("generated schema parses");
+    d.def(handles::tan_::SCHEMA).expect("generated schema parses");
+    d.def(handles::tan_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::asin::SCHEMA).expect("generated schema parses");
+    d.def(handles::asin_::SCHEMA).expect("generated schema parses");
+    d.def(handles::asin_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::acos::SCHEMA).expect("generated schema parses");
+    d.def(handles::acos_::SCHEMA).expect("generated schema parses");
+    d.def(handles::acos_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::atan::SCHEMA).expect("generated schema parses");
+    d.def(handles::atan_::SCHEMA).expect("generated schema parses");
+    d.def(handles::atan_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sinh::SCHEMA).expect("generated schema parses");
+    d.def(handles::sinh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sinh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosh::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::tanh::SCHEMA).expect("generated schema parses");
+    d.def(handles::tanh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::tanh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::asinh::SCHEMA).expect("generated schema parses");
+    d.def(handles::asinh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::asinh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::acosh::SCHEMA).expect("generated schema parses");
+    d.def(handles::acosh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::acosh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::atanh::SCHEMA).expect("generated schema parses");
+    d.def(handles::atanh_::SCHEMA).expect("generated schema parses");
+    d.def(handles::atanh_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sigmoid::SCHEMA).expect("generated schema parses");
+    d.def(handles::sigmoid_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sigmoid_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::erf::SCHEMA).expect("generated schema parses");
+    d.def(handles::erf_::SCHEMA).expect("generated schema parses");
+    d.def(handles::erf_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfc::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfc_::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfc_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::ceil::SCHEMA).expect("generated schema parses");
+    d.def(handles::ceil_::SCHEMA).expect("generated schema parses");
+    d.def(handles::ceil_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::trunc::SCHEMA).expect("generated schema parses");
+    d.def(handles::trunc_::SCHEMA).expect("generated schema parses");
+    d.def(handles::trunc_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::round::SCHEMA).expect("generated schema parses");
+    d.def(handles::round_::SCHEMA).expect("generated schema parses");
+    d.def(handles::round_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sign::SCHEMA).expect("generated schema parses");
+    d.def(handles::sign_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sign_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::relu::SCHEMA).expect("generated schema parses");
+    d.def(handles::relu_::SCHEMA).expect("generated schema parses");
+    d.def(handles::relu_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::frac::SCHEMA).expect("generated schema parses");
+    d.def(handles::frac_::SCHEMA).expect("generated schema parses");
+    d.def(handles::frac_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::silu::SCHEMA).expect("generated schema parses");
+    d.def(handles::silu_::SCHEMA).expect("generated schema parses");
+    d.def(handles::silu_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::mish::SCHEMA).expect("generated schema parses");
+    d.def(handles::mish_::SCHEMA).expect("generated schema parses");
+    d.def(handles::mish_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardsigmoid::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardsigmoid_::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardsigmoid_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardswish::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardswish_::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardswish_out::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -959,6 +1067,946 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                 )?
             };
             self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::exp_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::exp_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::exp_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::exp_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::exp2_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::exp2_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::exp2_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::exp2_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::expm1_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::expm1_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::expm1_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::expm1_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log2_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log2_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log2_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log2_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log10_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log10_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log10_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log10_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log1p_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log1p_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log1p_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log1p_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sqrt_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sqrt_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sqrt_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sqrt_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::rsqrt_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::rsqrt_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::rsqrt_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::rsqrt_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::reciprocal_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::reciprocal_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::reciprocal_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::reciprocal_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sin_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sin_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sin_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sin_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cos_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cos_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cos_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cos_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tan_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tan_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tan_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tan_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::asin_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::asin_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::asin_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::asin_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::acos_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::acos_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::acos_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::acos_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::atan_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::atan_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::atan_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::atan_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sinh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sinh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sinh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sinh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cosh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cosh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cosh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cosh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tanh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tanh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tanh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tanh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::asinh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::asinh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::asinh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::asinh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::acosh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::acosh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::acosh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::acosh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::atanh_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::atanh_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::atanh_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::atanh_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sigmoid_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sigmoid_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sigmoid_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sigmoid_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erf_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erf_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erf_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erf_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erfc_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erfc_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erfc_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erfc_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::floor_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::floor_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::floor_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::floor_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ceil_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ceil_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::ceil_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::ceil_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::trunc_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::trunc_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::trunc_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::trunc_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::round_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::round_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::round_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::round_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sign_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sign_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sign_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sign_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::relu_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::relu_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::relu_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::relu_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::frac_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::frac_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::frac_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::frac_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::silu_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::silu_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::silu_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::silu_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mish_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mish_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mish_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hardsigmoid_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hardsigmoid_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hardsigmoid_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hardsigmoid_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hardswish_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hardswish_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hardswish_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hardswish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
             Ok(r)
         }),
     )
@@ -1897,6 +2945,654 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::randn_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
             crate::native::random::randn_like(self_, dtype, layout, device, pin_memory, memory_format)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp::NAME,
+        DispatchKey::CPU,
+        handles::exp::kernel(|_ks, self_| crate::native::unary::exp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_::NAME,
+        DispatchKey::CPU,
+        handles::exp_::kernel(|_ks, self_| crate::native::unary::exp_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_out::NAME,
+        DispatchKey::CPU,
+        handles::exp_out::kernel(|_ks, self_, out| crate::native::unary::exp_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2::NAME,
+        DispatchKey::CPU,
+        handles::exp2::kernel(|_ks, self_| crate::native::unary::exp2(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_::NAME,
+        DispatchKey::CPU,
+        handles::exp2_::kernel(|_ks, self_| crate::native::unary::exp2_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_out::NAME,
+        DispatchKey::CPU,
+        handles::exp2_out::kernel(|_ks, self_, out| crate::native::unary::exp2_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1::NAME,
+        DispatchKey::CPU,
+        handles::expm1::kernel(|_ks, self_| crate::native::unary::expm1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_::NAME,
+        DispatchKey::CPU,
+        handles::expm1_::kernel(|_ks, self_| crate::native::unary::expm1_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_out::NAME,
+        DispatchKey::CPU,
+        handles::expm1_out::kernel(|_ks, self_, out| crate::native::unary::expm1_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log::NAME,
+        DispatchKey::CPU,
+        handles::log::kernel(|_ks, self_| crate::native::unary::log(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_::NAME,
+        DispatchKey::CPU,
+        handles::log_::kernel(|_ks, self_| crate::native::unary::log_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_out::NAME,
+        DispatchKey::CPU,
+        handles::log_out::kernel(|_ks, self_, out| crate::native::unary::log_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2::NAME,
+        DispatchKey::CPU,
+        handles::log2::kernel(|_ks, self_| crate::native::unary::log2(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_::NAME,
+        DispatchKey::CPU,
+        handles::log2_::kernel(|_ks, self_| crate::native::unary::log2_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_out::NAME,
+        DispatchKey::CPU,
+        handles::log2_out::kernel(|_ks, self_, out| crate::native::unary::log2_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10::NAME,
+        DispatchKey::CPU,
+        handles::log10::kernel(|_ks, self_| crate::native::unary::log10(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_::NAME,
+        DispatchKey::CPU,
+        handles::log10_::kernel(|_ks, self_| crate::native::unary::log10_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_out::NAME,
+        DispatchKey::CPU,
+        handles::log10_out::kernel(|_ks, self_, out| crate::native::unary::log10_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p::NAME,
+        DispatchKey::CPU,
+        handles::log1p::kernel(|_ks, self_| crate::native::unary::log1p(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_::NAME,
+        DispatchKey::CPU,
+        handles::log1p_::kernel(|_ks, self_| crate::native::unary::log1p_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_out::NAME,
+        DispatchKey::CPU,
+        handles::log1p_out::kernel(|_ks, self_, out| crate::native::unary::log1p_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt::NAME,
+        DispatchKey::CPU,
+        handles::sqrt::kernel(|_ks, self_| crate::native::unary::sqrt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_::NAME,
+        DispatchKey::CPU,
+        handles::sqrt_::kernel(|_ks, self_| crate::native::unary::sqrt_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_out::NAME,
+        DispatchKey::CPU,
+        handles::sqrt_out::kernel(|_ks, self_, out| crate::native::unary::sqrt_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt::NAME,
+        DispatchKey::CPU,
+        handles::rsqrt::kernel(|_ks, self_| crate::native::unary::rsqrt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_::NAME,
+        DispatchKey::CPU,
+        handles::rsqrt_::kernel(|_ks, self_| crate::native::unary::rsqrt_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_out::NAME,
+        DispatchKey::CPU,
+        handles::rsqrt_out::kernel(|_ks, self_, out| crate::native::unary::rsqrt_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal::NAME,
+        DispatchKey::CPU,
+        handles::reciprocal::kernel(|_ks, self_| crate::native::unary::reciprocal(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_::NAME,
+        DispatchKey::CPU,
+        handles::reciprocal_::kernel(|_ks, self_| crate::native::unary::reciprocal_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_out::NAME,
+        DispatchKey::CPU,
+        handles::reciprocal_out::kernel(|_ks, self_, out| crate::native::unary::reciprocal_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin::NAME,
+        DispatchKey::CPU,
+        handles::sin::kernel(|_ks, self_| crate::native::unary::sin(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_::NAME,
+        DispatchKey::CPU,
+        handles::sin_::kernel(|_ks, self_| crate::native::unary::sin_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_out::NAME,
+        DispatchKey::CPU,
+        handles::sin_out::kernel(|_ks, self_, out| crate::native::unary::sin_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos::NAME,
+        DispatchKey::CPU,
+        handles::cos::kernel(|_ks, self_| crate::native::unary::cos(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_::NAME,
+        DispatchKey::CPU,
+        handles::cos_::kernel(|_ks, self_| crate::native::unary::cos_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_out::NAME,
+        DispatchKey::CPU,
+        handles::cos_out::kernel(|_ks, self_, out| crate::native::unary::cos_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan::NAME,
+        DispatchKey::CPU,
+        handles::tan::kernel(|_ks, self_| crate::native::unary::tan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_::NAME,
+        DispatchKey::CPU,
+        handles::tan_::kernel(|_ks, self_| crate::native::unary::tan_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_out::NAME,
+        DispatchKey::CPU,
+        handles::tan_out::kernel(|_ks, self_, out| crate::native::unary::tan_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin::NAME,
+        DispatchKey::CPU,
+        handles::asin::kernel(|_ks, self_| crate::native::unary::asin(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_::NAME,
+        DispatchKey::CPU,
+        handles::asin_::kernel(|_ks, self_| crate::native::unary::asin_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_out::NAME,
+        DispatchKey::CPU,
+        handles::asin_out::kernel(|_ks, self_, out| crate::native::unary::asin_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos::NAME,
+        DispatchKey::CPU,
+        handles::acos::kernel(|_ks, self_| crate::native::unary::acos(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_::NAME,
+        DispatchKey::CPU,
+        handles::acos_::kernel(|_ks, self_| crate::native::unary::acos_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_out::NAME,
+        DispatchKey::CPU,
+        handles::acos_out::kernel(|_ks, self_, out| crate::native::unary::acos_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan::NAME,
+        DispatchKey::CPU,
+        handles::atan::kernel(|_ks, self_| crate::native::unary::atan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_::NAME,
+        DispatchKey::CPU,
+        handles::atan_::kernel(|_ks, self_| crate::native::unary::atan_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_out::NAME,
+        DispatchKey::CPU,
+        handles::atan_out::kernel(|_ks, self_, out| crate::native::unary::atan_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh::NAME,
+        DispatchKey::CPU,
+        handles::sinh::kernel(|_ks, self_| crate::native::unary::sinh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_::NAME,
+        DispatchKey::CPU,
+        handles::sinh_::kernel(|_ks, self_| crate::native::unary::sinh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_out::NAME,
+        DispatchKey::CPU,
+        handles::sinh_out::kernel(|_ks, self_, out| crate::native::unary::sinh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh::NAME,
+        DispatchKey::CPU,
+        handles::cosh::kernel(|_ks, self_| crate::native::unary::cosh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_::NAME,
+        DispatchKey::CPU,
+        handles::cosh_::kernel(|_ks, self_| crate::native::unary::cosh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_out::NAME,
+        DispatchKey::CPU,
+        handles::cosh_out::kernel(|_ks, self_, out| crate::native::unary::cosh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh::NAME,
+        DispatchKey::CPU,
+        handles::tanh::kernel(|_ks, self_| crate::native::unary::tanh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_::NAME,
+        DispatchKey::CPU,
+        handles::tanh_::kernel(|_ks, self_| crate::native::unary::tanh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_out::NAME,
+        DispatchKey::CPU,
+        handles::tanh_out::kernel(|_ks, self_, out| crate::native::unary::tanh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh::NAME,
+        DispatchKey::CPU,
+        handles::asinh::kernel(|_ks, self_| crate::native::unary::asinh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_::NAME,
+        DispatchKey::CPU,
+        handles::asinh_::kernel(|_ks, self_| crate::native::unary::asinh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_out::NAME,
+        DispatchKey::CPU,
+        handles::asinh_out::kernel(|_ks, self_, out| crate::native::unary::asinh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh::NAME,
+        DispatchKey::CPU,
+        handles::acosh::kernel(|_ks, self_| crate::native::unary::acosh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_::NAME,
+        DispatchKey::CPU,
+        handles::acosh_::kernel(|_ks, self_| crate::native::unary::acosh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_out::NAME,
+        DispatchKey::CPU,
+        handles::acosh_out::kernel(|_ks, self_, out| crate::native::unary::acosh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh::NAME,
+        DispatchKey::CPU,
+        handles::atanh::kernel(|_ks, self_| crate::native::unary::atanh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_::NAME,
+        DispatchKey::CPU,
+        handles::atanh_::kernel(|_ks, self_| crate::native::unary::atanh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_out::NAME,
+        DispatchKey::CPU,
+        handles::atanh_out::kernel(|_ks, self_, out| crate::native::unary::atanh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid::NAME,
+        DispatchKey::CPU,
+        handles::sigmoid::kernel(|_ks, self_| crate::native::unary::sigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_::NAME,
+        DispatchKey::CPU,
+        handles::sigmoid_::kernel(|_ks, self_| crate::native::unary::sigmoid_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_out::NAME,
+        DispatchKey::CPU,
+        handles::sigmoid_out::kernel(|_ks, self_, out| crate::native::unary::sigmoid_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf::NAME,
+        DispatchKey::CPU,
+        handles::erf::kernel(|_ks, self_| crate::native::unary::erf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_::NAME,
+        DispatchKey::CPU,
+        handles::erf_::kernel(|_ks, self_| crate::native::unary::erf_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_out::NAME,
+        DispatchKey::CPU,
+        handles::erf_out::kernel(|_ks, self_, out| crate::native::unary::erf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc::NAME,
+        DispatchKey::CPU,
+        handles::erfc::kernel(|_ks, self_| crate::native::unary::erfc(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_::NAME,
+        DispatchKey::CPU,
+        handles::erfc_::kernel(|_ks, self_| crate::native::unary::erfc_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_out::NAME,
+        DispatchKey::CPU,
+        handles::erfc_out::kernel(|_ks, self_, out| crate::native::unary::erfc_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor::NAME,
+        DispatchKey::CPU,
+        handles::floor::kernel(|_ks, self_| crate::native::unary::floor(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_::NAME,
+        DispatchKey::CPU,
+        handles::floor_::kernel(|_ks, self_| crate::native::unary::floor_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_out::NAME,
+        DispatchKey::CPU,
+        handles::floor_out::kernel(|_ks, self_, out| crate::native::unary::floor_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil::NAME,
+        DispatchKey::CPU,
+        handles::ceil::kernel(|_ks, self_| crate::native::unary::ceil(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_::NAME,
+        DispatchKey::CPU,
+        handles::ceil_::kernel(|_ks, self_| crate::native::unary::ceil_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_out::NAME,
+        DispatchKey::CPU,
+        handles::ceil_out::kernel(|_ks, self_, out| crate::native::unary::ceil_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc::NAME,
+        DispatchKey::CPU,
+        handles::trunc::kernel(|_ks, self_| crate::native::unary::trunc(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_::NAME,
+        DispatchKey::CPU,
+        handles::trunc_::kernel(|_ks, self_| crate::native::unary::trunc_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_out::NAME,
+        DispatchKey::CPU,
+        handles::trunc_out::kernel(|_ks, self_, out| crate::native::unary::trunc_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round::NAME,
+        DispatchKey::CPU,
+        handles::round::kernel(|_ks, self_| crate::native::unary::round(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_::NAME,
+        DispatchKey::CPU,
+        handles::round_::kernel(|_ks, self_| crate::native::unary::round_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_out::NAME,
+        DispatchKey::CPU,
+        handles::round_out::kernel(|_ks, self_, out| crate::native::unary::round_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign::NAME,
+        DispatchKey::CPU,
+        handles::sign::kernel(|_ks, self_| crate::native::unary::sign(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_::NAME,
+        DispatchKey::CPU,
+        handles::sign_::kernel(|_ks, self_| crate::native::unary::sign_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_out::NAME,
+        DispatchKey::CPU,
+        handles::sign_out::kernel(|_ks, self_, out| crate::native::unary::sign_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu::NAME,
+        DispatchKey::CPU,
+        handles::relu::kernel(|_ks, self_| crate::native::unary::relu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_::NAME,
+        DispatchKey::CPU,
+        handles::relu_::kernel(|_ks, self_| crate::native::unary::relu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_out::NAME,
+        DispatchKey::CPU,
+        handles::relu_out::kernel(|_ks, self_, out| crate::native::unary::relu_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac::NAME,
+        DispatchKey::CPU,
+        handles::frac::kernel(|_ks, self_| crate::native::unary::frac(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_::NAME,
+        DispatchKey::CPU,
+        handles::frac_::kernel(|_ks, self_| crate::native::unary::frac_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_out::NAME,
+        DispatchKey::CPU,
+        handles::frac_out::kernel(|_ks, self_, out| crate::native::unary::frac_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu::NAME,
+        DispatchKey::CPU,
+        handles::silu::kernel(|_ks, self_| crate::native::unary::silu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_::NAME,
+        DispatchKey::CPU,
+        handles::silu_::kernel(|_ks, self_| crate::native::unary::silu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_out::NAME,
+        DispatchKey::CPU,
+        handles::silu_out::kernel(|_ks, self_, out| crate::native::unary::silu_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish::NAME,
+        DispatchKey::CPU,
+        handles::mish::kernel(|_ks, self_| crate::native::unary::mish(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_::NAME,
+        DispatchKey::CPU,
+        handles::mish_::kernel(|_ks, self_| crate::native::unary::mish_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_out::NAME,
+        DispatchKey::CPU,
+        handles::mish_out::kernel(|_ks, self_, out| crate::native::unary::mish_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid::NAME,
+        DispatchKey::CPU,
+        handles::hardsigmoid::kernel(|_ks, self_| crate::native::unary::hardsigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_::NAME,
+        DispatchKey::CPU,
+        handles::hardsigmoid_::kernel(|_ks, self_| crate::native::unary::hardsigmoid_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_out::NAME,
+        DispatchKey::CPU,
+        handles::hardsigmoid_out::kernel(|_ks, self_, out| crate::native::unary::hardsigmoid_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish::NAME,
+        DispatchKey::CPU,
+        handles::hardswish::kernel(|_ks, self_| crate::native::unary::hardswish(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_::NAME,
+        DispatchKey::CPU,
+        handles::hardswish_::kernel(|_ks, self_| crate::native::unary::hardswish_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_out::NAME,
+        DispatchKey::CPU,
+        handles::hardswish_out::kernel(|_ks, self_, out| crate::native::unary::hardswish_out(self_, out)),
     )
     .expect("generated registration");
 }

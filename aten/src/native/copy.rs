@@ -35,31 +35,10 @@ pub fn to_dtype(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     Ok(out)
 }
 
-/// An uninitialised tensor of `t`'s shape: `t`'s strides when they are dense and
-/// non-overlapping (the "preserve" rule), contiguous otherwise.
+/// An uninitialised tensor of `t`'s shape laid out like `t` (`empty_like` with the preserve
+/// rule: `t`'s strides when dense and non-overlapping, else dense strides in `t`'s order).
 pub fn empty_like_layout(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    if is_non_overlapping_and_dense(t.sizes(), t.strides()) {
-        Tensor::empty_strided_uninit(t.sizes(), t.strides(), dtype, t.device())
-    } else {
-        Tensor::empty_uninit(t.sizes(), dtype, t.device())
-    }
-}
-
-/// Whether the strides address every element exactly once with no gaps.
-pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
-    let mut dims: smallvec::SmallVec<[usize; 6]> = (0..sizes.len()).collect();
-    dims.sort_by_key(|&d| (strides[d], sizes[d]));
-    let mut expected = 1i64;
-    for d in dims {
-        if sizes[d] == 1 {
-            continue;
-        }
-        if strides[d] != expected {
-            return false;
-        }
-        expected *= sizes[d];
-    }
-    true
+    crate::native::factory::empty_like(t, Some(dtype), None, None, None, None)
 }
 
 fn check_cpu(op: &str, device: Option<Device>) -> Result<()> {

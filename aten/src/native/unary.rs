@@ -3,6 +3,7 @@
 
 use c10::{Error, Result};
 
+use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{unary_loop, TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
@@ -69,3 +70,206 @@ pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 pub fn abs_(self_: &Tensor) -> Result<Tensor> {
     run_unary("abs_", Some(self_), self_, abs_kernel)
 }
+
+// ---- floating unary functions: integer inputs promote to the default float dtype ---------------
+
+/// An elementwise function of floating inputs (PyTorch's unary "float" ops: `exp`, `sin`, ...):
+/// one scalar function per computation type; f16/bf16 compute in f32 (See `OpMath`).
+pub trait UnaryFloatOp {
+    /// The operator name, for errors.
+    const NAME: &'static str;
+    /// The function in single precision.
+    fn f32(x: f32) -> f32;
+    /// The function in double precision.
+    fn f64(x: f64) -> f64;
+}
+
+/// Applies a [`UnaryFloatOp`] in the computation type `Self`.
+trait ApplyFloat: Copy {
+    fn apply<Op: UnaryFloatOp>(self) -> Self;
+}
+impl ApplyFloat for f32 {
+    #[inline(always)]
+    fn apply<Op: UnaryFloatOp>(self) -> f32 {
+        Op::f32(self)
+    }
+}
+impl ApplyFloat for f64 {
+    #[inline(always)]
+    fn apply<Op: UnaryFloatOp>(self) -> f64 {
+        Op::f64(self)
+    }
+}
+
+/// Runs a [`UnaryFloatOp`] into `out` (or a new tensor).
+pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(Op::NAME)
+        .add_output(out)
+        .add_input(a)
+        .promote_all()
+        .promote_integer_inputs_to_float(true)
+        .build()?;
+    match_float!(iter.common_dtype(), T, A => {
+        unary_loop::<T, T>(&iter, |x| T::from_acc(<A as ApplyFloat>::apply::<Op>(x.to_acc())));
+    }, d => return Err(Error::UnsupportedDtype { op: Op::NAME.into(), dtype: d }));
+    iter.output(0)
+}
+
+macro_rules! float_unary {
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
+        #[doc = concat!("`", $name, "` as a [`UnaryFloatOp`].")]
+        pub struct $Op;
+        impl UnaryFloatOp for $Op {
+            const NAME: &'static str = $name;
+            #[inline(always)]
+            fn f32($x: f32) -> f32 {
+                $body32
+            }
+            #[inline(always)]
+            fn f64($x: f64) -> f64 {
+                $body64
+            }
+        }
+        #[doc = concat!("`", $name, "(Tensor self) -> Tensor`")]
+        pub fn $f(self_: &Tensor) -> Result<Tensor> {
+            run_float_unary::<$Op>(None, self_)
+        }
+        #[doc = concat!("`", $name, "_(Tensor(a!) self) -> Tensor(a!)`")]
+        pub fn $f_(self_: &Tensor) -> Result<Tensor> {
+            run_float_unary::<$Op>(Some(self_), self_)
+        }
+        #[doc = concat!("`", $name, ".out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+            run_float_unary::<$Op>(Some(out), self_)
+        }
+    };
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
+        float_unary!($Op, $name, $f, $f_, $f_out, |$x| $body, $body);
+    };
+}
+
+float_unary!(Exp, "exp", exp, exp_, exp_out, |x| x.exp());
+float_unary!(Exp2, "exp2", exp2, exp2_, exp2_out, |x| x.exp2());
+float_unary!(Expm1, "expm1", expm1, expm1_, expm1_out, |x| x.exp_m1());
+float_unary!(Log, "log", log, log_, log_out, |x| x.ln());
+float_unary!(Log2, "log2", log2, log2_, log2_out, |x| x.log2());
+float_unary!(Log10, "log10", log10, log10_, log10_out, |x| x.log10());
+float_unary!(Log1p, "log1p", log1p, log1p_, log1p_out, |x| x.ln_1p());
+float_unary!(Sqrt, "sqrt", sqrt, sqrt_, sqrt_out, |x| x.sqrt());
+float_unary!(Rsqrt, "rsqrt", rsqrt, rsqrt_, rsqrt_out, |x| 1.0 / x.sqrt());
+float_unary!(Reciprocal, "reciprocal", reciprocal, reciprocal_, reciprocal_out, |x| 1.0 / x);
+float_unary!(Sin, "sin", sin, sin_, sin_out, |x| x.sin());
+float_unary!(Cos, "cos", cos, cos_, cos_out, |x| x.cos());
+float_unary!(Tan, "tan", tan, tan_, tan_out, |x| x.tan());
+float_unary!(Asin, "asin", asin, asin_, asin_out, |x| x.asin());
+float_unary!(Acos, "acos", acos, acos_, acos_out, |x| x.acos());
+float_unary!(Atan, "atan", atan, atan_, atan_out, |x| x.atan());
+float_unary!(Sinh, "sinh", sinh, sinh_, sinh_out, |x| x.sinh());
+float_unary!(Cosh, "cosh", cosh, cosh_, cosh_out, |x| x.cosh());
+float_unary!(Tanh, "tanh", tanh, tanh_, tanh_out, |x| x.tanh());
+float_unary!(Asinh, "asinh", asinh, asinh_, asinh_out, |x| x.asinh());
+float_unary!(Acosh, "acosh", acosh, acosh_, acosh_out, |x| x.acosh());
+float_unary!(Atanh, "atanh", atanh, atanh_, atanh_out, |x| x.atanh());
+float_unary!(Sigmoid, "sigmoid", sigmoid, sigmoid_, sigmoid_out, |x| 1.0 / (1.0 + (-x).exp()));
+float_unary!(Erf, "erf", erf, erf_, erf_out, |x| libm::erff(x), libm::erf(x));
+float_unary!(Erfc, "erfc", erfc, erfc_, erfc_out, |x| libm::erfcf(x), libm::erfc(x));
+
+/// Runs a dtype-preserving unary op: floats through `F` (in the computation type), integers
+/// through the integer body of the macro below, bool through `on_bool`.
+macro_rules! same_dtype_unary {
+    ($name:literal, $imp:ident, $f:ident, $f_:ident, $f_out:ident, float |$x:ident| $fbody:expr, int |$y:ident| $ibody:expr, bool $bbody:expr) => {
+        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
+        fn $imp(out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
+            let iter = TensorIteratorConfig::new($name).add_output(out).add_input(a).promote_all().build()?;
+            match_float!(iter.common_dtype(), T, A => {
+                unary_loop::<T, T>(&iter, |v| { let $x: A = v.to_acc(); T::from_acc($fbody) });
+            }, other => match_int!(other, T => {
+                unary_loop::<T, T>(&iter, |$y: T| $ibody);
+            }, _ => {
+                let on_bool: Result<()> = $bbody;
+                on_bool?;
+                unary_loop::<bool, bool>(&iter, |b| b);
+            }));
+            iter.output(0)
+        }
+        #[doc = concat!("`", $name, "(Tensor self) -> Tensor`")]
+        pub fn $f(self_: &Tensor) -> Result<Tensor> {
+            $imp(None, self_)
+        }
+        #[doc = concat!("`", $name, "_(Tensor(a!) self) -> Tensor(a!)`")]
+        pub fn $f_(self_: &Tensor) -> Result<Tensor> {
+            $imp(Some(self_), self_)
+        }
+        #[doc = concat!("`", $name, ".out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+            $imp(Some(out), self_)
+        }
+    };
+}
+
+fn bool_unsupported(op: &str) -> Result<()> {
+    Err(Error::UnsupportedDtype { op: op.into(), dtype: c10::ScalarType::Bool })
+}
+
+same_dtype_unary!("floor", floor_impl, floor, floor_, floor_out, float |x| x.floor(), int |v| v, bool Ok(()));
+same_dtype_unary!("ceil", ceil_impl, ceil, ceil_, ceil_out, float |x| x.ceil(), int |v| v, bool Ok(()));
+same_dtype_unary!("trunc", trunc_impl, trunc, trunc_, trunc_out, float |x| x.trunc(), int |v| v, bool Ok(()));
+same_dtype_unary!("round", round_impl, round, round_, round_out, float |x| x.round_ties_even(), int |v| v, bool Ok(()));
+same_dtype_unary!("sign", sign_impl, sign, sign_, sign_out,
+    float |x| ((0.0 < x) as i32 - (x < 0.0) as i32) as A,
+    int |v| if v > 0 { 1 } else if v < 0 { (0 as T).wrapping_sub(1) } else { 0 },
+    bool Ok(()));
+same_dtype_unary!("relu", relu_impl, relu, relu_, relu_out,
+    float |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+    int |v| if v > 0 { v } else { 0 },
+    bool bool_unsupported("relu"));
+same_dtype_unary!("frac", frac_impl, frac, frac_, frac_out, float |x| x - x.trunc(), int |v| v, bool bool_unsupported("frac"));
+
+/// Activations defined only for floating inputs (integer inputs are an error, as in PyTorch).
+macro_rules! float_activation {
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
+        float_unary!($Op, $name, $f, $f_, $f_out, |$x| $body);
+    };
+}
+
+fn check_floating(op: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() })
+    }
+}
+
+mod activation_ops {
+    use super::*;
+    float_activation!(Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (-x).exp()));
+    float_activation!(Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh());
+    float_activation!(Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5)
+        .clamp(0.0, 1.0));
+    float_activation!(Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0)
+        / 6.0);
+}
+
+macro_rules! checked_activation {
+    ($f:ident, $f_:ident, $f_out:ident, $name:literal) => {
+        #[doc = concat!("`", $name, "(Tensor self) -> Tensor` (floating inputs only)")]
+        pub fn $f(self_: &Tensor) -> Result<Tensor> {
+            check_floating($name, self_)?;
+            activation_ops::$f(self_)
+        }
+        #[doc = concat!("`", $name, "_(Tensor(a!) self) -> Tensor(a!)`")]
+        pub fn $f_(self_: &Tensor) -> Result<Tensor> {
+            check_floating($name, self_)?;
+            activation_ops::$f_(self_)
+        }
+        #[doc = concat!("`", $name, ".out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+            check_floating($name, self_)?;
+            activation_ops::$f_out(self_, out)
+        }
+    };
+}
+checked_activation!(silu, silu_, silu_out, "silu");
+checked_activation!(mish, mish_, mish_out, "mish");
+checked_activation!(hardsigmoid, hardsigmoid_, hardsigmoid_out, "hardsigmoid");
+checked_activation!(hardswish, hardswish_, hardswish_out, "hardswish");
