@@ -1629,3 +1629,129 @@ pub fn hardswish_(self_: &Tensor) -> Result<Tensor> {
 pub fn hardswish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_out::call(self_, out)
 }
+
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1155)
+#[inline]
+pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::maximum::call(self_, other)
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1160)
+#[inline]
+pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::minimum::call(self_, other)
+}
+
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1165)
+#[inline]
+pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::atan2::call(self_, other)
+}
+
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1170)
+#[inline]
+pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::fmod_tensor::call(self_, other)
+}
+
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1175)
+#[inline]
+pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::remainder_tensor::call(self_, other)
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1180)
+#[inline]
+pub fn pow(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    crate::handles::pow_tensor_tensor::call(self_, exponent)
+}
+
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1185)
+#[inline]
+pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    crate::handles::pow_tensor_scalar::call(self_, exponent)
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1190)
+#[inline]
+pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_and::call(self_, other)
+}
+
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1195)
+#[inline]
+pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_not::call(self_)
+}
+
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+#[inline]
+pub fn isnan(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isnan::call(self_)
+}
+
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1205)
+#[inline]
+pub fn lerp(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
+    crate::handles::lerp_scalar::call(self_, end, weight)
+}
+
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1210)
+#[inline]
+pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::addcmul::call(self_, tensor1, tensor2, value)
+}
+
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1215)
+#[inline]
+pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1220)
+#[inline]
+pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    crate::handles::clamp::call(self_, min, max)
+}
+
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1225)
+#[inline]
+pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::masked_fill_scalar::call(self_, mask, value)
+}
+
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1230)
+#[inline]
+pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
+    crate::handles::leaky_relu::call(self_, negative_slope)
+}
+
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1235)
+#[inline]
+pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
+    crate::handles::hardtanh::call(self_, min_val, max_val)
+}
+
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1240)
+#[inline]
+pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
+    crate::handles::elu::call(self_, alpha, scale, input_scale)
+}
+
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1245)
+#[inline]
+pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
+    crate::handles::softplus::call(self_, beta, threshold)
+}
+
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1250)
+#[inline]
+pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    crate::handles::gelu::call(self_, approximate)
+}
+
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1255)
+#[inline]
+pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
+    crate::handles::logit::call(self_, eps)
+}

@@ -1063,4 +1063,124 @@ impl Tensor {
     pub fn hardswish_(&self) -> Result<Tensor> {
         crate::handles::hardswish_::call(self)
     }
+
+    /// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1155)
+    #[inline]
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::maximum::call(self, other)
+    }
+
+    /// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1160)
+    #[inline]
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::minimum::call(self, other)
+    }
+
+    /// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1165)
+    #[inline]
+    pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::atan2::call(self, other)
+    }
+
+    /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1170)
+    #[inline]
+    pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::fmod_tensor::call(self, other)
+    }
+
+    /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1175)
+    #[inline]
+    pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::remainder_tensor::call(self, other)
+    }
+
+    /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1180)
+    #[inline]
+    pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
+        crate::handles::pow_tensor_tensor::call(self, exponent)
+    }
+
+    /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1185)
+    #[inline]
+    pub fn pow_tensor_scalar(&self, exponent: Scalar) -> Result<Tensor> {
+        crate::handles::pow_tensor_scalar::call(self, exponent)
+    }
+
+    /// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1190)
+    #[inline]
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::logical_and::call(self, other)
+    }
+
+    /// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1195)
+    #[inline]
+    pub fn logical_not(&self) -> Result<Tensor> {
+        crate::handles::logical_not::call(self)
+    }
+
+    /// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+    #[inline]
+    pub fn isnan(&self) -> Result<Tensor> {
+        crate::handles::isnan::call(self)
+    }
+
+    /// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1205)
+    #[inline]
+    pub fn lerp(&self, end: &Tensor, weight: Scalar) -> Result<Tensor> {
+        crate::handles::lerp_scalar::call(self, end, weight)
+    }
+
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1210)
+    #[inline]
+    pub fn addcmul(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
+        crate::handles::addcmul::call(self, tensor1, tensor2, Scalar::Int(1))
+    }
+
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1210)
+    #[inline]
+    pub fn addcmul_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::addcmul::call(self, tensor1, tensor2, value)
+    }
+
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1215)
+    #[inline]
+    pub fn addcdiv(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
+        crate::handles::addcdiv::call(self, tensor1, tensor2, Scalar::Int(1))
+    }
+
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1215)
+    #[inline]
+    pub fn addcdiv_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::addcdiv::call(self, tensor1, tensor2, value)
+    }
+
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1220)
+    #[inline]
+    pub fn clamp(&self) -> Result<Tensor> {
+        crate::handles::clamp::call(self, None, None)
+    }
+
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1220)
+    #[inline]
+    pub fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        crate::handles::clamp::call(self, min, max)
+    }
+
+    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1225)
+    #[inline]
+    pub fn masked_fill(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::masked_fill_scalar::call(self, mask, value)
+    }
+
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1255)
+    #[inline]
+    pub fn logit(&self) -> Result<Tensor> {
+        crate::handles::logit::call(self, None)
+    }
+
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1255)
+    #[inline]
+    pub fn logit_with(&self, eps: Option<f64>) -> Result<Tensor> {
+        crate::handles::logit::call(self, eps)
+    }
 }

@@ -249,6 +249,27 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::hardswish::SCHEMA).expect("generated schema parses");
     d.def(handles::hardswish_::SCHEMA).expect("generated schema parses");
     d.def(handles::hardswish_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::maximum::SCHEMA).expect("generated schema parses");
+    d.def(handles::minimum::SCHEMA).expect("generated schema parses");
+    d.def(handles::atan2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fmod_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::remainder_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::pow_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::pow_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::logical_and::SCHEMA).expect("generated schema parses");
+    d.def(handles::logical_not::SCHEMA).expect("generated schema parses");
+    d.def(handles::isnan::SCHEMA).expect("generated schema parses");
+    d.def(handles::lerp_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::addcmul::SCHEMA).expect("generated schema parses");
+    d.def(handles::addcdiv::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_fill_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::leaky_relu::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardtanh::SCHEMA).expect("generated schema parses");
+    d.def(handles::elu::SCHEMA).expect("generated schema parses");
+    d.def(handles::softplus::SCHEMA).expect("generated schema parses");
+    d.def(handles::gelu::SCHEMA).expect("generated schema parses");
+    d.def(handles::logit::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -3593,6 +3614,152 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::hardswish_out::NAME,
         DispatchKey::CPU,
         handles::hardswish_out::kernel(|_ks, self_, out| crate::native::unary::hardswish_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::maximum::NAME,
+        DispatchKey::CPU,
+        handles::maximum::kernel(|_ks, self_, other| crate::native::pointwise::maximum(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::minimum::NAME,
+        DispatchKey::CPU,
+        handles::minimum::kernel(|_ks, self_, other| crate::native::pointwise::minimum(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan2::NAME,
+        DispatchKey::CPU,
+        handles::atan2::kernel(|_ks, self_, other| crate::native::pointwise::atan2(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmod_tensor::NAME,
+        DispatchKey::CPU,
+        handles::fmod_tensor::kernel(|_ks, self_, other| crate::native::pointwise::fmod(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::remainder_tensor::NAME,
+        DispatchKey::CPU,
+        handles::remainder_tensor::kernel(|_ks, self_, other| crate::native::pointwise::remainder(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_tensor::NAME,
+        DispatchKey::CPU,
+        handles::pow_tensor_tensor::kernel(|_ks, self_, exponent| {
+            crate::native::pointwise::pow_tensor_tensor(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_scalar::NAME,
+        DispatchKey::CPU,
+        handles::pow_tensor_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::pointwise::pow_tensor_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_and::NAME,
+        DispatchKey::CPU,
+        handles::logical_and::kernel(|_ks, self_, other| crate::native::pointwise::logical_and(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_not::NAME,
+        DispatchKey::CPU,
+        handles::logical_not::kernel(|_ks, self_| crate::native::pointwise::logical_not(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isnan::NAME,
+        DispatchKey::CPU,
+        handles::isnan::kernel(|_ks, self_| crate::native::pointwise::isnan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lerp_scalar::NAME,
+        DispatchKey::CPU,
+        handles::lerp_scalar::kernel(|_ks, self_, end, weight| {
+            crate::native::pointwise::lerp_scalar(self_, end, weight)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcmul::NAME,
+        DispatchKey::CPU,
+        handles::addcmul::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcmul(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcdiv::NAME,
+        DispatchKey::CPU,
+        handles::addcdiv::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcdiv(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp::NAME,
+        DispatchKey::CPU,
+        handles::clamp::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_scalar::NAME,
+        DispatchKey::CPU,
+        handles::masked_fill_scalar::kernel(|_ks, self_, mask, value| {
+            crate::native::pointwise::masked_fill_scalar(self_, mask, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::leaky_relu::NAME,
+        DispatchKey::CPU,
+        handles::leaky_relu::kernel(|_ks, self_, negative_slope| {
+            crate::native::pointwise::leaky_relu(self_, negative_slope)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardtanh::NAME,
+        DispatchKey::CPU,
+        handles::hardtanh::kernel(|_ks, self_, min_val, max_val| {
+            crate::native::pointwise::hardtanh(self_, min_val, max_val)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::elu::NAME,
+        DispatchKey::CPU,
+        handles::elu::kernel(|_ks, self_, alpha, scale, input_scale| {
+            crate::native::pointwise::elu(self_, alpha, scale, input_scale)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::softplus::NAME,
+        DispatchKey::CPU,
+        handles::softplus::kernel(|_ks, self_, beta, threshold| {
+            crate::native::pointwise::softplus(self_, beta, threshold)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gelu::NAME,
+        DispatchKey::CPU,
+        handles::gelu::kernel(|_ks, self_, approximate| crate::native::pointwise::gelu(self_, approximate)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logit::NAME,
+        DispatchKey::CPU,
+        handles::logit::kernel(|_ks, self_, eps| crate::native::pointwise::logit(self_, eps)),
     )
     .expect("generated registration");
 }

@@ -70,6 +70,7 @@ pub mod copy;
 pub mod cpu;
 pub mod factory;
 pub mod opmath;
+pub mod pointwise;
 pub mod random;
 pub mod shape;
 pub mod tensor_iterator;
