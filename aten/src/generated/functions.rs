@@ -1755,3 +1755,140 @@ pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
+
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1262)
+#[inline]
+pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::sum::call(self_, dtype)
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1267)
+#[inline]
+pub fn sum_dim_intlist(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1272)
+#[inline]
+pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::mean::call(self_, dtype)
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1277)
+#[inline]
+pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
+}
+
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1282)
+#[inline]
+pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1287)
+#[inline]
+pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::var_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1292)
+#[inline]
+pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::std_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1297)
+#[inline]
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::max::call(self_)
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1302)
+#[inline]
+pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_dim::call(self_, dim, keepdim)
+}
+
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1307)
+#[inline]
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::min::call(self_)
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1312)
+#[inline]
+pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::min_dim::call(self_, dim, keepdim)
+}
+
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1317)
+#[inline]
+pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    crate::handles::amax::call(self_, dim, keepdim)
+}
+
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1322)
+#[inline]
+pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    crate::handles::amin::call(self_, dim, keepdim)
+}
+
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1327)
+#[inline]
+pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::argmax::call(self_, dim, keepdim)
+}
+
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1332)
+#[inline]
+pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::argmin::call(self_, dim, keepdim)
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1337)
+#[inline]
+pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    crate::handles::logsumexp::call(self_, dim, keepdim)
+}
+
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1342)
+#[inline]
+pub fn all(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::all::call(self_)
+}
+
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+#[inline]
+pub fn any(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    crate::handles::any_dim::call(self_, dim, keepdim)
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+#[inline]
+pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::cumsum::call(self_, dim, dtype)
+}
+
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+#[inline]
+pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::cumprod::call(self_, dim, dtype)
+}
+
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
+#[inline]
+pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::softmax_int::call(self_, dim, dtype)
+}
+
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+#[inline]
+pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::log_softmax_int::call(self_, dim, dtype)
+}

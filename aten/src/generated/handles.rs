@@ -23029,3 +23029,2009 @@ pub mod logit {
         )
     }
 }
+
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1262)
+pub mod sum {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "sum";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1267)
+pub mod sum_dim_intlist {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "sum.dim_IntList";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, bool, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim.as_deref(), keepdim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1272)
+pub mod mean {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "mean";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1277)
+pub mod mean_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "mean.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, bool, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim.as_deref(), keepdim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1282)
+pub mod prod_dim_int {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "prod.dim_int";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim, keepdim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1287)
+pub mod var_correction {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "var.correction";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<Scalar>, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, correction, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, correction, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, correction, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, correction, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(dim), IValue::from(correction), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let correction = a[2].to_opt_scalar(NAME, "correction")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim.as_deref(), correction, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1292)
+pub mod std_correction {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "std.correction";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<Scalar>, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, correction, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, correction, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, correction, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, correction, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(dim), IValue::from(correction), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let correction = a[2].to_opt_scalar(NAME, "correction")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim.as_deref(), correction, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1297)
+pub mod max {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "max";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "max(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1302)
+pub mod max_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "max.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1307)
+pub mod min {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "min";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "min(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1312)
+pub mod min_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "min.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1317)
+pub mod amax {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "amax";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int_list(NAME, "dim", Some(1))?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, &dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1322)
+pub mod amin {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "amin";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int_list(NAME, "dim", Some(1))?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, &dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1327)
+pub mod argmax {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "argmax";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<i64>, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1332)
+pub mod argmin {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "argmin";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<i64>, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1337)
+pub mod logsumexp {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "logsumexp";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int_list(NAME, "dim", Some(1))?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, &dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1342)
+pub mod all {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "all";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "all(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+pub mod any_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "any.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+pub mod cumsum {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "cumsum";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+pub mod cumprod {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "cumprod";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
+pub mod softmax_int {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "softmax.int";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+pub mod log_softmax_int {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "log_softmax.int";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<ScalarType>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, dtype)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, dtype),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, dtype),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(dtype)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let r = f(ks, self_, dim, dtype)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}

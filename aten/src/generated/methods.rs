@@ -1183,4 +1183,255 @@ impl Tensor {
     pub fn logit_with(&self, eps: Option<f64>) -> Result<Tensor> {
         crate::handles::logit::call(self, eps)
     }
+
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1262)
+    #[inline]
+    pub fn sum(&self) -> Result<Tensor> {
+        crate::handles::sum::call(self, None)
+    }
+
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1262)
+    #[inline]
+    pub fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::sum::call(self, dtype)
+    }
+
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1267)
+    #[inline]
+    pub fn sum_dim_intlist(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        crate::handles::sum_dim_intlist::call(self, dim, false, None)
+    }
+
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1267)
+    #[inline]
+    pub fn sum_dim_intlist_with(
+        &self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> Result<Tensor> {
+        crate::handles::sum_dim_intlist::call(self, dim, keepdim, dtype)
+    }
+
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1272)
+    #[inline]
+    pub fn mean(&self) -> Result<Tensor> {
+        crate::handles::mean::call(self, None)
+    }
+
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1272)
+    #[inline]
+    pub fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::mean::call(self, dtype)
+    }
+
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1277)
+    #[inline]
+    pub fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        crate::handles::mean_dim::call(self, dim, false, None)
+    }
+
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1277)
+    #[inline]
+    pub fn mean_dim_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::mean_dim::call(self, dim, keepdim, dtype)
+    }
+
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1282)
+    #[inline]
+    pub fn prod(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::prod_dim_int::call(self, dim, false, None)
+    }
+
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1282)
+    #[inline]
+    pub fn prod_with(&self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::prod_dim_int::call(self, dim, keepdim, dtype)
+    }
+
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1287)
+    #[inline]
+    pub fn var(&self) -> Result<Tensor> {
+        crate::handles::var_correction::call(self, None, None, false)
+    }
+
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1287)
+    #[inline]
+    pub fn var_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        crate::handles::var_correction::call(self, dim, correction, keepdim)
+    }
+
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1292)
+    #[inline]
+    pub fn std(&self) -> Result<Tensor> {
+        crate::handles::std_correction::call(self, None, None, false)
+    }
+
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1292)
+    #[inline]
+    pub fn std_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        crate::handles::std_correction::call(self, dim, correction, keepdim)
+    }
+
+    /// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1297)
+    #[inline]
+    pub fn max(&self) -> Result<Tensor> {
+        crate::handles::max::call(self)
+    }
+
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1302)
+    #[inline]
+    pub fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::max_dim::call(self, dim, false)
+    }
+
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1302)
+    #[inline]
+    pub fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::max_dim::call(self, dim, keepdim)
+    }
+
+    /// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1307)
+    #[inline]
+    pub fn min(&self) -> Result<Tensor> {
+        crate::handles::min::call(self)
+    }
+
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1312)
+    #[inline]
+    pub fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::min_dim::call(self, dim, false)
+    }
+
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1312)
+    #[inline]
+    pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::min_dim::call(self, dim, keepdim)
+    }
+
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1317)
+    #[inline]
+    pub fn amax(&self) -> Result<Tensor> {
+        crate::handles::amax::call(self, &[], false)
+    }
+
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1317)
+    #[inline]
+    pub fn amax_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        crate::handles::amax::call(self, dim, keepdim)
+    }
+
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1322)
+    #[inline]
+    pub fn amin(&self) -> Result<Tensor> {
+        crate::handles::amin::call(self, &[], false)
+    }
+
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1322)
+    #[inline]
+    pub fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        crate::handles::amin::call(self, dim, keepdim)
+    }
+
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1327)
+    #[inline]
+    pub fn argmax(&self) -> Result<Tensor> {
+        crate::handles::argmax::call(self, None, false)
+    }
+
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1327)
+    #[inline]
+    pub fn argmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        crate::handles::argmax::call(self, dim, keepdim)
+    }
+
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1332)
+    #[inline]
+    pub fn argmin(&self) -> Result<Tensor> {
+        crate::handles::argmin::call(self, None, false)
+    }
+
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1332)
+    #[inline]
+    pub fn argmin_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        crate::handles::argmin::call(self, dim, keepdim)
+    }
+
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1337)
+    #[inline]
+    pub fn logsumexp(&self, dim: &[i64]) -> Result<Tensor> {
+        crate::handles::logsumexp::call(self, dim, false)
+    }
+
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1337)
+    #[inline]
+    pub fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        crate::handles::logsumexp::call(self, dim, keepdim)
+    }
+
+    /// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1342)
+    #[inline]
+    pub fn all(&self) -> Result<Tensor> {
+        crate::handles::all::call(self)
+    }
+
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+    #[inline]
+    pub fn any(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::any_dim::call(self, dim, false)
+    }
+
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+    #[inline]
+    pub fn any_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
+        crate::handles::any_dim::call(self, dim, keepdim)
+    }
+
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+    #[inline]
+    pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::cumsum::call(self, dim, None)
+    }
+
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+    #[inline]
+    pub fn cumsum_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::cumsum::call(self, dim, dtype)
+    }
+
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+    #[inline]
+    pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::cumprod::call(self, dim, None)
+    }
+
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+    #[inline]
+    pub fn cumprod_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::cumprod::call(self, dim, dtype)
+    }
+
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
+    #[inline]
+    pub fn softmax(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::softmax_int::call(self, dim, None)
+    }
+
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
+    #[inline]
+    pub fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::softmax_int::call(self, dim, dtype)
+    }
+
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+    #[inline]
+    pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        crate::handles::log_softmax_int::call(self, dim, None)
+    }
+
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+    #[inline]
+    pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        crate::handles::log_softmax_int::call(self, dim, dtype)
+    }
 }

@@ -270,6 +270,28 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::softplus::SCHEMA).expect("generated schema parses");
     d.def(handles::gelu::SCHEMA).expect("generated schema parses");
     d.def(handles::logit::SCHEMA).expect("generated schema parses");
+    d.def(handles::sum::SCHEMA).expect("generated schema parses");
+    d.def(handles::sum_dim_intlist::SCHEMA).expect("generated schema parses");
+    d.def(handles::mean::SCHEMA).expect("generated schema parses");
+    d.def(handles::mean_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::prod_dim_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::var_correction::SCHEMA).expect("generated schema parses");
+    d.def(handles::std_correction::SCHEMA).expect("generated schema parses");
+    d.def(handles::max::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::min::SCHEMA).expect("generated schema parses");
+    d.def(handles::min_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::amax::SCHEMA).expect("generated schema parses");
+    d.def(handles::amin::SCHEMA).expect("generated schema parses");
+    d.def(handles::argmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::argmin::SCHEMA).expect("generated schema parses");
+    d.def(handles::logsumexp::SCHEMA).expect("generated schema parses");
+    d.def(handles::all::SCHEMA).expect("generated schema parses");
+    d.def(handles::any_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::cumsum::SCHEMA).expect("generated schema parses");
+    d.def(handles::cumprod::SCHEMA).expect("generated schema parses");
+    d.def(handles::softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_softmax_int::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -3760,6 +3782,150 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::logit::NAME,
         DispatchKey::CPU,
         handles::logit::kernel(|_ks, self_, eps| crate::native::pointwise::logit(self_, eps)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::CPU,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::reduce::sum(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum_dim_intlist::NAME,
+        DispatchKey::CPU,
+        handles::sum_dim_intlist::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::sum_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mean::NAME,
+        DispatchKey::CPU,
+        handles::mean::kernel(|_ks, self_, dtype| crate::native::reduce::mean(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mean_dim::NAME,
+        DispatchKey::CPU,
+        handles::mean_dim::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::mean_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::prod_dim_int::NAME,
+        DispatchKey::CPU,
+        handles::prod_dim_int::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::prod_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_correction::NAME,
+        DispatchKey::CPU,
+        handles::var_correction::kernel(|_ks, self_, dim, correction, keepdim| {
+            crate::native::reduce::var_correction(self_, dim, correction, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_correction::NAME,
+        DispatchKey::CPU,
+        handles::std_correction::kernel(|_ks, self_, dim, correction, keepdim| {
+            crate::native::reduce::std_correction(self_, dim, correction, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max::NAME,
+        DispatchKey::CPU,
+        handles::max::kernel(|_ks, self_| crate::native::reduce::max(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_dim::NAME,
+        DispatchKey::CPU,
+        handles::max_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::max_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::min::NAME,
+        DispatchKey::CPU,
+        handles::min::kernel(|_ks, self_| crate::native::reduce::min(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::min_dim::NAME,
+        DispatchKey::CPU,
+        handles::min_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::min_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::amax::NAME,
+        DispatchKey::CPU,
+        handles::amax::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::amax(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::amin::NAME,
+        DispatchKey::CPU,
+        handles::amin::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::amin(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argmax::NAME,
+        DispatchKey::CPU,
+        handles::argmax::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::argmax(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argmin::NAME,
+        DispatchKey::CPU,
+        handles::argmin::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::argmin(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logsumexp::NAME,
+        DispatchKey::CPU,
+        handles::logsumexp::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::logsumexp(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::all::NAME,
+        DispatchKey::CPU,
+        handles::all::kernel(|_ks, self_| crate::native::reduce::all(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::any_dim::NAME,
+        DispatchKey::CPU,
+        handles::any_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::any_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cumsum::NAME,
+        DispatchKey::CPU,
+        handles::cumsum::kernel(|_ks, self_, dim, dtype| crate::native::reduce::cumsum(self_, dim, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cumprod::NAME,
+        DispatchKey::CPU,
+        handles::cumprod::kernel(|_ks, self_, dim, dtype| crate::native::reduce::cumprod(self_, dim, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::softmax_int::NAME,
+        DispatchKey::CPU,
+        handles::softmax_int::kernel(|_ks, self_, dim, dtype| crate::native::reduce::softmax(self_, dim, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_softmax_int::NAME,
+        DispatchKey::CPU,
+        handles::log_softmax_int::kernel(|_ks, self_, dim, dtype| {
+            crate::native::reduce::log_softmax(self_, dim, dtype)
+        }),
     )
     .expect("generated registration");
 }

@@ -72,6 +72,7 @@ pub mod factory;
 pub mod opmath;
 pub mod pointwise;
 pub mod random;
+pub mod reduce;
 pub mod shape;
 pub mod tensor_iterator;
 pub mod ternary;

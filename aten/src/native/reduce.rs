@@ -1,0 +1,435 @@
+//! Reductions over dimensions (`sum`, `mean`, `prod`, `var`/`std`, `max`/`min` with indices,
+//! `amax`/`amin`, `argmax`/`argmin`, `logsumexp`, `all`/`any`), scans (`cumsum`, `cumprod`) and
+//! `softmax`/`log_softmax`.
+//!
+//! Note [Reference reductions]: these kernels move the reduced dimensions last, copy to a
+//! contiguous block and reduce each row, accumulating floating inputs in f64 and integers in
+//! i64. They are exact references for PyTorch's semantics (dtypes, shapes, keepdim, empty
+//! inputs, NaN propagation, first index on ties); the vectorised TensorIterator reductions are
+//! the operator-library issue's performance work.
+
+use c10::{Error, Result, Scalar, ScalarType};
+
+use crate::{wrap_dim, Tensor};
+
+/// The rows to reduce: data as f64 and i64 (row-major, `rows` x `len`), and the output shape.
+struct Rows {
+    f: Vec<f64>,
+    i: Vec<i64>,
+    rows: usize,
+    len: usize,
+    out_shape: Vec<i64>,
+}
+
+fn reduced_dims(op: &str, t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<bool>> {
+    let n = t.dim();
+    let mut red = vec![false; n];
+    match dims {
+        None => red.iter_mut().for_each(|r| *r = true),
+        Some([]) => red.iter_mut().for_each(|r| *r = true),
+        Some(ds) => {
+            for &d in ds {
+                let w = wrap_dim(op, d, n)?;
+                if n > 0 {
+                    if red[w] {
+                        return Err(Error::invalid(op, format!("dim {w} appears multiple times in the list of dims")));
+                    }
+                    red[w] = true;
+                }
+            }
+        }
+    }
+    Ok(red)
+}
+
+fn rows(t: &Tensor, red: &[bool], keepdim: bool) -> Result<Rows> {
+    let n = t.dim();
+    let kept: Vec<i64> = (0..n).filter(|&d| !red[d]).map(|d| d as i64).collect();
+    let reduced: Vec<i64> = (0..n).filter(|&d| red[d]).map(|d| d as i64).collect();
+    let perm: Vec<i64> = kept.iter().chain(&reduced).copied().collect();
+    let p = if n == 0 { t.clone() } else { crate::ops::permute(t, &perm)? };
+    let len: i64 = reduced.iter().map(|&d| t.sizes()[d as usize]).product();
+    let rows: i64 = kept.iter().map(|&d| t.sizes()[d as usize]).product();
+    let out_shape: Vec<i64> =
+        (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
+    let integral = !t.dtype().is_floating_point();
+    Ok(Rows {
+        f: if integral { Vec::new() } else { p.to_vec::<f64>()? },
+        i: if integral { p.to_vec::<i64>()? } else { Vec::new() },
+        rows: rows as usize,
+        len: len as usize,
+        out_shape,
+    })
+}
+
+fn from_f64(v: Vec<f64>, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    let t = Tensor::from_vec(v, shape)?;
+    if dtype == ScalarType::F64 {
+        Ok(t)
+    } else {
+        crate::native::copy::to_dtype(&t, dtype)
+    }
+}
+
+fn from_i64(v: Vec<i64>, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    let t = Tensor::from_vec(v, shape)?;
+    if dtype == ScalarType::I64 {
+        Ok(t)
+    } else {
+        crate::native::copy::to_dtype(&t, dtype)
+    }
+}
+
+/// sum/prod of the rows in the output dtype.
+fn sum_prod(
+    op: &'static str,
+    t: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+    prod: bool,
+) -> Result<Tensor> {
+    let out_dtype = dtype.unwrap_or(if t.dtype().is_floating_point() { t.dtype() } else { ScalarType::I64 });
+    let src = if out_dtype.is_floating_point() && !t.dtype().is_floating_point() {
+        crate::native::copy::to_dtype(t, out_dtype)?
+    } else {
+        t.clone()
+    };
+    let red = reduced_dims(op, &src, dims)?;
+    let r = rows(&src, &red, keepdim)?;
+    if src.dtype().is_floating_point() {
+        let v = (0..r.rows)
+            .map(|i| {
+                let row = &r.f[i * r.len..(i + 1) * r.len];
+                if prod {
+                    row.iter().product()
+                } else {
+                    row.iter().sum()
+                }
+            })
+            .collect();
+        from_f64(v, &r.out_shape, out_dtype)
+    } else {
+        let v = (0..r.rows)
+            .map(|i| {
+                let row = &r.i[i * r.len..(i + 1) * r.len];
+                if prod {
+                    row.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
+                } else {
+                    row.iter().fold(0i64, |a, &b| a.wrapping_add(b))
+                }
+            })
+            .collect();
+        from_i64(v, &r.out_shape, out_dtype)
+    }
+}
+
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    sum_prod("sum", self_, None, false, dtype, false)
+}
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn sum_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    sum_prod("sum", self_, dim, keepdim, dtype, false)
+}
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn prod_dim(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    sum_prod("prod", self_, Some(&[dim]), keepdim, dtype, true)
+}
+
+fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let out = dtype.unwrap_or(t.dtype());
+    if !out.is_floating_point() {
+        return Err(Error::invalid(
+            "mean",
+            format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", out.cpp_name()),
+        ));
+    }
+    let src = crate::native::copy::to_dtype(t, ScalarType::F64)?;
+    let red = reduced_dims("mean", &src, dims)?;
+    let r = rows(&src, &red, keepdim)?;
+    let v = (0..r.rows).map(|i| r.f[i * r.len..(i + 1) * r.len].iter().sum::<f64>() / r.len as f64).collect();
+    from_f64(v, &r.out_shape, out)
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    mean_impl(self_, None, false, dtype)
+}
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    mean_impl(self_, dim, keepdim, dtype)
+}
+
+fn var_std(
+    op: &'static str,
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    sqrt: bool,
+) -> Result<Tensor> {
+    if !t.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            op,
+            format!("{op}(): input dtype should be floating point, got {}", t.dtype().cpp_name()),
+        ));
+    }
+    let c = correction.map_or(1.0, |s| s.to_f64());
+    let red = reduced_dims(op, t, dim)?;
+    let r = rows(t, &red, keepdim)?;
+    let v = (0..r.rows)
+        .map(|i| {
+            let row = &r.f[i * r.len..(i + 1) * r.len];
+            let m = row.iter().sum::<f64>() / r.len as f64;
+            let ss: f64 = row.iter().map(|x| (x - m) * (x - m)).sum();
+            let var = ss / (r.len as f64 - c).max(0.0);
+            if sqrt {
+                var.sqrt()
+            } else {
+                var
+            }
+        })
+        .collect();
+    from_f64(v, &r.out_shape, t.dtype())
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+pub fn var_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    var_std("var", self_, dim, correction, keepdim, false)
+}
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+pub fn std_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    var_std("std", self_, dim, correction, keepdim, true)
+}
+
+/// Index of the max (or min) of a row: NaN wins, first index on ties.
+fn arg_extreme_f(row: &[f64], max: bool) -> usize {
+    let mut best = 0;
+    for (i, &x) in row.iter().enumerate() {
+        let b = row[best];
+        if b.is_nan() {
+            break;
+        }
+        if x.is_nan() || (max && x > b) || (!max && x < b) {
+            best = i;
+        }
+    }
+    best
+}
+
+fn arg_extreme_i(row: &[i64], max: bool) -> usize {
+    let mut best = 0;
+    for (i, &x) in row.iter().enumerate() {
+        if (max && x > row[best]) || (!max && x < row[best]) {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Values and indices of the extreme along `dims` (all dims when None).
+fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    let red = reduced_dims(op, t, dims)?;
+    let r = rows(t, &red, keepdim)?;
+    if r.len == 0 && r.rows > 0 || t.numel() == 0 {
+        return Err(Error::invalid(op, format!("{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")));
+    }
+    let mut idx = Vec::with_capacity(r.rows);
+    if t.dtype().is_floating_point() {
+        let mut vals = Vec::with_capacity(r.rows);
+        for i in 0..r.rows {
+            let row = &r.f[i * r.len..(i + 1) * r.len];
+            let k = arg_extreme_f(row, max);
+            idx.push(k as i64);
+            vals.push(row[k]);
+        }
+        Ok((from_f64(vals, &r.out_shape, t.dtype())?, Tensor::from_vec(idx, &r.out_shape)?))
+    } else {
+        let mut vals = Vec::with_capacity(r.rows);
+        for i in 0..r.rows {
+            let row = &r.i[i * r.len..(i + 1) * r.len];
+            let k = arg_extreme_i(row, max);
+            idx.push(k as i64);
+            vals.push(row[k]);
+        }
+        Ok((from_i64(vals, &r.out_shape, t.dtype())?, Tensor::from_vec(idx, &r.out_shape)?))
+    }
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    extreme("max", self_, Some(&[dim]), keepdim, true)
+}
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    extreme("min", self_, Some(&[dim]), keepdim, false)
+}
+/// `max(Tensor self) -> Tensor`
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    Ok(extreme("max", self_, None, false, true)?.0)
+}
+/// `min(Tensor self) -> Tensor`
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    Ok(extreme("min", self_, None, false, false)?.0)
+}
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    Ok(extreme("amax", self_, Some(dim), keepdim, true)?.0)
+}
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    Ok(extreme("amin", self_, Some(dim), keepdim, false)?.0)
+}
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg("argmax", self_, dim, keepdim, true)
+}
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg("argmin", self_, dim, keepdim, false)
+}
+
+fn arg(op: &'static str, t: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<Tensor> {
+    match dim {
+        Some(d) => Ok(extreme(op, t, Some(&[d]), keepdim, max)?.1),
+        None => {
+            let flat = crate::ops::reshape(t, &[-1])?;
+            let i = extreme(op, &flat, Some(&[0]), false, max)?.1;
+            if keepdim {
+                crate::ops::reshape(&i, &vec![1; t.dim()])
+            } else {
+                Ok(i)
+            }
+        }
+    }
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    let out = if self_.dtype().is_floating_point() { self_.dtype() } else { ScalarType::default_float() };
+    let src = crate::native::copy::to_dtype(self_, ScalarType::F64)?;
+    let red = reduced_dims("logsumexp", &src, Some(dim))?;
+    let r = rows(&src, &red, keepdim)?;
+    let v = (0..r.rows)
+        .map(|i| {
+            let row = &r.f[i * r.len..(i + 1) * r.len];
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if m.is_infinite() {
+                return m;
+            }
+            m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+        })
+        .collect();
+    from_f64(v, &r.out_shape, out)
+}
+
+fn all_any(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> Result<Tensor> {
+    let nonzero = crate::native::copy::to_dtype(&crate::native::copy::to_dtype(t, ScalarType::Bool)?, ScalarType::I64)?;
+    let red = reduced_dims(op, &nonzero, dims)?;
+    let r = rows(&nonzero, &red, keepdim)?;
+    let v = (0..r.rows)
+        .map(|i| {
+            let row = &r.i[i * r.len..(i + 1) * r.len];
+            if all {
+                row.iter().all(|&x| x != 0)
+            } else {
+                row.iter().any(|&x| x != 0)
+            }
+        })
+        .collect();
+    let out = Tensor::from_vec::<bool>(v, &r.out_shape)?;
+    if t.dtype() == ScalarType::U8 {
+        crate::native::copy::to_dtype(&out, ScalarType::U8)
+    } else {
+        Ok(out)
+    }
+}
+
+/// `all(Tensor self) -> Tensor`
+pub fn all(self_: &Tensor) -> Result<Tensor> {
+    all_any("all", self_, None, false, true)
+}
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    all_any("any", self_, Some(&[dim]), keepdim, false)
+}
+
+/// Applies `f` to every line along `dim` (values in f64, in place), keeping the shape.
+fn along(op: &'static str, t: &Tensor, dim: i64, out_dtype: ScalarType, f: impl Fn(&mut [f64])) -> Result<Tensor> {
+    let n = t.dim();
+    let d = wrap_dim(op, dim, n)?;
+    if n == 0 {
+        let mut v = t.to_vec::<f64>()?;
+        f(&mut v);
+        return from_f64(v, &[], out_dtype);
+    }
+    let moved = crate::ops::transpose(t, d as i64, n as i64 - 1)?;
+    let mut v = moved.to_vec::<f64>()?;
+    let len = t.sizes()[d] as usize;
+    if len > 0 {
+        for line in v.chunks_mut(len) {
+            f(line);
+        }
+    }
+    let res = from_f64(v, moved.sizes(), out_dtype)?;
+    crate::ops::contiguous(&crate::ops::transpose(&res, d as i64, n as i64 - 1)?, c10::MemoryFormat::Contiguous)
+}
+
+fn scan_dtype(t: &Tensor, dtype: Option<ScalarType>) -> ScalarType {
+    dtype.unwrap_or(if t.dtype().is_floating_point() { t.dtype() } else { ScalarType::I64 })
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    along("cumsum", self_, dim, scan_dtype(self_, dtype), |l| {
+        let mut acc = 0.0;
+        for x in l.iter_mut() {
+            acc += *x;
+            *x = acc;
+        }
+    })
+}
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    along("cumprod", self_, dim, scan_dtype(self_, dtype), |l| {
+        let mut acc = 1.0;
+        for x in l.iter_mut() {
+            acc *= *x;
+            *x = acc;
+        }
+    })
+}
+
+fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType>, log: bool) -> Result<Tensor> {
+    let out = dtype.unwrap_or(t.dtype());
+    if !out.is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
+    }
+    along(op, t, dim, out, |l| {
+        let m = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = l.iter().map(|x| (x - m).exp()).sum();
+        for x in l.iter_mut() {
+            *x = if log { *x - m - s.ln() } else { (*x - m).exp() / s };
+        }
+    })
+}
+
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    softmax_impl("softmax", self_, dim, dtype, false)
+}
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    softmax_impl("log_softmax", self_, dim, dtype, true)
+}
