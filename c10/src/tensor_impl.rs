@@ -179,15 +179,10 @@ impl TensorImpl {
     }
 
     /// A fresh contiguous tensor of `sizes` over `storage` (offset 0): the constructor of every
-    /// operator output, so it computes strides, element count and keys in one pass.
+    /// operator output; it skips the contiguity check and key computation of [`TensorImpl::new`].
     #[inline]
     pub fn fresh_contiguous(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Self {
-        let mut strides: DimVec = SmallVec::from_elem(1, sizes.len());
-        let mut acc = 1i64;
-        for i in (0..sizes.len()).rev() {
-            strides[i] = acc;
-            acc *= sizes[i].max(1);
-        }
+        let strides = contiguous_strides(sizes);
         let numel = sizes.iter().product();
         let key_set = FRESH_KEYS[backend_of(storage.device().ty) as usize];
         TensorImpl {

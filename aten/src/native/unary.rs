@@ -82,6 +82,9 @@ pub trait UnaryFloatOp {
     fn f32(x: f32) -> f32;
     /// The function in double precision.
     fn f64(x: f64) -> f64;
+    /// Whether integer inputs promote to the default float dtype (`exp`) or are an error
+    /// (`silu`).
+    const PROMOTE_INTEGERS: bool = true;
 }
 
 /// Applies a [`UnaryFloatOp`] in the computation type `Self`.
@@ -103,6 +106,9 @@ impl ApplyFloat for f64 {
 
 /// Runs a [`UnaryFloatOp`] into `out` (or a new tensor).
 pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
+    if !Op::PROMOTE_INTEGERS && !a.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: Op::NAME.into(), dtype: a.dtype() });
+    }
     let iter = TensorIteratorConfig::new(Op::NAME)
         .add_output(out)
         .add_input(a)
@@ -116,11 +122,12 @@ pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Re
 }
 
 macro_rules! float_unary {
-    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
+    (@def $promote:expr, $Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
         #[doc = concat!("`", $name, "` as a [`UnaryFloatOp`].")]
         pub struct $Op;
         impl UnaryFloatOp for $Op {
             const NAME: &'static str = $name;
+            const PROMOTE_INTEGERS: bool = $promote;
             #[inline(always)]
             fn f32($x: f32) -> f32 {
                 $body32
@@ -143,8 +150,14 @@ macro_rules! float_unary {
             run_float_unary::<$Op>(Some(out), self_)
         }
     };
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
+        float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body32, $body64);
+    };
     ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
-        float_unary!($Op, $name, $f, $f_, $f_out, |$x| $body, $body);
+        float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body, $body);
+    };
+    (floating_only $Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
+        float_unary!(@def false, $Op, $name, $f, $f_, $f_out, |$x| $body, $body);
     };
 }
 
@@ -225,51 +238,8 @@ same_dtype_unary!("relu", relu_impl, relu, relu_, relu_out,
     bool bool_unsupported("relu"));
 same_dtype_unary!("frac", frac_impl, frac, frac_, frac_out, float |x| x - x.trunc(), int |v| v, bool bool_unsupported("frac"));
 
-/// Activations defined only for floating inputs (integer inputs are an error, as in PyTorch).
-macro_rules! float_activation {
-    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
-        float_unary!($Op, $name, $f, $f_, $f_out, |$x| $body);
-    };
-}
-
-fn check_floating(op: &str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_floating_point() {
-        Ok(())
-    } else {
-        Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() })
-    }
-}
-
-mod activation_ops {
-    use super::*;
-    float_activation!(Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (-x).exp()));
-    float_activation!(Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh());
-    float_activation!(Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5)
-        .clamp(0.0, 1.0));
-    float_activation!(Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0)
-        / 6.0);
-}
-
-macro_rules! checked_activation {
-    ($f:ident, $f_:ident, $f_out:ident, $name:literal) => {
-        #[doc = concat!("`", $name, "(Tensor self) -> Tensor` (floating inputs only)")]
-        pub fn $f(self_: &Tensor) -> Result<Tensor> {
-            check_floating($name, self_)?;
-            activation_ops::$f(self_)
-        }
-        #[doc = concat!("`", $name, "_(Tensor(a!) self) -> Tensor(a!)`")]
-        pub fn $f_(self_: &Tensor) -> Result<Tensor> {
-            check_floating($name, self_)?;
-            activation_ops::$f_(self_)
-        }
-        #[doc = concat!("`", $name, ".out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`")]
-        pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-            check_floating($name, self_)?;
-            activation_ops::$f_out(self_, out)
-        }
-    };
-}
-checked_activation!(silu, silu_, silu_out, "silu");
-checked_activation!(mish, mish_, mish_out, "mish");
-checked_activation!(hardsigmoid, hardsigmoid_, hardsigmoid_out, "hardsigmoid");
-checked_activation!(hardswish, hardswish_, hardswish_out, "hardswish");
+// Activations defined only for floating inputs (integer inputs are an error, as in PyTorch).
+float_unary!(floating_only Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (-x).exp()));
+float_unary!(floating_only Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh());
+float_unary!(floating_only Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5).clamp(0.0, 1.0));
+float_unary!(floating_only Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);
