@@ -93,8 +93,37 @@ def w1_add1():
     return run
 
 
+def binary(make_a, make_b, op):
+    a, b = make_a(), make_b()
+
+    def run():
+        return op(a, b)
+
+    return run
+
+
+def unary(make_a, op):
+    a = make_a()
+
+    def run():
+        return op(a)
+
+    return run
+
+
+def randn(*size):
+    return lambda: torch.randn(*size, dtype=torch.float32)
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
+    "W2.add_1M": lambda: binary(randn(1 << 20), randn(1 << 20), lambda a, b: a + b),
+    "W2.add_16M": lambda: binary(randn(1 << 24), randn(1 << 24), lambda a, b: a + b),
+    "W2.bcast_add": lambda: binary(randn(4096, 4096), randn(4096), lambda a, b: a + b),
+    "W2.transposed_add": lambda: binary(randn(4096, 4096), randn(4096, 4096), lambda a, b: a.t() + b),
+    "W4.sum_16M": lambda: unary(randn(1 << 24), lambda a: a.sum()),
+    "W4.softmax": lambda: unary(randn(4096, 1024), lambda a: torch.softmax(a, -1)),
+    "W4.log_softmax": lambda: unary(randn(4096, 1024), lambda a: torch.log_softmax(a, -1)),
 }
 
 

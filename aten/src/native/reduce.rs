@@ -80,6 +80,87 @@ fn from_i64(v: Vec<i64>, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
     }
 }
 
+/// Elements per block of a full reduction: the blocks are summed independently (in parallel)
+/// and their sums added in order, so the result does not depend on the thread count.
+const SUM_BLOCK: usize = 1 << 16;
+
+// Note [Fast sums]
+// ~~~~~~~~~~~~~~~~
+// `sum`/`mean` of a contiguous f32/f64 tensor whose reduced dimensions are all trailing (rows)
+// or all leading (columns) run on the vectorised loops of `cpu::vec`, accumulating in f64, in
+// parallel over rows, column blocks or SUM_BLOCK-element blocks. Every other layout and dtype
+// takes the reference path of Note [Reference reductions].
+
+/// `sum` (or `mean` when `divide`) over the dimensions flagged in `red`, when the layout and
+/// dtype have a fast path (Note [Fast sums]); `None` otherwise.
+fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Option<Tensor>> {
+    use crate::native::cpu::vec;
+    use rayon::prelude::*;
+    let dt = t.dtype();
+    if !matches!(dt, ScalarType::F32 | ScalarType::F64) || !t.is_contiguous() || t.dim() == 0 {
+        return Ok(None);
+    }
+    let n = t.dim();
+    let first_red = red.iter().position(|&r| r).unwrap_or(n);
+    let trailing = red[first_red..].iter().all(|&r| r);
+    let last_kept = red.iter().rposition(|&r| !r).map_or(0, |p| p + 1);
+    let leading = !trailing && red[..last_kept].iter().all(|&r| r) && red[last_kept..].iter().all(|&r| !r);
+    if !trailing && !leading {
+        return Ok(None);
+    }
+    let out_shape: Vec<i64> =
+        (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
+    let split = if trailing { first_red } else { last_kept };
+    let (outer, inner): (i64, i64) = (t.sizes()[..split].iter().product(), t.sizes()[split..].iter().product());
+    let (rows, len) = (outer as usize, inner as usize);
+    // Trailing: `rows` results, each the sum of `len` contiguous values. Leading: `len` results,
+    // each the sum of a column of `rows` values `len` apart.
+    let count = if trailing { len } else { rows };
+    let scale = if divide { 1.0 / count as f64 } else { 1.0 };
+    let nout = if trailing { rows } else { len };
+    let mut acc = vec![0f64; nout];
+    macro_rules! go {
+        ($T:ty, $sum:path, $add_row:path) => {{
+            // SAFETY: `t` is contiguous with `rows * len` elements of type $T, alive for this call.
+            let x: &[$T] = unsafe { std::slice::from_raw_parts(t.typed_data_ptr::<$T>()? as *const $T, rows * len) };
+            if trailing && rows == 1 {
+                let parts: Vec<f64> = x.par_chunks(SUM_BLOCK).map($sum).collect();
+                acc[0] = parts.iter().sum();
+            } else if trailing {
+                let per = (SUM_BLOCK / len.max(1)).max(1);
+                acc.par_chunks_mut(per).enumerate().for_each(|(c, out)| {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        let r = c * per + i;
+                        *o = $sum(&x[r * len..(r + 1) * len]);
+                    }
+                });
+            } else {
+                let cols = 256usize;
+                acc.par_chunks_mut(cols).enumerate().for_each(|(c, out)| {
+                    let j0 = c * cols;
+                    for r in 0..rows {
+                        $add_row(out, &x[r * len + j0..r * len + j0 + out.len()]);
+                    }
+                });
+            }
+        }};
+    }
+    if rows * len > 0 {
+        match dt {
+            ScalarType::F32 => go!(f32, vec::sum_f32, vec::add_row_f32),
+            _ => go!(f64, vec::sum_f64, vec::add_row_f64),
+        }
+    }
+    if divide {
+        acc.iter_mut().for_each(|v| *v *= scale);
+    }
+    match dt {
+        ScalarType::F32 => Tensor::from_vec(acc.into_iter().map(|v| v as f32).collect::<Vec<f32>>(), &out_shape),
+        _ => Tensor::from_vec(acc, &out_shape),
+    }
+    .map(Some)
+}
+
 /// sum/prod of the rows in the output dtype.
 fn sum_prod(
     op: &'static str,
@@ -96,6 +177,11 @@ fn sum_prod(
         t.clone()
     };
     let red = reduced_dims(op, &src, dims)?;
+    if !prod && out_dtype == src.dtype() {
+        if let Some(r) = fast_sum(&src, &red, keepdim, false)? {
+            return Ok(r);
+        }
+    }
     let r = rows(&src, &red, keepdim)?;
     if src.dtype().is_floating_point() {
         let v = (0..r.rows)
@@ -144,6 +230,11 @@ fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<Scal
             "mean",
             format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", out.cpp_name()),
         ));
+    }
+    if out == t.dtype() {
+        if let Some(r) = fast_sum(t, &reduced_dims("mean", t, dims)?, keepdim, true)? {
+            return Ok(r);
+        }
     }
     let src = crate::native::copy::to_dtype(t, ScalarType::F64)?;
     let red = reduced_dims("mean", &src, dims)?;
@@ -416,6 +507,9 @@ fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType
     if !out.is_floating_point() {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
     }
+    if let Some(r) = fast_softmax(op, t, dim, out, log)? {
+        return Ok(r);
+    }
     along(op, t, dim, out, |l| {
         let m = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let s: f64 = l.iter().map(|x| (x - m).exp()).sum();
@@ -423,6 +517,41 @@ fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType
             *x = if log { *x - m - s.ln() } else { (*x - m).exp() / s };
         }
     })
+}
+
+/// Softmax of a contiguous f32 tensor along its last dimension, row-parallel on the vectorised
+/// kernels of `cpu::vec`; `None` for other layouts and dtypes (the reference path).
+fn fast_softmax(op: &'static str, t: &Tensor, dim: i64, out: ScalarType, log: bool) -> Result<Option<Tensor>> {
+    use rayon::prelude::*;
+    let n = t.dim();
+    if t.dtype() != ScalarType::F32 || out != ScalarType::F32 || n == 0 || !t.is_contiguous() {
+        return Ok(None);
+    }
+    if wrap_dim(op, dim, n)? != n - 1 || t.numel() == 0 {
+        return Ok(None);
+    }
+    let len = t.sizes()[n - 1] as usize;
+    let total = t.numel() as usize;
+    let y = Tensor::empty_uninit(t.sizes(), ScalarType::F32, t.device())?;
+    // SAFETY: both tensors are contiguous f32 with `total` elements; `y` is fresh, so the two
+    // slices do not overlap, and the row kernels write every element of `y` before reading it.
+    let (xs, ys) = unsafe {
+        (
+            std::slice::from_raw_parts(t.typed_data_ptr::<f32>()? as *const f32, total),
+            std::slice::from_raw_parts_mut(y.typed_data_ptr::<f32>()?, total),
+        )
+    };
+    let rows_per_task = (SUM_BLOCK / len.max(1)).max(1) * len;
+    xs.par_chunks(rows_per_task).zip(ys.par_chunks_mut(rows_per_task)).for_each(|(xb, yb)| {
+        for (xr, yr) in xb.chunks(len).zip(yb.chunks_mut(len)) {
+            if log {
+                crate::native::cpu::vec::log_softmax_row_f32(xr, yr);
+            } else {
+                crate::native::cpu::vec::softmax_row_f32(xr, yr);
+            }
+        }
+    });
+    Ok(Some(y))
 }
 
 /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`

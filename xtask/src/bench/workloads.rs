@@ -69,7 +69,40 @@ pub fn registry() -> Vec<Workload> {
             let b = Tensor::from_slice(&[1.0f32]);
             Ok(body(move || &a + &b))
         }),
+        Workload::new("W2.add_1M", "out-of-place add of two contiguous [1048576] f32 tensors", || {
+            let (a, b) = (randn(&[1 << 20])?, randn(&[1 << 20])?);
+            Ok(body(move || &a + &b))
+        }),
+        Workload::new("W2.add_16M", "out-of-place add of two contiguous [16777216] f32 tensors", || {
+            let (a, b) = (randn(&[1 << 24])?, randn(&[1 << 24])?);
+            Ok(body(move || &a + &b))
+        }),
+        Workload::new("W2.bcast_add", "[4096,4096] + [4096] f32 (broadcast over rows)", || {
+            let (a, b) = (randn(&[4096, 4096])?, randn(&[4096])?);
+            Ok(body(move || &a + &b))
+        }),
+        Workload::new("W2.transposed_add", "A.t() + B, [4096,4096] f32", || {
+            let (a, b) = (randn(&[4096, 4096])?, randn(&[4096, 4096])?);
+            Ok(body(move || &a.t()? + &b))
+        }),
+        Workload::new("W4.sum_16M", "sum of a contiguous [16777216] f32 tensor", || {
+            let a = randn(&[1 << 24])?;
+            Ok(body(move || a.sum()))
+        }),
+        Workload::new("W4.softmax", "softmax over the last dim of [4096,1024] f32", || {
+            let a = randn(&[4096, 1024])?;
+            Ok(body(move || a.softmax(-1)))
+        }),
+        Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", || {
+            let a = randn(&[4096, 1024])?;
+            Ok(body(move || a.log_softmax(-1)))
+        }),
     ]
+}
+
+/// A standard-normal f32 tensor of `size` from the default generator (seeded once per setup).
+fn randn(size: &[i64]) -> Result<Tensor> {
+    aten::ops::randn(size, Some(c10::ScalarType::F32), None, None, None)
 }
 
 /// The workloads whose id contains `filter` (all of them without one), in registry order.
