@@ -1,3 +1,4 @@
 //! CPU kernels and the loops they run on.
 
+pub mod gather;
 pub mod loops;
