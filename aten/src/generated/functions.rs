@@ -2306,16 +2306,16 @@ pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1688)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
 #[inline]
-pub fn count_nonzero(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
-    crate::handles::count_nonzero_dim_intlist::call(self_, dim)
+pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1693)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
 #[inline]
-pub fn count_nonzero_op(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
-    crate::handles::count_nonzero::call(self_, dim)
+pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
 /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1698)

@@ -31133,89 +31133,7 @@ pub mod nonzero_out {
     }
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1688)
-pub mod count_nonzero_dim_intlist {
-    use crate::dispatcher::{KernelFunction, OperatorEntry};
-    use crate::ivalue::{IValue, Stack};
-    use crate::{Generator, Tensor};
-    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
-
-    /// The operator name (`name.overload`).
-    pub const NAME: &str = "count_nonzero.dim_IntList";
-    /// The schema as written in the YAML.
-    pub const SCHEMA: &str = "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor";
-    /// The typed kernel signature: the key set, then the arguments in schema order.
-    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64]) -> Result<Tensor>;
-
-    /// The operator's dispatcher entry (looked up once).
-    #[inline]
-    pub fn handle() -> &'static OperatorEntry {
-        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
-        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
-    }
-
-    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
-    #[inline]
-    pub fn call(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
-        let op = handle();
-        let ks = op.compute_key_set(self_.key_set());
-        dispatch(op, ks, self_, dim)
-    }
-
-    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
-    #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
-        let op = handle();
-        let ks = ks & op.mask_for(ks);
-        dispatch(op, ks, self_, dim)
-    }
-
-    #[inline]
-    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
-        let k = op.lookup(ks)?;
-        match k.unboxed::<Sig>() {
-            Some(f) => f(ks, self_, dim),
-            None => call_boxed_kernel(&k, op, ks, self_, dim),
-        }
-    }
-
-    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
-    #[inline(never)]
-    fn call_boxed_kernel(
-        k: &KernelFunction,
-        op: &'static OperatorEntry,
-        ks: DispatchKeySet,
-        self_: &Tensor,
-        dim: &[i64],
-    ) -> Result<Tensor> {
-        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
-        k.call_boxed(op, ks, &mut stack)?;
-        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
-    }
-
-    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
-    pub fn kernel(f: Sig) -> KernelFunction {
-        KernelFunction::from_unboxed(
-            f,
-            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
-                if stack.len() < 2 {
-                    return Err(c10::Error::BoxedArgument {
-                        op: NAME.to_string(),
-                        msg: format!("expected 2 arguments, got {}", stack.len()),
-                    });
-                }
-                let a = stack.split_off(stack.len() - 2);
-                let self_ = a[0].to_tensor(NAME, "self")?;
-                let dim = a[1].to_int_list(NAME, "dim", None)?;
-                let r = f(ks, self_, &dim)?;
-                stack.push(IValue::from(r));
-                Ok(())
-            },
-        )
-    }
-}
-
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1693)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
 pub mod count_nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31290,6 +31208,88 @@ pub mod count_nonzero {
                 let self_ = a[0].to_tensor(NAME, "self")?;
                 let dim = a[1].to_opt_int(NAME, "dim")?;
                 let r = f(ks, self_, dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
+pub mod count_nonzero_dim_intlist {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "count_nonzero.dim_IntList";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64]) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: &[i64],
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int_list(NAME, "dim", None)?;
+                let r = f(ks, self_, &dim)?;
                 stack.push(IValue::from(r));
                 Ok(())
             },

@@ -1853,22 +1853,22 @@ impl Tensor {
         crate::handles::nonzero::call(self)
     }
 
-    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1688)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
     #[inline]
-    pub fn count_nonzero(&self, dim: &[i64]) -> Result<Tensor> {
-        crate::handles::count_nonzero_dim_intlist::call(self, dim)
-    }
-
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1693)
-    #[inline]
-    pub fn count_nonzero_op(&self) -> Result<Tensor> {
+    pub fn count_nonzero(&self) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, None)
     }
 
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1693)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
     #[inline]
-    pub fn count_nonzero_op_with(&self, dim: Option<i64>) -> Result<Tensor> {
+    pub fn count_nonzero_with(&self, dim: Option<i64>) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, dim)
+    }
+
+    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
+    #[inline]
+    pub fn count_nonzero_dim_intlist(&self, dim: &[i64]) -> Result<Tensor> {
+        crate::handles::count_nonzero_dim_intlist::call(self, dim)
     }
 
     /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1706)

@@ -358,8 +358,8 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::masked_scatter_::SCHEMA).expect("generated schema parses");
     d.def(handles::nonzero::SCHEMA).expect("generated schema parses");
     d.def(handles::nonzero_out::SCHEMA).expect("generated schema parses");
-    d.def(handles::count_nonzero_dim_intlist::SCHEMA).expect("generated schema parses");
     d.def(handles::count_nonzero::SCHEMA).expect("generated schema parses");
+    d.def(handles::count_nonzero_dim_intlist::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding::SCHEMA).expect("generated schema parses");
     d.def(handles::one_hot::SCHEMA).expect("generated schema parses");
     d.def(handles::sort::SCHEMA).expect("generated schema parses");
