@@ -582,7 +582,7 @@ fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result
                 (0..b).map(|o| Some(if own == 1 { 0 } else { o })).collect()
             })
             .collect();
-        let padded: Vec<i64> = std::iter::repeat(1).take(lead).chain(shape.iter().copied()).collect();
+        let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(shape.iter().copied()).collect();
         expanded[d] = separable_index(&padded, &maps)
             .into_iter()
             .flatten()
@@ -761,7 +761,7 @@ pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
         }
         k += 1;
     });
-    let rows = if n == 0 { v.iter().filter(|&&b| b).count() } else { coords.len() / n };
+    let rows = coords.len().checked_div(n).unwrap_or_else(|| v.iter().filter(|&&b| b).count());
     Tensor::from_vec(coords, &[rows as i64, n as i64])
 }
 /// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`

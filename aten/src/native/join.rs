@@ -35,7 +35,7 @@ pub(crate) fn write_out(op: &str, out: &Tensor, result: &Tensor) -> Result<Tenso
 
 /// The shape and dtype of `cat(tensors, dim)`, with the tensors that take part (PyTorch skips
 /// legacy empty 1-d tensors of shape `[0]`) and the wrapped dim.
-fn cat_plan<'t>(tensors: &'t [Tensor], dim: i64) -> Result<(Vec<i64>, c10::ScalarType, Vec<&'t Tensor>, usize)> {
+fn cat_plan(tensors: &[Tensor], dim: i64) -> Result<(Vec<i64>, c10::ScalarType, Vec<&Tensor>, usize)> {
     let Some(first) = tensors.first() else {
         return Err(Error::invalid("cat", "torch.cat(): expected a non-empty list of Tensors"));
     };

@@ -36,7 +36,7 @@ pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         ));
     }
     let lead = repeats.len() - self_.dim();
-    let padded: Vec<i64> = std::iter::repeat(1).take(lead).chain(self_.sizes().iter().copied()).collect();
+    let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(self_.sizes().iter().copied()).collect();
     let src = crate::ops::reshape(self_, &padded)?;
     let maps: Vec<Vec<Option<i64>>> =
         padded.iter().zip(repeats).map(|(&n, &r)| (0..n * r).map(|o| Some(o % n)).collect()).collect();
@@ -47,7 +47,7 @@ pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let n = self_.dim();
     if dims.len() < n {
-        let full: Vec<i64> = std::iter::repeat(1).take(n - dims.len()).chain(dims.iter().copied()).collect();
+        let full: Vec<i64> = std::iter::repeat_n(1, n - dims.len()).chain(dims.iter().copied()).collect();
         return repeat(self_, &full);
     }
     repeat(self_, dims)
@@ -67,7 +67,7 @@ fn interleave_map(op: &str, n: i64, repeats: &[i64]) -> Result<Vec<Option<i64>>>
     let mut map = Vec::new();
     for i in 0..n {
         let r = if repeats.len() == 1 { repeats[0] } else { repeats[i as usize] };
-        map.extend(std::iter::repeat(Some(i)).take(r as usize));
+        map.extend(std::iter::repeat_n(Some(i), r as usize));
     }
     Ok(map)
 }
@@ -423,7 +423,7 @@ fn pad_source(mode: &str, o: i64, left: i64, n: i64) -> i64 {
 
 /// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor`
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::invalid("pad", "Padding length must be divisible by 2"));
     }
     let pdims = pad.len() / 2;
@@ -485,7 +485,7 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
 
 /// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
-    if pad.len() % 2 != 0 || pad.len() / 2 > self_.dim() {
+    if !pad.len().is_multiple_of(2) || pad.len() / 2 > self_.dim() {
         return Err(Error::invalid(
             "constant_pad_nd",
             format!("Length of pad must be even but instead it equals {}", pad.len()),

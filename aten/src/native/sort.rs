@@ -35,11 +35,10 @@ fn lines<T: Element>(op: &str, t: &Tensor, dim: i64) -> Result<Lines<T>> {
 impl<T> Lines<T> {
     /// Number of lines.
     fn count(&self) -> usize {
-        if self.len == 0 {
-            self.moved.iter().take(self.moved.len().saturating_sub(1)).product::<i64>() as usize
-        } else {
-            self.v.len() / self.len
-        }
+        self.v
+            .len()
+            .checked_div(self.len)
+            .unwrap_or_else(|| self.moved.iter().take(self.moved.len().saturating_sub(1)).product::<i64>() as usize)
     }
 
     /// A tensor from per-line results of length `out_len` each, in the original dim order (or
