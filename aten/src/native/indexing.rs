@@ -127,10 +127,18 @@ fn scatter_gather_check(op: &str, self_: &Tensor, dim: usize, index: &Tensor, sr
 }
 
 /// For every element of `index` (row-major): the flat position in `self` it addresses along
-/// `dim`, and its own multi-index (for reading `src`).
-fn scatter_gather_positions(op: &str, self_: &Tensor, dim: usize, index: &Tensor) -> Result<Vec<(usize, Vec<i64>)>> {
+/// `dim`, and the flat position of the same multi-index in a tensor of sizes `src` (for reading
+/// a scatter's source; 0 without one).
+fn scatter_gather_positions(
+    op: &str,
+    self_: &Tensor,
+    dim: usize,
+    index: &Tensor,
+    src: Option<&[i64]>,
+) -> Result<Vec<(usize, usize)>> {
     let s = nonempty_sizes(self_);
     let cs = contiguous_strides(&s);
+    let src_cs = src.map(contiguous_strides);
     let idx = index.to_vec::<i64>()?;
     let mut out = Vec::with_capacity(idx.len());
     let mut k = 0;
@@ -142,7 +150,8 @@ fn scatter_gather_positions(op: &str, self_: &Tensor, dim: usize, index: &Tensor
         match check_index(op, idx[k], dim, s[dim], false) {
             Ok(i) => {
                 let pos: i64 = m.iter().enumerate().map(|(d, &c)| if d == dim { i } else { c } * cs[d]).sum();
-                out.push((pos as usize, m.to_vec()));
+                let sp: i64 = src_cs.as_ref().map_or(0, |scs| m.iter().zip(scs.iter()).map(|(a, b)| a * b).sum());
+                out.push((pos as usize, sp as usize));
             }
             Err(e) => err = Some(e),
         }
@@ -157,7 +166,7 @@ fn scatter_gather_positions(op: &str, self_: &Tensor, dim: usize, index: &Tensor
 fn gather_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim("gather", dim, self_.dim())?;
     scatter_gather_check("gather", self_, d, index, None)?;
-    let pos: Vec<usize> = scatter_gather_positions("gather", self_, d, index)?.into_iter().map(|p| p.0).collect();
+    let pos: Vec<usize> = scatter_gather_positions("gather", self_, d, index, None)?.into_iter().map(|p| p.0).collect();
     take_all(self_, &pos, index.sizes())
 }
 
@@ -253,17 +262,19 @@ fn scatter_impl(
         }
     }
     scatter_gather_check(op, self_, d, index, src_t)?;
-    let positions = if index.numel() == 0 { Vec::new() } else { scatter_gather_positions(op, self_, d, index)? };
+    let src_sizes = src_t.map(nonempty_sizes);
+    let positions = if index.numel() == 0 {
+        Vec::new()
+    } else {
+        scatter_gather_positions(op, self_, d, index, src_sizes.as_deref())?
+    };
     c10::dispatch_all_types!(self_.dtype(), T => {
         let mut v = self_.to_vec::<T>()?;
         match src {
             Src::Tensor(t) => {
-                let r = nonempty_sizes(t);
-                let cs = contiguous_strides(&r);
                 let sv = t.to_vec::<T>()?;
-                for (pos, m) in &positions {
-                    let sp: i64 = m.iter().zip(cs.iter()).map(|(a, b)| a * b).sum();
-                    combine(&mut v[*pos], sv[sp as usize], reduce);
+                for &(pos, sp) in &positions {
+                    combine(&mut v[pos], sv[sp], reduce);
                 }
             }
             Src::Value(s) => {
