@@ -43,7 +43,10 @@ fn is_keyword(s: &str) -> bool {
 
 /// Argument name as a Rust identifier: `self` → `self_`, keywords get a trailing `_`.
 fn arg_ident(name: &str) -> String {
-    if is_keyword(name) {
+    // Names the generated bodies use for their own locals (`k` is the kernel, `ks` the key set,
+    // `op` the operator entry) get the same `_` suffix as keywords, so an argument such as
+    // `topk`'s `k` cannot shadow them.
+    if is_keyword(name) || matches!(name, "k" | "ks" | "op" | "stack" | "f") {
         format!("{name}_")
     } else {
         name.to_string()

@@ -1892,3 +1892,547 @@ pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
+
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1375)
+#[inline]
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    crate::handles::cat::call(tensors, dim)
+}
+
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1379)
+#[inline]
+pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::cat_out::call(tensors, dim, out)
+}
+
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1383)
+#[inline]
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    crate::handles::stack::call(tensors, dim)
+}
+
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1387)
+#[inline]
+pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::stack_out::call(tensors, dim, out)
+}
+
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1391)
+#[inline]
+pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::split_tensor::call(self_, split_size, dim)
+}
+
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1396)
+#[inline]
+pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::split_with_sizes::call(self_, split_sizes, dim)
+}
+
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1401)
+#[inline]
+pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::chunk::call(self_, chunks, dim)
+}
+
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1406)
+#[inline]
+pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::unbind_int::call(self_, dim)
+}
+
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1411)
+#[inline]
+pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::meshgrid::call(tensors)
+}
+
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1415)
+#[inline]
+pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
+    crate::handles::meshgrid_indexing::call(tensors, indexing)
+}
+
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1419)
+#[inline]
+pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    crate::handles::repeat::call(self_, repeats)
+}
+
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1424)
+#[inline]
+pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    crate::handles::tile::call(self_, dims)
+}
+
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1429)
+#[inline]
+pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
+    crate::handles::repeat_interleave_tensor::call(repeats, output_size)
+}
+
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1433)
+#[inline]
+pub fn repeat_interleave_self_tensor(
+    self_: &Tensor,
+    repeats: &Tensor,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
+}
+
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1438)
+#[inline]
+pub fn repeat_interleave_self_int(
+    self_: &Tensor,
+    repeats: i64,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
+}
+
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1443)
+#[inline]
+pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    crate::handles::flip::call(self_, dims)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1448)
+#[inline]
+pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    crate::handles::roll::call(self_, shifts, dims)
+}
+
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1453)
+#[inline]
+pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
+    crate::handles::rot90::call(self_, k_, dims)
+}
+
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1458)
+#[inline]
+pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    crate::handles::tril::call(self_, diagonal)
+}
+
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1463)
+#[inline]
+pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    crate::handles::tril_::call(self_, diagonal)
+}
+
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1468)
+#[inline]
+pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::tril_out::call(self_, diagonal, out)
+}
+
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1472)
+#[inline]
+pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    crate::handles::triu::call(self_, diagonal)
+}
+
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1477)
+#[inline]
+pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    crate::handles::triu_::call(self_, diagonal)
+}
+
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1482)
+#[inline]
+pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::triu_out::call(self_, diagonal, out)
+}
+
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1486)
+#[inline]
+pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    crate::handles::diag::call(self_, diagonal)
+}
+
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1491)
+#[inline]
+pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    crate::handles::diag_embed::call(self_, offset, dim1, dim2)
+}
+
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1496)
+#[inline]
+pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    crate::handles::broadcast_to::call(self_, size)
+}
+
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1501)
+#[inline]
+pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+    crate::handles::movedim_intlist::call(self_, source, destination)
+}
+
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1506)
+#[inline]
+pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
+    crate::handles::movedim_int::call(self_, source, destination)
+}
+
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1511)
+#[inline]
+pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    crate::handles::unflatten_int::call(self_, dim, sizes)
+}
+
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1516)
+#[inline]
+pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
+    crate::handles::pad::call(self_, pad, mode, value)
+}
+
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1520)
+#[inline]
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+    crate::handles::constant_pad_nd::call(self_, pad, value)
+}
+
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1524)
+#[inline]
+pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    crate::handles::index_select::call(self_, dim, index)
+}
+
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1529)
+#[inline]
+pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::index_select_out::call(self_, dim, index, out)
+}
+
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1533)
+#[inline]
+pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    crate::handles::gather::call(self_, dim, index, sparse_grad)
+}
+
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1538)
+#[inline]
+pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
+    crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
+}
+
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1542)
+#[inline]
+pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    crate::handles::take::call(self_, index)
+}
+
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1547)
+#[inline]
+pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_src::call(self_, dim, index, src)
+}
+
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+#[inline]
+pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_src_::call(self_, dim, index, src)
+}
+
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
+#[inline]
+pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_src_out::call(self_, dim, index, src, out)
+}
+
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1561)
+#[inline]
+pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::scatter_value::call(self_, dim, index, value)
+}
+
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+#[inline]
+pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::scatter_value_::call(self_, dim, index, value)
+}
+
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1571)
+#[inline]
+pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+    crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
+}
+
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1576)
+#[inline]
+pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+    crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
+}
+
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1581)
+#[inline]
+pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
+}
+
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1586)
+#[inline]
+pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
+}
+
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1591)
+#[inline]
+pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_add::call(self_, dim, index, src)
+}
+
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1596)
+#[inline]
+pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_add_::call(self_, dim, index, src)
+}
+
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1601)
+#[inline]
+pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::scatter_add_out::call(self_, dim, index, src, out)
+}
+
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1605)
+#[inline]
+pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::index_add::call(self_, dim, index, source, alpha)
+}
+
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1610)
+#[inline]
+pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::index_add_::call(self_, dim, index, source, alpha)
+}
+
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1615)
+#[inline]
+pub fn index_add_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
+}
+
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1619)
+#[inline]
+pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    crate::handles::index_copy::call(self_, dim, index, source)
+}
+
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1624)
+#[inline]
+pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    crate::handles::index_copy_::call(self_, dim, index, source)
+}
+
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1629)
+#[inline]
+pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
+}
+
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1634)
+#[inline]
+pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
+}
+
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1639)
+#[inline]
+pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
+}
+
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1644)
+#[inline]
+pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
+}
+
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1649)
+#[inline]
+pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    crate::handles::index_tensor::call(self_, indices)
+}
+
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1654)
+#[inline]
+pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    crate::handles::index_put::call(self_, indices, values, accumulate)
+}
+
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1659)
+#[inline]
+pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    crate::handles::index_put_::call(self_, indices, values, accumulate)
+}
+
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1664)
+#[inline]
+pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    crate::handles::masked_select::call(self_, mask)
+}
+
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1669)
+#[inline]
+pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    crate::handles::masked_scatter::call(self_, mask, source)
+}
+
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1674)
+#[inline]
+pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    crate::handles::masked_scatter_::call(self_, mask, source)
+}
+
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1679)
+#[inline]
+pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::nonzero::call(self_)
+}
+
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1684)
+#[inline]
+pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::nonzero_out::call(self_, out)
+}
+
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
+#[inline]
+pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    crate::handles::count_nonzero::call(self_, dim)
+}
+
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
+#[inline]
+pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    crate::handles::count_nonzero_dim_intlist::call(self_, dim)
+}
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1698)
+#[inline]
+pub fn embedding(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1702)
+#[inline]
+pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    crate::handles::one_hot::call(self_, num_classes)
+}
+
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1706)
+#[inline]
+pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::sort::call(self_, dim, descending)
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1711)
+#[inline]
+pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::sort_stable::call(self_, stable, dim, descending)
+}
+
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1716)
+#[inline]
+pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
+    crate::handles::argsort::call(self_, dim, descending)
+}
+
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1721)
+#[inline]
+pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
+    crate::handles::argsort_stable::call(self_, stable, dim, descending)
+}
+
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1726)
+#[inline]
+pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::topk::call(self_, k_, dim, largest, sorted)
+}
+
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1731)
+#[inline]
+pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::kthvalue::call(self_, k_, dim, keepdim)
+}
+
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1736)
+#[inline]
+pub fn median(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::median::call(self_)
+}
+
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1741)
+#[inline]
+pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::median_dim::call(self_, dim, keepdim)
+}
+
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1746)
+#[inline]
+pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    crate::handles::cummax::call(self_, dim)
+}
+
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1751)
+#[inline]
+pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    crate::handles::cummin::call(self_, dim)
+}
+
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1756)
+#[inline]
+pub fn _unique2(
+    self_: &Tensor,
+    sorted: bool,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
+}
+
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1760)
+#[inline]
+pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
+    crate::handles::norm_scalar::call(self_, p)
+}
+
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1765)
+#[inline]
+pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
+}
+
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1770)
+#[inline]
+pub fn norm_scalaropt_dim_dtype(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
+}
+
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1775)
+#[inline]
+pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+    crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
+}

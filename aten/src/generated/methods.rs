@@ -1434,4 +1434,584 @@ impl Tensor {
     pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, dtype)
     }
+
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1391)
+    #[inline]
+    pub fn split(&self, split_size: i64) -> Result<Vec<Tensor>> {
+        crate::handles::split_tensor::call(self, split_size, 0)
+    }
+
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1391)
+    #[inline]
+    pub fn split_with(&self, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        crate::handles::split_tensor::call(self, split_size, dim)
+    }
+
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1396)
+    #[inline]
+    pub fn split_with_sizes(&self, split_sizes: &[i64]) -> Result<Vec<Tensor>> {
+        crate::handles::split_with_sizes::call(self, split_sizes, 0)
+    }
+
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1396)
+    #[inline]
+    pub fn split_with_sizes_with(&self, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        crate::handles::split_with_sizes::call(self, split_sizes, dim)
+    }
+
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1401)
+    #[inline]
+    pub fn chunk(&self, chunks: i64) -> Result<Vec<Tensor>> {
+        crate::handles::chunk::call(self, chunks, 0)
+    }
+
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1401)
+    #[inline]
+    pub fn chunk_with(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        crate::handles::chunk::call(self, chunks, dim)
+    }
+
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1406)
+    #[inline]
+    pub fn unbind(&self) -> Result<Vec<Tensor>> {
+        crate::handles::unbind_int::call(self, 0)
+    }
+
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1406)
+    #[inline]
+    pub fn unbind_with(&self, dim: i64) -> Result<Vec<Tensor>> {
+        crate::handles::unbind_int::call(self, dim)
+    }
+
+    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1419)
+    #[inline]
+    pub fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
+        crate::handles::repeat::call(self, repeats)
+    }
+
+    /// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1424)
+    #[inline]
+    pub fn tile(&self, dims: &[i64]) -> Result<Tensor> {
+        crate::handles::tile::call(self, dims)
+    }
+
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1433)
+    #[inline]
+    pub fn repeat_interleave_self_tensor(&self, repeats: &Tensor) -> Result<Tensor> {
+        crate::handles::repeat_interleave_self_tensor::call(self, repeats, None, None)
+    }
+
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1433)
+    #[inline]
+    pub fn repeat_interleave_self_tensor_with(
+        &self,
+        repeats: &Tensor,
+        dim: Option<i64>,
+        output_size: Option<i64>,
+    ) -> Result<Tensor> {
+        crate::handles::repeat_interleave_self_tensor::call(self, repeats, dim, output_size)
+    }
+
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1438)
+    #[inline]
+    pub fn repeat_interleave_self_int(&self, repeats: i64) -> Result<Tensor> {
+        crate::handles::repeat_interleave_self_int::call(self, repeats, None, None)
+    }
+
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1438)
+    #[inline]
+    pub fn repeat_interleave_self_int_with(
+        &self,
+        repeats: i64,
+        dim: Option<i64>,
+        output_size: Option<i64>,
+    ) -> Result<Tensor> {
+        crate::handles::repeat_interleave_self_int::call(self, repeats, dim, output_size)
+    }
+
+    /// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1443)
+    #[inline]
+    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+        crate::handles::flip::call(self, dims)
+    }
+
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1448)
+    #[inline]
+    pub fn roll(&self, shifts: &[i64]) -> Result<Tensor> {
+        crate::handles::roll::call(self, shifts, &[])
+    }
+
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1448)
+    #[inline]
+    pub fn roll_with(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+        crate::handles::roll::call(self, shifts, dims)
+    }
+
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1453)
+    #[inline]
+    pub fn rot90(&self) -> Result<Tensor> {
+        crate::handles::rot90::call(self, 1, &[0, 1])
+    }
+
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1453)
+    #[inline]
+    pub fn rot90_with(&self, k_: i64, dims: &[i64]) -> Result<Tensor> {
+        crate::handles::rot90::call(self, k_, dims)
+    }
+
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1458)
+    #[inline]
+    pub fn tril(&self) -> Result<Tensor> {
+        crate::handles::tril::call(self, 0)
+    }
+
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1458)
+    #[inline]
+    pub fn tril_with(&self, diagonal: i64) -> Result<Tensor> {
+        crate::handles::tril::call(self, diagonal)
+    }
+
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1463)
+    #[inline]
+    pub fn tril_(&self) -> Result<Tensor> {
+        crate::handles::tril_::call(self, 0)
+    }
+
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1463)
+    #[inline]
+    pub fn tril_with_(&self, diagonal: i64) -> Result<Tensor> {
+        crate::handles::tril_::call(self, diagonal)
+    }
+
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1472)
+    #[inline]
+    pub fn triu(&self) -> Result<Tensor> {
+        crate::handles::triu::call(self, 0)
+    }
+
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1472)
+    #[inline]
+    pub fn triu_with(&self, diagonal: i64) -> Result<Tensor> {
+        crate::handles::triu::call(self, diagonal)
+    }
+
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1477)
+    #[inline]
+    pub fn triu_(&self) -> Result<Tensor> {
+        crate::handles::triu_::call(self, 0)
+    }
+
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1477)
+    #[inline]
+    pub fn triu_with_(&self, diagonal: i64) -> Result<Tensor> {
+        crate::handles::triu_::call(self, diagonal)
+    }
+
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1486)
+    #[inline]
+    pub fn diag(&self) -> Result<Tensor> {
+        crate::handles::diag::call(self, 0)
+    }
+
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1486)
+    #[inline]
+    pub fn diag_with(&self, diagonal: i64) -> Result<Tensor> {
+        crate::handles::diag::call(self, diagonal)
+    }
+
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1491)
+    #[inline]
+    pub fn diag_embed(&self) -> Result<Tensor> {
+        crate::handles::diag_embed::call(self, 0, -2, -1)
+    }
+
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1491)
+    #[inline]
+    pub fn diag_embed_with(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        crate::handles::diag_embed::call(self, offset, dim1, dim2)
+    }
+
+    /// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1496)
+    #[inline]
+    pub fn broadcast_to(&self, size: &[i64]) -> Result<Tensor> {
+        crate::handles::broadcast_to::call(self, size)
+    }
+
+    /// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1501)
+    #[inline]
+    pub fn movedim(&self, source: &[i64], destination: &[i64]) -> Result<Tensor> {
+        crate::handles::movedim_intlist::call(self, source, destination)
+    }
+
+    /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1506)
+    #[inline]
+    pub fn movedim_int(&self, source: i64, destination: i64) -> Result<Tensor> {
+        crate::handles::movedim_int::call(self, source, destination)
+    }
+
+    /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1511)
+    #[inline]
+    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        crate::handles::unflatten_int::call(self, dim, sizes)
+    }
+
+    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1524)
+    #[inline]
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        crate::handles::index_select::call(self, dim, index)
+    }
+
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1533)
+    #[inline]
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        crate::handles::gather::call(self, dim, index, false)
+    }
+
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1533)
+    #[inline]
+    pub fn gather_with(&self, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+        crate::handles::gather::call(self, dim, index, sparse_grad)
+    }
+
+    /// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1542)
+    #[inline]
+    pub fn take(&self, index: &Tensor) -> Result<Tensor> {
+        crate::handles::take::call(self, index)
+    }
+
+    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1547)
+    #[inline]
+    pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        crate::handles::scatter_src::call(self, dim, index, src)
+    }
+
+    /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+    #[inline]
+    pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        crate::handles::scatter_src_::call(self, dim, index, src)
+    }
+
+    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1561)
+    #[inline]
+    pub fn scatter_value(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::scatter_value::call(self, dim, index, value)
+    }
+
+    /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+    #[inline]
+    pub fn scatter_value_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::scatter_value_::call(self, dim, index, value)
+    }
+
+    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1571)
+    #[inline]
+    pub fn scatter_reduce(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+        crate::handles::scatter_reduce::call(self, dim, index, src, reduce)
+    }
+
+    /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1576)
+    #[inline]
+    pub fn scatter_reduce_(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+        crate::handles::scatter_reduce_::call(self, dim, index, src, reduce)
+    }
+
+    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1581)
+    #[inline]
+    pub fn scatter_value_reduce(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+        crate::handles::scatter_value_reduce::call(self, dim, index, value, reduce)
+    }
+
+    /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1586)
+    #[inline]
+    pub fn scatter_value_reduce_(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+        crate::handles::scatter_value_reduce_::call(self, dim, index, value, reduce)
+    }
+
+    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1591)
+    #[inline]
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        crate::handles::scatter_add::call(self, dim, index, src)
+    }
+
+    /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1596)
+    #[inline]
+    pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        crate::handles::scatter_add_::call(self, dim, index, src)
+    }
+
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1605)
+    #[inline]
+    pub fn index_add(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::index_add::call(self, dim, index, source, Scalar::Int(1))
+    }
+
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1605)
+    #[inline]
+    pub fn index_add_with(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::index_add::call(self, dim, index, source, alpha)
+    }
+
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1610)
+    #[inline]
+    pub fn index_add_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::index_add_::call(self, dim, index, source, Scalar::Int(1))
+    }
+
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1610)
+    #[inline]
+    pub fn index_add_with_(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::index_add_::call(self, dim, index, source, alpha)
+    }
+
+    /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1619)
+    #[inline]
+    pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::index_copy::call(self, dim, index, source)
+    }
+
+    /// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1624)
+    #[inline]
+    pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::index_copy_::call(self, dim, index, source)
+    }
+
+    /// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1629)
+    #[inline]
+    pub fn index_fill(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::index_fill_int_scalar::call(self, dim, index, value)
+    }
+
+    /// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1634)
+    #[inline]
+    pub fn index_fill_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        crate::handles::index_fill_int_scalar_::call(self, dim, index, value)
+    }
+
+    /// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1639)
+    #[inline]
+    pub fn index_fill_int_tensor(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        crate::handles::index_fill_int_tensor::call(self, dim, index, value)
+    }
+
+    /// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1644)
+    #[inline]
+    pub fn index_fill_int_tensor_(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        crate::handles::index_fill_int_tensor_::call(self, dim, index, value)
+    }
+
+    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1649)
+    #[inline]
+    pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        crate::handles::index_tensor::call(self, indices)
+    }
+
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1654)
+    #[inline]
+    pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        crate::handles::index_put::call(self, indices, values, false)
+    }
+
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1654)
+    #[inline]
+    pub fn index_put_with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        crate::handles::index_put::call(self, indices, values, accumulate)
+    }
+
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1659)
+    #[inline]
+    pub fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        crate::handles::index_put_::call(self, indices, values, false)
+    }
+
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1659)
+    #[inline]
+    pub fn index_put_with_(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        crate::handles::index_put_::call(self, indices, values, accumulate)
+    }
+
+    /// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1664)
+    #[inline]
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        crate::handles::masked_select::call(self, mask)
+    }
+
+    /// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1669)
+    #[inline]
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::masked_scatter::call(self, mask, source)
+    }
+
+    /// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1674)
+    #[inline]
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        crate::handles::masked_scatter_::call(self, mask, source)
+    }
+
+    /// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1679)
+    #[inline]
+    pub fn nonzero(&self) -> Result<Tensor> {
+        crate::handles::nonzero::call(self)
+    }
+
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
+    #[inline]
+    pub fn count_nonzero(&self) -> Result<Tensor> {
+        crate::handles::count_nonzero::call(self, None)
+    }
+
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
+    #[inline]
+    pub fn count_nonzero_with(&self, dim: Option<i64>) -> Result<Tensor> {
+        crate::handles::count_nonzero::call(self, dim)
+    }
+
+    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
+    #[inline]
+    pub fn count_nonzero_dim_intlist(&self, dim: &[i64]) -> Result<Tensor> {
+        crate::handles::count_nonzero_dim_intlist::call(self, dim)
+    }
+
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1706)
+    #[inline]
+    pub fn sort(&self) -> Result<(Tensor, Tensor)> {
+        crate::handles::sort::call(self, -1, false)
+    }
+
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1706)
+    #[inline]
+    pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::sort::call(self, dim, descending)
+    }
+
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1711)
+    #[inline]
+    pub fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
+        crate::handles::sort_stable::call(self, stable, -1, false)
+    }
+
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1711)
+    #[inline]
+    pub fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::sort_stable::call(self, stable, dim, descending)
+    }
+
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1716)
+    #[inline]
+    pub fn argsort(&self) -> Result<Tensor> {
+        crate::handles::argsort::call(self, -1, false)
+    }
+
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1716)
+    #[inline]
+    pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
+        crate::handles::argsort::call(self, dim, descending)
+    }
+
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1721)
+    #[inline]
+    pub fn argsort_stable(&self, stable: bool) -> Result<Tensor> {
+        crate::handles::argsort_stable::call(self, stable, -1, false)
+    }
+
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1721)
+    #[inline]
+    pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
+        crate::handles::argsort_stable::call(self, stable, dim, descending)
+    }
+
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1726)
+    #[inline]
+    pub fn topk(&self, k_: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::topk::call(self, k_, -1, true, true)
+    }
+
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1726)
+    #[inline]
+    pub fn topk_with(&self, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::topk::call(self, k_, dim, largest, sorted)
+    }
+
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1731)
+    #[inline]
+    pub fn kthvalue(&self, k_: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::kthvalue::call(self, k_, -1, false)
+    }
+
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1731)
+    #[inline]
+    pub fn kthvalue_with(&self, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::kthvalue::call(self, k_, dim, keepdim)
+    }
+
+    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1736)
+    #[inline]
+    pub fn median(&self) -> Result<Tensor> {
+        crate::handles::median::call(self)
+    }
+
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1741)
+    #[inline]
+    pub fn median_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::median_dim::call(self, dim, false)
+    }
+
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1741)
+    #[inline]
+    pub fn median_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        crate::handles::median_dim::call(self, dim, keepdim)
+    }
+
+    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1746)
+    #[inline]
+    pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::cummax::call(self, dim)
+    }
+
+    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1751)
+    #[inline]
+    pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        crate::handles::cummin::call(self, dim)
+    }
+
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1760)
+    #[inline]
+    pub fn norm(&self) -> Result<Tensor> {
+        crate::handles::norm_scalar::call(self, Scalar::Int(2))
+    }
+
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1760)
+    #[inline]
+    pub fn norm_with(&self, p: Scalar) -> Result<Tensor> {
+        crate::handles::norm_scalar::call(self, p)
+    }
+
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1765)
+    #[inline]
+    pub fn norm_scalaropt_dim(&self, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
+        crate::handles::norm_scalaropt_dim::call(self, p, dim, false)
+    }
+
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1765)
+    #[inline]
+    pub fn norm_scalaropt_dim_with(&self, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        crate::handles::norm_scalaropt_dim::call(self, p, dim, keepdim)
+    }
+
+    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1770)
+    #[inline]
+    pub fn norm_scalaropt_dim_dtype(
+        &self,
+        p: Option<Scalar>,
+        dim: &[i64],
+        keepdim: bool,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        crate::handles::norm_scalaropt_dim_dtype::call(self, p, dim, keepdim, dtype)
+    }
+
+    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1775)
+    #[inline]
+    pub fn norm_scalaropt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+        crate::handles::norm_scalaropt_dtype::call(self, p, dtype)
+    }
 }

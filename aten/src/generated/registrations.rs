@@ -292,6 +292,91 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::cumprod::SCHEMA).expect("generated schema parses");
     d.def(handles::softmax_int::SCHEMA).expect("generated schema parses");
     d.def(handles::log_softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::cat::SCHEMA).expect("generated schema parses");
+    d.def(handles::cat_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::stack::SCHEMA).expect("generated schema parses");
+    d.def(handles::stack_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::split_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::split_with_sizes::SCHEMA).expect("generated schema parses");
+    d.def(handles::chunk::SCHEMA).expect("generated schema parses");
+    d.def(handles::unbind_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::meshgrid::SCHEMA).expect("generated schema parses");
+    d.def(handles::meshgrid_indexing::SCHEMA).expect("generated schema parses");
+    d.def(handles::repeat::SCHEMA).expect("generated schema parses");
+    d.def(handles::tile::SCHEMA).expect("generated schema parses");
+    d.def(handles::repeat_interleave_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::repeat_interleave_self_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::repeat_interleave_self_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::flip::SCHEMA).expect("generated schema parses");
+    d.def(handles::roll::SCHEMA).expect("generated schema parses");
+    d.def(handles::rot90::SCHEMA).expect("generated schema parses");
+    d.def(handles::tril::SCHEMA).expect("generated schema parses");
+    d.def(handles::tril_::SCHEMA).expect("generated schema parses");
+    d.def(handles::tril_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::triu::SCHEMA).expect("generated schema parses");
+    d.def(handles::triu_::SCHEMA).expect("generated schema parses");
+    d.def(handles::triu_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::diag::SCHEMA).expect("generated schema parses");
+    d.def(handles::diag_embed::SCHEMA).expect("generated schema parses");
+    d.def(handles::broadcast_to::SCHEMA).expect("generated schema parses");
+    d.def(handles::movedim_intlist::SCHEMA).expect("generated schema parses");
+    d.def(handles::movedim_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::unflatten_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::pad::SCHEMA).expect("generated schema parses");
+    d.def(handles::constant_pad_nd::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_select::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_select_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::gather::SCHEMA).expect("generated schema parses");
+    d.def(handles::gather_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::take::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_src::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_src_::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_src_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_value::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_value_::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_reduce::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_reduce_::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_value_reduce::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_value_reduce_::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_add::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_add_::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_add_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_add::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_add_::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_add_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_copy_::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_fill_int_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_fill_int_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_fill_int_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_fill_int_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_put::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_put_::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_select::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_scatter::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_scatter_::SCHEMA).expect("generated schema parses");
+    d.def(handles::nonzero::SCHEMA).expect("generated schema parses");
+    d.def(handles::nonzero_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::count_nonzero::SCHEMA).expect("generated schema parses");
+    d.def(handles::count_nonzero_dim_intlist::SCHEMA).expect("generated schema parses");
+    d.def(handles::embedding::SCHEMA).expect("generated schema parses");
+    d.def(handles::one_hot::SCHEMA).expect("generated schema parses");
+    d.def(handles::sort::SCHEMA).expect("generated schema parses");
+    d.def(handles::sort_stable::SCHEMA).expect("generated schema parses");
+    d.def(handles::argsort::SCHEMA).expect("generated schema parses");
+    d.def(handles::argsort_stable::SCHEMA).expect("generated schema parses");
+    d.def(handles::topk::SCHEMA).expect("generated schema parses");
+    d.def(handles::kthvalue::SCHEMA).expect("generated schema parses");
+    d.def(handles::median::SCHEMA).expect("generated schema parses");
+    d.def(handles::median_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::cummax::SCHEMA).expect("generated schema parses");
+    d.def(handles::cummin::SCHEMA).expect("generated schema parses");
+    d.def(handles::_unique2::SCHEMA).expect("generated schema parses");
+    d.def(handles::norm_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::norm_scalaropt_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::norm_scalaropt_dim_dtype::SCHEMA).expect("generated schema parses");
+    d.def(handles::norm_scalaropt_dtype::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -2048,6 +2133,423 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             let r = {
                 let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
                 handles::hardswish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cat_out::kernel(|ks, tensors, dim, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cat_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), tensors, dim, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::stack_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::stack_out::kernel(|ks, tensors, dim, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::stack_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    tensors,
+                    dim,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tril_::kernel(|ks, self_, diagonal| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tril_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, diagonal)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::tril_out::kernel(|ks, self_, diagonal, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::tril_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    diagonal,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::triu_::kernel(|ks, self_, diagonal| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::triu_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, diagonal)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::triu_out::kernel(|ks, self_, diagonal, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::triu_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    diagonal,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_select_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_select_out::kernel(|ks, self_, dim, index, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_select_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gather_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::gather_out::kernel(|ks, self_, dim, index, sparse_grad, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::gather_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    sparse_grad,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_src_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_src_::kernel(|ks, self_, dim, index, src| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_src_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    src,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_src_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_src_out::kernel(|ks, self_, dim, index, src, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_src_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    src,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_value_::kernel(|ks, self_, dim, index, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_value_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_reduce_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_reduce_::kernel(|ks, self_, dim, index, src, reduce| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_reduce_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    src,
+                    reduce,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_reduce_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_value_reduce_::kernel(|ks, self_, dim, index, value, reduce| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_value_reduce_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    value,
+                    reduce,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_add_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_add_::kernel(|ks, self_, dim, index, src| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_add_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    src,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_add_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::scatter_add_out::kernel(|ks, self_, dim, index, src, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::scatter_add_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    src,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_add_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_add_::kernel(|ks, self_, dim, index, source, alpha| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_add_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    source,
+                    alpha,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_add_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_add_out::kernel(|ks, self_, dim, index, source, alpha, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_add_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    source,
+                    alpha,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_copy_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_copy_::kernel(|ks, self_, dim, index, source| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_copy_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    source,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_fill_int_scalar_::kernel(|ks, self_, dim, index, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_fill_int_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_fill_int_tensor_::kernel(|ks, self_, dim, index, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_fill_int_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    dim,
+                    index,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_put_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::index_put_::kernel(|ks, self_, indices, values, accumulate| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::index_put_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    indices,
+                    values,
+                    accumulate,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_scatter_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::masked_scatter_::kernel(|ks, self_, mask, source| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::masked_scatter_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    mask,
+                    source,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nonzero_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::nonzero_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::nonzero_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
             };
             out.bump_version();
             Ok(r)
@@ -3928,6 +4430,458 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::cat::NAME,
+        DispatchKey::CPU,
+        handles::cat::kernel(|_ks, tensors, dim| crate::native::join::cat(tensors, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat_out::NAME,
+        DispatchKey::CPU,
+        handles::cat_out::kernel(|_ks, tensors, dim, out| crate::native::join::cat_out(tensors, dim, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::repeat::NAME,
+        DispatchKey::CPU,
+        handles::repeat::kernel(|_ks, self_, repeats| crate::native::shape_ops::repeat(self_, repeats)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::repeat_interleave_tensor::NAME,
+        DispatchKey::CPU,
+        handles::repeat_interleave_tensor::kernel(|_ks, repeats, output_size| {
+            crate::native::shape_ops::repeat_interleave_tensor(repeats, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::repeat_interleave_self_tensor::NAME,
+        DispatchKey::CPU,
+        handles::repeat_interleave_self_tensor::kernel(|_ks, self_, repeats, dim, output_size| {
+            crate::native::shape_ops::repeat_interleave_self_tensor(self_, repeats, dim, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::repeat_interleave_self_int::NAME,
+        DispatchKey::CPU,
+        handles::repeat_interleave_self_int::kernel(|_ks, self_, repeats, dim, output_size| {
+            crate::native::shape_ops::repeat_interleave_self_int(self_, repeats, dim, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::flip::NAME,
+        DispatchKey::CPU,
+        handles::flip::kernel(|_ks, self_, dims| crate::native::shape_ops::flip(self_, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::roll::NAME,
+        DispatchKey::CPU,
+        handles::roll::kernel(|_ks, self_, shifts, dims| crate::native::shape_ops::roll(self_, shifts, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril::NAME,
+        DispatchKey::CPU,
+        handles::tril::kernel(|_ks, self_, diagonal| crate::native::shape_ops::tril(self_, diagonal)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_::NAME,
+        DispatchKey::CPU,
+        handles::tril_::kernel(|_ks, self_, diagonal| crate::native::shape_ops::tril_(self_, diagonal)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_out::NAME,
+        DispatchKey::CPU,
+        handles::tril_out::kernel(|_ks, self_, diagonal, out| crate::native::shape_ops::tril_out(self_, diagonal, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu::NAME,
+        DispatchKey::CPU,
+        handles::triu::kernel(|_ks, self_, diagonal| crate::native::shape_ops::triu(self_, diagonal)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_::NAME,
+        DispatchKey::CPU,
+        handles::triu_::kernel(|_ks, self_, diagonal| crate::native::shape_ops::triu_(self_, diagonal)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_out::NAME,
+        DispatchKey::CPU,
+        handles::triu_out::kernel(|_ks, self_, diagonal, out| crate::native::shape_ops::triu_out(self_, diagonal, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_select::NAME,
+        DispatchKey::CPU,
+        handles::index_select::kernel(|_ks, self_, dim, index| {
+            crate::native::indexing::index_select(self_, dim, index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_select_out::NAME,
+        DispatchKey::CPU,
+        handles::index_select_out::kernel(|_ks, self_, dim, index, out| {
+            crate::native::indexing::index_select_out(self_, dim, index, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gather::NAME,
+        DispatchKey::CPU,
+        handles::gather::kernel(|_ks, self_, dim, index, sparse_grad| {
+            crate::native::indexing::gather(self_, dim, index, sparse_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gather_out::NAME,
+        DispatchKey::CPU,
+        handles::gather_out::kernel(|_ks, self_, dim, index, sparse_grad, out| {
+            crate::native::indexing::gather_out(self_, dim, index, sparse_grad, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::take::NAME,
+        DispatchKey::CPU,
+        handles::take::kernel(|_ks, self_, index| crate::native::indexing::take(self_, index)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_src::NAME,
+        DispatchKey::CPU,
+        handles::scatter_src::kernel(|_ks, self_, dim, index, src| {
+            crate::native::indexing::scatter_src(self_, dim, index, src)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_src_::NAME,
+        DispatchKey::CPU,
+        handles::scatter_src_::kernel(|_ks, self_, dim, index, src| {
+            crate::native::indexing::scatter_src_(self_, dim, index, src)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_src_out::NAME,
+        DispatchKey::CPU,
+        handles::scatter_src_out::kernel(|_ks, self_, dim, index, src, out| {
+            crate::native::indexing::scatter_src_out(self_, dim, index, src, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value::NAME,
+        DispatchKey::CPU,
+        handles::scatter_value::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::scatter_value(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_::NAME,
+        DispatchKey::CPU,
+        handles::scatter_value_::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::scatter_value_(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_reduce::NAME,
+        DispatchKey::CPU,
+        handles::scatter_reduce::kernel(|_ks, self_, dim, index, src, reduce| {
+            crate::native::indexing::scatter_reduce(self_, dim, index, src, reduce)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_reduce_::NAME,
+        DispatchKey::CPU,
+        handles::scatter_reduce_::kernel(|_ks, self_, dim, index, src, reduce| {
+            crate::native::indexing::scatter_reduce_(self_, dim, index, src, reduce)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_reduce::NAME,
+        DispatchKey::CPU,
+        handles::scatter_value_reduce::kernel(|_ks, self_, dim, index, value, reduce| {
+            crate::native::indexing::scatter_value_reduce(self_, dim, index, value, reduce)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_reduce_::NAME,
+        DispatchKey::CPU,
+        handles::scatter_value_reduce_::kernel(|_ks, self_, dim, index, value, reduce| {
+            crate::native::indexing::scatter_value_reduce_(self_, dim, index, value, reduce)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_add::NAME,
+        DispatchKey::CPU,
+        handles::scatter_add::kernel(|_ks, self_, dim, index, src| {
+            crate::native::indexing::scatter_add(self_, dim, index, src)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_add_::NAME,
+        DispatchKey::CPU,
+        handles::scatter_add_::kernel(|_ks, self_, dim, index, src| {
+            crate::native::indexing::scatter_add_(self_, dim, index, src)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_add_out::NAME,
+        DispatchKey::CPU,
+        handles::scatter_add_out::kernel(|_ks, self_, dim, index, src, out| {
+            crate::native::indexing::scatter_add_out(self_, dim, index, src, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_add::NAME,
+        DispatchKey::CPU,
+        handles::index_add::kernel(|_ks, self_, dim, index, source, alpha| {
+            crate::native::indexing::index_add(self_, dim, index, source, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_add_::NAME,
+        DispatchKey::CPU,
+        handles::index_add_::kernel(|_ks, self_, dim, index, source, alpha| {
+            crate::native::indexing::index_add_(self_, dim, index, source, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_add_out::NAME,
+        DispatchKey::CPU,
+        handles::index_add_out::kernel(|_ks, self_, dim, index, source, alpha, out| {
+            crate::native::indexing::index_add_out(self_, dim, index, source, alpha, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_copy::NAME,
+        DispatchKey::CPU,
+        handles::index_copy::kernel(|_ks, self_, dim, index, source| {
+            crate::native::indexing::index_copy(self_, dim, index, source)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_copy_::NAME,
+        DispatchKey::CPU,
+        handles::index_copy_::kernel(|_ks, self_, dim, index, source| {
+            crate::native::indexing::index_copy_(self_, dim, index, source)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_scalar::NAME,
+        DispatchKey::CPU,
+        handles::index_fill_int_scalar::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::index_fill_int_scalar(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::index_fill_int_scalar_::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::index_fill_int_scalar_(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_tensor::NAME,
+        DispatchKey::CPU,
+        handles::index_fill_int_tensor::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::index_fill_int_tensor(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::index_fill_int_tensor_::kernel(|_ks, self_, dim, index, value| {
+            crate::native::indexing::index_fill_int_tensor_(self_, dim, index, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_tensor::NAME,
+        DispatchKey::CPU,
+        handles::index_tensor::kernel(|_ks, self_, indices| crate::native::indexing::index(self_, indices)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_put::NAME,
+        DispatchKey::CPU,
+        handles::index_put::kernel(|_ks, self_, indices, values, accumulate| {
+            crate::native::indexing::index_put(self_, indices, values, accumulate)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_put_::NAME,
+        DispatchKey::CPU,
+        handles::index_put_::kernel(|_ks, self_, indices, values, accumulate| {
+            crate::native::indexing::index_put_(self_, indices, values, accumulate)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_select::NAME,
+        DispatchKey::CPU,
+        handles::masked_select::kernel(|_ks, self_, mask| crate::native::indexing::masked_select(self_, mask)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_scatter::NAME,
+        DispatchKey::CPU,
+        handles::masked_scatter::kernel(|_ks, self_, mask, source| {
+            crate::native::indexing::masked_scatter(self_, mask, source)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_scatter_::NAME,
+        DispatchKey::CPU,
+        handles::masked_scatter_::kernel(|_ks, self_, mask, source| {
+            crate::native::indexing::masked_scatter_(self_, mask, source)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nonzero::NAME,
+        DispatchKey::CPU,
+        handles::nonzero::kernel(|_ks, self_| crate::native::indexing::nonzero(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nonzero_out::NAME,
+        DispatchKey::CPU,
+        handles::nonzero_out::kernel(|_ks, self_, out| crate::native::indexing::nonzero_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::count_nonzero_dim_intlist::NAME,
+        DispatchKey::CPU,
+        handles::count_nonzero_dim_intlist::kernel(|_ks, self_, dim| {
+            crate::native::indexing::count_nonzero_dim_intlist(self_, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sort::NAME,
+        DispatchKey::CPU,
+        handles::sort::kernel(|_ks, self_, dim, descending| crate::native::sort::sort(self_, dim, descending)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sort_stable::NAME,
+        DispatchKey::CPU,
+        handles::sort_stable::kernel(|_ks, self_, stable, dim, descending| {
+            crate::native::sort::sort_stable(self_, stable, dim, descending)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::topk::NAME,
+        DispatchKey::CPU,
+        handles::topk::kernel(|_ks, self_, k_, dim, largest, sorted| {
+            crate::native::sort::topk(self_, k_, dim, largest, sorted)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::kthvalue::NAME,
+        DispatchKey::CPU,
+        handles::kthvalue::kernel(|_ks, self_, k_, dim, keepdim| {
+            crate::native::sort::kthvalue(self_, k_, dim, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::median::NAME,
+        DispatchKey::CPU,
+        handles::median::kernel(|_ks, self_| crate::native::sort::median(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::median_dim::NAME,
+        DispatchKey::CPU,
+        handles::median_dim::kernel(|_ks, self_, dim, keepdim| crate::native::sort::median_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cummax::NAME,
+        DispatchKey::CPU,
+        handles::cummax::kernel(|_ks, self_, dim| crate::native::sort::cummax(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cummin::NAME,
+        DispatchKey::CPU,
+        handles::cummin::kernel(|_ks, self_, dim| crate::native::sort::cummin(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_unique2::NAME,
+        DispatchKey::CPU,
+        handles::_unique2::kernel(|_ks, self_, sorted, return_inverse, return_counts| {
+            crate::native::sort::unique2(self_, sorted, return_inverse, return_counts)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalar::NAME,
+        DispatchKey::CPU,
+        handles::norm_scalar::kernel(|_ks, self_, p| crate::native::norm::norm_scalar(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim::NAME,
+        DispatchKey::CPU,
+        handles::norm_scalaropt_dim::kernel(|_ks, self_, p, dim, keepdim| {
+            crate::native::norm::norm_scalaropt_dim(self_, p, dim, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim_dtype::NAME,
+        DispatchKey::CPU,
+        handles::norm_scalaropt_dim_dtype::kernel(|_ks, self_, p, dim, keepdim, dtype| {
+            crate::native::norm::norm_scalaropt_dim_dtype(self_, p, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dtype::NAME,
+        DispatchKey::CPU,
+        handles::norm_scalaropt_dtype::kernel(|_ks, self_, p, dtype| {
+            crate::native::norm::norm_scalaropt_dtype(self_, p, dtype)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -4082,6 +5036,88 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::stack::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::stack::kernel(|_ks, tensors, dim| crate::native::join::stack(tensors, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::stack_out::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::stack_out::kernel(|_ks, tensors, dim, out| crate::native::join::stack_out(tensors, dim, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::split_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::split_tensor::kernel(|_ks, self_, split_size, dim| crate::native::join::split(self_, split_size, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::split_with_sizes::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::split_with_sizes::kernel(|_ks, self_, split_sizes, dim| {
+            crate::native::join::split_with_sizes(self_, split_sizes, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unbind_int::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::unbind_int::kernel(|_ks, self_, dim| crate::native::join::unbind(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rot90::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::rot90::kernel(|_ks, self_, k_, dims| crate::native::shape_ops::rot90(self_, k_, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diag::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::diag::kernel(|_ks, self_, diagonal| crate::native::shape_ops::diag(self_, diagonal)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diag_embed::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::diag_embed::kernel(|_ks, self_, offset, dim1, dim2| {
+            crate::native::shape_ops::diag_embed(self_, offset, dim1, dim2)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::movedim_intlist::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::movedim_intlist::kernel(|_ks, self_, source, destination| {
+            crate::native::shape_ops::movedim(self_, source, destination)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::constant_pad_nd::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::constant_pad_nd::kernel(|_ks, self_, pad, value| {
+            crate::native::shape_ops::constant_pad_nd(self_, pad, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::count_nonzero::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::count_nonzero::kernel(|_ks, self_, dim| crate::native::indexing::count_nonzero(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::embedding::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::embedding::kernel(|_ks, weight, indices, padding_idx, scale_grad_by_freq, sparse| {
+            crate::native::indexing::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
@@ -4154,6 +5190,78 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::reshape_as::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::reshape_as::kernel(|_ks, self_, other| crate::native::shape::reshape_as(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::chunk::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::chunk::kernel(|_ks, self_, chunks, dim| crate::native::join::chunk(self_, chunks, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::meshgrid::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::meshgrid::kernel(|_ks, tensors| crate::native::join::meshgrid(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::meshgrid_indexing::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::meshgrid_indexing::kernel(|_ks, tensors, indexing| {
+            crate::native::join::meshgrid_indexing(tensors, indexing)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tile::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tile::kernel(|_ks, self_, dims| crate::native::shape_ops::tile(self_, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::broadcast_to::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::broadcast_to::kernel(|_ks, self_, size| crate::native::shape_ops::broadcast_to(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::movedim_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::movedim_int::kernel(|_ks, self_, source, destination| {
+            crate::native::shape_ops::movedim_int(self_, source, destination)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unflatten_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unflatten_int::kernel(|_ks, self_, dim, sizes| crate::native::shape_ops::unflatten(self_, dim, sizes)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pad::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pad::kernel(|_ks, self_, pad, mode, value| crate::native::shape_ops::pad(self_, pad, mode, value)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::one_hot::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::one_hot::kernel(|_ks, self_, num_classes| crate::native::indexing::one_hot(self_, num_classes)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argsort::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::argsort::kernel(|_ks, self_, dim, descending| crate::native::sort::argsort(self_, dim, descending)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argsort_stable::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::argsort_stable::kernel(|_ks, self_, stable, dim, descending| {
+            crate::native::sort::argsort_stable(self_, stable, dim, descending)
+        }),
     )
     .expect("generated registration");
 }

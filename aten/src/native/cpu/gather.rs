@@ -1,0 +1,212 @@
+//! Element movement shared by the shape, indexing and sorting kernels: gathering elements of a
+//! tensor by flat (row-major) position into a new contiguous tensor, per-dimension index maps,
+//! and the little arithmetic that scatter/index_put accumulation needs, for every dtype.
+//!
+//! Note [Reference data movement]: these kernels read their input once into a row-major `Vec`
+//! (`Tensor::to_vec`, which handles any strides), compute flat source positions, and build the
+//! result with `Tensor::from_vec`. Everything is safe, bounds-checked code that works for every
+//! dtype and layout; a vectorised strided path is performance work for later (as for
+//! Note [Reference reductions]).
+
+use c10::tensor_impl::contiguous_strides;
+use c10::{bf16, f16, Element, Result, Scalar};
+
+use crate::Tensor;
+
+/// `s` converted to `T` with PyTorch's cast rules.
+pub fn scalar_as<T: Element>(s: Scalar) -> T {
+    match s {
+        Scalar::Bool(b) => T::from_bool(b),
+        Scalar::Int(i) => T::from_i64(i),
+        Scalar::Float(f) => T::from_f64(f),
+    }
+}
+
+/// A new contiguous tensor of `sizes` whose elements are `t`'s elements at the row-major
+/// positions `idx` (`None` gives `fill`).
+pub fn take_flat(t: &Tensor, idx: &[Option<usize>], sizes: &[i64], fill: Scalar) -> Result<Tensor> {
+    c10::dispatch_all_types!(t.dtype(), T => {
+        let v = t.to_vec::<T>()?;
+        let f: T = scalar_as(fill);
+        Tensor::from_vec(idx.iter().map(|i| i.map_or(f, |i| v[i])).collect::<Vec<T>>(), sizes)
+    })
+}
+
+/// A new contiguous tensor of zeros (false for bool).
+pub fn zeros_of(sizes: &[i64], dtype: c10::ScalarType) -> Result<Tensor> {
+    let n: i64 = sizes.iter().product();
+    c10::dispatch_all_types!(dtype, T => Tensor::from_vec(vec![T::default(); n.max(0) as usize], sizes))
+}
+
+/// Like [`take_flat`] with every position present.
+pub fn take_all(t: &Tensor, idx: &[usize], sizes: &[i64]) -> Result<Tensor> {
+    c10::dispatch_all_types!(t.dtype(), T => {
+        let v = t.to_vec::<T>()?;
+        Tensor::from_vec(idx.iter().map(|&i| v[i]).collect::<Vec<T>>(), sizes)
+    })
+}
+
+/// Flat source positions for an output whose coordinate `o` along dimension `d` reads input
+/// coordinate `maps[d][o]` (`None`: no input element). The output has sizes `maps[d].len()`,
+/// the input `in_sizes` (row-major).
+pub fn separable_index(in_sizes: &[i64], maps: &[Vec<Option<i64>>]) -> Vec<Option<usize>> {
+    let cs = contiguous_strides(in_sizes);
+    let n: usize = maps.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let nd = maps.len();
+    let mut idx = vec![0usize; nd];
+    loop {
+        let mut off = Some(0i64);
+        for d in 0..nd {
+            off = match (off, maps[d][idx[d]]) {
+                (Some(o), Some(i)) => Some(o + i * cs[d]),
+                _ => None,
+            };
+        }
+        out.push(off.map(|o| o as usize));
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < maps[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// The identity map of a dimension of size `n`.
+pub fn identity_map(n: i64) -> Vec<Option<i64>> {
+    (0..n).map(Some).collect()
+}
+
+/// Calls `f` with every multi-index of `sizes`, in row-major order.
+pub fn for_each_index(sizes: &[i64], mut f: impl FnMut(&[i64])) {
+    if sizes.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0i64; sizes.len()];
+    loop {
+        f(&idx);
+        let mut d = sizes.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < sizes[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// The arithmetic accumulation kernels need, for every element type: integers wrap, `f16`/`bf16`
+/// compute in `f32`, and `bool` adds as `or` and multiplies as `and`.
+pub trait ElemArith: Element {
+    /// `self + o`.
+    fn add(self, o: Self) -> Self;
+    /// `self * o`.
+    fn mul(self, o: Self) -> Self;
+    /// `self / n` (the mean of a sum of `n` values; integers round toward zero).
+    fn div_count(self, n: i64) -> Self;
+}
+
+macro_rules! int_arith {
+    ($($t:ty),*) => {$(
+        impl ElemArith for $t {
+            #[inline]
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline]
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline]
+            fn div_count(self, n: i64) -> Self { Self::from_i64(self.to_i64() / n.max(1)) }
+        }
+    )*};
+}
+int_arith!(u8, i8, i16, i32, i64);
+
+macro_rules! float_arith {
+    ($($t:ty),*) => {$(
+        impl ElemArith for $t {
+            #[inline]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline]
+            fn mul(self, o: Self) -> Self { self * o }
+            #[inline]
+            fn div_count(self, n: i64) -> Self { self / n as $t }
+        }
+    )*};
+}
+float_arith!(f32, f64);
+
+macro_rules! half_arith {
+    ($($t:ty),*) => {$(
+        impl ElemArith for $t {
+            #[inline]
+            fn add(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() + o.to_f32()) }
+            #[inline]
+            fn mul(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() * o.to_f32()) }
+            #[inline]
+            fn div_count(self, n: i64) -> Self { <$t>::from_f32(self.to_f32() / n as f32) }
+        }
+    )*};
+}
+half_arith!(f16, bf16);
+
+impl ElemArith for bool {
+    #[inline]
+    fn add(self, o: Self) -> Self {
+        self || o
+    }
+    #[inline]
+    fn mul(self, o: Self) -> Self {
+        self && o
+    }
+    #[inline]
+    fn div_count(self, _n: i64) -> Self {
+        self
+    }
+}
+
+/// A total order with NaN greater than every number (PyTorch's sort order); equal values
+/// compare equal, so a stable sort keeps their original order.
+#[inline]
+pub fn cmp_nan_last<T: PartialOrd>(a: &T, b: &T) -> std::cmp::Ordering {
+    #[allow(clippy::eq_op)]
+    a.partial_cmp(b).unwrap_or_else(|| {
+        let (an, bn) = (a != a, b != b);
+        an.cmp(&bn)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separable_index_reads_maps() {
+        // A [2, 3] input read with rows flipped and a padded column.
+        let idx = separable_index(&[2, 3], &[vec![Some(1), Some(0)], vec![None, Some(0), Some(2)]]);
+        assert_eq!(idx, vec![None, Some(3), Some(5), None, Some(0), Some(2)]);
+        assert_eq!(separable_index(&[], &[]), vec![Some(0)]);
+        assert!(separable_index(&[2], &[vec![]]).is_empty());
+    }
+
+    #[test]
+    fn nan_sorts_last() {
+        let mut v = [2.0, f64::NAN, 1.0];
+        v.sort_by(cmp_nan_last);
+        assert_eq!(&v[..2], &[1.0, 2.0]);
+        assert!(v[2].is_nan());
+    }
+}

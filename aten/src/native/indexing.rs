@@ -1,0 +1,858 @@
+//! Indexing operators: advanced indexing (`index.Tensor`, `index_put`), `index_select`,
+//! `gather`, the `scatter` family, `index_add`/`index_copy`/`index_fill`, `take`,
+//! `masked_select`/`masked_scatter`, `nonzero`/`count_nonzero`, `embedding` and `one_hot`.
+//!
+//! Every kernel turns its index arguments into flat (row-major) positions in a contiguous copy
+//! of the data and moves elements by those positions (See Note [Reference data movement]).
+//! In-place variants compute the result and copy it back into `self`; `out=` variants check the
+//! out tensor's shape and dtype (out tensors are not resized).
+
+use c10::tensor_impl::contiguous_strides;
+use c10::{Error, Result, Scalar, ScalarType};
+
+use crate::native::copy::copy_into;
+use crate::native::cpu::gather::{for_each_index, identity_map, scalar_as, separable_index, take_all, ElemArith};
+use crate::native::join::write_out;
+use crate::native::tensor_iterator::broadcast_shapes;
+use crate::{wrap_dim, Tensor};
+
+/// Writes `r` into `self_` and returns `self_` (the tail of every in-place variant).
+fn assign(self_: &Tensor, r: &Tensor) -> Result<Tensor> {
+    copy_into(self_, r)?;
+    Ok(self_.clone())
+}
+
+/// The values of an index tensor, which must have one of the `allowed` dtypes.
+fn index_values(op: &str, t: &Tensor, allowed: &[ScalarType], msg: &str) -> Result<Vec<i64>> {
+    if !allowed.contains(&t.dtype()) {
+        return Err(Error::invalid(op, format!("{msg}, but got {}", t.dtype().cpp_name())));
+    }
+    t.to_vec::<i64>()
+}
+
+/// Sizes with a zero-dim tensor seen as one element along one dimension (`ensure_nonempty`).
+fn nonempty_sizes(t: &Tensor) -> Vec<i64> {
+    if t.dim() == 0 {
+        vec![1]
+    } else {
+        t.sizes().to_vec()
+    }
+}
+
+/// Checks `0 <= i < size` (or `-size <= i < size` when `wrap`) and returns the wrapped index.
+fn check_index(op: &str, i: i64, dim: usize, size: i64, wrap: bool) -> Result<i64> {
+    let lo = if wrap { -size } else { 0 };
+    if i < lo || i >= size {
+        return Err(Error::IndexOutOfRange { op: op.into(), index: i, dim: dim as i64, size });
+    }
+    Ok(if i < 0 { i + size } else { i })
+}
+
+// ---- index_select, gather, take ---------------------------------------------------------------
+
+fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let op = "index_select";
+    if index.dim() > 1 {
+        return Err(Error::invalid(op, "index_select(): Index is supposed to be a vector"));
+    }
+    let idx = index_values(
+        op,
+        index,
+        &[ScalarType::I64, ScalarType::I32],
+        "index_select(): Expected dtype int32 or int64 for index",
+    )?;
+    let d = wrap_dim(op, dim, self_.dim())?;
+    let sizes = nonempty_sizes(self_);
+    let mut maps: Vec<Vec<Option<i64>>> = sizes.iter().map(|&n| identity_map(n)).collect();
+    maps[d] = idx.iter().map(|&i| check_index(op, i, d, sizes[d], false).map(Some)).collect::<Result<_>>()?;
+    let mut out_sizes: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
+    if self_.dim() == 0 {
+        out_sizes.clear();
+        if idx.len() != 1 {
+            return Err(Error::invalid(op, "index_select(): Index to scalar can have only 1 value"));
+        }
+    }
+    let pos: Vec<usize> = separable_index(&sizes, &maps).into_iter().flatten().collect();
+    take_all(self_, &pos, &out_sizes)
+}
+
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
+pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    index_select_impl(self_, dim, index)
+}
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_out("index_select", out, &index_select_impl(self_, dim, index)?)
+}
+
+/// Checks the shapes of `gather`/`scatter` (`scatter_gather_shape_check`): `index` has the
+/// rank of `self` (and of `src`), is no larger than `src`, and no larger than `self` outside
+/// `dim`.
+fn scatter_gather_check(op: &str, self_: &Tensor, dim: usize, index: &Tensor, src: Option<&Tensor>) -> Result<()> {
+    if index.dtype() != ScalarType::I64 {
+        return Err(Error::invalid(op, format!("{op}(): Expected dtype int64 for index")));
+    }
+    let (s, i) = (nonempty_sizes(self_), nonempty_sizes(index));
+    if index.numel() == 0 {
+        return Ok(());
+    }
+    if i.len() != s.len() {
+        return Err(Error::shape(op, "Index tensor must have the same number of dimensions as input tensor"));
+    }
+    let r = src.map(nonempty_sizes);
+    if let Some(r) = &r {
+        if r.len() != i.len() {
+            return Err(Error::shape(op, "Index tensor must have the same number of dimensions as src tensor"));
+        }
+    }
+    for d in 0..s.len() {
+        let too_big = (d != dim && i[d] > s[d]) || r.as_ref().is_some_and(|r| i[d] > r[d]);
+        if too_big {
+            let msg = match &r {
+                Some(r) => format!(
+                    "Expected index {:?} to be smaller than self {:?} apart from dimension {dim} and to be smaller size than src {r:?}",
+                    index.sizes(),
+                    self_.sizes()
+                ),
+                None => format!(
+                    "Size does not match at dimension {d} expected index {:?} to be smaller than self {:?} apart from dimension {dim}",
+                    index.sizes(),
+                    self_.sizes()
+                ),
+            };
+            return Err(Error::shape(op, msg));
+        }
+    }
+    Ok(())
+}
+
+/// For every element of `index` (row-major): the flat position in `self` it addresses along
+/// `dim`, and the flat position of the same multi-index in a tensor of sizes `src` (for reading
+/// a scatter's source; 0 without one).
+fn scatter_gather_positions(
+    op: &str,
+    self_: &Tensor,
+    dim: usize,
+    index: &Tensor,
+    src: Option<&[i64]>,
+) -> Result<Vec<(usize, usize)>> {
+    let s = nonempty_sizes(self_);
+    let cs = contiguous_strides(&s);
+    let src_cs = src.map(contiguous_strides);
+    let idx = index.to_vec::<i64>()?;
+    let mut out = Vec::with_capacity(idx.len());
+    let mut k = 0;
+    let mut err = None;
+    for_each_index(&nonempty_sizes(index), |m| {
+        if err.is_some() {
+            return;
+        }
+        match check_index(op, idx[k], dim, s[dim], false) {
+            Ok(i) => {
+                let pos: i64 = m.iter().enumerate().map(|(d, &c)| if d == dim { i } else { c } * cs[d]).sum();
+                let sp: i64 = src_cs.as_ref().map_or(0, |scs| m.iter().zip(scs.iter()).map(|(a, b)| a * b).sum());
+                out.push((pos as usize, sp as usize));
+            }
+            Err(e) => err = Some(e),
+        }
+        k += 1;
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+fn gather_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim("gather", dim, self_.dim())?;
+    scatter_gather_check("gather", self_, d, index, None)?;
+    let pos: Vec<usize> = scatter_gather_positions("gather", self_, d, index, None)?.into_iter().map(|p| p.0).collect();
+    take_all(self_, &pos, index.sizes())
+}
+
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, _sparse_grad: bool) -> Result<Tensor> {
+    gather_impl(self_, dim, index)
+}
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, _sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
+    write_out("gather", out, &gather_impl(self_, dim, index)?)
+}
+
+/// `take(Tensor self, Tensor index) -> Tensor`: elements of the flattened `self`.
+pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    if index.dtype() != ScalarType::I64 {
+        return Err(Error::invalid(
+            "take",
+            format!("take(): Expected a long tensor for index, but got {}", index.dtype().cpp_name()),
+        ));
+    }
+    let n = self_.numel();
+    let pos = index
+        .to_vec::<i64>()?
+        .into_iter()
+        .map(|i| {
+            if i < -n || i >= n {
+                return Err(Error::invalid(
+                    "take",
+                    format!("out of range: tried to access index {i} on a tensor of {n} elements."),
+                ));
+            }
+            Ok(if i < 0 { i + n } else { i } as usize)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    take_all(self_, &pos, index.sizes())
+}
+
+// ---- scatter ------------------------------------------------------------------------------------
+
+/// How a scattered value combines with the value already there.
+#[derive(Clone, Copy, PartialEq)]
+enum Reduce {
+    Assign,
+    Add,
+    Mul,
+}
+
+fn parse_reduce(op: &str, reduce: &str) -> Result<Reduce> {
+    match reduce {
+        "add" => Ok(Reduce::Add),
+        "multiply" => Ok(Reduce::Mul),
+        other => Err(Error::invalid(op, format!("reduce argument must be either add or multiply, got {other}"))),
+    }
+}
+
+fn combine<T: ElemArith>(dst: &mut T, v: T, reduce: Reduce) {
+    *dst = match reduce {
+        Reduce::Assign => v,
+        Reduce::Add => dst.add(v),
+        Reduce::Mul => dst.mul(v),
+    };
+}
+
+/// The source of a scatter: a tensor read at the index's multi-index, or one value.
+enum Src<'a> {
+    Tensor(&'a Tensor),
+    Value(Scalar),
+}
+
+fn scatter_impl(
+    op: &'static str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: Src,
+    reduce: Reduce,
+) -> Result<Tensor> {
+    let d = wrap_dim(op, dim, self_.dim())?;
+    let src_t = match src {
+        Src::Tensor(t) => Some(t),
+        Src::Value(_) => None,
+    };
+    if let Some(t) = src_t {
+        if t.dtype() != self_.dtype() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{op}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+                    self_.dtype().cpp_name(),
+                    t.dtype().cpp_name()
+                ),
+            ));
+        }
+    }
+    scatter_gather_check(op, self_, d, index, src_t)?;
+    let src_sizes = src_t.map(nonempty_sizes);
+    let positions = if index.numel() == 0 {
+        Vec::new()
+    } else {
+        scatter_gather_positions(op, self_, d, index, src_sizes.as_deref())?
+    };
+    c10::dispatch_all_types!(self_.dtype(), T => {
+        let mut v = self_.to_vec::<T>()?;
+        match src {
+            Src::Tensor(t) => {
+                let sv = t.to_vec::<T>()?;
+                for &(pos, sp) in &positions {
+                    combine(&mut v[pos], sv[sp], reduce);
+                }
+            }
+            Src::Value(s) => {
+                let x: T = scalar_as(s);
+                for (pos, _) in &positions {
+                    combine(&mut v[*pos], x, reduce);
+                }
+            }
+        }
+        Tensor::from_vec(v, self_.sizes())
+    })
+}
+
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    scatter_impl("scatter", self_, dim, index, Src::Tensor(src), Reduce::Assign)
+}
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub fn scatter_src_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Tensor(src), Reduce::Assign)?)
+}
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_out("scatter", out, &scatter_impl("scatter", self_, dim, index, Src::Tensor(src), Reduce::Assign)?)
+}
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    scatter_impl("scatter", self_, dim, index, Src::Value(value), Reduce::Assign)
+}
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Value(value), Reduce::Assign)?)
+}
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+    let r = parse_reduce("scatter", reduce)?;
+    scatter_impl("scatter", self_, dim, index, Src::Tensor(src), r)
+}
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
+pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+    let r = parse_reduce("scatter_", reduce)?;
+    assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Tensor(src), r)?)
+}
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    let r = parse_reduce("scatter", reduce)?;
+    scatter_impl("scatter", self_, dim, index, Src::Value(value), r)
+}
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
+pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    let r = parse_reduce("scatter_", reduce)?;
+    assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Value(value), r)?)
+}
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    scatter_impl("scatter_add", self_, dim, index, Src::Tensor(src), Reduce::Add)
+}
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    assign(self_, &scatter_impl("scatter_add_", self_, dim, index, Src::Tensor(src), Reduce::Add)?)
+}
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_out("scatter_add", out, &scatter_impl("scatter_add", self_, dim, index, Src::Tensor(src), Reduce::Add)?)
+}
+
+// ---- index_add, index_copy, index_fill ---------------------------------------------------------
+
+/// Combines `source` (or `value`) into `self` at `index` along `dim`: element `m` of `source`
+/// goes to `self[..., index[m[dim]], ...]`.
+fn index_along(
+    op: &'static str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: Src,
+    reduce: Reduce,
+    alpha: Option<Scalar>,
+) -> Result<Tensor> {
+    let d = wrap_dim(op, dim, self_.dim())?;
+    if index.dim() > 1 {
+        return Err(Error::invalid(op, format!("{op}(): Index is supposed to be a vector")));
+    }
+    let allowed: &[ScalarType] =
+        if op.starts_with("index_add") { &[ScalarType::I64, ScalarType::I32] } else { &[ScalarType::I64] };
+    let idx = index_values(op, index, allowed, &format!("{op}(): Expected a long tensor for index"))?;
+    let s = nonempty_sizes(self_);
+    let idx = idx.iter().map(|&i| check_index(op, i, d, s[d], true)).collect::<Result<Vec<i64>>>()?;
+    let cs = contiguous_strides(&s);
+    // The region written: self's shape with `dim` replaced by the number of indices.
+    let mut region = s.clone();
+    region[d] = idx.len() as i64;
+    if let Src::Tensor(src) = source {
+        if src.dtype() != self_.dtype() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{op}(): self ({}) and source ({}) must have the same scalar type",
+                    self_.dtype().cpp_name(),
+                    src.dtype().cpp_name()
+                ),
+            ));
+        }
+        let r = nonempty_sizes(src);
+        if r != region && !(src.numel() == idx.len() as i64 && self_.dim() <= 1 && src.dim() <= 1) {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "{op}(): Source/destination tensor must have same slice shapes. Destination slice shape: {:?} at dimension {d} and source slice shape: {:?} at dimension 0. (source shape {:?}, index of {} elements)",
+                    self_.sizes(),
+                    src.sizes(),
+                    src.sizes(),
+                    idx.len()
+                ),
+            ));
+        }
+    }
+    let mut pos = Vec::with_capacity(region.iter().product::<i64>() as usize);
+    for_each_index(&region, |m| {
+        let p: i64 = m.iter().enumerate().map(|(k, &c)| if k == d { idx[c as usize] } else { c } * cs[k]).sum();
+        pos.push(p as usize);
+    });
+    c10::dispatch_all_types!(self_.dtype(), T => {
+        let mut v = self_.to_vec::<T>()?;
+        let a: Option<T> = alpha.map(scalar_as);
+        match source {
+            Src::Tensor(src) => {
+                let sv = src.to_vec::<T>()?;
+                for (&p, &x) in pos.iter().zip(&sv) {
+                    let x = match a { Some(a) => x.mul(a), None => x };
+                    combine(&mut v[p], x, reduce);
+                }
+            }
+            Src::Value(s) => {
+                let x: T = scalar_as(s);
+                for &p in &pos {
+                    combine(&mut v[p], x, reduce);
+                }
+            }
+        }
+        Tensor::from_vec(v, self_.sizes())
+    })
+}
+
+fn alpha_of(alpha: Scalar) -> Option<Scalar> {
+    match alpha {
+        Scalar::Int(1) => None,
+        a => Some(a),
+    }
+}
+
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`
+pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    index_along("index_add", self_, dim, index, Src::Tensor(source), Reduce::Add, alpha_of(alpha))
+}
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)`
+pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    assign(self_, &index_along("index_add_", self_, dim, index, Src::Tensor(source), Reduce::Add, alpha_of(alpha))?)
+}
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub fn index_add_out(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let r = index_along("index_add", self_, dim, index, Src::Tensor(source), Reduce::Add, alpha_of(alpha))?;
+    write_out("index_add", out, &r)
+}
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
+pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    index_along("index_copy", self_, dim, index, Src::Tensor(source), Reduce::Assign, None)
+}
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)`
+pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    assign(self_, &index_along("index_copy_", self_, dim, index, Src::Tensor(source), Reduce::Assign, None)?)
+}
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+pub fn index_fill_int_scalar(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    index_along("index_fill", self_, dim, index, Src::Value(value), Reduce::Assign, None)
+}
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub fn index_fill_int_scalar_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    assign(self_, &index_along("index_fill_", self_, dim, index, Src::Value(value), Reduce::Assign, None)?)
+}
+
+fn fill_value(op: &str, value: &Tensor) -> Result<Scalar> {
+    if value.dim() != 0 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op} only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                value.dim()
+            ),
+        ));
+    }
+    value.item_scalar()
+}
+
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor`
+pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    index_fill_int_scalar(self_, dim, index, fill_value("index_fill_", value)?)
+}
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)`
+pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    index_fill_int_scalar_(self_, dim, index, fill_value("index_fill_", value)?)
+}
+
+// ---- advanced indexing ---------------------------------------------------------------------------
+
+/// The flat positions in `self` (row-major) that `self[indices]` reads, and the result's shape
+/// (PyTorch's advanced indexing: bool masks become their nonzero coordinates, index tensors
+/// broadcast together, and the broadcast dimensions replace the indexed ones in place when the
+/// indexed dimensions are adjacent, else go first).
+fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result<(Vec<usize>, Vec<i64>)> {
+    let n = self_.dim();
+    let too_many = |got: usize| Error::invalid(op, format!("too many indices for tensor of dimension {n} (got {got})"));
+    // Per indexed dimension: the index values and their shape.
+    let mut per_dim: Vec<Option<(Vec<i64>, Vec<i64>)>> = Vec::with_capacity(n);
+    for idx in indices {
+        let d = per_dim.len();
+        match idx {
+            None => per_dim.push(None),
+            Some(t) if matches!(t.dtype(), ScalarType::Bool | ScalarType::U8) => {
+                let k = t.dim();
+                if k == 0 {
+                    return Err(Error::NotImplemented {
+                        op: op.into(),
+                        msg: "indexing with a zero-dim boolean mask".into(),
+                    });
+                }
+                if d + k > n {
+                    return Err(too_many(d + k));
+                }
+                for j in 0..k {
+                    if t.sizes()[j] != self_.sizes()[d + j] {
+                        return Err(Error::invalid(
+                            op,
+                            format!(
+                                "The shape of the mask {:?} at index {j} does not match the shape of the indexed tensor {:?} at index {}",
+                                t.sizes(),
+                                self_.sizes(),
+                                d + j
+                            ),
+                        ));
+                    }
+                }
+                let mask = t.to_vec::<bool>()?;
+                let mut coords: Vec<Vec<i64>> = vec![Vec::new(); k];
+                let mut flat = 0;
+                for_each_index(t.sizes(), |m| {
+                    if mask[flat] {
+                        for (c, &x) in coords.iter_mut().zip(m) {
+                            c.push(x);
+                        }
+                    }
+                    flat += 1;
+                });
+                for c in coords {
+                    let len = c.len() as i64;
+                    per_dim.push(Some((c, vec![len])));
+                }
+            }
+            Some(t) if matches!(t.dtype(), ScalarType::I64 | ScalarType::I32) => {
+                if d >= n {
+                    return Err(too_many(indices.len()));
+                }
+                per_dim.push(Some((t.to_vec::<i64>()?, t.sizes().to_vec())));
+            }
+            Some(_) => {
+                return Err(Error::invalid(op, "tensors used as indices must be long, int, byte or bool tensors"));
+            }
+        }
+    }
+    if per_dim.len() > n {
+        return Err(too_many(per_dim.len()));
+    }
+    per_dim.resize(n, None);
+    let sizes = self_.sizes();
+    let cs = contiguous_strides(sizes);
+    let defined: Vec<usize> = (0..n).filter(|&d| per_dim[d].is_some()).collect();
+    if defined.is_empty() {
+        let mut pos = Vec::with_capacity(self_.numel() as usize);
+        for_each_index(sizes, |m| pos.push(m.iter().zip(cs.iter()).map(|(a, b)| a * b).sum::<i64>() as usize));
+        return Ok((pos, sizes.to_vec()));
+    }
+    // Broadcast the index shapes; check and wrap the values; expand each to the broadcast shape.
+    let mut bshape: Vec<i64> = Vec::new();
+    for &d in &defined {
+        let s = &per_dim[d].as_ref().map(|p| p.1.clone()).unwrap_or_default();
+        bshape = broadcast_shapes(op, &bshape, s)
+            .map_err(|_| {
+                let shapes: Vec<String> =
+                    defined.iter().filter_map(|&d| per_dim[d].as_ref().map(|p| format!("{:?}", p.1))).collect();
+                Error::shape(
+                    op,
+                    format!(
+                        "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                        shapes.join(", ")
+                    ),
+                )
+            })?
+            .to_vec();
+    }
+    let mut expanded: Vec<Vec<i64>> = vec![Vec::new(); n];
+    for &d in &defined {
+        let Some((vals, shape)) = &per_dim[d] else { continue };
+        let lead = bshape.len() - shape.len();
+        let maps: Vec<Vec<Option<i64>>> = bshape
+            .iter()
+            .enumerate()
+            .map(|(j, &b)| {
+                let own = if j < lead { 1 } else { shape[j - lead] };
+                (0..b).map(|o| Some(if own == 1 { 0 } else { o })).collect()
+            })
+            .collect();
+        let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(shape.iter().copied()).collect();
+        expanded[d] = separable_index(&padded, &maps)
+            .into_iter()
+            .flatten()
+            .map(|p| check_index(op, vals[p], d, sizes[d], true))
+            .collect::<Result<_>>()?;
+    }
+    // Lay out the result: which output dims are plain dims of self and which are the broadcast block.
+    let adjacent = defined.windows(2).all(|w| w[1] == w[0] + 1);
+    #[derive(Clone, Copy)]
+    enum Role {
+        Dim(usize),
+        Block(usize),
+    }
+    let mut roles = Vec::new();
+    let block = (0..bshape.len()).map(Role::Block);
+    if adjacent {
+        roles.extend((0..defined[0]).map(Role::Dim));
+        roles.extend(block);
+        roles.extend((defined[defined.len() - 1] + 1..n).map(Role::Dim));
+    } else {
+        roles.extend(block);
+        roles.extend((0..n).filter(|d| per_dim[*d].is_none()).map(Role::Dim));
+    }
+    let out_shape: Vec<i64> = roles
+        .iter()
+        .map(|r| match *r {
+            Role::Dim(d) => sizes[d],
+            Role::Block(j) => bshape[j],
+        })
+        .collect();
+    let mut pos = Vec::with_capacity(out_shape.iter().product::<i64>() as usize);
+    for_each_index(&out_shape, |m| {
+        let mut p = 0i64;
+        let mut b = 0usize;
+        for (r, &c) in roles.iter().zip(m) {
+            match *r {
+                Role::Dim(d) => p += c * cs[d],
+                Role::Block(j) => b = b * bshape[j] as usize + c as usize,
+            }
+        }
+        for &d in &defined {
+            p += expanded[d][b] * cs[d];
+        }
+        pos.push(p as usize);
+    });
+    Ok((pos, out_shape))
+}
+
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    let (pos, shape) = resolve_index("index", self_, indices)?;
+    take_all(self_, &pos, &shape)
+}
+
+fn index_put_impl(
+    op: &str,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    if values.dtype() != self_.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+                self_.dtype().cpp_name(),
+                values.dtype().cpp_name()
+            ),
+        ));
+    }
+    let (pos, shape) = resolve_index(op, self_, indices)?;
+    let vals = crate::native::shape::expand(values, &shape, false).map_err(|_| {
+        Error::shape(
+            op,
+            format!(
+                "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {shape:?}",
+                values.sizes()
+            ),
+        )
+    })?;
+    c10::dispatch_all_types!(self_.dtype(), T => {
+        let mut v = self_.to_vec::<T>()?;
+        let src = vals.to_vec::<T>()?;
+        for (&p, &x) in pos.iter().zip(&src) {
+            combine(&mut v[p], x, if accumulate { Reduce::Add } else { Reduce::Assign });
+        }
+        Tensor::from_vec(v, self_.sizes())
+    })
+}
+
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    index_put_impl("index_put", self_, indices, values, accumulate)
+}
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    assign(self_, &index_put_impl("index_put_", self_, indices, values, accumulate)?)
+}
+
+// ---- masks ---------------------------------------------------------------------------------------
+
+fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
+    if mask.dtype() != ScalarType::Bool {
+        return Err(Error::invalid(
+            op,
+            format!("{op}: expected BoolTensor for mask, but got {}", mask.dtype().cpp_name()),
+        ));
+    }
+    Ok(())
+}
+
+/// `masked_select(Tensor self, Tensor mask) -> Tensor`
+pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    check_bool_mask("masked_select", mask)?;
+    let shape = broadcast_shapes("masked_select", self_.sizes(), mask.sizes())?;
+    let s = crate::native::shape::expand(self_, &shape, false)?;
+    let m = crate::native::shape::expand(mask, &shape, false)?.to_vec::<bool>()?;
+    let pos: Vec<usize> = (0..m.len()).filter(|&i| m[i]).collect();
+    let n = pos.len() as i64;
+    take_all(&s, &pos, &[n])
+}
+
+fn masked_scatter_impl(op: &str, self_: &Tensor, mask: &Tensor, source: &Tensor, inplace: bool) -> Result<Tensor> {
+    check_bool_mask(op, mask)?;
+    if source.dtype() != self_.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "masked_scatter_: expected self and source to have same dtypes but got {} and {}",
+                self_.dtype().cpp_name(),
+                source.dtype().cpp_name()
+            ),
+        ));
+    }
+    let shape =
+        if inplace { self_.sizes().to_vec() } else { broadcast_shapes(op, self_.sizes(), mask.sizes())?.to_vec() };
+    let s = crate::native::shape::expand(self_, &shape, false)?;
+    let m = crate::native::shape::expand(mask, &shape, false)?.to_vec::<bool>()?;
+    let count = m.iter().filter(|&&b| b).count();
+    if (source.numel() as usize) < count {
+        return Err(Error::invalid(op, "Number of elements of source < number of ones in mask"));
+    }
+    c10::dispatch_all_types!(self_.dtype(), T => {
+        let mut v = s.to_vec::<T>()?;
+        let src = source.to_vec::<T>()?;
+        let mut k = 0;
+        for (x, &b) in v.iter_mut().zip(&m) {
+            if b {
+                *x = src[k];
+                k += 1;
+            }
+        }
+        Tensor::from_vec(v, &shape)
+    })
+}
+
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor`
+pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    masked_scatter_impl("masked_scatter", self_, mask, source, false)
+}
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)`
+pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    assign(self_, &masked_scatter_impl("masked_scatter_", self_, mask, source, true)?)
+}
+
+/// `nonzero(Tensor self) -> Tensor`: the coordinates of the non-zero elements, one row each.
+pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    let v = self_.to_vec::<bool>()?;
+    let n = self_.dim();
+    let mut coords = Vec::new();
+    let mut k = 0;
+    for_each_index(self_.sizes(), |m| {
+        if v[k] {
+            coords.extend_from_slice(m);
+        }
+        k += 1;
+    });
+    let rows = coords.len().checked_div(n).unwrap_or_else(|| v.iter().filter(|&&b| b).count());
+    Tensor::from_vec(coords, &[rows as i64, n as i64])
+}
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_out("nonzero", out, &nonzero(self_)?)
+}
+
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor`
+pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    let b = crate::native::copy::to_dtype(self_, ScalarType::Bool)?;
+    let dims: Vec<i64> = if dim.is_empty() { (0..self_.dim() as i64).collect() } else { dim.to_vec() };
+    if dims.is_empty() {
+        return crate::native::copy::to_dtype(&b, ScalarType::I64);
+    }
+    crate::ops::sum_dim_intlist(&b, Some(&dims), false, Some(ScalarType::I64))
+}
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor`
+pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    match dim {
+        Some(d) => count_nonzero_dim_intlist(self_, &[d]),
+        None => count_nonzero_dim_intlist(self_, &[]),
+    }
+}
+
+// ---- embedding, one_hot --------------------------------------------------------------------------
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+pub fn embedding(
+    weight: &Tensor,
+    indices: &Tensor,
+    _padding_idx: i64,
+    _scale_grad_by_freq: bool,
+    _sparse: bool,
+) -> Result<Tensor> {
+    if weight.dim() != 2 {
+        return Err(Error::invalid("embedding", "'weight' must be 2-D"));
+    }
+    if !matches!(indices.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(
+            "embedding",
+            format!(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                indices.dtype().cpp_name()
+            ),
+        ));
+    }
+    let flat = crate::ops::reshape(indices, &[-1])?;
+    let rows = index_select_impl(weight, 0, &flat)?;
+    let mut shape = indices.sizes().to_vec();
+    shape.push(weight.sizes()[1]);
+    crate::ops::view(&rows, &shape)
+}
+
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor`
+pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    if self_.dtype() != ScalarType::I64 {
+        return Err(Error::invalid("one_hot", "one_hot is only applicable to index tensor of type LongTensor."));
+    }
+    let v = self_.to_vec::<i64>()?;
+    if v.iter().any(|&x| x < 0) {
+        return Err(Error::invalid("one_hot", "Class values must be non-negative."));
+    }
+    let classes = if num_classes == -1 {
+        match v.iter().max() {
+            Some(&m) => m + 1,
+            None => return Err(Error::invalid("one_hot", "Can not infer total number of classes from empty tensor.")),
+        }
+    } else if num_classes < -1 {
+        return Err(Error::invalid("one_hot", "num_classes should be positive"));
+    } else {
+        if v.iter().any(|&x| x >= num_classes) {
+            return Err(Error::invalid("one_hot", "Class values must be smaller than num_classes."));
+        }
+        num_classes
+    };
+    let mut out = vec![0i64; v.len() * classes as usize];
+    for (i, &x) in v.iter().enumerate() {
+        out[i * classes as usize + x as usize] = 1;
+    }
+    let mut shape = self_.sizes().to_vec();
+    shape.push(classes);
+    Tensor::from_vec(out, &shape)
+}

@@ -1,0 +1,96 @@
+//! Vector norms over dimensions: the `norm` overloads (`p` = 2 by default, any real `p`
+//! including 0 and ±inf). Computed in f64 per reduced row (See Note [Reference reductions]).
+
+use c10::{Error, Result, Scalar, ScalarType};
+
+use crate::{wrap_dim, Tensor};
+
+/// The norm of one row.
+fn row_norm(row: &[f64], p: f64) -> f64 {
+    if p == f64::INFINITY {
+        row.iter().fold(0.0, |m: f64, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
+    } else if p == f64::NEG_INFINITY {
+        row.iter().fold(f64::INFINITY, |m: f64, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.min(x.abs()) })
+    } else if p == 0.0 {
+        row.iter().filter(|&&x| x != 0.0).count() as f64
+    } else if p == 1.0 {
+        row.iter().map(|x| x.abs()).sum()
+    } else if p == 2.0 {
+        row.iter().map(|x| x * x).sum::<f64>().sqrt()
+    } else {
+        row.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+    }
+}
+
+fn norm_impl(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !t.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            "norm",
+            format!(
+                "norm(): input dtype should be either floating point or complex. Got {} instead.",
+                t.dtype().cpp_name()
+            ),
+        ));
+    }
+    let out_dtype = dtype.unwrap_or(t.dtype());
+    if !out_dtype.is_floating_point() {
+        return Err(Error::invalid(
+            "norm",
+            format!("norm(): the output dtype should be floating point, got {}", out_dtype.cpp_name()),
+        ));
+    }
+    let p = p.map_or(2.0, |s| s.to_f64());
+    let n = t.dim();
+    let mut red = vec![dim.is_empty(); n];
+    for &d in dim {
+        let w = wrap_dim("norm", d, n)?;
+        if n > 0 {
+            if red[w] {
+                return Err(Error::invalid("norm", format!("dim {w} appears multiple times in the list of dims")));
+            }
+            red[w] = true;
+        }
+    }
+    let kept: Vec<i64> = (0..n).filter(|&d| !red[d]).map(|d| d as i64).collect();
+    let reduced: Vec<i64> = (0..n).filter(|&d| red[d]).map(|d| d as i64).collect();
+    let len: i64 = reduced.iter().map(|&d| t.sizes()[d as usize]).product();
+    if len == 0 && p < 0.0 {
+        return Err(Error::invalid(
+            "norm",
+            "linalg.vector_norm cannot compute the -inf norm on an empty tensor because the operation does not have an identity",
+        ));
+    }
+    let perm: Vec<i64> = kept.iter().chain(&reduced).copied().collect();
+    let moved = if n == 0 { t.clone() } else { crate::ops::permute(t, &perm)? };
+    let v = moved.to_vec::<f64>()?;
+    let rows: i64 = kept.iter().map(|&d| t.sizes()[d as usize]).product();
+    let out: Vec<f64> = (0..rows as usize)
+        .map(|r| row_norm(if len == 0 { &[] } else { &v[r * len as usize..(r + 1) * len as usize] }, p))
+        .collect();
+    let shape: Vec<i64> =
+        (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
+    crate::native::copy::to_dtype(&Tensor::from_vec(out, &shape)?, out_dtype)
+}
+
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor`
+pub fn norm_scalar(self_: &Tensor, p: Scalar) -> Result<Tensor> {
+    norm_impl(self_, Some(p), &[], false, None)
+}
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor`
+pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    norm_impl(self_, p, dim, keepdim, None)
+}
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor`
+pub fn norm_scalaropt_dim_dtype(
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    norm_impl(self_, p, dim, keepdim, Some(dtype))
+}
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor`
+pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+    norm_impl(self_, p, &[], false, Some(dtype))
+}
