@@ -1892,3 +1892,248 @@ pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
+
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1376)
+#[inline]
+pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    crate::handles::mm::call(self_, mat2)
+}
+
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1381)
+#[inline]
+pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::mm_out::call(self_, mat2, out)
+}
+
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1385)
+#[inline]
+pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    crate::handles::bmm::call(self_, mat2)
+}
+
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1390)
+#[inline]
+pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bmm_out::call(self_, mat2, out)
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1394)
+#[inline]
+pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
+}
+
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1399)
+#[inline]
+pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
+}
+
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1404)
+#[inline]
+pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
+}
+
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1409)
+#[inline]
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    crate::handles::mv::call(self_, vec)
+}
+
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1414)
+#[inline]
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    crate::handles::dot::call(self_, tensor)
+}
+
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1419)
+#[inline]
+pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::vdot::call(self_, other)
+}
+
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1424)
+#[inline]
+pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    crate::handles::outer::call(self_, vec2)
+}
+
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1429)
+#[inline]
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::matmul::call(self_, other)
+}
+
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1434)
+#[inline]
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::linear::call(input, weight, bias)
+}
+
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1438)
+#[inline]
+pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
+    crate::handles::tensordot::call(self_, other, dims_self, dims_other)
+}
+
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1442)
+#[inline]
+pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
+    crate::handles::einsum::call(equation, tensors, path)
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1446)
+#[inline]
+pub fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::convolution::call(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    )
+}
+
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1450)
+#[inline]
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1454)
+#[inline]
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1458)
+#[inline]
+pub fn conv3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1462)
+#[inline]
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1466)
+#[inline]
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1470)
+#[inline]
+pub fn conv3d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1474)
+#[inline]
+pub fn conv_transpose1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1478)
+#[inline]
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1482)
+#[inline]
+pub fn conv_transpose3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}

@@ -292,6 +292,31 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::cumprod::SCHEMA).expect("generated schema parses");
     d.def(handles::softmax_int::SCHEMA).expect("generated schema parses");
     d.def(handles::log_softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::mm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mm_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::bmm_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::addmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::baddbmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::addbmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mv::SCHEMA).expect("generated schema parses");
+    d.def(handles::dot::SCHEMA).expect("generated schema parses");
+    d.def(handles::vdot::SCHEMA).expect("generated schema parses");
+    d.def(handles::outer::SCHEMA).expect("generated schema parses");
+    d.def(handles::matmul::SCHEMA).expect("generated schema parses");
+    d.def(handles::linear::SCHEMA).expect("generated schema parses");
+    d.def(handles::tensordot::SCHEMA).expect("generated schema parses");
+    d.def(handles::einsum::SCHEMA).expect("generated schema parses");
+    d.def(handles::convolution::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv1d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv2d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv3d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose2d_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose3d_input::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -2048,6 +2073,32 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             let r = {
                 let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
                 handles::hardswish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mm_out::kernel(|ks, self_, mat2, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mm_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mat2, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bmm_out::kernel(|ks, self_, mat2, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bmm_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mat2, out)?
             };
             out.bump_version();
             Ok(r)
@@ -3928,6 +3979,92 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::CPU,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::linalg::mm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm_out::NAME,
+        DispatchKey::CPU,
+        handles::mm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::mm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm::NAME,
+        DispatchKey::CPU,
+        handles::bmm::kernel(|_ks, self_, mat2| crate::native::linalg::bmm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm_out::NAME,
+        DispatchKey::CPU,
+        handles::bmm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::bmm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::CPU,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::linalg::addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::baddbmm::NAME,
+        DispatchKey::CPU,
+        handles::baddbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::baddbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addbmm::NAME,
+        DispatchKey::CPU,
+        handles::addbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::addbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::CPU,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::linalg::mv(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dot::NAME,
+        DispatchKey::CPU,
+        handles::dot::kernel(|_ks, self_, tensor| crate::native::linalg::dot(self_, tensor)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::vdot::NAME,
+        DispatchKey::CPU,
+        handles::vdot::kernel(|_ks, self_, other| crate::native::linalg::vdot(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::convolution::NAME,
+        DispatchKey::CPU,
+        handles::convolution::kernel(
+            |_ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups| {
+                crate::native::conv::convolution(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -4154,6 +4291,143 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::reshape_as::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::reshape_as::kernel(|_ks, self_, other| crate::native::shape::reshape_as(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::outer::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::outer::kernel(|_ks, self_, vec2| crate::native::linalg::outer(self_, vec2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::matmul::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::matmul::kernel(|_ks, self_, other| crate::native::linalg::matmul(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linear::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linear::kernel(|_ks, input, weight, bias| crate::native::linalg::linear(input, weight, bias)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tensordot::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tensordot::kernel(|_ks, self_, other, dims_self, dims_other| {
+            crate::native::linalg::tensordot(self_, other, dims_self, dims_other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::einsum::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::einsum::kernel(|_ks, equation, tensors, path| crate::native::linalg::einsum(equation, tensors, path)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv1d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv1d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv2d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv2d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv3d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv3d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv1d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv1d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv1d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv2d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv2d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv2d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv3d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv3d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv3d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose1d::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose1d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose2d_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose2d_input::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose2d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose3d_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose3d_input::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose3d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
     )
     .expect("generated registration");
 }

@@ -66,9 +66,11 @@ macro_rules! match_int {
 
 pub mod binary;
 pub mod compare;
+pub mod conv;
 pub mod copy;
 pub mod cpu;
 pub mod factory;
+pub mod linalg;
 pub mod opmath;
 pub mod pointwise;
 pub mod random;
