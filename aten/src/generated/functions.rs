@@ -2137,3 +2137,244 @@ pub fn conv_transpose3d(
 ) -> Result<Tensor> {
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
+
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1486)
+#[inline]
+pub fn max_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1490)
+#[inline]
+pub fn max_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1494)
+#[inline]
+pub fn max_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1498)
+#[inline]
+pub fn max_pool1d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1502)
+#[inline]
+pub fn max_pool2d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1506)
+#[inline]
+pub fn max_pool3d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:1510)
+#[inline]
+pub fn avg_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1514)
+#[inline]
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::avg_pool2d::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1518)
+#[inline]
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::avg_pool3d::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:1522)
+#[inline]
+pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool1d::call(self_, output_size)
+}
+
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:1526)
+#[inline]
+pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool2d::call(self_, output_size)
+}
+
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:1530)
+#[inline]
+pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool3d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1534)
+#[inline]
+pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool1d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1538)
+#[inline]
+pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool2d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1542)
+#[inline]
+pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool3d::call(self_, output_size)
+}
+
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1546)
+#[inline]
+pub fn upsample_nearest1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1550)
+#[inline]
+pub fn upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1554)
+#[inline]
+pub fn upsample_nearest3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1558)
+#[inline]
+pub fn upsample_bilinear2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
+}
+
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:1562)
+#[inline]
+pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
+    crate::handles::pixel_shuffle::call(self_, upscale_factor)
+}
+
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:1566)
+#[inline]
+pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
+    crate::handles::pixel_unshuffle::call(self_, downscale_factor)
+}
+
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:1570)
+#[inline]
+pub fn scaled_dot_product_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    crate::handles::scaled_dot_product_attention::call(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+    )
+}

@@ -317,6 +317,28 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::conv_transpose1d::SCHEMA).expect("generated schema parses");
     d.def(handles::conv_transpose2d_input::SCHEMA).expect("generated schema parses");
     d.def(handles::conv_transpose3d_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool1d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool2d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool3d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest1d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest3d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_bilinear2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::pixel_shuffle::SCHEMA).expect("generated schema parses");
+    d.def(handles::pixel_unshuffle::SCHEMA).expect("generated schema parses");
+    d.def(handles::scaled_dot_product_attention::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -4065,6 +4087,178 @@ pub fn register_cpu(d: &Dispatcher) {
         ),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool2d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool3d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool1d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool2d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool3d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad| {
+            crate::native::pool::avg_pool1d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool2d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool2d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool3d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool3d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest1d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest1d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest1d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest2d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest2d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest2d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest3d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest3d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest3d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_bilinear2d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_bilinear2d_vec::kernel(|_ks, input, output_size, align_corners, scale_factors| {
+            crate::native::pool::upsample_bilinear2d(input, output_size, align_corners, scale_factors)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -4425,6 +4619,34 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
                     output_padding,
                     groups,
                     dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pixel_shuffle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pixel_shuffle::kernel(|_ks, self_, upscale_factor| {
+            crate::native::pool::pixel_shuffle(self_, upscale_factor)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pixel_unshuffle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pixel_unshuffle::kernel(|_ks, self_, downscale_factor| {
+            crate::native::pool::pixel_unshuffle(self_, downscale_factor)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scaled_dot_product_attention::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::scaled_dot_product_attention::kernel(
+            |_ks, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa| {
+                crate::native::attention::scaled_dot_product_attention(
+                    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                 )
             },
         ),

@@ -64,6 +64,7 @@ macro_rules! match_int {
     };
 }
 
+pub mod attention;
 pub mod binary;
 pub mod compare;
 pub mod conv;
@@ -72,6 +73,7 @@ pub mod cpu;
 pub mod factory;
 pub mod linalg;
 pub mod opmath;
+pub mod pool;
 pub mod pointwise;
 pub mod random;
 pub mod reduce;
