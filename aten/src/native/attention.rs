@@ -120,7 +120,10 @@ pub fn scaled_dot_product_attention(
         ));
     }
     if is_causal && attn_mask.is_some() {
-        return Err(Error::invalid(op, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"));
+        return Err(Error::invalid(
+            op,
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
+        ));
     }
     if !(0.0..=1.0).contains(&dropout_p) {
         return Err(Error::invalid(op, format!("dropout probability has to be between 0 and 1, but got {dropout_p}")));
@@ -174,7 +177,10 @@ pub fn scaled_dot_product_attention(
                 up(m)?
             };
             let ex = ops::expand(&add, &sh, false).map_err(|_| {
-                Error::shape(op, format!("attn_mask of shape {:?} cannot be broadcast to the attention weights {:?}", m.sizes(), sh))
+                Error::shape(
+                    op,
+                    format!("attn_mask of shape {:?} cannot be broadcast to the attention weights {:?}", m.sizes(), sh),
+                )
             })?;
             Some(ops::contiguous(&ex, c10::MemoryFormat::Contiguous)?)
         }

@@ -92,12 +92,8 @@ unsafe fn im2col<T: Copy + num_traits::Zero>(g: &Geom, x: *const T, cols: *mut T
                     // Output columns whose input column is in range: ow*sw + e*dw - pw in [0, iw).
                     let off = (e * dw) as isize - pw as isize;
                     let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(sw) }.min(ow);
-                    let hi = if (iw as isize) <= off {
-                        0
-                    } else {
-                        ((iw as isize - off) as usize).div_ceil(sw).min(ow)
-                    }
-                    .max(lo);
+                    let hi = if (iw as isize) <= off { 0 } else { ((iw as isize - off) as usize).div_ceil(sw).min(ow) }
+                        .max(lo);
                     for z in 0..od {
                         let zi = (z * sd + a * dd) as isize - pd as isize;
                         for y in 0..oh {
@@ -202,14 +198,19 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
     let og = g.o / g.groups;
     let kg = cg * g.k_len();
     let l = g.out_len();
-    let (xp, wp, yp) = (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
+    let (xp, wp, yp) =
+        (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
     let bp = bias.map(|b| SendPtr(b.data_ptr() as *mut T));
     let pointwise = g.is_pointwise();
     let threads = rayon::current_num_threads();
     let by_batch = threads > 1 && g.n >= threads;
     // Images [lo, hi) with one column buffer; `par` is the GEMM's parallelism.
     let run = |lo: usize, hi: usize, par: Parallelism| -> Result<()> {
-        let scratch = if pointwise { None } else { Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], x.dtype(), x.device())?) };
+        let scratch = if pointwise {
+            None
+        } else {
+            Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], x.dtype(), x.device())?)
+        };
         let cols_base = scratch.as_ref().map(|s| s.data_ptr() as *mut T);
         for img in lo..hi {
             // SAFETY: img < N, so the image offsets are inside x and y.
@@ -277,7 +278,13 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
 /// Transposed convolution of contiguous `x` `[N, C, *in]` by contiguous `w` `[C, O/g, *k]`
 /// into the fresh `y` `[N, O, *out]`. `g` is in forward terms of the *output*: `g.input` = the
 /// output size, `g.out` = the input size, `g.c` = O, `g.o` = C (See Note [Convolution as GEMM]).
-fn conv_transpose_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &Tensor) -> Result<()> {
+fn conv_transpose_forward<T: GemmFloat>(
+    g: &Geom,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    y: &Tensor,
+) -> Result<()> {
     // In this function: cin = channels of x, cout = channels of y.
     let (cin, cout) = (g.o, g.c);
     let cg_in = cin / g.groups;
@@ -285,7 +292,8 @@ fn conv_transpose_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: 
     let k = g.k_len();
     let l_in = g.out_len();
     let y_plane = g.in_len();
-    let (xp, wp, yp) = (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
+    let (xp, wp, yp) =
+        (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
     let bp = bias.map(|b| SendPtr(b.data_ptr() as *mut T));
     // col2im's view: `o` output channels of one group.
     let gg = Geom { o: og, ..*g };
@@ -392,7 +400,10 @@ pub fn convolution(
     if !(3..=5).contains(&wdim) {
         return Err(Error::shape(
             op,
-            format!("weight should have at least three dimensions (and at most five), but got {wdim}D weight of size {}", shape_str(weight.sizes())),
+            format!(
+                "weight should have at least three dimensions (and at most five), but got {wdim}D weight of size {}",
+                shape_str(weight.sizes())
+            ),
         ));
     }
     let nsp = wdim - 2;
@@ -440,7 +451,11 @@ pub fn convolution(
         if b.dtype() != input.dtype() {
             return Err(Error::invalid(
                 op,
-                format!("Input type ({}) and bias type ({}) should be the same", input.dtype().cpp_name(), b.dtype().cpp_name()),
+                format!(
+                    "Input type ({}) and bias type ({}) should be the same",
+                    input.dtype().cpp_name(),
+                    b.dtype().cpp_name()
+                ),
             ));
         }
     }
@@ -703,7 +718,11 @@ fn conv_padding_str(
             if weight.dim() != nsp + 2 {
                 return Err(Error::shape(
                     op,
-                    format!("Expected {}-dimensional weight for {op}, but got weight of size {}", nsp + 2, shape_str(weight.sizes())),
+                    format!(
+                        "Expected {}-dimensional weight for {op}, but got weight of size {}",
+                        nsp + 2,
+                        shape_str(weight.sizes())
+                    ),
                 ));
             }
             let ks = &weight.sizes()[2..];

@@ -85,6 +85,7 @@ impl GemmFloat for f64 {}
 /// # Safety
 /// The three matrices must address valid elements of their dtype for every index in range, and
 /// `c` must not overlap `a` or `b` nor be written concurrently by someone else.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     m: usize,
     n: usize,
@@ -162,7 +163,8 @@ fn strides3(t: &Tensor) -> [isize; 3] {
 /// `a`, `b`, `c` point at element 0 of tensors whose geometry `g` describes; `c` has no two
 /// batch elements sharing memory and does not overlap the inputs.
 unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *const T, alpha: T, beta: Option<T>) {
-    let (c0, a0, b0) = (MatMut { ptr: c, rs: 0, cs: 0 }, MatRef { ptr: a, rs: 0, cs: 0 }, MatRef { ptr: b, rs: 0, cs: 0 });
+    let (c0, a0, b0) =
+        (MatMut { ptr: c, rs: 0, cs: 0 }, MatRef { ptr: a, rs: 0, cs: 0 }, MatRef { ptr: b, rs: 0, cs: 0 });
     let mat = move |i: usize| {
         let i = i as isize;
         let (c, a, b) = (c0.base(), a0.base(), b0.base());
@@ -424,7 +426,8 @@ fn check_bmm(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     check_bmm("bmm", self_, mat2)?;
-    let out = Tensor::empty_uninit(&[self_.sizes()[0], self_.sizes()[1], mat2.sizes()[2]], self_.dtype(), self_.device())?;
+    let out =
+        Tensor::empty_uninit(&[self_.sizes()[0], self_.sizes()[1], mat2.sizes()[2]], self_.dtype(), self_.device())?;
     bmm_into(&out, self_, mat2, 1.0, None)?;
     Ok(out)
 }
@@ -443,7 +446,9 @@ fn check_int_scalars(op: &str, dtype: ScalarType, ss: &[&Scalar]) -> Result<()> 
     if !dtype.is_floating_point() && ss.iter().any(|s| matches!(s, Scalar::Float(_))) {
         return Err(Error::invalid(
             op,
-            format!("For integral input tensors, argument beta/alpha must not be a floating point number (dtype {dtype})"),
+            format!(
+                "For integral input tensors, argument beta/alpha must not be a floating point number (dtype {dtype})"
+            ),
         ));
     }
     Ok(())
@@ -452,7 +457,10 @@ fn check_int_scalars(op: &str, dtype: ScalarType, ss: &[&Scalar]) -> Result<()> 
 /// `self` broadcast to `shape` and materialised into a fresh contiguous tensor of `dtype`.
 fn broadcast_copy(op: &str, self_: &Tensor, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
     let e = crate::native::shape::expand(self_, shape, false).map_err(|_| {
-        Error::shape(op, format!("The expanded size of the tensor ({:?}) must match the existing size {:?}", shape, self_.sizes()))
+        Error::shape(
+            op,
+            format!("The expanded size of the tensor ({:?}) must match the existing size {:?}", shape, self_.sizes()),
+        )
     })?;
     let out = Tensor::empty_uninit(shape, dtype, self_.device())?;
     crate::native::copy::copy_into(&out, &e)?;
@@ -568,7 +576,8 @@ pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let m = self_.sizes()[0];
     let out = Tensor::empty_uninit(&[m], self_.dtype(), self_.device())?;
     let out3 = crate::native::shape::make_view(&out, &[1, m, 1], &[m.max(1), 1, 1], 0);
-    let v3 = crate::native::shape::make_view(vec, &[1, vec.sizes()[0], 1], &[0, vec.strides()[0], 1], vec.storage_offset());
+    let v3 =
+        crate::native::shape::make_view(vec, &[1, vec.sizes()[0], 1], &[0, vec.strides()[0], 1], vec.storage_offset());
     bmm_into(&out3, &as_batch(self_), &v3, 1.0, None)?;
     Ok(out)
 }
@@ -576,10 +585,7 @@ pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
 fn check_dot(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
     check_cpu(op, &[a, b])?;
     if a.dim() != 1 || b.dim() != 1 {
-        return Err(Error::shape(
-            op,
-            format!("1D tensors expected, but got {}D and {}D tensors", a.dim(), b.dim()),
-        ));
+        return Err(Error::shape(op, format!("1D tensors expected, but got {}D and {}D tensors", a.dim(), b.dim())));
     }
     if a.dtype() != b.dtype() {
         return Err(Error::invalid(
@@ -629,7 +635,10 @@ pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     if self_.dim() != 1 || vec2.dim() != 1 {
         return Err(Error::shape(
             "outer",
-            format!("outer: Expected 1-D argument self, but got {}-D", if self_.dim() != 1 { self_.dim() } else { vec2.dim() }),
+            format!(
+                "outer: Expected 1-D argument self, but got {}-D",
+                if self_.dim() != 1 { self_.dim() } else { vec2.dim() }
+            ),
         ));
     }
     ops::mul(&ops::reshape(self_, &[-1, 1])?, vec2)
@@ -678,7 +687,8 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
                     format!(
                         "Expected size for first two dimensions of batch2 tensor to be: [{}, {m}] but got: [{}, {m2}].",
                         broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).map_or(0, |v| v.iter().product()),
-                        broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).map_or(0, |v| v.iter().product::<i64>()),
+                        broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2])
+                            .map_or(0, |v| v.iter().product::<i64>()),
                     ),
                 ));
             }
@@ -707,10 +717,10 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 fn broadcast_batch(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    for (i, o) in out.iter_mut().enumerate() {
         let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
-        out[i] = if x == y || y == 1 {
+        *o = if x == y || y == 1 {
             x
         } else if x == 1 {
             y
@@ -816,7 +826,10 @@ fn parse_subscripts(s: &str) -> Result<Subscripts> {
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix("...") {
             if ellipsis.is_some() {
-                return Err(Error::invalid("einsum", "einsum(): found '.' for operand that is not part of any ellipsis"));
+                return Err(Error::invalid(
+                    "einsum",
+                    "einsum(): found '.' for operand that is not part of any ellipsis",
+                ));
             }
             ellipsis = Some(labels.len());
             rest = r;
@@ -859,9 +872,9 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
         return Err(Error::invalid(
             "einsum",
             format!(
-                "einsum(): more operands were provided than specified in the equation"
-            )
-            .replace("more", if parts.len() < tensors.len() { "more" } else { "fewer" }),
+                "einsum(): {} operands were provided than specified in the equation",
+                if parts.len() < tensors.len() { "more" } else { "fewer" }
+            ),
         ));
     }
     let subs: Vec<Subscripts> = parts.iter().map(|p| parse_subscripts(p)).collect::<Result<_>>()?;
@@ -921,7 +934,10 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
                 if count[x] == 0 {
                     return Err(Error::invalid(
                         "einsum",
-                        format!("einsum(): output subscript {} does not appear in the equation for any input operand", label_char(x)),
+                        format!(
+                            "einsum(): output subscript {} does not appear in the equation for any input operand",
+                            label_char(x)
+                        ),
                     ));
                 }
                 if out.contains(&x) {
@@ -974,7 +990,12 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
             if t.sizes()[i] != t.sizes()[j] {
                 return Err(Error::invalid(
                     "einsum",
-                    format!("einsum(): subscript {} is repeated for operand but the sizes don't match, {} != {}", label_char(l[i]), t.sizes()[i], t.sizes()[j]),
+                    format!(
+                        "einsum(): subscript {} is repeated for operand but the sizes don't match, {} != {}",
+                        label_char(l[i]),
+                        t.sizes()[i],
+                        t.sizes()[j]
+                    ),
                 ));
             }
             // diagonal moves the pair to the end.
@@ -1018,8 +1039,10 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
             b = ops::sum_dim_intlist(&b, Some(&drop), false, None)?;
             b_l = b_l.iter().enumerate().filter(|(i, _)| !drop.contains(&(*i as i64))).map(|(_, &x)| x).collect();
         }
-        let batch: Vec<Label> = acc_l.iter().copied().filter(|x| b_l.contains(x) && needed_later(k + 1, &cur, *x)).collect();
-        let contr: Vec<Label> = acc_l.iter().copied().filter(|x| b_l.contains(x) && !needed_later(k + 1, &cur, *x)).collect();
+        let batch: Vec<Label> =
+            acc_l.iter().copied().filter(|x| b_l.contains(x) && needed_later(k + 1, &cur, *x)).collect();
+        let contr: Vec<Label> =
+            acc_l.iter().copied().filter(|x| b_l.contains(x) && !needed_later(k + 1, &cur, *x)).collect();
         let a_free: Vec<Label> = acc_l.iter().copied().filter(|x| !b_l.contains(x)).collect();
         let b_free: Vec<Label> = b_l.iter().copied().filter(|x| !acc_l.contains(x)).collect();
         let pos = |l: &[Label], x: Label| l.iter().position(|&y| y == x).unwrap_or(0) as i64;
@@ -1050,8 +1073,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Resu
     }
     let full_shape: Vec<i64> = acc_l.iter().map(|&x| size[x]).collect();
     let acc = ops::expand(&acc, &full_shape, false)?;
-    let perm: Vec<i64> =
-        out_labels.iter().map(|x| acc_l.iter().position(|y| y == x).unwrap_or(0) as i64).collect();
+    let perm: Vec<i64> = out_labels.iter().map(|x| acc_l.iter().position(|y| y == x).unwrap_or(0) as i64).collect();
     ops::permute(&acc, &perm)
 }
 

@@ -66,7 +66,10 @@ fn adaptive_windows(input: i64, out: i64) -> Vec<Win> {
 enum Reduce {
     Max,
     /// `Some(d)` divides by `d`; `None` by the window (padded or not, per `include_pad`).
-    Avg { include_pad: bool, divisor: Option<i64> },
+    Avg {
+        include_pad: bool,
+        divisor: Option<i64>,
+    },
 }
 
 /// Raw pointer shared with rayon workers.
@@ -85,7 +88,13 @@ impl<T> SendPtr<T> {
 
 /// Pools contiguous `x` (`[planes, D, H, W]`) over the windows `wins` (per dim) into
 /// `[planes, oD, oH, oW]`, with flat in-plane indices of the maxima for `Reduce::Max`.
-fn pool_kernel(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], red: Reduce, out_shape: &[i64]) -> Result<(Tensor, Option<Tensor>)> {
+fn pool_kernel(
+    x: &Tensor,
+    in_sp: [usize; 3],
+    wins: &[Vec<Win>; 3],
+    red: Reduce,
+    out_shape: &[i64],
+) -> Result<(Tensor, Option<Tensor>)> {
     let out = Tensor::empty_uninit(out_shape, x.dtype(), x.device())?;
     let idx = match red {
         Reduce::Max => Some(Tensor::empty_uninit(out_shape, ScalarType::I64, x.device())?),
@@ -201,10 +210,7 @@ fn param(op: &str, name: &str, v: &[i64], n: usize, default: Option<&[i64]>) -> 
         (0, Some(d)) => Ok(d.to_vec()),
         (1, _) => Ok(vec![v[0]; n]),
         (l, _) if l == n => Ok(v.to_vec()),
-        _ => Err(Error::invalid(
-            op,
-            format!("{op}: {name} must either be a single int, or a tuple of {n} ints"),
-        )),
+        _ => Err(Error::invalid(op, format!("{op}: {name} must either be a single int, or a tuple of {n} ints"))),
     }
 }
 
@@ -226,7 +232,14 @@ struct PoolArgs {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pool_args(op: &str, nsp: usize, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<PoolArgs> {
+fn pool_args(
+    op: &str,
+    nsp: usize,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> Result<PoolArgs> {
     let k = param(op, "kernel_size", kernel_size, nsp, None)?;
     let s = param(op, "stride", stride, nsp, Some(&k))?;
     let p = param(op, "padding", padding, nsp, None)?;
@@ -296,15 +309,36 @@ fn max_pool_nd(
 }
 
 /// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor`
-pub fn max_pool1d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+pub fn max_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
     Ok(max_pool_nd("max_pool1d", 1, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
 }
 /// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
-pub fn max_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+pub fn max_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
     Ok(max_pool_nd("max_pool2d", 2, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
 }
 /// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor`
-pub fn max_pool3d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+pub fn max_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
     Ok(max_pool_nd("max_pool3d", 3, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
 }
 /// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
@@ -365,7 +399,14 @@ fn avg_pool_nd(
     let wins = pad3(wins, one);
     let mut shape = lead;
     shape.extend(&o);
-    Ok(pool_kernel(&c, in_sp, &wins, Reduce::Avg { include_pad: count_include_pad, divisor: divisor_override }, &shape)?.0)
+    Ok(pool_kernel(
+        &c,
+        in_sp,
+        &wins,
+        Reduce::Avg { include_pad: count_include_pad, divisor: divisor_override },
+        &shape,
+    )?
+    .0)
 }
 
 /// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor`
@@ -407,7 +448,10 @@ pub fn avg_pool3d(
 fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduce) -> Result<(Tensor, Option<Tensor>)> {
     let o = param(op, "output_size", output_size, nsp, None)?;
     if o.iter().any(|&v| v < 0) {
-        return Err(Error::invalid(op, format!("{op}: elements of output_size must be greater than or equal to 0 but received {o:?}")));
+        return Err(Error::invalid(
+            op,
+            format!("{op}: elements of output_size must be greater than or equal to 0 but received {o:?}"),
+        ));
     }
     let (c, in_sp, lead) = pool_input(op, x, nsp)?;
     let sp = &x.sizes()[x.dim() - nsp..];
@@ -455,7 +499,13 @@ pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tenso
 // ---- upsampling -------------------------------------------------------------------------------
 
 /// The output sizes and the per-dim scales passed to the kernels (`None` when sizes were given).
-fn upsample_sizes(op: &str, x: &Tensor, nsp: usize, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<(Vec<i64>, Vec<Option<f64>>)> {
+fn upsample_sizes(
+    op: &str,
+    x: &Tensor,
+    nsp: usize,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<(Vec<i64>, Vec<Option<f64>>)> {
     if x.dim() != nsp + 2 {
         return Err(Error::shape(
             op,
@@ -516,7 +566,13 @@ fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
         .collect()
 }
 
-fn upsample_nearest_nd(op: &str, nsp: usize, input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+fn upsample_nearest_nd(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
     let (o, scales) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
     let sp = &input.sizes()[2..];
     // A gather along each dim with the index lists, via a strided copy per output row.
@@ -559,15 +615,27 @@ fn upsample_nearest_nd(op: &str, nsp: usize, input: &Tensor, output_size: Option
 }
 
 /// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
-pub fn upsample_nearest1d(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+pub fn upsample_nearest1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
     upsample_nearest_nd("upsample_nearest1d", 1, input, output_size, scale_factors)
 }
 /// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
-pub fn upsample_nearest2d(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+pub fn upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
     upsample_nearest_nd("upsample_nearest2d", 2, input, output_size, scale_factors)
 }
 /// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
-pub fn upsample_nearest3d(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+pub fn upsample_nearest3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
     upsample_nearest_nd("upsample_nearest3d", 3, input, output_size, scale_factors)
 }
 
@@ -595,7 +663,12 @@ fn linear_weights(input: i64, out: i64, align_corners: bool, scale: Option<f64>)
 }
 
 /// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`
-pub fn upsample_bilinear2d(input: &Tensor, output_size: Option<&[i64]>, align_corners: bool, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+pub fn upsample_bilinear2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
     let op = "upsample_bilinear2d";
     let (o, scales) = upsample_sizes(op, input, 2, output_size, scale_factors)?;
     let (ih, iw) = (input.sizes()[2], input.sizes()[3]);
