@@ -196,6 +196,7 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
 }
 
 /// Integer products: a triple loop with wrapping arithmetic (PyTorch's CPU integer GEMM).
+#[allow(clippy::unnecessary_cast)] // `as i64` is a no-op for the i64 instance of the macro.
 fn int_bmm(out: &Tensor, a: &Tensor, b: &Tensor, alpha: i64, beta: Option<i64>) -> Result<()> {
     let g = geometry(out, a, b);
     match_int!(out.dtype(), T => {

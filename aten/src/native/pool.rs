@@ -151,7 +151,7 @@ fn pool_kernel(
                                     for b in 0..wh.count {
                                         let zh = zd + (wh.first + b) * w;
                                         for c in 0..ww.count {
-                                            sum = sum + xs[zh + ww.first + c].to_acc();
+                                            sum += xs[zh + ww.first + c].to_acc();
                                         }
                                     }
                                 }
