@@ -76,9 +76,13 @@ fn naive_conv2d(
     (out, vec![n, o, oh, ow])
 }
 
+/// Input shape, weight shape, stride, padding, dilation, groups.
+type ConvCase = ([i64; 4], [i64; 4], [i64; 2], [i64; 2], [i64; 2], i64);
+
 #[test]
 fn conv2d_matches_reference() {
-    let cases: &[([i64; 4], [i64; 4], [i64; 2], [i64; 2], [i64; 2], i64)] = &[
+    // (input, weight, stride, padding, dilation, groups)
+    let cases: &[ConvCase] = &[
         ([2, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
         ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [1, 0], [1, 2], 2),
         ([1, 2, 10, 10], [3, 2, 3, 3], [1, 2], [0, 2], [2, 2], 1),
