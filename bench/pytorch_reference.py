@@ -115,6 +115,33 @@ def randn(*size):
     return lambda: torch.randn(*size, dtype=torch.float32)
 
 
+def matmul_square(n):
+    def setup():
+        a = torch.randn(n, n, dtype=torch.float32)
+        b = torch.randn(n, n, dtype=torch.float32)
+
+        def run():
+            return torch.matmul(a, b)
+
+        return run
+
+    return setup
+
+
+def conv(input_shape, weight_shape, padding):
+    def setup():
+        x = torch.randn(*input_shape, dtype=torch.float32)
+        w = torch.randn(*weight_shape, dtype=torch.float32)
+        b = torch.randn(weight_shape[0], dtype=torch.float32)
+
+        def run():
+            return torch.nn.functional.conv2d(x, w, b, stride=1, padding=padding)
+
+        return run
+
+    return setup
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W2.add_1M": lambda: binary(randn(1 << 20), randn(1 << 20), lambda a, b: a + b),
@@ -124,6 +151,11 @@ WORKLOADS = {
     "W4.sum_16M": lambda: unary(randn(1 << 24), lambda a: a.sum()),
     "W4.softmax": lambda: unary(randn(4096, 1024), lambda a: torch.softmax(a, -1)),
     "W4.log_softmax": lambda: unary(randn(4096, 1024), lambda a: torch.log_softmax(a, -1)),
+    "W3.matmul_256": matmul_square(256),
+    "W3.matmul_1024": matmul_square(1024),
+    "W3.matmul_2048": matmul_square(2048),
+    "W5.conv_large": conv((32, 64, 56, 56), (64, 64, 3, 3), 1),
+    "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
 }
 
 

@@ -2436,3 +2436,489 @@ pub fn norm_scalaropt_dim_dtype(
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
+
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1783)
+#[inline]
+pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    crate::handles::mm::call(self_, mat2)
+}
+
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1788)
+#[inline]
+pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::mm_out::call(self_, mat2, out)
+}
+
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1792)
+#[inline]
+pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    crate::handles::bmm::call(self_, mat2)
+}
+
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1797)
+#[inline]
+pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bmm_out::call(self_, mat2, out)
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1801)
+#[inline]
+pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
+}
+
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1806)
+#[inline]
+pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
+}
+
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1811)
+#[inline]
+pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
+}
+
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1816)
+#[inline]
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    crate::handles::mv::call(self_, vec)
+}
+
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1821)
+#[inline]
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    crate::handles::dot::call(self_, tensor)
+}
+
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1826)
+#[inline]
+pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::vdot::call(self_, other)
+}
+
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1831)
+#[inline]
+pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    crate::handles::outer::call(self_, vec2)
+}
+
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1836)
+#[inline]
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::matmul::call(self_, other)
+}
+
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1841)
+#[inline]
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::linear::call(input, weight, bias)
+}
+
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1845)
+#[inline]
+pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
+    crate::handles::tensordot::call(self_, other, dims_self, dims_other)
+}
+
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1849)
+#[inline]
+pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
+    crate::handles::einsum::call(equation, tensors, path)
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1853)
+#[inline]
+pub fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::convolution::call(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    )
+}
+
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1857)
+#[inline]
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1861)
+#[inline]
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1865)
+#[inline]
+pub fn conv3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1869)
+#[inline]
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1873)
+#[inline]
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1877)
+#[inline]
+pub fn conv3d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1881)
+#[inline]
+pub fn conv_transpose1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1885)
+#[inline]
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1889)
+#[inline]
+pub fn conv_transpose3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1893)
+#[inline]
+pub fn max_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1897)
+#[inline]
+pub fn max_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1901)
+#[inline]
+pub fn max_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1905)
+#[inline]
+pub fn max_pool1d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1909)
+#[inline]
+pub fn max_pool2d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1913)
+#[inline]
+pub fn max_pool3d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:1917)
+#[inline]
+pub fn avg_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1921)
+#[inline]
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::avg_pool2d::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1925)
+#[inline]
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::avg_pool3d::call(
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:1929)
+#[inline]
+pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool1d::call(self_, output_size)
+}
+
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:1933)
+#[inline]
+pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool2d::call(self_, output_size)
+}
+
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:1937)
+#[inline]
+pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::adaptive_avg_pool3d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1941)
+#[inline]
+pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool1d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1945)
+#[inline]
+pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool2d::call(self_, output_size)
+}
+
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1949)
+#[inline]
+pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    crate::handles::adaptive_max_pool3d::call(self_, output_size)
+}
+
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1953)
+#[inline]
+pub fn upsample_nearest1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1957)
+#[inline]
+pub fn upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1961)
+#[inline]
+pub fn upsample_nearest3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
+}
+
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1965)
+#[inline]
+pub fn upsample_bilinear2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
+}
+
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:1969)
+#[inline]
+pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
+    crate::handles::pixel_shuffle::call(self_, upscale_factor)
+}
+
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:1973)
+#[inline]
+pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
+    crate::handles::pixel_unshuffle::call(self_, downscale_factor)
+}
+
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:1977)
+#[inline]
+pub fn scaled_dot_product_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    crate::handles::scaled_dot_product_attention::call(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+    )
+}

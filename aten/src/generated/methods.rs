@@ -2014,4 +2014,82 @@ impl Tensor {
     pub fn norm_scalaropt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dtype::call(self, p, dtype)
     }
+
+    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1783)
+    #[inline]
+    pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        crate::handles::mm::call(self, mat2)
+    }
+
+    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1792)
+    #[inline]
+    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        crate::handles::bmm::call(self, mat2)
+    }
+
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1801)
+    #[inline]
+    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        crate::handles::addmm::call(self, mat1, mat2, Scalar::Int(1), Scalar::Int(1))
+    }
+
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1801)
+    #[inline]
+    pub fn addmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::addmm::call(self, mat1, mat2, beta, alpha)
+    }
+
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1806)
+    #[inline]
+    pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+        crate::handles::baddbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
+    }
+
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1806)
+    #[inline]
+    pub fn baddbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::baddbmm::call(self, batch1, batch2, beta, alpha)
+    }
+
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1811)
+    #[inline]
+    pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
+        crate::handles::addbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
+    }
+
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1811)
+    #[inline]
+    pub fn addbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+        crate::handles::addbmm::call(self, batch1, batch2, beta, alpha)
+    }
+
+    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1816)
+    #[inline]
+    pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        crate::handles::mv::call(self, vec)
+    }
+
+    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1821)
+    #[inline]
+    pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
+        crate::handles::dot::call(self, tensor)
+    }
+
+    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1826)
+    #[inline]
+    pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::vdot::call(self, other)
+    }
+
+    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1831)
+    #[inline]
+    pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
+        crate::handles::outer::call(self, vec2)
+    }
+
+    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1836)
+    #[inline]
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::matmul::call(self, other)
+    }
 }

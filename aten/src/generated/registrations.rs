@@ -377,6 +377,53 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::norm_scalaropt_dim::SCHEMA).expect("generated schema parses");
     d.def(handles::norm_scalaropt_dim_dtype::SCHEMA).expect("generated schema parses");
     d.def(handles::norm_scalaropt_dtype::SCHEMA).expect("generated schema parses");
+    d.def(handles::mm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mm_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::bmm_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::addmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::baddbmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::addbmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mv::SCHEMA).expect("generated schema parses");
+    d.def(handles::dot::SCHEMA).expect("generated schema parses");
+    d.def(handles::vdot::SCHEMA).expect("generated schema parses");
+    d.def(handles::outer::SCHEMA).expect("generated schema parses");
+    d.def(handles::matmul::SCHEMA).expect("generated schema parses");
+    d.def(handles::linear::SCHEMA).expect("generated schema parses");
+    d.def(handles::tensordot::SCHEMA).expect("generated schema parses");
+    d.def(handles::einsum::SCHEMA).expect("generated schema parses");
+    d.def(handles::convolution::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv1d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv2d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv3d_padding::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose2d_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::conv_transpose3d_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool1d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool2d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool3d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::avg_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_avg_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::adaptive_max_pool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest1d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest3d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_bilinear2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::pixel_shuffle::SCHEMA).expect("generated schema parses");
+    d.def(handles::pixel_unshuffle::SCHEMA).expect("generated schema parses");
+    d.def(handles::scaled_dot_product_attention::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -2550,6 +2597,32 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             let r = {
                 let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
                 handles::nonzero_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::mm_out::kernel(|ks, self_, mat2, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::mm_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mat2, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bmm_out::kernel(|ks, self_, mat2, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bmm_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mat2, out)?
             };
             out.bump_version();
             Ok(r)
@@ -4882,6 +4955,264 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::CPU,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::linalg::mm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm_out::NAME,
+        DispatchKey::CPU,
+        handles::mm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::mm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm::NAME,
+        DispatchKey::CPU,
+        handles::bmm::kernel(|_ks, self_, mat2| crate::native::linalg::bmm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm_out::NAME,
+        DispatchKey::CPU,
+        handles::bmm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::bmm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::CPU,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::linalg::addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::baddbmm::NAME,
+        DispatchKey::CPU,
+        handles::baddbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::baddbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addbmm::NAME,
+        DispatchKey::CPU,
+        handles::addbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::addbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::CPU,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::linalg::mv(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dot::NAME,
+        DispatchKey::CPU,
+        handles::dot::kernel(|_ks, self_, tensor| crate::native::linalg::dot(self_, tensor)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::vdot::NAME,
+        DispatchKey::CPU,
+        handles::vdot::kernel(|_ks, self_, other| crate::native::linalg::vdot(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::convolution::NAME,
+        DispatchKey::CPU,
+        handles::convolution::kernel(
+            |_ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups| {
+                crate::native::conv::convolution(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool2d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::max_pool3d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool1d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool2d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d_with_indices::NAME,
+        DispatchKey::CPU,
+        handles::max_pool3d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad| {
+            crate::native::pool::avg_pool1d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool2d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool2d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::avg_pool3d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool3d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_avg_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool1d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool2d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool3d::NAME,
+        DispatchKey::CPU,
+        handles::adaptive_max_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest1d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest1d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest1d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest2d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest2d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest2d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest3d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_nearest3d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest3d(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_bilinear2d_vec::NAME,
+        DispatchKey::CPU,
+        handles::upsample_bilinear2d_vec::kernel(|_ks, input, output_size, align_corners, scale_factors| {
+            crate::native::pool::upsample_bilinear2d(input, output_size, align_corners, scale_factors)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -5262,6 +5593,171 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::argsort_stable::kernel(|_ks, self_, stable, dim, descending| {
             crate::native::sort::argsort_stable(self_, stable, dim, descending)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::outer::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::outer::kernel(|_ks, self_, vec2| crate::native::linalg::outer(self_, vec2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::matmul::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::matmul::kernel(|_ks, self_, other| crate::native::linalg::matmul(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linear::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linear::kernel(|_ks, input, weight, bias| crate::native::linalg::linear(input, weight, bias)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tensordot::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tensordot::kernel(|_ks, self_, other, dims_self, dims_other| {
+            crate::native::linalg::tensordot(self_, other, dims_self, dims_other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::einsum::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::einsum::kernel(|_ks, equation, tensors, path| crate::native::linalg::einsum(equation, tensors, path)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv1d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv1d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv2d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv2d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv3d::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv3d(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv1d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv1d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv1d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv2d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv2d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv2d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv3d_padding::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv3d_padding::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::conv::conv3d_padding(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose1d::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose1d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose2d_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose2d_input::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose2d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conv_transpose3d_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conv_transpose3d_input::kernel(
+            |_ks, input, weight, bias, stride, padding, output_padding, groups, dilation| {
+                crate::native::conv::conv_transpose3d(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    output_padding,
+                    groups,
+                    dilation,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pixel_shuffle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pixel_shuffle::kernel(|_ks, self_, upscale_factor| {
+            crate::native::pool::pixel_shuffle(self_, upscale_factor)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pixel_unshuffle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pixel_unshuffle::kernel(|_ks, self_, downscale_factor| {
+            crate::native::pool::pixel_unshuffle(self_, downscale_factor)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scaled_dot_product_attention::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::scaled_dot_product_attention::kernel(
+            |_ks, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa| {
+                crate::native::attention::scaled_dot_product_attention(
+                    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                )
+            },
+        ),
     )
     .expect("generated registration");
 }

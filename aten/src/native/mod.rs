@@ -64,16 +64,20 @@ macro_rules! match_int {
     };
 }
 
+pub mod attention;
 pub mod binary;
 pub mod compare;
+pub mod conv;
 pub mod copy;
 pub mod cpu;
 pub mod factory;
 pub mod indexing;
 pub mod join;
 pub mod norm;
+pub mod linalg;
 pub mod opmath;
 pub mod pointwise;
+pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod shape;

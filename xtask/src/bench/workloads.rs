@@ -97,12 +97,33 @@ pub fn registry() -> Vec<Workload> {
             let a = randn(&[4096, 1024])?;
             Ok(body(move || a.log_softmax(-1)))
         }),
+        // Square f32 matrix products (the GEMM; See Note [Strided GEMM] in aten's linalg.rs).
+        Workload::new("W3.matmul_256", "matmul of two [256, 256] f32 tensors", || matmul_square(256)),
+        Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", || matmul_square(1024)),
+        Workload::new("W3.matmul_2048", "matmul of two [2048, 2048] f32 tensors", || matmul_square(2048)),
+        // Convolutions with bias (as nn.Conv2d), f32, NCHW.
+        Workload::new("W5.conv_large", "conv2d [32, 64, 56, 56] by [64, 64, 3, 3] + bias, padding 1, f32", || {
+            conv(&[32, 64, 56, 56], &[64, 64, 3, 3], 1)
+        }),
+        Workload::new("W5.conv_small", "conv2d [64, 1, 28, 28] by [32, 1, 3, 3] + bias, no padding, f32", || {
+            conv(&[64, 1, 28, 28], &[32, 1, 3, 3], 0)
+        }),
     ]
 }
 
-/// A standard-normal f32 tensor of `size` from the default generator (seeded once per setup).
-fn randn(size: &[i64]) -> Result<Tensor> {
-    aten::ops::randn(size, Some(c10::ScalarType::F32), None, None, None)
+/// A standard-normal f32 tensor of `shape` from the default generator.
+fn randn(shape: &[i64]) -> Result<Tensor> {
+    aten::ops::randn(shape, Some(c10::ScalarType::F32), None, None, None)
+}
+
+fn matmul_square(n: i64) -> Result<Body> {
+    let (a, b) = (randn(&[n, n])?, randn(&[n, n])?);
+    Ok(body(move || aten::ops::matmul(&a, &b)))
+}
+
+fn conv(input: &[i64], weight: &[i64], padding: i64) -> Result<Body> {
+    let (x, w, b) = (randn(input)?, randn(weight)?, randn(&weight[..1])?);
+    Ok(body(move || aten::ops::conv2d(&x, &w, Some(&b), &[1], &[padding], &[1], 1)))
 }
 
 /// The workloads whose id contains `filter` (all of them without one), in registry order.

@@ -1,0 +1,220 @@
+//! `scaled_dot_product_attention`, PyTorch's math path: `softmax(q @ k^T * scale + mask) @ v`
+//! with a causal (top-left aligned) or explicit boolean/additive mask, optional dropout and
+//! grouped-query attention. Fully masked rows give zeros (PyTorch's `_safe_softmax`), not NaN.
+//! f16/bf16 compute in f32 and round once.
+
+use c10::{Error, Result, Scalar, ScalarType};
+
+use crate::{ops, Tensor};
+
+/// Repeats dim -3 of `t` `r` times per entry (`repeat_interleave(r, dim=-3)`).
+fn repeat_heads(t: &Tensor, r: i64) -> Result<Tensor> {
+    if r == 1 {
+        return Ok(t.clone());
+    }
+    let n = t.dim();
+    let s = t.sizes();
+    let mut ex: Vec<i64> = s[..n - 2].to_vec();
+    ex.insert(n - 2, r);
+    ex.extend(&s[n - 2..]);
+    let u = ops::unsqueeze(t, (n - 2) as i64)?;
+    let e = ops::expand(&u, &ex, false)?;
+    let mut shape: Vec<i64> = s.to_vec();
+    shape[n - 3] *= r;
+    ops::reshape(&e, &shape)
+}
+
+/// In place over contiguous `scores` (`rows x len`): adds the additive mask (same shape,
+/// contiguous, or none), applies the causal mask (column j allowed when `j <= row % l`), and
+/// replaces each row with its softmax; a row without any finite logit becomes zeros.
+fn masked_softmax<T: num_traits::Float>(scores: &mut [T], len: usize, l: usize, mask: Option<&[T]>, causal: bool) {
+    if len == 0 {
+        return;
+    }
+    for (r, row) in scores.chunks_mut(len).enumerate() {
+        if let Some(m) = mask {
+            for (x, &v) in row.iter_mut().zip(&m[r * len..(r + 1) * len]) {
+                *x = *x + v;
+            }
+        }
+        if causal {
+            let i = r % l.max(1);
+            for x in row.iter_mut().skip(i + 1) {
+                *x = T::neg_infinity();
+            }
+        }
+        let mx = row.iter().fold(T::neg_infinity(), |a, &b| if b > a || b.is_nan() { b } else { a });
+        if mx == T::neg_infinity() {
+            row.iter_mut().for_each(|x| *x = T::zero());
+            continue;
+        }
+        let mut sum = T::zero();
+        for x in row.iter_mut() {
+            *x = (*x - mx).exp();
+            sum = sum + *x;
+        }
+        let inv = T::one() / sum;
+        row.iter_mut().for_each(|x| *x = *x * inv);
+    }
+}
+
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
+/// float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn scaled_dot_product_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    let op = "scaled_dot_product_attention";
+    let dt = query.dtype();
+    if key.dtype() != dt || value.dtype() != dt {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} and value.dtype: {} instead.",
+                dt.cpp_name(),
+                key.dtype().cpp_name(),
+                value.dtype().cpp_name()
+            ),
+        ));
+    }
+    if !dt.is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: dt });
+    }
+    if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected query, key and value to have at least 2 dimensions, but got query.dim: {}, key.dim: {} and value.dim: {} instead.",
+                query.dim(),
+                key.dim(),
+                value.dim()
+            ),
+        ));
+    }
+    let e = query.sizes()[query.dim() - 1];
+    if key.sizes()[key.dim() - 1] != e {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected query and key to have the same embedding dimension, but got {} and {}",
+                e,
+                key.sizes()[key.dim() - 1]
+            ),
+        ));
+    }
+    if key.sizes()[key.dim() - 2] != value.sizes()[value.dim() - 2] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected key and value to have the same sequence length, but got {} and {}",
+                key.sizes()[key.dim() - 2],
+                value.sizes()[value.dim() - 2]
+            ),
+        ));
+    }
+    if is_causal && attn_mask.is_some() {
+        return Err(Error::invalid(
+            op,
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
+        ));
+    }
+    if !(0.0..=1.0).contains(&dropout_p) {
+        return Err(Error::invalid(op, format!("dropout probability has to be between 0 and 1, but got {dropout_p}")));
+    }
+    if let Some(m) = attn_mask {
+        if m.dtype() != ScalarType::Bool && m.dtype() != dt {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: {} and  query.dtype: {} instead.",
+                    m.dtype().cpp_name(),
+                    dt.cpp_name()
+                ),
+            ));
+        }
+    }
+    let compute = if matches!(dt, ScalarType::F16 | ScalarType::BF16) { ScalarType::F32 } else { dt };
+    let up = |t: &Tensor| -> Result<Tensor> {
+        if t.dtype() == compute {
+            Ok(t.clone())
+        } else {
+            crate::native::copy::to_dtype(t, compute)
+        }
+    };
+    let (q, mut k, mut v) = (up(query)?, up(key)?, up(value)?);
+    if enable_gqa && q.dim() >= 3 && k.dim() >= 3 {
+        let (hq, hk, hv) = (q.sizes()[q.dim() - 3], k.sizes()[k.dim() - 3], v.sizes()[v.dim() - 3]);
+        if hk == 0 || hv == 0 || hq % hk != 0 || hq % hv != 0 {
+            return Err(Error::shape(
+                op,
+                format!("number of heads in query ({hq}) must be divisible by the number of heads in key ({hk}) and value ({hv})"),
+            ));
+        }
+        k = repeat_heads(&k, hq / hk)?;
+        v = repeat_heads(&v, hq / hv)?;
+    }
+    let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let kt = ops::transpose(&k, -2, -1)?;
+    let scores = ops::mul_scalar(&ops::matmul(&q, &kt)?, Scalar::Float(scale))?;
+    let scores = ops::contiguous(&scores, c10::MemoryFormat::Contiguous)?;
+    let sh = scores.sizes().to_vec();
+    let (l, s) = (sh[sh.len() - 2] as usize, sh[sh.len() - 1] as usize);
+    // The additive mask, broadcast to the scores and made contiguous.
+    let mask = match attn_mask {
+        None => None,
+        Some(m) => {
+            let add = if m.dtype() == ScalarType::Bool {
+                let z = ops::zeros(m.sizes(), Some(compute), None, None, None)?;
+                ops::masked_fill(&z, &ops::logical_not(m)?, Scalar::Float(f64::NEG_INFINITY))?
+            } else {
+                up(m)?
+            };
+            let ex = ops::expand(&add, &sh, false).map_err(|_| {
+                Error::shape(
+                    op,
+                    format!("attn_mask of shape {:?} cannot be broadcast to the attention weights {:?}", m.sizes(), sh),
+                )
+            })?;
+            Some(ops::contiguous(&ex, c10::MemoryFormat::Contiguous)?)
+        }
+    };
+    let n = scores.numel() as usize;
+    match compute {
+        ScalarType::F32 | ScalarType::F64 if n > 0 => {
+            match_float!(compute, T, A => {
+                // SAFETY: `scores` is a fresh contiguous tensor of n elements of T owned here.
+                let sc = unsafe { std::slice::from_raw_parts_mut(scores.data_ptr() as *mut T, n) };
+                // SAFETY: the mask is contiguous with the scores' shape and dtype.
+                let mk = mask.as_ref().map(|m| unsafe { std::slice::from_raw_parts(m.data_ptr() as *const T, n) });
+                masked_softmax::<T>(sc, s, l, mk, is_causal);
+                Ok::<(), Error>(())
+            }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))?;
+        }
+        _ => {}
+    }
+    let probs = if dropout_p > 0.0 {
+        let keep = ops::empty_like(&scores, None, None, None, None, None)?;
+        let keep = ops::bernoulli_(&keep, 1.0 - dropout_p, None)?;
+        let scaled = ops::mul(&scores, &keep)?;
+        if dropout_p < 1.0 {
+            ops::mul_scalar(&scaled, Scalar::Float(1.0 / (1.0 - dropout_p)))?
+        } else {
+            scaled
+        }
+    } else {
+        scores
+    };
+    let out = ops::matmul(&probs, &v)?;
+    if compute != dt {
+        crate::native::copy::to_dtype(&out, dt)
+    } else {
+        Ok(out)
+    }
+}

@@ -1,0 +1,870 @@
+//! Convolutions: `convolution` and its front ends `conv1d/2d/3d` (with the `padding='same'` /
+//! `'valid'` overloads) and `conv_transpose1d/2d/3d`.
+//!
+//! Note [Convolution as GEMM]: every convolution runs on 3 spatial dimensions (1-d and 2-d
+//! inputs get leading size-1 spatial dims). A forward convolution unfolds each image into a
+//! column matrix (`im2col`: one row per input channel and kernel offset, one column per output
+//! position) and multiplies each group's weight matrix `[O/g, C/g * k]` by it with `gemm`,
+//! writing the image's `[O, L]` output block in place; a 1x1, stride-1, unpadded convolution
+//! multiplies the input directly. The batch is split into one contiguous range per rayon
+//! thread, each with its own column buffer from the caching allocator (no page faults after the
+//! first call) and single-threaded GEMMs; a batch smaller than the thread count runs image by
+//! image with a parallel GEMM instead. A transposed convolution multiplies the transposed weight
+//! by the input (`[O/g * k, C/g] @ [C/g, L_in]`) and scatters the columns back (`col2im`).
+//! f16/bf16 compute in f32 and round once.
+
+use gemm::Parallelism;
+
+use c10::{Error, Result, ScalarType};
+
+use crate::native::linalg::{gemm_one, gemm_parallelism, GemmFloat, MatMut, MatRef};
+use crate::{ops, Tensor};
+
+/// Geometry of one convolution on 3 spatial dims.
+#[derive(Clone, Copy, Debug)]
+struct Geom {
+    n: usize,
+    c: usize,
+    o: usize,
+    groups: usize,
+    input: [usize; 3],
+    kernel: [usize; 3],
+    out: [usize; 3],
+    stride: [usize; 3],
+    pad: [usize; 3],
+    dil: [usize; 3],
+}
+
+impl Geom {
+    fn in_len(&self) -> usize {
+        self.input.iter().product()
+    }
+    fn out_len(&self) -> usize {
+        self.out.iter().product()
+    }
+    fn k_len(&self) -> usize {
+        self.kernel.iter().product()
+    }
+    fn is_pointwise(&self) -> bool {
+        self.kernel == [1, 1, 1] && self.stride == [1, 1, 1] && self.pad == [0, 0, 0]
+    }
+}
+
+/// Raw pointer shared with rayon workers.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: used only to hand the base of an output or input buffer to workers that touch
+// disjoint images (or only read).
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The address (a method, so closures capture the whole `Send` wrapper, not the field).
+    #[inline]
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Unfolds one image `x` (`[C, D, H, W]`, contiguous) into `cols` (`[C * k, L]`).
+///
+/// # Safety
+/// `x` holds `g.c * g.in_len()` elements and `cols` `g.c * g.k_len() * g.out_len()`.
+unsafe fn im2col<T: Copy + num_traits::Zero>(g: &Geom, x: *const T, cols: *mut T) {
+    let [id, ih, iw] = g.input;
+    let [od, oh, ow] = g.out;
+    let [kd, kh, kw] = g.kernel;
+    let [sd, sh, sw] = g.stride;
+    let [pd, ph, pw] = g.pad;
+    let [dd, dh, dw] = g.dil;
+    let l = g.out_len();
+    let mut row = 0usize;
+    for c in 0..g.c {
+        // SAFETY: channel c is inside the image.
+        let xc = unsafe { x.add(c * g.in_len()) };
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    // SAFETY: row < C * k.
+                    let dst_row = unsafe { cols.add(row * l) };
+                    row += 1;
+                    // Output columns whose input column is in range: ow*sw + e*dw - pw in [0, iw).
+                    let off = (e * dw) as isize - pw as isize;
+                    let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(sw) }.min(ow);
+                    let hi = if (iw as isize) <= off { 0 } else { ((iw as isize - off) as usize).div_ceil(sw).min(ow) }
+                        .max(lo);
+                    for z in 0..od {
+                        let zi = (z * sd + a * dd) as isize - pd as isize;
+                        for y in 0..oh {
+                            let yi = (y * sh + b * dh) as isize - ph as isize;
+                            // SAFETY: (z, y) row of the output plane inside this cols row.
+                            let dst = unsafe { dst_row.add((z * oh + y) * ow) };
+                            if zi < 0 || zi >= id as isize || yi < 0 || yi >= ih as isize {
+                                for q in 0..ow {
+                                    // SAFETY: q < ow.
+                                    unsafe { *dst.add(q) = T::zero() };
+                                }
+                                continue;
+                            }
+                            // SAFETY: (zi, yi) is a valid input row.
+                            let src = unsafe { xc.add((zi as usize * ih + yi as usize) * iw) };
+                            for q in 0..lo {
+                                // SAFETY: q < ow.
+                                unsafe { *dst.add(q) = T::zero() };
+                            }
+                            if sw == 1 {
+                                let start = lo as isize + off;
+                                // SAFETY: input columns start..start+(hi-lo) are in [0, iw) by
+                                // the choice of lo/hi; the destinations are distinct.
+                                unsafe { std::ptr::copy_nonoverlapping(src.offset(start), dst.add(lo), hi - lo) };
+                            } else {
+                                for q in lo..hi {
+                                    let xi = (q * sw) as isize + off;
+                                    // SAFETY: xi in [0, iw) by the choice of lo/hi.
+                                    unsafe { *dst.add(q) = *src.offset(xi) };
+                                }
+                            }
+                            for q in hi..ow {
+                                // SAFETY: q < ow.
+                                unsafe { *dst.add(q) = T::zero() };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds the columns `cols` (`[O * k, L_in]`, L_in over the *input* positions) into one image of
+/// a transposed convolution's output `y` (`[O, D, H, W]`, zeroed). Here `g.input` is the output
+/// image's spatial size and `g.out` the input's: the roles of `im2col` reversed.
+///
+/// # Safety
+/// `y` holds `g.o * g.in_len()` elements, `cols` `g.o * g.k_len() * g.out_len()`.
+unsafe fn col2im<T: GemmFloat>(g: &Geom, cols: *const T, y: *mut T) {
+    let [yd, yh, yw] = g.input;
+    let [xd, xh, xw] = g.out;
+    let [kd, kh, kw] = g.kernel;
+    let [sd, sh, sw] = g.stride;
+    let [pd, ph, pw] = g.pad;
+    let [dd, dh, dw] = g.dil;
+    let l = g.out_len();
+    let plane = yd * yh * yw;
+    let mut row = 0usize;
+    for o in 0..g.o {
+        // SAFETY: channel o of the output image.
+        let yo = unsafe { y.add(o * plane) };
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    // SAFETY: row < O * k.
+                    let src_row = unsafe { cols.add(row * l) };
+                    row += 1;
+                    for z in 0..xd {
+                        let zo = (z * sd + a * dd) as isize - pd as isize;
+                        if zo < 0 || zo >= yd as isize {
+                            continue;
+                        }
+                        for r in 0..xh {
+                            let ro = (r * sh + b * dh) as isize - ph as isize;
+                            if ro < 0 || ro >= yh as isize {
+                                continue;
+                            }
+                            // SAFETY: (zo, ro) is a valid output row; (z, r) a valid column row.
+                            let dst = unsafe { yo.add((zo as usize * yh + ro as usize) * yw) };
+                            // SAFETY: as above.
+                            let src = unsafe { src_row.add((z * xh + r) * xw) };
+                            for q in 0..xw {
+                                let qo = (q * sw + e * dw) as isize - pw as isize;
+                                if qo >= 0 && (qo as usize) < yw {
+                                    // SAFETY: qo in [0, yw), q < xw.
+                                    unsafe { *dst.offset(qo) = *dst.offset(qo) + *src.add(q) };
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Forward convolution of contiguous `x` `[N, C, *in]` by contiguous `w` `[O, C/g, *k]` into
+/// the fresh contiguous `y` `[N, O, *out]`, with `bias` (`[O]`, contiguous) when given.
+fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &Tensor) -> Result<()> {
+    let cg = g.c / g.groups;
+    let og = g.o / g.groups;
+    let kg = cg * g.k_len();
+    let l = g.out_len();
+    let (xp, wp, yp) =
+        (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
+    let bp = bias.map(|b| SendPtr(b.data_ptr() as *mut T));
+    let pointwise = g.is_pointwise();
+    let threads = rayon::current_num_threads();
+    let by_batch = threads > 1 && g.n >= threads;
+    // Images [lo, hi) with one column buffer; `par` is the GEMM's parallelism.
+    let run = |lo: usize, hi: usize, par: Parallelism| -> Result<()> {
+        let scratch = if pointwise {
+            None
+        } else {
+            Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], x.dtype(), x.device())?)
+        };
+        let cols_base = scratch.as_ref().map(|s| s.data_ptr() as *mut T);
+        for img in lo..hi {
+            // SAFETY: img < N, so the image offsets are inside x and y.
+            let xi = unsafe { xp.get().add(img * g.c * g.in_len()) };
+            // SAFETY: as above.
+            let yi = unsafe { yp.get().add(img * g.o * l) };
+            let cols: *const T = match cols_base {
+                Some(cb) => {
+                    // SAFETY: x holds the image; cb holds C*k*L elements.
+                    unsafe { im2col(g, xi, cb) };
+                    cb
+                }
+                None => xi,
+            };
+            let beta = if let Some(b) = bp {
+                for o in 0..g.o {
+                    // SAFETY: o < O; rows of y are L long.
+                    let v = unsafe { *b.get().add(o) };
+                    // SAFETY: row o of this image's output.
+                    let row = unsafe { std::slice::from_raw_parts_mut(yi.add(o * l), l) };
+                    row.fill(v);
+                }
+                Some(T::one())
+            } else {
+                None
+            };
+            for gi in 0..g.groups {
+                // SAFETY: group gi's blocks of y, w and cols are in range.
+                unsafe {
+                    gemm_one(
+                        og,
+                        l,
+                        kg,
+                        MatMut { ptr: yi.add(gi * og * l), rs: l as isize, cs: 1 },
+                        MatRef { ptr: wp.get().add(gi * og * kg), rs: kg as isize, cs: 1 },
+                        MatRef { ptr: cols.add(gi * kg * l), rs: l as isize, cs: 1 },
+                        T::one(),
+                        beta,
+                        par,
+                    )
+                };
+            }
+        }
+        Ok(())
+    };
+    if by_batch {
+        let chunk = g.n.div_ceil(threads);
+        let results: Vec<Result<()>> = {
+            use rayon::prelude::*;
+            (0..threads)
+                .into_par_iter()
+                .map(|t| {
+                    let lo = (t * chunk).min(g.n);
+                    let hi = ((t + 1) * chunk).min(g.n);
+                    run(lo, hi, Parallelism::None)
+                })
+                .collect()
+        };
+        results.into_iter().collect()
+    } else {
+        run(0, g.n, gemm_parallelism(og, l, kg))
+    }
+}
+
+/// Transposed convolution of contiguous `x` `[N, C, *in]` by contiguous `w` `[C, O/g, *k]`
+/// into the fresh `y` `[N, O, *out]`. `g` is in forward terms of the *output*: `g.input` = the
+/// output size, `g.out` = the input size, `g.c` = O, `g.o` = C (See Note [Convolution as GEMM]).
+fn conv_transpose_forward<T: GemmFloat>(
+    g: &Geom,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    y: &Tensor,
+) -> Result<()> {
+    // In this function: cin = channels of x, cout = channels of y.
+    let (cin, cout) = (g.o, g.c);
+    let cg_in = cin / g.groups;
+    let og = cout / g.groups;
+    let k = g.k_len();
+    let l_in = g.out_len();
+    let y_plane = g.in_len();
+    let (xp, wp, yp) =
+        (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
+    let bp = bias.map(|b| SendPtr(b.data_ptr() as *mut T));
+    // col2im's view: `o` output channels of one group.
+    let gg = Geom { o: og, ..*g };
+    let threads = rayon::current_num_threads();
+    let by_batch = threads > 1 && g.n >= threads;
+    let run = |lo: usize, hi: usize, par: Parallelism| -> Result<()> {
+        let scratch = Tensor::empty_uninit(&[(og * k * l_in) as i64], x.dtype(), x.device())?;
+        let cols = scratch.data_ptr() as *mut T;
+        for img in lo..hi {
+            // SAFETY: img < N.
+            let xi = unsafe { xp.get().add(img * cin * l_in) };
+            // SAFETY: as above.
+            let yi = unsafe { yp.get().add(img * cout * y_plane) };
+            // SAFETY: the image's output block.
+            let out = unsafe { std::slice::from_raw_parts_mut(yi, cout * y_plane) };
+            match bp {
+                Some(b) => {
+                    for (o, row) in out.chunks_mut(y_plane.max(1)).enumerate().take(cout) {
+                        // SAFETY: o < cout.
+                        row.fill(unsafe { *b.get().add(o) });
+                    }
+                }
+                None => out.fill(T::zero()),
+            }
+            for gi in 0..g.groups {
+                // cols[og*k, l_in] = W_g^T [og*k, cg_in] @ x_g [cg_in, l_in]; W_g is
+                // [cg_in, og*k] row-major, read transposed through its strides.
+                // SAFETY: group blocks are inside w, x and the scratch buffer.
+                unsafe {
+                    gemm_one(
+                        og * k,
+                        l_in,
+                        cg_in,
+                        MatMut { ptr: cols, rs: l_in as isize, cs: 1 },
+                        MatRef { ptr: wp.get().add(gi * cg_in * og * k), rs: 1, cs: (og * k) as isize },
+                        MatRef { ptr: xi.add(gi * cg_in * l_in), rs: l_in as isize, cs: 1 },
+                        T::one(),
+                        None,
+                        par,
+                    );
+                    col2im(&gg, cols, yi.add(gi * og * y_plane));
+                }
+            }
+        }
+        Ok(())
+    };
+    if by_batch {
+        use rayon::prelude::*;
+        let chunk = g.n.div_ceil(threads);
+        let results: Vec<Result<()>> = (0..threads)
+            .into_par_iter()
+            .map(|t| run((t * chunk).min(g.n), ((t + 1) * chunk).min(g.n), Parallelism::None))
+            .collect();
+        results.into_iter().collect()
+    } else {
+        run(0, g.n, gemm_parallelism(og * k, l_in, cg_in))
+    }
+}
+
+/// Expands a per-dimension parameter to `n` values (a single value repeats, as `int[2]`).
+fn expand_param(op: &str, name: &str, v: &[i64], n: usize) -> Result<Vec<i64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        l if l == n => Ok(v.to_vec()),
+        l => Err(Error::invalid(op, format!("expected {name} to be a single integer value or a list of {n} values to match the convolution dimensions, but got {name}={v:?} (length {l})"))),
+    }
+}
+
+/// Pads a spatial parameter list of length `n` to 3 values, the missing leading ones `fill`.
+fn to3(v: &[i64], fill: usize) -> [usize; 3] {
+    let mut out = [fill; 3];
+    let off = 3 - v.len();
+    for (i, &x) in v.iter().enumerate() {
+        out[off + i] = x as usize;
+    }
+    out
+}
+
+fn shape_str(s: &[i64]) -> String {
+    format!("{s:?}")
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding,
+/// SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let op = "convolution";
+    for t in [Some(input), Some(weight), bias].into_iter().flatten() {
+        if !t.device().is_cpu() {
+            return Err(Error::NotImplemented { op: op.into(), msg: format!("{} tensors", t.device()) });
+        }
+    }
+    let wdim = weight.dim();
+    if !(3..=5).contains(&wdim) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight should have at least three dimensions (and at most five), but got {wdim}D weight of size {}",
+                shape_str(weight.sizes())
+            ),
+        ));
+    }
+    let nsp = wdim - 2;
+    if input.dim() != wdim {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected {wdim}-dimensional input for {wdim}-dimensional weight {}, but got {}-dimensional input of size {} instead",
+                shape_str(weight.sizes()),
+                input.dim(),
+                shape_str(input.sizes())
+            ),
+        ));
+    }
+    let stride = expand_param(op, "stride", stride, nsp)?;
+    let padding = expand_param(op, "padding", padding, nsp)?;
+    let dilation = expand_param(op, "dilation", dilation, nsp)?;
+    let output_padding = expand_param(op, "output_padding", output_padding, nsp)?;
+    if stride.iter().any(|&s| s <= 0) {
+        return Err(Error::invalid(op, "non-positive stride is not supported"));
+    }
+    if padding.iter().any(|&s| s < 0) {
+        return Err(Error::invalid(op, "negative padding is not supported"));
+    }
+    if output_padding.iter().any(|&s| s < 0) {
+        return Err(Error::invalid(op, "negative output_padding is not supported"));
+    }
+    if dilation.iter().any(|&s| s <= 0) {
+        return Err(Error::invalid(op, "dilation should be greater than zero"));
+    }
+    if groups <= 0 {
+        return Err(Error::invalid(op, "non-positive groups is not supported"));
+    }
+    if input.dtype() != weight.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Input type ({}) and weight type ({}) should be the same",
+                input.dtype().cpp_name(),
+                weight.dtype().cpp_name()
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        if b.dtype() != input.dtype() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "Input type ({}) and bias type ({}) should be the same",
+                    input.dtype().cpp_name(),
+                    b.dtype().cpp_name()
+                ),
+            ));
+        }
+    }
+    if !input.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "slow_conv2d_cpu".into(), dtype: input.dtype() });
+    }
+    let ws = weight.sizes();
+    let is = input.sizes();
+    let g = groups;
+    let (cin, cout) = if transposed {
+        if ws[0] % g != 0 || is[1] != ws[0] {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "Given transposed=1, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                    shape_str(ws),
+                    shape_str(is),
+                    ws[0],
+                    is[1]
+                ),
+            ));
+        }
+        (ws[0], ws[1] * g)
+    } else {
+        if ws[0] % g != 0 {
+            return Err(Error::shape(
+                op,
+                format!("Given groups={g}, expected weight to be divisible by {g} at dimension 0, but got weight of size {} instead", shape_str(ws)),
+            ));
+        }
+        if is[1] != ws[1] * g {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "Given groups={g}, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                    shape_str(ws),
+                    shape_str(is),
+                    ws[1] * g,
+                    is[1]
+                ),
+            ));
+        }
+        (is[1], ws[0])
+    };
+    if let Some(b) = bias {
+        if b.dim() != 1 || b.numel() != cout {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "Given weight of size {}, expected bias to be 1-dimensional with {cout} elements, but got bias of size {} instead",
+                    shape_str(ws),
+                    shape_str(b.sizes())
+                ),
+            ));
+        }
+    }
+    let ksz = &ws[2..];
+    let isp = &is[2..];
+    let mut osp = Vec::with_capacity(nsp);
+    for i in 0..nsp {
+        let o = if transposed {
+            if output_padding[i] >= stride[i] && output_padding[i] >= dilation[i] {
+                return Err(Error::invalid(
+                    op,
+                    format!(
+                        "output padding must be smaller than either stride or dilation, but got output_padding={:?} stride={:?} dilation={:?}",
+                        output_padding, stride, dilation
+                    ),
+                ));
+            }
+            (isp[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksz[i] - 1) + output_padding[i] + 1
+        } else {
+            let padded = isp[i] + 2 * padding[i];
+            let eff = dilation[i] * (ksz[i] - 1) + 1;
+            if padded < eff {
+                let p: Vec<String> = (0..nsp).map(|j| (isp[j] + 2 * padding[j]).to_string()).collect();
+                let k: Vec<String> = ksz.iter().map(|v| v.to_string()).collect();
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
+                        p.join(" x "),
+                        k.join(" x ")
+                    ),
+                ));
+            }
+            (padded - eff) / stride[i] + 1
+        };
+        if o < 0 || (transposed && o == 0) {
+            return Err(Error::shape(
+                op,
+                format!("Given input size per channel: {:?}. Calculated output size per channel: ({o}). Output size is too small", isp),
+            ));
+        }
+        osp.push(o);
+    }
+    let mut out_shape = vec![is[0], cout];
+    out_shape.extend(&osp);
+    let dtype = input.dtype();
+    // Reduced precision: compute in f32, round once.
+    let compute = if matches!(dtype, ScalarType::F16 | ScalarType::BF16) { ScalarType::F32 } else { dtype };
+    let prep = |t: &Tensor| -> Result<Tensor> {
+        let c = ops::contiguous(t, c10::MemoryFormat::Contiguous)?;
+        if c.dtype() == compute {
+            Ok(c)
+        } else {
+            crate::native::copy::to_dtype(&c, compute)
+        }
+    };
+    let (x, w) = (prep(input)?, prep(weight)?);
+    let b = bias.map(prep).transpose()?;
+    let y = Tensor::empty_uninit(&out_shape, compute, input.device())?;
+    if y.numel() > 0 {
+        let geom = if transposed {
+            // In forward terms of the output (See conv_transpose_forward).
+            Geom {
+                n: is[0] as usize,
+                c: cout as usize,
+                o: cin as usize,
+                groups: g as usize,
+                input: to3(&osp, 1),
+                kernel: to3(ksz, 1),
+                out: to3(isp, 1),
+                stride: to3(&stride, 1),
+                pad: to3(&padding, 0),
+                dil: to3(&dilation, 1),
+            }
+        } else {
+            Geom {
+                n: is[0] as usize,
+                c: cin as usize,
+                o: cout as usize,
+                groups: g as usize,
+                input: to3(isp, 1),
+                kernel: to3(ksz, 1),
+                out: to3(&osp, 1),
+                stride: to3(&stride, 1),
+                pad: to3(&padding, 0),
+                dil: to3(&dilation, 1),
+            }
+        };
+        match compute {
+            ScalarType::F32 if transposed => conv_transpose_forward::<f32>(&geom, &x, &w, b.as_ref(), &y)?,
+            ScalarType::F32 => conv_forward::<f32>(&geom, &x, &w, b.as_ref(), &y)?,
+            ScalarType::F64 if transposed => conv_transpose_forward::<f64>(&geom, &x, &w, b.as_ref(), &y)?,
+            _ => conv_forward::<f64>(&geom, &x, &w, b.as_ref(), &y)?,
+        }
+    }
+    if compute != dtype {
+        crate::native::copy::to_dtype(&y, dtype)
+    } else {
+        Ok(y)
+    }
+}
+
+/// Adds a batch dimension to an unbatched input (`dim == nsp + 1`), checking the rank.
+fn batchify(op: &str, input: &Tensor, nsp: usize) -> Result<(Tensor, bool)> {
+    match input.dim() {
+        d if d == nsp + 2 => Ok((input.clone(), false)),
+        d if d == nsp + 1 => Ok((ops::unsqueeze(input, 0)?, true)),
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {}",
+                nsp + 1,
+                nsp + 2,
+                shape_str(input.sizes())
+            ),
+        )),
+    }
+}
+
+fn unbatch(t: Tensor, was_unbatched: bool) -> Result<Tensor> {
+    if was_unbatched {
+        ops::squeeze_dim(&t, 0)
+    } else {
+        Ok(t)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_nd(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (x, unb) = batchify(op, input, nsp)?;
+    let r = ops::convolution(&x, weight, bias, stride, padding, dilation, false, &[0], groups)?;
+    unbatch(r, unb)
+}
+
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_nd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// The `padding='same'|'valid'` front end: `same` pads `total = d * (k - 1)` per dim, split
+/// with the extra element at the end (applied as an explicit asymmetric pad when odd).
+#[allow(clippy::too_many_arguments)]
+fn conv_padding_str(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    match padding {
+        "valid" => conv_nd(op, nsp, input, weight, bias, stride, &[0], dilation, groups),
+        "same" => {
+            let st = expand_param(op, "stride", stride, nsp)?;
+            if st.iter().any(|&s| s != 1) {
+                return Err(Error::invalid(op, "padding='same' is not supported for strided convolutions"));
+            }
+            let dil = expand_param(op, "dilation", dilation, nsp)?;
+            let (x, unb) = batchify(op, input, nsp)?;
+            if weight.dim() != nsp + 2 {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "Expected {}-dimensional weight for {op}, but got weight of size {}",
+                        nsp + 2,
+                        shape_str(weight.sizes())
+                    ),
+                ));
+            }
+            let ks = &weight.sizes()[2..];
+            let mut sym = vec![0i64; nsp];
+            let mut pad_args = Vec::new(); // F.pad order: last dim first, (left, right).
+            let mut asym = false;
+            for i in 0..nsp {
+                let total = dil[i] * (ks[i] - 1);
+                sym[i] = total / 2;
+                if total % 2 != 0 {
+                    asym = true;
+                }
+            }
+            for i in (0..nsp).rev() {
+                let total = dil[i] * (ks[i] - 1);
+                pad_args.push(0);
+                pad_args.push(total - 2 * (total / 2));
+            }
+            let x = if asym { constant_pad(&x, &pad_args)? } else { x };
+            let r = ops::convolution(&x, weight, bias, &st, &sym, &dil, false, &[0], groups)?;
+            unbatch(r, unb)
+        }
+        other => Err(Error::invalid(op, format!("Invalid padding string: '{other}'"))),
+    }
+}
+
+/// Zero padding at the end of the trailing dims (`pads` in `F.pad` order: last dim first,
+/// (before, after) pairs; only `after` may be non-zero here).
+fn constant_pad(x: &Tensor, pads: &[i64]) -> Result<Tensor> {
+    let n = x.dim();
+    let mut shape = x.sizes().to_vec();
+    for (j, pair) in pads.chunks(2).enumerate() {
+        shape[n - 1 - j] += pair[0] + pair[1];
+    }
+    let out = ops::zeros(&shape, Some(x.dtype()), None, None, None)?;
+    let mut view = out.clone();
+    for (j, pair) in pads.chunks(2).enumerate() {
+        let d = (n - 1 - j) as i64;
+        view = ops::narrow(&view, d, pair[0], x.sizes()[n - 1 - j])?;
+    }
+    crate::native::copy::copy_into(&view, x)?;
+    Ok(out)
+}
+
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_padding_str("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_padding_str("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor`
+pub fn conv3d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_padding_str("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose_nd(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    let (x, unb) = batchify(op, input, nsp)?;
+    let r = ops::convolution(&x, weight, bias, stride, padding, dilation, true, output_padding, groups)?;
+    unbatch(r, unb)
+}
+
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    conv_transpose_nd("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    conv_transpose_nd("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+}

@@ -1,0 +1,1089 @@
+//! Matrix products: `mm`, `bmm`, `addmm`, `baddbmm`, `addbmm`, `mv`, `dot` (CPU kernels over the
+//! `gemm` crate), and the composites written with them: `matmul`, `linear`, `outer`,
+//! `tensordot`, `einsum`.
+//!
+//! Note [Strided GEMM]: every product goes through [`batched_gemm`], which hands `gemm` the
+//! operands' own row and column strides (any sign, zero for broadcast batch dimensions), so a
+//! transposed or sliced operand is never copied. f32/f64 run natively; f16/bf16 are widened to
+//! f32, multiplied, and rounded once (PyTorch's CPU behaviour for reduced-precision GEMM with
+//! f32 accumulation); integer dtypes run a plain triple loop with wrapping arithmetic.
+//!
+//! Note [GEMM parallelism]: a large single product uses `Parallelism::Rayon(n)` with rayon's
+//! current thread count (so `pool.install` and `RAYON_NUM_THREADS` are honoured); a batch of
+//! small products is split over the batch with rayon and each product runs on one thread.
+
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use c10::{Error, Result, Scalar, ScalarType};
+
+use crate::{ops, Tensor};
+
+/// Products with fewer multiply-adds than this run on the calling thread.
+const PAR_MIN_FLOPS: usize = 1 << 17;
+
+/// The parallelism for one product of `m x k` by `k x n` (See Note [GEMM parallelism]).
+pub(crate) fn gemm_parallelism(m: usize, n: usize, k: usize) -> Parallelism {
+    let threads = rayon::current_num_threads();
+    if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= PAR_MIN_FLOPS {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    }
+}
+
+/// A strided matrix: element (i, j) is at `ptr + i * rs + j * cs` (strides in elements).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatRef<T> {
+    pub ptr: *const T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+/// A strided mutable matrix, as [`MatRef`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatMut<T> {
+    pub ptr: *mut T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+impl<T> MatRef<T> {
+    /// The base address (a method, so closures capture the whole `Send` wrapper).
+    #[inline]
+    fn base(self) -> *const T {
+        self.ptr
+    }
+}
+
+impl<T> MatMut<T> {
+    /// The base address (a method, so closures capture the whole `Send` wrapper).
+    #[inline]
+    fn base(self) -> *mut T {
+        self.ptr
+    }
+}
+
+// SAFETY: these are plain addresses handed to rayon workers; every user writes disjoint output
+// matrices (one per batch element) and only reads the inputs.
+unsafe impl<T> Send for MatRef<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for MatRef<T> {}
+// SAFETY: as above.
+unsafe impl<T> Send for MatMut<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for MatMut<T> {}
+
+/// Element types `gemm` multiplies natively.
+pub(crate) trait GemmFloat: Copy + Send + Sync + 'static + num_traits::Float {}
+impl GemmFloat for f32 {}
+impl GemmFloat for f64 {}
+
+/// `c = alpha * a @ b + beta * c` for one `m x k` by `k x n` product; `beta == None`
+/// overwrites `c` (a `beta` of zero also ignores `c`'s old values, NaN included, as PyTorch).
+///
+/// # Safety
+/// The three matrices must address valid elements of their dtype for every index in range, and
+/// `c` must not overlap `a` or `b` nor be written concurrently by someone else.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_one<T: GemmFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: MatMut<T>,
+    a: MatRef<T>,
+    b: MatRef<T>,
+    alpha: T,
+    beta: Option<T>,
+    par: Parallelism,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let beta = beta.filter(|b| *b != T::zero());
+    if k == 0 {
+        for i in 0..m as isize {
+            for j in 0..n as isize {
+                // SAFETY: (i, j) is in range of `c` (caller's contract).
+                let p = unsafe { c.ptr.offset(i * c.rs + j * c.cs) };
+                // SAFETY: as above.
+                unsafe { *p = beta.map_or(T::zero(), |bt| bt * *p) };
+            }
+        }
+        return;
+    }
+    // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
+    // them. Its argument order is (dst, col stride, row stride, read_dst, ...), and it computes
+    // dst = alpha' * dst + beta' * lhs @ rhs.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.ptr,
+            c.cs,
+            c.rs,
+            beta.is_some(),
+            a.ptr,
+            a.cs,
+            a.rs,
+            b.ptr,
+            b.cs,
+            b.rs,
+            beta.unwrap_or(T::zero()),
+            alpha,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+/// The geometry of a batch of products over 3-d strided views `[B, m, k] @ [B, k, n] -> [B, m, n]`
+/// (batch strides may be zero).
+struct Batch3 {
+    count: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: [isize; 3],
+    b: [isize; 3],
+    c: [isize; 3],
+}
+
+fn strides3(t: &Tensor) -> [isize; 3] {
+    let s = t.strides();
+    [s[0] as isize, s[1] as isize, s[2] as isize]
+}
+
+/// Runs a batch of float products (See Note [GEMM parallelism]).
+///
+/// # Safety
+/// `a`, `b`, `c` point at element 0 of tensors whose geometry `g` describes; `c` has no two
+/// batch elements sharing memory and does not overlap the inputs.
+unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *const T, alpha: T, beta: Option<T>) {
+    let (c0, a0, b0) =
+        (MatMut { ptr: c, rs: 0, cs: 0 }, MatRef { ptr: a, rs: 0, cs: 0 }, MatRef { ptr: b, rs: 0, cs: 0 });
+    let mat = move |i: usize| {
+        let i = i as isize;
+        let (c, a, b) = (c0.base(), a0.base(), b0.base());
+        (
+            // SAFETY: batch index in range; offsets stay inside the tensors (caller's contract).
+            MatMut { ptr: unsafe { c.offset(i * g.c[0]) }, rs: g.c[1], cs: g.c[2] },
+            // SAFETY: as above.
+            MatRef { ptr: unsafe { a.offset(i * g.a[0]) }, rs: g.a[1], cs: g.a[2] },
+            // SAFETY: as above.
+            MatRef { ptr: unsafe { b.offset(i * g.b[0]) }, rs: g.b[1], cs: g.b[2] },
+        )
+    };
+    let one = g.m.saturating_mul(g.n).saturating_mul(g.k);
+    let threads = rayon::current_num_threads();
+    if g.count > 1 && threads > 1 && one < PAR_MIN_FLOPS * 4 && one.saturating_mul(g.count) >= PAR_MIN_FLOPS {
+        (0..g.count).into_par_iter().for_each(|i| {
+            let (cm, am, bm) = mat(i);
+            // SAFETY: distinct batch elements write disjoint output matrices.
+            unsafe { gemm_one(g.m, g.n, g.k, cm, am, bm, alpha, beta, Parallelism::None) };
+        });
+    } else {
+        let par = gemm_parallelism(g.m, g.n, g.k);
+        for i in 0..g.count {
+            let (cm, am, bm) = mat(i);
+            // SAFETY: forwarded contract.
+            unsafe { gemm_one(g.m, g.n, g.k, cm, am, bm, alpha, beta, par) };
+        }
+    }
+}
+
+/// Integer products: a triple loop with wrapping arithmetic (PyTorch's CPU integer GEMM).
+#[allow(clippy::unnecessary_cast)] // `as i64` is a no-op for the i64 instance of the macro.
+fn int_bmm(out: &Tensor, a: &Tensor, b: &Tensor, alpha: i64, beta: Option<i64>) -> Result<()> {
+    let g = geometry(out, a, b);
+    match_int!(out.dtype(), T => {
+        let (cp, ap, bp) = (out.data_ptr() as *mut T, a.data_ptr() as *const T, b.data_ptr() as *const T);
+        for bi in 0..g.count as isize {
+            for i in 0..g.m as isize {
+                for j in 0..g.n as isize {
+                    let mut acc: i64 = 0;
+                    for l in 0..g.k as isize {
+                        // SAFETY: indices are within the [B, m, k] and [B, k, n] views.
+                        let (x, y) = unsafe {
+                            (*ap.offset(bi * g.a[0] + i * g.a[1] + l * g.a[2]),
+                             *bp.offset(bi * g.b[0] + l * g.b[1] + j * g.b[2]))
+                        };
+                        acc = acc.wrapping_add((x as i64).wrapping_mul(y as i64));
+                    }
+                    // SAFETY: (bi, i, j) is within the output view.
+                    let p = unsafe { cp.offset(bi * g.c[0] + i * g.c[1] + j * g.c[2]) };
+                    let mut v = acc.wrapping_mul(alpha);
+                    if let Some(bt) = beta.filter(|&x| x != 0) {
+                        // SAFETY: as above.
+                        v = v.wrapping_add(bt.wrapping_mul(unsafe { *p } as i64));
+                    }
+                    // SAFETY: as above.
+                    unsafe { *p = v as T };
+                }
+            }
+        }
+        Ok(())
+    }, d => Err(Error::UnsupportedDtype { op: "addmm_impl_cpu_".into(), dtype: d }))
+}
+
+fn geometry(out: &Tensor, a: &Tensor, b: &Tensor) -> Batch3 {
+    Batch3 {
+        count: out.sizes()[0] as usize,
+        m: a.sizes()[1] as usize,
+        k: a.sizes()[2] as usize,
+        n: b.sizes()[2] as usize,
+        a: strides3(a),
+        b: strides3(b),
+        c: strides3(out),
+    }
+}
+
+/// `out[i] = alpha * a[i] @ b[i] + beta * out[i]` for 3-d views of one dtype; `out` must not
+/// overlap the inputs and must have distinct elements (checked by the callers' allocation).
+/// f16/bf16 compute in f32 (See Note [Strided GEMM]).
+pub(crate) fn bmm_into(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()> {
+    debug_assert!(out.dim() == 3 && a.dim() == 3 && b.dim() == 3);
+    let g = geometry(out, a, b);
+    if g.count == 0 || g.m == 0 || g.n == 0 {
+        return Ok(());
+    }
+    match out.dtype() {
+        ScalarType::F32 => {
+            // SAFETY: the views describe live tensors of dtype f32; `out` is a distinct tensor.
+            unsafe {
+                batched_gemm::<f32>(
+                    &g,
+                    out.data_ptr() as *mut f32,
+                    a.data_ptr() as *const f32,
+                    b.data_ptr() as *const f32,
+                    alpha as f32,
+                    beta.map(|v| v as f32),
+                )
+            };
+            Ok(())
+        }
+        ScalarType::F64 => {
+            // SAFETY: as above, for f64.
+            unsafe {
+                batched_gemm::<f64>(
+                    &g,
+                    out.data_ptr() as *mut f64,
+                    a.data_ptr() as *const f64,
+                    b.data_ptr() as *const f64,
+                    alpha,
+                    beta,
+                )
+            };
+            Ok(())
+        }
+        ScalarType::F16 | ScalarType::BF16 => {
+            let a32 = crate::native::copy::to_dtype(a, ScalarType::F32)?;
+            let b32 = crate::native::copy::to_dtype(b, ScalarType::F32)?;
+            let o32 = match beta {
+                Some(bt) if bt != 0.0 => crate::native::copy::to_dtype(out, ScalarType::F32)?,
+                _ => Tensor::empty_uninit(out.sizes(), ScalarType::F32, out.device())?,
+            };
+            bmm_into(&o32, &a32, &b32, alpha, beta)?;
+            crate::native::copy::copy_into(out, &o32)
+        }
+        d if d.is_floating_point() || d == ScalarType::Bool => {
+            Err(Error::UnsupportedDtype { op: "addmm_impl_cpu_".into(), dtype: d })
+        }
+        _ => {
+            let int = |v: f64| v as i64;
+            int_bmm(out, a, b, int(alpha), beta.map(int))
+        }
+    }
+}
+
+fn dtype_name(d: ScalarType) -> &'static str {
+    d.cpp_name()
+}
+
+fn check_cpu(op: &str, ts: &[&Tensor]) -> Result<()> {
+    for t in ts {
+        if !t.device().is_cpu() {
+            return Err(Error::NotImplemented { op: op.into(), msg: format!("{} tensors", t.device()) });
+        }
+    }
+    Ok(())
+}
+
+fn check_same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                dtype_name(a.dtype()),
+                dtype_name(b.dtype())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_matrix(op: &str, t: &Tensor, name: &str) -> Result<()> {
+    if t.dim() != 2 {
+        return Err(Error::shape(op, format!("{name} must be a matrix")));
+    }
+    Ok(())
+}
+
+fn check_mm_shapes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.sizes()[1] != b.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                a.sizes()[0],
+                a.sizes()[1],
+                b.sizes()[0],
+                b.sizes()[1]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A 2-d tensor as a 1-batch 3-d view.
+fn as_batch(t: &Tensor) -> Tensor {
+    let (s, st) = (t.sizes(), t.strides());
+    let bs = s[0] * s[1];
+    crate::native::shape::make_view(t, &[1, s[0], s[1]], &[bs.max(1), st[0], st[1]], t.storage_offset())
+}
+
+/// `mm(Tensor self, Tensor mat2) -> Tensor`
+pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    check_cpu("mm", &[self_, mat2])?;
+    check_matrix("mm", self_, "self")?;
+    check_matrix("mm", mat2, "mat2")?;
+    check_mm_shapes("mm", self_, mat2)?;
+    check_same_dtype("mm", self_, mat2)?;
+    let out = Tensor::empty_uninit(&[self_.sizes()[0], mat2.sizes()[1]], self_.dtype(), self_.device())?;
+    bmm_into(&as_batch(&out), &as_batch(self_), &as_batch(mat2), 1.0, None)?;
+    Ok(out)
+}
+
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    let r = mm(self_, mat2)?;
+    write_out("mm", &r, out)
+}
+
+/// Resizes-or-checks `out` like PyTorch's `resize_output` for an exact shape and copies `r`.
+fn write_out(op: &str, r: &Tensor, out: &Tensor) -> Result<Tensor> {
+    if out.sizes() != r.sizes() {
+        return Err(Error::shape(
+            op,
+            format!("out tensor has shape {:?} but the result has shape {:?}", out.sizes(), r.sizes()),
+        ));
+    }
+    if out.dtype() != r.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Expected out tensor to have dtype {}, but got {} instead",
+                dtype_name(r.dtype()),
+                dtype_name(out.dtype())
+            ),
+        ));
+    }
+    crate::native::copy::copy_into(out, r)?;
+    Ok(out.clone())
+}
+
+fn check_bmm(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    check_cpu(op, &[a, b])?;
+    if a.dim() != 3 {
+        return Err(Error::shape(op, "batch1 must be a 3D tensor"));
+    }
+    if b.dim() != 3 {
+        return Err(Error::shape(op, "batch2 must be a 3D tensor"));
+    }
+    let (bs, k) = (a.sizes()[0], a.sizes()[2]);
+    if b.sizes()[0] != bs || b.sizes()[1] != k {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{bs}, {k}] but got: [{}, {}].",
+                b.sizes()[0],
+                b.sizes()[1]
+            ),
+        ));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!("expected scalar type {} but found {}", dtype_name(a.dtype()), dtype_name(b.dtype())),
+        ));
+    }
+    Ok(())
+}
+
+/// `bmm(Tensor self, Tensor mat2) -> Tensor`
+pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    check_bmm("bmm", self_, mat2)?;
+    let out =
+        Tensor::empty_uninit(&[self_.sizes()[0], self_.sizes()[1], mat2.sizes()[2]], self_.dtype(), self_.device())?;
+    bmm_into(&out, self_, mat2, 1.0, None)?;
+    Ok(out)
+}
+
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    let r = bmm(self_, mat2)?;
+    write_out("bmm", &r, out)
+}
+
+fn scalar_f64(s: &Scalar) -> f64 {
+    s.to_f64()
+}
+
+fn check_int_scalars(op: &str, dtype: ScalarType, ss: &[&Scalar]) -> Result<()> {
+    if !dtype.is_floating_point() && ss.iter().any(|s| matches!(s, Scalar::Float(_))) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "For integral input tensors, argument beta/alpha must not be a floating point number (dtype {dtype})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `self` broadcast to `shape` and materialised into a fresh contiguous tensor of `dtype`.
+fn broadcast_copy(op: &str, self_: &Tensor, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    let e = crate::native::shape::expand(self_, shape, false).map_err(|_| {
+        Error::shape(
+            op,
+            format!("The expanded size of the tensor ({:?}) must match the existing size {:?}", shape, self_.sizes()),
+        )
+    })?;
+    let out = Tensor::empty_uninit(shape, dtype, self_.device())?;
+    crate::native::copy::copy_into(&out, &e)?;
+    Ok(out)
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    check_cpu("addmm", &[self_, mat1, mat2])?;
+    check_matrix("addmm", mat1, "mat1")?;
+    check_matrix("addmm", mat2, "mat2")?;
+    check_mm_shapes("addmm", mat1, mat2)?;
+    check_same_dtype("addmm", mat1, mat2)?;
+    if self_.dtype() != mat1.dtype() {
+        return Err(Error::invalid(
+            "addmm",
+            format!(
+                "self and mat2 must have the same dtype, but got {} and {}",
+                dtype_name(self_.dtype()),
+                dtype_name(mat2.dtype())
+            ),
+        ));
+    }
+    check_int_scalars("addmm", mat1.dtype(), &[&beta, &alpha])?;
+    let shape = [mat1.sizes()[0], mat2.sizes()[1]];
+    let b = scalar_f64(&beta);
+    let out = if b == 0.0 {
+        Tensor::empty_uninit(&shape, mat1.dtype(), mat1.device())?
+    } else {
+        broadcast_copy("addmm", self_, &shape, mat1.dtype())?
+    };
+    bmm_into(&as_batch(&out), &as_batch(mat1), &as_batch(mat2), scalar_f64(&alpha), Some(b))?;
+    Ok(out)
+}
+
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    check_bmm("baddbmm", batch1, batch2)?;
+    if self_.dtype() != batch1.dtype() {
+        return Err(Error::invalid(
+            "baddbmm",
+            format!(
+                "Expected self and batch1 to have the same dtype, but got: {} != {}",
+                dtype_name(self_.dtype()),
+                dtype_name(batch1.dtype())
+            ),
+        ));
+    }
+    check_int_scalars("baddbmm", batch1.dtype(), &[&beta, &alpha])?;
+    let shape = [batch1.sizes()[0], batch1.sizes()[1], batch2.sizes()[2]];
+    let b = scalar_f64(&beta);
+    let out = if b == 0.0 {
+        Tensor::empty_uninit(&shape, batch1.dtype(), batch1.device())?
+    } else {
+        broadcast_copy("baddbmm", self_, &shape, batch1.dtype())?
+    };
+    bmm_into(&out, batch1, batch2, scalar_f64(&alpha), Some(b))?;
+    Ok(out)
+}
+
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`:
+/// `beta * self + alpha * sum_i batch1[i] @ batch2[i]`.
+pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    check_bmm("addbmm", batch1, batch2)?;
+    if self_.dtype() != batch1.dtype() {
+        return Err(Error::invalid(
+            "addbmm",
+            format!(
+                "Expected self and batch1 to have the same dtype, but got: {} != {}",
+                dtype_name(self_.dtype()),
+                dtype_name(batch1.dtype())
+            ),
+        ));
+    }
+    check_int_scalars("addbmm", batch1.dtype(), &[&beta, &alpha])?;
+    // sum_i A_i @ B_i is one product of [m, B*k] by [B*k, n]: fold the batch into k.
+    let (bs, m, k) = (batch1.sizes()[0], batch1.sizes()[1], batch1.sizes()[2]);
+    let n = batch2.sizes()[2];
+    let a = ops::reshape(&ops::permute(batch1, &[1, 0, 2])?, &[m, bs * k])?;
+    let b = ops::reshape(batch2, &[bs * k, n])?;
+    let bt = scalar_f64(&beta);
+    let out = if bt == 0.0 {
+        Tensor::empty_uninit(&[m, n], batch1.dtype(), batch1.device())?
+    } else {
+        broadcast_copy("addbmm", self_, &[m, n], batch1.dtype())?
+    };
+    bmm_into(&as_batch(&out), &as_batch(&a), &as_batch(&b), scalar_f64(&alpha), Some(bt))?;
+    Ok(out)
+}
+
+/// `mv(Tensor self, Tensor vec) -> Tensor`
+pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    check_cpu("mv", &[self_, vec])?;
+    if self_.dim() != 2 || vec.dim() != 1 {
+        return Err(Error::shape(
+            "mv",
+            format!("vector + matrix @ vector expected, got {}, {}, {}", 1, self_.dim(), vec.dim()),
+        ));
+    }
+    if self_.sizes()[1] != vec.sizes()[0] {
+        return Err(Error::shape(
+            "mv",
+            format!(
+                "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+                self_.sizes()[0],
+                self_.sizes()[0],
+                self_.sizes()[1],
+                vec.sizes()[0]
+            ),
+        ));
+    }
+    check_same_dtype("mv", self_, vec)?;
+    let m = self_.sizes()[0];
+    let out = Tensor::empty_uninit(&[m], self_.dtype(), self_.device())?;
+    let out3 = crate::native::shape::make_view(&out, &[1, m, 1], &[m.max(1), 1, 1], 0);
+    let v3 =
+        crate::native::shape::make_view(vec, &[1, vec.sizes()[0], 1], &[0, vec.strides()[0], 1], vec.storage_offset());
+    bmm_into(&out3, &as_batch(self_), &v3, 1.0, None)?;
+    Ok(out)
+}
+
+fn check_dot(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    check_cpu(op, &[a, b])?;
+    if a.dim() != 1 || b.dim() != 1 {
+        return Err(Error::shape(op, format!("1D tensors expected, but got {}D and {}D tensors", a.dim(), b.dim())));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op} : expected both vectors to have same dtype, but found {} and {}",
+                dtype_name(a.dtype()),
+                dtype_name(b.dtype())
+            ),
+        ));
+    }
+    if a.numel() != b.numel() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+                a.numel(),
+                b.numel(),
+                a.numel(),
+                b.numel()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `dot(Tensor self, Tensor tensor) -> Tensor`
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    check_dot("dot", self_, tensor)?;
+    let n = self_.sizes()[0];
+    let out = Tensor::empty_uninit(&[], self_.dtype(), self_.device())?;
+    let o3 = crate::native::shape::make_view(&out, &[1, 1, 1], &[1, 1, 1], 0);
+    let a3 = crate::native::shape::make_view(self_, &[1, 1, n], &[0, 0, self_.strides()[0]], self_.storage_offset());
+    let b3 = crate::native::shape::make_view(tensor, &[1, n, 1], &[0, tensor.strides()[0], 1], tensor.storage_offset());
+    bmm_into(&o3, &a3, &b3, 1.0, None)?;
+    Ok(out)
+}
+
+/// `vdot(Tensor self, Tensor other) -> Tensor` (real dtypes: the same as `dot`).
+pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    check_dot("vdot", self_, other)?;
+    dot(self_, other)
+}
+
+/// `outer(Tensor self, Tensor vec2) -> Tensor`
+pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    if self_.dim() != 1 || vec2.dim() != 1 {
+        return Err(Error::shape(
+            "outer",
+            format!(
+                "outer: Expected 1-D argument self, but got {}-D",
+                if self_.dim() != 1 { self_.dim() } else { vec2.dim() }
+            ),
+        ));
+    }
+    ops::mul(&ops::reshape(self_, &[-1, 1])?, vec2)
+}
+
+/// `matmul(Tensor self, Tensor other) -> Tensor`: PyTorch's rank rules — dot, mv, mm, folding
+/// of a batched left operand into one `mm`, and batched products with broadcast batch dims.
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let (d1, d2) = (self_.dim(), other.dim());
+    if d1 == 0 || d2 == 0 {
+        return Err(Error::shape(
+            "matmul",
+            format!("both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D"),
+        ));
+    }
+    match (d1, d2) {
+        (1, 1) => ops::dot(self_, other),
+        (2, 1) => ops::mv(self_, other),
+        (1, 2) => ops::squeeze_dim(&ops::mm(&ops::unsqueeze(self_, 0)?, other)?, 0),
+        (2, 2) => ops::mm(self_, other),
+        (_, 1 | 2) if d1 >= 3 => {
+            // Fold the batch of `self` into the rows of one mm.
+            let s = self_.sizes();
+            let m = s[d1 - 1];
+            let rows: i64 = s[..d1 - 1].iter().product();
+            let folded = ops::reshape(self_, &[rows, m])?;
+            let mut out_shape: Vec<i64> = s[..d1 - 1].to_vec();
+            let r = if d2 == 1 {
+                ops::mv(&folded, other)?
+            } else {
+                out_shape.push(other.sizes()[1]);
+                ops::mm(&folded, other)?
+            };
+            ops::view(&r, &out_shape)
+        }
+        _ => {
+            // Batched: broadcast the batch dimensions, bmm, and view back.
+            let a = if d1 == 1 { ops::unsqueeze(self_, 0)? } else { self_.clone() };
+            let b = if d2 == 1 { ops::unsqueeze(other, 1)? } else { other.clone() };
+            let (sa, sb) = (a.sizes(), b.sizes());
+            let (n, m) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+            let (m2, p) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+            if m != m2 {
+                return Err(Error::shape(
+                    "matmul",
+                    format!(
+                        "Expected size for first two dimensions of batch2 tensor to be: [{}, {m}] but got: [{}, {m2}].",
+                        broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).map_or(0, |v| v.iter().product()),
+                        broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2])
+                            .map_or(0, |v| v.iter().product::<i64>()),
+                    ),
+                ));
+            }
+            let batch = broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+            let bsz: i64 = batch.iter().product();
+            let mut ea: Vec<i64> = batch.clone();
+            ea.extend([n, m]);
+            let mut eb: Vec<i64> = batch.clone();
+            eb.extend([m, p]);
+            let a3 = ops::reshape(&ops::expand(&a, &ea, false)?, &[bsz, n, m])?;
+            let b3 = ops::reshape(&ops::expand(&b, &eb, false)?, &[bsz, m, p])?;
+            let r = ops::bmm(&a3, &b3)?;
+            let mut out_shape = batch;
+            if d1 > 1 {
+                out_shape.push(n);
+            }
+            if d2 > 1 {
+                out_shape.push(p);
+            }
+            ops::view(&r, &out_shape)
+        }
+    }
+}
+
+/// The broadcast of two batch shapes.
+fn broadcast_batch(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        *o = if x == y || y == 1 {
+            x
+        } else if x == 1 {
+            y
+        } else {
+            return Err(Error::Broadcast { op: "matmul".into(), a: x, b: y, dim: i });
+        };
+    }
+    Ok(out)
+}
+
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let wt = ops::t(weight)?;
+    if input.dim() == 2 {
+        if let Some(b) = bias {
+            return ops::addmm(b, input, &wt, Scalar::Int(1), Scalar::Int(1));
+        }
+    }
+    let out = ops::matmul(input, &wt)?;
+    match bias {
+        Some(b) => ops::add(&out, b, Scalar::Int(1)),
+        None => Ok(out),
+    }
+}
+
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor`
+pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
+    if dims_self.len() != dims_other.len() {
+        return Err(Error::invalid(
+            "tensordot",
+            format!(
+                "both dimension lists should have same length, but got {} and {}",
+                dims_self.len(),
+                dims_other.len()
+            ),
+        ));
+    }
+    let (na, nb) = (self_.dim(), other.dim());
+    let mut ca = vec![false; na];
+    let mut cb = vec![false; nb];
+    let mut ka = Vec::new();
+    let mut kb = Vec::new();
+    let mut csize = 1i64;
+    for (&x, &y) in dims_self.iter().zip(dims_other) {
+        let (i, j) = (crate::wrap_dim("tensordot", x, na)?, crate::wrap_dim("tensordot", y, nb)?);
+        let (si, sj) = (self_.sizes()[i], other.sizes()[j]);
+        if si != sj {
+            return Err(Error::shape(
+                "tensordot",
+                format!("contracted dimensions need to match, but first has size {si} in dim {i} and second has size {sj} in dim {j}"),
+            ));
+        }
+        if ca[i] || cb[j] {
+            return Err(Error::invalid("tensordot", format!("dim {i} appears multiple times in the list of dims")));
+        }
+        ca[i] = true;
+        cb[j] = true;
+        ka.push(i as i64);
+        kb.push(j as i64);
+        csize *= si;
+    }
+    let free_a: Vec<i64> = (0..na as i64).filter(|&d| !ca[d as usize]).collect();
+    let free_b: Vec<i64> = (0..nb as i64).filter(|&d| !cb[d as usize]).collect();
+    let rows: i64 = free_a.iter().map(|&d| self_.sizes()[d as usize]).product();
+    let cols: i64 = free_b.iter().map(|&d| other.sizes()[d as usize]).product();
+    let pa: Vec<i64> = free_a.iter().chain(&ka).copied().collect();
+    let pb: Vec<i64> = kb.iter().chain(&free_b).copied().collect();
+    let a2 = ops::reshape(&ops::permute(self_, &pa)?, &[rows, csize])?;
+    let b2 = ops::reshape(&ops::permute(other, &pb)?, &[csize, cols])?;
+    let r = ops::mm(&a2, &b2)?;
+    let shape: Vec<i64> = free_a
+        .iter()
+        .map(|&d| self_.sizes()[d as usize])
+        .chain(free_b.iter().map(|&d| other.sizes()[d as usize]))
+        .collect();
+    ops::view(&r, &shape)
+}
+
+// ---- einsum ---------------------------------------------------------------------------------
+
+/// Label of an einsum subscript; ellipsis dimensions get labels 52.. (one per broadcast dim).
+type Label = usize;
+const ELLIPSIS_BASE: Label = 52;
+
+fn letter(c: char) -> Option<Label> {
+    match c {
+        'a'..='z' => Some(c as usize - 'a' as usize + 26),
+        'A'..='Z' => Some(c as usize - 'A' as usize),
+        _ => None,
+    }
+}
+
+/// One operand's subscripts: labels with an ellipsis position.
+struct Subscripts {
+    labels: Vec<Label>,
+    ellipsis: Option<usize>,
+}
+
+fn parse_subscripts(s: &str) -> Result<Subscripts> {
+    let mut labels = Vec::new();
+    let mut ellipsis = None;
+    let mut rest = s.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("...") {
+            if ellipsis.is_some() {
+                return Err(Error::invalid(
+                    "einsum",
+                    "einsum(): found '.' for operand that is not part of any ellipsis",
+                ));
+            }
+            ellipsis = Some(labels.len());
+            rest = r;
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        rest = &rest[c.len_utf8()..];
+        if c == ' ' {
+            continue;
+        }
+        match letter(c) {
+            Some(l) => labels.push(l),
+            None => {
+                return Err(Error::invalid(
+                    "einsum",
+                    format!("einsum(): invalid subscript given at index {} in the equation string, subscripts must be in [a-zA-Z]", s.find(c).unwrap_or(0)),
+                ))
+            }
+        }
+    }
+    Ok(Subscripts { labels, ellipsis })
+}
+
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor`
+///
+/// Each operand is brought to one label per dimension (repeated labels take the diagonal, the
+/// ellipsis expands to numbered labels, right-aligned across operands), labels used nowhere
+/// else are summed out, and operands are contracted left to right with `bmm` (batch labels,
+/// contracted labels, and each side's free labels), then permuted into the output order.
+pub fn einsum(equation: &str, tensors: &[Tensor], _path: Option<&[i64]>) -> Result<Tensor> {
+    if tensors.is_empty() {
+        return Err(Error::invalid("einsum", "einsum(): must provide at least one operand"));
+    }
+    let (lhs, rhs) = match equation.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (equation, None),
+    };
+    let parts: Vec<&str> = lhs.split(',').collect();
+    if parts.len() != tensors.len() {
+        return Err(Error::invalid(
+            "einsum",
+            format!(
+                "einsum(): {} operands were provided than specified in the equation",
+                if parts.len() < tensors.len() { "more" } else { "fewer" }
+            ),
+        ));
+    }
+    let subs: Vec<Subscripts> = parts.iter().map(|p| parse_subscripts(p)).collect::<Result<_>>()?;
+    // Ellipsis dims per operand and overall.
+    let mut ell_dims = 0usize;
+    for (i, (s, t)) in subs.iter().zip(tensors).enumerate() {
+        let n = s.labels.len();
+        match s.ellipsis {
+            None if n != t.dim() => {
+                return Err(Error::invalid(
+                    "einsum",
+                    format!("einsum(): the number of subscripts in the equation ({n}) does not match the number of dimensions ({}) for operand {i} and no ellipsis was given", t.dim()),
+                ))
+            }
+            Some(_) if n > t.dim() => {
+                return Err(Error::invalid(
+                    "einsum",
+                    format!("einsum(): the number of subscripts in the equation ({n}) is more than the number of dimensions ({}) for operand {i}", t.dim()),
+                ))
+            }
+            Some(_) => ell_dims = ell_dims.max(t.dim() - n),
+            None => {}
+        }
+    }
+    // Expand each operand's labels.
+    let mut ops_labels: Vec<Vec<Label>> = Vec::new();
+    for (s, t) in subs.iter().zip(tensors) {
+        let mut l = Vec::with_capacity(t.dim());
+        for (i, &x) in s.labels.iter().enumerate() {
+            if s.ellipsis == Some(i) {
+                let k = t.dim() - s.labels.len();
+                l.extend((ell_dims - k..ell_dims).map(|e| ELLIPSIS_BASE + e));
+            }
+            l.push(x);
+        }
+        if s.ellipsis == Some(s.labels.len()) {
+            let k = t.dim() - s.labels.len();
+            l.extend((ell_dims - k..ell_dims).map(|e| ELLIPSIS_BASE + e));
+        }
+        ops_labels.push(l);
+    }
+    // Output labels.
+    let mut count = [0usize; ELLIPSIS_BASE + 64];
+    for l in &ops_labels {
+        for &x in l {
+            count[x] += 1;
+        }
+    }
+    let out_labels: Vec<Label> = match rhs {
+        Some(r) => {
+            let s = parse_subscripts(r)?;
+            let mut out = Vec::new();
+            for (i, &x) in s.labels.iter().enumerate() {
+                if s.ellipsis == Some(i) {
+                    out.extend((0..ell_dims).map(|e| ELLIPSIS_BASE + e));
+                }
+                if count[x] == 0 {
+                    return Err(Error::invalid(
+                        "einsum",
+                        format!(
+                            "einsum(): output subscript {} does not appear in the equation for any input operand",
+                            label_char(x)
+                        ),
+                    ));
+                }
+                if out.contains(&x) {
+                    return Err(Error::invalid(
+                        "einsum",
+                        format!("einsum(): output subscript {} appears more than once in the output", label_char(x)),
+                    ));
+                }
+                out.push(x);
+            }
+            if s.ellipsis == Some(s.labels.len()) {
+                out.extend((0..ell_dims).map(|e| ELLIPSIS_BASE + e));
+            }
+            // Ellipsis dims missing from an explicit output are summed out below.
+            out
+        }
+        None => {
+            let mut out: Vec<Label> = (0..ell_dims).map(|e| ELLIPSIS_BASE + e).collect();
+            // Implicit output: labels appearing exactly once, in alphabetical order.
+            let mut once: Vec<Label> = (0..ELLIPSIS_BASE).filter(|&x| count[x] == 1).collect();
+            once.sort_by_key(|&x| label_char(x));
+            out.extend(once);
+            out
+        }
+    };
+    // Sizes per label (broadcast 1s).
+    let mut size = [1i64; ELLIPSIS_BASE + 64];
+    let mut seen = [false; ELLIPSIS_BASE + 64];
+    for (l, t) in ops_labels.iter().zip(tensors) {
+        for (&x, &s) in l.iter().zip(t.sizes()) {
+            if !seen[x] || size[x] == 1 {
+                size[x] = s;
+                seen[x] = true;
+            } else if s != size[x] && s != 1 {
+                return Err(Error::invalid(
+                    "einsum",
+                    format!("einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript {} has size {s} and {}", label_char(x), size[x]),
+                ));
+            }
+        }
+    }
+    // Reduce each operand to distinct labels (diagonals for repeats).
+    let mut cur: Vec<(Tensor, Vec<Label>)> = Vec::new();
+    for (l, t) in ops_labels.iter().zip(tensors) {
+        let mut t = t.clone();
+        let mut l = l.clone();
+        loop {
+            let dup = (0..l.len()).find_map(|i| (i + 1..l.len()).find(|&j| l[j] == l[i]).map(|j| (i, j)));
+            let Some((i, j)) = dup else { break };
+            if t.sizes()[i] != t.sizes()[j] {
+                return Err(Error::invalid(
+                    "einsum",
+                    format!(
+                        "einsum(): subscript {} is repeated for operand but the sizes don't match, {} != {}",
+                        label_char(l[i]),
+                        t.sizes()[i],
+                        t.sizes()[j]
+                    ),
+                ));
+            }
+            // diagonal moves the pair to the end.
+            t = ops::diagonal(&t, 0, i as i64, j as i64)?;
+            let x = l[i];
+            l.remove(j);
+            l.remove(i);
+            l.push(x);
+        }
+        cur.push((t, l));
+    }
+    // Contract left to right.
+    let needed_later = |k: usize, cur: &[(Tensor, Vec<Label>)], x: Label| -> bool {
+        out_labels.contains(&x) || cur[k..].iter().any(|(_, l)| l.contains(&x))
+    };
+    let (mut acc, mut acc_l) = cur[0].clone();
+    // Sum labels of the first operand that appear nowhere else.
+    {
+        let rest = &cur[1..];
+        let drop: Vec<i64> = acc_l
+            .iter()
+            .enumerate()
+            .filter(|(_, &x)| !out_labels.contains(&x) && !rest.iter().any(|(_, l)| l.contains(&x)))
+            .map(|(i, _)| i as i64)
+            .collect();
+        if !drop.is_empty() {
+            acc = ops::sum_dim_intlist(&acc, Some(&drop), false, None)?;
+            acc_l = acc_l.iter().enumerate().filter(|(i, _)| !drop.contains(&(*i as i64))).map(|(_, &x)| x).collect();
+        }
+    }
+    for k in 1..cur.len() {
+        let (mut b, mut b_l) = cur[k].clone();
+        // Sum labels only in b that are not needed anywhere else.
+        let drop: Vec<i64> = b_l
+            .iter()
+            .enumerate()
+            .filter(|(_, &x)| !acc_l.contains(&x) && !needed_later(k + 1, &cur, x))
+            .map(|(i, _)| i as i64)
+            .collect();
+        if !drop.is_empty() {
+            b = ops::sum_dim_intlist(&b, Some(&drop), false, None)?;
+            b_l = b_l.iter().enumerate().filter(|(i, _)| !drop.contains(&(*i as i64))).map(|(_, &x)| x).collect();
+        }
+        let batch: Vec<Label> =
+            acc_l.iter().copied().filter(|x| b_l.contains(x) && needed_later(k + 1, &cur, *x)).collect();
+        let contr: Vec<Label> =
+            acc_l.iter().copied().filter(|x| b_l.contains(x) && !needed_later(k + 1, &cur, *x)).collect();
+        let a_free: Vec<Label> = acc_l.iter().copied().filter(|x| !b_l.contains(x)).collect();
+        let b_free: Vec<Label> = b_l.iter().copied().filter(|x| !acc_l.contains(x)).collect();
+        let pos = |l: &[Label], x: Label| l.iter().position(|&y| y == x).unwrap_or(0) as i64;
+        let sz = |ls: &[Label]| ls.iter().map(|&x| size[x]).product::<i64>();
+        let full = |t: &Tensor, l: &[Label]| -> Result<Tensor> {
+            let shape: Vec<i64> = l.iter().map(|&x| size[x]).collect();
+            ops::expand(t, &shape, false)
+        };
+        let pa: Vec<i64> = batch.iter().chain(&a_free).chain(&contr).map(|&x| pos(&acc_l, x)).collect();
+        let pb: Vec<i64> = batch.iter().chain(&contr).chain(&b_free).map(|&x| pos(&b_l, x)).collect();
+        let a_p = ops::permute(&full(&acc, &acc_l)?, &pa)?;
+        let b_p = ops::permute(&full(&b, &b_l)?, &pb)?;
+        let (nb, na, nc, nf) = (sz(&batch), sz(&a_free), sz(&contr), sz(&b_free));
+        let a3 = ops::reshape(&a_p, &[nb, na, nc])?;
+        let b3 = ops::reshape(&b_p, &[nb, nc, nf])?;
+        let r = ops::bmm(&a3, &b3)?;
+        let new_l: Vec<Label> = batch.iter().chain(&a_free).chain(&b_free).copied().collect();
+        let shape: Vec<i64> = new_l.iter().map(|&x| size[x]).collect();
+        acc = ops::reshape(&r, &shape)?;
+        acc_l = new_l;
+    }
+    // Labels of the result not in the output (single operand case) are summed.
+    let drop: Vec<i64> =
+        acc_l.iter().enumerate().filter(|(_, x)| !out_labels.contains(x)).map(|(i, _)| i as i64).collect();
+    if !drop.is_empty() {
+        acc = ops::sum_dim_intlist(&acc, Some(&drop), false, None)?;
+        acc_l.retain(|x| out_labels.contains(x));
+    }
+    let full_shape: Vec<i64> = acc_l.iter().map(|&x| size[x]).collect();
+    let acc = ops::expand(&acc, &full_shape, false)?;
+    let perm: Vec<i64> = out_labels.iter().map(|x| acc_l.iter().position(|y| y == x).unwrap_or(0) as i64).collect();
+    ops::permute(&acc, &perm)
+}
+
+fn label_char(x: Label) -> char {
+    if x < 26 {
+        (b'A' + x as u8) as char
+    } else if x < 52 {
+        (b'a' + (x - 26) as u8) as char
+    } else {
+        '.'
+    }
+}

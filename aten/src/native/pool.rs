@@ -1,0 +1,776 @@
+//! Pooling (`max_pool1d/2d/3d` with and without indices, `avg_pool1d/2d/3d`, adaptive average
+//! and max pooling), upsampling (`upsample_nearest1d/2d/3d.vec`, `upsample_bilinear2d.vec`) and
+//! `pixel_shuffle` / `pixel_unshuffle`.
+//!
+//! Note [Pooling windows]: every pooling runs on 3 spatial dims (1-d and 2-d inputs get leading
+//! size-1 dims). Each output position's window is, per dimension, an arithmetic run of valid
+//! input indices (`first`, `step`, `count`) plus the count the average divides by with
+//! `count_include_pad`; the windows are computed once per dimension, and the planes (`N * C`)
+//! are split over rayon threads. Values are computed in the opmath type (f32 for f16/bf16).
+
+use rayon::prelude::*;
+
+use num_traits::{Float, One, Zero};
+
+use c10::{Error, Result, ScalarType};
+
+use crate::native::opmath::OpMath;
+use crate::{ops, Tensor};
+
+/// One output position's window along one dimension.
+#[derive(Clone, Copy, Debug)]
+struct Win {
+    first: usize,
+    step: usize,
+    count: usize,
+    /// Positions counted by `count_include_pad` (window clipped to the padded extent).
+    padded_count: usize,
+}
+
+/// Windows of a strided, padded, dilated pooling along one dim.
+fn strided_windows(input: i64, out: i64, k: i64, s: i64, p: i64, d: i64) -> Vec<Win> {
+    (0..out)
+        .map(|o| {
+            let start = o * s - p;
+            let skip = if start < 0 { (-start + d - 1) / d } else { 0 };
+            let mut count = 0;
+            let mut j = skip;
+            while j < k && start + j * d < input {
+                count += 1;
+                j += 1;
+            }
+            let padded_end = (start + k).min(input + p);
+            Win {
+                first: (start + skip * d).max(0) as usize,
+                step: d as usize,
+                count: count as usize,
+                padded_count: (padded_end - start).max(0) as usize,
+            }
+        })
+        .collect()
+}
+
+/// Windows of adaptive pooling along one dim: `[floor(o*in/out), ceil((o+1)*in/out))`.
+fn adaptive_windows(input: i64, out: i64) -> Vec<Win> {
+    (0..out)
+        .map(|o| {
+            let start = (o * input) / out;
+            let end = ((o + 1) * input + out - 1) / out;
+            let n = (end - start) as usize;
+            Win { first: start as usize, step: 1, count: n, padded_count: n }
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy)]
+enum Reduce {
+    Max,
+    /// `Some(d)` divides by `d`; `None` by the window (padded or not, per `include_pad`).
+    Avg {
+        include_pad: bool,
+        divisor: Option<i64>,
+    },
+}
+
+/// Raw pointer shared with rayon workers.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: workers write disjoint planes of the output and only read the input.
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    #[inline]
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Pools contiguous `x` (`[planes, D, H, W]`) over the windows `wins` (per dim) into
+/// `[planes, oD, oH, oW]`, with flat in-plane indices of the maxima for `Reduce::Max`.
+fn pool_kernel(
+    x: &Tensor,
+    in_sp: [usize; 3],
+    wins: &[Vec<Win>; 3],
+    red: Reduce,
+    out_shape: &[i64],
+) -> Result<(Tensor, Option<Tensor>)> {
+    let out = Tensor::empty_uninit(out_shape, x.dtype(), x.device())?;
+    let idx = match red {
+        Reduce::Max => Some(Tensor::empty_uninit(out_shape, ScalarType::I64, x.device())?),
+        Reduce::Avg { .. } => None,
+    };
+    let in_plane = in_sp[0] * in_sp[1] * in_sp[2];
+    let out_plane = wins[0].len() * wins[1].len() * wins[2].len();
+    if out_plane == 0 || out.numel() == 0 {
+        return Ok((out, idx));
+    }
+    let planes = out.numel() as usize / out_plane;
+    let (hw, w) = (in_sp[1] * in_sp[2], in_sp[2]);
+    match_float!(x.dtype(), T, A => {
+        let xp = SendPtr(x.data_ptr() as *mut T);
+        let op = SendPtr(out.data_ptr() as *mut T);
+        let ip = idx.as_ref().map(|t| SendPtr(t.data_ptr() as *mut i64));
+        let plane_fn = |p: usize| {
+            // SAFETY: p < planes: the plane's input and output blocks are in range.
+            let xs = unsafe { std::slice::from_raw_parts(xp.get().add(p * in_plane), in_plane) };
+            // SAFETY: as above; planes are disjoint between workers.
+            let os = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * out_plane), out_plane) };
+            let mut o = 0;
+            for wd in &wins[0] {
+                for wh in &wins[1] {
+                    for ww in &wins[2] {
+                        match red {
+                            Reduce::Max => {
+                                let mut best = A::neg_infinity();
+                                let mut best_i = wd.first * hw + wh.first * w + ww.first;
+                                for a in 0..wd.count {
+                                    let zd = (wd.first + a * wd.step) * hw;
+                                    for b in 0..wh.count {
+                                        let zh = zd + (wh.first + b * wh.step) * w;
+                                        for c in 0..ww.count {
+                                            let i = zh + ww.first + c * ww.step;
+                                            let v = xs[i].to_acc();
+                                            if v > best || v.is_nan() {
+                                                best = v;
+                                                best_i = i;
+                                            }
+                                        }
+                                    }
+                                }
+                                os[o] = T::from_acc(best);
+                                if let Some(ip) = ip {
+                                    // SAFETY: same position in the index tensor.
+                                    unsafe { *ip.get().add(p * out_plane + o) = best_i as i64 };
+                                }
+                            }
+                            Reduce::Avg { include_pad, divisor } => {
+                                let mut sum = A::zero();
+                                for a in 0..wd.count {
+                                    let zd = (wd.first + a) * hw;
+                                    for b in 0..wh.count {
+                                        let zh = zd + (wh.first + b) * w;
+                                        for c in 0..ww.count {
+                                            sum += xs[zh + ww.first + c].to_acc();
+                                        }
+                                    }
+                                }
+                                let div = match divisor {
+                                    Some(d) => d as usize,
+                                    None if include_pad => wd.padded_count * wh.padded_count * ww.padded_count,
+                                    None => wd.count * wh.count * ww.count,
+                                };
+                                os[o] = T::from_acc(sum / num_traits::cast::<usize, A>(div).unwrap_or(A::one()));
+                            }
+                        }
+                        o += 1;
+                    }
+                }
+            }
+        };
+        if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+            (0..planes).into_par_iter().for_each(plane_fn);
+        } else {
+            (0..planes).for_each(plane_fn);
+        }
+        Ok((out, idx))
+    }, d => Err(Error::UnsupportedDtype { op: "max_pool2d".into(), dtype: d }))
+}
+
+/// Checks the rank (`nsp + 1` unbatched or `nsp + 2` batched) and returns the contiguous input
+/// with its spatial sizes padded to 3, plus the leading (batch, channel) shape.
+fn pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<(Tensor, [usize; 3], Vec<i64>)> {
+    let d = x.dim();
+    if !(d == nsp + 1 || d == nsp + 2) || x.sizes()[d - nsp..].contains(&0) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected {}D or {}D (batch mode) tensor with optional 0 dim batch size for input, but got:{:?}",
+                nsp + 1,
+                nsp + 2,
+                x.sizes()
+            ),
+        ));
+    }
+    if !x.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: x.dtype() });
+    }
+    let c = ops::contiguous(x, c10::MemoryFormat::Contiguous)?;
+    let sp = &x.sizes()[d - nsp..];
+    let mut in_sp = [1usize; 3];
+    for (i, &s) in sp.iter().enumerate() {
+        in_sp[3 - nsp + i] = s as usize;
+    }
+    Ok((c, in_sp, x.sizes()[..d - nsp].to_vec()))
+}
+
+/// A per-dimension parameter (`int[n]`): one value repeats; `[]` takes `default`.
+fn param(op: &str, name: &str, v: &[i64], n: usize, default: Option<&[i64]>) -> Result<Vec<i64>> {
+    match (v.len(), default) {
+        (0, Some(d)) => Ok(d.to_vec()),
+        (1, _) => Ok(vec![v[0]; n]),
+        (l, _) if l == n => Ok(v.to_vec()),
+        _ => Err(Error::invalid(op, format!("{op}: {name} must either be a single int, or a tuple of {n} ints"))),
+    }
+}
+
+/// PyTorch's `pooling_output_shape`.
+fn pooling_out(input: i64, k: i64, p: i64, s: i64, d: i64, ceil: bool) -> i64 {
+    let num = input + 2 * p - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
+    let mut o = num.div_euclid(s) + 1;
+    if ceil && (o - 1) * s >= input + p {
+        o -= 1;
+    }
+    o
+}
+
+struct PoolArgs {
+    k: Vec<i64>,
+    s: Vec<i64>,
+    p: Vec<i64>,
+    d: Vec<i64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pool_args(
+    op: &str,
+    nsp: usize,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> Result<PoolArgs> {
+    let k = param(op, "kernel_size", kernel_size, nsp, None)?;
+    let s = param(op, "stride", stride, nsp, Some(&k))?;
+    let p = param(op, "padding", padding, nsp, None)?;
+    let d = param(op, "dilation", dilation, nsp, None)?;
+    if k.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(op, format!("kernel size should be greater than zero, but got kernel size {k:?}")));
+    }
+    if s.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(op, format!("stride should be greater than zero, but got stride {s:?}")));
+    }
+    if d.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(op, format!("dilation should be greater than zero, but got dilation {d:?}")));
+    }
+    for i in 0..nsp {
+        if p[i] < 0 || p[i] > ((k[i] - 1) * d[i] + 1) / 2 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
+                    p[i], k[i], d[i]
+                ),
+            ));
+        }
+    }
+    Ok(PoolArgs { k, s, p, d })
+}
+
+fn out_sizes(op: &str, in_sp: &[i64], a: &PoolArgs, ceil: bool) -> Result<Vec<i64>> {
+    let o: Vec<i64> = (0..in_sp.len()).map(|i| pooling_out(in_sp[i], a.k[i], a.p[i], a.s[i], a.d[i], ceil)).collect();
+    if o.iter().any(|&v| v <= 0) {
+        return Err(Error::shape(
+            op,
+            format!("Given input size: {in_sp:?}. Calculated output size: {o:?}. Output size is too small"),
+        ));
+    }
+    Ok(o)
+}
+
+/// Pads per-dim values to 3 spatial dims, the missing leading ones `fill`.
+fn pad3<T: Clone>(v: Vec<T>, fill: T) -> [T; 3] {
+    let off = 3 - v.len();
+    std::array::from_fn(|i| if i < off { fill.clone() } else { v[i - off].clone() })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn max_pool_nd(
+    op: &str,
+    nsp: usize,
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let a = pool_args(op, nsp, kernel_size, stride, padding, dilation)?;
+    let (c, in_sp, lead) = pool_input(op, x, nsp)?;
+    let sp = &x.sizes()[x.dim() - nsp..];
+    let o = out_sizes(op, sp, &a, ceil_mode)?;
+    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], a.d[i])).collect();
+    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
+    let wins = pad3(wins, one);
+    let mut shape = lead;
+    shape.extend(&o);
+    let (out, idx) = pool_kernel(&c, in_sp, &wins, Reduce::Max, &shape)?;
+    Ok((out, idx.unwrap_or_else(|| Tensor::from_slice::<i64>(&[]))))
+}
+
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor`
+pub fn max_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool_nd("max_pool1d", 1, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+pub fn max_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool_nd("max_pool2d", 2, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor`
+pub fn max_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool_nd("max_pool3d", 3, self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub fn max_pool1d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    max_pool_nd("max_pool1d_with_indices", 1, self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub fn max_pool2d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    max_pool_nd("max_pool2d_with_indices", 2, self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+pub fn max_pool3d_with_indices(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    max_pool_nd("max_pool3d_with_indices", 3, self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn avg_pool_nd(
+    op: &str,
+    nsp: usize,
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    if divisor_override == Some(0) {
+        return Err(Error::invalid(op, "divisor must be not zero"));
+    }
+    let a = pool_args(op, nsp, kernel_size, stride, padding, &[1])?;
+    let (c, in_sp, lead) = pool_input(op, x, nsp)?;
+    let sp = &x.sizes()[x.dim() - nsp..];
+    let o = out_sizes(op, sp, &a, ceil_mode)?;
+    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], 1)).collect();
+    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
+    let wins = pad3(wins, one);
+    let mut shape = lead;
+    shape.extend(&o);
+    Ok(pool_kernel(
+        &c,
+        in_sp,
+        &wins,
+        Reduce::Avg { include_pad: count_include_pad, divisor: divisor_override },
+        &shape,
+    )?
+    .0)
+}
+
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor`
+pub fn avg_pool1d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    avg_pool_nd("avg_pool1d", 1, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+}
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    avg_pool_nd("avg_pool2d", 2, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    avg_pool_nd("avg_pool3d", 3, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+
+fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduce) -> Result<(Tensor, Option<Tensor>)> {
+    let o = param(op, "output_size", output_size, nsp, None)?;
+    if o.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(
+            op,
+            format!("{op}: elements of output_size must be greater than or equal to 0 but received {o:?}"),
+        ));
+    }
+    let (c, in_sp, lead) = pool_input(op, x, nsp)?;
+    let sp = &x.sizes()[x.dim() - nsp..];
+    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| adaptive_windows(sp[i], o[i])).collect();
+    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
+    let wins = pad3(wins, one);
+    let mut shape = lead;
+    shape.extend(&o);
+    pool_kernel(&c, in_sp, &wins, red, &shape)
+}
+
+const AVG: Reduce = Reduce::Avg { include_pad: false, divisor: None };
+
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor`
+pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    Ok(adaptive_nd("adaptive_avg_pool1d", 1, self_, output_size, AVG)?.0)
+}
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor`
+pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    Ok(adaptive_nd("adaptive_avg_pool2d", 2, self_, output_size, AVG)?.0)
+}
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor`
+pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    Ok(adaptive_nd("adaptive_avg_pool3d", 3, self_, output_size, AVG)?.0)
+}
+
+fn with_indices(r: (Tensor, Option<Tensor>)) -> (Tensor, Tensor) {
+    let (v, i) = r;
+    (v, i.unwrap_or_else(|| Tensor::from_slice::<i64>(&[])))
+}
+
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)`
+pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    Ok(with_indices(adaptive_nd("adaptive_max_pool1d", 1, self_, output_size, Reduce::Max)?))
+}
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)`
+pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    Ok(with_indices(adaptive_nd("adaptive_max_pool2d", 2, self_, output_size, Reduce::Max)?))
+}
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)`
+pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    Ok(with_indices(adaptive_nd("adaptive_max_pool3d", 3, self_, output_size, Reduce::Max)?))
+}
+
+// ---- upsampling -------------------------------------------------------------------------------
+
+/// The output sizes and the per-dim scales passed to the kernels (`None` when sizes were given).
+fn upsample_sizes(
+    op: &str,
+    x: &Tensor,
+    nsp: usize,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<(Vec<i64>, Vec<Option<f64>>)> {
+    if x.dim() != nsp + 2 {
+        return Err(Error::shape(
+            op,
+            format!("Expected a {}D input tensor for {op}, but got input of size {:?}", nsp + 2, x.sizes()),
+        ));
+    }
+    let sp = &x.sizes()[2..];
+    let r = match (output_size, scale_factors) {
+        (Some(o), None) => {
+            if o.len() != nsp {
+                return Err(Error::invalid(
+                    op,
+                    format!("It is expected output_size equals to {nsp}, but got size {}", o.len()),
+                ));
+            }
+            (o.to_vec(), vec![None; nsp])
+        }
+        (None, Some(s)) => {
+            if s.len() != nsp {
+                return Err(Error::invalid(
+                    op,
+                    format!("It is expected scale_factors equals to {nsp}, but got size {}", s.len()),
+                ));
+            }
+            ((0..nsp).map(|i| (sp[i] as f64 * s[i]).floor() as i64).collect(), s.iter().map(|&v| Some(v)).collect())
+        }
+        _ => return Err(Error::invalid(op, "Must specify exactly one of output_size and scale_factors")),
+    };
+    if r.0.iter().any(|&v| v <= 0) || sp.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(
+            op,
+            format!("Input and output sizes should be greater than 0, but got input ({sp:?}) and output ({:?})", r.0),
+        ));
+    }
+    Ok(r)
+}
+
+/// `in/out`, or `1/scale` when a positive scale factor was given (`compute_scales_value`).
+fn scale_value(scale: Option<f64>, input: i64, out: i64) -> f64 {
+    match scale {
+        Some(s) if s > 0.0 => 1.0 / s,
+        _ => input as f64 / out as f64,
+    }
+}
+
+fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
+    let sc = scale_value(scale, input, out) as f32;
+    (0..out)
+        .map(|o| {
+            if out == input {
+                o as usize
+            } else if out == 2 * input {
+                (o >> 1) as usize
+            } else {
+                ((o as f32 * sc).floor() as i64).min(input - 1) as usize
+            }
+        })
+        .collect()
+}
+
+fn upsample_nearest_nd(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let (o, scales) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
+    let sp = &input.sizes()[2..];
+    // A gather along each dim with the index lists, via a strided copy per output row.
+    let idx: Vec<Vec<usize>> = (0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect();
+    let x = ops::contiguous(input, c10::MemoryFormat::Contiguous)?;
+    let mut shape = input.sizes()[..2].to_vec();
+    shape.extend(&o);
+    let out = Tensor::empty_uninit(&shape, x.dtype(), x.device())?;
+    let planes = (shape[0] * shape[1]) as usize;
+    let one = vec![0usize];
+    let i3 = pad3(idx, one);
+    let in3 = pad3(sp.iter().map(|&v| v as usize).collect(), 1usize);
+    let in_plane: usize = in3.iter().product();
+    let out_plane = i3[0].len() * i3[1].len() * i3[2].len();
+    c10::dispatch_all_types!(x.dtype(), T => {
+        let xs: &[T] = if x.numel() == 0 { &[] } else {
+            // SAFETY: x is contiguous with numel elements of T.
+            unsafe { std::slice::from_raw_parts(x.data_ptr() as *const T, x.numel() as usize) }
+        };
+        let os: &mut [T] = if out.numel() == 0 { &mut [] } else {
+            // SAFETY: out is a fresh contiguous tensor of T.
+            unsafe { std::slice::from_raw_parts_mut(out.data_ptr() as *mut T, out.numel() as usize) }
+        };
+        for p in 0..planes {
+            let xp = &xs[p * in_plane..(p + 1) * in_plane];
+            let op = &mut os[p * out_plane..(p + 1) * out_plane];
+            let mut k = 0;
+            for &d in &i3[0] {
+                for &h in &i3[1] {
+                    let row = (d * in3[1] + h) * in3[2];
+                    for &w in &i3[2] {
+                        op[k] = xp[row + w];
+                        k += 1;
+                    }
+                }
+            }
+        }
+    });
+    Ok(out)
+}
+
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_nd("upsample_nearest1d", 1, input, output_size, scale_factors)
+}
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_nd("upsample_nearest2d", 2, input, output_size, scale_factors)
+}
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_nd("upsample_nearest3d", 3, input, output_size, scale_factors)
+}
+
+/// Source index pairs and weights of linear interpolation along one dim
+/// (`area_pixel_compute_source_index`).
+fn linear_weights(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> Vec<(usize, usize, f64, f64)> {
+    let sc = if align_corners {
+        if out > 1 {
+            (input - 1) as f64 / (out - 1) as f64
+        } else {
+            0.0
+        }
+    } else {
+        scale_value(scale, input, out)
+    };
+    (0..out)
+        .map(|o| {
+            let src = if align_corners { sc * o as f64 } else { (sc * (o as f64 + 0.5) - 0.5).max(0.0) };
+            let i0 = (src as i64).min(input - 1);
+            let i1 = if i0 < input - 1 { i0 + 1 } else { i0 };
+            let l1 = (src - i0 as f64).clamp(0.0, 1.0);
+            (i0 as usize, i1 as usize, 1.0 - l1, l1)
+        })
+        .collect()
+}
+
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`
+pub fn upsample_bilinear2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let op = "upsample_bilinear2d";
+    let (o, scales) = upsample_sizes(op, input, 2, output_size, scale_factors)?;
+    let (ih, iw) = (input.sizes()[2], input.sizes()[3]);
+    let hw = linear_weights(ih, o[0], align_corners, scales[0]);
+    let ww = linear_weights(iw, o[1], align_corners, scales[1]);
+    let x = ops::contiguous(input, c10::MemoryFormat::Contiguous)?;
+    let shape = [input.sizes()[0], input.sizes()[1], o[0], o[1]];
+    let out = Tensor::empty_uninit(&shape, x.dtype(), x.device())?;
+    let planes = (shape[0] * shape[1]) as usize;
+    let (in_plane, out_plane) = ((ih * iw) as usize, (o[0] * o[1]) as usize);
+    let iw = iw as usize;
+    match_float!(x.dtype(), T, A => {
+        if out.numel() > 0 {
+            // SAFETY: x is contiguous with numel elements of T.
+            let xs = unsafe { std::slice::from_raw_parts(x.data_ptr() as *const T, x.numel() as usize) };
+            // SAFETY: out is a fresh contiguous tensor of T.
+            let os = unsafe { std::slice::from_raw_parts_mut(out.data_ptr() as *mut T, out.numel() as usize) };
+            let cast = |v: f64| -> A { num_traits::cast::<f64, A>(v).unwrap_or(A::zero()) };
+            for p in 0..planes {
+                let xp = &xs[p * in_plane..(p + 1) * in_plane];
+                let op = &mut os[p * out_plane..(p + 1) * out_plane];
+                let mut k = 0;
+                for &(h0, h1, hl0, hl1) in &hw {
+                    let (hl0, hl1) = (cast(hl0), cast(hl1));
+                    for &(w0, w1, wl0, wl1) in &ww {
+                        let (wl0, wl1) = (cast(wl0), cast(wl1));
+                        let v = hl0 * (wl0 * xp[h0 * iw + w0].to_acc() + wl1 * xp[h0 * iw + w1].to_acc())
+                            + hl1 * (wl0 * xp[h1 * iw + w0].to_acc() + wl1 * xp[h1 * iw + w1].to_acc());
+                        op[k] = T::from_acc(v);
+                        k += 1;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
+}
+
+// ---- pixel shuffle ----------------------------------------------------------------------------
+
+fn check_shuffle(op: &str, x: &Tensor, factor: i64, what: &str) -> Result<()> {
+    if x.dim() < 3 {
+        return Err(Error::shape(
+            op,
+            format!("{op} expects input to have at least 3 dimensions, but got input with {} dimension(s)", x.dim()),
+        ));
+    }
+    if factor <= 0 {
+        return Err(Error::invalid(op, format!("{op} expects a positive {what}, but got {factor}")));
+    }
+    Ok(())
+}
+
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor`
+pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
+    let op = "pixel_shuffle";
+    check_shuffle(op, self_, upscale_factor, "upscale_factor")?;
+    let r = upscale_factor;
+    let n = self_.dim();
+    let s = self_.sizes();
+    let (c, h, w) = (s[n - 3], s[n - 2], s[n - 1]);
+    if c % (r * r) != 0 {
+        return Err(Error::shape(
+            op,
+            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r),
+        ));
+    }
+    let lead = &s[..n - 3];
+    let mut split: Vec<i64> = lead.to_vec();
+    split.extend([c / (r * r), r, r, h, w]);
+    let b = lead.len() as i64;
+    let mut perm: Vec<i64> = (0..b).collect();
+    perm.extend([b, b + 3, b + 1, b + 4, b + 2]);
+    let mut out_shape: Vec<i64> = lead.to_vec();
+    out_shape.extend([c / (r * r), h * r, w * r]);
+    let p = ops::permute(&ops::reshape(self_, &split)?, &perm)?;
+    ops::reshape(&ops::clone(&p, Some(c10::MemoryFormat::Contiguous))?, &out_shape)
+}
+
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor`
+pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
+    let op = "pixel_unshuffle";
+    check_shuffle(op, self_, downscale_factor, "downscale_factor")?;
+    let r = downscale_factor;
+    let n = self_.dim();
+    let s = self_.sizes();
+    let (c, h, w) = (s[n - 3], s[n - 2], s[n - 1]);
+    if h % r != 0 || w % r != 0 {
+        let (dim, size) = if h % r != 0 { ("height", h) } else { ("width", w) };
+        return Err(Error::shape(
+            op,
+            format!("pixel_unshuffle expects {dim} to be divisible by downscale_factor, but input.size({}) = {size} is not divisible by {r}", if h % r != 0 { -2 } else { -1 }),
+        ));
+    }
+    let lead = &s[..n - 3];
+    let mut split: Vec<i64> = lead.to_vec();
+    split.extend([c, h / r, r, w / r, r]);
+    let b = lead.len() as i64;
+    let mut perm: Vec<i64> = (0..b).collect();
+    perm.extend([b, b + 2, b + 4, b + 1, b + 3]);
+    let mut out_shape: Vec<i64> = lead.to_vec();
+    out_shape.extend([c * r * r, h / r, w / r]);
+    let p = ops::permute(&ops::reshape(self_, &split)?, &perm)?;
+    ops::reshape(&ops::clone(&p, Some(c10::MemoryFormat::Contiguous))?, &out_shape)
+}

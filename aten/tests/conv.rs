@@ -1,0 +1,291 @@
+//! Convolution, pooling and upsampling: values against naive reference loops, non-contiguous
+//! inputs, dtypes and errors.
+
+use aten::{ops, Tensor};
+use c10::{Error, ScalarType};
+
+fn vals(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 33) as f64 / (1u64 << 31) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn rand(shape: &[i64], seed: u64) -> Tensor {
+    let n = shape.iter().product::<i64>() as usize;
+    Tensor::from_vec(vals(n, seed).into_iter().map(|v| v as f32).collect::<Vec<f32>>(), shape).unwrap()
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: {g} vs {w}");
+    }
+}
+
+/// Naive 2-d convolution (NCHW, weight [O, C/g, KH, KW]).
+#[allow(clippy::too_many_arguments)]
+fn naive_conv2d(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    stride: [i64; 2],
+    pad: [i64; 2],
+    dil: [i64; 2],
+    groups: i64,
+) -> (Vec<f64>, Vec<i64>) {
+    let (xs, ws) = (x.sizes(), w.sizes());
+    let (n, c, h, wd) = (xs[0], xs[1], xs[2], xs[3]);
+    let (o, cg, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
+    let oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) / stride[0] + 1;
+    let ow = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) / stride[1] + 1;
+    let xv = x.to_vec::<f64>().unwrap();
+    let wv = w.to_vec::<f64>().unwrap();
+    let bv = b.map(|b| b.to_vec::<f64>().unwrap());
+    let og = o / groups;
+    let mut out = Vec::new();
+    for ni in 0..n {
+        for oi in 0..o {
+            let g = oi / og;
+            for y in 0..oh {
+                for z in 0..ow {
+                    let mut acc = bv.as_ref().map_or(0.0, |b| b[oi as usize]);
+                    for ci in 0..cg {
+                        let cin = g * cg + ci;
+                        for a in 0..kh {
+                            for e in 0..kw {
+                                let iy = y * stride[0] - pad[0] + a * dil[0];
+                                let ix = z * stride[1] - pad[1] + e * dil[1];
+                                if iy < 0 || iy >= h || ix < 0 || ix >= wd {
+                                    continue;
+                                }
+                                acc += xv[(((ni * c + cin) * h + iy) * wd + ix) as usize]
+                                    * wv[(((oi * cg + ci) * kh + a) * kw + e) as usize];
+                            }
+                        }
+                    }
+                    out.push(acc);
+                }
+            }
+        }
+    }
+    let _ = c;
+    (out, vec![n, o, oh, ow])
+}
+
+/// Input shape, weight shape, stride, padding, dilation, groups.
+type ConvCase = ([i64; 4], [i64; 4], [i64; 2], [i64; 2], [i64; 2], i64);
+
+#[test]
+fn conv2d_matches_reference() {
+    // (input, weight, stride, padding, dilation, groups)
+    let cases: &[ConvCase] = &[
+        ([2, 3, 7, 6], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+        ([2, 4, 9, 8], [6, 2, 3, 2], [2, 1], [1, 0], [1, 2], 2),
+        ([1, 2, 10, 10], [3, 2, 3, 3], [1, 2], [0, 2], [2, 2], 1),
+        ([3, 5, 4, 4], [7, 5, 1, 1], [1, 1], [0, 0], [1, 1], 1),
+    ];
+    for (i, &(xs, ws, st, pd, dl, g)) in cases.iter().enumerate() {
+        let x = rand(&xs, 100 + i as u64);
+        let w = rand(&ws, 200 + i as u64);
+        let b = rand(&[ws[0]], 300 + i as u64);
+        let (want, shape) = naive_conv2d(&x, &w, Some(&b), st, pd, dl, g);
+        let r = ops::conv2d(&x, &w, Some(&b), &st, &pd, &dl, g).unwrap();
+        assert_eq!(r.sizes(), &shape[..], "case {i}");
+        assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-5);
+        // f64 and non-contiguous input give the same values.
+        let x64 = ops::_to_copy(&x, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+        let w64 = ops::_to_copy(&w, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+        let b64 = ops::_to_copy(&b, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+        let xt = ops::transpose(
+            &ops::contiguous(&ops::transpose(&x64, 2, 3).unwrap(), c10::MemoryFormat::Contiguous).unwrap(),
+            2,
+            3,
+        )
+        .unwrap();
+        assert!(!xt.is_contiguous());
+        let r = ops::conv2d(&xt, &w64, Some(&b64), &st, &pd, &dl, g).unwrap();
+        assert_eq!(r.dtype(), ScalarType::F64);
+        assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-5);
+    }
+}
+
+#[test]
+fn conv1d_unbatched_bf16_and_same_padding() {
+    let x = rand(&[3, 10], 1);
+    let w = rand(&[2, 3, 4], 2);
+    let r = ops::conv1d(&x, &w, None, &[1], &[0], &[1], 1).unwrap();
+    assert_eq!(r.sizes(), &[2, 7]);
+    // Same as conv2d with a height of 1.
+    let r2 = ops::conv2d(
+        &ops::unsqueeze(&ops::unsqueeze(&x, 0).unwrap(), 2).unwrap(),
+        &ops::unsqueeze(&w, 2).unwrap(),
+        None,
+        &[1],
+        &[0],
+        &[1],
+        1,
+    )
+    .unwrap();
+    assert_close(&r.to_vec::<f64>().unwrap(), &r2.to_vec::<f64>().unwrap(), 1e-6);
+    let xb = ops::_to_copy(&x, Some(ScalarType::BF16), None, None, None, false, None).unwrap();
+    let wb = ops::_to_copy(&w, Some(ScalarType::BF16), None, None, None, false, None).unwrap();
+    let rb = ops::conv1d(&xb, &wb, None, &[1], &[0], &[1], 1).unwrap();
+    assert_eq!(rb.dtype(), ScalarType::BF16);
+    assert_close(&rb.to_vec::<f64>().unwrap(), &r.to_vec::<f64>().unwrap(), 5e-2);
+    // padding='same' with an even kernel keeps the length (extra pad on the right).
+    let s = ops::conv1d_padding(&x, &w, None, &[1], "same", &[1], 1).unwrap();
+    assert_eq!(s.sizes(), &[2, 10]);
+    let xp = pad_1_2(&x);
+    let want = ops::conv1d(&xp, &w, None, &[1], &[0], &[1], 1).unwrap();
+    assert_close(&s.to_vec::<f64>().unwrap(), &want.to_vec::<f64>().unwrap(), 1e-6);
+    assert_eq!(ops::conv1d_padding(&x, &w, None, &[1], "valid", &[1], 1).unwrap().sizes(), &[2, 7]);
+    assert!(ops::conv1d_padding(&x, &w, None, &[2], "same", &[1], 1).is_err());
+}
+
+/// Pads the last dim of `x` by 1 on the left and 2 on the right ('same' for k = 4).
+fn pad_1_2(x: &Tensor) -> Tensor {
+    let n = x.sizes()[1];
+    let out = ops::zeros(&[x.sizes()[0], n + 3], Some(ScalarType::F32), None, None, None).unwrap();
+    let v = ops::narrow(&out, 1, 1, n).unwrap();
+    ops::copy_(&v, x, false).unwrap();
+    out
+}
+
+#[test]
+fn conv_transpose_is_the_adjoint_of_conv() {
+    // <conv(x, w), y> == <x, conv_transpose(y, w)> for matching geometry.
+    let x = rand(&[2, 4, 7, 6], 3);
+    let w = rand(&[6, 2, 3, 3], 4); // groups = 2: O = 6, C/g = 2
+    let (st, pd) = ([2i64, 2], [1i64, 1]);
+    let y = ops::conv2d(&x, &w, None, &st, &pd, &[1], 2).unwrap();
+    let gy = rand(y.sizes(), 5);
+    // Output size (4-1)*2 - 2 + 3 = 7 (+0) and (3-1)*2 - 2 + 3 = 5 (+1) to reach 6.
+    let gx = ops::conv_transpose2d(&gy, &w, None, &st, &pd, &[0, 1], 2, &[1]).unwrap();
+    assert_eq!(gx.sizes(), x.sizes());
+    let lhs: f64 = y.to_vec::<f64>().unwrap().iter().zip(gy.to_vec::<f64>().unwrap()).map(|(a, b)| a * b).sum();
+    let rhs: f64 = x.to_vec::<f64>().unwrap().iter().zip(gx.to_vec::<f64>().unwrap()).map(|(a, b)| a * b).sum();
+    assert!((lhs - rhs).abs() < 1e-4 * (1.0 + lhs.abs()), "{lhs} vs {rhs}");
+    // Bias is added per output channel; conv_transpose1d matches the 2-d case with height 1.
+    let b = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
+    let xt = rand(&[1, 6, 5], 6);
+    let wt = rand(&[6, 2, 3], 7);
+    let r1 = ops::conv_transpose1d(&xt, &wt, Some(&b), &[2], &[0], &[1], 2, &[1]).unwrap();
+    assert_eq!(r1.sizes(), &[1, 4, 12]);
+    let r0 = ops::conv_transpose1d(&xt, &wt, None, &[2], &[0], &[1], 2, &[1]).unwrap();
+    let d: Vec<f64> = r1.to_vec::<f64>().unwrap().iter().zip(r0.to_vec::<f64>().unwrap()).map(|(a, b)| a - b).collect();
+    for (i, v) in d.iter().enumerate() {
+        assert!((v - (1 + i / 12) as f64).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn conv_errors() {
+    let x = rand(&[1, 3, 5, 5], 1);
+    let w = rand(&[4, 2, 3, 3], 2);
+    match ops::conv2d(&x, &w, None, &[1], &[0], &[1], 1) {
+        Err(Error::Shape { msg, .. }) => {
+            assert!(msg.contains("expected input[1, 3, 5, 5] to have 2 channels, but got 3 channels instead"), "{msg}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let w3 = rand(&[4, 3, 7, 7], 2);
+    assert!(matches!(ops::conv2d(&x, &w3, None, &[1], &[0], &[1], 1), Err(Error::Shape { .. })));
+    let w33 = rand(&[4, 3, 3, 3], 2);
+    assert!(ops::conv2d(&x, &w33, None, &[0], &[0], &[1], 1).is_err());
+    assert!(ops::conv2d(&x, &w33, None, &[1], &[-1], &[1], 1).is_err());
+    assert!(ops::conv2d(&rand(&[5, 5], 1), &w33, None, &[1], &[0], &[1], 1).is_err());
+    assert!(ops::conv2d(&x, &w33, Some(&rand(&[3], 1)), &[1], &[0], &[1], 1).is_err());
+    let x64 = ops::_to_copy(&x, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+    assert!(ops::conv2d(&x64, &w33, None, &[1], &[0], &[1], 1).is_err());
+    assert!(
+        ops::conv_transpose2d(&x, &rand(&[3, 2, 3, 3], 1), None, &[1], &[0], &[1], 1, &[1]).is_err(),
+        "output_padding >= stride and dilation"
+    );
+}
+
+#[test]
+fn max_and_avg_pool() {
+    let x = Tensor::from_vec((0..16).map(|v| v as f32).collect::<Vec<_>>(), &[1, 1, 4, 4]).unwrap();
+    let r = ops::max_pool2d(&x, &[2], &[], &[0], &[1], false).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
+    let (v, i) = ops::max_pool2d_with_indices(&x, &[3], &[2], &[1], &[1], false).unwrap();
+    assert_eq!(v.sizes(), &[1, 1, 2, 2]);
+    assert_eq!(v.to_vec::<f32>().unwrap(), vec![5.0, 7.0, 13.0, 15.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), vec![5, 7, 13, 15]);
+    // With ceil_mode the last window starting inside the input is kept: (4 + 2 - 3) / 2 rounds up.
+    let (v, i) = ops::max_pool2d_with_indices(&x, &[3], &[2], &[1], &[1], true).unwrap();
+    assert_eq!(v.sizes(), &[1, 1, 3, 3]);
+    assert_eq!(v.to_vec::<f32>().unwrap()[8], 15.0);
+    assert_eq!(i.to_vec::<i64>().unwrap()[2], 7);
+    // ceil_mode adds a partial window: 5 -> (5-2)/2+1 = 2 floor, 3 ceil.
+    let x5 = rand(&[2, 5, 5], 3);
+    assert_eq!(ops::max_pool2d(&x5, &[2], &[2], &[0], &[1], true).unwrap().sizes(), &[2, 3, 3]);
+    assert_eq!(ops::max_pool2d(&x5, &[2], &[2], &[0], &[1], false).unwrap().sizes(), &[2, 2, 2]);
+    // NaN propagates.
+    let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0, 0.0], &[1, 1, 4]).unwrap();
+    let (v, i) = ops::max_pool1d_with_indices(&n, &[2], &[2], &[0], &[1], false).unwrap();
+    assert!(v.to_vec::<f32>().unwrap()[0].is_nan());
+    assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 2]);
+    // avg: padding counted or not, divisor override.
+    let r = ops::avg_pool2d(&x, &[2], &[], &[0], false, true, None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![2.5, 4.5, 10.5, 12.5]);
+    let p = ops::avg_pool2d(&x, &[2], &[2], &[1], false, true, None).unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap()[0], 0.0 / 4.0);
+    let p = ops::avg_pool2d(&x, &[2], &[2], &[1], false, false, None).unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap()[..2], [0.0, 1.5]);
+    let p = ops::avg_pool2d(&x, &[2], &[], &[0], false, true, Some(1)).unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![10.0, 18.0, 42.0, 50.0]);
+    let a1 =
+        ops::avg_pool1d(&Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[1, 1, 3]).unwrap(), &[2], &[1], &[1], false, false)
+            .unwrap();
+    assert_eq!(a1.to_vec::<f32>().unwrap(), vec![1.0, 1.5, 2.5, 3.0]);
+    // Non-contiguous input.
+    let xt = ops::transpose(&x, 2, 3).unwrap();
+    assert_eq!(
+        ops::max_pool2d(&xt, &[2], &[], &[0], &[1], false).unwrap().to_vec::<f32>().unwrap(),
+        vec![5.0, 13.0, 7.0, 15.0]
+    );
+    // Errors.
+    assert!(ops::max_pool2d(&x, &[2], &[], &[2], &[1], false).is_err(), "pad > kernel/2");
+    assert!(ops::max_pool2d(&x, &[0], &[], &[0], &[1], false).is_err());
+    assert!(ops::max_pool2d(&rand(&[4], 1), &[2], &[], &[0], &[1], false).is_err());
+    assert!(ops::avg_pool2d(&x, &[2], &[], &[0], false, true, Some(0)).is_err());
+    assert!(ops::max_pool2d(&x, &[5], &[], &[0], &[1], false).is_err(), "output too small");
+}
+
+#[test]
+fn adaptive_pools_upsampling_and_pixel_shuffle() {
+    let x = Tensor::from_vec((0..10).map(|v| v as f32).collect::<Vec<_>>(), &[1, 1, 10]).unwrap();
+    // Windows [0,4) [3,7) [6,10).
+    let r = ops::adaptive_avg_pool1d(&x, &[3]).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.5, 4.5, 7.5]);
+    let (v, i) = ops::adaptive_max_pool1d(&x, &[3]).unwrap();
+    assert_eq!((v.to_vec::<f32>().unwrap(), i.to_vec::<i64>().unwrap()), (vec![3.0, 6.0, 9.0], vec![3, 6, 9]));
+    let x2 = Tensor::from_vec((0..16).map(|v| v as f32).collect::<Vec<_>>(), &[1, 4, 4]).unwrap();
+    assert_eq!(ops::adaptive_avg_pool2d(&x2, &[1, 1]).unwrap().to_vec::<f32>().unwrap(), vec![7.5]);
+    assert_eq!(ops::adaptive_max_pool2d(&x2, &[2, 2]).unwrap().1.to_vec::<i64>().unwrap(), vec![5, 7, 13, 15]);
+    // Nearest: 2 -> 3 maps 0,0,1; 2 -> 4 repeats.
+    let s = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]).unwrap();
+    let u = ops::upsample_nearest2d(&s, Some(&[3, 4]), None).unwrap();
+    assert_eq!(u.to_vec::<f32>().unwrap(), vec![1., 1., 2., 2., 1., 1., 2., 2., 3., 3., 4., 4.]);
+    let u = ops::upsample_nearest2d(&s, None, Some(&[2.0, 1.0])).unwrap();
+    assert_eq!(u.sizes(), &[1, 1, 4, 2]);
+    assert!(ops::upsample_nearest2d(&s, None, None).is_err());
+    // Bilinear: align_corners interpolates the corners exactly.
+    let b = ops::upsample_bilinear2d(&s, Some(&[3, 3]), true, None).unwrap();
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0]);
+    let b = ops::upsample_bilinear2d(&s, Some(&[4, 4]), false, None).unwrap();
+    assert_eq!(b.to_vec::<f32>().unwrap()[..4], [1.0, 1.25, 1.75, 2.0]);
+    // Pixel shuffle round trip.
+    let p = rand(&[2, 8, 3, 3], 9);
+    let sh = ops::pixel_shuffle(&p, 2).unwrap();
+    assert_eq!(sh.sizes(), &[2, 2, 6, 6]);
+    assert_eq!(ops::pixel_unshuffle(&sh, 2).unwrap().to_vec::<f32>().unwrap(), p.to_vec::<f32>().unwrap());
+    // out[0, 0, 0, 1] = in[0, 1, 0, 0].
+    assert_eq!(sh.to_vec::<f32>().unwrap()[1], p.to_vec::<f32>().unwrap()[9]);
+    assert!(ops::pixel_shuffle(&rand(&[1, 3, 2, 2], 1), 2).is_err());
+}
