@@ -43,10 +43,13 @@ fn is_keyword(s: &str) -> bool {
 
 /// Argument name as a Rust identifier: `self` → `self_`, keywords get a trailing `_`.
 fn arg_ident(name: &str) -> String {
-    if is_keyword(name) {
+    // Schema names such as `N`, `C` and `HxW` (`native_group_norm`) become lower-case Rust
+    // identifiers, so the generated code passes `non_snake_case`.
+    let name = name.to_ascii_lowercase();
+    if is_keyword(&name) {
         format!("{name}_")
     } else {
-        name.to_string()
+        name
     }
 }
 

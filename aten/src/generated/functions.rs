@@ -1892,3 +1892,318 @@ pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1376)
+#[inline]
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
+}
+
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:1380)
+#[inline]
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enable: bool,
+) -> Result<Tensor> {
+    crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1384)
+#[inline]
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1388)
+#[inline]
+pub fn batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::batch_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1392)
+#[inline]
+pub fn instance_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::instance_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1396)
+#[inline]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
+}
+
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:1400)
+#[inline]
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
+}
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1405)
+#[inline]
+pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::mse_loss::call(self_, target, reduction)
+}
+
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1409)
+#[inline]
+pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::l1_loss::call(self_, target, reduction)
+}
+
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:1413)
+#[inline]
+pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
+    crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
+}
+
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:1417)
+#[inline]
+pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
+    crate::handles::huber_loss::call(self_, target, reduction, delta)
+}
+
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1421)
+#[inline]
+pub fn binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
+}
+
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1425)
+#[inline]
+pub fn binary_cross_entropy_with_logits(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
+}
+
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:1429)
+#[inline]
+pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
+    crate::handles::kl_div::call(self_, target, reduction, log_target)
+}
+
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1433)
+#[inline]
+pub fn margin_ranking_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
+}
+
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1437)
+#[inline]
+pub fn cosine_embedding_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
+}
+
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1441)
+#[inline]
+pub fn triplet_margin_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
+}
+
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1445)
+#[inline]
+pub fn nll_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1449)
+#[inline]
+pub fn nll_loss2d(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1453)
+#[inline]
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:1457)
+#[inline]
+pub fn cross_entropy_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1462)
+#[inline]
+pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::dropout::call(input, p, train)
+}
+
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1466)
+#[inline]
+pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::dropout_::call(self_, p, train)
+}
+
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1470)
+#[inline]
+pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_dropout::call(input, p, train)
+}
+
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1474)
+#[inline]
+pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_dropout_::call(self_, p, train)
+}
+
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1478)
+#[inline]
+pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::alpha_dropout::call(input, p, train)
+}
+
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1482)
+#[inline]
+pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::alpha_dropout_::call(self_, p, train)
+}
+
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1486)
+#[inline]
+pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_alpha_dropout::call(input, p, train)
+}
+
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1490)
+#[inline]
+pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_alpha_dropout_::call(self_, p, train)
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:1494)
+#[inline]
+pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    crate::handles::native_dropout::call(input, p, train)
+}

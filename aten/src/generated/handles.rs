@@ -25035,3 +25035,3339 @@ pub mod log_softmax_int {
         )
     }
 }
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1376)
+pub mod native_layer_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "native_layer_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, &Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64) -> Result<(Tensor, Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, normalized_shape, weight, bias, eps)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, normalized_shape, weight, bias, eps)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, normalized_shape, weight, bias, eps),
+            None => call_boxed_kernel(&k, op, ks, input, normalized_shape, weight, bias, eps),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(normalized_shape),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(eps),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r2 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1, r2))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let normalized_shape = a[1].to_int_list(NAME, "normalized_shape", None)?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let bias = a[3].to_opt_tensor(NAME, "bias")?;
+                let eps = a[4].to_double(NAME, "eps")?;
+                let r = f(ks, input, &normalized_shape, weight, bias, eps)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                stack.push(IValue::from(r.2));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:1380)
+pub mod layer_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "layer_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, normalized_shape, weight, bias, eps, cudnn_enable)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, normalized_shape, weight, bias, eps, cudnn_enable)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, normalized_shape, weight, bias, eps, cudnn_enable),
+            None => call_boxed_kernel(&k, op, ks, input, normalized_shape, weight, bias, eps, cudnn_enable),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(normalized_shape),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(eps),
+            IValue::from(cudnn_enable),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let normalized_shape = a[1].to_int_list(NAME, "normalized_shape", None)?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let bias = a[3].to_opt_tensor(NAME, "bias")?;
+                let eps = a[4].to_double(NAME, "eps")?;
+                let cudnn_enable = a[5].to_bool(NAME, "cudnn_enable")?;
+                let r = f(ks, input, &normalized_shape, weight, bias, eps, cudnn_enable)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1384)
+pub mod native_batch_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "native_batch_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        bool,
+        f64,
+        f64,
+    ) -> Result<(Tensor, Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_mean.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_var.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, weight, bias, running_mean, running_var, training, momentum, eps),
+            None => {
+                call_boxed_kernel(&k, op, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+            }
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(running_mean),
+            IValue::from(running_var),
+            IValue::from(training),
+            IValue::from(momentum),
+            IValue::from(eps),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r2 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1, r2))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let weight = a[1].to_opt_tensor(NAME, "weight")?;
+                let bias = a[2].to_opt_tensor(NAME, "bias")?;
+                let running_mean = a[3].to_opt_tensor(NAME, "running_mean")?;
+                let running_var = a[4].to_opt_tensor(NAME, "running_var")?;
+                let training = a[5].to_bool(NAME, "training")?;
+                let momentum = a[6].to_double(NAME, "momentum")?;
+                let eps = a[7].to_double(NAME, "eps")?;
+                let r = f(ks, input, weight, bias, running_mean, running_var, training, momentum, eps)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                stack.push(IValue::from(r.2));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1388)
+pub mod batch_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "batch_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        bool,
+        f64,
+        f64,
+        bool,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_mean.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_var.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                input,
+                weight,
+                bias,
+                running_mean,
+                running_var,
+                training,
+                momentum,
+                eps,
+                cudnn_enabled,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(running_mean),
+            IValue::from(running_var),
+            IValue::from(training),
+            IValue::from(momentum),
+            IValue::from(eps),
+            IValue::from(cudnn_enabled),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 9 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 9 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 9);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let weight = a[1].to_opt_tensor(NAME, "weight")?;
+                let bias = a[2].to_opt_tensor(NAME, "bias")?;
+                let running_mean = a[3].to_opt_tensor(NAME, "running_mean")?;
+                let running_var = a[4].to_opt_tensor(NAME, "running_var")?;
+                let training = a[5].to_bool(NAME, "training")?;
+                let momentum = a[6].to_double(NAME, "momentum")?;
+                let eps = a[7].to_double(NAME, "eps")?;
+                let cudnn_enabled = a[8].to_bool(NAME, "cudnn_enabled")?;
+                let r = f(ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1392)
+pub mod instance_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "instance_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        bool,
+        f64,
+        f64,
+        bool,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_mean.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | running_var.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => {
+                f(ks, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+            }
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                input,
+                weight,
+                bias,
+                running_mean,
+                running_var,
+                use_input_stats,
+                momentum,
+                eps,
+                cudnn_enabled,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(running_mean),
+            IValue::from(running_var),
+            IValue::from(use_input_stats),
+            IValue::from(momentum),
+            IValue::from(eps),
+            IValue::from(cudnn_enabled),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 9 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 9 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 9);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let weight = a[1].to_opt_tensor(NAME, "weight")?;
+                let bias = a[2].to_opt_tensor(NAME, "bias")?;
+                let running_mean = a[3].to_opt_tensor(NAME, "running_mean")?;
+                let running_var = a[4].to_opt_tensor(NAME, "running_var")?;
+                let use_input_stats = a[5].to_bool(NAME, "use_input_stats")?;
+                let momentum = a[6].to_double(NAME, "momentum")?;
+                let eps = a[7].to_double(NAME, "eps")?;
+                let cudnn_enabled = a[8].to_bool(NAME, "cudnn_enabled")?;
+                let r = f(
+                    ks,
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    use_input_stats,
+                    momentum,
+                    eps,
+                    cudnn_enabled,
+                )?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1396)
+pub mod native_group_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "native_group_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        i64,
+        i64,
+        i64,
+        i64,
+        f64,
+    ) -> Result<(Tensor, Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, weight, bias, n, c, hxw, group, eps)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, weight, bias, n, c, hxw, group, eps)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, weight, bias, n, c, hxw, group, eps),
+            None => call_boxed_kernel(&k, op, ks, input, weight, bias, n, c, hxw, group, eps),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(n),
+            IValue::from(c),
+            IValue::from(hxw),
+            IValue::from(group),
+            IValue::from(eps),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r2 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1, r2))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let weight = a[1].to_opt_tensor(NAME, "weight")?;
+                let bias = a[2].to_opt_tensor(NAME, "bias")?;
+                let n = a[3].to_int(NAME, "N")?;
+                let c = a[4].to_int(NAME, "C")?;
+                let hxw = a[5].to_int(NAME, "HxW")?;
+                let group = a[6].to_int(NAME, "group")?;
+                let eps = a[7].to_double(NAME, "eps")?;
+                let r = f(ks, input, weight, bias, n, c, hxw, group, eps)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                stack.push(IValue::from(r.2));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:1400)
+pub mod group_norm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "group_norm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<&Tensor>, Option<&Tensor>, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            input.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | bias.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, input, num_groups, weight, bias, eps, cudnn_enabled)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, num_groups, weight, bias, eps, cudnn_enabled)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, num_groups, weight, bias, eps, cudnn_enabled),
+            None => call_boxed_kernel(&k, op, ks, input, num_groups, weight, bias, eps, cudnn_enabled),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        num_groups: i64,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+        cudnn_enabled: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(num_groups),
+            IValue::from(weight),
+            IValue::from(bias),
+            IValue::from(eps),
+            IValue::from(cudnn_enabled),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let num_groups = a[1].to_int(NAME, "num_groups")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let bias = a[3].to_opt_tensor(NAME, "bias")?;
+                let eps = a[4].to_double(NAME, "eps")?;
+                let cudnn_enabled = a[5].to_bool(NAME, "cudnn_enabled")?;
+                let r = f(ks, input, num_groups, weight, bias, eps, cudnn_enabled)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1405)
+pub mod mse_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "mse_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(target), IValue::from(reduction)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1409)
+pub mod l1_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "l1_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(target), IValue::from(reduction)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:1413)
+pub mod smooth_l1_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "smooth_l1_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64, f64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction, beta)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        beta: f64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction, beta)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        beta: f64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction, beta),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction, beta),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        beta: f64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(target), IValue::from(reduction), IValue::from(beta)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let beta = a[3].to_double(NAME, "beta")?;
+                let r = f(ks, self_, target, reduction, beta)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:1417)
+pub mod huber_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "huber_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64, f64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction, delta)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction, delta)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction, delta),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction, delta),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        delta: f64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(target), IValue::from(reduction), IValue::from(delta)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let delta = a[3].to_double(NAME, "delta")?;
+                let r = f(ks, self_, target, reduction, delta)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1421)
+pub mod binary_cross_entropy {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "binary_cross_entropy";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(target), IValue::from(weight), IValue::from(reduction)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[3].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, weight, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1425)
+pub mod binary_cross_entropy_with_logits {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "binary_cross_entropy_with_logits";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, Option<&Tensor>, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set()
+                | target.key_set()
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | pos_weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, pos_weight, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, pos_weight, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, pos_weight, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, pos_weight, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        pos_weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(weight),
+            IValue::from(pos_weight),
+            IValue::from(reduction),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let pos_weight = a[3].to_opt_tensor(NAME, "pos_weight")?;
+                let reduction = a[4].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, weight, pos_weight, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:1429)
+pub mod kl_div {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "kl_div";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction, log_target)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction, log_target)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction, log_target),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction, log_target),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(target), IValue::from(reduction), IValue::from(log_target)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let log_target = a[3].to_bool(NAME, "log_target")?;
+                let r = f(ks, self_, target, reduction, log_target)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1433)
+pub mod margin_ranking_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "margin_ranking_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, f64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input1: &Tensor, input2: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input1.key_set() | input2.key_set() | target.key_set());
+        dispatch(op, ks, input1, input2, target, margin, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input1, input2, target, margin, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input1, input2, target, margin, reduction),
+            None => call_boxed_kernel(&k, op, ks, input1, input2, target, margin, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input1),
+            IValue::from(input2),
+            IValue::from(target),
+            IValue::from(margin),
+            IValue::from(reduction),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let input1 = a[0].to_tensor(NAME, "input1")?;
+                let input2 = a[1].to_tensor(NAME, "input2")?;
+                let target = a[2].to_tensor(NAME, "target")?;
+                let margin = a[3].to_double(NAME, "margin")?;
+                let reduction = a[4].to_int(NAME, "reduction")?;
+                let r = f(ks, input1, input2, target, margin, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1437)
+pub mod cosine_embedding_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "cosine_embedding_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, f64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input1: &Tensor, input2: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input1.key_set() | input2.key_set() | target.key_set());
+        dispatch(op, ks, input1, input2, target, margin, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input1, input2, target, margin, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input1, input2, target, margin, reduction),
+            None => call_boxed_kernel(&k, op, ks, input1, input2, target, margin, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input1: &Tensor,
+        input2: &Tensor,
+        target: &Tensor,
+        margin: f64,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input1),
+            IValue::from(input2),
+            IValue::from(target),
+            IValue::from(margin),
+            IValue::from(reduction),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let input1 = a[0].to_tensor(NAME, "input1")?;
+                let input2 = a[1].to_tensor(NAME, "input2")?;
+                let target = a[2].to_tensor(NAME, "target")?;
+                let margin = a[3].to_double(NAME, "margin")?;
+                let reduction = a[4].to_int(NAME, "reduction")?;
+                let r = f(ks, input1, input2, target, margin, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:1441)
+pub mod triplet_margin_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "triplet_margin_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, f64, f64, f64, bool, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        anchor: &Tensor,
+        positive: &Tensor,
+        negative: &Tensor,
+        margin: f64,
+        p: f64,
+        eps: f64,
+        swap: bool,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(anchor.key_set() | positive.key_set() | negative.key_set());
+        dispatch(op, ks, anchor, positive, negative, margin, p, eps, swap, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        anchor: &Tensor,
+        positive: &Tensor,
+        negative: &Tensor,
+        margin: f64,
+        p: f64,
+        eps: f64,
+        swap: bool,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, anchor, positive, negative, margin, p, eps, swap, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        anchor: &Tensor,
+        positive: &Tensor,
+        negative: &Tensor,
+        margin: f64,
+        p: f64,
+        eps: f64,
+        swap: bool,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, anchor, positive, negative, margin, p, eps, swap, reduction),
+            None => call_boxed_kernel(&k, op, ks, anchor, positive, negative, margin, p, eps, swap, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        anchor: &Tensor,
+        positive: &Tensor,
+        negative: &Tensor,
+        margin: f64,
+        p: f64,
+        eps: f64,
+        swap: bool,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(anchor),
+            IValue::from(positive),
+            IValue::from(negative),
+            IValue::from(margin),
+            IValue::from(p),
+            IValue::from(eps),
+            IValue::from(swap),
+            IValue::from(reduction),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let anchor = a[0].to_tensor(NAME, "anchor")?;
+                let positive = a[1].to_tensor(NAME, "positive")?;
+                let negative = a[2].to_tensor(NAME, "negative")?;
+                let margin = a[3].to_double(NAME, "margin")?;
+                let p = a[4].to_double(NAME, "p")?;
+                let eps = a[5].to_double(NAME, "eps")?;
+                let swap = a[6].to_bool(NAME, "swap")?;
+                let reduction = a[7].to_int(NAME, "reduction")?;
+                let r = f(ks, anchor, positive, negative, margin, p, eps, swap, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1445)
+pub mod nll_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nll_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, i64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, reduction, ignore_index),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, reduction, ignore_index),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(weight),
+            IValue::from(reduction),
+            IValue::from(ignore_index),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[3].to_int(NAME, "reduction")?;
+                let ignore_index = a[4].to_int(NAME, "ignore_index")?;
+                let r = f(ks, self_, target, weight, reduction, ignore_index)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1449)
+pub mod nll_loss2d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nll_loss2d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, i64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, reduction, ignore_index),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, reduction, ignore_index),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(weight),
+            IValue::from(reduction),
+            IValue::from(ignore_index),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[3].to_int(NAME, "reduction")?;
+                let ignore_index = a[4].to_int(NAME, "ignore_index")?;
+                let r = f(ks, self_, target, weight, reduction, ignore_index)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:1453)
+pub mod nll_loss_nd {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nll_loss_nd";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, i64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, reduction, ignore_index),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, reduction, ignore_index),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(weight),
+            IValue::from(reduction),
+            IValue::from(ignore_index),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[3].to_int(NAME, "reduction")?;
+                let ignore_index = a[4].to_int(NAME, "ignore_index")?;
+                let r = f(ks, self_, target, weight, reduction, ignore_index)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:1457)
+pub mod cross_entropy_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "cross_entropy_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, i64, i64, f64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index, label_smoothing)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, weight, reduction, ignore_index, label_smoothing)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, weight, reduction, ignore_index, label_smoothing),
+            None => call_boxed_kernel(&k, op, ks, self_, target, weight, reduction, ignore_index, label_smoothing),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        reduction: i64,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(weight),
+            IValue::from(reduction),
+            IValue::from(ignore_index),
+            IValue::from(label_smoothing),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[3].to_int(NAME, "reduction")?;
+                let ignore_index = a[4].to_int(NAME, "ignore_index")?;
+                let label_smoothing = a[5].to_double(NAME, "label_smoothing")?;
+                let r = f(ks, self_, target, weight, reduction, ignore_index, label_smoothing)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1462)
+pub mod dropout {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "dropout";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "dropout(Tensor input, float p, bool train) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, p, train),
+            None => call_boxed_kernel(&k, op, ks, input, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, input, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1466)
+pub mod dropout_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "dropout_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, train),
+            None => call_boxed_kernel(&k, op, ks, self_, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, self_, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1470)
+pub mod feature_dropout {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "feature_dropout";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "feature_dropout(Tensor input, float p, bool train) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, p, train),
+            None => call_boxed_kernel(&k, op, ks, input, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, input, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1474)
+pub mod feature_dropout_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "feature_dropout_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, train),
+            None => call_boxed_kernel(&k, op, ks, self_, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, self_, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1478)
+pub mod alpha_dropout {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "alpha_dropout";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "alpha_dropout(Tensor input, float p, bool train) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, p, train),
+            None => call_boxed_kernel(&k, op, ks, input, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, input, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1482)
+pub mod alpha_dropout_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "alpha_dropout_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, train),
+            None => call_boxed_kernel(&k, op, ks, self_, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, self_, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:1486)
+pub mod feature_alpha_dropout {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "feature_alpha_dropout";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, p, train),
+            None => call_boxed_kernel(&k, op, ks, input, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, input, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:1490)
+pub mod feature_alpha_dropout_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "feature_alpha_dropout_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, train)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, train),
+            None => call_boxed_kernel(&k, op, ks, self_, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        train: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_bool(NAME, "train")?;
+                let r = f(ks, self_, p, train)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:1494)
+pub mod native_dropout {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "native_dropout";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<bool>) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, p, train)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, p, train)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: Option<bool>,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, p, train),
+            None => call_boxed_kernel(&k, op, ks, input, p, train),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        p: f64,
+        train: Option<bool>,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(p), IValue::from(train)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let train = a[2].to_opt_bool(NAME, "train")?;
+                let r = f(ks, input, p, train)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}

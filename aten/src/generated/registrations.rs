@@ -292,6 +292,36 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::cumprod::SCHEMA).expect("generated schema parses");
     d.def(handles::softmax_int::SCHEMA).expect("generated schema parses");
     d.def(handles::log_softmax_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_layer_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::layer_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_batch_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::batch_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::instance_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_group_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::group_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mse_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::l1_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::smooth_l1_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::huber_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::binary_cross_entropy::SCHEMA).expect("generated schema parses");
+    d.def(handles::binary_cross_entropy_with_logits::SCHEMA).expect("generated schema parses");
+    d.def(handles::kl_div::SCHEMA).expect("generated schema parses");
+    d.def(handles::margin_ranking_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosine_embedding_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::triplet_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss_nd::SCHEMA).expect("generated schema parses");
+    d.def(handles::cross_entropy_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::alpha_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::alpha_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_alpha_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_alpha_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_dropout::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -2050,6 +2080,73 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                 handles::hardswish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
             };
             out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::dropout_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, p, train)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::feature_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::feature_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::alpha_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::alpha_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::feature_alpha_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::feature_alpha_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
             Ok(r)
         }),
     )
@@ -3928,6 +4025,165 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::native_layer_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps| {
+            crate::native::norm::native_layer_norm(input, normalized_shape, weight, bias, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_batch_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_batch_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                crate::native::norm::native_batch_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::instance_norm::NAME,
+        DispatchKey::CPU,
+        handles::instance_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled| {
+                crate::native::norm::instance_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    use_input_stats,
+                    momentum,
+                    eps,
+                    cudnn_enabled,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_group_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_group_norm::kernel(|_ks, input, weight, bias, n, c, hxw, group, eps| {
+            crate::native::norm::native_group_norm(input, weight, bias, n, c, hxw, group, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mse_loss::NAME,
+        DispatchKey::CPU,
+        handles::mse_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::loss::mse_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::smooth_l1_loss::NAME,
+        DispatchKey::CPU,
+        handles::smooth_l1_loss::kernel(|_ks, self_, target, reduction, beta| {
+            crate::native::loss::smooth_l1_loss(self_, target, reduction, beta)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::huber_loss::NAME,
+        DispatchKey::CPU,
+        handles::huber_loss::kernel(|_ks, self_, target, reduction, delta| {
+            crate::native::loss::huber_loss(self_, target, reduction, delta)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::binary_cross_entropy::NAME,
+        DispatchKey::CPU,
+        handles::binary_cross_entropy::kernel(|_ks, self_, target, weight, reduction| {
+            crate::native::loss::binary_cross_entropy(self_, target, weight, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::binary_cross_entropy_with_logits::NAME,
+        DispatchKey::CPU,
+        handles::binary_cross_entropy_with_logits::kernel(|_ks, self_, target, weight, pos_weight, reduction| {
+            crate::native::loss::binary_cross_entropy_with_logits(self_, target, weight, pos_weight, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::kl_div::NAME,
+        DispatchKey::CPU,
+        handles::kl_div::kernel(|_ks, self_, target, reduction, log_target| {
+            crate::native::loss::kl_div(self_, target, reduction, log_target)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::margin_ranking_loss::NAME,
+        DispatchKey::CPU,
+        handles::margin_ranking_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::margin_ranking_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosine_embedding_loss::NAME,
+        DispatchKey::CPU,
+        handles::cosine_embedding_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::cosine_embedding_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triplet_margin_loss::NAME,
+        DispatchKey::CPU,
+        handles::triplet_margin_loss::kernel(|_ks, anchor, positive, negative, margin, p, eps, swap, reduction| {
+            crate::native::loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss2d::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss2d::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss2d(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss_nd::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss_nd::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss_nd(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cross_entropy_loss::NAME,
+        DispatchKey::CPU,
+        handles::cross_entropy_loss::kernel(|_ks, self_, target, weight, reduction, ignore_index, label_smoothing| {
+            crate::native::loss::cross_entropy_loss(self_, target, weight, reduction, ignore_index, label_smoothing)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -4082,6 +4338,12 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         handles::alias::kernel(|_ks, self_| crate::native::shape::alias(self_)),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::native_dropout::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::native_dropout::kernel(|_ks, input, p, train| crate::native::dropout::native_dropout(input, p, train)),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
@@ -4154,6 +4416,106 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::reshape_as::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::reshape_as::kernel(|_ks, self_, other| crate::native::shape::reshape_as(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::layer_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps, cudnn_enable| {
+            crate::native::norm::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::batch_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::batch_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled| {
+                crate::native::norm::batch_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                    cudnn_enabled,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::group_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::group_norm::kernel(|_ks, input, num_groups, weight, bias, eps, cudnn_enabled| {
+            crate::native::norm::group_norm(input, num_groups, weight, bias, eps, cudnn_enabled)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::l1_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::l1_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::loss::l1_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dropout::kernel(|_ks, input, p, train| crate::native::dropout::dropout(input, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dropout_::kernel(|_ks, self_, p, train| crate::native::dropout::dropout_(self_, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_dropout::kernel(|_ks, input, p, train| {
+            crate::native::dropout::feature_dropout(input, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_dropout_::kernel(|_ks, self_, p, train| {
+            crate::native::dropout::feature_dropout_(self_, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::alpha_dropout::kernel(|_ks, input, p, train| crate::native::dropout::alpha_dropout(input, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::alpha_dropout_::kernel(|_ks, self_, p, train| crate::native::dropout::alpha_dropout_(self_, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_alpha_dropout::kernel(|_ks, input, p, train| {
+            crate::native::dropout::feature_alpha_dropout(input, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_alpha_dropout_::kernel(|_ks, self_, p, train| {
+            crate::native::dropout::feature_alpha_dropout_(self_, p, train)
+        }),
     )
     .expect("generated registration");
 }
