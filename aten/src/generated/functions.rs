@@ -2207,3 +2207,679 @@ pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Ten
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
+
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:1499)
+#[inline]
+pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv::call(self_)
+}
+
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1504)
+#[inline]
+pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv_::call(self_)
+}
+
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1509)
+#[inline]
+pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv_out::call(self_, out)
+}
+
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:1513)
+#[inline]
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn::call(self_)
+}
+
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1518)
+#[inline]
+pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn_::call(self_)
+}
+
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1523)
+#[inline]
+pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn_out::call(self_, out)
+}
+
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:1527)
+#[inline]
+pub fn square(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::square::call(self_)
+}
+
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1532)
+#[inline]
+pub fn square_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::square_::call(self_)
+}
+
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:1537)
+#[inline]
+pub fn selu(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::selu::call(self_)
+}
+
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1541)
+#[inline]
+pub fn selu_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::selu_::call(self_)
+}
+
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:1545)
+#[inline]
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isinf::call(self_)
+}
+
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:1550)
+#[inline]
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isfinite::call(self_)
+}
+
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:1555)
+#[inline]
+pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isposinf::call(self_)
+}
+
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1560)
+#[inline]
+pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::isposinf_out::call(self_, out)
+}
+
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:1564)
+#[inline]
+pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isneginf::call(self_)
+}
+
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1569)
+#[inline]
+pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::isneginf_out::call(self_, out)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:1573)
+#[inline]
+pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:1578)
+#[inline]
+pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1583)
+#[inline]
+pub fn nan_to_num_out(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:1587)
+#[inline]
+pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals::call(self_, decimals)
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:1592)
+#[inline]
+pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals_::call(self_, decimals)
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1597)
+#[inline]
+pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::round_decimals_out::call(self_, decimals, out)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1601)
+#[inline]
+pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not::call(self_)
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1606)
+#[inline]
+pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not_::call(self_)
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1611)
+#[inline]
+pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not_out::call(self_, out)
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1615)
+#[inline]
+pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    crate::handles::clamp_::call(self_, min, max)
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1620)
+#[inline]
+pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_out::call(self_, min, max, out)
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:1624)
+#[inline]
+pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::clamp_tensor::call(self_, min, max)
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1629)
+#[inline]
+pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::clamp_tensor_::call(self_, min, max)
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1634)
+#[inline]
+pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_tensor_out::call(self_, min, max, out)
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:1638)
+#[inline]
+pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_min::call(self_, min)
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:1643)
+#[inline]
+pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor::call(self_, min)
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:1648)
+#[inline]
+pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_min_::call(self_, min)
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:1653)
+#[inline]
+pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor_::call(self_, min)
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1658)
+#[inline]
+pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_out::call(self_, min, out)
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1662)
+#[inline]
+pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor_out::call(self_, min, out)
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:1666)
+#[inline]
+pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_max::call(self_, max)
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:1671)
+#[inline]
+pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor::call(self_, max)
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:1676)
+#[inline]
+pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_max_::call(self_, max)
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:1681)
+#[inline]
+pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor_::call(self_, max)
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1686)
+#[inline]
+pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_out::call(self_, max, out)
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1690)
+#[inline]
+pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor_out::call(self_, max, out)
+}
+
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:1694)
+#[inline]
+pub fn relu6(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu6::call(self_)
+}
+
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1698)
+#[inline]
+pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu6_::call(self_)
+}
+
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:1702)
+#[inline]
+pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::celu::call(self_, alpha)
+}
+
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:1706)
+#[inline]
+pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::celu_::call(self_, alpha)
+}
+
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:1710)
+#[inline]
+pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    crate::handles::threshold::call(self_, threshold, value)
+}
+
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1714)
+#[inline]
+pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    crate::handles::threshold_::call(self_, threshold, value)
+}
+
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1718)
+#[inline]
+pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::threshold_out::call(self_, threshold, value, out)
+}
+
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:1722)
+#[inline]
+pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::glu::call(self_, dim)
+}
+
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:1726)
+#[inline]
+pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    crate::handles::prelu::call(self_, weight)
+}
+
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1731)
+#[inline]
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log_sigmoid::call(self_)
+}
+
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:1735)
+#[inline]
+pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::log_sigmoid_forward::call(self_)
+}
+
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1739)
+#[inline]
+pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::fmax::call(self_, other)
+}
+
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1744)
+#[inline]
+pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::fmax_out::call(self_, other, out)
+}
+
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1748)
+#[inline]
+pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::fmin::call(self_, other)
+}
+
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1753)
+#[inline]
+pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::fmin_out::call(self_, other, out)
+}
+
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1757)
+#[inline]
+pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot::call(self_, other)
+}
+
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1762)
+#[inline]
+pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot_::call(self_, other)
+}
+
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1767)
+#[inline]
+pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot_out::call(self_, other, out)
+}
+
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1771)
+#[inline]
+pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_tensor::call(self_, other)
+}
+
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1776)
+#[inline]
+pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_tensor_::call(self_, other)
+}
+
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1781)
+#[inline]
+pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_out::call(self_, other, out)
+}
+
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1785)
+#[inline]
+pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::copysign_scalar::call(self_, other)
+}
+
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1790)
+#[inline]
+pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::copysign_scalar_::call(self_, other)
+}
+
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1795)
+#[inline]
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide::call(self_, other)
+}
+
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1800)
+#[inline]
+pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide_tensor_::call(self_, other)
+}
+
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1805)
+#[inline]
+pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide_out::call(self_, other, out)
+}
+
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1809)
+#[inline]
+pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::floor_divide_scalar::call(self_, other)
+}
+
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1814)
+#[inline]
+pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::floor_divide_scalar_::call(self_, other)
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1819)
+#[inline]
+pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor::call(self_, other)
+}
+
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1824)
+#[inline]
+pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar::call(self_, other)
+}
+
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:1829)
+#[inline]
+pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1833)
+#[inline]
+pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor_::call(self_, other)
+}
+
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1838)
+#[inline]
+pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar_::call(self_, other)
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1843)
+#[inline]
+pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1847)
+#[inline]
+pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor::call(self_, other)
+}
+
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1852)
+#[inline]
+pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar::call(self_, other)
+}
+
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:1857)
+#[inline]
+pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1861)
+#[inline]
+pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor_::call(self_, other)
+}
+
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1866)
+#[inline]
+pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar_::call(self_, other)
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1871)
+#[inline]
+pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1875)
+#[inline]
+pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor::call(self_, other)
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1880)
+#[inline]
+pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar::call(self_, other)
+}
+
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:1885)
+#[inline]
+pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1889)
+#[inline]
+pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor_::call(self_, other)
+}
+
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1894)
+#[inline]
+pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar_::call(self_, other)
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1899)
+#[inline]
+pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1903)
+#[inline]
+pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor::call(self_, other)
+}
+
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1908)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
+}
+
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:1913)
+#[inline]
+pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1917)
+#[inline]
+pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_::call(self_, other)
+}
+
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1922)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
+}
+
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1927)
+#[inline]
+pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1931)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
+}
+
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1935)
+#[inline]
+pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor::call(self_, other)
+}
+
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1940)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
+}
+
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:1945)
+#[inline]
+pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1949)
+#[inline]
+pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_::call(self_, other)
+}
+
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1954)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
+}
+
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1959)
+#[inline]
+pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1963)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1967)
+#[inline]
+pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_or::call(self_, other)
+}
+
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1972)
+#[inline]
+pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_xor::call(self_, other)
+}
+
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:1977)
+#[inline]
+pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean::call(self_, unbiased)
+}
+
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1981)
+#[inline]
+pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1985)
+#[inline]
+pub fn var_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:1989)
+#[inline]
+pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean::call(self_, unbiased)
+}
+
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1993)
+#[inline]
+pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1997)
+#[inline]
+pub fn std_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
+}

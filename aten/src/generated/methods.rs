@@ -1434,4 +1434,406 @@ impl Tensor {
     pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, dtype)
     }
+
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:1499)
+    #[inline]
+    pub fn erfinv(&self) -> Result<Tensor> {
+        crate::handles::erfinv::call(self)
+    }
+
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1504)
+    #[inline]
+    pub fn erfinv_(&self) -> Result<Tensor> {
+        crate::handles::erfinv_::call(self)
+    }
+
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:1513)
+    #[inline]
+    pub fn sgn(&self) -> Result<Tensor> {
+        crate::handles::sgn::call(self)
+    }
+
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1518)
+    #[inline]
+    pub fn sgn_(&self) -> Result<Tensor> {
+        crate::handles::sgn_::call(self)
+    }
+
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:1527)
+    #[inline]
+    pub fn square(&self) -> Result<Tensor> {
+        crate::handles::square::call(self)
+    }
+
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1532)
+    #[inline]
+    pub fn square_(&self) -> Result<Tensor> {
+        crate::handles::square_::call(self)
+    }
+
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:1545)
+    #[inline]
+    pub fn isinf(&self) -> Result<Tensor> {
+        crate::handles::isinf::call(self)
+    }
+
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:1550)
+    #[inline]
+    pub fn isfinite(&self) -> Result<Tensor> {
+        crate::handles::isfinite::call(self)
+    }
+
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:1555)
+    #[inline]
+    pub fn isposinf(&self) -> Result<Tensor> {
+        crate::handles::isposinf::call(self)
+    }
+
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:1564)
+    #[inline]
+    pub fn isneginf(&self) -> Result<Tensor> {
+        crate::handles::isneginf::call(self)
+    }
+
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:1573)
+    #[inline]
+    pub fn nan_to_num(&self) -> Result<Tensor> {
+        crate::handles::nan_to_num::call(self, None, None, None)
+    }
+
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:1573)
+    #[inline]
+    pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        crate::handles::nan_to_num::call(self, nan, posinf, neginf)
+    }
+
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:1578)
+    #[inline]
+    pub fn nan_to_num_(&self) -> Result<Tensor> {
+        crate::handles::nan_to_num_::call(self, None, None, None)
+    }
+
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:1578)
+    #[inline]
+    pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
+    }
+
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:1587)
+    #[inline]
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        crate::handles::round_decimals::call(self, decimals)
+    }
+
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:1592)
+    #[inline]
+    pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
+        crate::handles::round_decimals_::call(self, decimals)
+    }
+
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1601)
+    #[inline]
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        crate::handles::bitwise_not::call(self)
+    }
+
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1606)
+    #[inline]
+    pub fn bitwise_not_(&self) -> Result<Tensor> {
+        crate::handles::bitwise_not_::call(self)
+    }
+
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1615)
+    #[inline]
+    pub fn clamp_(&self) -> Result<Tensor> {
+        crate::handles::clamp_::call(self, None, None)
+    }
+
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1615)
+    #[inline]
+    pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        crate::handles::clamp_::call(self, min, max)
+    }
+
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:1624)
+    #[inline]
+    pub fn clamp_tensor(&self) -> Result<Tensor> {
+        crate::handles::clamp_tensor::call(self, None, None)
+    }
+
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:1624)
+    #[inline]
+    pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        crate::handles::clamp_tensor::call(self, min, max)
+    }
+
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1629)
+    #[inline]
+    pub fn clamp_tensor_(&self) -> Result<Tensor> {
+        crate::handles::clamp_tensor_::call(self, None, None)
+    }
+
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:1629)
+    #[inline]
+    pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        crate::handles::clamp_tensor_::call(self, min, max)
+    }
+
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:1638)
+    #[inline]
+    pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_min::call(self, min)
+    }
+
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:1643)
+    #[inline]
+    pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_min_tensor::call(self, min)
+    }
+
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:1648)
+    #[inline]
+    pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_min_::call(self, min)
+    }
+
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:1653)
+    #[inline]
+    pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_min_tensor_::call(self, min)
+    }
+
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:1666)
+    #[inline]
+    pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_max::call(self, max)
+    }
+
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:1671)
+    #[inline]
+    pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_max_tensor::call(self, max)
+    }
+
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:1676)
+    #[inline]
+    pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_max_::call(self, max)
+    }
+
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:1681)
+    #[inline]
+    pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_max_tensor_::call(self, max)
+    }
+
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:1726)
+    #[inline]
+    pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
+        crate::handles::prelu::call(self, weight)
+    }
+
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1739)
+    #[inline]
+    pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::fmax::call(self, other)
+    }
+
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1748)
+    #[inline]
+    pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::fmin::call(self, other)
+    }
+
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1757)
+    #[inline]
+    pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::hypot::call(self, other)
+    }
+
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1762)
+    #[inline]
+    pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::hypot_::call(self, other)
+    }
+
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1771)
+    #[inline]
+    pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::copysign_tensor::call(self, other)
+    }
+
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1776)
+    #[inline]
+    pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::copysign_tensor_::call(self, other)
+    }
+
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1785)
+    #[inline]
+    pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::copysign_scalar::call(self, other)
+    }
+
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1790)
+    #[inline]
+    pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::copysign_scalar_::call(self, other)
+    }
+
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1795)
+    #[inline]
+    pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::floor_divide::call(self, other)
+    }
+
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1800)
+    #[inline]
+    pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::floor_divide_tensor_::call(self, other)
+    }
+
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1809)
+    #[inline]
+    pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::floor_divide_scalar::call(self, other)
+    }
+
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1814)
+    #[inline]
+    pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::floor_divide_scalar_::call(self, other)
+    }
+
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1819)
+    #[inline]
+    pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_and_tensor::call(self, other)
+    }
+
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1824)
+    #[inline]
+    pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_and_scalar::call(self, other)
+    }
+
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1833)
+    #[inline]
+    pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_and_tensor_::call(self, other)
+    }
+
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1838)
+    #[inline]
+    pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_and_scalar_::call(self, other)
+    }
+
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1847)
+    #[inline]
+    pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_or_tensor::call(self, other)
+    }
+
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1852)
+    #[inline]
+    pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_or_scalar::call(self, other)
+    }
+
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1861)
+    #[inline]
+    pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_or_tensor_::call(self, other)
+    }
+
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1866)
+    #[inline]
+    pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_or_scalar_::call(self, other)
+    }
+
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1875)
+    #[inline]
+    pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_xor_tensor::call(self, other)
+    }
+
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1880)
+    #[inline]
+    pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_xor_scalar::call(self, other)
+    }
+
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1889)
+    #[inline]
+    pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_xor_tensor_::call(self, other)
+    }
+
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1894)
+    #[inline]
+    pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_xor_scalar_::call(self, other)
+    }
+
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1903)
+    #[inline]
+    pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor::call(self, other)
+    }
+
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1908)
+    #[inline]
+    pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
+    }
+
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1917)
+    #[inline]
+    pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_::call(self, other)
+    }
+
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1922)
+    #[inline]
+    pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
+    }
+
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1935)
+    #[inline]
+    pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor::call(self, other)
+    }
+
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:1940)
+    #[inline]
+    pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
+    }
+
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:1949)
+    #[inline]
+    pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_::call(self, other)
+    }
+
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:1954)
+    #[inline]
+    pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
+    }
+
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1967)
+    #[inline]
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::logical_or::call(self, other)
+    }
+
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1972)
+    #[inline]
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::logical_xor::call(self, other)
+    }
 }
