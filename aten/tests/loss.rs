@@ -211,10 +211,11 @@ fn dropout_identity_cases_and_statistics() {
     let kept = y.iter().filter(|&&v| v == 2.0).count();
     assert!((350..650).contains(&kept), "{kept}");
     assert_eq!(ops::dropout(&x, 1.0, true).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 1000]);
-    // Feature dropout zeroes whole rows.
-    let f = ops::feature_dropout(&x, 0.5, true).unwrap().to_vec::<f32>().unwrap();
-    for row in f.chunks(100) {
-        assert!(row.iter().all(|&v| v == row[0]));
+    // Feature dropout zeroes whole (n, c) planes.
+    let x3 = Tensor::from_vec(vec![1.0f32; 1000], &[10, 20, 5]).unwrap();
+    let f = ops::feature_dropout(&x3, 0.5, true).unwrap().to_vec::<f32>().unwrap();
+    for plane in f.chunks(5) {
+        assert!(plane.iter().all(|&v| v == plane[0]));
     }
     assert!(ops::feature_dropout(&Tensor::from_slice(&[1.0f32]), 0.5, true).is_err());
     // Alpha dropout keeps zero mean / unit variance inputs roughly normalised; dropped elements

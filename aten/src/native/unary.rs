@@ -278,8 +278,8 @@ fn erfinv_f64(x: f64) -> f64 {
 float_unary!(Erfinv, "erfinv", erfinv, erfinv_, erfinv_out, |x| erfinv_f64(x as f64) as f32, erfinv_f64(x));
 
 /// SELU's constants (Klambauer et al.).
-const SELU_ALPHA: f64 = 1.6732632423543772848170429916717;
-const SELU_SCALE: f64 = 1.0507009873554804934193349852946;
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_2;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 float_unary!(@def false, Selu, "selu", selu, selu_, selu_out, |x|
     if x > 0.0 { SELU_SCALE as f32 * x } else { (SELU_SCALE * SELU_ALPHA) as f32 * x.exp_m1() },
     if x > 0.0 { SELU_SCALE * x } else { SELU_SCALE * SELU_ALPHA * x.exp_m1() });
