@@ -61,6 +61,9 @@ fn moments<T: Element>(x: impl Iterator<Item = T> + Clone, n: usize) -> (f64, f6
     (mean, var)
 }
 
+/// One row's input and output, and its mean and rstd slots.
+type RowIo<'a, T> = ((&'a [T], &'a mut [T]), (&'a mut f64, &'a mut f64));
+
 // ---- layer norm ----------------------------------------------------------------------------------
 
 /// Normalises rows of length `n` of `x`: returns the output and the per-row mean and rstd.
@@ -71,14 +74,14 @@ fn layer_norm_rows<T: Element>(
     b: Option<&[f64]>,
     eps: f64,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
-    let m = if n == 0 { 0 } else { x.len() / n };
+    let m = x.len().checked_div(n).unwrap_or(0);
     let mut out = vec![T::default(); x.len()];
     let mut mean = vec![f64::NAN; m];
     let mut rstd = vec![f64::NAN; m];
     if n == 0 {
         return (out, mean, rstd);
     }
-    let row = |((xr, yr), (mu, rs)): ((&[T], &mut [T]), (&mut f64, &mut f64))| {
+    let row = |((xr, yr), (mu, rs)): RowIo<'_, T>| {
         let (mean, var) = moments(xr.iter().copied(), n);
         let r = 1.0 / (var + eps).sqrt();
         for (j, (y, &v)) in yr.iter_mut().zip(xr).enumerate() {
@@ -461,7 +464,7 @@ pub fn native_group_norm(
         let mut mean = vec![f64::NAN; rows];
         let mut rstd = vec![f64::NAN; rows];
         if row_len > 0 {
-            let row = |(i, ((xr, yr), (mu, rs))): (usize, ((&[T], &mut [T]), (&mut f64, &mut f64)))| {
+            let row = |(i, ((xr, yr), (mu, rs))): (usize, RowIo<'_, T>)| {
                 let (m, var) = moments(xr.iter().copied(), row_len);
                 let r = 1.0 / (var + eps).sqrt();
                 let g = i % group as usize;

@@ -625,7 +625,7 @@ fn fmax_fmin(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor, tak
         binary_loop::<T, T, T>(&iter, move |x, y| {
             let (p, q) = (x.to_acc(), y.to_acc());
             // NaN is ignored unless both are NaN (C's fmax/fmin).
-            let r = if p.is_nan() { q } else if q.is_nan() { p } else if (p > q) == take_max { p } else { q };
+            let r = if q.is_nan() || (!p.is_nan() && (p > q) == take_max) { p } else { q };
             T::from_acc(r)
         });
     }, other => c10::dispatch_all_types!(other, T => {
@@ -805,7 +805,7 @@ fn shift_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor, le
     let iter = TensorIteratorConfig::binary_op(op, out, a, b).build()?;
     match_int!(iter.common_dtype(), T => {
         let bits = (std::mem::size_of::<T>() * 8) as i64;
-        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
+        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons, clippy::unnecessary_cast)]
         if left {
             binary_loop::<T, T, T>(&iter, move |x, y| {
                 let s = y as i64;
