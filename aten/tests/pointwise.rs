@@ -57,3 +57,180 @@ fn activations_and_ternaries() {
         Err(Error::UnsupportedDtype { .. })
     ));
 }
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn erfinv_sgn_square_selu_and_predicates() {
+    let x = Tensor::from_slice(&[-0.5f64, 0.0, 0.3, 0.999, 1.0, 2.0]);
+    let y = f64s(&ops::erfinv(&x).unwrap());
+    for (v, &e) in y.iter().zip(&[-0.476_936_276_204_47, 0.0, 0.272_462_714_726_754_4, 2.326_753_765_513_524]) {
+        assert!((v - e).abs() < 1e-12, "{v} vs {e}");
+    }
+    assert_eq!(y[4], f64::INFINITY);
+    assert!(y[5].is_nan());
+    let yf = ops::erfinv(&Tensor::from_slice(&[0.3f32])).unwrap();
+    assert_eq!(yf.dtype(), ScalarType::F32);
+    assert!((yf.to_vec::<f32>().unwrap()[0] - 0.272_462_7).abs() < 1e-6);
+    assert_eq!(ops::erfinv(&Tensor::from_slice(&[0i64])).unwrap().dtype(), ScalarType::F32);
+
+    let s = Tensor::from_slice(&[-2.0f32, 0.0, 3.0]);
+    assert_eq!(ops::sgn(&s).unwrap().to_vec::<f32>().unwrap(), vec![-1.0, 0.0, 1.0]);
+    let i = Tensor::from_slice(&[-3i64, 4]);
+    assert_eq!(ops::square(&i).unwrap().to_vec::<i64>().unwrap(), vec![9, 16]);
+    assert_eq!(ops::square(&i).unwrap().dtype(), ScalarType::I64);
+    let z = s.clone_tensor().unwrap();
+    ops::square_(&z).unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![4.0, 0.0, 9.0]);
+    let se = f64s(&ops::selu(&Tensor::from_slice(&[-1.0f64, 2.0])).unwrap());
+    assert!((se[0] - 1.050_700_987_355_480_5 * 1.673_263_242_354_377_2 * (-1.0f64).exp_m1()).abs() < 1e-12);
+    assert!((se[1] - 2.101_401_974_710_961).abs() < 1e-12);
+    assert!(matches!(ops::selu(&i), Err(Error::UnsupportedDtype { .. })));
+
+    let v = Tensor::from_slice(&[f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0]);
+    assert_eq!(ops::isinf(&v).unwrap().to_vec::<bool>().unwrap(), vec![true, true, false, false]);
+    assert_eq!(ops::isfinite(&v).unwrap().to_vec::<bool>().unwrap(), vec![false, false, false, true]);
+    assert_eq!(ops::isposinf(&v).unwrap().to_vec::<bool>().unwrap(), vec![true, false, false, false]);
+    assert_eq!(ops::isneginf(&v).unwrap().to_vec::<bool>().unwrap(), vec![false, true, false, false]);
+    assert_eq!(ops::isfinite(&i).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
+    let n = ops::nan_to_num(&v, None, None, Some(-5.0)).unwrap();
+    assert_eq!(f64s(&n), vec![f64::MAX, -5.0, 0.0, 1.0]);
+    let nf = ops::nan_to_num(&v.to(ScalarType::F32).unwrap(), Some(2.0), None, None).unwrap();
+    assert_eq!(nf.to_vec::<f32>().unwrap(), vec![f32::MAX, f32::MIN, 2.0, 1.0]);
+}
+
+#[test]
+fn round_decimals_bitwise_and_shifts() {
+    let x = Tensor::from_slice(&[1.2345f64, -2.5, 125.0, 0.125]);
+    assert_eq!(f64s(&ops::round_decimals(&x, 2).unwrap()), vec![1.23, -2.5, 125.0, 0.12]);
+    assert_eq!(f64s(&ops::round_decimals(&x, -1).unwrap()), vec![0.0, -0.0, 120.0, 0.0]);
+    assert_eq!(f64s(&ops::round_decimals(&x, 0).unwrap()), vec![1.0, -2.0, 125.0, 0.0]);
+
+    let a = Tensor::from_slice(&[12i32, -1, 5]);
+    let b = Tensor::from_slice(&[10i32, 3, 6]);
+    assert_eq!(ops::bitwise_and(&a, &b).unwrap().to_vec::<i32>().unwrap(), vec![8, 3, 4]);
+    assert_eq!(ops::bitwise_or(&a, &b).unwrap().to_vec::<i32>().unwrap(), vec![14, -1, 7]);
+    assert_eq!(ops::bitwise_xor(&a, &b).unwrap().to_vec::<i32>().unwrap(), vec![6, -4, 3]);
+    assert_eq!(ops::bitwise_not(&a).unwrap().to_vec::<i32>().unwrap(), vec![-13, 0, -6]);
+    assert_eq!(ops::bitwise_and_scalar(&a, Scalar::Int(4)).unwrap().to_vec::<i32>().unwrap(), vec![4, 4, 4]);
+    assert_eq!(ops::bitwise_or_scalar_tensor(Scalar::Int(1), &a).unwrap().to_vec::<i32>().unwrap(), vec![13, -1, 5]);
+    let m = Tensor::from_slice(&[true, false]);
+    assert_eq!(ops::bitwise_xor(&m, &m).unwrap().to_vec::<bool>().unwrap(), vec![false, false]);
+    assert_eq!(ops::bitwise_not(&m).unwrap().to_vec::<bool>().unwrap(), vec![false, true]);
+    let f = Tensor::from_slice(&[1.0f32]);
+    assert!(matches!(ops::bitwise_and(&f, &f), Err(Error::UnsupportedDtype { .. })));
+    assert!(ops::bitwise_not(&f).is_err());
+
+    let s = Tensor::from_slice(&[1i64, 3, 64, -1]);
+    let v = Tensor::from_slice(&[-8i64, -8, -8, -8]);
+    assert_eq!(ops::bitwise_left_shift(&v, &s).unwrap().to_vec::<i64>().unwrap(), vec![-16, -64, 0, 0]);
+    assert_eq!(ops::bitwise_right_shift(&v, &s).unwrap().to_vec::<i64>().unwrap(), vec![-4, -1, -1, -1]);
+    let u = Tensor::from_slice(&[200u8]);
+    assert_eq!(ops::bitwise_left_shift_tensor_scalar(&u, Scalar::Int(1)).unwrap().to_vec::<u8>().unwrap(), vec![144]);
+    assert_eq!(ops::bitwise_right_shift_tensor_scalar(&u, Scalar::Int(9)).unwrap().to_vec::<u8>().unwrap(), vec![0]);
+    assert!(ops::bitwise_left_shift(&f, &f).is_err());
+}
+
+#[test]
+fn clamp_family_with_tensor_bounds() {
+    let x = Tensor::from_slice(&[-2.0f32, 0.5, 3.0, f32::NAN]);
+    let lo = Tensor::from_slice(&[-1.0f32, 1.0, -1.0, 0.0]);
+    let hi = Tensor::from_slice(&[2.0f32]);
+    let c = ops::clamp_tensor(&x, Some(&lo), Some(&hi)).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(c[..3], [-1.0, 1.0, 2.0]);
+    assert!(c[3].is_nan());
+    assert_eq!(ops::clamp_min_tensor(&x, &lo).unwrap().to_vec::<f32>().unwrap()[..3], [-1.0, 1.0, 3.0]);
+    assert_eq!(ops::clamp_max_tensor(&x, &hi).unwrap().to_vec::<f32>().unwrap()[..3], [-2.0, 0.5, 2.0]);
+    assert!(ops::clamp_tensor(&x, None, None).is_err());
+    let i = Tensor::from_slice(&[-5i64, 0, 9]);
+    assert_eq!(ops::clamp_min(&i, Scalar::Int(-1)).unwrap().to_vec::<i64>().unwrap(), vec![-1, 0, 9]);
+    assert_eq!(ops::clamp_max(&i, Scalar::Int(3)).unwrap().to_vec::<i64>().unwrap(), vec![-5, 0, 3]);
+    // In place and out=, on a non-contiguous tensor.
+    let m = Tensor::from_vec(vec![1.0f64, -3.0, 5.0, 7.0], &[2, 2]).unwrap().transpose(0, 1).unwrap();
+    ops::clamp_min_(&m, Scalar::Float(2.0)).unwrap();
+    assert_eq!(f64s(&m), vec![2.0, 5.0, 2.0, 7.0]);
+    let out = Tensor::from_slice(&[0.0f64; 4]);
+    ops::clamp_max_out(&Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0]), Scalar::Int(2), &out).unwrap();
+    assert_eq!(f64s(&out), vec![1.0, 2.0, 2.0, 2.0]);
+}
+
+#[test]
+fn more_activations() {
+    let x = Tensor::from_slice(&[-3.0f64, -0.5, 0.0, 2.0, 7.0]);
+    assert_eq!(f64s(&ops::relu6(&x).unwrap()), vec![0.0, 0.0, 0.0, 2.0, 6.0]);
+    let c = f64s(&ops::celu(&x, Scalar::Float(2.0)).unwrap());
+    assert!((c[0] - 2.0 * (-1.5f64).exp_m1()).abs() < 1e-12);
+    assert_eq!(c[3], 2.0);
+    assert!(ops::celu(&x, Scalar::Int(0)).is_err());
+    assert_eq!(
+        f64s(&ops::threshold(&x, Scalar::Float(0.0), Scalar::Int(-9)).unwrap()),
+        vec![-9.0, -9.0, -9.0, 2.0, 7.0]
+    );
+    let g = Tensor::from_vec(vec![1.0f64, 2.0, 0.0, 3.0], &[2, 2]).unwrap();
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let gl = f64s(&ops::glu(&g, -1).unwrap());
+    assert!((gl[0] - sig(2.0)).abs() < 1e-12 && gl[1] == 0.0);
+    let g0 = ops::glu(&g, 0).unwrap();
+    assert_eq!(g0.sizes(), &[1, 2]);
+    assert!(matches!(ops::glu(&Tensor::from_slice(&[1.0f64, 2.0, 3.0]), 0), Err(Error::Shape { .. })));
+    let p = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0, 4.0], &[1, 2, 2]).unwrap();
+    let w = Tensor::from_slice(&[0.5f32, 0.25]);
+    assert_eq!(ops::prelu(&p, &w).unwrap().to_vec::<f32>().unwrap(), vec![-0.5, 2.0, -0.75, 4.0]);
+    assert!(ops::prelu(&p, &Tensor::from_slice(&[0.5f32, 0.25, 1.0])).is_err());
+    let ls = f64s(&ops::log_sigmoid(&x).unwrap());
+    for (v, xi) in ls.iter().zip([-3.0f64, -0.5, 0.0, 2.0, 7.0]) {
+        assert!((v - sig(xi).ln()).abs() < 1e-12);
+    }
+    let (o, buf) = ops::log_sigmoid_forward(&x).unwrap();
+    assert_eq!(f64s(&o), ls);
+    assert!((f64s(&buf)[0] - (-3.0f64).exp()).abs() < 1e-15);
+}
+
+#[test]
+fn nan_aware_binary_ops_and_floor_divide() {
+    let a = Tensor::from_slice(&[1.0f64, f64::NAN, f64::NAN, -2.0]);
+    let b = Tensor::from_slice(&[f64::NAN, 3.0, f64::NAN, 5.0]);
+    let mx = f64s(&ops::fmax(&a, &b).unwrap());
+    assert_eq!(mx[..2], [1.0, 3.0]);
+    assert!(mx[2].is_nan());
+    assert_eq!(mx[3], 5.0);
+    assert_eq!(f64s(&ops::fmin(&a, &b).unwrap())[3], -2.0);
+    let h = f64s(&ops::hypot(&Tensor::from_slice(&[3.0f64, 1e300]), &Tensor::from_slice(&[4.0f64, 1e300])).unwrap());
+    assert_eq!(h[0], 5.0);
+    assert!(h[1].is_finite());
+    let i = Tensor::from_slice(&[-7i64, 7]);
+    let cs = ops::copysign(&i, &Tensor::from_slice(&[1i64, -1])).unwrap();
+    assert_eq!(cs.dtype(), ScalarType::F32);
+    assert_eq!(cs.to_vec::<f32>().unwrap(), vec![7.0, -7.0]);
+    assert_eq!(
+        ops::copysign_scalar(&Tensor::from_slice(&[2.0f64]), Scalar::Float(-0.0)).unwrap().to_vec::<f64>().unwrap(),
+        vec![-2.0]
+    );
+    assert_eq!(ops::floor_divide(&i, &Tensor::from_slice(&[2i64, -2])).unwrap().to_vec::<i64>().unwrap(), vec![-4, -4]);
+    assert_eq!(
+        ops::floor_divide_scalar(&Tensor::from_slice(&[7.5f64]), Scalar::Int(2)).unwrap().to_vec::<f64>().unwrap(),
+        vec![3.0]
+    );
+    let t = Tensor::from_slice(&[true, false, false]);
+    let u = Tensor::from_slice(&[1i32, 1, 0]);
+    assert_eq!(ops::logical_or(&t, &u).unwrap().to_vec::<bool>().unwrap(), vec![true, true, false]);
+    assert_eq!(ops::logical_xor(&t, &u).unwrap().to_vec::<bool>().unwrap(), vec![false, true, false]);
+}
+
+#[test]
+fn var_mean_and_std_mean() {
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 5.0, 7.0, 9.0], &[2, 3]).unwrap();
+    let (v, m) = ops::var_mean(&x, true).unwrap();
+    let mean = 27.0 / 6.0;
+    let ss: f64 = [1.0f64, 2.0, 3.0, 5.0, 7.0, 9.0].iter().map(|a| (a - mean) * (a - mean)).sum();
+    assert!((f64s(&m)[0] - mean).abs() < 1e-12);
+    assert!((f64s(&v)[0] - ss / 5.0).abs() < 1e-12);
+    let (v1, m1) = ops::var_mean_correction(&x, Some(&[1]), Some(Scalar::Int(0)), true).unwrap();
+    assert_eq!(v1.sizes(), &[2, 1]);
+    assert_eq!(f64s(&m1), vec![2.0, 7.0]);
+    assert!((f64s(&v1)[0] - 2.0 / 3.0).abs() < 1e-12);
+    let (s, _) = ops::std_mean_dim(&x, Some(&[1]), true, false).unwrap();
+    assert_eq!(f64s(&s), vec![1.0, 2.0]);
+}

@@ -43,13 +43,15 @@ fn is_keyword(s: &str) -> bool {
 
 /// Argument name as a Rust identifier: `self` → `self_`, keywords get a trailing `_`.
 fn arg_ident(name: &str) -> String {
-    // Names the generated bodies use for their own locals (`k` is the kernel, `ks` the key set,
-    // `op` the operator entry) get the same `_` suffix as keywords, so an argument such as
-    // `topk`'s `k` cannot shadow them.
-    if is_keyword(name) || matches!(name, "k" | "ks" | "op" | "stack" | "f") {
+    // Schema names such as `N`, `C` and `HxW` (`native_group_norm`) become lower-case Rust
+    // identifiers, so the generated code passes `non_snake_case`. Names the generated bodies use
+    // for their own locals (`k` is the kernel, `ks` the key set, `op` the operator entry) get the
+    // same `_` suffix as keywords, so an argument such as `topk`'s `k` cannot shadow them.
+    let name = name.to_ascii_lowercase();
+    if is_keyword(&name) || matches!(name.as_str(), "k" | "ks" | "op" | "stack" | "f") {
         format!("{name}_")
     } else {
-        name.to_string()
+        name
     }
 }
 

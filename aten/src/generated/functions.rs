@@ -2922,3 +2922,994 @@ pub fn scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
     )
 }
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1984)
+#[inline]
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
+}
+
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:1988)
+#[inline]
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enable: bool,
+) -> Result<Tensor> {
+    crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1992)
+#[inline]
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1996)
+#[inline]
+pub fn batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::batch_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2000)
+#[inline]
+pub fn instance_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::instance_norm::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2004)
+#[inline]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
+}
+
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2008)
+#[inline]
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
+}
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2013)
+#[inline]
+pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::mse_loss::call(self_, target, reduction)
+}
+
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2017)
+#[inline]
+pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::l1_loss::call(self_, target, reduction)
+}
+
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2021)
+#[inline]
+pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
+    crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
+}
+
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2025)
+#[inline]
+pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
+    crate::handles::huber_loss::call(self_, target, reduction, delta)
+}
+
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2029)
+#[inline]
+pub fn binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
+}
+
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2033)
+#[inline]
+pub fn binary_cross_entropy_with_logits(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
+}
+
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2037)
+#[inline]
+pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
+    crate::handles::kl_div::call(self_, target, reduction, log_target)
+}
+
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2041)
+#[inline]
+pub fn margin_ranking_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
+}
+
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2045)
+#[inline]
+pub fn cosine_embedding_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
+}
+
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2049)
+#[inline]
+pub fn triplet_margin_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
+}
+
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2053)
+#[inline]
+pub fn nll_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2057)
+#[inline]
+pub fn nll_loss2d(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2061)
+#[inline]
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2065)
+#[inline]
+pub fn cross_entropy_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2070)
+#[inline]
+pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::dropout::call(input, p, train)
+}
+
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2074)
+#[inline]
+pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::dropout_::call(self_, p, train)
+}
+
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2078)
+#[inline]
+pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_dropout::call(input, p, train)
+}
+
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2082)
+#[inline]
+pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_dropout_::call(self_, p, train)
+}
+
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2086)
+#[inline]
+pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::alpha_dropout::call(input, p, train)
+}
+
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2090)
+#[inline]
+pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::alpha_dropout_::call(self_, p, train)
+}
+
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2094)
+#[inline]
+pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_alpha_dropout::call(input, p, train)
+}
+
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2098)
+#[inline]
+pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    crate::handles::feature_alpha_dropout_::call(self_, p, train)
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2102)
+#[inline]
+pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    crate::handles::native_dropout::call(input, p, train)
+}
+
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2107)
+#[inline]
+pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv::call(self_)
+}
+
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2112)
+#[inline]
+pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv_::call(self_)
+}
+
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2117)
+#[inline]
+pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::erfinv_out::call(self_, out)
+}
+
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2121)
+#[inline]
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn::call(self_)
+}
+
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2126)
+#[inline]
+pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn_::call(self_)
+}
+
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2131)
+#[inline]
+pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::sgn_out::call(self_, out)
+}
+
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2135)
+#[inline]
+pub fn square(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::square::call(self_)
+}
+
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2140)
+#[inline]
+pub fn square_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::square_::call(self_)
+}
+
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2145)
+#[inline]
+pub fn selu(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::selu::call(self_)
+}
+
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2149)
+#[inline]
+pub fn selu_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::selu_::call(self_)
+}
+
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2153)
+#[inline]
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isinf::call(self_)
+}
+
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2158)
+#[inline]
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isfinite::call(self_)
+}
+
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2163)
+#[inline]
+pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isposinf::call(self_)
+}
+
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2168)
+#[inline]
+pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::isposinf_out::call(self_, out)
+}
+
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2172)
+#[inline]
+pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isneginf::call(self_)
+}
+
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2177)
+#[inline]
+pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::isneginf_out::call(self_, out)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2181)
+#[inline]
+pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2186)
+#[inline]
+pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2191)
+#[inline]
+pub fn nan_to_num_out(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2195)
+#[inline]
+pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals::call(self_, decimals)
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2200)
+#[inline]
+pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals_::call(self_, decimals)
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2205)
+#[inline]
+pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+    crate::handles::round_decimals_out::call(self_, decimals, out)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
+#[inline]
+pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not::call(self_)
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+#[inline]
+pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not_::call(self_)
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2219)
+#[inline]
+pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_not_out::call(self_, out)
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+#[inline]
+pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    crate::handles::clamp_::call(self_, min, max)
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2228)
+#[inline]
+pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_out::call(self_, min, max, out)
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2232)
+#[inline]
+pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::clamp_tensor::call(self_, min, max)
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+#[inline]
+pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::clamp_tensor_::call(self_, min, max)
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2242)
+#[inline]
+pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_tensor_out::call(self_, min, max, out)
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2246)
+#[inline]
+pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_min::call(self_, min)
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2251)
+#[inline]
+pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor::call(self_, min)
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2256)
+#[inline]
+pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_min_::call(self_, min)
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2261)
+#[inline]
+pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor_::call(self_, min)
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
+#[inline]
+pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_out::call(self_, min, out)
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
+#[inline]
+pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_min_tensor_out::call(self_, min, out)
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2274)
+#[inline]
+pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_max::call(self_, max)
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2279)
+#[inline]
+pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor::call(self_, max)
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+#[inline]
+pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    crate::handles::clamp_max_::call(self_, max)
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2289)
+#[inline]
+pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor_::call(self_, max)
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2294)
+#[inline]
+pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_out::call(self_, max, out)
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+#[inline]
+pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::clamp_max_tensor_out::call(self_, max, out)
+}
+
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
+#[inline]
+pub fn relu6(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu6::call(self_)
+}
+
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+#[inline]
+pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::relu6_::call(self_)
+}
+
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2310)
+#[inline]
+pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::celu::call(self_, alpha)
+}
+
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2314)
+#[inline]
+pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::celu_::call(self_, alpha)
+}
+
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2318)
+#[inline]
+pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    crate::handles::threshold::call(self_, threshold, value)
+}
+
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2322)
+#[inline]
+pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    crate::handles::threshold_::call(self_, threshold, value)
+}
+
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
+#[inline]
+pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::threshold_out::call(self_, threshold, value, out)
+}
+
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2330)
+#[inline]
+pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::glu::call(self_, dim)
+}
+
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2334)
+#[inline]
+pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    crate::handles::prelu::call(self_, weight)
+}
+
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2339)
+#[inline]
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::log_sigmoid::call(self_)
+}
+
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2343)
+#[inline]
+pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::log_sigmoid_forward::call(self_)
+}
+
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2347)
+#[inline]
+pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::fmax::call(self_, other)
+}
+
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2352)
+#[inline]
+pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::fmax_out::call(self_, other, out)
+}
+
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2356)
+#[inline]
+pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::fmin::call(self_, other)
+}
+
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2361)
+#[inline]
+pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::fmin_out::call(self_, other, out)
+}
+
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2365)
+#[inline]
+pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot::call(self_, other)
+}
+
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2370)
+#[inline]
+pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot_::call(self_, other)
+}
+
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2375)
+#[inline]
+pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::hypot_out::call(self_, other, out)
+}
+
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2379)
+#[inline]
+pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_tensor::call(self_, other)
+}
+
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+#[inline]
+pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_tensor_::call(self_, other)
+}
+
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2389)
+#[inline]
+pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::copysign_out::call(self_, other, out)
+}
+
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2393)
+#[inline]
+pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::copysign_scalar::call(self_, other)
+}
+
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+#[inline]
+pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::copysign_scalar_::call(self_, other)
+}
+
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2403)
+#[inline]
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide::call(self_, other)
+}
+
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+#[inline]
+pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide_tensor_::call(self_, other)
+}
+
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+#[inline]
+pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::floor_divide_out::call(self_, other, out)
+}
+
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2417)
+#[inline]
+pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::floor_divide_scalar::call(self_, other)
+}
+
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+#[inline]
+pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::floor_divide_scalar_::call(self_, other)
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2427)
+#[inline]
+pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor::call(self_, other)
+}
+
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2432)
+#[inline]
+pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar::call(self_, other)
+}
+
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2437)
+#[inline]
+pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+#[inline]
+pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor_::call(self_, other)
+}
+
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+#[inline]
+pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_and_scalar_::call(self_, other)
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2451)
+#[inline]
+pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_and_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2455)
+#[inline]
+pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor::call(self_, other)
+}
+
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2460)
+#[inline]
+pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar::call(self_, other)
+}
+
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2465)
+#[inline]
+pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2469)
+#[inline]
+pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor_::call(self_, other)
+}
+
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+#[inline]
+pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_or_scalar_::call(self_, other)
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2479)
+#[inline]
+pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_or_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2483)
+#[inline]
+pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor::call(self_, other)
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2488)
+#[inline]
+pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar::call(self_, other)
+}
+
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2493)
+#[inline]
+pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2497)
+#[inline]
+pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor_::call(self_, other)
+}
+
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2502)
+#[inline]
+pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_xor_scalar_::call(self_, other)
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2507)
+#[inline]
+pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2511)
+#[inline]
+pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor::call(self_, other)
+}
+
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2516)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
+}
+
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2521)
+#[inline]
+pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2525)
+#[inline]
+pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_::call(self_, other)
+}
+
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2530)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
+}
+
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2535)
+#[inline]
+pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+#[inline]
+pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
+}
+
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2543)
+#[inline]
+pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor::call(self_, other)
+}
+
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2548)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
+}
+
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
+#[inline]
+pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
+}
+
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+#[inline]
+pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_::call(self_, other)
+}
+
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
+}
+
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+#[inline]
+pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
+}
+
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+#[inline]
+pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+    crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2575)
+#[inline]
+pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_or::call(self_, other)
+}
+
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+#[inline]
+pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logical_xor::call(self_, other)
+}
+
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2585)
+#[inline]
+pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean::call(self_, unbiased)
+}
+
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2589)
+#[inline]
+pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2593)
+#[inline]
+pub fn var_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2597)
+#[inline]
+pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean::call(self_, unbiased)
+}
+
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2601)
+#[inline]
+pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2605)
+#[inline]
+pub fn std_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
+}

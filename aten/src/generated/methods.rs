@@ -2092,4 +2092,406 @@ impl Tensor {
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::matmul::call(self, other)
     }
+
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2107)
+    #[inline]
+    pub fn erfinv(&self) -> Result<Tensor> {
+        crate::handles::erfinv::call(self)
+    }
+
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2112)
+    #[inline]
+    pub fn erfinv_(&self) -> Result<Tensor> {
+        crate::handles::erfinv_::call(self)
+    }
+
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2121)
+    #[inline]
+    pub fn sgn(&self) -> Result<Tensor> {
+        crate::handles::sgn::call(self)
+    }
+
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2126)
+    #[inline]
+    pub fn sgn_(&self) -> Result<Tensor> {
+        crate::handles::sgn_::call(self)
+    }
+
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2135)
+    #[inline]
+    pub fn square(&self) -> Result<Tensor> {
+        crate::handles::square::call(self)
+    }
+
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2140)
+    #[inline]
+    pub fn square_(&self) -> Result<Tensor> {
+        crate::handles::square_::call(self)
+    }
+
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2153)
+    #[inline]
+    pub fn isinf(&self) -> Result<Tensor> {
+        crate::handles::isinf::call(self)
+    }
+
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2158)
+    #[inline]
+    pub fn isfinite(&self) -> Result<Tensor> {
+        crate::handles::isfinite::call(self)
+    }
+
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2163)
+    #[inline]
+    pub fn isposinf(&self) -> Result<Tensor> {
+        crate::handles::isposinf::call(self)
+    }
+
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2172)
+    #[inline]
+    pub fn isneginf(&self) -> Result<Tensor> {
+        crate::handles::isneginf::call(self)
+    }
+
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2181)
+    #[inline]
+    pub fn nan_to_num(&self) -> Result<Tensor> {
+        crate::handles::nan_to_num::call(self, None, None, None)
+    }
+
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2181)
+    #[inline]
+    pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        crate::handles::nan_to_num::call(self, nan, posinf, neginf)
+    }
+
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2186)
+    #[inline]
+    pub fn nan_to_num_(&self) -> Result<Tensor> {
+        crate::handles::nan_to_num_::call(self, None, None, None)
+    }
+
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2186)
+    #[inline]
+    pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
+    }
+
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2195)
+    #[inline]
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        crate::handles::round_decimals::call(self, decimals)
+    }
+
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2200)
+    #[inline]
+    pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
+        crate::handles::round_decimals_::call(self, decimals)
+    }
+
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
+    #[inline]
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        crate::handles::bitwise_not::call(self)
+    }
+
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+    #[inline]
+    pub fn bitwise_not_(&self) -> Result<Tensor> {
+        crate::handles::bitwise_not_::call(self)
+    }
+
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+    #[inline]
+    pub fn clamp_(&self) -> Result<Tensor> {
+        crate::handles::clamp_::call(self, None, None)
+    }
+
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+    #[inline]
+    pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        crate::handles::clamp_::call(self, min, max)
+    }
+
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2232)
+    #[inline]
+    pub fn clamp_tensor(&self) -> Result<Tensor> {
+        crate::handles::clamp_tensor::call(self, None, None)
+    }
+
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2232)
+    #[inline]
+    pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        crate::handles::clamp_tensor::call(self, min, max)
+    }
+
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+    #[inline]
+    pub fn clamp_tensor_(&self) -> Result<Tensor> {
+        crate::handles::clamp_tensor_::call(self, None, None)
+    }
+
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+    #[inline]
+    pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        crate::handles::clamp_tensor_::call(self, min, max)
+    }
+
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2246)
+    #[inline]
+    pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_min::call(self, min)
+    }
+
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2251)
+    #[inline]
+    pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_min_tensor::call(self, min)
+    }
+
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2256)
+    #[inline]
+    pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_min_::call(self, min)
+    }
+
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2261)
+    #[inline]
+    pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_min_tensor_::call(self, min)
+    }
+
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2274)
+    #[inline]
+    pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_max::call(self, max)
+    }
+
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2279)
+    #[inline]
+    pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_max_tensor::call(self, max)
+    }
+
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+    #[inline]
+    pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
+        crate::handles::clamp_max_::call(self, max)
+    }
+
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2289)
+    #[inline]
+    pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
+        crate::handles::clamp_max_tensor_::call(self, max)
+    }
+
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2334)
+    #[inline]
+    pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
+        crate::handles::prelu::call(self, weight)
+    }
+
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2347)
+    #[inline]
+    pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::fmax::call(self, other)
+    }
+
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2356)
+    #[inline]
+    pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::fmin::call(self, other)
+    }
+
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2365)
+    #[inline]
+    pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::hypot::call(self, other)
+    }
+
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2370)
+    #[inline]
+    pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::hypot_::call(self, other)
+    }
+
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2379)
+    #[inline]
+    pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::copysign_tensor::call(self, other)
+    }
+
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+    #[inline]
+    pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::copysign_tensor_::call(self, other)
+    }
+
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2393)
+    #[inline]
+    pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::copysign_scalar::call(self, other)
+    }
+
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+    #[inline]
+    pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::copysign_scalar_::call(self, other)
+    }
+
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2403)
+    #[inline]
+    pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::floor_divide::call(self, other)
+    }
+
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+    #[inline]
+    pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::floor_divide_tensor_::call(self, other)
+    }
+
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2417)
+    #[inline]
+    pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::floor_divide_scalar::call(self, other)
+    }
+
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+    #[inline]
+    pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::floor_divide_scalar_::call(self, other)
+    }
+
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2427)
+    #[inline]
+    pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_and_tensor::call(self, other)
+    }
+
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2432)
+    #[inline]
+    pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_and_scalar::call(self, other)
+    }
+
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+    #[inline]
+    pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_and_tensor_::call(self, other)
+    }
+
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+    #[inline]
+    pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_and_scalar_::call(self, other)
+    }
+
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2455)
+    #[inline]
+    pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_or_tensor::call(self, other)
+    }
+
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2460)
+    #[inline]
+    pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_or_scalar::call(self, other)
+    }
+
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2469)
+    #[inline]
+    pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_or_tensor_::call(self, other)
+    }
+
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+    #[inline]
+    pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_or_scalar_::call(self, other)
+    }
+
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2483)
+    #[inline]
+    pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_xor_tensor::call(self, other)
+    }
+
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2488)
+    #[inline]
+    pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_xor_scalar::call(self, other)
+    }
+
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2497)
+    #[inline]
+    pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_xor_tensor_::call(self, other)
+    }
+
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2502)
+    #[inline]
+    pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_xor_scalar_::call(self, other)
+    }
+
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2511)
+    #[inline]
+    pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor::call(self, other)
+    }
+
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2516)
+    #[inline]
+    pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
+    }
+
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2525)
+    #[inline]
+    pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_::call(self, other)
+    }
+
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2530)
+    #[inline]
+    pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
+    }
+
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2543)
+    #[inline]
+    pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor::call(self, other)
+    }
+
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2548)
+    #[inline]
+    pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
+    }
+
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+    #[inline]
+    pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_::call(self, other)
+    }
+
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+    #[inline]
+    pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
+        crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
+    }
+
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2575)
+    #[inline]
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::logical_or::call(self, other)
+    }
+
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+    #[inline]
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::logical_xor::call(self, other)
+    }
 }

@@ -424,6 +424,146 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::pixel_shuffle::SCHEMA).expect("generated schema parses");
     d.def(handles::pixel_unshuffle::SCHEMA).expect("generated schema parses");
     d.def(handles::scaled_dot_product_attention::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_layer_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::layer_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_batch_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::batch_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::instance_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_group_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::group_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::mse_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::l1_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::smooth_l1_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::huber_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::binary_cross_entropy::SCHEMA).expect("generated schema parses");
+    d.def(handles::binary_cross_entropy_with_logits::SCHEMA).expect("generated schema parses");
+    d.def(handles::kl_div::SCHEMA).expect("generated schema parses");
+    d.def(handles::margin_ranking_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosine_embedding_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::triplet_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::nll_loss_nd::SCHEMA).expect("generated schema parses");
+    d.def(handles::cross_entropy_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::alpha_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::alpha_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_alpha_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::feature_alpha_dropout_::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_dropout::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfinv::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfinv_::SCHEMA).expect("generated schema parses");
+    d.def(handles::erfinv_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::sgn::SCHEMA).expect("generated schema parses");
+    d.def(handles::sgn_::SCHEMA).expect("generated schema parses");
+    d.def(handles::sgn_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::square::SCHEMA).expect("generated schema parses");
+    d.def(handles::square_::SCHEMA).expect("generated schema parses");
+    d.def(handles::selu::SCHEMA).expect("generated schema parses");
+    d.def(handles::selu_::SCHEMA).expect("generated schema parses");
+    d.def(handles::isinf::SCHEMA).expect("generated schema parses");
+    d.def(handles::isfinite::SCHEMA).expect("generated schema parses");
+    d.def(handles::isposinf::SCHEMA).expect("generated schema parses");
+    d.def(handles::isposinf_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::isneginf::SCHEMA).expect("generated schema parses");
+    d.def(handles::isneginf_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::nan_to_num::SCHEMA).expect("generated schema parses");
+    d.def(handles::nan_to_num_::SCHEMA).expect("generated schema parses");
+    d.def(handles::nan_to_num_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::round_decimals::SCHEMA).expect("generated schema parses");
+    d.def(handles::round_decimals_::SCHEMA).expect("generated schema parses");
+    d.def(handles::round_decimals_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_not::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_not_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_not_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_min_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::clamp_max_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::relu6::SCHEMA).expect("generated schema parses");
+    d.def(handles::relu6_::SCHEMA).expect("generated schema parses");
+    d.def(handles::celu::SCHEMA).expect("generated schema parses");
+    d.def(handles::celu_::SCHEMA).expect("generated schema parses");
+    d.def(handles::threshold::SCHEMA).expect("generated schema parses");
+    d.def(handles::threshold_::SCHEMA).expect("generated schema parses");
+    d.def(handles::threshold_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::glu::SCHEMA).expect("generated schema parses");
+    d.def(handles::prelu::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_sigmoid::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_sigmoid_forward::SCHEMA).expect("generated schema parses");
+    d.def(handles::fmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::fmax_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::fmin::SCHEMA).expect("generated schema parses");
+    d.def(handles::fmin_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::hypot::SCHEMA).expect("generated schema parses");
+    d.def(handles::hypot_::SCHEMA).expect("generated schema parses");
+    d.def(handles::hypot_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::copysign_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::copysign_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::copysign_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::copysign_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::copysign_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_divide::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_divide_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_divide_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_divide_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::floor_divide_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_and_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_or_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_xor_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_left_shift_tensor_scalar_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor_scalar_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::bitwise_right_shift_tensor_scalar_out::SCHEMA).expect("generated schema parses");
+    d.def(handles::logical_or::SCHEMA).expect("generated schema parses");
+    d.def(handles::logical_xor::SCHEMA).expect("generated schema parses");
+    d.def(handles::var_mean::SCHEMA).expect("generated schema parses");
+    d.def(handles::var_mean_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::var_mean_correction::SCHEMA).expect("generated schema parses");
+    d.def(handles::std_mean::SCHEMA).expect("generated schema parses");
+    d.def(handles::std_mean_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::std_mean_correction::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -2623,6 +2763,1012 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
             let r = {
                 let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
                 handles::bmm_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, mat2, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::dropout_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, p, train)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::feature_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::feature_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::alpha_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::alpha_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::feature_alpha_dropout_::kernel(|ks, self_, p, train| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::feature_alpha_dropout_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    train,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erfinv_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erfinv_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::erfinv_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::erfinv_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sgn_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sgn_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::sgn_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::sgn_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::square_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::square_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::square_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::selu_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::selu_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::selu_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isposinf_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::isposinf_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::isposinf_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isneginf_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::isneginf_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::isneginf_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::nan_to_num_::kernel(|ks, self_, nan, posinf, neginf| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::nan_to_num_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    nan,
+                    posinf,
+                    neginf,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::nan_to_num_out::kernel(|ks, self_, nan, posinf, neginf, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::nan_to_num_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    nan,
+                    posinf,
+                    neginf,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::round_decimals_::kernel(|ks, self_, decimals| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::round_decimals_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    decimals,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::round_decimals_out::kernel(|ks, self_, decimals, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::round_decimals_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    decimals,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_not_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_not_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_not_out::kernel(|ks, self_, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_not_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_::kernel(|ks, self_, min, max| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, min, max)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_out::kernel(|ks, self_, min, max, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                    max,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_tensor_::kernel(|ks, self_, min, max| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                    max,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_tensor_out::kernel(|ks, self_, min, max, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                    max,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_min_::kernel(|ks, self_, min| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_min_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, min)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_min_tensor_::kernel(|ks, self_, min| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_min_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_min_out::kernel(|ks, self_, min, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_min_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_min_tensor_out::kernel(|ks, self_, min, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_min_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    min,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_max_::kernel(|ks, self_, max| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_max_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, max)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_max_tensor_::kernel(|ks, self_, max| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_max_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    max,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_max_out::kernel(|ks, self_, max, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_max_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    max,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::clamp_max_tensor_out::kernel(|ks, self_, max, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::clamp_max_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    max,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu6_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::relu6_::kernel(|ks, self_| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::relu6_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::celu_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::celu_::kernel(|ks, self_, alpha| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::celu_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, alpha)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::threshold_::kernel(|ks, self_, threshold, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::threshold_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    threshold,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::threshold_out::kernel(|ks, self_, threshold, value, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::threshold_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    threshold,
+                    value,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmax_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::fmax_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::fmax_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmin_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::fmin_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::fmin_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hypot_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hypot_::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, other)?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::hypot_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::hypot_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::copysign_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::copysign_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::copysign_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::copysign_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::copysign_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::copysign_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::floor_divide_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::floor_divide_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::floor_divide_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::floor_divide_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::floor_divide_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::floor_divide_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_and_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_and_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_and_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_and_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_and_tensor_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_and_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_or_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_or_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_or_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_or_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_or_tensor_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_or_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_xor_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_xor_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_xor_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_xor_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_xor_tensor_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_xor_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_left_shift_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_left_shift_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_left_shift_tensor_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_left_shift_tensor_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_left_shift_tensor_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_left_shift_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_left_shift_tensor_scalar_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_left_shift_tensor_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_right_shift_tensor_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_right_shift_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_right_shift_tensor_scalar_::kernel(|ks, self_, other| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_right_shift_tensor_scalar_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_right_shift_tensor_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_right_shift_tensor_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
+            };
+            out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_out::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bitwise_right_shift_tensor_scalar_out::kernel(|ks, self_, other, out| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bitwise_right_shift_tensor_scalar_out::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    other,
+                    out,
+                )?
             };
             out.bump_version();
             Ok(r)
@@ -5213,6 +6359,821 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::native_layer_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps| {
+            crate::native::normalization::native_layer_norm(input, normalized_shape, weight, bias, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_batch_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_batch_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                crate::native::normalization::native_batch_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::instance_norm::NAME,
+        DispatchKey::CPU,
+        handles::instance_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled| {
+                crate::native::normalization::instance_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    use_input_stats,
+                    momentum,
+                    eps,
+                    cudnn_enabled,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_group_norm::NAME,
+        DispatchKey::CPU,
+        handles::native_group_norm::kernel(|_ks, input, weight, bias, n, c, hxw, group, eps| {
+            crate::native::normalization::native_group_norm(input, weight, bias, n, c, hxw, group, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mse_loss::NAME,
+        DispatchKey::CPU,
+        handles::mse_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::loss::mse_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::smooth_l1_loss::NAME,
+        DispatchKey::CPU,
+        handles::smooth_l1_loss::kernel(|_ks, self_, target, reduction, beta| {
+            crate::native::loss::smooth_l1_loss(self_, target, reduction, beta)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::huber_loss::NAME,
+        DispatchKey::CPU,
+        handles::huber_loss::kernel(|_ks, self_, target, reduction, delta| {
+            crate::native::loss::huber_loss(self_, target, reduction, delta)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::binary_cross_entropy::NAME,
+        DispatchKey::CPU,
+        handles::binary_cross_entropy::kernel(|_ks, self_, target, weight, reduction| {
+            crate::native::loss::binary_cross_entropy(self_, target, weight, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::binary_cross_entropy_with_logits::NAME,
+        DispatchKey::CPU,
+        handles::binary_cross_entropy_with_logits::kernel(|_ks, self_, target, weight, pos_weight, reduction| {
+            crate::native::loss::binary_cross_entropy_with_logits(self_, target, weight, pos_weight, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::kl_div::NAME,
+        DispatchKey::CPU,
+        handles::kl_div::kernel(|_ks, self_, target, reduction, log_target| {
+            crate::native::loss::kl_div(self_, target, reduction, log_target)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::margin_ranking_loss::NAME,
+        DispatchKey::CPU,
+        handles::margin_ranking_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::margin_ranking_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosine_embedding_loss::NAME,
+        DispatchKey::CPU,
+        handles::cosine_embedding_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::cosine_embedding_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triplet_margin_loss::NAME,
+        DispatchKey::CPU,
+        handles::triplet_margin_loss::kernel(|_ks, anchor, positive, negative, margin, p, eps, swap, reduction| {
+            crate::native::loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss2d::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss2d::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss2d(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nll_loss_nd::NAME,
+        DispatchKey::CPU,
+        handles::nll_loss_nd::kernel(|_ks, self_, target, weight, reduction, ignore_index| {
+            crate::native::loss::nll_loss_nd(self_, target, weight, reduction, ignore_index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cross_entropy_loss::NAME,
+        DispatchKey::CPU,
+        handles::cross_entropy_loss::kernel(|_ks, self_, target, weight, reduction, ignore_index, label_smoothing| {
+            crate::native::loss::cross_entropy_loss(self_, target, weight, reduction, ignore_index, label_smoothing)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv::NAME,
+        DispatchKey::CPU,
+        handles::erfinv::kernel(|_ks, self_| crate::native::unary::erfinv(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_::NAME,
+        DispatchKey::CPU,
+        handles::erfinv_::kernel(|_ks, self_| crate::native::unary::erfinv_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_out::NAME,
+        DispatchKey::CPU,
+        handles::erfinv_out::kernel(|_ks, self_, out| crate::native::unary::erfinv_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn::NAME,
+        DispatchKey::CPU,
+        handles::sgn::kernel(|_ks, self_| crate::native::unary::sgn(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_::NAME,
+        DispatchKey::CPU,
+        handles::sgn_::kernel(|_ks, self_| crate::native::unary::sgn_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_out::NAME,
+        DispatchKey::CPU,
+        handles::sgn_out::kernel(|_ks, self_, out| crate::native::unary::sgn_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::selu::NAME,
+        DispatchKey::CPU,
+        handles::selu::kernel(|_ks, self_| crate::native::unary::selu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::selu_::NAME,
+        DispatchKey::CPU,
+        handles::selu_::kernel(|_ks, self_| crate::native::unary::selu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isinf::NAME,
+        DispatchKey::CPU,
+        handles::isinf::kernel(|_ks, self_| crate::native::unary::isinf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isfinite::NAME,
+        DispatchKey::CPU,
+        handles::isfinite::kernel(|_ks, self_| crate::native::unary::isfinite(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isposinf::NAME,
+        DispatchKey::CPU,
+        handles::isposinf::kernel(|_ks, self_| crate::native::unary::isposinf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isposinf_out::NAME,
+        DispatchKey::CPU,
+        handles::isposinf_out::kernel(|_ks, self_, out| crate::native::unary::isposinf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isneginf::NAME,
+        DispatchKey::CPU,
+        handles::isneginf::kernel(|_ks, self_| crate::native::unary::isneginf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isneginf_out::NAME,
+        DispatchKey::CPU,
+        handles::isneginf_out::kernel(|_ks, self_, out| crate::native::unary::isneginf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num::NAME,
+        DispatchKey::CPU,
+        handles::nan_to_num::kernel(|_ks, self_, nan, posinf, neginf| {
+            crate::native::unary::nan_to_num(self_, nan, posinf, neginf)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_::NAME,
+        DispatchKey::CPU,
+        handles::nan_to_num_::kernel(|_ks, self_, nan, posinf, neginf| {
+            crate::native::unary::nan_to_num_(self_, nan, posinf, neginf)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_out::NAME,
+        DispatchKey::CPU,
+        handles::nan_to_num_out::kernel(|_ks, self_, nan, posinf, neginf, out| {
+            crate::native::unary::nan_to_num_out(self_, nan, posinf, neginf, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals::NAME,
+        DispatchKey::CPU,
+        handles::round_decimals::kernel(|_ks, self_, decimals| crate::native::unary::round_decimals(self_, decimals)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_::NAME,
+        DispatchKey::CPU,
+        handles::round_decimals_::kernel(|_ks, self_, decimals| crate::native::unary::round_decimals_(self_, decimals)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_out::NAME,
+        DispatchKey::CPU,
+        handles::round_decimals_out::kernel(|_ks, self_, decimals, out| {
+            crate::native::unary::round_decimals_out(self_, decimals, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_not::kernel(|_ks, self_| crate::native::unary::bitwise_not(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_not_::kernel(|_ks, self_| crate::native::unary::bitwise_not_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_not_out::kernel(|_ks, self_, out| crate::native::unary::bitwise_not_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_out::kernel(|_ks, self_, min, max, out| {
+            crate::native::pointwise::clamp_out(self_, min, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor::NAME,
+        DispatchKey::CPU,
+        handles::clamp_tensor::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_tensor(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_tensor_::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_tensor_(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_tensor_out::kernel(|_ks, self_, min, max, out| {
+            crate::native::pointwise::clamp_tensor_out(self_, min, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min_tensor::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_tensor(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min_::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min_tensor_::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_tensor_(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min_out::kernel(|_ks, self_, min, out| crate::native::pointwise::clamp_min_out(self_, min, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_min_tensor_out::kernel(|_ks, self_, min, out| {
+            crate::native::pointwise::clamp_min_tensor_out(self_, min, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max_tensor::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_tensor(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max_::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max_tensor_::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_tensor_(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max_out::kernel(|_ks, self_, max, out| crate::native::pointwise::clamp_max_out(self_, max, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::clamp_max_tensor_out::kernel(|_ks, self_, max, out| {
+            crate::native::pointwise::clamp_max_tensor_out(self_, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu6_::NAME,
+        DispatchKey::CPU,
+        handles::relu6_::kernel(|_ks, self_| crate::native::pointwise::relu6_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::celu::NAME,
+        DispatchKey::CPU,
+        handles::celu::kernel(|_ks, self_, alpha| crate::native::pointwise::celu(self_, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::celu_::NAME,
+        DispatchKey::CPU,
+        handles::celu_::kernel(|_ks, self_, alpha| crate::native::pointwise::celu_(self_, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold::NAME,
+        DispatchKey::CPU,
+        handles::threshold::kernel(|_ks, self_, threshold, value| {
+            crate::native::pointwise::threshold(self_, threshold, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_::NAME,
+        DispatchKey::CPU,
+        handles::threshold_::kernel(|_ks, self_, threshold, value| {
+            crate::native::pointwise::threshold_(self_, threshold, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_out::NAME,
+        DispatchKey::CPU,
+        handles::threshold_out::kernel(|_ks, self_, threshold, value, out| {
+            crate::native::pointwise::threshold_out(self_, threshold, value, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::glu::NAME,
+        DispatchKey::CPU,
+        handles::glu::kernel(|_ks, self_, dim| crate::native::pointwise::glu(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::prelu::NAME,
+        DispatchKey::CPU,
+        handles::prelu::kernel(|_ks, self_, weight| crate::native::pointwise::prelu(self_, weight)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_sigmoid::NAME,
+        DispatchKey::CPU,
+        handles::log_sigmoid::kernel(|_ks, self_| crate::native::pointwise::log_sigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_sigmoid_forward::NAME,
+        DispatchKey::CPU,
+        handles::log_sigmoid_forward::kernel(|_ks, self_| crate::native::pointwise::log_sigmoid_forward(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmax::NAME,
+        DispatchKey::CPU,
+        handles::fmax::kernel(|_ks, self_, other| crate::native::pointwise::fmax(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmax_out::NAME,
+        DispatchKey::CPU,
+        handles::fmax_out::kernel(|_ks, self_, other, out| crate::native::pointwise::fmax_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmin::NAME,
+        DispatchKey::CPU,
+        handles::fmin::kernel(|_ks, self_, other| crate::native::pointwise::fmin(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmin_out::NAME,
+        DispatchKey::CPU,
+        handles::fmin_out::kernel(|_ks, self_, other, out| crate::native::pointwise::fmin_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot::NAME,
+        DispatchKey::CPU,
+        handles::hypot::kernel(|_ks, self_, other| crate::native::pointwise::hypot(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_::NAME,
+        DispatchKey::CPU,
+        handles::hypot_::kernel(|_ks, self_, other| crate::native::pointwise::hypot_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_out::NAME,
+        DispatchKey::CPU,
+        handles::hypot_out::kernel(|_ks, self_, other, out| crate::native::pointwise::hypot_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor::NAME,
+        DispatchKey::CPU,
+        handles::copysign_tensor::kernel(|_ks, self_, other| crate::native::pointwise::copysign(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::copysign_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::copysign_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_out::NAME,
+        DispatchKey::CPU,
+        handles::copysign_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::copysign_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_and(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_and_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_and_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_and_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_or(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_or_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_or_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_or_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_xor(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_xor_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_xor_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_xor_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_scalar_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_left_shift_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_left_shift_tensor_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_scalar_tensor::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_right_shift_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_out::NAME,
+        DispatchKey::CPU,
+        handles::bitwise_right_shift_tensor_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_or::NAME,
+        DispatchKey::CPU,
+        handles::logical_or::kernel(|_ks, self_, other| crate::native::pointwise::logical_or(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_xor::NAME,
+        DispatchKey::CPU,
+        handles::logical_xor::kernel(|_ks, self_, other| crate::native::pointwise::logical_xor(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_mean_correction::NAME,
+        DispatchKey::CPU,
+        handles::var_mean_correction::kernel(|_ks, self_, dim, correction, keepdim| {
+            crate::native::reduce::var_mean_correction(self_, dim, correction, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_mean_correction::NAME,
+        DispatchKey::CPU,
+        handles::std_mean_correction::kernel(|_ks, self_, dim, correction, keepdim| {
+            crate::native::reduce::std_mean_correction(self_, dim, correction, keepdim)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -5446,6 +7407,62 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeExplicitAutograd,
         handles::embedding::kernel(|_ks, weight, indices, padding_idx, scale_grad_by_freq, sparse| {
             crate::native::indexing::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_dropout::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::native_dropout::kernel(|_ks, input, p, train| crate::native::dropout::native_dropout(input, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::copysign_scalar::kernel(|_ks, self_, other| crate::native::pointwise::copysign_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::copysign_scalar_::kernel(|_ks, self_, other| crate::native::pointwise::copysign_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::floor_divide::kernel(|_ks, self_, other| crate::native::pointwise::floor_divide(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_tensor_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::floor_divide_tensor_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::floor_divide_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_out::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::floor_divide_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::floor_divide_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::floor_divide_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::floor_divide_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_scalar_::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::floor_divide_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::floor_divide_scalar_(self_, other)
         }),
     )
     .expect("generated registration");
@@ -5758,6 +7775,152 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
                 )
             },
         ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::layer_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps, cudnn_enable| {
+            crate::native::normalization::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::batch_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::batch_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled| {
+                crate::native::normalization::batch_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                    cudnn_enabled,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::group_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::group_norm::kernel(|_ks, input, num_groups, weight, bias, eps, cudnn_enabled| {
+            crate::native::normalization::group_norm(input, num_groups, weight, bias, eps, cudnn_enabled)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::l1_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::l1_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::loss::l1_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dropout::kernel(|_ks, input, p, train| crate::native::dropout::dropout(input, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dropout_::kernel(|_ks, self_, p, train| crate::native::dropout::dropout_(self_, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_dropout::kernel(|_ks, input, p, train| {
+            crate::native::dropout::feature_dropout(input, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_dropout_::kernel(|_ks, self_, p, train| {
+            crate::native::dropout::feature_dropout_(self_, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::alpha_dropout::kernel(|_ks, input, p, train| crate::native::dropout::alpha_dropout(input, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alpha_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::alpha_dropout_::kernel(|_ks, self_, p, train| crate::native::dropout::alpha_dropout_(self_, p, train)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_alpha_dropout::kernel(|_ks, input, p, train| {
+            crate::native::dropout::feature_alpha_dropout(input, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::feature_alpha_dropout_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::feature_alpha_dropout_::kernel(|_ks, self_, p, train| {
+            crate::native::dropout::feature_alpha_dropout_(self_, p, train)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::square::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::square::kernel(|_ks, self_| crate::native::unary::square(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::square_::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::square_::kernel(|_ks, self_| crate::native::unary::square_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu6::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::relu6::kernel(|_ks, self_| crate::native::pointwise::relu6(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_mean::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::var_mean::kernel(|_ks, self_, unbiased| crate::native::reduce::var_mean(self_, unbiased)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_mean_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::var_mean_dim::kernel(|_ks, self_, dim, unbiased, keepdim| {
+            crate::native::reduce::var_mean_dim(self_, dim, unbiased, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_mean::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::std_mean::kernel(|_ks, self_, unbiased| crate::native::reduce::std_mean(self_, unbiased)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_mean_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::std_mean_dim::kernel(|_ks, self_, dim, unbiased, keepdim| {
+            crate::native::reduce::std_mean_dim(self_, dim, unbiased, keepdim)
+        }),
     )
     .expect("generated registration");
 }

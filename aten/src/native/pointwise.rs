@@ -331,3 +331,570 @@ pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     })?;
     iter.output(0)
 }
+
+// ---- clamp with tensor bounds, clamp_min/clamp_max ---------------------------------------------
+
+/// `min(max(x, lo), hi)` for any dtype; NaN in any operand propagates (floating dtypes).
+#[inline(always)]
+#[allow(clippy::eq_op)] // `v != v` is the NaN test that also compiles for integers
+fn clamp_value<T: Element>(x: T, lo: Option<T>, hi: Option<T>) -> T {
+    if x != x {
+        return x;
+    }
+    let mut v = x;
+    if let Some(l) = lo {
+        if l != l {
+            return l;
+        }
+        if v < l {
+            v = l;
+        }
+    }
+    if let Some(h) = hi {
+        if h != h {
+            return h;
+        }
+        if v > h {
+            v = h;
+        }
+    }
+    v
+}
+
+fn clamp_tensor_impl(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    let mut cfg = TensorIteratorConfig::new(op).add_output(out).add_input(a);
+    match (min, max) {
+        (None, None) => {
+            return Err(Error::invalid(op, "torch.clamp: At least one of 'min' or 'max' must not be None"));
+        }
+        (Some(l), Some(h)) => cfg = cfg.add_input(l).add_input(h),
+        (Some(b), None) | (None, Some(b)) => cfg = cfg.add_input(b),
+    }
+    let iter = cfg.promote_all().build()?;
+    c10::dispatch_all_types!(iter.common_dtype(), T => {
+        match (min.is_some(), max.is_some()) {
+            (true, true) => ternary_loop::<T, T, T, T>(&iter, |x, l, h| clamp_value(x, Some(l), Some(h))),
+            (true, false) => binary_loop::<T, T, T>(&iter, |x, l| clamp_value(x, Some(l), None)),
+            _ => binary_loop::<T, T, T>(&iter, |x, h| clamp_value(x, None, Some(h))),
+        }
+    });
+    iter.output(0)
+}
+
+fn clamp_scalar_impl(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::invalid(op, "torch.clamp: At least one of 'min' or 'max' must not be None"));
+    }
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    c10::dispatch_all_types!(iter.common_dtype(), T => {
+        let (lo, hi) = (min.map(|s| s.to::<T>()), max.map(|s| s.to::<T>()));
+        unary_loop::<T, T>(&iter, move |x| clamp_value(x, lo, hi));
+    });
+    iter.output(0)
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_", Some(self_), self_, min, max)
+}
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+    clamp_scalar_impl("clamp", Some(out), self_, min, max)
+}
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    clamp_tensor_impl("clamp", None, self_, min, max)
+}
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_", Some(self_), self_, min, max)
+}
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp", Some(out), self_, min, max)
+}
+/// `clamp_min(Tensor self, Scalar min) -> Tensor`
+pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_min", None, self_, Some(min), None)
+}
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_min_", Some(self_), self_, Some(min), None)
+}
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_min", Some(out), self_, Some(min), None)
+}
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_min", None, self_, Some(min), None)
+}
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_min_", Some(self_), self_, Some(min), None)
+}
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_min", Some(out), self_, Some(min), None)
+}
+/// `clamp_max(Tensor self, Scalar max) -> Tensor`
+pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_max", None, self_, None, Some(max))
+}
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_max_", Some(self_), self_, None, Some(max))
+}
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
+    clamp_scalar_impl("clamp_max", Some(out), self_, None, Some(max))
+}
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_max", None, self_, None, Some(max))
+}
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_max_", Some(self_), self_, None, Some(max))
+}
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+    clamp_tensor_impl("clamp_max", Some(out), self_, None, Some(max))
+}
+
+// ---- more activations ----------------------------------------------------------------------------
+
+/// `relu6(Tensor self) -> Tensor`: `hardtanh(self, 0, 6)`.
+pub fn relu6(self_: &Tensor) -> Result<Tensor> {
+    crate::ops::hardtanh(self_, Scalar::Int(0), Scalar::Int(6))
+}
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)`
+pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "relu6_".into(), dtype: self_.dtype() });
+    }
+    clamp_scalar_impl("relu6_", Some(self_), self_, Some(Scalar::Int(0)), Some(Scalar::Int(6)))
+}
+
+fn celu_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let al = alpha.to_f64();
+    if al == 0.0 {
+        return Err(Error::invalid(op, "ZeroDivisionError"));
+    }
+    if !a.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: a.dtype() });
+    }
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    float_map(&iter, op, move |x| if x > 0.0 { x } else { al * (x / al).exp_m1() })?;
+    iter.output(0)
+}
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor`: `max(0, x) + min(0, alpha (exp(x / alpha) - 1))`.
+pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    celu_impl("celu", None, self_, alpha)
+}
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)`
+pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    celu_impl("celu_", Some(self_), self_, alpha)
+}
+
+fn threshold_impl(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    threshold: Scalar,
+    value: Scalar,
+) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    c10::dispatch_all_types!(iter.common_dtype(), T => {
+        let (th, v) = (threshold.to::<T>(), value.to::<T>());
+        unary_loop::<T, T>(&iter, move |x| if x <= th { v } else { x });
+    });
+    iter.output(0)
+}
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor`: `x <= threshold ? value : x`.
+pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    threshold_impl("threshold", None, self_, threshold, value)
+}
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)`
+pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
+    threshold_impl("threshold_", Some(self_), self_, threshold, value)
+}
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
+    threshold_impl("threshold", Some(out), self_, threshold, value)
+}
+
+/// `glu(Tensor self, int dim=-1) -> Tensor`: `a * sigmoid(b)` for the two halves of `dim`.
+pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    const OP: &str = "glu";
+    if self_.dim() == 0 {
+        return Err(Error::shape(OP, "glu does not support scalars because halving size must be even"));
+    }
+    let d = crate::wrap_dim(OP, dim, self_.dim())?;
+    let n = self_.sizes()[d];
+    if n % 2 != 0 {
+        return Err(Error::shape(OP, format!("Halving dimension must be even, but dimension {d} is size {n}")));
+    }
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: OP.into(), dtype: self_.dtype() });
+    }
+    let a = crate::ops::narrow(self_, d as i64, 0, n / 2)?;
+    let b = crate::ops::narrow(self_, d as i64, n / 2, n / 2)?;
+    let iter = binary_iter(OP, &a, &b, false)?;
+    float_zip(&iter, OP, |x, y| x / (1.0 + (-y).exp()))?;
+    iter.output(0)
+}
+
+/// `prelu(Tensor self, Tensor weight) -> Tensor`: `x > 0 ? x : weight * x`, with one weight or
+/// one per channel (dimension 1).
+pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    const OP: &str = "prelu";
+    if weight.dim() > 1 {
+        return Err(Error::shape(
+            OP,
+            format!("prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {}", weight.dim()),
+        ));
+    }
+    let nw = weight.numel();
+    let w = if nw == 1 {
+        crate::ops::reshape(weight, &[])?
+    } else {
+        let channels = if self_.dim() >= 2 { self_.sizes()[1] } else { 1 };
+        if nw != channels {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "Mismatch of parameter numbers and input channel size. Found parameter numbers = {nw} and channel size = {channels}."
+                ),
+            ));
+        }
+        let mut shape = vec![1i64; self_.dim()];
+        shape[1] = nw;
+        crate::ops::reshape(weight, &shape)?
+    };
+    let iter = binary_iter(OP, self_, &w, false)?;
+    float_zip(&iter, OP, |x, a| if x > 0.0 { x } else { a * x })?;
+    iter.output(0)
+}
+
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`: `log(sigmoid(x))`
+/// computed as `min(x, 0) - log1p(exp(-|x|))`, and the buffer `exp(-|x|)`.
+pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "log_sigmoid_forward".into(), dtype: self_.dtype() });
+    }
+    let out = activation("log_sigmoid_forward", self_, |x| x.min(0.0) - (-x.abs()).exp().ln_1p())?;
+    let buffer = activation("log_sigmoid_forward", self_, |x| (-x.abs()).exp())?;
+    Ok((out, buffer))
+}
+/// `log_sigmoid(Tensor self) -> Tensor`
+pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
+    activation("log_sigmoid", self_, |x| x.min(0.0) - (-x.abs()).exp().ln_1p())
+}
+
+// ---- more binary ---------------------------------------------------------------------------------
+
+fn zip_out(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    int_to_float: bool,
+    f: impl Fn(f64, f64) -> f64 + Sync,
+) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::binary_op(op, out, a, b).promote_integer_inputs_to_float(int_to_float).build()?;
+    float_zip(&iter, op, f)?;
+    iter.output(0)
+}
+
+fn fmax_fmin(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor, take_max: bool) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::binary_op(op, out, a, b).build()?;
+    match_float!(iter.common_dtype(), T, A => {
+        binary_loop::<T, T, T>(&iter, move |x, y| {
+            let (p, q) = (x.to_acc(), y.to_acc());
+            // NaN is ignored unless both are NaN (C's fmax/fmin).
+            let r = if q.is_nan() || (!p.is_nan() && (p > q) == take_max) { p } else { q };
+            T::from_acc(r)
+        });
+    }, other => c10::dispatch_all_types!(other, T => {
+        #[allow(clippy::bool_comparison)]
+        binary_loop::<T, T, T>(&iter, move |x, y| if (x > y) == take_max { x } else { y });
+    }));
+    iter.output(0)
+}
+
+/// `fmax(Tensor self, Tensor other) -> Tensor`: the maximum, ignoring NaN.
+pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fmax_fmin("fmax", None, self_, other, true)
+}
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fmax_fmin("fmax", Some(out), self_, other, true)
+}
+/// `fmin(Tensor self, Tensor other) -> Tensor`: the minimum, ignoring NaN.
+pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fmax_fmin("fmin", None, self_, other, false)
+}
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    fmax_fmin("fmin", Some(out), self_, other, false)
+}
+
+/// `hypot(Tensor self, Tensor other) -> Tensor`: `sqrt(a^2 + b^2)` without overflow.
+pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    zip_out("hypot", None, self_, other, false, f64::hypot)
+}
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    zip_out("hypot_", Some(self_), self_, other, false, f64::hypot)
+}
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    zip_out("hypot", Some(out), self_, other, false, f64::hypot)
+}
+
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor`: `|self|` with the sign of `other`
+/// (integers promote to the default float dtype).
+pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    zip_out("copysign", None, self_, other, true, f64::copysign)
+}
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    zip_out("copysign_", Some(self_), self_, other, true, f64::copysign)
+}
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    zip_out("copysign", Some(out), self_, other, true, f64::copysign)
+}
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor`
+pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    copysign(self_, &Tensor::wrapped_scalar(other))
+}
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    copysign_(self_, &Tensor::wrapped_scalar(other))
+}
+
+/// `floor_divide(Tensor self, Tensor other) -> Tensor`: `div(self, other, rounding_mode='floor')`.
+pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::ops::div_tensor_mode(self_, other, Some("floor"))
+}
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::ops::div_tensor_mode_(self_, other, Some("floor"))
+}
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::ops::div_out_mode(self_, other, Some("floor"), out)
+}
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor`
+pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::ops::div_tensor_mode(self_, &Tensor::wrapped_scalar(other), Some("floor"))
+}
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::ops::div_tensor_mode_(self_, &Tensor::wrapped_scalar(other), Some("floor"))
+}
+
+// ---- bitwise -------------------------------------------------------------------------------------
+
+#[derive(Copy, Clone)]
+enum Bitwise {
+    And,
+    Or,
+    Xor,
+}
+
+fn bitwise_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor, k: Bitwise) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::binary_op(op, out, a, b).build()?;
+    match_int!(iter.common_dtype(), T => {
+        match k {
+            Bitwise::And => binary_loop::<T, T, T>(&iter, |x, y| x & y),
+            Bitwise::Or => binary_loop::<T, T, T>(&iter, |x, y| x | y),
+            Bitwise::Xor => binary_loop::<T, T, T>(&iter, |x, y| x ^ y),
+        }
+    }, other => match other {
+        ScalarType::Bool => match k {
+            Bitwise::And => binary_loop::<bool, bool, bool>(&iter, |x, y| x & y),
+            Bitwise::Or => binary_loop::<bool, bool, bool>(&iter, |x, y| x | y),
+            Bitwise::Xor => binary_loop::<bool, bool, bool>(&iter, |x, y| x ^ y),
+        },
+        d => {
+            let name = op.trim_end_matches('_');
+            return Err(Error::UnsupportedDtype { op: format!("{name}_cpu"), dtype: d });
+        }
+    });
+    iter.output(0)
+}
+
+macro_rules! bitwise_ops {
+    ($k:expr, $name:literal, $t:ident, $s:ident, $st:ident, $t_:ident, $s_:ident, $t_out:ident) => {
+        #[doc = concat!("`", $name, ".Tensor(Tensor self, Tensor other) -> Tensor`")]
+        pub fn $t(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            bitwise_impl($name, None, self_, other, $k)
+        }
+        #[doc = concat!("`", $name, ".Scalar(Tensor self, Scalar other) -> Tensor`")]
+        pub fn $s(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            bitwise_impl($name, None, self_, &Tensor::wrapped_scalar(other), $k)
+        }
+        #[doc = concat!("`", $name, ".Scalar_Tensor(Scalar self, Tensor other) -> Tensor`")]
+        pub fn $st(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+            bitwise_impl($name, None, &Tensor::wrapped_scalar(self_), other, $k)
+        }
+        #[doc = concat!("`", $name, "_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`")]
+        pub fn $t_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            bitwise_impl(concat!($name, "_"), Some(self_), self_, other, $k)
+        }
+        #[doc = concat!("`", $name, "_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`")]
+        pub fn $s_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            bitwise_impl(concat!($name, "_"), Some(self_), self_, &Tensor::wrapped_scalar(other), $k)
+        }
+        #[doc = concat!("`", $name, ".Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $t_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+            bitwise_impl($name, Some(out), self_, other, $k)
+        }
+    };
+}
+
+bitwise_ops!(
+    Bitwise::And,
+    "bitwise_and",
+    bitwise_and,
+    bitwise_and_scalar,
+    bitwise_and_scalar_tensor,
+    bitwise_and_,
+    bitwise_and_scalar_,
+    bitwise_and_out
+);
+bitwise_ops!(
+    Bitwise::Or,
+    "bitwise_or",
+    bitwise_or,
+    bitwise_or_scalar,
+    bitwise_or_scalar_tensor,
+    bitwise_or_,
+    bitwise_or_scalar_,
+    bitwise_or_out
+);
+bitwise_ops!(
+    Bitwise::Xor,
+    "bitwise_xor",
+    bitwise_xor,
+    bitwise_xor_scalar,
+    bitwise_xor_scalar_tensor,
+    bitwise_xor_,
+    bitwise_xor_scalar_,
+    bitwise_xor_out
+);
+
+/// Shifts with PyTorch's rules: a shift by a negative amount or by at least the bit width gives
+/// 0 (left, and right for non-negative values) or -1 (right shift of a negative value).
+fn shift_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::binary_op(op, out, a, b).build()?;
+    match_int!(iter.common_dtype(), T => {
+        let bits = (std::mem::size_of::<T>() * 8) as i64;
+        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons, clippy::unnecessary_cast)]
+        if left {
+            binary_loop::<T, T, T>(&iter, move |x, y| {
+                let s = y as i64;
+                if s < 0 || s >= bits { 0 } else { x.wrapping_shl(s as u32) }
+            });
+        } else {
+            binary_loop::<T, T, T>(&iter, move |x, y| {
+                let s = y as i64;
+                if s < 0 || s >= bits { if x < 0 { (0 as T).wrapping_sub(1) } else { 0 } } else { x >> (s as u32) }
+            });
+        }
+    }, d => {
+        let name = if left { "lshift_cpu" } else { "rshift_cpu" };
+        return Err(Error::UnsupportedDtype { op: name.into(), dtype: d });
+    });
+    iter.output(0)
+}
+
+macro_rules! shift_ops {
+    ($left:expr, $name:literal, $t:ident, $ts:ident, $st:ident, $t_:ident, $ts_:ident, $t_out:ident, $ts_out:ident) => {
+        #[doc = concat!("`", $name, ".Tensor(Tensor self, Tensor other) -> Tensor`")]
+        pub fn $t(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            shift_impl($name, None, self_, other, $left)
+        }
+        #[doc = concat!("`", $name, ".Tensor_Scalar(Tensor self, Scalar other) -> Tensor`")]
+        pub fn $ts(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            shift_impl($name, None, self_, &Tensor::wrapped_scalar(other), $left)
+        }
+        #[doc = concat!("`", $name, ".Scalar_Tensor(Scalar self, Tensor other) -> Tensor`")]
+        pub fn $st(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+            shift_impl($name, None, &Tensor::wrapped_scalar(self_), other, $left)
+        }
+        #[doc = concat!("`", $name, "_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`")]
+        pub fn $t_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+            shift_impl(concat!($name, "_"), Some(self_), self_, other, $left)
+        }
+        #[doc = concat!("`", $name, "_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`")]
+        pub fn $ts_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+            shift_impl(concat!($name, "_"), Some(self_), self_, &Tensor::wrapped_scalar(other), $left)
+        }
+        #[doc = concat!("`", $name, ".Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $t_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+            shift_impl($name, Some(out), self_, other, $left)
+        }
+        #[doc = concat!("`", $name, ".Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`")]
+        pub fn $ts_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+            shift_impl($name, Some(out), self_, &Tensor::wrapped_scalar(other), $left)
+        }
+    };
+}
+
+shift_ops!(
+    true,
+    "bitwise_left_shift",
+    bitwise_left_shift,
+    bitwise_left_shift_tensor_scalar,
+    bitwise_left_shift_scalar_tensor,
+    bitwise_left_shift_,
+    bitwise_left_shift_tensor_scalar_,
+    bitwise_left_shift_out,
+    bitwise_left_shift_tensor_scalar_out
+);
+shift_ops!(
+    false,
+    "bitwise_right_shift",
+    bitwise_right_shift,
+    bitwise_right_shift_tensor_scalar,
+    bitwise_right_shift_scalar_tensor,
+    bitwise_right_shift_,
+    bitwise_right_shift_tensor_scalar_,
+    bitwise_right_shift_out,
+    bitwise_right_shift_tensor_scalar_out
+);
+
+// ---- logical -------------------------------------------------------------------------------------
+
+fn logical_binary(op: &'static str, a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> {
+    let a = crate::native::copy::to_dtype(a, ScalarType::Bool)?;
+    let b = crate::native::copy::to_dtype(b, ScalarType::Bool)?;
+    let iter = TensorIteratorConfig::binary_op(op, None, &a, &b).build()?;
+    binary_loop::<bool, bool, bool>(&iter, f);
+    iter.output(0)
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor`
+pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logical_binary("logical_or", self_, other, |x, y| x || y)
+}
+/// `logical_xor(Tensor self, Tensor other) -> Tensor`
+pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logical_binary("logical_xor", self_, other, |x, y| x != y)
+}

@@ -562,3 +562,40 @@ pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Te
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     softmax_impl("log_softmax", self_, dim, dtype, true)
 }
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+pub fn var_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    let v = var_std("var_mean", self_, dim, correction, keepdim, false)?;
+    Ok((v, mean_impl(self_, dim, keepdim, None)?))
+}
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+pub fn std_mean_correction(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    let s = var_std("std_mean", self_, dim, correction, keepdim, true)?;
+    Ok((s, mean_impl(self_, dim, keepdim, None)?))
+}
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    var_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
+}
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    var_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
+}
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    std_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
+}
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    std_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
+}

@@ -1,7 +1,7 @@
 //! Unary elementwise operators on the TensorIterator (this issue: `neg` and `abs`; the full
 //! family follows the same pattern).
 
-use c10::{Error, Result};
+use c10::{Element, Error, Result};
 
 use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{unary_loop, TensorIterator, TensorIteratorConfig};
@@ -243,3 +243,221 @@ float_unary!(floating_only Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (
 float_unary!(floating_only Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh());
 float_unary!(floating_only Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5).clamp(0.0, 1.0));
 float_unary!(floating_only Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);
+
+// ---- more unary operators (normalisation/losses issue) ------------------------------------------
+
+/// `erfinv` in f64: a rational first guess refined by Newton steps on `erf(y) - x`, which
+/// converge quadratically (two steps reach f64 precision from the guess's ~1e-3).
+fn erfinv_f64(x: f64) -> f64 {
+    if x.is_nan() || !(-1.0..=1.0).contains(&x) {
+        return f64::NAN;
+    }
+    if x == 1.0 {
+        return f64::INFINITY;
+    }
+    if x == -1.0 {
+        return f64::NEG_INFINITY;
+    }
+    // Initial guess from the logarithmic approximation (Winitzki's).
+    let a = 0.147;
+    let ln = (1.0 - x * x).ln();
+    let t = 2.0 / (std::f64::consts::PI * a) + ln / 2.0;
+    let mut y = (x.signum()) * ((t * t - ln / a).sqrt() - t).sqrt();
+    let k = 2.0 / std::f64::consts::PI.sqrt();
+    for _ in 0..3 {
+        let err = libm::erf(y) - x;
+        let d = k * (-y * y).exp();
+        if d == 0.0 {
+            break;
+        }
+        y -= err / d;
+    }
+    y
+}
+
+float_unary!(Erfinv, "erfinv", erfinv, erfinv_, erfinv_out, |x| erfinv_f64(x as f64) as f32, erfinv_f64(x));
+
+/// SELU's constants (Klambauer et al.).
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_2;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+float_unary!(@def false, Selu, "selu", selu, selu_, selu_out, |x|
+    if x > 0.0 { SELU_SCALE as f32 * x } else { (SELU_SCALE * SELU_ALPHA) as f32 * x.exp_m1() },
+    if x > 0.0 { SELU_SCALE * x } else { SELU_SCALE * SELU_ALPHA * x.exp_m1() });
+
+/// `sgn(Tensor self) -> Tensor`: `sign` for real dtypes.
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    sign_impl(None, self_)
+}
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)`
+pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
+    sign_impl(Some(self_), self_)
+}
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    sign_impl(Some(out), self_)
+}
+
+/// `square(Tensor self) -> Tensor`: `pow(self, 2)` (bool squares to int64, as in PyTorch).
+pub fn square(self_: &Tensor) -> Result<Tensor> {
+    crate::ops::pow_tensor_scalar(self_, c10::Scalar::Int(2))
+}
+/// `square_(Tensor(a!) self) -> Tensor(a!)`
+pub fn square_(self_: &Tensor) -> Result<Tensor> {
+    crate::ops::mul_(self_, &self_.clone())
+}
+
+/// A predicate on values giving a bool tensor (`isinf`, `isfinite`, ...).
+fn predicate(op: &'static str, out: Option<&Tensor>, a: &Tensor, f: impl Fn(f64) -> bool + Sync) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(op)
+        .add_output(out)
+        .add_input(a)
+        .check_all_same_dtype(false)
+        .static_output_dtype(c10::ScalarType::Bool)
+        .common_dtype(a.dtype())
+        .build()?;
+    c10::dispatch_all_types!(a.dtype(), T => {
+        if T::DTYPE.is_floating_point() {
+            unary_loop::<bool, T>(&iter, |x| f(x.to_f64()));
+        } else {
+            // Integers and bool are finite: evaluate the predicate once on a finite value.
+            let v = f(0.0);
+            unary_loop::<bool, T>(&iter, move |_| v);
+        }
+    });
+    iter.output(0)
+}
+
+/// `isinf(Tensor self) -> Tensor`
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    predicate("isinf", None, self_, f64::is_infinite)
+}
+/// `isfinite(Tensor self) -> Tensor`
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    predicate("isfinite", None, self_, f64::is_finite)
+}
+/// `isposinf(Tensor self) -> Tensor`
+pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
+    predicate("isposinf", None, self_, |x| x == f64::INFINITY)
+}
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    predicate("isposinf", Some(out), self_, |x| x == f64::INFINITY)
+}
+/// `isneginf(Tensor self) -> Tensor`
+pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
+    predicate("isneginf", None, self_, |x| x == f64::NEG_INFINITY)
+}
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    predicate("isneginf", Some(out), self_, |x| x == f64::NEG_INFINITY)
+}
+
+/// The largest finite value of a floating dtype.
+fn finite_max(d: c10::ScalarType) -> f64 {
+    match d {
+        c10::ScalarType::F16 => c10::f16::MAX.to_f64(),
+        c10::ScalarType::BF16 => c10::bf16::MAX.to_f64(),
+        c10::ScalarType::F32 => f32::MAX as f64,
+        _ => f64::MAX,
+    }
+}
+
+fn nan_to_num_impl(
+    op: &'static str,
+    out: Option<&Tensor>,
+    a: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    let d = iter.common_dtype();
+    let (n, p, m) = (nan.unwrap_or(0.0), posinf.unwrap_or(finite_max(d)), neginf.unwrap_or(-finite_max(d)));
+    c10::dispatch_all_types!(d, T => {
+        if T::DTYPE.is_floating_point() {
+            let (n, p, m) = (<T as Element>::from_f64(n), <T as Element>::from_f64(p), <T as Element>::from_f64(m));
+            unary_loop::<T, T>(&iter, move |x| {
+                let v = x.to_f64();
+                if v.is_nan() { n } else if v == f64::INFINITY { p } else if v == f64::NEG_INFINITY { m } else { x }
+            });
+        } else {
+            unary_loop::<T, T>(&iter, |x| x);
+        }
+    });
+    iter.output(0)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`:
+/// NaN becomes `nan` (0), ±inf the given values (default: the dtype's largest finite values).
+pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    nan_to_num_impl("nan_to_num", None, self_, nan, posinf, neginf)
+}
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    nan_to_num_impl("nan_to_num_", Some(self_), self_, nan, posinf, neginf)
+}
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn nan_to_num_out(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    nan_to_num_impl("nan_to_num", Some(out), self_, nan, posinf, neginf)
+}
+
+fn round_decimals_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return round_impl(out, a);
+    }
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    let neg = decimals < 0;
+    let e = decimals.unsigned_abs().min(400) as i32;
+    match_float!(iter.common_dtype(), T, A => {
+        let ten_pow: A = (10.0 as A).powi(e);
+        unary_loop::<T, T>(&iter, move |x| {
+            let v = x.to_acc();
+            T::from_acc(if neg { (v / ten_pow).round_ties_even() * ten_pow } else { (v * ten_pow).round_ties_even() / ten_pow })
+        });
+    }, d => return Err(Error::UnsupportedDtype { op: "round".into(), dtype: d }));
+    iter.output(0)
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor`: round half to even at `decimals`
+/// decimal digits (negative: to the left of the point).
+pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    round_decimals_impl("round", None, self_, decimals)
+}
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    round_decimals_impl("round_", Some(self_), self_, decimals)
+}
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+    round_decimals_impl("round", Some(out), self_, decimals)
+}
+
+fn bitwise_not_impl(op: &'static str, out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
+    match_int!(iter.common_dtype(), T => {
+        unary_loop::<T, T>(&iter, |x| !x);
+    }, other => match other {
+        c10::ScalarType::Bool => unary_loop::<bool, bool>(&iter, |x| !x),
+        d => return Err(Error::UnsupportedDtype { op: "bitwise_not_cpu".into(), dtype: d }),
+    });
+    iter.output(0)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor`
+pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+    bitwise_not_impl("bitwise_not", None, self_)
+}
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
+    bitwise_not_impl("bitwise_not_", Some(self_), self_)
+}
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    bitwise_not_impl("bitwise_not", Some(out), self_)
+}

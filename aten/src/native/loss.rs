@@ -1,0 +1,767 @@
+//! Loss functions: the pointwise ones (`mse_loss`, `l1_loss`, `smooth_l1_loss`, `huber_loss`,
+//! `binary_cross_entropy`, `binary_cross_entropy_with_logits`, `kl_div`,
+//! `margin_ranking_loss`), the row-wise ones (`cosine_embedding_loss`, `triplet_margin_loss`)
+//! and the classification ones (`nll_loss`, `nll_loss2d`, `nll_loss_nd`, `cross_entropy_loss`).
+//!
+//! Reductions are PyTorch's ints: 0 none, 1 mean, 2 sum. Pointwise losses run on the
+//! TensorIterator (broadcasting and promotion as in PyTorch) and compute in f64 (Note
+//! [Pointwise computation type]); the classification losses fuse log-softmax, the target gather,
+//! weighting, label smoothing and the reduction into one pass over `[N, C, spatial]`.
+
+use c10::{Element, Error, Result, Scalar, ScalarType};
+
+use crate::native::normalization::tensor_from_f64;
+use crate::native::tensor_iterator::{
+    binary_loop, broadcast_shapes, ternary_loop, TensorIterator, TensorIteratorConfig,
+};
+use crate::Tensor;
+
+/// PyTorch's `at::Reduction`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Reduction {
+    None,
+    Mean,
+    Sum,
+}
+
+fn reduction(op: &str, r: i64) -> Result<Reduction> {
+    match r {
+        0 => Ok(Reduction::None),
+        1 => Ok(Reduction::Mean),
+        2 => Ok(Reduction::Sum),
+        _ => Err(Error::invalid(op, format!("{r} is not a valid value for reduction"))),
+    }
+}
+
+/// `apply_loss_reduction`: the unreduced loss, its mean or its sum.
+fn apply_reduction(loss: Tensor, r: Reduction) -> Result<Tensor> {
+    match r {
+        Reduction::None => Ok(loss),
+        Reduction::Mean => crate::ops::mean(&loss, None),
+        Reduction::Sum => crate::ops::sum(&loss, None),
+    }
+}
+
+fn float_dtype(op: &str, dtype: ScalarType) -> Result<()> {
+    if dtype.is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDtype { op: op.into(), dtype })
+    }
+}
+
+/// `f(input, target)` elementwise in f64 on the broadcast, promoted operands (floating only).
+fn pointwise2(op: &'static str, a: &Tensor, b: &Tensor, f: impl Fn(f64, f64) -> f64 + Sync) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::binary_op(op, None, a, b).build()?;
+    float_dtype(op, iter.common_dtype())?;
+    match_float!(iter.common_dtype(), T, A => {
+        binary_loop::<T, T, T>(&iter, |x, y| <T as Element>::from_f64(f(x.to_f64(), y.to_f64())));
+    }, d => return Err(Error::UnsupportedDtype { op: op.into(), dtype: d }));
+    iter.output(0)
+}
+
+/// `f(a, b, c)` elementwise in f64 on the broadcast, promoted operands (floating only).
+fn pointwise3(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    int_to_float: bool,
+    f: impl Fn(f64, f64, f64) -> f64 + Sync,
+) -> Result<Tensor> {
+    let iter = TensorIteratorConfig::new(op)
+        .add_output(None)
+        .add_input(a)
+        .add_input(b)
+        .add_input(c)
+        .promote_all()
+        .promote_integer_inputs_to_float(int_to_float)
+        .build()?;
+    run3(op, &iter, f)?;
+    iter.output(0)
+}
+
+fn run3(op: &str, iter: &TensorIterator, f: impl Fn(f64, f64, f64) -> f64 + Sync) -> Result<()> {
+    match_float!(iter.common_dtype(), T, A => {
+        ternary_loop::<T, T, T, T>(iter, |x, y, z| <T as Element>::from_f64(f(x.to_f64(), y.to_f64(), z.to_f64())));
+        Ok(())
+    }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
+}
+
+fn times_weight(loss: Tensor, weight: Option<&Tensor>) -> Result<Tensor> {
+    match weight {
+        Some(w) => crate::ops::mul(&loss, w),
+        None => Ok(loss),
+    }
+}
+
+// ---- pointwise losses ----------------------------------------------------------------------------
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction_: i64) -> Result<Tensor> {
+    let r = reduction("mse_loss", reduction_)?;
+    apply_reduction(pointwise2("mse_loss", self_, target, |x, y| (x - y) * (x - y))?, r)
+}
+
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction_: i64) -> Result<Tensor> {
+    let r = reduction("l1_loss", reduction_)?;
+    apply_reduction(crate::ops::abs(&crate::ops::sub(self_, target, Scalar::Int(1))?)?, r)
+}
+
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor`
+pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction_: i64, beta: f64) -> Result<Tensor> {
+    const OP: &str = "smooth_l1_loss";
+    let r = reduction(OP, reduction_)?;
+    if beta < 0.0 {
+        return Err(Error::invalid(OP, "smooth_l1_loss does not support negative values for beta."));
+    }
+    if beta == 0.0 {
+        return l1_loss(self_, target, reduction_);
+    }
+    let loss = pointwise2(OP, self_, target, move |x, y| {
+        let z = (x - y).abs();
+        if z < beta {
+            0.5 * z * z / beta
+        } else {
+            z - 0.5 * beta
+        }
+    })?;
+    apply_reduction(loss, r)
+}
+
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor`
+pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction_: i64, delta: f64) -> Result<Tensor> {
+    const OP: &str = "huber_loss";
+    let r = reduction(OP, reduction_)?;
+    if delta <= 0.0 {
+        return Err(Error::invalid(OP, "huber_loss does not support non-positive values for delta."));
+    }
+    let loss = pointwise2(OP, self_, target, move |x, y| {
+        let z = (x - y).abs();
+        if z < delta {
+            0.5 * z * z
+        } else {
+            delta * (z - 0.5 * delta)
+        }
+    })?;
+    apply_reduction(loss, r)
+}
+
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor`
+///
+/// Logarithms are clamped at -100, as in PyTorch, so that a 0 or 1 input gives a finite loss.
+pub fn binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+) -> Result<Tensor> {
+    const OP: &str = "binary_cross_entropy";
+    let r = reduction(OP, reduction_)?;
+    if self_.sizes() != target.sizes() {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Using a target size ({:?}) that is different to the input size ({:?}) is deprecated. Please ensure they have the same size.",
+                target.sizes(),
+                self_.sizes()
+            ),
+        ));
+    }
+    float_dtype(OP, self_.dtype())?;
+    if self_.to_vec::<f64>()?.iter().any(|x| !(0.0..=1.0).contains(x)) {
+        return Err(Error::invalid(OP, "all elements of input should be between 0 and 1"));
+    }
+    let loss = pointwise2(OP, self_, target, |x, t| (t - 1.0) * (1.0 - x).ln().max(-100.0) - t * x.ln().max(-100.0))?;
+    apply_reduction(times_weight(loss, weight)?, r)
+}
+
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
+///
+/// `(1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0))`, the stable form of
+/// `-(pos_weight t log σ(x) + (1 - t) log(1 - σ(x)))`.
+pub fn binary_cross_entropy_with_logits(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction_: i64,
+) -> Result<Tensor> {
+    const OP: &str = "binary_cross_entropy_with_logits";
+    let r = reduction(OP, reduction_)?;
+    let f = |x: f64, t: f64, pw: f64| {
+        let softplus_neg = (-x.abs()).exp().ln_1p() + (-x).max(0.0);
+        (1.0 - t) * x + (1.0 + (pw - 1.0) * t) * softplus_neg
+    };
+    let loss = match pos_weight {
+        Some(pw) => pointwise3(OP, self_, target, pw, false, f)?,
+        None => pointwise2(OP, self_, target, move |x, t| f(x, t, 1.0))?,
+    };
+    apply_reduction(times_weight(loss, weight)?, r)
+}
+
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor`
+///
+/// `target * (log(target) - self)` (0 where `target` is 0), or with `log_target`
+/// `exp(target) * (target - self)`.
+pub fn kl_div(self_: &Tensor, target: &Tensor, reduction_: i64, log_target: bool) -> Result<Tensor> {
+    const OP: &str = "kl_div";
+    let r = reduction(OP, reduction_)?;
+    let loss = if log_target {
+        pointwise2(OP, self_, target, |x, t| t.exp() * (t - x))?
+    } else {
+        pointwise2(OP, self_, target, |x, t| {
+            let xlogy = if t.is_nan() {
+                f64::NAN
+            } else if t == 0.0 {
+                0.0
+            } else {
+                t * t.ln()
+            };
+            xlogy - t * x
+        })?
+    };
+    apply_reduction(loss, r)
+}
+
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor`
+pub fn margin_ranking_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction_: i64,
+) -> Result<Tensor> {
+    const OP: &str = "margin_ranking_loss";
+    let r = reduction(OP, reduction_)?;
+    let loss = pointwise3(OP, input1, input2, target, true, move |a, b, t| {
+        let v = -t * (a - b) + margin;
+        if v.is_nan() {
+            v
+        } else {
+            v.max(0.0)
+        }
+    })?;
+    apply_reduction(loss, r)
+}
+
+// ---- row-wise losses -----------------------------------------------------------------------------
+
+/// Broadcasts two tensors to one shape (views).
+fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let shape = broadcast_shapes(op, a.sizes(), b.sizes())?;
+    Ok((crate::ops::expand(a, &shape, false)?, crate::ops::expand(b, &shape, false)?))
+}
+
+fn promoted_float(op: &str, a: &Tensor, b: &Tensor) -> Result<ScalarType> {
+    let d = crate::native::tensor_iterator::binary_result_dtype(a, b);
+    float_dtype(op, d)?;
+    Ok(d)
+}
+
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor`
+///
+/// `1 - cos(x1, x2)` where `target == 1`, `max(0, cos(x1, x2) - margin)` where `target == -1`,
+/// 0 elsewhere; the cosine is taken along the last dimension with 1e-12 added to each squared
+/// magnitude.
+pub fn cosine_embedding_loss(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction_: i64,
+) -> Result<Tensor> {
+    const OP: &str = "cosine_embedding_loss";
+    const EPSILON: f64 = 1e-12;
+    let r = reduction(OP, reduction_)?;
+    let targ_dim = target.dim();
+    if targ_dim > 1 {
+        return Err(Error::shape(OP, "0D or 1D target tensor expected, multi-target not supported"));
+    }
+    if targ_dim == 1 && (input1.dim() != 2 || input2.dim() != 2) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "1D target tensor expects 2D input tensors, but found inputs with sizes {:?} and {:?}.",
+                input1.sizes(),
+                input2.sizes()
+            ),
+        ));
+    }
+    if targ_dim == 0 && (input1.dim() != 1 || input2.dim() != 1) {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "0D target tensor expects 1D input tensors, but found inputs with sizes {:?} and {:?}.",
+                input1.sizes(),
+                input2.sizes()
+            ),
+        ));
+    }
+    let dtype = promoted_float(OP, input1, input2)?;
+    let (a, b) = broadcast_pair(OP, input1, input2)?;
+    let d = *a.sizes().last().unwrap_or(&1) as usize;
+    let rows_shape: Vec<i64> = a.sizes()[..a.dim() - 1].to_vec();
+    let rows: usize = rows_shape.iter().product::<i64>() as usize;
+    let t = crate::ops::expand(target, &rows_shape, false)?.to_vec::<f64>()?;
+    let (x1, x2) = (a.to_vec::<f64>()?, b.to_vec::<f64>()?);
+    let loss: Vec<f64> = (0..rows)
+        .map(|i| {
+            let (r1, r2) = (&x1[i * d..(i + 1) * d], &x2[i * d..(i + 1) * d]);
+            let dot: f64 = r1.iter().zip(r2).map(|(p, q)| p * q).sum();
+            let m1: f64 = r1.iter().map(|p| p * p).sum::<f64>() + EPSILON;
+            let m2: f64 = r2.iter().map(|q| q * q).sum::<f64>() + EPSILON;
+            let cos = dot / (m1 * m2).sqrt();
+            if t[i] == 1.0 {
+                1.0 - cos
+            } else if t[i] == -1.0 {
+                let v = cos - margin;
+                if v.is_nan() {
+                    v
+                } else {
+                    v.max(0.0)
+                }
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    apply_reduction(tensor_from_f64(&loss, &rows_shape, dtype)?, r)
+}
+
+/// The p-norm of every row (last dimension) of `x - y + eps` (`pairwise_distance`).
+fn pairwise_distance(op: &'static str, x: &Tensor, y: &Tensor, p: f64, eps: f64) -> Result<(Vec<f64>, Vec<i64>)> {
+    let diff = pointwise2(op, x, y, move |a, b| a - b + eps)?;
+    let d = *diff.sizes().last().unwrap_or(&1) as usize;
+    let shape: Vec<i64> = diff.sizes()[..diff.dim().saturating_sub(1)].to_vec();
+    let v = diff.to_vec::<f64>()?;
+    let norm = |row: &[f64]| -> f64 {
+        if p == f64::INFINITY {
+            row.iter().fold(0.0, |m: f64, x| m.max(x.abs()))
+        } else if p == f64::NEG_INFINITY {
+            row.iter().fold(f64::INFINITY, |m: f64, x| m.min(x.abs()))
+        } else if p == 0.0 {
+            row.iter().filter(|x| **x != 0.0).count() as f64
+        } else if p == 1.0 {
+            row.iter().map(|x| x.abs()).sum()
+        } else if p == 2.0 {
+            row.iter().map(|x| x * x).sum::<f64>().sqrt()
+        } else {
+            row.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+        }
+    };
+    let out =
+        if d == 0 { vec![norm(&[]); shape.iter().product::<i64>() as usize] } else { v.chunks(d).map(norm).collect() };
+    Ok((out, shape))
+}
+
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn triplet_margin_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction_: i64,
+) -> Result<Tensor> {
+    const OP: &str = "triplet_margin_loss";
+    let r = reduction(OP, reduction_)?;
+    let (ad, pd, nd) = (anchor.dim(), positive.dim(), negative.dim());
+    if ad != pd || pd != nd {
+        return Err(Error::shape(
+            OP,
+            format!("The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor {ad}D, positive {pd}D, and negative {nd}D inputs"),
+        ));
+    }
+    if ad == 0 {
+        return Err(Error::shape(OP, "triplet_margin_loss expects at least 1D inputs, got 0D inputs"));
+    }
+    let dtype = promoted_float(OP, anchor, positive)?;
+    let (dpos, shape) = pairwise_distance(OP, anchor, positive, p, eps)?;
+    let (mut dneg, shape_n) = pairwise_distance(OP, anchor, negative, p, eps)?;
+    if shape != shape_n {
+        return Err(Error::shape(OP, format!("distances of shapes {shape:?} and {shape_n:?} do not match")));
+    }
+    if swap {
+        let (dswap, shape_s) = pairwise_distance(OP, positive, negative, p, eps)?;
+        if shape_s != shape {
+            return Err(Error::shape(OP, format!("distances of shapes {shape:?} and {shape_s:?} do not match")));
+        }
+        for (n, s) in dneg.iter_mut().zip(dswap) {
+            if s < *n || s.is_nan() {
+                *n = s;
+            }
+        }
+    }
+    let loss: Vec<f64> = dpos
+        .iter()
+        .zip(&dneg)
+        .map(|(dp, dn)| {
+            let v = margin + dp - dn;
+            if v.is_nan() {
+                v
+            } else {
+                v.max(0.0)
+            }
+        })
+        .collect();
+    apply_reduction(tensor_from_f64(&loss, &shape, dtype)?, r)
+}
+
+// ---- classification losses ----------------------------------------------------------------------
+
+/// A classification input viewed as `[n, c, s]` (row-major), its target and the output shape
+/// of the unreduced loss (the target's shape).
+struct ClassProblem {
+    n: usize,
+    c: usize,
+    s: usize,
+    x: Vec<f64>,
+    target: Vec<i64>,
+    out_shape: Vec<i64>,
+    dtype: ScalarType,
+}
+
+impl ClassProblem {
+    fn new(op: &str, input: &Tensor, target: &Tensor) -> Result<ClassProblem> {
+        float_dtype(op, input.dtype())?;
+        if !matches!(target.dtype(), ScalarType::I64 | ScalarType::U8) {
+            return Err(Error::UnsupportedDtype { op: format!("{op}_out_frame"), dtype: target.dtype() });
+        }
+        let sz = input.sizes();
+        let (n, c) = if input.dim() == 1 { (1, sz[0]) } else { (sz[0], sz[1]) };
+        let s: i64 = if input.dim() > 2 { sz[2..].iter().product() } else { 1 };
+        Ok(ClassProblem {
+            n: n as usize,
+            c: c as usize,
+            s: s as usize,
+            x: input.to_vec::<f64>()?,
+            target: target.to_vec::<i64>()?,
+            out_shape: target.sizes().to_vec(),
+            dtype: input.dtype(),
+        })
+    }
+
+    /// Index of element `(i, class, j)`.
+    #[inline]
+    fn at(&self, i: usize, class: usize, j: usize) -> usize {
+        (i * self.c + class) * self.s + j
+    }
+
+    /// Replaces the values by their log-softmax over the class dimension.
+    fn log_softmax(&mut self) {
+        for i in 0..self.n {
+            for j in 0..self.s {
+                let mut m = f64::NEG_INFINITY;
+                for k in 0..self.c {
+                    m = m.max(self.x[self.at(i, k, j)]);
+                }
+                let mut sum = 0.0;
+                for k in 0..self.c {
+                    sum += (self.x[self.at(i, k, j)] - m).exp();
+                }
+                let lse = m + sum.ln();
+                for k in 0..self.c {
+                    let at = self.at(i, k, j);
+                    self.x[at] -= lse;
+                }
+            }
+        }
+    }
+}
+
+fn check_class_weight(op: &str, weight: Option<&Tensor>, c: usize) -> Result<Option<Vec<f64>>> {
+    match weight {
+        None => Ok(None),
+        Some(w) => {
+            if w.dim() != 1 || w.numel() as usize != c {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                        w.sizes()
+                    ),
+                ));
+            }
+            Ok(Some(w.to_vec::<f64>()?))
+        }
+    }
+}
+
+/// The negative log-likelihood core over `p.x` (log-probabilities), with optional label
+/// smoothing: per position `(1 - ls) w[t] (-x[t]) + ls / C * sum_k w[k] (-x[k])`, 0 where the
+/// target is `ignore_index`; the mean divides by the summed `w[t]` of the positions kept.
+fn nll_reduce(
+    op: &str,
+    p: &ClassProblem,
+    weight: Option<&[f64]>,
+    r: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let mut losses = Vec::with_capacity(p.n * p.s);
+    let mut total_weight = 0.0;
+    for i in 0..p.n {
+        for j in 0..p.s {
+            let t = p.target[i * p.s + j];
+            if t == ignore_index {
+                losses.push(0.0);
+                continue;
+            }
+            if t < 0 || t as usize >= p.c {
+                return Err(Error::IndexOutOfRange { op: op.into(), index: t, dim: 1, size: p.c as i64 });
+            }
+            let wt = weight.map_or(1.0, |w| w[t as usize]);
+            let mut l = -wt * p.x[p.at(i, t as usize, j)];
+            if label_smoothing > 0.0 {
+                let smooth: f64 = (0..p.c).map(|k| -weight.map_or(1.0, |w| w[k]) * p.x[p.at(i, k, j)]).sum();
+                l = (1.0 - label_smoothing) * l + label_smoothing / p.c as f64 * smooth;
+            }
+            losses.push(l);
+            total_weight += wt;
+        }
+    }
+    match r {
+        Reduction::None => tensor_from_f64(&losses, &p.out_shape, p.dtype),
+        Reduction::Sum => tensor_from_f64(&[losses.iter().sum()], &[], p.dtype),
+        Reduction::Mean => tensor_from_f64(&[losses.iter().sum::<f64>() / total_weight], &[], p.dtype),
+    }
+}
+
+/// Shape rules of `nll_loss` (1-D or 2-D input).
+fn check_nll_1d_2d(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if input.dim() == 0 || input.dim() > 2 {
+        return Err(Error::shape(op, "input tensor should be 1D or 2D"));
+    }
+    if target.dim() > 1 {
+        return Err(Error::shape(op, "0D or 1D target tensor expected, multi-target not supported"));
+    }
+    let no_batch_dim = input.dim() == 1 && target.dim() == 0;
+    if !(no_batch_dim || (target.dim() == 1 && input.sizes()[0] == target.sizes()[0])) {
+        return Err(Error::shape(
+            op,
+            format!("size mismatch (got input: {:?}, target: {:?})", input.sizes(), target.sizes()),
+        ));
+    }
+    Ok(())
+}
+
+/// Shape rules of `nll_loss2d` (4-D input, 3-D target).
+fn check_nll_2d(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if target.dim() != 3 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "only batches of spatial targets supported (3D tensors) but got targets of dimension: {}",
+                target.dim()
+            ),
+        ));
+    }
+    if input.dim() != 4 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "only batches of spatial inputs supported (4D tensors), but got input of dimension: {}",
+                input.dim()
+            ),
+        ));
+    }
+    let (i, t) = (input.sizes(), target.sizes());
+    if i[0] != t[0] || i[2] != t[1] || i[3] != t[2] {
+        return Err(Error::shape(
+            op,
+            format!("input and target batch or spatial sizes don't match: target {t:?}, input {i:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Shape rules of `nll_loss_nd` (any input rank, target of the input's shape without `C`).
+fn check_nll_nd(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if input.dim() < 1 {
+        return Err(Error::shape(op, format!("Expected 1 or more dimensions (got {})", input.dim())));
+    }
+    if input.dim() != 1 && target.dim() >= 1 && input.sizes()[0] != target.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected input batch_size ({}) to match target batch_size ({}).",
+                input.sizes()[0],
+                target.sizes()[0]
+            ),
+        ));
+    }
+    match input.dim() {
+        1 | 2 => check_nll_1d_2d(op, input, target),
+        4 => check_nll_2d(op, input, target),
+        _ => {
+            let mut expected = vec![input.sizes()[0]];
+            expected.extend_from_slice(&input.sizes()[2..]);
+            if target.sizes() != expected.as_slice() {
+                return Err(Error::shape(op, format!("Expected target size {expected:?}, got {:?}", target.sizes())));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn nll_common(
+    op: &str,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    let r = reduction(op, reduction_)?;
+    let p = ClassProblem::new(op, input, target)?;
+    let w = check_class_weight(op, weight, p.c)?;
+    nll_reduce(op, &p, w.as_deref(), r, ignore_index, 0.0)
+}
+
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    check_nll_1d_2d("nll_loss", self_, target)?;
+    nll_common("nll_loss", self_, target, weight, reduction_, ignore_index)
+}
+
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss2d(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    check_nll_2d("nll_loss2d", self_, target)?;
+    nll_common("nll_loss2d", self_, target, weight, reduction_, ignore_index)
+}
+
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+pub fn nll_loss_nd(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    check_nll_nd("nll_loss_nd", self_, target)?;
+    nll_common("nll_loss_nd", self_, target, weight, reduction_, ignore_index)
+}
+
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+///
+/// Class-index targets (the input's shape without the class dimension) or class-probability
+/// targets (the input's shape); the class dimension is 1 (0 for an unbatched 1-D input).
+pub fn cross_entropy_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    const OP: &str = "cross_entropy_loss";
+    let r = reduction(OP, reduction_)?;
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(Error::invalid(OP, format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")));
+    }
+    float_dtype(OP, self_.dtype())?;
+    if self_.sizes() == target.sizes() && self_.dim() >= 1 {
+        return cross_entropy_probs(self_, target, weight, r, ignore_index, label_smoothing);
+    }
+    check_nll_nd(OP, self_, target)?;
+    let mut p = ClassProblem::new(OP, self_, target)?;
+    let w = check_class_weight(OP, weight, p.c)?;
+    p.log_softmax();
+    nll_reduce(OP, &p, w.as_deref(), r, ignore_index, label_smoothing)
+}
+
+/// Cross entropy with class-probability targets:
+/// `-sum_k w[k] t'[k] log_softmax(x)[k]` with `t' = t (1 - ls) + ls / C`; the mean divides by
+/// the number of positions (not by the weights).
+fn cross_entropy_probs(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    r: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    const OP: &str = "cross_entropy_loss";
+    if !target.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                target.dtype().cpp_name()
+            ),
+        ));
+    }
+    if ignore_index >= 0 {
+        return Err(Error::invalid(OP, "ignore_index is not supported for floating point target"));
+    }
+    let sz = input.sizes();
+    let (n, c) = if input.dim() == 1 { (1, sz[0]) } else { (sz[0], sz[1]) };
+    let s: i64 = if input.dim() > 2 { sz[2..].iter().product() } else { 1 };
+    let mut p = ClassProblem {
+        n: n as usize,
+        c: c as usize,
+        s: s as usize,
+        x: input.to_vec::<f64>()?,
+        target: Vec::new(),
+        out_shape: Vec::new(),
+        dtype: input.dtype(),
+    };
+    let w = match weight {
+        None => None,
+        Some(w) => {
+            if w.dim() != 1 || w.numel() != c {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "cross_entropy: weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                        w.sizes()
+                    ),
+                ));
+            }
+            Some(w.to_vec::<f64>()?)
+        }
+    };
+    p.log_softmax();
+    let t = target.to_vec::<f64>()?;
+    let mut losses = Vec::with_capacity(p.n * p.s);
+    for i in 0..p.n {
+        for j in 0..p.s {
+            let mut l = 0.0;
+            for k in 0..p.c {
+                let at = p.at(i, k, j);
+                let tk = t[at] * (1.0 - label_smoothing) + label_smoothing / p.c as f64;
+                l -= w.as_deref().map_or(1.0, |w| w[k]) * tk * p.x[at];
+            }
+            losses.push(l);
+        }
+    }
+    match r {
+        Reduction::None => {
+            let mut shape = sz.to_vec();
+            shape.remove(if input.dim() == 1 { 0 } else { 1 });
+            tensor_from_f64(&losses, &shape, p.dtype)
+        }
+        Reduction::Sum => tensor_from_f64(&[losses.iter().sum()], &[], p.dtype),
+        Reduction::Mean => {
+            let count = (p.n * p.s) as f64;
+            tensor_from_f64(&[losses.iter().sum::<f64>() / count], &[], p.dtype)
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! Normalisation: `native_layer_norm`/`layer_norm`, `native_batch_norm`/`batch_norm` (with the
+//! in-place running-statistics update), `instance_norm`, `native_group_norm`/`group_norm`.
+//!
+//! Note [Fused normalisation kernels]: each kernel reads its input once into row-major order
+//! (which also makes non-contiguous inputs contiguous), computes the statistics of a row or a
+//! channel with f64 accumulators (two passes over data already in cache: mean, then the centred
+//! sum of squares, which avoids the cancellation of `E[x^2] - E[x]^2`), and writes the
+//! normalised, affine-transformed output in the input's dtype in the same sweep. f16/bf16 are
+//! widened on load and rounded once on store. Rows are spread over rayon above
+//! `GRAIN_SIZE` elements.
+
+use rayon::prelude::*;
+
+use c10::{Element, Error, Result, ScalarType};
+
+use crate::native::tensor_iterator::GRAIN_SIZE;
+use crate::Tensor;
+
+/// Values of an optional per-feature parameter (`weight`, `bias`, running stats) as f64, checked
+/// to hold `n` elements.
+fn param(op: &str, name: &str, t: Option<&Tensor>, n: usize) -> Result<Option<Vec<f64>>> {
+    match t {
+        None => Ok(None),
+        Some(t) => {
+            if t.numel() as usize != n {
+                return Err(Error::shape(op, format!("{name} should contain {n} elements not {}", t.numel())));
+            }
+            if !t.dtype().is_floating_point() {
+                return Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() });
+            }
+            Ok(Some(t.to_vec::<f64>()?))
+        }
+    }
+}
+
+fn check_float(op: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() })
+    }
+}
+
+/// A tensor of `dtype` and `shape` from f64 values (rounded once).
+pub(crate) fn tensor_from_f64(v: &[f64], shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    c10::dispatch_all_types!(dtype, T => Tensor::from_vec(v.iter().map(|&x| <T as Element>::from_f64(x)).collect::<Vec<T>>(), shape))
+}
+
+/// Mean and biased variance of a slice, in f64 (two passes; Note [Fused normalisation kernels]).
+#[inline]
+fn moments<T: Element>(x: impl Iterator<Item = T> + Clone, n: usize) -> (f64, f64) {
+    let nf = n as f64;
+    let mean = x.clone().map(|v| v.to_f64()).sum::<f64>() / nf;
+    let var = x
+        .map(|v| {
+            let d = v.to_f64() - mean;
+            d * d
+        })
+        .sum::<f64>()
+        / nf;
+    (mean, var)
+}
+
+/// One row's input and output, and its mean and rstd slots.
+type RowIo<'a, T> = ((&'a [T], &'a mut [T]), (&'a mut f64, &'a mut f64));
+
+// ---- layer norm ----------------------------------------------------------------------------------
+
+/// Normalises rows of length `n` of `x`: returns the output and the per-row mean and rstd.
+fn layer_norm_rows<T: Element>(
+    x: &[T],
+    n: usize,
+    w: Option<&[f64]>,
+    b: Option<&[f64]>,
+    eps: f64,
+) -> (Vec<T>, Vec<f64>, Vec<f64>) {
+    let m = x.len().checked_div(n).unwrap_or(0);
+    let mut out = vec![T::default(); x.len()];
+    let mut mean = vec![f64::NAN; m];
+    let mut rstd = vec![f64::NAN; m];
+    if n == 0 {
+        return (out, mean, rstd);
+    }
+    let row = |((xr, yr), (mu, rs)): RowIo<'_, T>| {
+        let (mean, var) = moments(xr.iter().copied(), n);
+        let r = 1.0 / (var + eps).sqrt();
+        for (j, (y, &v)) in yr.iter_mut().zip(xr).enumerate() {
+            let mut z = (v.to_f64() - mean) * r;
+            if let Some(w) = w {
+                z *= w[j];
+            }
+            if let Some(b) = b {
+                z += b[j];
+            }
+            *y = T::from_f64(z);
+        }
+        *mu = mean;
+        *rs = r;
+    };
+    if x.len() as i64 >= GRAIN_SIZE {
+        x.par_chunks(n).zip(out.par_chunks_mut(n)).zip(mean.par_iter_mut().zip(rstd.par_iter_mut())).for_each(row);
+    } else {
+        x.chunks(n).zip(out.chunks_mut(n)).zip(mean.iter_mut().zip(rstd.iter_mut())).for_each(row);
+    }
+    (out, mean, rstd)
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+///
+/// Returns the output, and the mean and rstd of every normalised row with shape
+/// `input.shape[:axis] + [1] * len(normalized_shape)`.
+pub fn native_layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "native_layer_norm";
+    if normalized_shape.is_empty() {
+        return Err(Error::invalid(
+            OP,
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []",
+        ));
+    }
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            if t.sizes() != normalized_shape {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
+                        t.sizes()
+                    ),
+                ));
+            }
+        }
+    }
+    let nd = input.dim();
+    let k = normalized_shape.len();
+    if nd < k || &input.sizes()[nd - k..] != normalized_shape {
+        let mut expected = String::from("[*");
+        for s in normalized_shape {
+            expected.push_str(&format!(", {s}"));
+        }
+        expected.push(']');
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Given normalized_shape={normalized_shape:?}, expected input with shape {expected}, but got input of size{:?}",
+                input.sizes()
+            ),
+        ));
+    }
+    check_float(OP, input)?;
+    let n: i64 = normalized_shape.iter().product();
+    let w = param(OP, "weight", weight, n as usize)?;
+    let b = param(OP, "bias", bias, n as usize)?;
+    let mut stat_shape: Vec<i64> = input.sizes()[..nd - k].to_vec();
+    stat_shape.extend(std::iter::repeat_n(1, k));
+    match_float!(input.dtype(), T, A => {
+        let x = input.to_vec::<T>()?;
+        let (y, mean, rstd) = layer_norm_rows(&x, n as usize, w.as_deref(), b.as_deref(), eps);
+        Ok((
+            Tensor::from_vec(y, input.sizes())?,
+            tensor_from_f64(&mean, &stat_shape, input.dtype())?,
+            tensor_from_f64(&rstd, &stat_shape, input.dtype())?,
+        ))
+    }, d => Err(Error::UnsupportedDtype { op: OP.into(), dtype: d }))
+}
+
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    _cudnn_enable: bool,
+) -> Result<Tensor> {
+    Ok(crate::ops::native_layer_norm(input, normalized_shape, weight, bias, eps)?.0)
+}
+
+// ---- batch norm and instance norm ----------------------------------------------------------------
+
+/// Per-channel statistics of `x` viewed as `[outer, c, inner]`: mean and biased variance.
+fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) -> (Vec<f64>, Vec<f64>) {
+    let count = (outer * inner) as f64;
+    let stats = |ch: usize| {
+        let mut s = 0.0;
+        for o in 0..outer {
+            let base = (o * c + ch) * inner;
+            s += x[base..base + inner].iter().map(|v| v.to_f64()).sum::<f64>();
+        }
+        let mean = s / count;
+        let mut ss = 0.0;
+        for o in 0..outer {
+            let base = (o * c + ch) * inner;
+            ss += x[base..base + inner]
+                .iter()
+                .map(|v| {
+                    let d = v.to_f64() - mean;
+                    d * d
+                })
+                .sum::<f64>();
+        }
+        (mean, ss / count)
+    };
+    let pairs: Vec<(f64, f64)> = if x.len() as i64 >= GRAIN_SIZE {
+        (0..c).into_par_iter().map(stats).collect()
+    } else {
+        (0..c).map(stats).collect()
+    };
+    pairs.into_iter().unzip()
+}
+
+/// `y = (x - mean[ch]) * invstd[ch] * w[ch] + b[ch]` over `x` viewed as `[outer, c, inner]`.
+fn channel_affine<T: Element>(
+    x: &[T],
+    c: usize,
+    inner: usize,
+    mean: &[f64],
+    invstd: &[f64],
+    w: Option<&[f64]>,
+    b: Option<&[f64]>,
+) -> Vec<T> {
+    let mut out = vec![T::default(); x.len()];
+    if inner == 0 {
+        return out;
+    }
+    let plane = |(i, (xr, yr)): (usize, (&[T], &mut [T]))| {
+        let ch = i % c;
+        let scale = invstd[ch] * w.map_or(1.0, |w| w[ch]);
+        let shift = b.map_or(0.0, |b| b[ch]) - mean[ch] * scale;
+        for (y, v) in yr.iter_mut().zip(xr) {
+            *y = T::from_f64(v.to_f64() * scale + shift);
+        }
+    };
+    if x.len() as i64 >= GRAIN_SIZE {
+        x.par_chunks(inner).zip(out.par_chunks_mut(inner)).enumerate().for_each(plane);
+    } else {
+        x.chunks(inner).zip(out.chunks_mut(inner)).enumerate().for_each(plane);
+    }
+    out
+}
+
+/// Writes `(1 - momentum) * old + momentum * new` into a running-statistics tensor in place.
+fn update_running(t: &Tensor, old: &[f64], new: &[f64], momentum: f64) -> Result<()> {
+    let v: Vec<f64> = old.iter().zip(new).map(|(o, n)| (1.0 - momentum) * o + momentum * n).collect();
+    crate::native::copy::copy_into(t, &Tensor::from_vec(v, t.sizes())?)
+}
+
+/// The shared body of batch norm over `input` viewed as `[outer, c, inner]`.
+#[allow(clippy::too_many_arguments)]
+fn batch_norm_impl(
+    op: &str,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if input.dim() < 2 {
+        return Err(Error::shape(op, format!("Expected 2D or higher input (got {}D input)", input.dim())));
+    }
+    check_float(op, input)?;
+    let sizes = input.sizes();
+    let (outer, c) = (sizes[0] as usize, sizes[1] as usize);
+    let inner: usize = sizes[2..].iter().product::<i64>() as usize;
+    let w = param(op, "weight", weight, c)?;
+    let b = param(op, "bias", bias, c)?;
+    let rm = param(op, "running_mean", running_mean, c)?;
+    let rv = param(op, "running_var", running_var, c)?;
+    if !training && (rm.is_none() || rv.is_none()) {
+        return Err(Error::invalid(op, "running_mean and running_var must be defined in evaluation mode"));
+    }
+    let dtype = input.dtype();
+    match_float!(dtype, T, A => {
+        let x = input.to_vec::<T>()?;
+        let (mean, invstd) = if training {
+            let (mean, var) = channel_moments(&x, outer, c, inner);
+            let n = (outer * inner) as f64;
+            if let (Some(t), Some(old)) = (running_mean, rm.as_deref()) {
+                update_running(t, old, &mean, momentum)?;
+            }
+            if let (Some(t), Some(old)) = (running_var, rv.as_deref()) {
+                let unbiased: Vec<f64> = var.iter().map(|v| v * n / (n - 1.0)).collect();
+                update_running(t, old, &unbiased, momentum)?;
+            }
+            let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            (mean, invstd)
+        } else {
+            let invstd = rv.as_deref().unwrap_or_default().iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            (rm.clone().unwrap_or_default(), invstd)
+        };
+        let y = channel_affine(&x, c, inner, &mean, &invstd, w.as_deref(), b.as_deref());
+        let out = Tensor::from_vec(y, sizes)?;
+        if training {
+            let cs = [c as i64];
+            Ok((out, tensor_from_f64(&mean, &cs, dtype)?, tensor_from_f64(&invstd, &cs, dtype)?))
+        } else {
+            Ok((out, tensor_from_f64(&[], &[0], dtype)?, tensor_from_f64(&[], &[0], dtype)?))
+        }
+    }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+///
+/// Returns the output and, in training, the batch mean and inverse standard deviation per
+/// channel (empty tensors in evaluation). Training updates `running_mean`/`running_var` in place
+/// with the unbiased batch variance, as PyTorch does.
+#[allow(clippy::too_many_arguments)]
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    batch_norm_impl("native_batch_norm", input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+    _cudnn_enabled: bool,
+) -> Result<Tensor> {
+    Ok(crate::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)?.0)
+}
+
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+///
+/// Batch norm of `input` viewed as `[1, N*C, *]`; the running statistics (per channel) are
+/// updated with the mean over the batch of the per-instance updates.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    _cudnn_enabled: bool,
+) -> Result<Tensor> {
+    const OP: &str = "instance_norm";
+    if !use_input_stats && (running_mean.is_none() || running_var.is_none()) {
+        return Err(Error::invalid(
+            OP,
+            "Expected running_mean and running_var to be defined when use_input_stats is false",
+        ));
+    }
+    if input.dim() < 2 {
+        return Err(Error::shape(OP, format!("Expected 2D or higher input (got {}D input)", input.dim())));
+    }
+    check_float(OP, input)?;
+    let sizes = input.sizes();
+    let (n, c) = (sizes[0] as usize, sizes[1] as usize);
+    let inner: usize = sizes[2..].iter().product::<i64>() as usize;
+    let w = param(OP, "weight", weight, c)?;
+    let b = param(OP, "bias", bias, c)?;
+    let rm = param(OP, "running_mean", running_mean, c)?;
+    let rv = param(OP, "running_var", running_var, c)?;
+    let tile = |v: Option<Vec<f64>>| v.map(|v| v.repeat(n));
+    let (w, b) = (tile(w), tile(b));
+    match_float!(input.dtype(), T, A => {
+        let x = input.to_vec::<T>()?;
+        let (mean, invstd) = if use_input_stats {
+            let (mean, var) = channel_moments(&x, 1, n * c, inner);
+            let cnt = inner as f64;
+            let batch_avg = |v: &[f64]| -> Vec<f64> {
+                (0..c).map(|ch| (0..n).map(|i| v[i * c + ch]).sum::<f64>() / n as f64).collect()
+            };
+            if let (Some(t), Some(old)) = (running_mean, rm.as_deref()) {
+                update_running(t, old, &batch_avg(&mean), momentum)?;
+            }
+            if let (Some(t), Some(old)) = (running_var, rv.as_deref()) {
+                let unbiased: Vec<f64> = var.iter().map(|v| v * cnt / (cnt - 1.0)).collect();
+                update_running(t, old, &batch_avg(&unbiased), momentum)?;
+            }
+            (mean, var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect::<Vec<f64>>())
+        } else {
+            let rm = rm.unwrap_or_default();
+            let invstd: Vec<f64> = rv.unwrap_or_default().iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            (rm.repeat(n), invstd.repeat(n))
+        };
+        let y = channel_affine(&x, n * c, inner, &mean, &invstd, w.as_deref(), b.as_deref());
+        Tensor::from_vec(y, sizes)
+    }, d => Err(Error::UnsupportedDtype { op: OP.into(), dtype: d }))
+}
+
+// ---- group norm ----------------------------------------------------------------------------------
+
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)`
+///
+/// Returns the output and the mean and rstd of every `(n, group)`, shaped `[N, group]`.
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "native_group_norm";
+    if group <= 0 || c % group != 0 {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "Expected number of channels in input to be divisible by num_groups, but got input of shape {:?} and num_groups={group}",
+                input.sizes()
+            ),
+        ));
+    }
+    if n < 0 || c < 0 || hxw < 0 || n * c * hxw != input.numel() {
+        return Err(Error::shape(
+            OP,
+            format!("Expected the input of shape {:?} to have N * C * HxW = {n} * {c} * {hxw} elements", input.sizes()),
+        ));
+    }
+    check_float(OP, input)?;
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            if t.dim() != 1 || t.numel() != c {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "Expected {name} to be a vector of size equal to the number of channels in input, but got {name} of shape {:?} and input of shape {:?}",
+                        t.sizes(),
+                        input.sizes()
+                    ),
+                ));
+            }
+        }
+    }
+    let w = param(OP, "weight", weight, c as usize)?;
+    let b = param(OP, "bias", bias, c as usize)?;
+    let (cg, inner) = ((c / group) as usize, hxw as usize);
+    let row_len = cg * inner;
+    let dtype = input.dtype();
+    let stat_shape = [n, group];
+    match_float!(dtype, T, A => {
+        let x = input.to_vec::<T>()?;
+        let rows = (n * group) as usize;
+        let mut out = vec![T::default(); x.len()];
+        let mut mean = vec![f64::NAN; rows];
+        let mut rstd = vec![f64::NAN; rows];
+        if row_len > 0 {
+            let row = |(i, ((xr, yr), (mu, rs))): (usize, RowIo<'_, T>)| {
+                let (m, var) = moments(xr.iter().copied(), row_len);
+                let r = 1.0 / (var + eps).sqrt();
+                let g = i % group as usize;
+                for k in 0..cg {
+                    let ch = g * cg + k;
+                    let scale = r * w.as_deref().map_or(1.0, |w| w[ch]);
+                    let shift = b.as_deref().map_or(0.0, |b| b[ch]) - m * scale;
+                    let span = k * inner..(k + 1) * inner;
+                    for (y, v) in yr[span.clone()].iter_mut().zip(&xr[span]) {
+                        *y = T::from_f64(v.to_f64() * scale + shift);
+                    }
+                }
+                *mu = m;
+                *rs = r;
+            };
+            if x.len() as i64 >= GRAIN_SIZE {
+                x.par_chunks(row_len)
+                    .zip(out.par_chunks_mut(row_len))
+                    .zip(mean.par_iter_mut().zip(rstd.par_iter_mut()))
+                    .enumerate()
+                    .for_each(row);
+            } else {
+                x.chunks(row_len)
+                    .zip(out.chunks_mut(row_len))
+                    .zip(mean.iter_mut().zip(rstd.iter_mut()))
+                    .enumerate()
+                    .for_each(row);
+            }
+        }
+        Ok((
+            Tensor::from_vec(out, input.sizes())?,
+            tensor_from_f64(&mean, &stat_shape, dtype)?,
+            tensor_from_f64(&rstd, &stat_shape, dtype)?,
+        ))
+    }, d => Err(Error::UnsupportedDtype { op: OP.into(), dtype: d }))
+}
+
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor`
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: i64,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    _cudnn_enabled: bool,
+) -> Result<Tensor> {
+    if input.dim() < 2 {
+        return Err(Error::shape(
+            "group_norm",
+            format!("Expected at least 2 dimensions for input tensor but received {}", input.dim()),
+        ));
+    }
+    let s = input.sizes();
+    let hxw: i64 = s[2..].iter().product();
+    Ok(crate::ops::native_group_norm(input, weight, bias, s[0], s[1], hxw, num_groups, eps)?.0)
+}
