@@ -896,7 +896,9 @@ mod tests {
     #[test]
     fn tiled_iteration_matches_elementwise_definition() {
         use crate::ops;
-        for (rows, cols, dt) in [(300i64, 200i64, ScalarType::F64), (257, 130, ScalarType::I16), (129, 300, ScalarType::U8)] {
+        for (rows, cols, dt) in
+            [(300i64, 200i64, ScalarType::F64), (257, 130, ScalarType::I16), (129, 300, ScalarType::U8)]
+        {
             let n = rows * cols;
             let a = Tensor::from_vec((0..n).map(|x| (x % 97) as f64).collect(), &[cols, rows]).unwrap().to(dt).unwrap();
             let b = Tensor::from_vec((0..n).map(|x| (x % 89) as f64).collect(), &[rows, cols]).unwrap().to(dt).unwrap();
