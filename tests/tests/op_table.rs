@@ -384,7 +384,13 @@ fn table() -> Vec<OpInfo> {
         ),
         // Reductions.
         custom!("sum", ALL, mat, |t| one(ops::sum(&t[0], None)), SumLike),
-        custom!("sum.dim_IntList", FLOATS_INTS, batch, |t| one(ops::sum_dim_intlist(&t[0], Some(&[1]), true, None)), SumLike),
+        custom!(
+            "sum.dim_IntList",
+            FLOATS_INTS,
+            batch,
+            |t| one(ops::sum_dim_intlist(&t[0], Some(&[1]), true, None)),
+            SumLike
+        ),
         custom!("mean.dim", FLOATS, batch, |t| one(ops::mean_dim(&t[0], Some(&[0, 2]), false, None)), Same),
         custom!("prod.dim_int", FLOATS_INTS, mat, |t| one(ops::prod(&t[0], 1, false, None)), SumLike),
         custom!(
