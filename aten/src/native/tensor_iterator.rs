@@ -571,12 +571,12 @@ impl<'a> TensorIterator<'a> {
         // Inputs to stage, with their element size; their run stride becomes the element size.
         let mut staged: SmallVec<[(usize, usize); MAX_OPERANDS]> = SmallVec::new();
         let mut run_strides = strides0;
-        for k in self.num_outputs..nops {
+        for (k, run_stride) in run_strides.iter_mut().enumerate().take(nops).skip(self.num_outputs) {
             let elem = self.operands[k].dtype().size();
             let (s0, s1) = (self.strides[k * nd], self.strides[k * nd + 1]);
             if s0.unsigned_abs() > 64 && s1 == elem as isize && matches!(elem, 1 | 2 | 4 | 8) {
                 staged.push((k, elem));
-                run_strides[k] = elem as isize;
+                *run_stride = elem as isize;
             }
         }
         let run_item = |item: i64| {
