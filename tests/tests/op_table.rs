@@ -493,7 +493,7 @@ fn table() -> Vec<OpInfo> {
         custom!(
             "scatter_add",
             FLOATS_INTS,
-            |d| pair_same(d),
+            pair_same,
             |t| { one(ops::scatter_add(&t[0], 1, &long2(&[[0, 2, 2, 1], [3, 3, 0, 1], [1, 0, 2, 3]]), &t[1])) },
             Same,
             Skip
