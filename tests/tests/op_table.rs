@@ -805,8 +805,8 @@ fn reference_result(op: &OpInfo, args: &[Tensor], d: ScalarType, got: &Tensor) -
             a.iter().zip(&b).map(|(x, y)| f(*x, *y)).collect()
         }
     };
-    // Integer results of float formulas round like the kernel (toward zero for division-free
-    // ops, which are exact).
+    // Integer-dtype entries only use formulas that are exact on their inputs, so the f64 result
+    // converts to the output dtype without rounding.
     Some(Tensor::from_vec(v, &shape).unwrap().to(out_dtype).unwrap())
 }
 
