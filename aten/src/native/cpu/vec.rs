@@ -242,9 +242,11 @@ fn log_softmax_row_f32_body(x: &[f32], y: &mut [f32]) {
         s += exp_f32(*a - m);
     }
     let total = acc.iter().map(|v| *v as f64).sum::<f64>() + s as f64;
-    let shift = m + total.ln() as f32;
+    // (x - m) - ln(total), not x - (m + ln(total)): folding the logarithm into a large max
+    // would round it to the max's ulp.
+    let lse = total.ln() as f32;
     for (a, b) in x.iter().zip(y.iter_mut()) {
-        *b = *a - shift;
+        *b = (*a - m) - lse;
     }
 }
 
