@@ -432,6 +432,17 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// Whether a fallback (fallthrough included) is registered for the runtime key `key`, or for
+    /// every runtime key of the per-backend functionality `key`.
+    pub fn has_fallback(&self, key: DispatchKey) -> bool {
+        let keys: Vec<DispatchKey> = match key.per_backend_block() {
+            Some(block) => block.to_vec(),
+            None => vec![key],
+        };
+        let fb = self.fallbacks.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter().all(|k| k.runtime_index().is_some_and(|i| fb[i].is_some()))
+    }
+
     /// Calls any operator by schema name through the boxed convention. The stack holds every
     /// argument in schema order (defaults already applied); on success it holds the returns.
     pub fn call_boxed(&self, name: &str, stack: &mut Stack) -> Result<()> {

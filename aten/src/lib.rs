@@ -35,16 +35,17 @@ pub fn backend_key_set(device: Option<Device>) -> DispatchKeySet {
 }
 
 /// Registers aten's operators and kernels, and the fallthrough fallbacks for the layers that
-/// have no kernel for most operators yet (BackendSelect, ADInplaceOrView, and the autograd keys
-/// until the `autograd` crate registers its kernels).
+/// have no kernel for most operators (BackendSelect, ADInplaceOrView, and the autograd keys
+/// when the `autograd` crate is not linked; registrars run in no fixed order, so a fallback
+/// that crate registered first is kept).
 fn register_aten(d: &Dispatcher) {
-    for key in [
-        DispatchKey::BackendSelect,
-        DispatchKey::ADInplaceOrView,
-        DispatchKey::AutogradFunctionality,
-        DispatchKey::AutogradOther,
-    ] {
+    for key in [DispatchKey::BackendSelect, DispatchKey::ADInplaceOrView] {
         d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
+    }
+    for key in [DispatchKey::AutogradFunctionality, DispatchKey::AutogradOther] {
+        if !d.has_fallback(key) {
+            d.register_fallback(key, KernelFunction::fallthrough()).expect("runtime or per-backend key");
+        }
     }
     generated::registrations::register_all(d);
 }

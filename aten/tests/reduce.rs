@@ -35,6 +35,19 @@ fn extremes_ties_and_nan() {
     assert_eq!(n.argmax().unwrap().item::<i64>().unwrap(), 1);
     let empty = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
     assert!(empty.max().is_err());
+    // An empty input reduced over a non-empty dim gives empty results; over a zero-size dim it
+    // is an error naming the dim (PyTorch's messages).
+    let e05 = ops::zeros(&[0, 5], Some(ScalarType::F32), None, None, None).unwrap();
+    let (v, i) = ops::max_dim(&e05, 1, false).unwrap();
+    assert_eq!((v.sizes().to_vec(), i.sizes().to_vec(), i.dtype()), (vec![0], vec![0], ScalarType::I64));
+    assert_eq!(ops::amax(&e05, &[1], true).unwrap().sizes(), &[0, 1]);
+    let msg = |r: c10::Result<Tensor>| r.unwrap_err().to_string();
+    assert!(msg(ops::amax(&e05, &[0], false)).contains("amax(): Expected reduction dim 0 to have non-zero size."));
+    assert!(msg(ops::amax(&e05, &[-1, 0], false)).contains("Expected reduction dim 0 to have non-zero size."));
+    assert!(msg(ops::amax(&e05, &[], false)).contains("Expected reduction dim to be specified for input.numel() == 0."));
+    assert!(msg(ops::argmax(&e05, None, false))
+        .contains("argmax(): Expected reduction dim to be specified for input.numel() == 0."));
+    assert_eq!(ops::argmin(&e05, Some(1), false).unwrap().sizes(), &[0]);
 }
 
 #[test]
@@ -49,6 +62,6 @@ fn scans_and_softmax() {
     assert!(i.softmax(0).is_err());
     assert_eq!(i.softmax_with(0, Some(ScalarType::F64)).unwrap().dtype(), ScalarType::F64);
     let b = Tensor::from_vec(vec![true, false, true, true], &[2, 2]).unwrap();
-    assert_eq!(b.any(1).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
+    assert_eq!(b.any_dim(1).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
     assert!(!b.all().unwrap().item::<bool>().unwrap());
 }

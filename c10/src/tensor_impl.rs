@@ -40,6 +40,44 @@ impl VersionCounter {
     }
 }
 
+thread_local! {
+    static INFERENCE_MODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether tensors created on this thread now are inference tensors (`torch.inference_mode`).
+#[inline]
+pub fn is_inference_mode() -> bool {
+    INFERENCE_MODE.with(|m| m.get())
+}
+
+/// Makes every tensor created on this thread an inference tensor (no version counter, no
+/// autograd keys) until dropped; the previous state comes back on drop. `autograd`'s
+/// `inference_mode()` guard holds one.
+#[must_use = "inference tensors are created only while the guard lives"]
+#[derive(Debug)]
+pub struct InferenceTensorsGuard {
+    prev: bool,
+}
+
+impl InferenceTensorsGuard {
+    /// Enters the mode.
+    pub fn new() -> Self {
+        InferenceTensorsGuard { prev: INFERENCE_MODE.with(|m| m.replace(true)) }
+    }
+}
+
+impl Default for InferenceTensorsGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for InferenceTensorsGuard {
+    fn drop(&mut self) {
+        INFERENCE_MODE.with(|m| m.set(self.prev));
+    }
+}
+
 /// The interface `autograd` implements for its per-tensor metadata (requires_grad, grad,
 /// grad_fn, hooks, view info). `c10` only stores it.
 pub trait AutogradMetaInterface: Any + Send + Sync + std::fmt::Debug {
@@ -173,8 +211,10 @@ impl TensorImpl {
     /// needed. See Note [Version counter sharing].
     pub fn fresh(storage: Storage, sizes: DimVec, strides: DimVec, storage_offset: i64, dtype: ScalarType) -> Self {
         let mut t = TensorImpl::new(storage, sizes, strides, storage_offset, dtype, None);
-        t.is_inference = false;
-        t.key_set = FRESH_KEYS[backend_of(t.storage.device().ty) as usize];
+        if !is_inference_mode() {
+            t.is_inference = false;
+            t.key_set = FRESH_KEYS[backend_of(t.storage.device().ty) as usize];
+        }
         t
     }
 
@@ -184,7 +224,13 @@ impl TensorImpl {
     pub fn fresh_contiguous(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Self {
         let strides = contiguous_strides(sizes);
         let numel = sizes.iter().product();
-        let key_set = FRESH_KEYS[backend_of(storage.device().ty) as usize];
+        let b = backend_of(storage.device().ty);
+        let is_inference = is_inference_mode();
+        let key_set = if is_inference {
+            DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b))
+        } else {
+            FRESH_KEYS[b as usize]
+        };
         TensorImpl {
             storage,
             sizes: DimVec::from_slice(sizes),
@@ -192,7 +238,7 @@ impl TensorImpl {
             storage_offset: 0,
             numel,
             key_set,
-            is_inference: false,
+            is_inference,
             version_counter: OnceLock::new(),
             autograd_meta: OnceLock::new(),
             dtype,

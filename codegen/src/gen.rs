@@ -42,7 +42,7 @@ fn is_keyword(s: &str) -> bool {
 }
 
 /// Argument name as a Rust identifier: `self` → `self_`, keywords get a trailing `_`.
-fn arg_ident(name: &str) -> String {
+pub(crate) fn arg_ident(name: &str) -> String {
     // Schema names such as `N`, `C` and `HxW` (`native_group_norm`) become lower-case Rust
     // identifiers, so the generated code passes `non_snake_case`. Names the generated bodies use
     // for their own locals (`k` is the kernel, `ks` the key set, `op` the operator entry) get the
@@ -57,12 +57,12 @@ fn arg_ident(name: &str) -> String {
 
 /// Per-operator names: the handle module and the public function name.
 #[derive(Debug, Clone)]
-struct Names {
-    module: String,
-    function: String,
+pub(crate) struct Names {
+    pub(crate) module: String,
+    pub(crate) function: String,
 }
 
-fn compute_names(fns: &[NativeFunction]) -> Result<Vec<Names>, LoadError> {
+pub(crate) fn compute_names(fns: &[NativeFunction]) -> Result<Vec<Names>, LoadError> {
     let mut out = Vec::with_capacity(fns.len());
     let mut primary_taken: HashSet<(String, bool)> = HashSet::new();
     let mut used_fn: HashMap<String, usize> = HashMap::new();
@@ -126,16 +126,16 @@ fn compute_names(fns: &[NativeFunction]) -> Result<Vec<Names>, LoadError> {
 }
 
 /// How one schema type is passed in Rust and moved through the boxed convention.
-struct TyMap {
+pub(crate) struct TyMap {
     /// The parameter type in `Sig` and the public functions.
-    rust: String,
+    pub(crate) rust: String,
     /// Expression (over `a[i]`) that extracts an owned-or-borrowed binding from an IValue.
     unbox: String,
     /// How the binding is passed on: `{}` itself, `&{}` or `{}.as_deref()`.
     pass: &'static str,
 }
 
-fn ty_map(ty: &Type) -> Result<TyMap, String> {
+pub(crate) fn ty_map(ty: &Type) -> Result<TyMap, String> {
     use Type as T;
     let m = |rust: &str, unbox: &str, pass: &'static str| TyMap { rust: rust.into(), unbox: unbox.into(), pass };
     let is_int = |t: &Type| matches!(t, T::Int | T::SymInt);
@@ -183,7 +183,7 @@ fn ty_map(ty: &Type) -> Result<TyMap, String> {
 }
 
 /// The Rust return type and the code that pops it from a boxed stack.
-fn ret_map(s: &FunctionSchema) -> Result<(String, String), String> {
+pub(crate) fn ret_map(s: &FunctionSchema) -> Result<(String, String), String> {
     let one = |t: &Type| -> Result<(String, &'static str), String> {
         Ok(match t {
             Type::Tensor => ("Tensor".into(), "into_tensor"),

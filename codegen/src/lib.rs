@@ -10,6 +10,8 @@
 #![warn(missing_docs)]
 
 #[cfg(feature = "generator")]
+pub mod autograd;
+#[cfg(feature = "generator")]
 pub mod gen;
 pub mod schema;
 #[cfg(feature = "generator")]

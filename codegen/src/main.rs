@@ -1,5 +1,6 @@
-//! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml`
-//! under the workspace root given as argument, writing only files whose content changed;
+//! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml` and
+//! `autograd/src/generated/` from `autograd/derivatives.yaml` under the workspace root given as
+//! argument, writing only files whose content changed;
 //! `--check` writes nothing and fails when any file differs, is missing, or is stale.
 //!
 //! It is a binary of its own (run by `cargo xtask codegen`) so that it works while the
@@ -8,6 +9,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use codegen::autograd::{generate_autograd, parse_derivatives};
 use codegen::gen::{generate_aten, GeneratedFile};
 use codegen::yaml::parse_native_functions;
 
@@ -43,10 +45,20 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
         f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting {}: {e}", f.name))?;
     }
     let out_dir = root.join("aten/src/generated");
-    let differing = sync(&out_dir, &files, check)?;
+    let mut differing = sync(&out_dir, &files, check)?;
+
+    let der_path = root.join("autograd/derivatives.yaml");
+    let der_text = std::fs::read_to_string(&der_path).map_err(|e| format!("{}: {e}", der_path.display()))?;
+    let ders = parse_derivatives("autograd/derivatives.yaml", &der_text).map_err(|e| e.to_string())?;
+    let mut ag_files = generate_autograd(&fns, &ders).map_err(|e| e.to_string())?;
+    for f in &mut ag_files {
+        f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting {}: {e}", f.name))?;
+    }
+    differing.extend(sync(&root.join("autograd/src/generated"), &ag_files, check)?);
+    let n_files = files.len() + ag_files.len();
     if check {
         if differing.is_empty() {
-            println!("codegen: {} files up to date", files.len());
+            println!("codegen: {n_files} files up to date");
             Ok(ExitCode::SUCCESS)
         } else {
             for d in &differing {
@@ -56,7 +68,7 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
             Ok(ExitCode::FAILURE)
         }
     } else {
-        println!("codegen: {} operators, {} files changed", fns.len(), differing.len());
+        println!("codegen: {} operators, {} derivatives, {} files changed", fns.len(), ders.len(), differing.len());
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -172,12 +172,12 @@ pub fn parse_native_functions(file: &str, text: &str) -> Result<Vec<NativeFuncti
     Ok(functions)
 }
 
-fn is_blank_or_comment(line: &str) -> bool {
+pub(crate) fn is_blank_or_comment(line: &str) -> bool {
     let t = line.trim();
     t.is_empty() || t.starts_with('#') || t == "---"
 }
 
-fn line_of<T>(s: &Spanned<T>) -> usize {
+pub(crate) fn line_of<T>(s: &Spanned<T>) -> usize {
     usize::try_from(s.referenced.line()).unwrap_or(usize::MAX)
 }
 
@@ -187,7 +187,7 @@ fn line_of<T>(s: &Spanned<T>) -> usize {
 
 /// A YAML node. Numbers become [`Node::Scalar`] text: no field of the format is numeric.
 #[derive(Debug)]
-enum Node {
+pub(crate) enum Node {
     Null,
     Bool(bool),
     Scalar(String),
@@ -197,7 +197,7 @@ enum Node {
 }
 
 impl Node {
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Node::Null => "nothing",
             Node::Bool(_) => "a boolean",
@@ -281,20 +281,20 @@ impl<'de> Visitor<'de> for NodeVisitor {
 // Interpreting entries
 // ---------------------------------------------------------------------------------------------
 
-struct Loader<'a> {
-    file: &'a str,
+pub(crate) struct Loader<'a> {
+    pub(crate) file: &'a str,
 }
 
 impl Loader<'_> {
-    fn loc(&self, line: usize) -> Location {
+    pub(crate) fn loc(&self, line: usize) -> Location {
         Location { file: self.file.to_string(), line }
     }
 
-    fn error(&self, line: usize, message: impl Into<String>) -> LoadError {
+    pub(crate) fn error(&self, line: usize, message: impl Into<String>) -> LoadError {
         LoadError { loc: self.loc(line), message: message.into() }
     }
 
-    fn yaml_error(&self, e: &serde_saphyr::Error) -> LoadError {
+    pub(crate) fn yaml_error(&self, e: &serde_saphyr::Error) -> LoadError {
         let line = e.location().map_or(1, |l| usize::try_from(l.line()).unwrap_or(usize::MAX));
         // The rendered error may carry a source snippet after its first line; the location
         // already says where, so keep the message itself.

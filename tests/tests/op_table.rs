@@ -402,9 +402,9 @@ fn table() -> Vec<OpInfo> {
             |t| one(ops::var(&t[0], Some(&[2]), Some(Scalar::Int(1)), false)),
             Same
         ),
-        // Empty edge skipped: max.dim over a kept empty dimension (`[0, 5].max(1)`) wrongly errors
-        // in the reference reduction (PyTorch returns empty values and indices); see the issue note.
-        custom!("max.dim", FLOATS_INTS, mat, |t| two(ops::max_dim(&t[0], 1, false)), Same, Skip),
+        // The empty edge reduces `[0, n]` over its non-empty dim 1: empty values and indices.
+        custom!("max.dim", FLOATS_INTS, mat, |t| two(ops::max_dim(&t[0], 1, false)), Same),
+        custom!("min.dim", FLOATS_INTS, mat, |t| two(ops::min_dim(&t[0], 1, true)), Same),
         custom!("amax", FLOATS_INTS, batch, |t| one(ops::amax(&t[0], &[0, 1], false)), Same, Err),
         custom!("argmax", FLOATS_INTS, mat, |t| one(ops::argmax(&t[0], Some(0), false)), Long, Err),
         custom!("logsumexp", FLOATS, batch, |t| one(ops::logsumexp(&t[0], &[-1], false)), Same),

@@ -11209,7 +11209,1128 @@ pub mod bernoulli_float_ {
     }
 }
 
-/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:597)
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:597)
+pub mod bernoulli_tensor_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "bernoulli_.Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | p.key_set());
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, p, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_tensor(NAME, "p")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, p, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:602)
+pub mod bernoulli {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "bernoulli";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let generator = a[1].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:607)
+pub mod bernoulli_p {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "bernoulli.p";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, p, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, p, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, p, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        p: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(p), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let p = a[1].to_double(NAME, "p")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, p, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:612)
+pub mod exponential_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "exponential_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, lambd, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, lambd, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, lambd, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, lambd, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        lambd: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(lambd), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let lambd = a[1].to_double(NAME, "lambd")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, lambd, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:617)
+pub mod normal_tensor_float {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "normal.Tensor_float";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(mean.key_set());
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, mean, std, generator),
+            None => call_boxed_kernel(&k, op, ks, mean, std, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: f64,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(mean), IValue::from(std), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let mean = a[0].to_tensor(NAME, "mean")?;
+                let std = a[1].to_double(NAME, "std")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, mean, std, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:622)
+pub mod normal_float_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "normal.float_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, f64, &Tensor, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(std.key_set());
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, mean, std, generator),
+            None => call_boxed_kernel(&k, op, ks, mean, std, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: f64,
+        std: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(mean), IValue::from(std), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let mean = a[0].to_double(NAME, "mean")?;
+                let std = a[1].to_tensor(NAME, "std")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, mean, std, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:627)
+pub mod normal_tensor_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "normal.Tensor_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(mean.key_set() | std.key_set());
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, mean, std, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, mean, std, generator),
+            None => call_boxed_kernel(&k, op, ks, mean, std, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: &Tensor,
+        std: &Tensor,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(mean), IValue::from(std), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let mean = a[0].to_tensor(NAME, "mean")?;
+                let std = a[1].to_tensor(NAME, "std")?;
+                let generator = a[2].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, mean, std, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
+pub mod normal_float_float {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "normal.float_float";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        f64,
+        f64,
+        &[i64],
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, mean, std, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, mean, std, size, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, mean, std, size, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, mean, std, size, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        mean: f64,
+        std: f64,
+        size: &[i64],
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(mean),
+            IValue::from(std),
+            IValue::from(size),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let mean = a[0].to_double(NAME, "mean")?;
+                let std = a[1].to_double(NAME, "std")?;
+                let size = a[2].to_int_list(NAME, "size", None)?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[5].to_opt_layout(NAME, "layout")?;
+                let device = a[6].to_opt_device(NAME, "device")?;
+                let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, mean, std, &size, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:637)
+pub mod randperm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randperm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, n, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, n, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, n, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, n, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(n),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let n = a[0].to_int(NAME, "n")?;
+                let dtype = a[1].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[2].to_opt_layout(NAME, "layout")?;
+                let device = a[3].to_opt_device(NAME, "device")?;
+                let pin_memory = a[4].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, n, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:642)
+pub mod randperm_generator {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "randperm.generator";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        i64,
+        Option<&Generator>,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        n: i64,
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(DispatchKeySet::EMPTY);
+        dispatch(op, ks, n, generator, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        n: i64,
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, n, generator, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, n, generator, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, n, generator, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        n: i64,
+        generator: Option<&Generator>,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(n),
+            IValue::from(generator),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let n = a[0].to_int(NAME, "n")?;
+                let generator = a[1].to_opt_generator(NAME, "generator")?;
+                let dtype = a[2].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[3].to_opt_layout(NAME, "layout")?;
+                let device = a[4].to_opt_device(NAME, "device")?;
+                let pin_memory = a[5].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, n, generator, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:647)
+pub mod multinomial {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "multinomial";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool, Option<&Generator>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, num_samples: i64, replacement: bool, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, num_samples, replacement, generator)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, num_samples, replacement, generator)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, num_samples, replacement, generator),
+            None => call_boxed_kernel(&k, op, ks, self_, num_samples, replacement, generator),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(num_samples), IValue::from(replacement), IValue::from(generator)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let num_samples = a[1].to_int(NAME, "num_samples")?;
+                let replacement = a[2].to_bool(NAME, "replacement")?;
+                let generator = a[3].to_opt_generator(NAME, "generator")?;
+                let r = f(ks, self_, num_samples, replacement, generator)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:652)
 pub mod rand {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11325,7 +12446,7 @@ pub mod rand {
     }
 }
 
-/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:602)
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:657)
 pub mod rand_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11454,7 +12575,7 @@ pub mod rand_generator {
     }
 }
 
-/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:607)
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:662)
 pub mod randn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11570,7 +12691,7 @@ pub mod randn {
     }
 }
 
-/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:612)
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:667)
 pub mod randn_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11699,7 +12820,7 @@ pub mod randn_generator {
     }
 }
 
-/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:617)
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:672)
 pub mod randint {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11828,7 +12949,7 @@ pub mod randint {
     }
 }
 
-/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:622)
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:677)
 pub mod randint_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11964,7 +13085,7 @@ pub mod randint_generator {
     }
 }
 
-/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:627)
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:682)
 pub mod randint_low {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12100,7 +13221,7 @@ pub mod randint_low {
     }
 }
 
-/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:687)
 pub mod randint_low_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12243,7 +13364,7 @@ pub mod randint_low_generator {
     }
 }
 
-/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:637)
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:692)
 pub mod rand_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12372,7 +13493,7 @@ pub mod rand_like {
     }
 }
 
-/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:642)
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:697)
 pub mod randn_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12501,7 +13622,7 @@ pub mod randn_like {
     }
 }
 
-/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:649)
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:704)
 pub mod exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12581,7 +13702,7 @@ pub mod exp {
     }
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:654)
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:709)
 pub mod exp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12661,7 +13782,7 @@ pub mod exp_ {
     }
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:659)
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:714)
 pub mod exp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12743,7 +13864,7 @@ pub mod exp_out {
     }
 }
 
-/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:663)
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:718)
 pub mod exp2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12823,7 +13944,7 @@ pub mod exp2 {
     }
 }
 
-/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:668)
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:723)
 pub mod exp2_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12903,7 +14024,7 @@ pub mod exp2_ {
     }
 }
 
-/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:673)
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:728)
 pub mod exp2_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12985,7 +14106,7 @@ pub mod exp2_out {
     }
 }
 
-/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:677)
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:732)
 pub mod expm1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13065,7 +14186,7 @@ pub mod expm1 {
     }
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:682)
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:737)
 pub mod expm1_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13145,7 +14266,7 @@ pub mod expm1_ {
     }
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:687)
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:742)
 pub mod expm1_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13227,7 +14348,7 @@ pub mod expm1_out {
     }
 }
 
-/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:691)
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:746)
 pub mod log {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13307,7 +14428,7 @@ pub mod log {
     }
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:696)
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:751)
 pub mod log_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13387,7 +14508,7 @@ pub mod log_ {
     }
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:701)
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:756)
 pub mod log_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13469,7 +14590,7 @@ pub mod log_out {
     }
 }
 
-/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:705)
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:760)
 pub mod log2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13549,7 +14670,7 @@ pub mod log2 {
     }
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:710)
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:765)
 pub mod log2_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13629,7 +14750,7 @@ pub mod log2_ {
     }
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:715)
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:770)
 pub mod log2_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13711,7 +14832,7 @@ pub mod log2_out {
     }
 }
 
-/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:719)
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:774)
 pub mod log10 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13791,7 +14912,7 @@ pub mod log10 {
     }
 }
 
-/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:724)
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:779)
 pub mod log10_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13871,7 +14992,7 @@ pub mod log10_ {
     }
 }
 
-/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:729)
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:784)
 pub mod log10_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13953,7 +15074,7 @@ pub mod log10_out {
     }
 }
 
-/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:733)
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:788)
 pub mod log1p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14033,7 +15154,7 @@ pub mod log1p {
     }
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:738)
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:793)
 pub mod log1p_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14113,7 +15234,7 @@ pub mod log1p_ {
     }
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:743)
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:798)
 pub mod log1p_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14195,7 +15316,7 @@ pub mod log1p_out {
     }
 }
 
-/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:747)
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:802)
 pub mod sqrt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14275,7 +15396,7 @@ pub mod sqrt {
     }
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:752)
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:807)
 pub mod sqrt_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14355,7 +15476,7 @@ pub mod sqrt_ {
     }
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:757)
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:812)
 pub mod sqrt_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14437,7 +15558,7 @@ pub mod sqrt_out {
     }
 }
 
-/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:761)
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:816)
 pub mod rsqrt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14517,7 +15638,7 @@ pub mod rsqrt {
     }
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:766)
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:821)
 pub mod rsqrt_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14597,7 +15718,7 @@ pub mod rsqrt_ {
     }
 }
 
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:771)
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:826)
 pub mod rsqrt_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14679,7 +15800,7 @@ pub mod rsqrt_out {
     }
 }
 
-/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:775)
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:830)
 pub mod reciprocal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14759,7 +15880,7 @@ pub mod reciprocal {
     }
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:780)
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:835)
 pub mod reciprocal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14839,7 +15960,7 @@ pub mod reciprocal_ {
     }
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:785)
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:840)
 pub mod reciprocal_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14921,7 +16042,7 @@ pub mod reciprocal_out {
     }
 }
 
-/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:789)
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:844)
 pub mod sin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15001,7 +16122,7 @@ pub mod sin {
     }
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:794)
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:849)
 pub mod sin_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15081,7 +16202,7 @@ pub mod sin_ {
     }
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:799)
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:854)
 pub mod sin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15163,7 +16284,7 @@ pub mod sin_out {
     }
 }
 
-/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:803)
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:858)
 pub mod cos {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15243,7 +16364,7 @@ pub mod cos {
     }
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:808)
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:863)
 pub mod cos_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15323,7 +16444,7 @@ pub mod cos_ {
     }
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:813)
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:868)
 pub mod cos_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15405,7 +16526,7 @@ pub mod cos_out {
     }
 }
 
-/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:817)
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:872)
 pub mod tan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15485,7 +16606,7 @@ pub mod tan {
     }
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:822)
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:877)
 pub mod tan_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15565,7 +16686,7 @@ pub mod tan_ {
     }
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:827)
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:882)
 pub mod tan_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15647,7 +16768,7 @@ pub mod tan_out {
     }
 }
 
-/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:831)
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:886)
 pub mod asin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15727,7 +16848,7 @@ pub mod asin {
     }
 }
 
-/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:836)
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:891)
 pub mod asin_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15807,7 +16928,7 @@ pub mod asin_ {
     }
 }
 
-/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:841)
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:896)
 pub mod asin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15889,7 +17010,7 @@ pub mod asin_out {
     }
 }
 
-/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:845)
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:900)
 pub mod acos {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15969,7 +17090,7 @@ pub mod acos {
     }
 }
 
-/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:850)
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:905)
 pub mod acos_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16049,7 +17170,7 @@ pub mod acos_ {
     }
 }
 
-/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:855)
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:910)
 pub mod acos_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16131,7 +17252,7 @@ pub mod acos_out {
     }
 }
 
-/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:859)
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:914)
 pub mod atan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16211,7 +17332,7 @@ pub mod atan {
     }
 }
 
-/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:864)
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:919)
 pub mod atan_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16291,7 +17412,7 @@ pub mod atan_ {
     }
 }
 
-/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:869)
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:924)
 pub mod atan_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16373,7 +17494,7 @@ pub mod atan_out {
     }
 }
 
-/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:873)
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:928)
 pub mod sinh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16453,7 +17574,7 @@ pub mod sinh {
     }
 }
 
-/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:878)
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:933)
 pub mod sinh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16533,7 +17654,7 @@ pub mod sinh_ {
     }
 }
 
-/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:883)
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:938)
 pub mod sinh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16615,7 +17736,7 @@ pub mod sinh_out {
     }
 }
 
-/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:887)
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:942)
 pub mod cosh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16695,7 +17816,7 @@ pub mod cosh {
     }
 }
 
-/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:892)
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:947)
 pub mod cosh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16775,7 +17896,7 @@ pub mod cosh_ {
     }
 }
 
-/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:897)
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:952)
 pub mod cosh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16857,7 +17978,7 @@ pub mod cosh_out {
     }
 }
 
-/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:901)
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:956)
 pub mod tanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16937,7 +18058,7 @@ pub mod tanh {
     }
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:906)
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:961)
 pub mod tanh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17017,7 +18138,7 @@ pub mod tanh_ {
     }
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:911)
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:966)
 pub mod tanh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17099,7 +18220,7 @@ pub mod tanh_out {
     }
 }
 
-/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:915)
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:970)
 pub mod asinh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17179,7 +18300,7 @@ pub mod asinh {
     }
 }
 
-/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:920)
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:975)
 pub mod asinh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17259,7 +18380,7 @@ pub mod asinh_ {
     }
 }
 
-/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:925)
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:980)
 pub mod asinh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17341,7 +18462,7 @@ pub mod asinh_out {
     }
 }
 
-/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:929)
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:984)
 pub mod acosh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17421,7 +18542,7 @@ pub mod acosh {
     }
 }
 
-/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:934)
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:989)
 pub mod acosh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17501,7 +18622,7 @@ pub mod acosh_ {
     }
 }
 
-/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:939)
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:994)
 pub mod acosh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17583,7 +18704,7 @@ pub mod acosh_out {
     }
 }
 
-/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:943)
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:998)
 pub mod atanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17663,7 +18784,7 @@ pub mod atanh {
     }
 }
 
-/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:948)
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1003)
 pub mod atanh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17743,7 +18864,7 @@ pub mod atanh_ {
     }
 }
 
-/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:953)
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1008)
 pub mod atanh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17825,7 +18946,7 @@ pub mod atanh_out {
     }
 }
 
-/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:957)
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1012)
 pub mod sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17905,7 +19026,7 @@ pub mod sigmoid {
     }
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:962)
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1017)
 pub mod sigmoid_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17985,7 +19106,7 @@ pub mod sigmoid_ {
     }
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:967)
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1022)
 pub mod sigmoid_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18067,7 +19188,7 @@ pub mod sigmoid_out {
     }
 }
 
-/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:971)
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1026)
 pub mod erf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18147,7 +19268,7 @@ pub mod erf {
     }
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:976)
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1031)
 pub mod erf_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18227,7 +19348,7 @@ pub mod erf_ {
     }
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:981)
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1036)
 pub mod erf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18309,7 +19430,7 @@ pub mod erf_out {
     }
 }
 
-/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:985)
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1040)
 pub mod erfc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18389,7 +19510,7 @@ pub mod erfc {
     }
 }
 
-/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:990)
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1045)
 pub mod erfc_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18469,7 +19590,7 @@ pub mod erfc_ {
     }
 }
 
-/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:995)
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1050)
 pub mod erfc_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18551,7 +19672,7 @@ pub mod erfc_out {
     }
 }
 
-/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:999)
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1054)
 pub mod floor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18631,7 +19752,7 @@ pub mod floor {
     }
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1004)
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1059)
 pub mod floor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18711,7 +19832,7 @@ pub mod floor_ {
     }
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1009)
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1064)
 pub mod floor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18793,7 +19914,7 @@ pub mod floor_out {
     }
 }
 
-/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1013)
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1068)
 pub mod ceil {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18873,7 +19994,7 @@ pub mod ceil {
     }
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1018)
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1073)
 pub mod ceil_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18953,7 +20074,7 @@ pub mod ceil_ {
     }
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1023)
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1078)
 pub mod ceil_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19035,7 +20156,7 @@ pub mod ceil_out {
     }
 }
 
-/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1027)
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1082)
 pub mod trunc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19115,7 +20236,7 @@ pub mod trunc {
     }
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1032)
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1087)
 pub mod trunc_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19195,7 +20316,7 @@ pub mod trunc_ {
     }
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1037)
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1092)
 pub mod trunc_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19277,7 +20398,7 @@ pub mod trunc_out {
     }
 }
 
-/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1041)
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1096)
 pub mod round {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19357,7 +20478,7 @@ pub mod round {
     }
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1046)
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1101)
 pub mod round_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19437,7 +20558,7 @@ pub mod round_ {
     }
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1051)
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1106)
 pub mod round_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19519,7 +20640,7 @@ pub mod round_out {
     }
 }
 
-/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1055)
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1110)
 pub mod sign {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19599,7 +20720,7 @@ pub mod sign {
     }
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1060)
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1115)
 pub mod sign_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19679,7 +20800,7 @@ pub mod sign_ {
     }
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1065)
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1120)
 pub mod sign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19761,7 +20882,7 @@ pub mod sign_out {
     }
 }
 
-/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1069)
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1124)
 pub mod relu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19841,7 +20962,7 @@ pub mod relu {
     }
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1074)
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1129)
 pub mod relu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19921,7 +21042,7 @@ pub mod relu_ {
     }
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1079)
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1134)
 pub mod relu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20003,7 +21124,7 @@ pub mod relu_out {
     }
 }
 
-/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1083)
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1138)
 pub mod frac {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20083,7 +21204,7 @@ pub mod frac {
     }
 }
 
-/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1088)
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1143)
 pub mod frac_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20163,7 +21284,7 @@ pub mod frac_ {
     }
 }
 
-/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1093)
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1148)
 pub mod frac_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20245,7 +21366,7 @@ pub mod frac_out {
     }
 }
 
-/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1097)
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1152)
 pub mod silu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20325,7 +21446,7 @@ pub mod silu {
     }
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1102)
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1157)
 pub mod silu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20405,7 +21526,7 @@ pub mod silu_ {
     }
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1107)
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1162)
 pub mod silu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20487,7 +21608,7 @@ pub mod silu_out {
     }
 }
 
-/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1111)
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1166)
 pub mod mish {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20567,7 +21688,7 @@ pub mod mish {
     }
 }
 
-/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1116)
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1171)
 pub mod mish_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20647,7 +21768,7 @@ pub mod mish_ {
     }
 }
 
-/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1121)
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1176)
 pub mod mish_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20729,7 +21850,7 @@ pub mod mish_out {
     }
 }
 
-/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1125)
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1180)
 pub mod hardsigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20809,7 +21930,7 @@ pub mod hardsigmoid {
     }
 }
 
-/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1130)
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1185)
 pub mod hardsigmoid_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20889,7 +22010,7 @@ pub mod hardsigmoid_ {
     }
 }
 
-/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1135)
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1190)
 pub mod hardsigmoid_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20971,7 +22092,7 @@ pub mod hardsigmoid_out {
     }
 }
 
-/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1139)
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1194)
 pub mod hardswish {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21051,7 +22172,7 @@ pub mod hardswish {
     }
 }
 
-/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1144)
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1199)
 pub mod hardswish_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21131,7 +22252,7 @@ pub mod hardswish_ {
     }
 }
 
-/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1149)
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1204)
 pub mod hardswish_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21213,7 +22334,7 @@ pub mod hardswish_out {
     }
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1155)
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1210)
 pub mod maximum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21295,7 +22416,7 @@ pub mod maximum {
     }
 }
 
-/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1160)
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1215)
 pub mod minimum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21377,7 +22498,7 @@ pub mod minimum {
     }
 }
 
-/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1165)
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1220)
 pub mod atan2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21459,7 +22580,7 @@ pub mod atan2 {
     }
 }
 
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1170)
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1225)
 pub mod fmod_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21541,7 +22662,7 @@ pub mod fmod_tensor {
     }
 }
 
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1175)
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1230)
 pub mod remainder_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21623,7 +22744,7 @@ pub mod remainder_tensor {
     }
 }
 
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1180)
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1235)
 pub mod pow_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21705,7 +22826,7 @@ pub mod pow_tensor_tensor {
     }
 }
 
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1185)
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1240)
 pub mod pow_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21787,7 +22908,7 @@ pub mod pow_tensor_scalar {
     }
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1190)
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1245)
 pub mod logical_and {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21869,7 +22990,7 @@ pub mod logical_and {
     }
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1195)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1250)
 pub mod logical_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21949,7 +23070,7 @@ pub mod logical_not {
     }
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1255)
 pub mod isnan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22029,7 +23150,7 @@ pub mod isnan {
     }
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1205)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1260)
 pub mod lerp_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22119,7 +23240,7 @@ pub mod lerp_scalar {
     }
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1210)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1265)
 pub mod addcmul {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22219,7 +23340,7 @@ pub mod addcmul {
     }
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1215)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1270)
 pub mod addcdiv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22319,7 +23440,7 @@ pub mod addcdiv {
     }
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1220)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1275)
 pub mod clamp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22409,7 +23530,7 @@ pub mod clamp {
     }
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1225)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1280)
 pub mod masked_fill_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22499,7 +23620,7 @@ pub mod masked_fill_scalar {
     }
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1230)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1285)
 pub mod leaky_relu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22586,7 +23707,7 @@ pub mod leaky_relu {
     }
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1235)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1290)
 pub mod hardtanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22676,7 +23797,7 @@ pub mod hardtanh {
     }
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1240)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1295)
 pub mod elu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22776,7 +23897,7 @@ pub mod elu {
     }
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1245)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1300)
 pub mod softplus {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22866,7 +23987,7 @@ pub mod softplus {
     }
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1250)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1305)
 pub mod gelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22948,7 +24069,7 @@ pub mod gelu {
     }
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1255)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1310)
 pub mod logit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23030,7 +24151,7 @@ pub mod logit {
     }
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1262)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1317)
 pub mod sum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23117,7 +24238,7 @@ pub mod sum {
     }
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1267)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1322)
 pub mod sum_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23217,7 +24338,7 @@ pub mod sum_dim_intlist {
     }
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1272)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1327)
 pub mod mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23304,7 +24425,7 @@ pub mod mean {
     }
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1277)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1332)
 pub mod mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23404,7 +24525,7 @@ pub mod mean_dim {
     }
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1282)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
 pub mod prod_dim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23504,7 +24625,7 @@ pub mod prod_dim_int {
     }
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1287)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1342)
 pub mod var_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23605,7 +24726,7 @@ pub mod var_correction {
     }
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1292)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
 pub mod std_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23706,7 +24827,7 @@ pub mod std_correction {
     }
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1297)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1352)
 pub mod max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23786,7 +24907,7 @@ pub mod max {
     }
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1302)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1357)
 pub mod max_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23881,7 +25002,7 @@ pub mod max_dim {
     }
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1307)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1362)
 pub mod min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23961,7 +25082,7 @@ pub mod min {
     }
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1312)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1367)
 pub mod min_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24056,7 +25177,7 @@ pub mod min_dim {
     }
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1317)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1372)
 pub mod amax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24146,7 +25267,7 @@ pub mod amax {
     }
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1322)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1377)
 pub mod amin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24236,7 +25357,7 @@ pub mod amin {
     }
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1327)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1382)
 pub mod argmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24326,7 +25447,7 @@ pub mod argmax {
     }
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1332)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1387)
 pub mod argmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24416,7 +25537,7 @@ pub mod argmin {
     }
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1337)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
 pub mod logsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24506,7 +25627,7 @@ pub mod logsumexp {
     }
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1342)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1397)
 pub mod all {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24586,7 +25707,87 @@ pub mod all {
     }
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1402)
+pub mod any {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "any";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "any(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
 pub mod any_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24676,7 +25877,97 @@ pub mod any_dim {
     }
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
+pub mod all_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "all.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1417)
 pub mod cumsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24766,7 +26057,7 @@ pub mod cumsum {
     }
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1422)
 pub mod cumprod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24856,7 +26147,7 @@ pub mod cumprod {
     }
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1427)
 pub mod softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24946,7 +26237,7 @@ pub mod softmax_int {
     }
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1367)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1432)
 pub mod log_softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25036,7 +26327,7 @@ pub mod log_softmax_int {
     }
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1375)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1440)
 pub mod cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25118,7 +26409,7 @@ pub mod cat {
     }
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1379)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1444)
 pub mod cat_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25208,7 +26499,7 @@ pub mod cat_out {
     }
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1383)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1448)
 pub mod stack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25290,7 +26581,7 @@ pub mod stack {
     }
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1387)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1452)
 pub mod stack_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25380,7 +26671,7 @@ pub mod stack_out {
     }
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1391)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1456)
 pub mod split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25470,7 +26761,7 @@ pub mod split_tensor {
     }
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1396)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1461)
 pub mod split_with_sizes {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25560,7 +26851,7 @@ pub mod split_with_sizes {
     }
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1401)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1466)
 pub mod chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25650,7 +26941,7 @@ pub mod chunk {
     }
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1406)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1471)
 pub mod unbind_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25732,7 +27023,7 @@ pub mod unbind_int {
     }
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1411)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1476)
 pub mod meshgrid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25812,7 +27103,7 @@ pub mod meshgrid {
     }
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1415)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1480)
 pub mod meshgrid_indexing {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25899,7 +27190,7 @@ pub mod meshgrid_indexing {
     }
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1419)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1484)
 pub mod repeat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25981,7 +27272,7 @@ pub mod repeat {
     }
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1424)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1489)
 pub mod tile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26063,7 +27354,7 @@ pub mod tile {
     }
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1429)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1494)
 pub mod repeat_interleave_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26150,7 +27441,7 @@ pub mod repeat_interleave_tensor {
     }
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1433)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1498)
 pub mod repeat_interleave_self_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26250,7 +27541,7 @@ pub mod repeat_interleave_self_tensor {
     }
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1438)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1503)
 pub mod repeat_interleave_self_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26351,7 +27642,7 @@ pub mod repeat_interleave_self_int {
     }
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1443)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1508)
 pub mod flip {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26433,7 +27724,7 @@ pub mod flip {
     }
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1448)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1513)
 pub mod roll {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26523,7 +27814,7 @@ pub mod roll {
     }
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1453)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1518)
 pub mod rot90 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26613,7 +27904,7 @@ pub mod rot90 {
     }
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1458)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1523)
 pub mod tril {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26695,7 +27986,7 @@ pub mod tril {
     }
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1463)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1528)
 pub mod tril_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26777,7 +28068,7 @@ pub mod tril_ {
     }
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1468)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1533)
 pub mod tril_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26867,7 +28158,7 @@ pub mod tril_out {
     }
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1472)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1537)
 pub mod triu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26949,7 +28240,7 @@ pub mod triu {
     }
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1477)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1542)
 pub mod triu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27031,7 +28322,7 @@ pub mod triu_ {
     }
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1482)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1547)
 pub mod triu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27121,7 +28412,7 @@ pub mod triu_out {
     }
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1486)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1551)
 pub mod diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27203,7 +28494,7 @@ pub mod diag {
     }
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1491)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1556)
 pub mod diag_embed {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27296,7 +28587,7 @@ pub mod diag_embed {
     }
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1496)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1561)
 pub mod broadcast_to {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27378,7 +28669,7 @@ pub mod broadcast_to {
     }
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1501)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1566)
 pub mod movedim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27468,7 +28759,7 @@ pub mod movedim_intlist {
     }
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1506)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1571)
 pub mod movedim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27558,7 +28849,7 @@ pub mod movedim_int {
     }
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1511)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1576)
 pub mod unflatten_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27648,7 +28939,7 @@ pub mod unflatten_int {
     }
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1516)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1581)
 pub mod pad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27747,7 +29038,7 @@ pub mod pad {
     }
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1520)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1585)
 pub mod constant_pad_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27837,7 +29128,7 @@ pub mod constant_pad_nd {
     }
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1524)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1589)
 pub mod index_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27927,7 +29218,7 @@ pub mod index_select {
     }
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1529)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1594)
 pub mod index_select_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28020,7 +29311,7 @@ pub mod index_select_out {
     }
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1533)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1598)
 pub mod gather {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28120,7 +29411,7 @@ pub mod gather {
     }
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1538)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1603)
 pub mod gather_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28230,7 +29521,7 @@ pub mod gather_out {
     }
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1542)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1607)
 pub mod take {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28312,7 +29603,7 @@ pub mod take {
     }
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1547)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1612)
 pub mod scatter_src {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28405,7 +29696,7 @@ pub mod scatter_src {
     }
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1617)
 pub mod scatter_src_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28498,7 +29789,7 @@ pub mod scatter_src_ {
     }
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1622)
 pub mod scatter_src_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28603,7 +29894,7 @@ pub mod scatter_src_out {
     }
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1561)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1626)
 pub mod scatter_value {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28696,7 +29987,7 @@ pub mod scatter_value {
     }
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1631)
 pub mod scatter_value_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28789,7 +30080,7 @@ pub mod scatter_value_ {
     }
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1571)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1636)
 pub mod scatter_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28893,7 +30184,7 @@ pub mod scatter_reduce {
     }
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1576)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1641)
 pub mod scatter_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28998,7 +30289,7 @@ pub mod scatter_reduce_ {
     }
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1581)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1646)
 pub mod scatter_value_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29108,7 +30399,7 @@ pub mod scatter_value_reduce {
     }
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1586)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1651)
 pub mod scatter_value_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29218,7 +30509,7 @@ pub mod scatter_value_reduce_ {
     }
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1591)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1656)
 pub mod scatter_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29311,7 +30602,7 @@ pub mod scatter_add {
     }
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1596)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1661)
 pub mod scatter_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29404,7 +30695,7 @@ pub mod scatter_add_ {
     }
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1601)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1666)
 pub mod scatter_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29509,7 +30800,7 @@ pub mod scatter_add_out {
     }
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1605)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1670)
 pub mod index_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29619,7 +30910,7 @@ pub mod index_add {
     }
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1610)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1675)
 pub mod index_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29729,7 +31020,7 @@ pub mod index_add_ {
     }
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1615)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1680)
 pub mod index_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29850,7 +31141,7 @@ pub mod index_add_out {
     }
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1619)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1684)
 pub mod index_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29943,7 +31234,7 @@ pub mod index_copy {
     }
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1624)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1689)
 pub mod index_copy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30036,7 +31327,7 @@ pub mod index_copy_ {
     }
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1629)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1694)
 pub mod index_fill_int_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30129,7 +31420,7 @@ pub mod index_fill_int_scalar {
     }
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1634)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1699)
 pub mod index_fill_int_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30223,7 +31514,7 @@ pub mod index_fill_int_scalar_ {
     }
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1639)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1704)
 pub mod index_fill_int_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30316,7 +31607,7 @@ pub mod index_fill_int_tensor {
     }
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1644)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1709)
 pub mod index_fill_int_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30410,7 +31701,7 @@ pub mod index_fill_int_tensor_ {
     }
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1649)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1714)
 pub mod index_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30499,7 +31790,7 @@ pub mod index_tensor {
     }
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1654)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1719)
 pub mod index_put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30604,7 +31895,7 @@ pub mod index_put {
     }
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1659)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1724)
 pub mod index_put_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30709,7 +32000,7 @@ pub mod index_put_ {
     }
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1664)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1729)
 pub mod masked_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30791,7 +32082,7 @@ pub mod masked_select {
     }
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1669)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1734)
 pub mod masked_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30881,7 +32172,7 @@ pub mod masked_scatter {
     }
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1674)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1739)
 pub mod masked_scatter_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30971,7 +32262,7 @@ pub mod masked_scatter_ {
     }
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1679)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1744)
 pub mod nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31051,7 +32342,7 @@ pub mod nonzero {
     }
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1684)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1749)
 pub mod nonzero_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31133,7 +32424,7 @@ pub mod nonzero_out {
     }
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1688)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1753)
 pub mod count_nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31215,7 +32506,7 @@ pub mod count_nonzero {
     }
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1693)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1758)
 pub mod count_nonzero_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31297,7 +32588,7 @@ pub mod count_nonzero_dim_intlist {
     }
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1698)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1763)
 pub mod embedding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31412,7 +32703,7 @@ pub mod embedding {
     }
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1702)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1767)
 pub mod one_hot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31494,7 +32785,7 @@ pub mod one_hot {
     }
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1706)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1771)
 pub mod sort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31589,7 +32880,7 @@ pub mod sort {
     }
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1711)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1776)
 pub mod sort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31694,7 +32985,7 @@ pub mod sort_stable {
     }
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1716)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1781)
 pub mod argsort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31784,7 +33075,7 @@ pub mod argsort {
     }
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1721)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1786)
 pub mod argsort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31878,7 +33169,7 @@ pub mod argsort_stable {
     }
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1726)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
 pub mod topk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31987,7 +33278,7 @@ pub mod topk {
     }
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1731)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
 pub mod kthvalue {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32092,7 +33383,7 @@ pub mod kthvalue {
     }
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1736)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1801)
 pub mod median {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32172,7 +33463,7 @@ pub mod median {
     }
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1741)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1806)
 pub mod median_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32267,7 +33558,7 @@ pub mod median_dim {
     }
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1746)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
 pub mod cummax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32354,7 +33645,7 @@ pub mod cummax {
     }
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1751)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
 pub mod cummin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32441,7 +33732,7 @@ pub mod cummin {
     }
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1756)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1821)
 pub mod _unique2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32553,7 +33844,7 @@ pub mod _unique2 {
     }
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1760)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1825)
 pub mod norm_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32635,7 +33926,7 @@ pub mod norm_scalar {
     }
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1765)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1830)
 pub mod norm_scalaropt_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32734,7 +34025,7 @@ pub mod norm_scalaropt_dim {
     }
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1770)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1835)
 pub mod norm_scalaropt_dim_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32839,7 +34130,7 @@ pub mod norm_scalaropt_dim_dtype {
     }
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1775)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1840)
 pub mod norm_scalaropt_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32929,7 +34220,7 @@ pub mod norm_scalaropt_dtype {
     }
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1783)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1848)
 pub mod mm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33011,7 +34302,7 @@ pub mod mm {
     }
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1788)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1853)
 pub mod mm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33101,7 +34392,7 @@ pub mod mm_out {
     }
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1792)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1857)
 pub mod bmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33183,7 +34474,7 @@ pub mod bmm {
     }
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1797)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1862)
 pub mod bmm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33273,7 +34564,7 @@ pub mod bmm_out {
     }
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1801)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1866)
 pub mod addmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33377,7 +34668,7 @@ pub mod addmm {
     }
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1806)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1871)
 pub mod baddbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33487,7 +34778,7 @@ pub mod baddbmm {
     }
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1811)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1876)
 pub mod addbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33597,7 +34888,7 @@ pub mod addbmm {
     }
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1816)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1881)
 pub mod mv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33679,7 +34970,7 @@ pub mod mv {
     }
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1821)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1886)
 pub mod dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33761,7 +35052,7 @@ pub mod dot {
     }
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1826)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1891)
 pub mod vdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33843,7 +35134,7 @@ pub mod vdot {
     }
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1831)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1896)
 pub mod outer {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33925,7 +35216,7 @@ pub mod outer {
     }
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1836)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1901)
 pub mod matmul {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34007,7 +35298,7 @@ pub mod matmul {
     }
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1841)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1906)
 pub mod linear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34098,7 +35389,7 @@ pub mod linear {
     }
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1845)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1910)
 pub mod tensordot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34198,7 +35489,7 @@ pub mod tensordot {
     }
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1849)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1914)
 pub mod einsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34288,7 +35579,7 @@ pub mod einsum {
     }
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1853)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1918)
 pub mod convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34452,7 +35743,7 @@ pub mod convolution {
     }
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1857)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1922)
 pub mod conv1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34580,7 +35871,7 @@ pub mod conv1d {
     }
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1861)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1926)
 pub mod conv2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34708,7 +35999,7 @@ pub mod conv2d {
     }
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1865)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1930)
 pub mod conv3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34836,7 +36127,7 @@ pub mod conv3d {
     }
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1869)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1934)
 pub mod conv1d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34964,7 +36255,7 @@ pub mod conv1d_padding {
     }
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1873)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1938)
 pub mod conv2d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35092,7 +36383,7 @@ pub mod conv2d_padding {
     }
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1877)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1942)
 pub mod conv3d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35220,7 +36511,7 @@ pub mod conv3d_padding {
     }
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1881)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1946)
 pub mod conv_transpose1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35357,7 +36648,7 @@ pub mod conv_transpose1d {
     }
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1885)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1950)
 pub mod conv_transpose2d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35494,7 +36785,7 @@ pub mod conv_transpose2d_input {
     }
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1889)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1954)
 pub mod conv_transpose3d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35631,7 +36922,7 @@ pub mod conv_transpose3d_input {
     }
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1893)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1958)
 pub mod max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35752,7 +37043,7 @@ pub mod max_pool1d {
     }
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1897)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1962)
 pub mod max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35873,7 +37164,7 @@ pub mod max_pool2d {
     }
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1901)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1966)
 pub mod max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35994,7 +37285,7 @@ pub mod max_pool3d {
     }
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1905)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1970)
 pub mod max_pool1d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36120,7 +37411,7 @@ pub mod max_pool1d_with_indices {
     }
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1909)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1974)
 pub mod max_pool2d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36246,7 +37537,7 @@ pub mod max_pool2d_with_indices {
     }
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1913)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1978)
 pub mod max_pool3d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36372,7 +37663,7 @@ pub mod max_pool3d_with_indices {
     }
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:1917)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:1982)
 pub mod avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36493,7 +37784,7 @@ pub mod avg_pool1d {
     }
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1921)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1986)
 pub mod avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36631,7 +37922,7 @@ pub mod avg_pool2d {
     }
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1925)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1990)
 pub mod avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36769,7 +38060,7 @@ pub mod avg_pool3d {
     }
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:1929)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:1994)
 pub mod adaptive_avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36851,7 +38142,7 @@ pub mod adaptive_avg_pool1d {
     }
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:1933)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:1998)
 pub mod adaptive_avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36933,7 +38224,7 @@ pub mod adaptive_avg_pool2d {
     }
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:1937)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2002)
 pub mod adaptive_avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37015,7 +38306,7 @@ pub mod adaptive_avg_pool3d {
     }
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1941)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2006)
 pub mod adaptive_max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37107,7 +38398,7 @@ pub mod adaptive_max_pool1d {
     }
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1945)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2010)
 pub mod adaptive_max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37199,7 +38490,7 @@ pub mod adaptive_max_pool2d {
     }
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:1949)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2014)
 pub mod adaptive_max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37291,7 +38582,7 @@ pub mod adaptive_max_pool3d {
     }
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1953)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2018)
 pub mod upsample_nearest1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37387,7 +38678,7 @@ pub mod upsample_nearest1d_vec {
     }
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1957)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2022)
 pub mod upsample_nearest2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37483,7 +38774,7 @@ pub mod upsample_nearest2d_vec {
     }
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1961)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2026)
 pub mod upsample_nearest3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37579,7 +38870,7 @@ pub mod upsample_nearest3d_vec {
     }
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:1965)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2030)
 pub mod upsample_bilinear2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37688,7 +38979,7 @@ pub mod upsample_bilinear2d_vec {
     }
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:1969)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2034)
 pub mod pixel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37770,7 +39061,7 @@ pub mod pixel_shuffle {
     }
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:1973)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2038)
 pub mod pixel_unshuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37857,7 +39148,7 @@ pub mod pixel_unshuffle {
     }
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:1977)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2042)
 pub mod scaled_dot_product_attention {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37998,7 +39289,7 @@ pub mod scaled_dot_product_attention {
     }
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1984)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2049)
 pub mod native_layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38125,7 +39416,7 @@ pub mod native_layer_norm {
     }
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:1988)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2053)
 pub mod layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38250,7 +39541,7 @@ pub mod layer_norm {
     }
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1992)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2057)
 pub mod native_batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38408,7 +39699,7 @@ pub mod native_batch_norm {
     }
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:1996)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2061)
 pub mod batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38577,7 +39868,7 @@ pub mod batch_norm {
     }
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2000)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2065)
 pub mod instance_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38759,7 +40050,7 @@ pub mod instance_norm {
     }
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2004)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2069)
 pub mod native_group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38913,7 +40204,7 @@ pub mod native_group_norm {
     }
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2008)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2073)
 pub mod group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39038,7 +40329,7 @@ pub mod group_norm {
     }
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2013)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2078)
 pub mod mse_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39128,7 +40419,7 @@ pub mod mse_loss {
     }
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2017)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2082)
 pub mod l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39218,7 +40509,7 @@ pub mod l1_loss {
     }
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2021)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2086)
 pub mod smooth_l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39318,7 +40609,7 @@ pub mod smooth_l1_loss {
     }
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2025)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2090)
 pub mod huber_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39418,7 +40709,7 @@ pub mod huber_loss {
     }
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2029)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2094)
 pub mod binary_cross_entropy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39521,7 +40812,7 @@ pub mod binary_cross_entropy {
     }
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2033)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2098)
 pub mod binary_cross_entropy_with_logits {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39641,7 +40932,7 @@ pub mod binary_cross_entropy_with_logits {
     }
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2037)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2102)
 pub mod kl_div {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39742,7 +41033,7 @@ pub mod kl_div {
     }
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2041)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2106)
 pub mod margin_ranking_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39851,7 +41142,7 @@ pub mod margin_ranking_loss {
     }
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2045)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
 pub mod cosine_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39960,7 +41251,7 @@ pub mod cosine_embedding_loss {
     }
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2049)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2114)
 pub mod triplet_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40093,7 +41384,7 @@ pub mod triplet_margin_loss {
     }
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2053)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2118)
 pub mod nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40210,7 +41501,7 @@ pub mod nll_loss {
     }
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2057)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2122)
 pub mod nll_loss2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40327,7 +41618,7 @@ pub mod nll_loss2d {
     }
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2061)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2126)
 pub mod nll_loss_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40444,7 +41735,7 @@ pub mod nll_loss_nd {
     }
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2065)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2130)
 pub mod cross_entropy_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40567,7 +41858,7 @@ pub mod cross_entropy_loss {
     }
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2070)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2135)
 pub mod dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40651,7 +41942,7 @@ pub mod dropout {
     }
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2074)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2139)
 pub mod dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40735,7 +42026,7 @@ pub mod dropout_ {
     }
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2078)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2143)
 pub mod feature_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40819,7 +42110,7 @@ pub mod feature_dropout {
     }
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2082)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2147)
 pub mod feature_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40903,7 +42194,7 @@ pub mod feature_dropout_ {
     }
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2086)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2151)
 pub mod alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40987,7 +42278,7 @@ pub mod alpha_dropout {
     }
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2090)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2155)
 pub mod alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41071,7 +42362,7 @@ pub mod alpha_dropout_ {
     }
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2094)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2159)
 pub mod feature_alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41155,7 +42446,7 @@ pub mod feature_alpha_dropout {
     }
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2098)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2163)
 pub mod feature_alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41239,7 +42530,7 @@ pub mod feature_alpha_dropout_ {
     }
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2102)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2167)
 pub mod native_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41334,7 +42625,7 @@ pub mod native_dropout {
     }
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2107)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2172)
 pub mod erfinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41414,7 +42705,7 @@ pub mod erfinv {
     }
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2112)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2177)
 pub mod erfinv_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41494,7 +42785,7 @@ pub mod erfinv_ {
     }
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2117)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2182)
 pub mod erfinv_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41576,7 +42867,7 @@ pub mod erfinv_out {
     }
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2121)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2186)
 pub mod sgn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41656,7 +42947,7 @@ pub mod sgn {
     }
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2126)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2191)
 pub mod sgn_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41736,7 +43027,7 @@ pub mod sgn_ {
     }
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2131)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2196)
 pub mod sgn_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41818,7 +43109,7 @@ pub mod sgn_out {
     }
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2135)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2200)
 pub mod square {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41898,7 +43189,7 @@ pub mod square {
     }
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2140)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2205)
 pub mod square_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41978,7 +43269,7 @@ pub mod square_ {
     }
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2145)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2210)
 pub mod selu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42058,7 +43349,7 @@ pub mod selu {
     }
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2149)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
 pub mod selu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42138,7 +43429,7 @@ pub mod selu_ {
     }
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2153)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
 pub mod isinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42218,7 +43509,7 @@ pub mod isinf {
     }
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2158)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2223)
 pub mod isfinite {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42298,7 +43589,7 @@ pub mod isfinite {
     }
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2163)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
 pub mod isposinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42378,7 +43669,7 @@ pub mod isposinf {
     }
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2168)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2233)
 pub mod isposinf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42460,7 +43751,7 @@ pub mod isposinf_out {
     }
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2172)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2237)
 pub mod isneginf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42540,7 +43831,7 @@ pub mod isneginf {
     }
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2177)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2242)
 pub mod isneginf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42622,7 +43913,7 @@ pub mod isneginf_out {
     }
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2181)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2246)
 pub mod nan_to_num {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42722,7 +44013,7 @@ pub mod nan_to_num {
     }
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2186)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2251)
 pub mod nan_to_num_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42822,7 +44113,7 @@ pub mod nan_to_num_ {
     }
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2191)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2256)
 pub mod nan_to_num_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42932,7 +44223,7 @@ pub mod nan_to_num_out {
     }
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2195)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2260)
 pub mod round_decimals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43014,7 +44305,7 @@ pub mod round_decimals {
     }
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2200)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2265)
 pub mod round_decimals_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43096,7 +44387,7 @@ pub mod round_decimals_ {
     }
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2205)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
 pub mod round_decimals_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43186,7 +44477,7 @@ pub mod round_decimals_out {
     }
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2274)
 pub mod bitwise_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43266,7 +44557,7 @@ pub mod bitwise_not {
     }
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2279)
 pub mod bitwise_not_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43346,7 +44637,7 @@ pub mod bitwise_not_ {
     }
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2219)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2284)
 pub mod bitwise_not_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43428,7 +44719,7 @@ pub mod bitwise_not_out {
     }
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
 pub mod clamp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43518,7 +44809,7 @@ pub mod clamp_ {
     }
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2228)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2293)
 pub mod clamp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43618,7 +44909,7 @@ pub mod clamp_out {
     }
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2232)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2297)
 pub mod clamp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43717,7 +45008,7 @@ pub mod clamp_tensor {
     }
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2302)
 pub mod clamp_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43816,7 +45107,7 @@ pub mod clamp_tensor_ {
     }
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2242)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2307)
 pub mod clamp_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43921,7 +45212,7 @@ pub mod clamp_tensor_out {
     }
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2246)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2311)
 pub mod clamp_min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44003,7 +45294,7 @@ pub mod clamp_min {
     }
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2251)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2316)
 pub mod clamp_min_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44085,7 +45376,7 @@ pub mod clamp_min_tensor {
     }
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2256)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2321)
 pub mod clamp_min_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44167,7 +45458,7 @@ pub mod clamp_min_ {
     }
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2261)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2326)
 pub mod clamp_min_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44249,7 +45540,7 @@ pub mod clamp_min_tensor_ {
     }
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2331)
 pub mod clamp_min_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44339,7 +45630,7 @@ pub mod clamp_min_out {
     }
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2335)
 pub mod clamp_min_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44429,7 +45720,7 @@ pub mod clamp_min_tensor_out {
     }
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2274)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2339)
 pub mod clamp_max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44511,7 +45802,7 @@ pub mod clamp_max {
     }
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2279)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2344)
 pub mod clamp_max_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44593,7 +45884,7 @@ pub mod clamp_max_tensor {
     }
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2349)
 pub mod clamp_max_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44675,7 +45966,7 @@ pub mod clamp_max_ {
     }
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2289)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2354)
 pub mod clamp_max_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44757,7 +46048,7 @@ pub mod clamp_max_tensor_ {
     }
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2294)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2359)
 pub mod clamp_max_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44847,7 +46138,7 @@ pub mod clamp_max_out {
     }
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
 pub mod clamp_max_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44937,7 +46228,7 @@ pub mod clamp_max_tensor_out {
     }
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2367)
 pub mod relu6 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45017,7 +46308,7 @@ pub mod relu6 {
     }
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2371)
 pub mod relu6_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45097,7 +46388,7 @@ pub mod relu6_ {
     }
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2310)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2375)
 pub mod celu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45179,7 +46470,7 @@ pub mod celu {
     }
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2314)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2379)
 pub mod celu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45261,7 +46552,7 @@ pub mod celu_ {
     }
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2318)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2383)
 pub mod threshold {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45351,7 +46642,7 @@ pub mod threshold {
     }
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2322)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2387)
 pub mod threshold_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45441,7 +46732,7 @@ pub mod threshold_ {
     }
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
 pub mod threshold_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45542,7 +46833,7 @@ pub mod threshold_out {
     }
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2330)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2395)
 pub mod glu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45624,7 +46915,7 @@ pub mod glu {
     }
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2334)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2399)
 pub mod prelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45706,7 +46997,7 @@ pub mod prelu {
     }
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2339)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2404)
 pub mod log_sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45786,7 +47077,7 @@ pub mod log_sigmoid {
     }
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2343)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2408)
 pub mod log_sigmoid_forward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45871,7 +47162,7 @@ pub mod log_sigmoid_forward {
     }
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2347)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2412)
 pub mod fmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45953,7 +47244,7 @@ pub mod fmax {
     }
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2352)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2417)
 pub mod fmax_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46043,7 +47334,7 @@ pub mod fmax_out {
     }
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2356)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2421)
 pub mod fmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46125,7 +47416,7 @@ pub mod fmin {
     }
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2361)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2426)
 pub mod fmin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46215,7 +47506,7 @@ pub mod fmin_out {
     }
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2365)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2430)
 pub mod hypot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46297,7 +47588,7 @@ pub mod hypot {
     }
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2370)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2435)
 pub mod hypot_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46379,7 +47670,7 @@ pub mod hypot_ {
     }
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2375)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2440)
 pub mod hypot_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46469,7 +47760,7 @@ pub mod hypot_out {
     }
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2379)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
 pub mod copysign_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46551,7 +47842,7 @@ pub mod copysign_tensor {
     }
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2384)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2449)
 pub mod copysign_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46633,7 +47924,7 @@ pub mod copysign_tensor_ {
     }
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2389)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2454)
 pub mod copysign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46723,7 +48014,7 @@ pub mod copysign_out {
     }
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2393)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2458)
 pub mod copysign_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46805,7 +48096,7 @@ pub mod copysign_scalar {
     }
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2398)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2463)
 pub mod copysign_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46887,7 +48178,7 @@ pub mod copysign_scalar_ {
     }
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2403)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2468)
 pub mod floor_divide {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46969,7 +48260,7 @@ pub mod floor_divide {
     }
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2408)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2473)
 pub mod floor_divide_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47051,7 +48342,7 @@ pub mod floor_divide_tensor_ {
     }
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2478)
 pub mod floor_divide_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47141,7 +48432,7 @@ pub mod floor_divide_out {
     }
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2417)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2482)
 pub mod floor_divide_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47223,7 +48514,7 @@ pub mod floor_divide_scalar {
     }
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2422)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2487)
 pub mod floor_divide_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47305,7 +48596,7 @@ pub mod floor_divide_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2427)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2492)
 pub mod bitwise_and_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47387,7 +48678,7 @@ pub mod bitwise_and_tensor {
     }
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2432)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2497)
 pub mod bitwise_and_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47469,7 +48760,7 @@ pub mod bitwise_and_scalar {
     }
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2437)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2502)
 pub mod bitwise_and_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47551,7 +48842,7 @@ pub mod bitwise_and_scalar_tensor {
     }
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2441)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
 pub mod bitwise_and_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47633,7 +48924,7 @@ pub mod bitwise_and_tensor_ {
     }
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2446)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2511)
 pub mod bitwise_and_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47715,7 +49006,7 @@ pub mod bitwise_and_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2451)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2516)
 pub mod bitwise_and_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47805,7 +49096,7 @@ pub mod bitwise_and_tensor_out {
     }
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2455)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
 pub mod bitwise_or_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47887,7 +49178,7 @@ pub mod bitwise_or_tensor {
     }
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2460)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2525)
 pub mod bitwise_or_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47969,7 +49260,7 @@ pub mod bitwise_or_scalar {
     }
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2465)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
 pub mod bitwise_or_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48051,7 +49342,7 @@ pub mod bitwise_or_scalar_tensor {
     }
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2469)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2534)
 pub mod bitwise_or_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48133,7 +49424,7 @@ pub mod bitwise_or_tensor_ {
     }
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2474)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
 pub mod bitwise_or_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48215,7 +49506,7 @@ pub mod bitwise_or_scalar_ {
     }
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2479)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2544)
 pub mod bitwise_or_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48305,7 +49596,7 @@ pub mod bitwise_or_tensor_out {
     }
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2483)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
 pub mod bitwise_xor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48387,7 +49678,7 @@ pub mod bitwise_xor_tensor {
     }
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2488)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2553)
 pub mod bitwise_xor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48469,7 +49760,7 @@ pub mod bitwise_xor_scalar {
     }
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2493)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2558)
 pub mod bitwise_xor_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48551,7 +49842,7 @@ pub mod bitwise_xor_scalar_tensor {
     }
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2497)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
 pub mod bitwise_xor_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48633,7 +49924,7 @@ pub mod bitwise_xor_tensor_ {
     }
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2502)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
 pub mod bitwise_xor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48715,7 +50006,7 @@ pub mod bitwise_xor_scalar_ {
     }
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2507)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2572)
 pub mod bitwise_xor_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48805,7 +50096,7 @@ pub mod bitwise_xor_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2511)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
 pub mod bitwise_left_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48887,7 +50178,7 @@ pub mod bitwise_left_shift_tensor {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2516)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
 pub mod bitwise_left_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48969,7 +50260,7 @@ pub mod bitwise_left_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2521)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
 pub mod bitwise_left_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49051,7 +50342,7 @@ pub mod bitwise_left_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2525)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
 pub mod bitwise_left_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49133,7 +50424,7 @@ pub mod bitwise_left_shift_tensor_ {
     }
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2530)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
 pub mod bitwise_left_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49215,7 +50506,7 @@ pub mod bitwise_left_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2535)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
 pub mod bitwise_left_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49306,7 +50597,7 @@ pub mod bitwise_left_shift_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2604)
 pub mod bitwise_left_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49397,7 +50688,7 @@ pub mod bitwise_left_shift_tensor_scalar_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2543)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
 pub mod bitwise_right_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49479,7 +50770,7 @@ pub mod bitwise_right_shift_tensor {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2548)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
 pub mod bitwise_right_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49561,7 +50852,7 @@ pub mod bitwise_right_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
 pub mod bitwise_right_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49643,7 +50934,7 @@ pub mod bitwise_right_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
 pub mod bitwise_right_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49725,7 +51016,7 @@ pub mod bitwise_right_shift_tensor_ {
     }
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
 pub mod bitwise_right_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49807,7 +51098,7 @@ pub mod bitwise_right_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
 pub mod bitwise_right_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49898,7 +51189,7 @@ pub mod bitwise_right_shift_tensor_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2636)
 pub mod bitwise_right_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49989,7 +51280,7 @@ pub mod bitwise_right_shift_tensor_scalar_out {
     }
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2575)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
 pub mod logical_or {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50071,7 +51362,7 @@ pub mod logical_or {
     }
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2645)
 pub mod logical_xor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50153,7 +51444,7 @@ pub mod logical_xor {
     }
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2585)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2650)
 pub mod var_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50245,7 +51536,7 @@ pub mod var_mean {
     }
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2589)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2654)
 pub mod var_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50351,7 +51642,7 @@ pub mod var_mean_dim {
     }
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2593)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2658)
 pub mod var_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50461,7 +51752,7 @@ pub mod var_mean_correction {
     }
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2597)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2662)
 pub mod std_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50553,7 +51844,7 @@ pub mod std_mean {
     }
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2601)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2666)
 pub mod std_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50659,7 +51950,7 @@ pub mod std_mean_dim {
     }
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2605)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2670)
 pub mod std_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};

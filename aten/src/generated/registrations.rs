@@ -131,6 +131,17 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::random_to_::SCHEMA).expect("generated schema parses");
     d.def(handles::random_::SCHEMA).expect("generated schema parses");
     d.def(handles::bernoulli_float_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bernoulli_tensor_::SCHEMA).expect("generated schema parses");
+    d.def(handles::bernoulli::SCHEMA).expect("generated schema parses");
+    d.def(handles::bernoulli_p::SCHEMA).expect("generated schema parses");
+    d.def(handles::exponential_::SCHEMA).expect("generated schema parses");
+    d.def(handles::normal_tensor_float::SCHEMA).expect("generated schema parses");
+    d.def(handles::normal_float_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::normal_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::normal_float_float::SCHEMA).expect("generated schema parses");
+    d.def(handles::randperm::SCHEMA).expect("generated schema parses");
+    d.def(handles::randperm_generator::SCHEMA).expect("generated schema parses");
+    d.def(handles::multinomial::SCHEMA).expect("generated schema parses");
     d.def(handles::rand::SCHEMA).expect("generated schema parses");
     d.def(handles::rand_generator::SCHEMA).expect("generated schema parses");
     d.def(handles::randn::SCHEMA).expect("generated schema parses");
@@ -287,7 +298,9 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::argmin::SCHEMA).expect("generated schema parses");
     d.def(handles::logsumexp::SCHEMA).expect("generated schema parses");
     d.def(handles::all::SCHEMA).expect("generated schema parses");
+    d.def(handles::any::SCHEMA).expect("generated schema parses");
     d.def(handles::any_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::all_dim::SCHEMA).expect("generated schema parses");
     d.def(handles::cumsum::SCHEMA).expect("generated schema parses");
     d.def(handles::cumprod::SCHEMA).expect("generated schema parses");
     d.def(handles::softmax_int::SCHEMA).expect("generated schema parses");
@@ -1378,6 +1391,42 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                     ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
                     self_,
                     p,
+                    generator,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_tensor_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::bernoulli_tensor_::kernel(|ks, self_, p, generator| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::bernoulli_tensor_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    generator,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exponential_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::exponential_::kernel(|ks, self_, lambd, generator| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::exponential_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    lambd,
                     generator,
                 )?
             };
@@ -3918,6 +3967,48 @@ pub fn register_backend_select(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::normal_float_float::NAME,
+        DispatchKey::BackendSelect,
+        handles::normal_float_float::kernel(|_ks, mean, std, size, generator, dtype, layout, device, pin_memory| {
+            handles::normal_float_float::redispatch(
+                crate::backend_key_set(device),
+                mean,
+                std,
+                size,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randperm::NAME,
+        DispatchKey::BackendSelect,
+        handles::randperm::kernel(|_ks, n, dtype, layout, device, pin_memory| {
+            handles::randperm::redispatch(crate::backend_key_set(device), n, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randperm_generator::NAME,
+        DispatchKey::BackendSelect,
+        handles::randperm_generator::kernel(|_ks, n, generator, dtype, layout, device, pin_memory| {
+            handles::randperm_generator::redispatch(
+                crate::backend_key_set(device),
+                n,
+                generator,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::rand::NAME,
         DispatchKey::BackendSelect,
         handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| {
@@ -4628,6 +4719,92 @@ pub fn register_cpu(d: &Dispatcher) {
         DispatchKey::CPU,
         handles::bernoulli_float_::kernel(|_ks, self_, p, generator| {
             crate::native::random::bernoulli_float_(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_tensor_::NAME,
+        DispatchKey::CPU,
+        handles::bernoulli_tensor_::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_Tensor_(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli::NAME,
+        DispatchKey::CPU,
+        handles::bernoulli::kernel(|_ks, self_, generator| crate::native::random::bernoulli(self_, generator)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_p::NAME,
+        DispatchKey::CPU,
+        handles::bernoulli_p::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_p(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exponential_::NAME,
+        DispatchKey::CPU,
+        handles::exponential_::kernel(|_ks, self_, lambd, generator| {
+            crate::native::random::exponential_(self_, lambd, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_tensor_float::NAME,
+        DispatchKey::CPU,
+        handles::normal_tensor_float::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_Tensor_float(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_float_tensor::NAME,
+        DispatchKey::CPU,
+        handles::normal_float_tensor::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_float_Tensor(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_tensor_tensor::NAME,
+        DispatchKey::CPU,
+        handles::normal_tensor_tensor::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_Tensor_Tensor(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_float_float::NAME,
+        DispatchKey::CPU,
+        handles::normal_float_float::kernel(|_ks, mean, std, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::normal_float_float(mean, std, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randperm::NAME,
+        DispatchKey::CPU,
+        handles::randperm::kernel(|_ks, n, dtype, layout, device, pin_memory| {
+            crate::native::random::randperm(n, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randperm_generator::NAME,
+        DispatchKey::CPU,
+        handles::randperm_generator::kernel(|_ks, n, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randperm_generator(n, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::multinomial::NAME,
+        DispatchKey::CPU,
+        handles::multinomial::kernel(|_ks, self_, num_samples, replacement, generator| {
+            crate::native::random::multinomial(self_, num_samples, replacement, generator)
         }),
     )
     .expect("generated registration");
@@ -5618,9 +5795,21 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::any::NAME,
+        DispatchKey::CPU,
+        handles::any::kernel(|_ks, self_| crate::native::reduce::any(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::any_dim::NAME,
         DispatchKey::CPU,
         handles::any_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::any_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::all_dim::NAME,
+        DispatchKey::CPU,
+        handles::all_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::all_dim(self_, dim, keepdim)),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -9,7 +9,7 @@
 
 use std::f64::consts::PI;
 
-use c10::{Device, Element, Error, Layout, MemoryFormat, Result, ScalarType};
+use c10::{Device, Element, Error, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
 use crate::generator::GeneratorState;
 use crate::native::cpu::loops::for_each_offset;
@@ -774,6 +774,388 @@ pub fn randn_like(
 ) -> Result<Tensor> {
     let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
     normal_(&t, 0.0, 1.0, None)
+}
+
+// ---- exponential, bernoulli with probabilities, normal with tensor moments --------------------
+
+/// `exponential_`: fills `self_` with samples of Exp(`lambd`), as PyTorch's (non-MKL-stream) CPU
+/// kernel: `-1/lambd * log1p(-u)` on a 53-bit uniform `u`, in double, cast to the dtype.
+pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "exponential_";
+    check_cpu(OP, self_)?;
+    if lambd.is_nan() || lambd <= 0.0 {
+        return Err(Error::invalid(
+            OP,
+            format!("exponential_ expects lambda > 0.0, but found lambda={}", fmt_g(lambd)),
+        ));
+    }
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "Exponential distribution is a continuous probability distribution. dtype must be a floating point but \
+                 you specified {}",
+                dtype.cpp_name()
+            ),
+        ));
+    }
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
+        T::from_f64(-1.0 / lambd * (-uniform_f64(&mut g)).ln_1p())
+    }))?;
+    Ok(self_.clone())
+}
+
+/// `t`'s values in `order`'s memory order (see [`for_each_offset_memory_order`]), as f64.
+fn values_in_memory_order_of(t: &Tensor, order: &Tensor) -> Result<Vec<f64>> {
+    let perm = stride_order(order.sizes(), order.strides());
+    let outer_first: Vec<i64> = perm.iter().rev().map(|&d| d as i64).collect();
+    let permuted = crate::ops::permute(t, &outer_first)?;
+    crate::native::copy::to_dtype(&permuted, ScalarType::F64)?.contiguous()?.to_vec::<f64>()
+}
+
+/// `bernoulli_.Tensor`: element `i` becomes 1 with probability `p[i]` (`p` broadcast to
+/// `self_`'s shape). As PyTorch's CPU kernel: a double `p` is compared with a 53-bit uniform,
+/// any other floating `p` with a 24-bit float uniform. Every probability is checked before
+/// anything is written, so a bad one leaves `self_` and the generator untouched.
+#[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
+pub fn bernoulli_Tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "bernoulli_";
+    check_cpu(OP, self_)?;
+    check_cpu(OP, p)?;
+    if !p.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "bernoulli_tensor_cpu_p_".into(), dtype: p.dtype() });
+    }
+    let expanded = crate::ops::expand(p, self_.sizes(), false)?;
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(OP, self_)?;
+    let probs = values_in_memory_order_of(&expanded, self_)?;
+    if probs.iter().any(|v| !(0.0..=1.0).contains(v)) {
+        return Err(Error::invalid(OP, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
+    }
+    let wide = p.dtype() == ScalarType::F64;
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    let mut next = probs.iter();
+    c10::dispatch_all_types!(self_.dtype(), T => write_memory_order::<T>(self_, || {
+        let q = next.next().copied().unwrap_or(0.0);
+        T::from_bool(if wide { uniform_f64(&mut g) < q } else { uniform_f32(&mut g) < q as f32 })
+    }))?;
+    Ok(self_.clone())
+}
+
+/// `bernoulli`: a new tensor of 0s and 1s, 1 with probability `self_[i]` (a floating tensor).
+pub fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    let out = empty_like(self_, None, None, None, None, Some(MemoryFormat::Contiguous))?;
+    bernoulli_Tensor_(&out, self_, generator)
+}
+
+/// `bernoulli.p`: a new tensor like `self_` of 0s and 1s, each 1 with probability `p`.
+pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    let out = empty_like(self_, None, None, None, None, Some(MemoryFormat::Contiguous))?;
+    bernoulli_float_(&out, p, generator)
+}
+
+/// PyTorch's `CHECK_NORMAL_TENSOR_STD`: every standard deviation must be `>= 0`.
+fn check_normal_tensor_std(std: &Tensor) -> Result<()> {
+    if std.numel() > 0 && !crate::ops::ge_scalar(&crate::ops::min(std)?, Scalar::Int(0))?.item::<bool>()? {
+        return Err(Error::invalid("normal", "normal expects all elements of std >= 0.0"));
+    }
+    Ok(())
+}
+
+/// `normal.Tensor_float`: samples of N(`mean[i]`, `std`^2), drawn as `normal_(0, std)` and then
+/// shifted by `mean` (PyTorch's order of random draws).
+#[allow(non_snake_case)] // the overload name, as the codegen spells it
+pub fn normal_Tensor_float(mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    if std.is_nan() || std < 0.0 {
+        return Err(Error::invalid("normal", format!("normal expects std >= 0.0, but found std {}", fmt_g(std))));
+    }
+    let out = empty_like(mean, None, None, None, None, Some(MemoryFormat::Contiguous))?;
+    normal_(&out, 0.0, std, generator)?;
+    crate::ops::add_(&out, mean, Scalar::Int(1))
+}
+
+/// `normal.float_Tensor`: samples of N(`mean`, `std[i]`^2): standard normals scaled by `std`,
+/// then shifted by `mean`.
+#[allow(non_snake_case)] // the overload name, as the codegen spells it
+pub fn normal_float_Tensor(mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    check_normal_tensor_std(std)?;
+    let out = empty_like(std, None, None, None, None, Some(MemoryFormat::Contiguous))?;
+    normal_(&out, 0.0, 1.0, generator)?;
+    crate::ops::mul_(&out, std)?;
+    crate::ops::add_scalar_(&out, Scalar::Float(mean), Scalar::Int(1))
+}
+
+/// `normal.Tensor_Tensor`: samples of N(`mean[i]`, `std[i]`^2) over the broadcast shape of
+/// `mean` and `std`, in `mean`'s dtype.
+#[allow(non_snake_case)] // the overload name, as the codegen spells it
+pub fn normal_Tensor_Tensor(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    check_normal_tensor_std(std)?;
+    let shape = crate::native::tensor_iterator::broadcast_shapes("normal", mean.sizes(), std.sizes())?;
+    let out = crate::ops::empty(&shape, Some(mean.dtype()), None, Some(mean.device()), None, None)?;
+    normal_(&out, 0.0, 1.0, generator)?;
+    crate::ops::mul_(&out, std)?;
+    crate::ops::add_(&out, mean, Scalar::Int(1))
+}
+
+/// `normal.float_float`: a new tensor of `size` with samples of N(`mean`, `std`^2).
+#[allow(clippy::too_many_arguments)]
+pub fn normal_float_float(
+    mean: f64,
+    std: f64,
+    size: &[i64],
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let t = empty_for("normal", size, dtype.unwrap_or_else(ScalarType::default_float), layout, device, pin_memory)?;
+    normal_(&t, mean, std, generator)
+}
+
+// ---- randperm and multinomial ----------------------------------------------------------------
+
+/// `randperm.generator`: a random permutation of `0..n` (int64 by default), by PyTorch's CPU
+/// shuffle: Fisher-Yates swaps with `random() % (n - i)` for `n < 2^32 / 20`, else the
+/// inside-out variant on 64-bit draws.
+pub fn randperm_generator(
+    n: i64,
+    generator: Option<&Generator>,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    const OP: &str = "randperm";
+    let dtype = dtype.unwrap_or(ScalarType::I64);
+    check_factory_options(OP, layout, device, pin_memory)?;
+    check_size_nonnegative(OP, &[n])?;
+    let top = if n > 0 { n - 1 } else { n };
+    let limit = match dtype {
+        ScalarType::Bool => return Err(Error::UnsupportedDtype { op: OP.into(), dtype }),
+        ScalarType::F16 => Some((2049, "n cannot be greater than 2049 for Half type.")),
+        ScalarType::F32 => Some(((1 << 24) + 1, "n cannot be greater than 2^24+1 for Float type.")),
+        ScalarType::F64 => Some(((1 << 53) + 1, "n cannot be greater than 2^53+1 for Double type.")),
+        ScalarType::BF16 => None,
+        d if top as f64 > dtype_max(d) => {
+            return Err(Error::invalid(
+                OP,
+                format!("value cannot be converted to type {} without overflow", c_int_name(d)),
+            ));
+        }
+        _ => None,
+    };
+    if let Some((max_n, msg)) = limit {
+        if n > max_n {
+            return Err(Error::invalid(OP, msg));
+        }
+    }
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    let len = n as usize;
+    let mut perm: Vec<i64> = Vec::with_capacity(len);
+    if n < (u32::MAX / 20) as i64 {
+        perm.extend(0..n);
+        for i in 0..len.saturating_sub(1) {
+            let z = g.random() as usize % (len - i);
+            perm.swap(i, i + z);
+        }
+    } else {
+        for i in 0..len {
+            let z = (g.random64() % (i as u64 + 1)) as usize;
+            perm.push(i as i64);
+            perm.swap(i, z);
+        }
+    }
+    drop(g);
+    let t = Tensor::from_vec(perm, &[n])?;
+    if dtype == ScalarType::I64 {
+        Ok(t)
+    } else {
+        crate::native::copy::to_dtype(&t, dtype)
+    }
+}
+
+/// `randperm`: [`randperm_generator`] on the default generator.
+pub fn randperm(
+    n: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    randperm_generator(n, None, dtype, layout, device, pin_memory)
+}
+
+/// The C type PyTorch names in its integer overflow messages.
+fn c_int_name(dtype: ScalarType) -> &'static str {
+    match dtype {
+        ScalarType::U8 => "uint8_t",
+        ScalarType::I8 => "int8_t",
+        ScalarType::I16 => "int16_t",
+        ScalarType::I32 => "int32_t",
+        _ => "int64_t",
+    }
+}
+
+/// `multinomial`: `num_samples` category indices per row of the 1-d or 2-d probability tensor
+/// `self_` (weights, not necessarily normalised).
+///
+/// As PyTorch: without replacement, or for one sample, the Gumbel-max trick (`argmax`/`topk` of
+/// `p / q` with `q ~ Exp(1)`); with replacement, a binary search of a 53-bit uniform in each
+/// row's normalised cumulative distribution (accumulated in the input's dtype, float for
+/// half/bfloat16). A seed gives PyTorch's samples.
+pub fn multinomial(
+    self_: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    const OP: &str = "multinomial";
+    check_cpu(OP, self_)?;
+    if self_.dim() == 0 || self_.dim() > 2 {
+        return Err(Error::invalid(OP, "prob_dist must be 1 or 2 dim"));
+    }
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            OP,
+            format!("multinomial only supports floating-point dtypes for input, got: {}", self_.dtype().cpp_name()),
+        ));
+    }
+    if num_samples <= 0 {
+        return Err(Error::invalid(OP, "cannot sample n_sample <= 0 samples"));
+    }
+    let n_categories = self_.sizes()[self_.dim() - 1];
+    if !replacement && num_samples > n_categories {
+        return Err(Error::invalid(OP, "cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
+    }
+    if n_categories > 1 << 24 {
+        return Err(Error::invalid(OP, "number of categories cannot exceed 2^24"));
+    }
+    if self_.dim() == 2 && self_.sizes()[0] == 0 {
+        return Tensor::from_vec(Vec::<i64>::new(), &[0, num_samples]);
+    }
+    if !replacement || num_samples == 1 {
+        let valid = crate::ops::lt_scalar(&crate::ops::max(self_)?, Scalar::Float(f64::INFINITY))?.item::<bool>()?
+            && crate::ops::ge_scalar(&crate::ops::min(self_)?, Scalar::Int(0))?.item::<bool>()?;
+        if !valid {
+            return Err(Error::invalid(OP, "probability tensor contains either `inf`, `nan` or element < 0"));
+        }
+        let row_sums = if self_.dim() == 1 {
+            crate::ops::sum(self_, None)?
+        } else {
+            crate::ops::sum_dim_intlist(self_, Some(&[1]), false, None)?
+        };
+        let zero_rows = crate::ops::eq_scalar(&row_sums, Scalar::Int(0))?;
+        if crate::ops::any(&zero_rows)?.item::<bool>()? {
+            return Err(Error::invalid(OP, "invalid multinomial distribution (sum of probabilities <= 0)"));
+        }
+        let q = empty_like(self_, None, None, None, None, None)?;
+        exponential_(&q, 1.0, generator)?;
+        let ratio = crate::ops::div(self_, &q)?;
+        return if num_samples == 1 {
+            crate::ops::argmax(&ratio, Some(-1), true)
+        } else {
+            Ok(crate::ops::topk(&ratio, num_samples, -1, true, true)?.1)
+        };
+    }
+    let probs = crate::native::copy::to_dtype(self_, ScalarType::F64)?.contiguous()?.to_vec::<f64>()?;
+    let n_cat = n_categories as usize;
+    let n_dist = if self_.dim() == 2 { self_.sizes()[0] as usize } else { 1 };
+    let double = self_.dtype() == ScalarType::F64;
+    // Every row is validated before the first draw, so a bad row leaves the generator as it was.
+    let mut cdfs = Vec::with_capacity(n_dist * n_cat);
+    for row in probs.chunks(n_cat.max(1)).take(n_dist) {
+        if double {
+            cumulative_distribution::<f64>(row, &mut cdfs)?;
+        } else {
+            cumulative_distribution::<f32>(row, &mut cdfs)?;
+        }
+    }
+    if n_cat == 0 && n_dist > 0 {
+        return Err(Error::invalid(OP, "invalid multinomial distribution (sum of probabilities <= 0)"));
+    }
+    let gen = cpu_generator(OP, generator)?;
+    let mut g = gen.lock();
+    let mut out = Vec::with_capacity(n_dist * num_samples as usize);
+    for cdf in cdfs.chunks(n_cat.max(1)).take(n_dist) {
+        for _ in 0..num_samples {
+            let u = uniform_f64(&mut g);
+            // The first slot whose cumulative probability is >= u.
+            out.push(cdf.partition_point(|&c| c < u) as i64);
+        }
+    }
+    drop(g);
+    let shape: Vec<i64> = if self_.dim() == 2 { vec![n_dist as i64, num_samples] } else { vec![num_samples] };
+    Tensor::from_vec(out, &shape)
+}
+
+/// Arithmetic of `multinomial`'s cumulative distribution: the input's dtype (float for the
+/// 16-bit floats).
+trait CdfFloat: Copy + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> {
+    const ZERO: Self;
+    fn cdf_from(v: f64) -> Self;
+    fn cdf_to(self) -> f64;
+}
+impl CdfFloat for f32 {
+    const ZERO: Self = 0.0;
+    fn cdf_from(v: f64) -> Self {
+        v as f32
+    }
+    fn cdf_to(self) -> f64 {
+        self as f64
+    }
+}
+impl CdfFloat for f64 {
+    const ZERO: Self = 0.0;
+    fn cdf_from(v: f64) -> Self {
+        v
+    }
+    fn cdf_to(self) -> f64 {
+        self
+    }
+}
+
+/// Appends the normalised cumulative distribution of one row of weights (its last slot forced to
+/// exactly 1), as PyTorch's `multinomial_with_replacement` kernel computes it.
+fn cumulative_distribution<A: CdfFloat>(row: &[f64], cdf: &mut Vec<f64>) -> Result<()> {
+    const OP: &str = "multinomial";
+    let start = cdf.len();
+    let mut sum = A::ZERO;
+    for &w in row {
+        // NaN fails this test too, as in PyTorch.
+        if w.is_nan() || w < 0.0 {
+            return Err(Error::invalid(OP, "invalid multinomial distribution (encountering probability entry < 0)"));
+        }
+        if !w.is_finite() {
+            return Err(Error::invalid(
+                OP,
+                "invalid multinomial distribution (encountering probability entry = infinity or NaN)",
+            ));
+        }
+        sum += A::cdf_from(w);
+        cdf.push(sum.cdf_to());
+    }
+    if sum.partial_cmp(&A::ZERO) != Some(std::cmp::Ordering::Greater) {
+        return Err(Error::invalid(OP, "invalid multinomial distribution (sum of probabilities <= 0)"));
+    }
+    for c in &mut cdf[start..] {
+        *c = (A::cdf_from(*c) / sum).cdf_to();
+    }
+    if let Some(last) = cdf.last_mut() {
+        *last = 1.0;
+    }
+    Ok(())
 }
 
 // Expected values are PyTorch's float32 outputs printed as doubles (exactly the f32 values).

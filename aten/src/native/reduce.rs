@@ -332,10 +332,16 @@ fn arg_extreme_i(row: &[i64], max: bool) -> usize {
 /// Values and indices of the extreme along `dims` (all dims when None).
 fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
     let red = reduced_dims(op, t, dims)?;
-    let r = rows(t, &red, keepdim)?;
-    if r.len == 0 && r.rows > 0 || t.numel() == 0 {
-        return Err(Error::invalid(op, format!("{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")));
+    if matches!(dims, None | Some([])) {
+        if t.numel() == 0 {
+            return Err(Error::invalid(op, format!("{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")));
+        }
+    } else if let Some(d) = (0..t.dim()).find(|&d| red[d] && t.sizes()[d] == 0) {
+        // An empty input reduced over non-empty dims gives empty results; only reducing over a
+        // zero-size dim has no identity to return.
+        return Err(Error::invalid(op, format!("{op}(): Expected reduction dim {d} to have non-zero size.")));
     }
+    let r = rows(t, &red, keepdim)?;
     let mut idx = Vec::with_capacity(r.rows);
     if t.dtype().is_floating_point() {
         let mut vals = Vec::with_capacity(r.rows);
@@ -395,6 +401,12 @@ fn arg(op: &'static str, t: &Tensor, dim: Option<i64>, keepdim: bool, max: bool)
     match dim {
         Some(d) => Ok(extreme(op, t, Some(&[d]), keepdim, max)?.1),
         None => {
+            if t.numel() == 0 {
+                return Err(Error::invalid(
+                    op,
+                    format!("{op}(): Expected reduction dim to be specified for input.numel() == 0."),
+                ));
+            }
             let flat = crate::ops::reshape(t, &[-1])?;
             let i = extreme(op, &flat, Some(&[0]), false, max)?.1;
             if keepdim {
@@ -450,6 +462,14 @@ fn all_any(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, al
 /// `all(Tensor self) -> Tensor`
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     all_any("all", self_, None, false, true)
+}
+/// `any(Tensor self) -> Tensor`
+pub fn any(self_: &Tensor) -> Result<Tensor> {
+    all_any("any", self_, None, false, false)
+}
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    all_any("all", self_, Some(&[dim]), keepdim, true)
 }
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {

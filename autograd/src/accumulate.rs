@@ -1,0 +1,73 @@
+//! `AccumulateGrad`: the node at a leaf that adds incoming gradients into its `.grad`.
+
+use aten::Tensor;
+use c10::{Result, Scalar};
+
+use crate::node::{Node, NodeCore};
+
+/// Accumulates gradients into a leaf tensor's `.grad` (held weakly by the leaf; see Note
+/// [Leaf accumulators are held weakly]).
+pub struct AccumulateGrad {
+    core: NodeCore,
+    variable: Tensor,
+}
+
+impl AccumulateGrad {
+    /// The accumulator of leaf `variable`.
+    pub fn new(variable: Tensor) -> Self {
+        let core = NodeCore::with_sequence_nr(Vec::new(), u64::MAX);
+        core.add_input_metadata(&variable);
+        AccumulateGrad { core, variable }
+    }
+}
+
+impl Node for AccumulateGrad {
+    fn name(&self) -> String {
+        "AccumulateGrad".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn accumulated_variable(&self) -> Option<&Tensor> {
+        Some(&self.variable)
+    }
+    /// With grad mode off (a plain backward) the first gradient is stored (a copy unless the
+    /// engine hands over a tensor nobody else holds) and later ones are added in place; with
+    /// grad mode on (`create_graph`) the sum is out of place so it keeps its history.
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(new) = grads.into_iter().next().flatten() else {
+            return Ok(Vec::new());
+        };
+        let Some(meta) = crate::meta::meta(&self.variable) else {
+            return Ok(Vec::new());
+        };
+        let hooks = {
+            let mut s = meta.state();
+            let grad_mode = crate::grad_mode::is_grad_enabled();
+            s.grad = Some(match s.grad.take() {
+                None if grad_mode => new,
+                None => fresh_copy(&new)?,
+                Some(old) if grad_mode => aten::ops::add(&old, &new, Scalar::Int(1))?,
+                Some(old) => {
+                    if crate::meta::requires_grad(&old) {
+                        aten::ops::add(&old, &new, Scalar::Int(1))?
+                    } else {
+                        aten::ops::add_(&old, &new, Scalar::Int(1))?
+                    }
+                }
+            });
+            s.post_accumulate_hooks.clone()
+        };
+        for h in hooks {
+            h(&self.variable)?;
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// The gradient to store as a new `.grad`: a copy (the engine's buffers may be shared with
+/// user-visible tensors such as `grad_outputs`), contiguous like the leaf when it is.
+fn fresh_copy(g: &Tensor) -> Result<Tensor> {
+    let d = crate::meta::detach(g);
+    aten::ops::clone(&d, None)
+}

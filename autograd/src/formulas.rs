@@ -1,0 +1,693 @@
+//! Helpers for the backward formulas of `autograd/derivatives.yaml` (PyTorch's
+//! `FunctionsManual.cpp`). Every helper is written with differentiable operators, so a backward
+//! computed with `create_graph` is itself differentiable: higher-order gradients need no extra
+//! formulas.
+
+use aten::{ops, Tensor};
+use c10::{Error, Result, Scalar, ScalarType};
+
+pub use crate::engine::sum_to;
+
+/// `Scalar::Float(x)`.
+pub fn sf(x: f64) -> Scalar {
+    Scalar::Float(x)
+}
+
+/// `Scalar` 1.
+pub fn one() -> Scalar {
+    Scalar::Int(1)
+}
+
+/// `-s`.
+pub fn neg_scalar(s: &Scalar) -> Scalar {
+    match *s {
+        Scalar::Int(i) => Scalar::Int(-i),
+        Scalar::Bool(b) => Scalar::Int(-(b as i64)),
+        _ => Scalar::Float(-s.to_f64()),
+    }
+}
+
+/// `t * s` (skips the multiplication when `s` is 1).
+pub fn maybe_multiply(t: &Tensor, s: &Scalar) -> Result<Tensor> {
+    if s.to_f64() == 1.0 {
+        Ok(t.clone())
+    } else {
+        ops::mul_scalar(t, *s)
+    }
+}
+
+/// `t * x`.
+pub fn scale(t: &Tensor, x: f64) -> Result<Tensor> {
+    ops::mul_scalar(t, sf(x))
+}
+
+/// `a * b`.
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    ops::mul(a, b)
+}
+
+/// `a / b`.
+pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    ops::div(a, b)
+}
+
+/// `a + b`.
+pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    ops::add(a, b, one())
+}
+
+/// `a - b`.
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    ops::sub(a, b, one())
+}
+
+/// `t + x`.
+pub fn add_s(t: &Tensor, x: f64) -> Result<Tensor> {
+    ops::add_scalar(t, sf(x), one())
+}
+
+/// `x - t`.
+pub fn rsub_s(t: &Tensor, x: f64) -> Result<Tensor> {
+    ops::add_scalar(&ops::neg(t)?, sf(x), one())
+}
+
+/// Zeros like `t`.
+pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
+    ops::zeros_like(t, None, None, None, None, None)
+}
+
+/// Zeros of `sizes` with `like`'s dtype.
+pub fn zeros_of(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
+    ops::zeros(sizes, Some(like.dtype()), None, Some(like.device()), None)
+}
+
+/// `grad` where `mask`, else 0.
+pub fn masked(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    ops::mul(grad, &mask.to(grad.dtype())?)
+}
+
+/// Gradient of `self` for `self * other`.
+pub fn mul_tensor_backward(grad: &Tensor, other: &Tensor, _self_st: ScalarType) -> Result<Tensor> {
+    ops::mul(grad, other)
+}
+
+/// Gradient of `other` for `self / other`: `-grad * self / other^2`.
+pub fn div_tensor_other_backward(grad: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::neg(&ops::div(&ops::mul(grad, self_)?, &ops::mul(other, other)?)?)
+}
+
+/// Gradient of `self` for `self ** exponent` (a scalar exponent).
+pub fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: &Scalar) -> Result<Tensor> {
+    let e = exponent.to_f64();
+    if e == 0.0 {
+        return zeros_like(self_);
+    }
+    let p = ops::pow_tensor_scalar(self_, sf(e - 1.0))?;
+    ops::mul(grad, &scale(&p, e)?)
+}
+
+/// Gradient of `self` for `self ** exponent` (a tensor exponent); 0 where the exponent is 0.
+pub fn pow_backward_self(grad: &Tensor, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    let p = ops::pow(self_, &ops::sub_scalar(exponent, one(), one())?)?;
+    let g = ops::mul(grad, &ops::mul(exponent, &p)?)?;
+    let zero = ops::eq_scalar(exponent, Scalar::Int(0))?;
+    ops::masked_fill(&g, &zero, Scalar::Int(0))
+}
+
+/// Gradient of `exponent` for `self ** exponent`: `grad * result * log(self)`, 0 where
+/// `self == 0` and `exponent >= 0`.
+pub fn pow_backward_exponent(grad: &Tensor, self_: &Tensor, exponent: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let g = ops::mul(grad, &ops::mul(result, &ops::log(self_)?)?)?;
+    let cond = ops::logical_and(&ops::eq_scalar(self_, Scalar::Int(0))?, &ops::ge_scalar(exponent, Scalar::Int(0))?)?;
+    ops::masked_fill(&g, &cond, Scalar::Int(0))
+}
+
+/// Expands the gradient of a reduction back to the input's shape.
+pub fn sum_backward(grad: &Tensor, sizes: &[i64], dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let mut g = grad.clone();
+    if !keepdim && n > 0 {
+        if let Some(ds) = dims.filter(|d| !d.is_empty()) {
+            let mut w: Vec<i64> = ds.iter().map(|&d| if d < 0 { d + n } else { d }).collect();
+            w.sort_unstable();
+            for d in w {
+                g = ops::unsqueeze(&g, d)?;
+            }
+        } else {
+            g = ops::reshape(&g, &vec![1; n as usize])?;
+        }
+    }
+    ops::expand(&g, sizes, false)
+}
+
+/// Number of elements reduced by `dims` of `sizes` (all when None or empty).
+fn reduced_count(sizes: &[i64], dims: Option<&[i64]>) -> i64 {
+    let n = sizes.len() as i64;
+    match dims.filter(|d| !d.is_empty()) {
+        None => sizes.iter().product(),
+        Some(ds) => ds.iter().map(|&d| sizes[(if d < 0 { d + n } else { d }) as usize]).product(),
+    }
+}
+
+/// Gradient of `mean`.
+pub fn mean_backward(grad: &Tensor, sizes: &[i64], dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let count = reduced_count(sizes, dims).max(1);
+    scale(&sum_backward(grad, sizes, dims, keepdim)?, 1.0 / count as f64)
+}
+
+/// Gradient of `var` (with `correction`).
+pub fn var_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    dims: Option<&[i64]>,
+    correction: &Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let c = correction.as_ref().map_or(1.0, |s| s.to_f64());
+    let count = reduced_count(self_.sizes(), dims) as f64;
+    let g = sum_backward(grad, self_.sizes(), dims, keepdim)?;
+    let all: Vec<i64> = (0..self_.dim() as i64).collect();
+    let d = dims.filter(|d| !d.is_empty()).unwrap_or(&all);
+    let mean = ops::mean_dim(self_, Some(d), true, None)?;
+    let centered = ops::sub(self_, &mean, one())?;
+    ops::mul(&g, &scale(&centered, 2.0 / (count - c).max(0.0))?)
+}
+
+/// Gradient of `std`: `var_backward / (2 * result)`.
+pub fn std_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    dims: Option<&[i64]>,
+    correction: &Option<Scalar>,
+    keepdim: bool,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let g = ops::div(grad, &scale(result, 2.0)?)?;
+    var_backward(&g, self_, dims, correction, keepdim)
+}
+
+/// Gradient of a full `max`/`min`: shared evenly by the elements equal to the result.
+pub fn evenly_distribute_backward(grad: &Tensor, self_: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let mask = ops::eq(self_, result)?.to(grad.dtype())?;
+    let count = ops::sum(&mask, None)?;
+    ops::mul(&mask, &ops::div(grad, &count)?)
+}
+
+/// Gradient of `amax`/`amin` over `dims`: shared evenly by the extremal elements.
+pub fn amax_backward(grad: &Tensor, self_: &Tensor, result: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let r = sum_backward(result, self_.sizes(), Some(dims), keepdim)?;
+    let g = sum_backward(grad, self_.sizes(), Some(dims), keepdim)?;
+    let mask = ops::eq(self_, &r)?.to(grad.dtype())?;
+    let all: Vec<i64> = (0..self_.dim() as i64).collect();
+    let d = if dims.is_empty() { &all[..] } else { dims };
+    let count = ops::sum_dim_intlist(&mask, Some(d), true, None)?;
+    ops::div(&ops::mul(&g, &mask)?, &count)
+}
+
+/// Gradient of a value-selecting reduction (`max.dim`, `min.dim`, ...): `grad` scattered to
+/// the selected indices.
+pub fn value_selecting_reduction_backward(
+    grad: &Tensor,
+    dim: i64,
+    indices: &Tensor,
+    sizes: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let (g, i) = if keepdim || sizes.is_empty() {
+        (grad.clone(), indices.clone())
+    } else {
+        (ops::unsqueeze(grad, dim)?, ops::unsqueeze(indices, dim)?)
+    };
+    let z = zeros_of(sizes, grad)?;
+    if sizes.is_empty() {
+        return Ok(g);
+    }
+    ops::scatter_add(&z, dim, &i, &g)
+}
+
+/// Gradient of `logsumexp`: `grad * exp(self - result)`.
+pub fn logsumexp_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    result: &Tensor,
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let g = sum_backward(grad, self_.sizes(), Some(dims), keepdim)?;
+    let r = sum_backward(result, self_.sizes(), Some(dims), keepdim)?;
+    ops::mul(&g, &ops::exp(&ops::sub(self_, &r, one())?)?)
+}
+
+/// Gradient of `cumsum`: the reversed cumulative sum of `grad`.
+pub fn cumsum_backward(grad: &Tensor, dim: i64) -> Result<Tensor> {
+    if grad.dim() == 0 {
+        return Ok(grad.clone());
+    }
+    let f = ops::flip(grad, &[dim])?;
+    ops::flip(&ops::cumsum(&f, dim, None)?, &[dim])
+}
+
+/// Gradient of `softmax`: `y * (grad - sum(grad * y))`.
+pub fn softmax_backward(grad: &Tensor, output: &Tensor, dim: i64) -> Result<Tensor> {
+    let gy = ops::mul(grad, output)?;
+    let s = ops::sum_dim_intlist(&gy, Some(&[dim]), true, None)?;
+    ops::sub(&gy, &ops::mul(output, &s)?, one())
+}
+
+/// Gradient of `log_softmax`: `grad - exp(y) * sum(grad)`.
+pub fn log_softmax_backward(grad: &Tensor, output: &Tensor, dim: i64) -> Result<Tensor> {
+    let s = ops::sum_dim_intlist(grad, Some(&[dim]), true, None)?;
+    ops::sub(grad, &ops::mul(&ops::exp(output)?, &s)?, one())
+}
+
+/// `grad * (x > threshold)`.
+pub fn threshold_backward(grad: &Tensor, x: &Tensor, threshold: f64) -> Result<Tensor> {
+    masked(grad, &ops::gt_scalar(x, sf(threshold))?)
+}
+
+/// Gradient of `sigmoid` from its result.
+pub fn sigmoid_backward(grad: &Tensor, y: &Tensor) -> Result<Tensor> {
+    ops::mul(grad, &ops::mul(y, &rsub_s(y, 1.0)?)?)
+}
+
+/// Gradient of `tanh` from its result.
+pub fn tanh_backward(grad: &Tensor, y: &Tensor) -> Result<Tensor> {
+    ops::mul(grad, &rsub_s(&ops::mul(y, y)?, 1.0)?)
+}
+
+/// Gradient of `softplus(x, beta, threshold)`.
+pub fn softplus_backward(grad: &Tensor, x: &Tensor, beta: &Scalar, threshold: &Scalar) -> Result<Tensor> {
+    let b = beta.to_f64();
+    let bx = scale(x, b)?;
+    let s = ops::sigmoid(&bx)?;
+    let linear = ops::gt_scalar(&bx, sf(threshold.to_f64()))?;
+    let g = ops::mul(grad, &s)?;
+    ops::where_self(&linear, grad, &g)
+}
+
+/// Gradient of `silu`.
+pub fn silu_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let s = ops::sigmoid(x)?;
+    let d = ops::mul(&s, &add_s(&ops::mul(x, &rsub_s(&s, 1.0)?)?, 1.0)?)?;
+    ops::mul(grad, &d)
+}
+
+/// Gradient of `gelu` (`approximate` = "none" or "tanh").
+pub fn gelu_backward(grad: &Tensor, x: &Tensor, approximate: &str) -> Result<Tensor> {
+    let d = if approximate == "tanh" {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        let x3 = ops::mul(x, &ops::mul(x, x)?)?;
+        let inner = scale(&ops::add(x, &scale(&x3, 0.044715)?, one())?, k)?;
+        let t = ops::tanh(&inner)?;
+        let left = scale(&add_s(&t, 1.0)?, 0.5)?;
+        let dinner = scale(&add_s(&scale(&ops::mul(x, x)?, 3.0 * 0.044715)?, 1.0)?, k)?;
+        let right = ops::mul(&scale(x, 0.5)?, &ops::mul(&rsub_s(&ops::mul(&t, &t)?, 1.0)?, &dinner)?)?;
+        ops::add(&left, &right, one())?
+    } else {
+        let cdf = scale(&add_s(&ops::erf(&scale(x, std::f64::consts::FRAC_1_SQRT_2)?)?, 1.0)?, 0.5)?;
+        let pdf = scale(&ops::exp(&scale(&ops::mul(x, x)?, -0.5)?)?, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+        ops::add(&cdf, &ops::mul(x, &pdf)?, one())?
+    };
+    ops::mul(grad, &d)
+}
+
+/// Gradient of `elu(x, alpha, scale, input_scale)`.
+pub fn elu_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    alpha: &Scalar,
+    scale_: &Scalar,
+    input_scale: &Scalar,
+) -> Result<Tensor> {
+    let (a, s, is) = (alpha.to_f64(), scale_.to_f64(), input_scale.to_f64());
+    let neg = scale(&ops::exp(&scale(x, is)?)?, a * s * is)?;
+    let pos = ops::gt_scalar(x, Scalar::Int(0))?;
+    ops::mul(grad, &ops::where_self(&pos, &ops::full_like(x, sf(s), None, None, None, None, None)?, &neg)?)
+}
+
+/// Gradient of `leaky_relu`.
+pub fn leaky_relu_backward(grad: &Tensor, x: &Tensor, slope: &Scalar) -> Result<Tensor> {
+    let pos = ops::gt_scalar(x, Scalar::Int(0))?;
+    ops::where_self(&pos, grad, &ops::mul_scalar(grad, *slope)?)
+}
+
+/// `grad` where `lo < x < hi` (or `<=` when `inclusive`), else 0.
+pub fn between_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    inclusive: bool,
+) -> Result<Tensor> {
+    let mut mask = ops::ones_like(x, Some(ScalarType::Bool), None, None, None, None)?;
+    if let Some(l) = lo {
+        let m = if inclusive { ops::ge_scalar(x, sf(l))? } else { ops::gt_scalar(x, sf(l))? };
+        mask = ops::logical_and(&mask, &m)?;
+    }
+    if let Some(h) = hi {
+        let m = if inclusive { ops::le_scalar(x, sf(h))? } else { ops::lt_scalar(x, sf(h))? };
+        mask = ops::logical_and(&mask, &m)?;
+    }
+    masked(grad, &mask)
+}
+
+/// Gradient of `hardswish`.
+pub fn hardswish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let mid = add_s(&scale(x, 1.0 / 3.0)?, 0.5)?;
+    let lo = ops::lt_scalar(x, sf(-3.0))?;
+    let hi = ops::gt_scalar(x, sf(3.0))?;
+    let d = ops::masked_fill(&ops::masked_fill(&mid, &lo, Scalar::Int(0))?, &hi, Scalar::Int(1))?;
+    ops::mul(grad, &d)
+}
+
+/// Gradient of `mish`: `tanh(sp) + x * sigmoid(x) * (1 - tanh(sp)^2)`, `sp = softplus(x)`.
+pub fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let t = ops::tanh(&ops::softplus(x, Scalar::Int(1), Scalar::Int(20))?)?;
+    let s = ops::sigmoid(x)?;
+    let d = ops::add(&t, &ops::mul(&ops::mul(x, &s)?, &rsub_s(&ops::mul(&t, &t)?, 1.0)?)?, one())?;
+    ops::mul(grad, &d)
+}
+
+/// Gradient of `maximum`/`minimum` for `self` (`for_self`) or `other`: the selected side gets
+/// the gradient, ties share it.
+pub fn extremum_backward(grad: &Tensor, self_: &Tensor, other: &Tensor, max: bool, for_self: bool) -> Result<Tensor> {
+    let (a, b) = if for_self { (self_, other) } else { (other, self_) };
+    let wins = if max { ops::gt(a, b)? } else { ops::lt(a, b)? };
+    let ties = ops::eq(a, b)?;
+    let w = ops::add(&wins.to(grad.dtype())?, &scale(&ties.to(grad.dtype())?, 0.5)?, one())?;
+    ops::mul(grad, &w)
+}
+
+/// The inverse of a permutation.
+pub fn invert_permutation(dims: &[i64]) -> Vec<i64> {
+    let n = dims.len() as i64;
+    let mut inv = vec![0; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        inv[(if d < 0 { d + n } else { d }) as usize] = i as i64;
+    }
+    inv
+}
+
+/// Gradient of `unsqueeze`/`squeeze`-like views: `grad` reshaped to the input's sizes.
+pub fn reshape_to(grad: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    ops::reshape(grad, sizes)
+}
+
+/// Gradient of `slice(dim, start, end, step)`: `grad` placed in zeros of the input's shape.
+pub fn slice_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: i64,
+    start: Option<i64>,
+    _end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let d = (if dim < 0 { dim + n } else { dim }) as usize;
+    let len = sizes[d];
+    let clampi = |v: i64| if v < 0 { (v + len).max(0) } else { v.min(len) };
+    let s = clampi(start.unwrap_or(0));
+    if step == 1 {
+        // Zero padding before and after along `d` (constant_pad_nd lists the last dim first).
+        let after = len - s - grad.sizes()[d];
+        let mut pad = vec![0i64; 2 * (sizes.len() - d)];
+        let k = 2 * (sizes.len() - 1 - d);
+        pad[k] = s;
+        pad[k + 1] = after;
+        return ops::constant_pad_nd(grad, &pad, Scalar::Int(0));
+    }
+    let count = grad.sizes()[d];
+    let idx = ops::arange_start_step(
+        Scalar::Int(s),
+        Scalar::Int(s + count * step),
+        Scalar::Int(step),
+        Some(ScalarType::I64),
+        None,
+        None,
+        None,
+    )?;
+    ops::index_add(&zeros_of(sizes, grad)?, d as i64, &idx, grad, one())
+}
+
+/// Gradient of `select(dim, index)`.
+pub fn select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    let len = sizes[d as usize];
+    let i = if index < 0 { index + len } else { index };
+    slice_backward(&ops::unsqueeze(grad, d)?, sizes, d, Some(i), Some(i + 1), 1)
+}
+
+/// Gradient of `narrow(dim, start, length)`.
+pub fn narrow_backward(grad: &Tensor, sizes: &[i64], dim: i64, start: i64) -> Result<Tensor> {
+    slice_backward(grad, sizes, dim, Some(start), None, 1)
+}
+
+/// Gradient of `constant_pad_nd`: the un-padded region of `grad` (negative padding crops).
+pub fn constant_pad_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    let neg: Vec<i64> = pad.iter().map(|p| -p).collect();
+    ops::constant_pad_nd(grad, &neg, Scalar::Int(0))
+}
+
+/// Gradient of `cat`: `grad` split back into the inputs' sizes along `dim`.
+pub fn cat_backward(grad: &Tensor, sizes: &[Vec<i64>], dim: i64) -> Result<Vec<Tensor>> {
+    let nd = grad.dim() as i64;
+    let d = if dim < 0 { dim + nd } else { dim };
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut at = 0;
+    for s in sizes {
+        if s.len() == 1 && s[0] == 0 && grad.dim() != 1 {
+            // A legacy empty input of cat: its gradient is empty too.
+            out.push(zeros_of(s, grad)?);
+            continue;
+        }
+        let len = s[d as usize];
+        out.push(ops::narrow(grad, d, at, len)?);
+        at += len;
+    }
+    Ok(out)
+}
+
+/// Gradient of `stack`: `grad` unbound along `dim`.
+pub fn stack_backward(grad: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    ops::unbind(grad, dim)
+}
+
+/// Gradient of `split`/`unbind`-like operators returning several views: the gradients
+/// concatenated back (`unsqueeze` first for `unbind`).
+pub fn gather_pieces_backward(grads: &[Tensor], dim: i64, unsqueeze: bool) -> Result<Tensor> {
+    let pieces: Vec<Tensor> =
+        if unsqueeze { grads.iter().map(|g| ops::unsqueeze(g, dim)).collect::<Result<_>>()? } else { grads.to_vec() };
+    ops::cat(&pieces, dim)
+}
+
+/// Gradient of `index_select`: `grad` added back at the selected indices.
+pub fn index_select_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: &Tensor) -> Result<Tensor> {
+    ops::index_add(&zeros_of(sizes, grad)?, dim, index, grad, one())
+}
+
+/// Gradient of `gather`: `grad` added back at the gathered positions.
+pub fn gather_backward(grad: &Tensor, sizes: &[i64], dim: i64, index: &Tensor) -> Result<Tensor> {
+    ops::scatter_add(&zeros_of(sizes, grad)?, dim, index, grad)
+}
+
+/// Gradient of `index.Tensor`: `grad` accumulated at the indexed positions.
+pub fn index_backward(grad: &Tensor, sizes: &[i64], indices: &[Option<Tensor>]) -> Result<Tensor> {
+    ops::index_put(&zeros_of(sizes, grad)?, indices, grad, true)
+}
+
+/// Gradient of `embedding`: rows of `grad` accumulated per index, except `padding_idx`.
+pub fn embedding_backward(grad: &Tensor, weight_sizes: &[i64], indices: &Tensor, padding_idx: i64) -> Result<Tensor> {
+    let dim = weight_sizes[1];
+    let flat_idx = ops::reshape(indices, &[-1])?;
+    let flat_grad = ops::reshape(grad, &[-1, dim])?;
+    let g = if padding_idx >= 0 {
+        let keep = ops::ne_scalar(&flat_idx, Scalar::Int(padding_idx))?;
+        masked(&flat_grad, &ops::unsqueeze(&keep, 1)?)?
+    } else {
+        flat_grad
+    };
+    ops::index_add(&zeros_of(weight_sizes, grad)?, 0, &flat_idx, &g, one())
+}
+
+/// Gradient of `mse_loss` for `self` (negate for `target`).
+pub fn mse_loss_backward(grad: &Tensor, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    let d = scale(&ops::sub(self_, target, one())?, 2.0)?;
+    let g = ops::mul(&d, grad)?;
+    if reduction == 1 {
+        scale(&g, 1.0 / (self_.numel().max(1)) as f64)
+    } else {
+        Ok(g)
+    }
+}
+
+/// Gradient of `l1_loss` for `self`.
+pub fn l1_loss_backward(grad: &Tensor, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    let g = ops::mul(&ops::sgn(&ops::sub(self_, target, one())?)?, grad)?;
+    if reduction == 1 {
+        scale(&g, 1.0 / (self_.numel().max(1)) as f64)
+    } else {
+        Ok(g)
+    }
+}
+
+/// Gradient of `binary_cross_entropy_with_logits` for `self`.
+pub fn bce_with_logits_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let s = ops::sigmoid(self_)?;
+    let mut d = match pos_weight {
+        // (1 + (pw - 1) t) s - pw t
+        Some(pw) => {
+            let coef = add_s(&ops::mul(&add_s(pw, -1.0)?, target)?, 1.0)?;
+            ops::sub(&ops::mul(&coef, &s)?, &ops::mul(pw, target)?, one())?
+        }
+        None => ops::sub(&s, target, one())?,
+    };
+    if let Some(w) = weight {
+        d = ops::mul(&d, w)?;
+    }
+    let g = ops::mul(&d, grad)?;
+    if reduction == 1 {
+        scale(&g, 1.0 / (self_.numel().max(1)) as f64)
+    } else {
+        Ok(g)
+    }
+}
+
+/// The class dimension of a loss input (`0` for an unbatched `[C]` input).
+fn class_dim(x: &Tensor) -> i64 {
+    if x.dim() == 1 {
+        0
+    } else {
+        1
+    }
+}
+
+/// Gradient of `nll_loss`/`nll_loss2d` for `self`: `-w[t] * grad` at the target class of each
+/// position (0 where `t == ignore_index`), divided by the total weight for `mean`.
+pub fn nll_loss_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    let cd = class_dim(self_);
+    let keep = ops::ne_scalar(target, Scalar::Int(ignore_index))?;
+    let safe_t = ops::masked_fill(target, &ops::logical_not(&keep)?, Scalar::Int(0))?;
+    let w = match weight {
+        Some(w) => ops::index_select(w, 0, &ops::reshape(&safe_t, &[-1])?)?.reshape(safe_t.sizes())?,
+        None => ops::ones_like(&safe_t, Some(self_.dtype()), None, None, None, None)?,
+    };
+    let w = masked(&w, &keep)?;
+    let coef = match reduction {
+        1 => ops::div(&ops::neg(&w)?, &ops::sum(&w, None)?)?,
+        _ => ops::neg(&w)?,
+    };
+    let g = ops::mul(&coef, grad)?;
+    let z = zeros_like(self_)?;
+    ops::scatter_add(&z, cd, &ops::unsqueeze(&safe_t, cd)?, &ops::unsqueeze(&g, cd)?)
+}
+
+/// Gradient of `max_pool*_with_indices` for `self`: `grad` added at the argmax positions.
+pub fn max_pool_backward(grad: &Tensor, sizes: &[i64], indices: &Tensor, spatial: usize) -> Result<Tensor> {
+    let lead = sizes.len() - spatial;
+    let mut flat: Vec<i64> = sizes[..lead].to_vec();
+    flat.push(-1);
+    let g = ops::reshape(grad, &flat)?;
+    let i = ops::reshape(indices, &flat)?;
+    let mut zs: Vec<i64> = sizes[..lead].to_vec();
+    zs.push(sizes[lead..].iter().product());
+    let z = zeros_of(&zs, grad)?;
+    ops::reshape(&ops::scatter_add(&z, lead as i64, &i, &g)?, sizes)
+}
+
+/// Gradient of `convolution` for `input`: a transposed convolution of `grad` (a plain one for
+/// a transposed forward), with the output padding that restores the input's size.
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_backward_input(
+    grad: &Tensor,
+    input_sizes: &[i64],
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    groups: i64,
+) -> Result<Tensor> {
+    let sp = input_sizes.len() - 2;
+    let at = |v: &[i64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+    if transposed {
+        let zeros = vec![0; sp];
+        return ops::convolution(grad, weight, None, stride, padding, dilation, false, &zeros, groups);
+    }
+    let mut op = Vec::with_capacity(sp);
+    for i in 0..sp {
+        let k = weight.sizes()[2 + i];
+        let out = grad.sizes()[2 + i];
+        let full = (out - 1) * at(stride, i) - 2 * at(padding, i) + at(dilation, i) * (k - 1) + 1;
+        op.push(input_sizes[2 + i] - full);
+    }
+    ops::convolution(grad, weight, None, stride, padding, dilation, true, &op, groups)
+}
+
+/// Gradient of `convolution` for `weight`: per group, a convolution of the input (batch and
+/// channels swapped) with the output gradient as kernel, stride and dilation exchanged.
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_backward_weight(
+    grad: &Tensor,
+    input: &Tensor,
+    weight_sizes: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    groups: i64,
+) -> Result<Tensor> {
+    let sp = weight_sizes.len() - 2;
+    let expand = |v: &[i64]| -> Vec<i64> {
+        if v.len() == 1 {
+            vec![v[0]; sp]
+        } else {
+            v.to_vec()
+        }
+    };
+    let (stride, padding, dilation) = (expand(stride), expand(padding), expand(dilation));
+    let zeros = vec![0; sp];
+    // Non-transposed: data = input, kernel = grad. Transposed: data = grad, kernel = input.
+    let (data, kern) = if transposed { (grad, input) } else { (input, grad) };
+    let cd = data.sizes()[1] / groups;
+    let ck = kern.sizes()[1] / groups;
+    let mut parts = Vec::with_capacity(groups as usize);
+    for g in 0..groups {
+        let d = ops::transpose(&ops::narrow(data, 1, g * cd, cd)?, 0, 1)?;
+        let k = ops::transpose(&ops::narrow(kern, 1, g * ck, ck)?, 0, 1)?;
+        let mut w = ops::convolution(&d, &k, None, &dilation, &padding, &stride, false, &zeros, 1)?;
+        for i in 0..sp {
+            w = ops::narrow(&w, 2 + i as i64, 0, weight_sizes[2 + i])?;
+        }
+        // w is [data channels, kernel channels, ...]; the weight layout has them the other way
+        // round in both cases ([out, in/g] plain, [in, out/g] transposed).
+        parts.push(ops::transpose(&w, 0, 1)?);
+    }
+    let w = if parts.len() == 1 { parts.pop().expect("one group") } else { ops::cat(&parts, 0)? };
+    ops::contiguous(&w, c10::MemoryFormat::Contiguous)
+}
+
+/// Gradient of `convolution` for `bias`: `grad` summed over every dim but the channels.
+pub fn convolution_backward_bias(grad: &Tensor) -> Result<Tensor> {
+    let dims: Vec<i64> = (0..grad.dim() as i64).filter(|&d| d != 1).collect();
+    ops::sum_dim_intlist(grad, Some(&dims), false, None)
+}
+
+/// An error for formulas that are not available for some argument combination.
+pub fn not_implemented(what: &str) -> Result<Tensor> {
+    Err(Error::NotImplemented { op: what.to_string(), msg: format!("the derivative for '{what}' is not implemented.") })
+}

@@ -1,0 +1,57 @@
+//! What the generated autograd kernels and nodes call: attaching history to outputs, the
+//! in-place rules, and zero-filling undefined incoming gradients.
+
+use aten::Tensor;
+use c10::{Error, Result};
+
+use crate::node::{NodeCore, NodeRef};
+
+/// Records `t` as output `output_nr` of `node`: its shape and dtype become the node's input
+/// metadata, and, when `differentiable` (and `t` is floating), `node` becomes its `grad_fn`.
+pub fn set_history(t: &Tensor, node: &NodeRef, output_nr: u32, differentiable: bool) -> Result<()> {
+    let nr = node.core().add_input_metadata(t);
+    debug_assert_eq!(nr, output_nr);
+    if differentiable && t.dtype().is_floating_point() {
+        crate::meta::set_grad_fn(t, node.clone(), output_nr)?;
+    }
+    Ok(())
+}
+
+/// PyTorch's `check_inplace`: a leaf that requires grad cannot be modified in place while grad
+/// mode is on.
+pub fn check_inplace(t: &Tensor) -> Result<()> {
+    if crate::meta::requires_grad(t) && crate::meta::is_leaf(t) && crate::grad_mode::is_grad_enabled() {
+        return Err(Error::invalid(
+            "inplace",
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
+    }
+    Ok(())
+}
+
+/// The value of `self` before an in-place operation, for formulas that need it.
+pub fn original_self(t: &Tensor) -> Result<Tensor> {
+    aten::ops::clone(t, None)
+}
+
+/// After an in-place operation recorded as `node`: `t` is now output 0 of `node`.
+pub fn rebase_history(t: &Tensor, node: &NodeRef) -> Result<()> {
+    node.core().add_input_metadata(t);
+    crate::meta::set_grad_fn(t, node.clone(), 0)
+}
+
+/// The incoming gradients with every undefined one replaced by zeros of the output's shape
+/// (only called when at least one is defined).
+pub fn materialize(core: &NodeCore, grads: Vec<Option<Tensor>>) -> Result<Vec<Tensor>> {
+    grads
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| match g {
+            Some(g) => Ok(g),
+            None => core
+                .input_metadata(i)
+                .ok_or_else(|| Error::invalid("backward", format!("no metadata for gradient {i}")))?
+                .zeros(),
+        })
+        .collect()
+}

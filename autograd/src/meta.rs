@@ -1,0 +1,337 @@
+//! Per-tensor autograd metadata ([`AutogradMeta`], stored in the `TensorImpl`'s autograd slot)
+//! and the functions that read and change it: `requires_grad`, `grad`, `grad_fn`, the gradient
+//! edge of a tensor, leaf gradient accumulators, hooks.
+//!
+//! Note [Leaf accumulators are held weakly]: a leaf keeps only a weak reference to its
+//! `AccumulateGrad`; the graph nodes that send it gradients hold the strong ones, so the
+//! accumulator (which holds the leaf) lives exactly as long as some graph uses the leaf.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use aten::Tensor;
+use c10::tensor_impl::AutogradMetaInterface;
+use c10::{Error, Result};
+
+use crate::accumulate::AccumulateGrad;
+use crate::node::{Edge, NodeRef, TensorHook};
+
+/// A hook that runs after a gradient was accumulated into a leaf's `.grad`.
+pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// The mutable part of the metadata.
+#[derive(Default)]
+pub struct MetaState {
+    /// The accumulated gradient (`.grad`).
+    pub grad: Option<Tensor>,
+    /// The node that produced this tensor (None for leaves).
+    pub grad_fn: Option<NodeRef>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: u32,
+    /// The leaf's gradient accumulator (see Note [Leaf accumulators are held weakly]).
+    pub grad_accumulator: Option<Weak<AccumulateGrad>>,
+    /// `retain_grad()` was called on this non-leaf.
+    pub retains_grad: bool,
+    /// Tensor hooks registered on a leaf (non-leaves keep theirs on the grad_fn).
+    pub leaf_hooks: Vec<TensorHook>,
+    /// Hooks run after accumulation into a leaf's `.grad`.
+    pub post_accumulate_hooks: Vec<PostAccumulateHook>,
+}
+
+/// What autograd stores on a tensor.
+pub struct AutogradMeta {
+    requires_grad: AtomicBool,
+    state: Mutex<MetaState>,
+    /// Shared with the `retain_grad` hook so the hook never owns the tensor.
+    retained: Arc<Mutex<Option<Tensor>>>,
+}
+
+impl std::fmt::Debug for AutogradMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state();
+        f.debug_struct("AutogradMeta")
+            .field("requires_grad", &self.requires_grad.load(Ordering::Relaxed))
+            .field("grad_fn", &s.grad_fn.as_ref().map(|n| n.name()))
+            .field("output_nr", &s.output_nr)
+            .finish()
+    }
+}
+
+impl AutogradMetaInterface for AutogradMeta {
+    fn requires_grad(&self) -> bool {
+        self.requires_grad.load(Ordering::Relaxed)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl AutogradMeta {
+    fn new(requires_grad: bool, grad_fn: Option<NodeRef>, output_nr: u32) -> Self {
+        AutogradMeta {
+            requires_grad: AtomicBool::new(requires_grad),
+            state: Mutex::new(MetaState { grad_fn, output_nr, ..MetaState::default() }),
+            retained: Arc::new(Mutex::new(None)),
+        }
+    }
+    /// The mutable state, locked.
+    pub fn state(&self) -> MutexGuard<'_, MetaState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The autograd metadata of `t`, if it has any.
+pub fn meta(t: &Tensor) -> Option<&AutogradMeta> {
+    t.imp().autograd_meta().and_then(|m| m.as_any().downcast_ref::<AutogradMeta>())
+}
+
+/// The metadata of `t`, attached (not requiring grad) if absent.
+fn meta_or_init(t: &Tensor) -> &AutogradMeta {
+    let m = t.imp().get_or_init_autograd_meta(|| Box::new(AutogradMeta::new(false, None, 0)));
+    m.as_any().downcast_ref::<AutogradMeta>().expect("only autograd attaches autograd metadata")
+}
+
+/// Whether `t` requires grad (a leaf marked so, or the output of a recorded operation).
+#[inline]
+pub fn requires_grad(t: &Tensor) -> bool {
+    t.imp().autograd_meta().is_some_and(|m| m.requires_grad())
+}
+
+/// `requires_grad_(flag)`: marks a leaf as needing gradients. Fails on non-leaves asked to
+/// stop requiring grad, on non-floating dtypes, and on inference tensors.
+pub fn set_requires_grad(t: &Tensor, flag: bool) -> Result<()> {
+    if !is_leaf(t) && !flag {
+        return Err(Error::invalid(
+            "requires_grad_",
+            "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a \
+             subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+        ));
+    }
+    if flag && !t.dtype().is_floating_point() {
+        return Err(Error::invalid("requires_grad_", "only Tensors of floating point dtype can require gradients"));
+    }
+    if flag && t.imp().is_inference() {
+        return Err(Error::invalid(
+            "requires_grad_",
+            "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+        ));
+    }
+    if !flag && meta(t).is_none() {
+        return Ok(());
+    }
+    meta_or_init(t).requires_grad.store(flag, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The node that produced `t` (None for leaves and tensors without history).
+pub fn grad_fn(t: &Tensor) -> Option<NodeRef> {
+    meta(t).and_then(|m| m.state().grad_fn.clone())
+}
+
+/// Which output of its `grad_fn` the tensor is.
+pub fn output_nr(t: &Tensor) -> u32 {
+    meta(t).map_or(0, |m| m.state().output_nr)
+}
+
+/// Whether `t` is a leaf: it has no `grad_fn` (every tensor that does not require grad is one).
+pub fn is_leaf(t: &Tensor) -> bool {
+    grad_fn(t).is_none()
+}
+
+/// The accumulated gradient (`.grad`); for a non-leaf, the retained gradient if
+/// `retain_grad()` was called.
+pub fn grad(t: &Tensor) -> Option<Tensor> {
+    let m = meta(t)?;
+    let s = m.state();
+    if s.grad_fn.is_some() {
+        if s.retains_grad {
+            return m.retained.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+        return None;
+    }
+    s.grad.clone()
+}
+
+/// Sets (or clears) `.grad`. The gradient must have the tensor's shape and dtype.
+pub fn set_grad(t: &Tensor, g: Option<Tensor>) -> Result<()> {
+    if let Some(g) = &g {
+        if g.sizes() != t.sizes() {
+            return Err(Error::shape(
+                "grad",
+                format!("assigned grad has data of a different size: {:?} vs {:?}", g.sizes(), t.sizes()),
+            ));
+        }
+        if g.dtype() != t.dtype() {
+            return Err(Error::invalid("grad", "assigned grad has data of a different type"));
+        }
+    }
+    let m = meta_or_init(t);
+    let mut s = m.state();
+    if s.grad_fn.is_some() {
+        *m.retained.lock().unwrap_or_else(|e| e.into_inner()) = g;
+    } else {
+        s.grad = g;
+    }
+    Ok(())
+}
+
+/// Gives `t` its history: output `output_nr` of `grad_fn` (the tensor must be fresh, as every
+/// operator output is). Called by the autograd kernels.
+pub fn set_grad_fn(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
+    let installed = t.imp().get_or_init_autograd_meta(|| Box::new(AutogradMeta::new(true, None, output_nr)));
+    let m = installed.as_any().downcast_ref::<AutogradMeta>().expect("autograd metadata");
+    m.requires_grad.store(true, Ordering::Relaxed);
+    let mut s = m.state();
+    s.grad_fn = Some(grad_fn);
+    s.output_nr = output_nr;
+    Ok(())
+}
+
+/// The leaf's gradient accumulator, made if it does not exist (see Note [Leaf accumulators are
+/// held weakly]).
+pub fn grad_accumulator(t: &Tensor) -> Option<Arc<AccumulateGrad>> {
+    let m = meta(t)?;
+    if !m.requires_grad() {
+        return None;
+    }
+    let mut s = m.state();
+    if s.grad_fn.is_some() {
+        return None;
+    }
+    if let Some(acc) = s.grad_accumulator.as_ref().and_then(Weak::upgrade) {
+        return Some(acc);
+    }
+    let acc = Arc::new(AccumulateGrad::new(t.clone()));
+    s.grad_accumulator = Some(Arc::downgrade(&acc));
+    Some(acc)
+}
+
+/// Where the gradient of `t` goes: its `grad_fn` (non-leaf), its accumulator (leaf requiring
+/// grad), or nowhere.
+pub fn gradient_edge(t: &Tensor) -> Edge {
+    let Some(m) = meta(t) else {
+        return Edge::invalid();
+    };
+    {
+        let s = m.state();
+        if let Some(f) = &s.grad_fn {
+            return Edge::new(f.clone(), s.output_nr);
+        }
+    }
+    match grad_accumulator(t) {
+        Some(acc) => Edge::new(acc as NodeRef, 0),
+        None => Edge::invalid(),
+    }
+}
+
+/// `retain_grad()`: a non-leaf keeps its gradient in `.grad` during backward. A no-op on leaves.
+pub fn retain_grad(t: &Tensor) -> Result<()> {
+    if !requires_grad(t) {
+        return Err(Error::invalid("retain_grad", "can't retain_grad on Tensor that has requires_grad=False"));
+    }
+    let m = meta_or_init(t);
+    let (f, nr) = {
+        let mut s = m.state();
+        if s.grad_fn.is_none() || s.retains_grad {
+            return Ok(());
+        }
+        s.retains_grad = true;
+        (s.grad_fn.clone().expect("checked above"), s.output_nr)
+    };
+    let cell = m.retained.clone();
+    let hook: TensorHook = Arc::new(move |g: &Tensor| {
+        let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(match slot.take() {
+            None => aten::ops::clone(g, None)?,
+            Some(old) => aten::ops::add(&old, g, c10::Scalar::Int(1))?,
+        });
+        Ok(None)
+    });
+    f.core().hooks().retains_grad.push((nr, hook));
+    Ok(())
+}
+
+/// Whether `retain_grad()` was called on this non-leaf.
+pub fn retains_grad(t: &Tensor) -> bool {
+    meta(t).is_some_and(|m| m.state().retains_grad)
+}
+
+/// `register_hook`: `hook` sees the gradient of `t` whenever one is computed and may return a
+/// replacement. Hooks run in registration order, before `retain_grad` stores the gradient.
+pub fn register_hook(
+    t: &Tensor,
+    hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+) -> Result<()> {
+    if !requires_grad(t) {
+        return Err(Error::invalid(
+            "register_hook",
+            "cannot register a hook on a tensor that doesn't require gradient",
+        ));
+    }
+    let m = meta_or_init(t);
+    let mut s = m.state();
+    match &s.grad_fn {
+        Some(f) => f.core().hooks().tensor_pre.push((s.output_nr, Arc::new(hook))),
+        None => s.leaf_hooks.push(Arc::new(hook)),
+    }
+    Ok(())
+}
+
+/// `register_post_accumulate_grad_hook`: runs after a gradient is accumulated into the leaf
+/// `t`'s `.grad`, with the leaf.
+pub fn register_post_accumulate_grad_hook(
+    t: &Tensor,
+    hook: impl Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    if !is_leaf(t) {
+        return Err(Error::invalid(
+            "register_post_accumulate_grad_hook",
+            "post accumulate grad hooks cannot be registered on non-leaf tensors",
+        ));
+    }
+    if !requires_grad(t) {
+        return Err(Error::invalid(
+            "register_post_accumulate_grad_hook",
+            "cannot register a hook on a tensor that doesn't require gradient",
+        ));
+    }
+    meta_or_init(t).state().post_accumulate_hooks.push(Arc::new(hook));
+    Ok(())
+}
+
+/// A new tensor sharing `t`'s storage, geometry and version counter, without history
+/// (`detach()`).
+pub fn detach(t: &Tensor) -> Tensor {
+    let imp = t.imp();
+    let sizes = c10::tensor_impl::DimVec::from_slice(imp.sizes());
+    let strides = c10::tensor_impl::DimVec::from_slice(imp.strides());
+    Tensor::from_impl(imp.view_of(sizes, strides, imp.storage_offset()).with_wrapped_number(imp.is_wrapped_number()))
+}
+
+/// `detach_()`: drops `t`'s history in place, making it a leaf that does not require grad.
+pub fn detach_(t: &Tensor) -> Result<()> {
+    if let Some(m) = meta(t) {
+        let mut s = m.state();
+        s.grad_fn = None;
+        s.output_nr = 0;
+        m.requires_grad.store(false, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The name of `t`'s `grad_fn`, or None.
+pub fn grad_fn_name(t: &Tensor) -> Option<String> {
+    grad_fn(t).map(|f| f.name())
+}
+
+/// Collects the gradient edges of several tensors (the `next_edges` of a new node).
+pub fn collect_next_edges(ts: &[Option<&Tensor>]) -> Vec<Edge> {
+    ts.iter().map(|t| t.map_or_else(Edge::invalid, gradient_edge)).collect()
+}
+
+/// Whether a new operation on these tensors must record history: grad mode is on and some
+/// input requires grad.
+#[inline]
+pub fn compute_requires_grad(ts: &[Option<&Tensor>]) -> bool {
+    crate::grad_mode::is_grad_enabled() && ts.iter().any(|t| t.is_some_and(requires_grad))
+}

@@ -1,0 +1,275 @@
+//! The graph: [`Node`]s (backward functions) joined by [`Edge`]s.
+//!
+//! A node's *inputs* are the gradients of the forward outputs it was created for
+//! (`input_nr`), and its *outputs* are the gradients of the forward inputs, sent along
+//! `next_edges` in the same order. Gradients arriving at one input from several places are
+//! summed by the engine before the node runs.
+//!
+//! Note [Sequence numbers]: every node takes the next value of a thread-local counter when it is
+//! created, so nodes of later forward operations have larger numbers; the engine runs the ready
+//! node with the largest number first (`AccumulateGrad` uses `u64::MAX`: as soon as possible).
+//! `topological_nr` is the length of the longest path to a leaf, so a path X -> Y implies
+//! topo(X) > topo(Y).
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use aten::Tensor;
+use c10::tensor_impl::DimVec;
+use c10::{Device, Result, ScalarType};
+
+/// A shared handle to a node.
+pub type NodeRef = Arc<dyn Node>;
+
+/// A tensor hook: sees the gradient of a tensor and may replace it (`Tensor.register_hook`).
+pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// A node pre-hook: sees the node's incoming gradients and may replace them.
+pub type PreHook = Box<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+
+/// A node post-hook: sees the node's results and its incoming gradients and may replace the
+/// results.
+pub type PostHook =
+    Box<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+
+/// Where a gradient goes: input `input_nr` of `function`, or nowhere (an invalid edge, for
+/// inputs that do not require grad).
+#[derive(Clone)]
+pub struct Edge {
+    /// The receiving node (None: the gradient is dropped).
+    pub function: Option<NodeRef>,
+    /// Which input of the receiving node.
+    pub input_nr: u32,
+}
+
+impl Edge {
+    /// An edge to input `input_nr` of `function`.
+    pub fn new(function: NodeRef, input_nr: u32) -> Self {
+        Edge { function: Some(function), input_nr }
+    }
+    /// The edge of an input that needs no gradient.
+    pub fn invalid() -> Self {
+        Edge { function: None, input_nr: 0 }
+    }
+    /// Whether the edge leads somewhere.
+    pub fn is_valid(&self) -> bool {
+        self.function.is_some()
+    }
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.function {
+            Some(n) => write!(f, "Edge({}, {})", n.name(), self.input_nr),
+            None => f.write_str("Edge(None)"),
+        }
+    }
+}
+
+/// What a node knows about one of its inputs (a forward output): the shape, dtype and device
+/// its gradient must have.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputMeta {
+    /// Sizes of the forward output.
+    pub sizes: DimVec,
+    /// Dtype of the forward output.
+    pub dtype: ScalarType,
+    /// Device of the forward output.
+    pub device: Device,
+}
+
+impl InputMeta {
+    /// The metadata of `t`.
+    pub fn of(t: &Tensor) -> Self {
+        InputMeta { sizes: DimVec::from_slice(t.sizes()), dtype: t.dtype(), device: t.device() }
+    }
+    /// A zero gradient of this shape and dtype (for undefined incoming gradients).
+    pub fn zeros(&self) -> Result<Tensor> {
+        aten::ops::zeros(&self.sizes, Some(self.dtype), None, Some(self.device), None)
+    }
+}
+
+thread_local! {
+    static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The next sequence number of this thread (see Note [Sequence numbers]).
+pub fn next_sequence_nr() -> u64 {
+    NEXT_SEQUENCE_NR.with(|c| {
+        let n = c.get();
+        c.set(n + 1);
+        n
+    })
+}
+
+/// The state every node has: ordering numbers, edges, input metadata and hooks.
+pub struct NodeCore {
+    seq_nr: u64,
+    topo_nr: u64,
+    next_edges: Vec<Edge>,
+    input_meta: Mutex<Vec<InputMeta>>,
+    hooks: Mutex<Hooks>,
+    /// The forward backtrace recorded in anomaly mode.
+    anomaly_trace: Option<String>,
+}
+
+/// Hooks of a node, by kind.
+#[derive(Default)]
+pub struct Hooks {
+    /// Tensor hooks on input `nr` (the gradient of forward output `nr`), in registration order.
+    pub tensor_pre: Vec<(u32, TensorHook)>,
+    /// `retain_grad` hooks on input `nr`: they run after the tensor hooks.
+    pub retains_grad: Vec<(u32, TensorHook)>,
+    /// Node pre-hooks.
+    pub pre: Vec<PreHook>,
+    /// Node post-hooks.
+    pub post: Vec<PostHook>,
+}
+
+impl NodeCore {
+    /// A node sending its outputs along `next_edges`, numbered by the thread's counter.
+    pub fn new(next_edges: Vec<Edge>) -> Self {
+        Self::with_sequence_nr(next_edges, next_sequence_nr())
+    }
+
+    /// A node with an explicit sequence number (`AccumulateGrad` uses `u64::MAX`).
+    pub fn with_sequence_nr(next_edges: Vec<Edge>, seq_nr: u64) -> Self {
+        let topo_nr = next_edges.iter().filter_map(|e| e.function.as_ref()).map(|f| f.core().topo_nr + 1).max();
+        NodeCore {
+            seq_nr,
+            topo_nr: topo_nr.unwrap_or(0),
+            next_edges,
+            input_meta: Mutex::new(Vec::new()),
+            hooks: Mutex::new(Hooks::default()),
+            anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
+        }
+    }
+
+    /// The sequence number.
+    pub fn sequence_nr(&self) -> u64 {
+        self.seq_nr
+    }
+    /// The longest path to a leaf (0 for `AccumulateGrad`).
+    pub fn topological_nr(&self) -> u64 {
+        self.topo_nr
+    }
+    /// Where the outputs go.
+    pub fn next_edges(&self) -> &[Edge] {
+        &self.next_edges
+    }
+    /// Whether output `i` is wanted at all (its edge is valid and, during a backward pass that
+    /// asks for particular inputs, leads to one of them).
+    pub fn should_compute_output(&self, i: usize) -> bool {
+        match self.next_edges.get(i) {
+            Some(e) => e.is_valid() && crate::engine::task_needs_edge(e),
+            None => false,
+        }
+    }
+    /// Records the metadata of the next input (forward output); returns its input number.
+    pub fn add_input_metadata(&self, t: &Tensor) -> u32 {
+        let mut m = self.input_meta.lock().unwrap_or_else(|e| e.into_inner());
+        m.push(InputMeta::of(t));
+        (m.len() - 1) as u32
+    }
+    /// The metadata of input `nr`.
+    pub fn input_metadata(&self, nr: usize) -> Option<InputMeta> {
+        self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).get(nr).cloned()
+    }
+    /// Number of inputs (forward outputs).
+    pub fn num_inputs(&self) -> usize {
+        self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+    /// The hooks, locked.
+    pub fn hooks(&self) -> MutexGuard<'_, Hooks> {
+        self.hooks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The forward backtrace recorded in anomaly mode.
+    pub fn anomaly_trace(&self) -> Option<&str> {
+        self.anomaly_trace.as_deref()
+    }
+}
+
+/// A backward function.
+pub trait Node: Send + Sync + 'static {
+    /// The name PyTorch gives it (`MulBackward0`, `AccumulateGrad`, ...).
+    fn name(&self) -> String;
+    /// The shared state.
+    fn core(&self) -> &NodeCore;
+    /// Computes the gradients of the forward inputs (one per next edge; None = zero or not
+    /// needed) from the gradients of the forward outputs (None = zero).
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    /// Frees what was saved for backward (after a pass without `retain_graph`).
+    fn release_variables(&self) {}
+    /// The leaf tensor, for `AccumulateGrad`.
+    fn accumulated_variable(&self) -> Option<&Tensor> {
+        None
+    }
+}
+
+/// Adds a node pre-hook (`Node.register_prehook`).
+pub fn register_prehook(node: &NodeRef, hook: PreHook) {
+    node.core().hooks().pre.push(hook);
+}
+
+/// Adds a node post-hook (`Node.register_hook`).
+pub fn register_posthook(node: &NodeRef, hook: PostHook) {
+    node.core().hooks().post.push(hook);
+}
+
+/// The next functions of a node as `(name, input_nr)` pairs (`grad_fn.next_functions`); None
+/// for invalid edges.
+pub fn next_functions(node: &NodeRef) -> Vec<Option<(String, u32)>> {
+    node.core().next_edges().iter().map(|e| e.function.as_ref().map(|f| (f.name(), e.input_nr))).collect()
+}
+
+/// The node at the root of a backward pass with several roots: it passes the root gradients on.
+pub(crate) struct GraphRoot {
+    core: NodeCore,
+    grads: Vec<Option<Tensor>>,
+}
+
+impl GraphRoot {
+    pub(crate) fn new(edges: Vec<Edge>, grads: Vec<Option<Tensor>>) -> Self {
+        GraphRoot { core: NodeCore::with_sequence_nr(edges, u64::MAX), grads }
+    }
+}
+
+impl Node for GraphRoot {
+    fn name(&self) -> String {
+        "GraphRoot".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Ok(self.grads.clone())
+    }
+}
+
+/// The node given to outputs of operators without a derivative formula when an input requires
+/// grad: running it is an error naming the operator.
+pub(crate) struct NotImplementedNode {
+    core: NodeCore,
+    op: String,
+}
+
+impl NotImplementedNode {
+    pub(crate) fn new(op: &str, edges: Vec<Edge>) -> Self {
+        NotImplementedNode { core: NodeCore::new(edges), op: op.to_string() }
+    }
+}
+
+impl Node for NotImplementedNode {
+    fn name(&self) -> String {
+        "NotImplemented".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Err(c10::Error::NotImplemented {
+            op: self.op.clone(),
+            msg: format!("the derivative for '{}' is not implemented.", self.op),
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! [`SavedVariable`]: a tensor kept by a node for its backward formula, with the version check
+//! that catches in-place modification between forward and backward.
+//!
+//! Note [Saved outputs]: a node that saves one of its own outputs must not own that tensor's
+//! metadata (which owns the node: a cycle). It keeps a history-less alias of the output and a
+//! weak reference to itself, and `unpack` rebuilds a tensor with the node as `grad_fn` (needed
+//! when the backward is itself differentiated).
+
+use std::sync::{Mutex, Weak};
+
+use aten::Tensor;
+use c10::{Error, Result};
+
+use crate::node::Node;
+
+/// PyTorch's message for saved tensors used after they were freed.
+pub const ERR_BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved \
+     tensors after they have already been freed). Saved intermediate values of the graph are freed when you call \
+     .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second \
+     time or if you need to access saved tensors after calling backward.";
+
+struct Saved {
+    data: Tensor,
+    version: u32,
+    /// For saved outputs: the node (see Note [Saved outputs]) and output number.
+    output_of: Option<(Weak<dyn Node>, u32)>,
+    requires_grad: bool,
+}
+
+/// A tensor saved for backward.
+pub struct SavedVariable {
+    inner: Mutex<Option<Saved>>,
+    /// Whether anything was saved (an undefined optional saves nothing, and stays usable).
+    defined: bool,
+}
+
+impl Default for SavedVariable {
+    fn default() -> Self {
+        SavedVariable { inner: Mutex::new(None), defined: false }
+    }
+}
+
+impl SavedVariable {
+    /// Saves an input of the operation.
+    pub fn new(t: &Tensor) -> Result<Self> {
+        check_not_inference(t)?;
+        Ok(SavedVariable {
+            inner: Mutex::new(Some(Saved {
+                data: t.clone(),
+                version: t.version(),
+                output_of: None,
+                requires_grad: false,
+            })),
+            defined: true,
+        })
+    }
+
+    /// Saves an optional input (None stays None when unpacked).
+    pub fn new_opt(t: Option<&Tensor>) -> Result<Self> {
+        match t {
+            Some(t) => Self::new(t),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// Saves output `output_nr` of `node` (see Note [Saved outputs]).
+    pub fn new_output(t: &Tensor, node: Weak<dyn Node>, output_nr: u32) -> Result<Self> {
+        check_not_inference(t)?;
+        Ok(SavedVariable {
+            inner: Mutex::new(Some(Saved {
+                data: crate::meta::detach(t),
+                version: t.version(),
+                output_of: Some((node, output_nr)),
+                requires_grad: crate::meta::requires_grad(t),
+            })),
+            defined: true,
+        })
+    }
+
+    /// Fills a slot created empty with an output saved after the node existed.
+    pub fn set_output(&self, t: &Tensor, node: Weak<dyn Node>, output_nr: u32) -> Result<()> {
+        let s = Self::new_output(t, node, output_nr)?;
+        *self.lock() = s.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Saved>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The saved tensor, checked against in-place modification; `node_name` names the node
+    /// that saved it (for the error message).
+    pub fn unpack(&self, node_name: &str) -> Result<Tensor> {
+        self.unpack_opt(node_name)?.ok_or_else(|| Error::invalid("backward", ERR_BACKWARD_TWICE))
+    }
+
+    /// Like [`SavedVariable::unpack`] for optional tensors: None if nothing was saved.
+    pub fn unpack_opt(&self, node_name: &str) -> Result<Option<Tensor>> {
+        let guard = self.lock();
+        let Some(s) = guard.as_ref() else {
+            if self.defined {
+                return Err(Error::invalid("backward", ERR_BACKWARD_TWICE));
+            }
+            return Ok(None);
+        };
+        let current = s.data.version();
+        if current != s.version {
+            let what = format!("[{} {:?}]", type_string(&s.data), s.data.sizes());
+            let whose = match &s.output_of {
+                Some((_, nr)) => format!("{what}, which is output {nr} of {node_name},"),
+                None => what,
+            };
+            return Err(Error::invalid(
+                "backward",
+                format!(
+                    "one of the variables needed for gradient computation has been modified by an inplace operation: \
+                     {whose} is at version {current}; expected version {} instead. Hint: enable anomaly detection to \
+                     find the operation that failed to compute its gradient, with \
+                     torch.autograd.set_detect_anomaly(True).",
+                    s.version
+                ),
+            ));
+        }
+        match &s.output_of {
+            Some((node, nr)) if s.requires_grad => match node.upgrade() {
+                Some(n) => {
+                    let t = crate::meta::detach(&s.data);
+                    crate::meta::set_grad_fn(&t, n, *nr)?;
+                    Ok(Some(t))
+                }
+                None => Ok(Some(s.data.clone())),
+            },
+            _ => Ok(Some(s.data.clone())),
+        }
+    }
+
+    /// Frees the saved tensor (after a backward pass without `retain_graph`).
+    pub fn reset(&self) {
+        *self.lock() = None;
+    }
+}
+
+/// PyTorch's `torch.FloatTensor`-style name of a tensor's type.
+fn type_string(t: &Tensor) -> String {
+    let name = match t.dtype() {
+        c10::ScalarType::F32 => "Float",
+        c10::ScalarType::F64 => "Double",
+        c10::ScalarType::F16 => "Half",
+        c10::ScalarType::BF16 => "BFloat16",
+        c10::ScalarType::I64 => "Long",
+        c10::ScalarType::I32 => "Int",
+        c10::ScalarType::I16 => "Short",
+        c10::ScalarType::I8 => "Char",
+        c10::ScalarType::U8 => "Byte",
+        c10::ScalarType::Bool => "Bool",
+    };
+    format!("torch.{name}Tensor")
+}
+
+/// Inference tensors carry no version counter, so they cannot be checked later.
+fn check_not_inference(t: &Tensor) -> Result<()> {
+    if t.imp().is_inference() {
+        return Err(Error::invalid(
+            "save_for_backward",
+            "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal \
+             tensor and use it in autograd.",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! The autograd behaviours PyTorch users rely on, each checked against values computed by hand
+//! (or by PyTorch, where noted).
+
+use aten::{ops, Tensor};
+use autograd::{GradcheckOptions, TensorAutograd};
+use c10::{Result, Scalar, ScalarType};
+
+fn t64(v: &[f64], shape: &[i64]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+fn leaf(v: &[f64], shape: &[i64]) -> Tensor {
+    t64(v, shape).requires_grad_(true).unwrap()
+}
+fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap()
+}
+fn close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= 1e-9 + 1e-9 * y.abs(), "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn simple_backward_and_grad_fn() {
+    let x = leaf(&[1.0, 2.0, 3.0], &[3]);
+    let w = leaf(&[0.5, -1.0, 2.0], &[3]);
+    let y = x.mul(&w).unwrap();
+    assert!(y.requires_grad() && !y.is_leaf());
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    let next = autograd::node::next_functions(&y.grad_fn().unwrap());
+    assert_eq!(next, vec![Some(("AccumulateGrad".to_string(), 0)), Some(("AccumulateGrad".to_string(), 0))]);
+    let s = y.sum().unwrap();
+    assert_eq!(s.grad_fn().unwrap().name(), "SumBackward0");
+    s.backward().unwrap();
+    close(&vals(&x.grad().unwrap()), &[0.5, -1.0, 2.0]);
+    close(&vals(&w.grad().unwrap()), &[1.0, 2.0, 3.0]);
+    // A second pass accumulates into .grad (retain_graph not needed: a new graph).
+    x.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    close(&vals(&x.grad().unwrap()), &[1.0, -2.0, 4.0]);
+}
+
+#[test]
+fn broadcasting_reduces_gradients() {
+    let a = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let b = leaf(&[10.0, 20.0, 30.0], &[3]);
+    let y = a.add(&b).unwrap().mul(&a).unwrap().sum().unwrap();
+    y.backward().unwrap();
+    // d/da (a+b)a = 2a + b ; d/db = sum over rows of a
+    close(&vals(&a.grad().unwrap()), &[12.0, 24.0, 36.0, 18.0, 30.0, 42.0]);
+    close(&vals(&b.grad().unwrap()), &[5.0, 7.0, 9.0]);
+}
+
+#[test]
+fn non_scalar_output_needs_grad_outputs() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = x.mul(&x).unwrap();
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("grad can be implicitly created only for scalar outputs"), "{e}");
+    y.backward_with(Some(&t64(&[1.0, 10.0], &[2])), None, false).unwrap();
+    close(&vals(&x.grad().unwrap()), &[2.0, 40.0]);
+    let bad = y.backward_with(Some(&t64(&[1.0, 1.0, 1.0], &[3])), None, false).unwrap_err().to_string();
+    assert!(bad.contains("Mismatch in shape"), "{bad}");
+}
+
+#[test]
+fn backward_twice_and_retain_graph() {
+    let x = leaf(&[2.0], &[1]);
+    let y = x.exp().unwrap().sum().unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
+    y.backward().unwrap();
+    close(&vals(&x.grad().unwrap()), &[2.0 * 2f64.exp()]);
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("Trying to backward through the graph a second time"), "{e}");
+    assert!(e.contains("retain_graph=True"), "{e}");
+}
+
+#[test]
+fn inplace_modification_of_saved_tensor_is_detected() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let z = y.exp().unwrap(); // saves its result
+    let w = y.mul(&y).unwrap(); // saves y
+    {
+        let _g = autograd::no_grad();
+        y.add_scalar_(Scalar::Int(1)).unwrap();
+    }
+    let e = w.sum().unwrap().backward().unwrap_err().to_string();
+    assert!(
+        e.contains("one of the variables needed for gradient computation has been modified by an inplace operation"),
+        "{e}"
+    );
+    assert!(e.contains("[torch.DoubleTensor [2]] is at version 1; expected version 0 instead"), "{e}");
+    // The saved output of exp was not modified: its backward works.
+    z.sum().unwrap().backward().unwrap();
+}
+
+#[test]
+fn inplace_on_leaf_is_an_error_and_inplace_ops_record() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let e = x.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
+    assert!(e.contains("a leaf Variable that requires grad is being used in an in-place operation."), "{e}");
+    let y = x.mul_scalar(Scalar::Int(1)).unwrap();
+    y.mul_(&x).unwrap(); // y = x * x, in place
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    y.sum().unwrap().backward().unwrap();
+    close(&vals(&x.grad().unwrap()), &[2.0, 4.0]);
+}
+
+#[test]
+fn no_grad_and_inference_mode() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    {
+        let _g = autograd::no_grad();
+        let y = x.mul(&x).unwrap();
+        assert!(!y.requires_grad() && y.grad_fn().is_none());
+        let _e = autograd::enable_grad();
+        assert!(x.mul(&x).unwrap().requires_grad());
+    }
+    assert!(autograd::is_grad_enabled());
+    let inf = {
+        let _g = autograd::inference_mode();
+        let t = x.mul(&x).unwrap();
+        assert!(!t.requires_grad());
+        assert!(t.imp().is_inference());
+        t
+    };
+    // Inference tensors cannot be saved for backward.
+    let e = x.mul(&inf).unwrap_err().to_string();
+    assert!(e.contains("Inference tensors cannot be saved for backward"), "{e}");
+}
+
+#[test]
+fn grad_with_multiple_roots_and_allow_unused() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let u = leaf(&[5.0], &[1]);
+    let a = x.mul(&x).unwrap(); // 2x
+    let b = x.mul_scalar(Scalar::Int(3)).unwrap(); // 3
+    let g = autograd::grad(
+        &[a, b],
+        std::slice::from_ref(&x),
+        &[Some(t64(&[1.0, 1.0], &[2])), Some(t64(&[2.0, 1.0], &[2]))],
+        None,
+        false,
+        false,
+    )
+    .unwrap();
+    close(&vals(g[0].as_ref().unwrap()), &[2.0 + 6.0, 4.0 + 3.0]);
+    assert!(x.grad().is_none(), "grad() does not touch .grad");
+    let y = x.sum().unwrap();
+    let e = autograd::grad(std::slice::from_ref(&y), std::slice::from_ref(&u), &[], Some(true), false, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("appears to not have been used in the graph"), "{e}");
+    let g = autograd::grad(&[y], &[x.clone(), u], &[], None, false, true).unwrap();
+    assert!(g[1].is_none());
+    close(&vals(g[0].as_ref().unwrap()), &[1.0, 1.0]);
+}
+
+#[test]
+fn double_backward_through_tanh() {
+    let x = leaf(&[0.3, -1.2], &[2]);
+    let y = x.tanh().unwrap().sum().unwrap();
+    let g = autograd::grad(&[y], std::slice::from_ref(&x), &[], None, true, false).unwrap().remove(0).unwrap();
+    let t: Vec<f64> = [0.3f64, -1.2].iter().map(|v| v.tanh()).collect();
+    close(&vals(&g), &t.iter().map(|v| 1.0 - v * v).collect::<Vec<_>>());
+    assert!(g.requires_grad());
+    let gg = autograd::grad(&[g.sum().unwrap()], std::slice::from_ref(&x), &[], None, false, false)
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    // d/dx (1 - tanh^2) = -2 tanh (1 - tanh^2)
+    close(&vals(&gg), &t.iter().map(|v| -2.0 * v * (1.0 - v * v)).collect::<Vec<_>>());
+}
+
+#[test]
+fn hessian_vector_product_matches_analytic_hessian() {
+    // f(x) = sum(x^3) + x0 * x1 ; H = diag(6x) + [[0,1],[1,0]]
+    let x = leaf(&[1.5, -2.0], &[2]);
+    let f = x
+        .pow_tensor_scalar(Scalar::Int(3))
+        .unwrap()
+        .sum()
+        .unwrap()
+        .add(&x.select(0, 0).unwrap().mul(&x.select(0, 1).unwrap()).unwrap())
+        .unwrap();
+    let g = autograd::grad(&[f], std::slice::from_ref(&x), &[], None, true, false).unwrap().remove(0).unwrap();
+    let v = t64(&[0.7, -0.3], &[2]);
+    let hv = autograd::grad(&[g], std::slice::from_ref(&x), &[Some(v)], None, false, false).unwrap().remove(0).unwrap();
+    let h = [[6.0 * 1.5, 1.0], [1.0, 6.0 * -2.0]];
+    close(&vals(&hv), &[h[0][0] * 0.7 + h[0][1] * -0.3, h[1][0] * 0.7 + h[1][1] * -0.3]);
+}
+
+#[test]
+fn hooks_run_in_order_and_can_replace_gradients() {
+    use std::sync::{Arc, Mutex};
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = x.mul_scalar(Scalar::Int(3)).unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let l1 = log.clone();
+    y.register_hook(move |g| {
+        l1.lock().unwrap().push(format!("first {:?}", g.to_vec::<f64>().unwrap()));
+        Ok(Some(g.mul_scalar(Scalar::Int(10))?))
+    })
+    .unwrap();
+    let l2 = log.clone();
+    y.register_hook(move |g| {
+        l2.lock().unwrap().push(format!("second {:?}", g.to_vec::<f64>().unwrap()));
+        Ok(None)
+    })
+    .unwrap();
+    y.retain_grad().unwrap();
+    let l3 = log.clone();
+    x.register_hook(move |g| {
+        l3.lock().unwrap().push(format!("leaf {:?}", g.to_vec::<f64>().unwrap()));
+        Ok(None)
+    })
+    .unwrap();
+    let acc = Arc::new(Mutex::new(0));
+    let a2 = acc.clone();
+    x.register_post_accumulate_grad_hook(move |t| {
+        *a2.lock().unwrap() += 1;
+        assert!(t.grad().is_some());
+        Ok(())
+    })
+    .unwrap();
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec!["first [1.0, 1.0]".to_string(), "second [10.0, 10.0]".into(), "leaf [30.0, 30.0]".into()]
+    );
+    // retain_grad sees the gradient after the hooks replaced it.
+    close(&vals(&y.grad().unwrap()), &[10.0, 10.0]);
+    close(&vals(&x.grad().unwrap()), &[30.0, 30.0]);
+    assert_eq!(*acc.lock().unwrap(), 1);
+}
+
+/// A clamp with a straight-through gradient, inside a larger graph.
+struct StraightThroughClamp;
+impl autograd::Function for StraightThroughClamp {
+    fn forward(&self, ctx: &mut autograd::FunctionCtx, x: &[Tensor]) -> Result<Vec<Tensor>> {
+        ctx.save_for_backward(&[x[0].clone()]);
+        Ok(vec![ops::clamp(&x[0], Some(Scalar::Float(-1.0)), Some(Scalar::Float(1.0)))?])
+    }
+    fn backward(&self, ctx: &autograd::FunctionCtx, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        assert_eq!(ctx.saved_tensors()?.len(), 1);
+        assert!(ctx.needs_input_grad(0));
+        Ok(vec![g[0].clone()])
+    }
+}
+
+#[test]
+fn custom_function_inside_a_graph() {
+    let x = leaf(&[-3.0, 0.5, 2.0], &[3]);
+    let h = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let c = autograd::custom::apply(StraightThroughClamp, &[h]).unwrap().remove(0);
+    assert_eq!(c.grad_fn().unwrap().name(), "StraightThroughClampBackward");
+    close(&vals(&c), &[-1.0, 1.0, 1.0]);
+    c.mul(&c).unwrap().sum().unwrap().backward().unwrap();
+    // d/dx (clamp(2x))^2 with straight-through clamp = 2 * clamp(2x) * 2
+    close(&vals(&x.grad().unwrap()), &[-4.0, 4.0, 4.0]);
+}
+
+#[test]
+fn wgan_gp_gradient_penalty_trains() {
+    // Critic D(x) = tanh(x @ w); penalty (||dD/dx|| - 1)^2 on interpolates; w trained by SGD.
+    let w = leaf(&[0.1, -0.2, 0.3], &[3, 1]);
+    let x = t64(&[0.5, -1.0, 2.0, 1.0, 0.0, -0.5], &[2, 3]);
+    let mut last = f64::INFINITY;
+    let mut first = None;
+    for _ in 0..20 {
+        let xi = x.detach().requires_grad_(true).unwrap();
+        let d = xi.mm(&w).unwrap().tanh().unwrap();
+        let g = autograd::grad(&[d.sum().unwrap()], std::slice::from_ref(&xi), &[], None, true, false)
+            .unwrap()
+            .remove(0)
+            .unwrap();
+        let norm = g.mul(&g).unwrap().sum_dim_intlist(Some(&[1])).unwrap().sqrt().unwrap();
+        let pen = norm.add_scalar(Scalar::Int(-1)).unwrap();
+        let loss = pen.mul(&pen).unwrap().mean().unwrap();
+        let lv = loss.item::<f64>().unwrap();
+        first.get_or_insert(lv);
+        last = lv;
+        w.set_grad(None).unwrap();
+        loss.backward().unwrap();
+        let gw = w.grad().expect("the penalty reaches w through the gradient");
+        let _g = autograd::no_grad();
+        w.sub_(&gw.mul_scalar(Scalar::Float(0.5)).unwrap()).unwrap();
+    }
+    assert!(last < first.unwrap() * 0.5, "penalty {first:?} -> {last}");
+}
+
+#[test]
+fn gradcheck_and_gradgradcheck_basic_ops() {
+    let o = GradcheckOptions::default();
+    let a = leaf(&[0.3, -0.7, 1.1, 0.4, 0.9, -1.3], &[2, 3]);
+    let b = leaf(&[0.5, 1.5, -0.2, 0.8, -0.6, 0.25], &[3, 2]);
+    let f = |t: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![t[0].matmul(&t[1])?.tanh()?.softmax(1)?]) };
+    autograd::gradcheck(&f, &[a.clone(), b.clone()], o).unwrap();
+    autograd::gradgradcheck(&f, &[a.clone(), b.clone()], o).unwrap();
+    let g = |t: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![t[0].div(&t[1].t()?.exp()?)?.log_softmax(0)?.mean()?]) };
+    autograd::gradcheck(&g, &[a.clone(), b.clone()], o).unwrap();
+    autograd::gradgradcheck(&g, &[a, b], o).unwrap();
+    assert_eq!(ScalarType::F64, leaf(&[1.0], &[1]).dtype());
+}
