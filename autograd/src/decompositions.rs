@@ -119,3 +119,275 @@ pub fn max_pool1d(
 ) -> Result<Tensor> {
     Ok(ops::max_pool1d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
 }
+
+/// `[1, C, 1, ...]`: a per-channel vector shaped to broadcast against an `[N, C, ...]` input.
+fn channel_shape(input: &Tensor) -> Vec<i64> {
+    let mut s = vec![1i64; input.dim()];
+    if input.dim() > 1 {
+        s[1] = input.sizes()[1];
+    }
+    s
+}
+
+/// `native_batch_norm`: the fused kernel runs (without history) for its running-statistics
+/// update and saved statistics; the output is recomputed from differentiable operators.
+#[allow(clippy::too_many_arguments)]
+pub fn native_batch_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let (_, save_mean, save_invstd) = {
+        let _g = crate::grad_mode::no_grad();
+        ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)?
+    };
+    let shape = channel_shape(input);
+    let (mean, invstd) = if training {
+        let dims: Vec<i64> = (0..input.dim() as i64).filter(|&d| d != 1).collect();
+        let mean = ops::mean_dim(input, Some(&dims), true, None)?;
+        let xc = ops::sub(input, &mean, one())?;
+        let var = ops::mean_dim(&ops::mul(&xc, &xc)?, Some(&dims), true, None)?;
+        (mean, ops::rsqrt(&crate::formulas::add_s(&var, eps)?)?)
+    } else {
+        let rm = running_mean.expect("checked by the fused kernel");
+        let rv = running_var.expect("checked by the fused kernel");
+        (ops::reshape(rm, &shape)?, ops::reshape(&ops::rsqrt(&crate::formulas::add_s(rv, eps)?)?, &shape)?)
+    };
+    let mut out = ops::mul(&ops::sub(input, &mean, one())?, &invstd)?;
+    if let Some(w) = weight {
+        out = ops::mul(&out, &ops::reshape(w, &shape)?)?;
+    }
+    if let Some(b) = bias {
+        out = ops::add(&out, &ops::reshape(b, &shape)?, one())?;
+    }
+    Ok((out, save_mean, save_invstd))
+}
+
+/// `native_group_norm`: statistics from the fused kernel (no history), the output from
+/// differentiable operators over `[N, group, C/group * HxW]`.
+#[allow(clippy::too_many_arguments)]
+pub fn native_group_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let (_, mean_out, rstd_out) = {
+        let _g = crate::grad_mode::no_grad();
+        ops::native_group_norm(input, weight, bias, n, c, hxw, group, eps)?
+    };
+    let x = ops::reshape(input, &[n, group, -1])?;
+    let mean = ops::mean_dim(&x, Some(&[2]), true, None)?;
+    let xc = ops::sub(&x, &mean, one())?;
+    let var = ops::mean_dim(&ops::mul(&xc, &xc)?, Some(&[2]), true, None)?;
+    let normed = ops::mul(&xc, &ops::rsqrt(&crate::formulas::add_s(&var, eps)?)?)?;
+    let mut out = ops::reshape(&normed, input.sizes())?;
+    let shape = channel_shape(input);
+    if let Some(w) = weight {
+        out = ops::mul(&out, &ops::reshape(w, &shape)?)?;
+    }
+    if let Some(b) = bias {
+        out = ops::add(&out, &ops::reshape(b, &shape)?, one())?;
+    }
+    Ok((out, mean_out, rstd_out))
+}
+
+/// `avg_pool2d` as a grouped convolution with a ones kernel (divided by the window size, the
+/// count of real elements, or `divisor_override`). `ceil_mode` windows are not decomposed.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    if ceil_mode {
+        return Err(c10::Error::NotImplemented {
+            op: "avg_pool2d".into(),
+            msg: "the derivative of avg_pool2d with ceil_mode=True is not implemented.".into(),
+        });
+    }
+    let two = |v: &[i64], d: i64| -> Vec<i64> {
+        match v.len() {
+            0 => vec![d; 2],
+            1 => vec![v[0]; 2],
+            _ => v.to_vec(),
+        }
+    };
+    let k = two(kernel_size, 1);
+    let s = if stride.is_empty() { k.clone() } else { two(stride, 1) };
+    let p = two(padding, 0);
+    let batched = self_.dim() == 4;
+    let x = if batched { self_.clone() } else { ops::unsqueeze(self_, 0)? };
+    let c = x.sizes()[1];
+    let w = ops::ones(&[c, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
+    let sum = ops::convolution(&x, &w, None, &s, &p, &[1, 1], false, &[0, 0], c)?;
+    let out = if let Some(d) = divisor_override {
+        scale(&sum, 1.0 / d as f64)?
+    } else if count_include_pad {
+        scale(&sum, 1.0 / (k[0] * k[1]) as f64)?
+    } else {
+        let plane = ops::ones(&[1, 1, x.sizes()[2], x.sizes()[3]], Some(x.dtype()), None, None, None)?;
+        let kw = ops::ones(&[1, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
+        let count = ops::convolution(&plane, &kw, None, &s, &p, &[1, 1], false, &[0, 0], 1)?;
+        ops::div(&sum, &count)?
+    };
+    if batched {
+        Ok(out)
+    } else {
+        ops::squeeze_dim(&out, 0)
+    }
+}
+
+/// The `[out, in]` matrix averaging each adaptive-pooling window.
+fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
+    let mut m = vec![0.0f64; (input * output) as usize];
+    for i in 0..output {
+        let start = (i * input) / output;
+        let end = ((i + 1) * input + output - 1) / output;
+        for j in start..end {
+            m[(i * input + j) as usize] = 1.0 / (end - start) as f64;
+        }
+    }
+    Tensor::from_vec(m, &[output, input])?.to(like.dtype())
+}
+
+/// `adaptive_avg_pool2d` as `A_h @ x @ A_w^T` with averaging matrices.
+pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let nd = self_.dim();
+    let (h, w) = (self_.sizes()[nd - 2], self_.sizes()[nd - 1]);
+    let ah = adaptive_matrix(h, output_size[0], self_)?;
+    let aw = adaptive_matrix(w, output_size[1], self_)?;
+    ops::matmul(&ops::matmul(&ah, self_)?, &ops::t(&aw)?)
+}
+
+/// `upsample_nearest2d.vec` as two `index_select`s with PyTorch's source indices
+/// (`floor(dst * scale)`, `scale = in / out` or `1 / scale_factor`).
+pub fn upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let nd = input.dim();
+    let mut x = input.clone();
+    for k in 0..2 {
+        let d = nd - 2 + k;
+        let size = input.sizes()[d];
+        let (out, scale_) = match (output_size, scale_factors) {
+            (Some(o), _) => (o[k], size as f64 / o[k] as f64),
+            (None, Some(f)) => (((size as f64) * f[k]).floor() as i64, 1.0 / f[k]),
+            (None, None) => {
+                return Err(c10::Error::invalid(
+                    "upsample_nearest2d",
+                    "either output_size or scale_factors must be given",
+                ))
+            }
+        };
+        let idx: Vec<i64> = (0..out).map(|o| (((o as f64) * scale_).floor() as i64).min(size - 1)).collect();
+        x = ops::index_select(&x, d as i64, &Tensor::from_vec(idx, &[out])?)?;
+    }
+    Ok(x)
+}
+
+/// Repeats the head dimension (`-3`) `r` times, each head kept together (`repeat_interleave`).
+fn repeat_heads(t: &Tensor, r: i64) -> Result<Tensor> {
+    if r == 1 {
+        return Ok(t.clone());
+    }
+    let n = t.dim();
+    let s = t.sizes();
+    let mut ex: Vec<i64> = s[..n - 2].to_vec();
+    ex.insert(n - 2, r);
+    ex.extend(&s[n - 2..]);
+    let e = ops::expand(&ops::unsqueeze(t, (n - 2) as i64)?, &ex, false)?;
+    let mut out: Vec<i64> = s.to_vec();
+    out[n - 3] *= r;
+    ops::reshape(&e, &out)
+}
+
+/// `scaled_dot_product_attention` by PyTorch's math reference: `softmax(q k^T * scale + mask)
+/// @ v`, with the causal mask as `-inf` above the diagonal and dropout on the weights.
+#[allow(clippy::too_many_arguments)]
+pub fn scaled_dot_product_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale_: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    // The fused kernel's argument checks, without history.
+    {
+        let _g = crate::grad_mode::no_grad();
+        ops::scaled_dot_product_attention(
+            &crate::meta::detach(query),
+            &crate::meta::detach(key),
+            &crate::meta::detach(value),
+            attn_mask,
+            0.0,
+            is_causal,
+            scale_,
+            enable_gqa,
+        )?;
+    }
+    let (mut k, mut v) = (key.clone(), value.clone());
+    if enable_gqa && query.dim() >= 3 && key.dim() >= 3 {
+        let hq = query.sizes()[query.dim() - 3];
+        k = repeat_heads(&k, hq / key.sizes()[key.dim() - 3])?;
+        v = repeat_heads(&v, hq / value.sizes()[value.dim() - 3])?;
+    }
+    let e = query.sizes()[query.dim() - 1];
+    let sc = scale_.unwrap_or(1.0 / (e as f64).sqrt());
+    let mut scores = scale(&ops::matmul(query, &ops::transpose(&k, -2, -1)?)?, sc)?;
+    let (l, s) = (query.sizes()[query.dim() - 2], k.sizes()[k.dim() - 2]);
+    if is_causal {
+        let keep = ops::tril(&ops::ones(&[l, s], Some(c10::ScalarType::Bool), None, None, None)?, 0)?;
+        scores = ops::masked_fill(&scores, &ops::logical_not(&keep)?, Scalar::Float(f64::NEG_INFINITY))?;
+    }
+    if let Some(m) = attn_mask {
+        scores = if m.dtype() == c10::ScalarType::Bool {
+            ops::masked_fill(&scores, &ops::logical_not(m)?, Scalar::Float(f64::NEG_INFINITY))?
+        } else {
+            ops::add(&scores, m, one())?
+        };
+    }
+    let mut attn = ops::softmax(&scores, -1, None)?;
+    if dropout_p > 0.0 {
+        attn = ops::dropout(&attn, dropout_p, true)?;
+    }
+    ops::matmul(&attn, &v)
+}
+
+/// `var_mean.correction` as `var` and `mean`.
+pub fn var_mean(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    Ok((ops::var(self_, dim, correction, keepdim)?, ops::mean_dim(self_, dim, keepdim, None)?))
+}
+
+/// `std_mean.correction` as `std` and `mean`.
+pub fn std_mean(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    Ok((ops::std(self_, dim, correction, keepdim)?, ops::mean_dim(self_, dim, keepdim, None)?))
+}

@@ -691,3 +691,125 @@ pub fn convolution_backward_bias(grad: &Tensor) -> Result<Tensor> {
 pub fn not_implemented(what: &str) -> Result<Tensor> {
     Err(Error::NotImplemented { op: what.to_string(), msg: format!("the derivative for '{what}' is not implemented.") })
 }
+
+/// Gradient of `logit(x, eps)`: `grad / (x (1 - x))`, 0 outside `[eps, 1 - eps]` when `eps` is
+/// given.
+pub fn logit_backward(grad: &Tensor, x: &Tensor, eps: Option<f64>) -> Result<Tensor> {
+    let d = ops::div(grad, &ops::mul(x, &rsub_s(x, 1.0)?)?)?;
+    match eps {
+        None => Ok(d),
+        Some(e) => between_backward(&d, x, Some(e), Some(1.0 - e), true),
+    }
+}
+
+/// Gradient of `prod(dim)` for inputs without zeros: `grad * result / self`.
+pub fn prod_backward(grad: &Tensor, self_: &Tensor, result: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    let g = sum_backward(grad, self_.sizes(), Some(&[dim]), keepdim)?;
+    let r = sum_backward(result, self_.sizes(), Some(&[dim]), keepdim)?;
+    ops::div(&ops::mul(&g, &r)?, self_)
+}
+
+/// Gradient of `cumprod` for inputs without zeros: the reversed cumulative sum of
+/// `grad * result`, divided by `self`.
+pub fn cumprod_backward(grad: &Tensor, self_: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
+    ops::div(&cumsum_backward(&ops::mul(grad, result)?, dim)?, self_)
+}
+
+/// Gradient of `norm(p, dim)`: `grad * x |x|^(p-2) / norm^(p-1)` (p = 2 by default).
+pub fn norm_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    p: &Option<Scalar>,
+    result: &Tensor,
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let p = p.as_ref().map_or(2.0, |s| s.to_f64());
+    let g = sum_backward(grad, self_.sizes(), Some(dims), keepdim)?;
+    let r = sum_backward(result, self_.sizes(), Some(dims), keepdim)?;
+    let d = if p == 2.0 {
+        ops::div(self_, &r)?
+    } else if p == 1.0 {
+        ops::sgn(self_)?
+    } else {
+        let num = ops::mul(self_, &ops::pow_tensor_scalar(&ops::abs(self_)?, sf(p - 2.0))?)?;
+        ops::div(&num, &ops::pow_tensor_scalar(&r, sf(p - 1.0))?)?
+    };
+    let g = ops::mul(&g, &d)?;
+    // 0/0 where the norm is 0: the subgradient 0.
+    ops::masked_fill(&g, &ops::eq_scalar(&r, Scalar::Int(0))?, Scalar::Int(0))
+}
+
+/// Gradient of `repeat`: the repeated blocks of `grad` summed.
+pub fn repeat_backward(grad: &Tensor, self_sizes: &[i64], repeats: &[i64]) -> Result<Tensor> {
+    let lead = repeats.len() - self_sizes.len();
+    let mut sizes: Vec<i64> = vec![1; lead];
+    sizes.extend_from_slice(self_sizes);
+    let mut split = Vec::with_capacity(2 * repeats.len());
+    for (r, s) in repeats.iter().zip(&sizes) {
+        split.push(*r);
+        split.push(*s);
+    }
+    let g = ops::reshape(grad, &split)?;
+    let dims: Vec<i64> = (0..repeats.len() as i64).map(|i| 2 * i).collect();
+    let g = ops::sum_dim_intlist(&g, Some(&dims), false, None)?;
+    ops::reshape(&g, self_sizes)
+}
+
+/// Gradient of `smooth_l1_loss` for `self`.
+pub fn smooth_l1_backward(grad: &Tensor, self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
+    let d = ops::sub(self_, target, one())?;
+    let lin = ops::sgn(&d)?;
+    let g = if beta == 0.0 {
+        lin
+    } else {
+        let small = ops::lt_scalar(&ops::abs(&d)?, sf(beta))?;
+        ops::where_self(&small, &scale(&d, 1.0 / beta)?, &lin)?
+    };
+    reduce_grad(&ops::mul(&g, grad)?, self_, reduction)
+}
+
+/// Gradient of `huber_loss` for `self`.
+pub fn huber_backward(grad: &Tensor, self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
+    let d = ops::sub(self_, target, one())?;
+    let small = ops::le_scalar(&ops::abs(&d)?, sf(delta))?;
+    let g = ops::where_self(&small, &d, &scale(&ops::sgn(&d)?, delta)?)?;
+    reduce_grad(&ops::mul(&g, grad)?, self_, reduction)
+}
+
+/// Gradient of `kl_div` for `self`: `-target` (or `-exp(target)` for log targets).
+pub fn kl_div_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    log_target: bool,
+) -> Result<Tensor> {
+    let t = if log_target { ops::exp(target)? } else { target.clone() };
+    let g = ops::neg(&ops::mul(&ops::expand(&t, self_.sizes(), false)?, grad)?)?;
+    reduce_grad(&g, self_, reduction)
+}
+
+/// Divides a pointwise loss gradient by the element count for `mean` reduction.
+fn reduce_grad(g: &Tensor, self_: &Tensor, reduction: i64) -> Result<Tensor> {
+    if reduction == 1 {
+        scale(g, 1.0 / self_.numel().max(1) as f64)
+    } else {
+        Ok(g.clone())
+    }
+}
+
+/// Gradient of `index_put` for `values`: the indexed elements of `grad`.
+pub fn index_put_values_backward(grad: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    ops::index(grad, indices)
+}
+
+/// Gradient of `index_put` for `self`: `grad`, with the overwritten positions zeroed unless
+/// accumulating.
+pub fn index_put_self_backward(grad: &Tensor, indices: &[Option<Tensor>], accumulate: bool) -> Result<Tensor> {
+    if accumulate {
+        return Ok(grad.clone());
+    }
+    let z = ops::zeros(&[], Some(grad.dtype()), None, Some(grad.device()), None)?;
+    ops::index_put(grad, indices, &z, false)
+}

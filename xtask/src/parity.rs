@@ -58,16 +58,16 @@ pub enum Outcome {
 }
 
 /// Whether a case's gradients were checked.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum GradStatus {
     /// The case has no `grad` block (or expects an error).
     None,
-    /// The case has a `grad` block that did not run: no autograd yet, or the call failed.
+    /// The case has a `grad` block that did not run because the call failed.
     NotRun,
     /// Gradients were checked and matched.
     Passed,
-    /// Gradients were checked and did not match.
-    Failed,
+    /// Gradients were checked and did not match (or could not be computed), and why.
+    Failed(String),
 }
 
 /// The result of a run: every case that ran, in file order.
@@ -90,19 +90,19 @@ impl Report {
         self.results.len() - self.passed()
     }
 
-    fn count_grads(&self, status: GradStatus) -> usize {
-        self.results.iter().filter(|(_, _, g)| *g == status).count()
+    fn count_grads(&self, status: fn(&GradStatus) -> bool) -> usize {
+        self.results.iter().filter(|(_, _, g)| status(g)).count()
     }
 
     /// The `grads:` summary line.
     pub fn grads_line(&self) -> String {
         let (passed, failed, not_run) = (
-            self.count_grads(GradStatus::Passed),
-            self.count_grads(GradStatus::Failed),
-            self.count_grads(GradStatus::NotRun),
+            self.count_grads(|g| *g == GradStatus::Passed),
+            self.count_grads(|g| matches!(g, GradStatus::Failed(_))),
+            self.count_grads(|g| *g == GradStatus::NotRun),
         );
         if passed + failed == 0 {
-            format!("grads: not run ({not_run} cases have gradient checks; autograd is not available yet)")
+            format!("grads: not run ({not_run} cases have gradient checks whose forward failed)")
         } else {
             format!("grads: {passed} passed, {failed} failed, {not_run} not run")
         }
@@ -178,6 +178,9 @@ fn run_cases(dir: &Path, cases: &[Case], filter: Option<&str>, out: &mut dyn Wri
             if let Outcome::Fail(reason) = &outcome {
                 writeln!(out, "FAIL {}: {reason}", case.id).map_err(write_err)?;
             }
+            if let GradStatus::Failed(reason) = &grads {
+                writeln!(out, "FAIL-GRAD {}: {reason}", case.id).map_err(write_err)?;
+            }
             report.results.push((case.id.clone(), outcome, grads));
         }
     }
@@ -199,12 +202,10 @@ fn run_case(case: &Case, store: &TensorStore<'_>) -> (Outcome, GradStatus) {
         Ok(None) => return (Outcome::Pass, GradStatus::None),
         Err(reason) => return (Outcome::Fail(one_line(&reason)), unchecked),
     };
-    match panics::catch(|| Ok(grad::check_grad(case, &resolved, n_outputs))) {
+    match panics::catch(|| Ok(grad::check_grad(case, &resolved, n_outputs, Some(store)))) {
         Ok(None) => (Outcome::Pass, unchecked),
         Ok(Some(Ok(()))) => (Outcome::Pass, GradStatus::Passed),
-        Ok(Some(Err(reason))) | Err(reason) => {
-            (Outcome::Fail(one_line(&format!("grad: {reason}"))), GradStatus::Failed)
-        }
+        Ok(Some(Err(reason))) | Err(reason) => (Outcome::Pass, GradStatus::Failed(one_line(&reason))),
     }
 }
 

@@ -6549,6 +6549,18 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::scaled_dot_product_attention::NAME,
+        DispatchKey::CPU,
+        handles::scaled_dot_product_attention::kernel(
+            |_ks, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa| {
+                crate::native::attention::scaled_dot_product_attention(
+                    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::native_layer_norm::NAME,
         DispatchKey::CPU,
         handles::native_layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps| {
@@ -7952,18 +7964,6 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::pixel_unshuffle::kernel(|_ks, self_, downscale_factor| {
             crate::native::pool::pixel_unshuffle(self_, downscale_factor)
         }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::scaled_dot_product_attention::NAME,
-        DispatchKey::CompositeImplicitAutograd,
-        handles::scaled_dot_product_attention::kernel(
-            |_ks, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa| {
-                crate::native::attention::scaled_dot_product_attention(
-                    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
-                )
-            },
-        ),
     )
     .expect("generated registration");
     d.register_kernel(

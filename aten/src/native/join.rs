@@ -241,9 +241,9 @@ pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let size = self_.sizes()[d];
     let split_size = (size + chunks - 1) / chunks;
     if split_size == 0 && size == 0 {
-        return split_with_sizes(self_, &vec![0; chunks as usize], dim);
+        return crate::ops::split_with_sizes(self_, &vec![0; chunks as usize], dim);
     }
-    split(self_, split_size, dim)
+    crate::ops::split(self_, split_size, dim)
 }
 
 /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]`
@@ -302,5 +302,5 @@ pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tenso
 
 /// `meshgrid(Tensor[] tensors) -> Tensor[]` (`"ij"` indexing).
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
-    meshgrid_indexing(tensors, "ij")
+    crate::ops::meshgrid_indexing(tensors, "ij")
 }

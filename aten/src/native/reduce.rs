@@ -605,17 +605,17 @@ pub fn std_mean_correction(
 }
 /// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
-    var_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
+    crate::ops::var_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
 }
 /// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    var_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
+    crate::ops::var_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
 }
 /// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
-    std_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
+    crate::ops::std_mean_correction(self_, None, Some(Scalar::Int(unbiased as i64)), false)
 }
 /// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    std_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
+    crate::ops::std_mean_correction(self_, dim, Some(Scalar::Int(unbiased as i64)), keepdim)
 }

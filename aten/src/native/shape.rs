@@ -319,7 +319,7 @@ pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tenso
             format!("start ({start}) + length ({length}) exceeds dimension size ({size})."),
         ));
     }
-    slice(self_, d as i64, Some(start), Some(start + length), 1)
+    crate::ops::slice(self_, d as i64, Some(start), Some(start + length), 1)
 }
 
 /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`

@@ -48,9 +48,9 @@ pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let n = self_.dim();
     if dims.len() < n {
         let full: Vec<i64> = std::iter::repeat_n(1, n - dims.len()).chain(dims.iter().copied()).collect();
-        return repeat(self_, &full);
+        return crate::ops::repeat(self_, &full);
     }
-    repeat(self_, dims)
+    crate::ops::repeat(self_, dims)
 }
 
 /// Per-output-index source positions of `repeat_interleave` along a dimension of size `n`.
@@ -374,7 +374,7 @@ pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Te
 
 /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)`
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
-    movedim(self_, &[source], &[destination])
+    crate::ops::movedim(self_, &[source], &[destination])
 }
 
 /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)`
@@ -480,7 +480,18 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
         }
         maps[d] = (0..out).map(|o| Some(pad_source(mode, o, l, size))).collect();
     }
-    remap(self_, &maps, Scalar::Float(value.unwrap_or(0.0)))
+    // Built from operators (this is a composite): autograd records their nodes.
+    if mode == "constant" {
+        return crate::ops::constant_pad_nd(self_, pad, Scalar::Float(value.unwrap_or(0.0)));
+    }
+    let mut out = self_.clone();
+    for k in 0..pdims {
+        let d = n - 1 - k;
+        let idx: Vec<i64> = maps[d].iter().map(|m| m.unwrap_or(0)).collect();
+        let len = idx.len() as i64;
+        out = crate::ops::index_select(&out, d as i64, &Tensor::from_vec(idx, &[len])?)?;
+    }
+    Ok(out)
 }
 
 /// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`

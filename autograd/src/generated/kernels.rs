@@ -4846,7 +4846,579 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:464).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:464).
+pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LogitBackward0 { core, self_: SavedVariable::new(self_)?, eps: eps }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::logit::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, eps)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:467).
+pub(crate) fn prod_dim_int(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ProdBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            dim: dim,
+            keepdim: keepdim,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::prod_dim_int::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, keepdim, dtype)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:470).
+pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CumprodBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            dim: dim,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::cumprod::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, dtype)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:473).
+pub(crate) fn norm_scalaropt_dim(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    p: Option<Scalar>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NormBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            p: p.clone(),
+            dim: dim.to_vec(),
+            keepdim: keepdim,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::norm_scalaropt_dim::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, p, dim, keepdim)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:476).
+pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(RepeatBackward0 { core, self_sizes: self_.sizes().to_vec(), repeats: repeats.to_vec() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::repeat::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, repeats)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:479).
+pub(crate) fn scatter_src(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(src)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ScatterBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::scatter_src::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, src)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:479).
+pub(crate) fn scatter_src_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(src)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ScatterBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::scatter_src_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, src)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:483).
+pub(crate) fn index_put(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(values)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexPutBackward0 { core, indices: indices.to_vec(), accumulate: accumulate }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::index_put::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            indices,
+            values,
+            accumulate,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:483).
+pub(crate) fn index_put_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(values)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexPutBackward0 { core, indices: indices.to_vec(), accumulate: accumulate }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::index_put_::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            indices,
+            values,
+            accumulate,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:487).
+pub(crate) fn smooth_l1_loss(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    beta: f64,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SmoothL1LossBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            target: SavedVariable::new(target)?,
+            reduction: reduction,
+            beta: beta,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::smooth_l1_loss::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            target,
+            reduction,
+            beta,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:491).
+pub(crate) fn huber_loss(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    delta: f64,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(HuberLossBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            target: SavedVariable::new(target)?,
+            reduction: reduction,
+            delta: delta,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::huber_loss::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, target, reduction, delta)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:495).
+pub(crate) fn kl_div(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    log_target: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(KlDivBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            target: SavedVariable::new(target)?,
+            reduction: reduction,
+            log_target: log_target,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::kl_div::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, target, reduction, log_target)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:498): the decomposition when an input requires grad.
+pub(crate) fn native_batch_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if crate::meta::compute_requires_grad(&[Some(input), weight, bias, running_mean, running_var]) {
+        return crate::decompositions::native_batch_norm(
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            training,
+            momentum,
+            eps,
+        );
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::native_batch_norm::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:501): the decomposition when an input requires grad.
+pub(crate) fn native_group_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: i64,
+    c: i64,
+    hxw: i64,
+    group: i64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if crate::meta::compute_requires_grad(&[Some(input), weight, bias]) {
+        return crate::decompositions::native_group_norm(input, weight, bias, n, c, hxw, group, eps);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::native_group_norm::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        weight,
+        bias,
+        n,
+        c,
+        hxw,
+        group,
+        eps,
+    )
+}
+
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:504): the decomposition when an input requires grad.
+pub(crate) fn avg_pool2d(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::avg_pool2d(
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        );
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::avg_pool2d::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:507): the decomposition when an input requires grad.
+pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
+}
+
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:510): the decomposition when an input requires grad.
+pub(crate) fn upsample_nearest2d_vec(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(input)]) {
+        return crate::decompositions::upsample_nearest2d(input, output_size, scale_factors);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::upsample_nearest2d_vec::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        output_size,
+        scale_factors,
+    )
+}
+
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:513): the decomposition when an input requires grad.
+pub(crate) fn scaled_dot_product_attention(
+    ks: DispatchKeySet,
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(query), Some(key), Some(value), attn_mask]) {
+        return crate::decompositions::scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+        );
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::scaled_dot_product_attention::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        query,
+        key,
+        value,
+        attn_mask,
+        dropout_p,
+        is_causal,
+        scale,
+        enable_gqa,
+    )
+}
+
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:516): the decomposition when an input requires grad.
+pub(crate) fn var_mean_correction(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::var_mean(self_, dim, correction, keepdim);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::var_mean_correction::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        dim,
+        correction,
+        keepdim,
+    )
+}
+
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:519): the decomposition when an input requires grad.
+pub(crate) fn std_mean_correction(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::std_mean(self_, dim, correction, keepdim);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::std_mean_correction::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        dim,
+        correction,
+        keepdim,
+    )
+}
+
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:522).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4883,7 +5455,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:467).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:525).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4920,7 +5492,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:470).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:528).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4959,7 +5531,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:473).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:531).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4996,7 +5568,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:476).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:534).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5033,7 +5605,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:479).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:537).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5070,7 +5642,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:482).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:540).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5091,7 +5663,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:543).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5112,7 +5684,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:546).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5145,7 +5717,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:549).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -5171,7 +5743,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:494).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:552).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -5197,7 +5769,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:497).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:555).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -5676,6 +6248,82 @@ pub fn register_all(d: &aten::Dispatcher) {
         .expect("generated registration");
     d.register_kernel(handles::cummin::NAME, DispatchKey::Autograd, handles::cummin::kernel(cummin))
         .expect("generated registration");
+    d.register_kernel(handles::logit::NAME, DispatchKey::Autograd, handles::logit::kernel(logit))
+        .expect("generated registration");
+    d.register_kernel(handles::prod_dim_int::NAME, DispatchKey::Autograd, handles::prod_dim_int::kernel(prod_dim_int))
+        .expect("generated registration");
+    d.register_kernel(handles::cumprod::NAME, DispatchKey::Autograd, handles::cumprod::kernel(cumprod))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::norm_scalaropt_dim::NAME,
+        DispatchKey::Autograd,
+        handles::norm_scalaropt_dim::kernel(norm_scalaropt_dim),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::repeat::NAME, DispatchKey::Autograd, handles::repeat::kernel(repeat))
+        .expect("generated registration");
+    d.register_kernel(handles::scatter_src::NAME, DispatchKey::Autograd, handles::scatter_src::kernel(scatter_src))
+        .expect("generated registration");
+    d.register_kernel(handles::scatter_src_::NAME, DispatchKey::Autograd, handles::scatter_src_::kernel(scatter_src_))
+        .expect("generated registration");
+    d.register_kernel(handles::index_put::NAME, DispatchKey::Autograd, handles::index_put::kernel(index_put))
+        .expect("generated registration");
+    d.register_kernel(handles::index_put_::NAME, DispatchKey::Autograd, handles::index_put_::kernel(index_put_))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::smooth_l1_loss::NAME,
+        DispatchKey::Autograd,
+        handles::smooth_l1_loss::kernel(smooth_l1_loss),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::huber_loss::NAME, DispatchKey::Autograd, handles::huber_loss::kernel(huber_loss))
+        .expect("generated registration");
+    d.register_kernel(handles::kl_div::NAME, DispatchKey::Autograd, handles::kl_div::kernel(kl_div))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::native_batch_norm::NAME,
+        DispatchKey::Autograd,
+        handles::native_batch_norm::kernel(native_batch_norm),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_group_norm::NAME,
+        DispatchKey::Autograd,
+        handles::native_group_norm::kernel(native_group_norm),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::avg_pool2d::NAME, DispatchKey::Autograd, handles::avg_pool2d::kernel(avg_pool2d))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool2d::NAME,
+        DispatchKey::Autograd,
+        handles::adaptive_avg_pool2d::kernel(adaptive_avg_pool2d),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest2d_vec::NAME,
+        DispatchKey::Autograd,
+        handles::upsample_nearest2d_vec::kernel(upsample_nearest2d_vec),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scaled_dot_product_attention::NAME,
+        DispatchKey::Autograd,
+        handles::scaled_dot_product_attention::kernel(scaled_dot_product_attention),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_mean_correction::NAME,
+        DispatchKey::Autograd,
+        handles::var_mean_correction::kernel(var_mean_correction),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_mean_correction::NAME,
+        DispatchKey::Autograd,
+        handles::std_mean_correction::kernel(std_mean_correction),
+    )
+    .expect("generated registration");
     d.register_kernel(handles::zeros_like::NAME, DispatchKey::Autograd, handles::zeros_like::kernel(zeros_like))
         .expect("generated registration");
     d.register_kernel(handles::ones_like::NAME, DispatchKey::Autograd, handles::ones_like::kernel(ones_like))

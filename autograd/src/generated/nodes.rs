@@ -5195,7 +5195,433 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:464).
+/// Backward of `logit` (autograd/derivatives.yaml:464).
+pub struct LogitBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) eps: Option<f64>,
+}
+
+impl Node for LogitBackward0 {
+    fn name(&self) -> String {
+        "LogitBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LogitBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let eps = self.eps;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(logit_backward(grad, self_, eps)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:467).
+pub struct ProdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ProdBackward0 {
+    fn name(&self) -> String {
+        "ProdBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ProdBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = self.dim;
+        let keepdim = self.keepdim;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(prod_backward(grad, self_, result, dim, keepdim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `cumprod` (autograd/derivatives.yaml:470).
+pub struct CumprodBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for CumprodBackward0 {
+    fn name(&self) -> String {
+        "CumprodBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CumprodBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = self.dim;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(cumprod_backward(grad, self_, result, dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:473).
+pub struct NormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) p: Option<Scalar>,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for NormBackward0 {
+    fn name(&self) -> String {
+        "NormBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NormBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let p = self.p.clone();
+        let dim = &self.dim[..];
+        let keepdim = self.keepdim;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(norm_backward(grad, self_, &p, result, dim, keepdim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `repeat` (autograd/derivatives.yaml:476).
+pub struct RepeatBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) repeats: Vec<i64>,
+}
+
+impl Node for RepeatBackward0 {
+    fn name(&self) -> String {
+        "RepeatBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "RepeatBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let repeats = &self.repeats[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(repeat_backward(grad, self_sizes, repeats)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `scatter.src` (autograd/derivatives.yaml:479).
+pub struct ScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward0 {
+    fn name(&self) -> String {
+        "ScatterBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ScatterBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = self.dim;
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::scatter_value(grad, dim, index, Scalar::Int(0))?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::gather(grad, dim, index, false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `index_put` (autograd/derivatives.yaml:483).
+pub struct IndexPutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<Tensor>>,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutBackward0 {
+    fn name(&self) -> String {
+        "IndexPutBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndexPutBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let indices = &self.indices[..];
+        let accumulate = self.accumulate;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(index_put_self_backward(grad, indices, accumulate)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(index_put_values_backward(grad, indices)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:487).
+pub struct SmoothL1LossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) target: SavedVariable,
+    pub(crate) reduction: i64,
+    pub(crate) beta: f64,
+}
+
+impl Node for SmoothL1LossBackward0 {
+    fn name(&self) -> String {
+        "SmoothL1LossBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SmoothL1LossBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let target_own = self.target.unpack(name)?;
+        let target = &target_own;
+        let reduction = self.reduction;
+        let beta = self.beta;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(smooth_l1_backward(grad, self_, target, reduction, beta)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::neg(&smooth_l1_backward(grad, self_, target, reduction, beta)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.target.reset();
+    }
+}
+
+/// Backward of `huber_loss` (autograd/derivatives.yaml:491).
+pub struct HuberLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) target: SavedVariable,
+    pub(crate) reduction: i64,
+    pub(crate) delta: f64,
+}
+
+impl Node for HuberLossBackward0 {
+    fn name(&self) -> String {
+        "HuberLossBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "HuberLossBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let target_own = self.target.unpack(name)?;
+        let target = &target_own;
+        let reduction = self.reduction;
+        let delta = self.delta;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(huber_backward(grad, self_, target, reduction, delta)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::neg(&huber_backward(grad, self_, target, reduction, delta)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.target.reset();
+    }
+}
+
+/// Backward of `kl_div` (autograd/derivatives.yaml:495).
+pub struct KlDivBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) target: SavedVariable,
+    pub(crate) reduction: i64,
+    pub(crate) log_target: bool,
+}
+
+impl Node for KlDivBackward0 {
+    fn name(&self) -> String {
+        "KlDivBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "KlDivBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let target_own = self.target.unpack(name)?;
+        let target = &target_own;
+        let reduction = self.reduction;
+        let log_target = self.log_target;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(kl_div_backward(grad, self_, target, reduction, log_target)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.target.reset();
+    }
+}
+
+/// Backward of `zeros_like` (autograd/derivatives.yaml:522).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5220,7 +5646,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:467).
+/// Backward of `ones_like` (autograd/derivatives.yaml:525).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5245,7 +5671,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:470).
+/// Backward of `full_like` (autograd/derivatives.yaml:528).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5270,7 +5696,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:473).
+/// Backward of `empty_like` (autograd/derivatives.yaml:531).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5295,7 +5721,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:476).
+/// Backward of `rand_like` (autograd/derivatives.yaml:534).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5320,7 +5746,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:479).
+/// Backward of `randn_like` (autograd/derivatives.yaml:537).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5345,7 +5771,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:482).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:540).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5370,7 +5796,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:485).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:543).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -5395,7 +5821,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:488).
+/// Backward of `multinomial` (autograd/derivatives.yaml:546).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5420,7 +5846,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:491).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:549).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5445,7 +5871,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:494).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:552).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -5470,7 +5896,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:497).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:555).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }

@@ -60,10 +60,8 @@ pub struct GradSpec {
     /// Keys of the expected gradients of the differentiable inputs, in order.
     pub expected: Vec<String>,
     /// Relative tolerance of the gradient comparison.
-    #[expect(dead_code, reason = "read by the gradient check once autograd exists")]
     pub rtol: f64,
     /// Absolute tolerance of the gradient comparison.
-    #[expect(dead_code, reason = "read by the gradient check once autograd exists")]
     pub atol: f64,
 }
 

@@ -1,20 +1,20 @@
-//! The gradient half of a case (its `grad` block). Autograd does not exist yet, so gradients are
-//! not computed; [`check_grad`] validates the block against the call and reports "not run".
-//!
-//! When autograd lands, [`check_grad`] should: mark the [`GradPlan::inputs`] as requiring grad
-//! (on fresh leaves), re-run the call, compute `d(sum_i <out_i, grad_output_i>)/d(input)` with
-//! `autograd::grad` over the outputs selected by `grad.outputs`, and compare each input's
-//! gradient with its `grad.expected` tensor using `compare::compare_tensors` and the block's
-//! tolerances; an input that does not influence the outputs must have an all-zero gradient.
+//! The gradient half of a case (its `grad` block): [`check_grad`] marks the differentiable
+//! inputs ([`GradPlan::inputs`]) as requiring grad, re-runs the call through the dispatcher,
+//! computes `d(sum_i <out_i, grad_output_i>)/d(input)` with `autograd::grad` over the outputs
+//! selected by `grad.outputs`, and compares each input's gradient with its `grad.expected`
+//! tensor within the block's tolerances; an input the outputs do not depend on must have an
+//! all-zero expected gradient.
 
 use aten::{IValue, Tensor};
+use autograd::TensorAutograd;
 
-use super::args::ResolvedArgs;
+use super::args::{fill_stack, ResolvedArgs};
 use super::cases::{ArgSpec, Case, GradSpec};
+use super::compare::{compare_tensors, flatten_returns, Tolerance};
+use super::store::TensorStore;
 
 /// What a gradient check needs, derived from the case and its resolved arguments.
 #[derive(Debug)]
-#[expect(dead_code, reason = "read by the gradient check once autograd exists")]
 pub struct GradPlan<'c> {
     /// The `grad` block.
     pub spec: &'c GradSpec,
@@ -71,14 +71,80 @@ impl<'c> GradPlan<'c> {
 }
 
 /// Checks the gradients of a case whose call succeeded with `n_outputs` returned values:
-/// `None` when there is nothing to check or the check cannot run (no autograd yet),
-/// `Some(Err(reason))` when it fails, `Some(Ok(()))` when it passes.
-pub fn check_grad(case: &Case, args: &ResolvedArgs, n_outputs: usize) -> Option<Result<(), String>> {
+/// `None` when there is nothing to check, `Some(Err(reason))` when it fails, `Some(Ok(()))`
+/// when it passes. Without a `store` only the block is validated against the call.
+pub fn check_grad(
+    case: &Case,
+    args: &ResolvedArgs,
+    n_outputs: usize,
+    store: Option<&TensorStore<'_>>,
+) -> Option<Result<(), String>> {
     match GradPlan::new(case, args, n_outputs)? {
         Err(e) => Some(Err(e)),
-        // Autograd does not exist yet: see the module documentation for what goes here.
-        Ok(_plan) => None,
+        Ok(plan) => store.map(|s| run_plan(case, args, &plan, s)),
     }
+}
+
+fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &TensorStore<'_>) -> Result<(), String> {
+    let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
+    // Fresh leaves sharing the inputs' data, so nothing recorded by the value check leaks in.
+    let mut leaves: Vec<(Tensor, Tensor)> = Vec::new();
+    for t in &plan.inputs {
+        if !leaves.iter().any(|(orig, _)| orig.is_same(t)) {
+            let l = t.detach().requires_grad_(true).map_err(|e| e.to_string())?;
+            leaves.push((t.clone(), l));
+        }
+    }
+    let swap = |v: &IValue| -> IValue {
+        let sub = |t: &Tensor| leaves.iter().find(|(o, _)| o.is_same(t)).map_or_else(|| t.clone(), |(_, l)| l.clone());
+        match v {
+            IValue::Tensor(t) => IValue::Tensor(sub(t)),
+            IValue::TensorList(ts) => IValue::TensorList(ts.iter().map(sub).collect()),
+            IValue::OptionalTensorList(ts) => {
+                IValue::OptionalTensorList(ts.iter().map(|t| t.as_ref().map(sub)).collect())
+            }
+            other => other.clone(),
+        }
+    };
+    let swapped = ResolvedArgs {
+        positional: args.positional.iter().map(swap).collect(),
+        kwargs: args.kwargs.iter().map(|(k, v)| (k.clone(), swap(v))).collect(),
+    };
+    let mut stack = fill_stack(&schema, swapped)?;
+    op.call_boxed(&mut stack).map_err(|e| e.to_string())?;
+    let returned = flatten_returns(stack);
+    let mut outs = Vec::new();
+    let mut gos = Vec::new();
+    for (&i, key) in plan.spec.outputs.iter().zip(&plan.spec.grad_outputs) {
+        let IValue::Tensor(t) = &returned[i] else {
+            return Err(format!("output {i} is not a tensor"));
+        };
+        if !t.requires_grad() {
+            continue;
+        }
+        outs.push(t.clone());
+        gos.push(Some(store.tensor(key, false)?));
+    }
+    let inputs: Vec<Tensor> = plan
+        .inputs
+        .iter()
+        .map(|t| leaves.iter().find(|(o, _)| o.is_same(t)).map(|(_, l)| l.clone()).expect("every input has a leaf"))
+        .collect();
+    let grads = if outs.is_empty() {
+        vec![None; inputs.len()]
+    } else {
+        autograd::grad(&outs, &inputs, &gos, None, false, true).map_err(|e| e.to_string())?
+    };
+    let tol = Tolerance { rtol: plan.spec.rtol, atol: plan.spec.atol };
+    for (j, (g, key)) in grads.iter().zip(&plan.spec.expected).enumerate() {
+        let expected = store.tensor(key, false)?;
+        let ours = match g {
+            Some(g) => g.clone(),
+            None => aten::ops::zeros_like(&expected, None, None, None, None, None).map_err(|e| e.to_string())?,
+        };
+        compare_tensors(&ours, &expected, tol).map_err(|e| format!("gradient of input {j}: {e}"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -117,18 +183,18 @@ mod tests {
         ];
         let mut c = case(specs.clone(), 4);
         c.kwargs = vec![("w".into(), ArgSpec::tensor("w"))];
-        assert_eq!(check_grad(&c, &args, 1), None);
-        let e = check_grad(&c, &args, 0).unwrap().unwrap_err();
+        assert_eq!(check_grad(&c, &args, 1, None), None);
+        let e = check_grad(&c, &args, 0, None).unwrap().unwrap_err();
         assert!(e.contains("differentiates output 0"), "{e}");
 
         specs[1] = ArgSpec::tensor("b");
         let mut c = case(specs, 4);
         c.kwargs = vec![("w".into(), ArgSpec::tensor("w"))];
-        let e = check_grad(&c, &args, 1).unwrap().unwrap_err();
+        let e = check_grad(&c, &args, 1, None).unwrap().unwrap_err();
         assert!(e.contains("4 expected gradients, but the call has 5"), "{e}");
 
         let mut no_grad = case(vec![], 0);
         no_grad.grad = None;
-        assert_eq!(check_grad(&no_grad, &ResolvedArgs::default(), 1), None);
+        assert_eq!(check_grad(&no_grad, &ResolvedArgs::default(), 1, None), None);
     }
 }
