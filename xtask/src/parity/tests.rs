@@ -237,8 +237,8 @@ fn runs_every_case_and_reports_failures() {
             "add/alpha",
             "add/int_alpha",
             "add/bad_shape",
-            "add/grad_block",
-            "rows/0"
+            "rows/0",
+            "add/grad_block"
         ]
     );
     assert_eq!(report.results[0].2, GradStatus::Passed);
