@@ -93,6 +93,33 @@ def w1_add1():
     return run
 
 
+def w1_add1_grad():
+    # `a + b` of two 1-element f32 tensors that require grad (the node is recorded).
+    a = torch.tensor([1.0], dtype=torch.float32, requires_grad=True)
+    b = torch.tensor([1.0], dtype=torch.float32, requires_grad=True)
+
+    def run():
+        return a + b
+
+    return run
+
+
+def w1_chain100():
+    # 50 x (mul, add) on 1-element f32 tensors, sum, backward; .grad reset each time.
+    x = torch.tensor([1.0], dtype=torch.float32, requires_grad=True)
+    w = torch.tensor([0.999], dtype=torch.float32)
+    c = torch.tensor([0.001], dtype=torch.float32)
+
+    def run():
+        y = x
+        for _ in range(50):
+            y = y * w + c
+        y.sum().backward()
+        x.grad = None
+
+    return run
+
+
 def binary(make_a, make_b, op):
     a, b = make_a(), make_b()
 
@@ -144,6 +171,8 @@ def conv(input_shape, weight_shape, padding):
 
 WORKLOADS = {
     "W1.add1": w1_add1,
+    "W1.add1_grad": w1_add1_grad,
+    "W1.chain100": w1_chain100,
     "W2.add_1M": lambda: binary(randn(1 << 20), randn(1 << 20), lambda a, b: a + b),
     "W2.add_16M": lambda: binary(randn(1 << 24), randn(1 << 24), lambda a, b: a + b),
     "W2.bcast_add": lambda: binary(randn(4096, 4096), randn(4096), lambda a, b: a + b),

@@ -813,3 +813,111 @@ pub fn index_put_self_backward(grad: &Tensor, indices: &[Option<Tensor>], accumu
     let z = ops::zeros(&[], Some(grad.dtype()), None, Some(grad.device()), None)?;
     ops::index_put(grad, indices, &z, false)
 }
+
+/// Gradient of `kl_div` for `target`.
+pub fn kl_div_target_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    reduction: i64,
+    log_target: bool,
+) -> Result<Tensor> {
+    let d = if log_target {
+        ops::mul(&ops::exp(target)?, &add_s(&ops::sub(target, self_, one())?, 1.0)?)?
+    } else {
+        add_s(&ops::sub(&ops::log(target)?, self_, one())?, 1.0)?
+    };
+    reduce_grad(&ops::mul(&d, grad)?, target, reduction)
+}
+
+/// Gradient of `binary_cross_entropy_with_logits` for `target`:
+/// `-w (pw logsigmoid(x) - logsigmoid(-x))`.
+pub fn bce_with_logits_target_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let lp = ops::log_sigmoid(self_)?;
+    let lp = match pos_weight {
+        Some(pw) => ops::mul(pw, &lp)?,
+        None => lp,
+    };
+    let mut d = ops::neg(&ops::sub(&lp, &ops::log_sigmoid(&ops::neg(self_)?)?, one())?)?;
+    if let Some(w) = weight {
+        d = ops::mul(&d, w)?;
+    }
+    reduce_grad(&ops::mul(&d, grad)?, target, reduction)
+}
+
+/// Gradient of `glu(self, dim)`: `[grad sigmoid(b), grad a sigmoid(b) (1 - sigmoid(b))]`.
+pub fn glu_backward(grad: &Tensor, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let n = self_.dim() as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    let half = self_.sizes()[d as usize] / 2;
+    let a = ops::narrow(self_, d, 0, half)?;
+    let b = ops::narrow(self_, d, half, half)?;
+    let s = ops::sigmoid(&b)?;
+    let ga = ops::mul(grad, &s)?;
+    let gb = ops::mul(&ops::mul(grad, &a)?, &ops::mul(&s, &rsub_s(&s, 1.0)?)?)?;
+    ops::cat(&[ga, gb], d)
+}
+
+/// Gradient of `repeat_interleave(self, repeats, dim)` with a scalar `repeats`.
+pub fn repeat_interleave_backward(grad: &Tensor, sizes: &[i64], repeats: i64, dim: Option<i64>) -> Result<Tensor> {
+    match dim {
+        None => {
+            let g = ops::reshape(grad, &[-1, repeats])?;
+            ops::reshape(&ops::sum_dim_intlist(&g, Some(&[1]), false, None)?, sizes)
+        }
+        Some(d) => {
+            let n = sizes.len() as i64;
+            let d = (if d < 0 { d + n } else { d }) as usize;
+            let mut split: Vec<i64> = sizes.to_vec();
+            split.insert(d + 1, repeats);
+            let g = ops::reshape(grad, &split)?;
+            ops::sum_dim_intlist(&g, Some(&[d as i64 + 1]), false, None)
+        }
+    }
+}
+
+/// Gradient of `masked_select`: `grad` scattered back to the selected positions.
+pub fn masked_select_backward(grad: &Tensor, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let shape = crate::engine::broadcast_shape(self_.sizes(), mask.sizes());
+    let m = ops::expand(mask, &shape, false)?;
+    let z = zeros_of(&shape, grad)?;
+    sum_to(&ops::index_put(&z, &[Some(m)], grad, false)?, self_.sizes())
+}
+
+/// Gradient of `take`: `grad` accumulated at the flat indices (negative ones wrap).
+pub fn take_backward(grad: &Tensor, sizes: &[i64], index: &Tensor) -> Result<Tensor> {
+    let numel: i64 = sizes.iter().product();
+    let flat = ops::reshape(index, &[-1])?;
+    let neg = ops::lt_scalar(&flat, Scalar::Int(0))?;
+    let flat = ops::where_self(&neg, &ops::add_scalar(&flat, Scalar::Int(numel), one())?, &flat)?;
+    let z = zeros_of(&[numel], grad)?;
+    ops::reshape(&ops::index_add(&z, 0, &flat, &ops::reshape(grad, &[-1])?, one())?, sizes)
+}
+
+/// Gradient of `diag`: the diagonal of `grad` for a vector input, `grad` on the diagonal of
+/// zeros for a matrix input.
+pub fn diag_backward(grad: &Tensor, sizes: &[i64], diagonal: i64) -> Result<Tensor> {
+    if sizes.len() == 1 {
+        return ops::diagonal(grad, diagonal, 0, 1);
+    }
+    let (r, c) = (sizes[0], sizes[1]);
+    let len = grad.sizes()[0];
+    let rows: Vec<i64> = (0..len).map(|i| if diagonal >= 0 { i } else { i - diagonal }).collect();
+    let cols: Vec<i64> = (0..len).map(|i| if diagonal >= 0 { i + diagonal } else { i }).collect();
+    let ri = Tensor::from_vec(rows, &[len])?;
+    let ci = Tensor::from_vec(cols, &[len])?;
+    ops::index_put(&zeros_of(&[r, c], grad)?, &[Some(ri), Some(ci)], grad, true)
+}
+
+/// Gradient of `copysign(self, other)` for `self`: `grad * result / self` (0 where self is 0).
+pub fn copysign_backward(grad: &Tensor, self_: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let g = ops::mul(grad, &ops::div(result, self_)?)?;
+    ops::masked_fill(&g, &ops::eq_scalar(self_, Scalar::Int(0))?, Scalar::Int(0))
+}

@@ -17,10 +17,22 @@ pub fn set_history(t: &Tensor, node: &NodeRef, output_nr: u32, differentiable: b
     Ok(())
 }
 
-/// PyTorch's `check_inplace`: a leaf that requires grad cannot be modified in place while grad
-/// mode is on.
+/// PyTorch's `check_inplace`: a leaf that requires grad, or a view of one, cannot be modified
+/// in place while grad mode is on.
 pub fn check_inplace(t: &Tensor) -> Result<()> {
-    if crate::meta::requires_grad(t) && crate::meta::is_leaf(t) && crate::grad_mode::is_grad_enabled() {
+    if !crate::grad_mode::is_grad_enabled() {
+        return Ok(());
+    }
+    if let Some(v) = crate::meta::view_info(t) {
+        if crate::meta::requires_grad(&v.base) && crate::meta::is_leaf(&v.base) {
+            return Err(Error::invalid(
+                "inplace",
+                "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+            ));
+        }
+        return Ok(());
+    }
+    if crate::meta::requires_grad(t) && crate::meta::is_leaf(t) {
         return Err(Error::invalid(
             "inplace",
             "a leaf Variable that requires grad is being used in an in-place operation.",
@@ -29,15 +41,39 @@ pub fn check_inplace(t: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// Records `out` as a differentiable view of `input` (or of `input`'s base when `input` is a
+/// view itself), so an in-place change of `out` can be propagated to the base's history.
+pub fn mark_view(out: &Tensor, input: &Tensor) -> Result<()> {
+    if out.is_same(input) || !crate::grad_mode::is_grad_enabled() || out.imp().is_inference() {
+        return Ok(());
+    }
+    let base = crate::meta::view_info(input).map_or_else(|| input.clone(), |v| v.base);
+    let info = crate::meta::ViewInfo {
+        base,
+        sizes: out.sizes().to_vec(),
+        strides: out.strides().to_vec(),
+        offset: out.storage_offset(),
+    };
+    crate::meta::meta_or_init(out).state().view = Some(info);
+    Ok(())
+}
+
 /// The value of `self` before an in-place operation, for formulas that need it.
 pub fn original_self(t: &Tensor) -> Result<Tensor> {
     aten::ops::clone(t, None)
 }
 
-/// After an in-place operation recorded as `node`: `t` is now output 0 of `node`.
+/// After an in-place operation recorded as `node`: `t` is now output 0 of `node`. For a view,
+/// the base's history is rebased instead, through a `CopySlices` node, and the view becomes a
+/// view of the new base history (PyTorch's `rebase_history`).
 pub fn rebase_history(t: &Tensor, node: &NodeRef) -> Result<()> {
-    node.core().add_input_metadata(t);
-    crate::meta::set_grad_fn(t, node.clone(), 0)
+    match crate::meta::view_info(t) {
+        None => {
+            node.core().add_input_metadata(t);
+            crate::meta::set_grad_fn(t, node.clone(), 0)
+        }
+        Some(v) => crate::views::rebase_view_history(t, &v, node),
+    }
 }
 
 /// The incoming gradients with every undefined one replaced by zeros of the output's shape

@@ -36,6 +36,21 @@ pub struct MetaState {
     pub leaf_hooks: Vec<TensorHook>,
     /// Hooks run after accumulation into a leaf's `.grad`.
     pub post_accumulate_hooks: Vec<PostAccumulateHook>,
+    /// For a differentiable view: the tensor it views (never itself a view) and its geometry.
+    pub view: Option<ViewInfo>,
+}
+
+/// What a differentiable view remembers of its base (PyTorch's `DifferentiableViewMeta`).
+#[derive(Clone)]
+pub struct ViewInfo {
+    /// The root base (a view of a view records the first base).
+    pub base: Tensor,
+    /// The view's sizes.
+    pub sizes: Vec<i64>,
+    /// The view's strides.
+    pub strides: Vec<i64>,
+    /// The view's storage offset.
+    pub offset: i64,
 }
 
 /// What autograd stores on a tensor.
@@ -86,7 +101,7 @@ pub fn meta(t: &Tensor) -> Option<&AutogradMeta> {
 }
 
 /// The metadata of `t`, attached (not requiring grad) if absent.
-fn meta_or_init(t: &Tensor) -> &AutogradMeta {
+pub(crate) fn meta_or_init(t: &Tensor) -> &AutogradMeta {
     let m = t.imp().get_or_init_autograd_meta(|| Box::new(AutogradMeta::new(false, None, 0)));
     m.as_any().downcast_ref::<AutogradMeta>().expect("only autograd attaches autograd metadata")
 }
@@ -322,6 +337,11 @@ pub fn detach_(t: &Tensor) -> Result<()> {
 /// The name of `t`'s `grad_fn`, or None.
 pub fn grad_fn_name(t: &Tensor) -> Option<String> {
     grad_fn(t).map(|f| f.name())
+}
+
+/// The view information of `t`, if it is a differentiable view.
+pub fn view_info(t: &Tensor) -> Option<ViewInfo> {
+    meta(t).and_then(|m| m.state().view.clone())
 }
 
 /// Collects the gradient edges of several tensors (the `next_edges` of a new node).

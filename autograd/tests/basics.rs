@@ -303,3 +303,30 @@ fn gradcheck_and_gradgradcheck_basic_ops() {
     autograd::gradgradcheck(&g, &[a, b], o).unwrap();
     assert_eq!(ScalarType::F64, leaf(&[1.0], &[1]).dtype());
 }
+
+#[test]
+fn inplace_on_a_view_of_a_leaf_derived_tensor() {
+    // PyTorch: x = arange(1., 5.).requires_grad_(); y = x * 2; v = y[1:3]; v.mul_(y[0:2].detach() + 1)
+    // y.pow(2).sum().backward()  ->  x.grad == [8, 48, 160, 32]
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let v = y.slice_with(0, Some(1), Some(3), 1).unwrap();
+    let w = t64(&[3.0, 5.0], &[2]);
+    v.mul_(&w).unwrap();
+    close(&vals(&y), &[2.0, 12.0, 30.0, 8.0]);
+    assert_eq!(y.grad_fn().unwrap().name(), "CopySlices");
+    y.pow_tensor_scalar(Scalar::Int(2)).unwrap().sum().unwrap().backward().unwrap();
+    // d/dx sum(y'^2), y' = [2x0, 2x1*3, 2x2*5, 2x3]: 2 y' * dy'/dx
+    close(&vals(&x.grad().unwrap()), &[8.0, 2.0 * 12.0 * 6.0, 2.0 * 30.0 * 10.0, 32.0]);
+    // The view sees the new history too: gradients through it reach x.
+    let x2 = leaf(&[1.0, 2.0, 3.0], &[3]);
+    let y2 = x2.mul_scalar(Scalar::Int(1)).unwrap();
+    let v2 = y2.select(0, 1).unwrap();
+    v2.mul_scalar_(Scalar::Int(10)).unwrap();
+    v2.backward().unwrap();
+    close(&vals(&x2.grad().unwrap()), &[0.0, 10.0, 0.0]);
+    // A view of a leaf that requires grad cannot be modified in place.
+    let leaf_view = x2.slice_with(0, Some(0), Some(2), 1).unwrap();
+    let e = leaf_view.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
+    assert!(e.contains("a view of a leaf Variable that requires grad is being used in an in-place operation."), "{e}");
+}

@@ -326,6 +326,8 @@ struct Entry<'a> {
     n_returns: usize,
     ret_ty: String,
     returns_list: bool,
+    /// The outputs are views of `self` (`Tensor(a) self -> Tensor(a)`).
+    is_view: bool,
 }
 
 /// Generates `autograd/src/generated/` from the derivatives and the operators they name.
@@ -363,6 +365,8 @@ pub fn generate_autograd(fns: &[NativeFunction], ders: &[Derivative]) -> Result<
             return Err(err(format!("`{full}` returns something other than tensors")));
         }
         let ret_ty = crate::gen::ret_map(&f.func).map_err(&err)?.0;
+        let is_view = f.func.returns.first().is_some_and(|r| r.alias.is_some())
+            && f.func.argument("self").is_some_and(|a| a.alias.is_some());
         let mut uses = Uses::default();
         let mut formulas = Vec::new();
         for (name, formula) in &d.formulas {
@@ -406,6 +410,7 @@ pub fn generate_autograd(fns: &[NativeFunction], ders: &[Derivative]) -> Result<
             n_returns,
             ret_ty,
             returns_list,
+            is_view,
         });
     }
     let mut nodes = String::new();
@@ -783,6 +788,14 @@ fn emit_kernel(o: &mut String, e: &Entry, inplace: bool) -> Result<(), String> {
             );
         }
     }
-    o.push_str("    }\n    Ok(result_)\n}\n\n");
+    o.push_str("    }\n");
+    if e.is_view && !inplace {
+        if e.returns_list {
+            o.push_str("    for t in result_.iter() {\n        ks_::mark_view(t, self_)?;\n    }\n");
+        } else {
+            o.push_str("    ks_::mark_view(&result_, self_)?;\n");
+        }
+    }
+    o.push_str("    Ok(result_)\n}\n\n");
     Ok(())
 }

@@ -588,6 +588,7 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -609,6 +610,7 @@ pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], s
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -630,6 +632,7 @@ pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1:
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -651,6 +654,7 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -672,6 +676,7 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -693,6 +698,7 @@ pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit:
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -714,6 +720,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -735,6 +742,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -756,6 +764,7 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -777,6 +786,7 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -812,6 +822,7 @@ pub(crate) fn slice_tensor(
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -833,6 +844,7 @@ pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i6
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -854,6 +866,7 @@ pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
     }
+    ks_::mark_view(&result_, self_)?;
     Ok(result_)
 }
 
@@ -3692,6 +3705,9 @@ pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, 
             ks_::set_history(t, &node, i as u32, true)?;
         }
     }
+    for t in result_.iter() {
+        ks_::mark_view(t, self_)?;
+    }
     Ok(result_)
 }
 
@@ -3714,6 +3730,9 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
         for (i, t) in result_.iter().enumerate() {
             ks_::set_history(t, &node, i as u32, true)?;
         }
+    }
+    for t in result_.iter() {
+        ks_::mark_view(t, self_)?;
     }
     Ok(result_)
 }
@@ -4472,7 +4491,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     pos_weight: Option<&Tensor>,
     reduction: i64,
 ) -> Result<Tensor> {
-    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
@@ -4505,7 +4524,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:428).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:429).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4547,7 +4566,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:431).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:432).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4589,7 +4608,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:434).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:435).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4631,7 +4650,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:437): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:438): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4663,7 +4682,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:440).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:441).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4698,7 +4717,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:444).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:445).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4726,7 +4745,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:448).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:449).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4761,7 +4780,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:452).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:453).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4790,7 +4809,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:456).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:457).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4818,7 +4837,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:460).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:461).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4846,7 +4865,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:464).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:465).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4867,7 +4886,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:467).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:468).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4901,7 +4920,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:470).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:471).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4928,7 +4947,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:473).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:474).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4963,7 +4982,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:476).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:477).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4984,7 +5003,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:479).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:480).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5011,7 +5030,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:479).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:480).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5041,7 +5060,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:483).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:484).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5074,7 +5093,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:483).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:484).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5110,7 +5129,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:487).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:488).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5149,7 +5168,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:492).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5182,7 +5201,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:495).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:496).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5190,7 +5209,7 @@ pub(crate) fn kl_div(
     reduction: i64,
     log_target: bool,
 ) -> Result<Tensor> {
-    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
@@ -5215,7 +5234,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:498): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:500): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5253,7 +5272,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:501): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:503): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5282,7 +5301,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:504): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:506): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5317,7 +5336,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:507): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:509): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -5326,7 +5345,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:510): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:512): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5345,7 +5364,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:513): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:515): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -5376,7 +5395,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:516): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:518): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5397,7 +5416,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:519): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:521): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5418,7 +5437,518 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:522).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:524).
+pub(crate) fn nan_to_num(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NanToNumBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::nan_to_num::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, nan, posinf, neginf)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:524).
+pub(crate) fn nan_to_num_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NanToNumBackward0 { core, self_: SavedVariable::new(&ks_::original_self(self_)?)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::nan_to_num_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, nan, posinf, neginf)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:527).
+pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SeluBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::selu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:527).
+pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SeluBackward0 { core, self_: SavedVariable::new(&ks_::original_self(self_)?)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::selu_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:530).
+pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CeluBackward0 { core, self_: SavedVariable::new(self_)?, alpha: alpha.clone() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::celu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, alpha)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:530).
+pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CeluBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            alpha: alpha.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::celu_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, alpha)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:533).
+pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMinBackward0 { core, self_: SavedVariable::new(self_)?, min: min.clone() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::clamp_min::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:533).
+pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMinBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            min: min.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::clamp_min_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:536).
+pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMaxBackward0 { core, self_: SavedVariable::new(self_)?, max: max.clone() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::clamp_max::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:536).
+pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMaxBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            max: max.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::clamp_max_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:539).
+pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CopysignBackward0 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::copysign_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:539).
+pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CopysignBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::copysign_tensor_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+        f.result.set_output(self_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:542).
+pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FmaxBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::fmax::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:546).
+pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FminBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::fmin::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:550).
+pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(GluBackward0 { core, self_: SavedVariable::new(self_)?, dim: dim }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::glu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:553).
+pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(Rot90Backward0 { core, k_: k_, dims: dims.to_vec() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::rot90::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, k_, dims)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:556).
+pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(DiagBackward0 { core, self_sizes: self_.sizes().to_vec(), diagonal: diagonal }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::diag::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, diagonal)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:559).
+pub(crate) fn repeat_interleave_self_int(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    repeats: i64,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(RepeatInterleaveBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            repeats: repeats,
+            dim: dim,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::repeat_interleave_self_int::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            repeats,
+            dim,
+            output_size,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:562).
+pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaskedSelectBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            mask: SavedVariable::new(mask)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::masked_select::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `take` (autograd/derivatives.yaml:565).
+pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(TakeBackward0 { core, self_sizes: self_.sizes().to_vec(), index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::take::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, index)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `median` (autograd/derivatives.yaml:568).
+pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MedianBackward1 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::median::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:571).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5455,7 +5985,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:525).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:574).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5492,7 +6022,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:528).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:577).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5531,7 +6061,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:531).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:580).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5568,7 +6098,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:534).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:583).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5605,7 +6135,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:537).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:586).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5642,7 +6172,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:540).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:589).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5663,7 +6193,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:543).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:592).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5684,7 +6214,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:546).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:595).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5717,7 +6247,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:549).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:598).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -5743,7 +6273,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:552).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:601).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -5769,7 +6299,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:555).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:604).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -5791,6 +6321,72 @@ pub(crate) fn normal_tensor_tensor(
     if let Some(f) = grad_fn_ {
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, false)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:607).
+pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FloorDivideBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::floor_divide::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, false)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FloorDivideBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::floor_divide_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, false)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FloorDivideBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::floor_divide_scalar_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
     }
     Ok(result_)
 }
@@ -6324,6 +6920,64 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::std_mean_correction::kernel(std_mean_correction),
     )
     .expect("generated registration");
+    d.register_kernel(handles::nan_to_num::NAME, DispatchKey::Autograd, handles::nan_to_num::kernel(nan_to_num))
+        .expect("generated registration");
+    d.register_kernel(handles::nan_to_num_::NAME, DispatchKey::Autograd, handles::nan_to_num_::kernel(nan_to_num_))
+        .expect("generated registration");
+    d.register_kernel(handles::selu::NAME, DispatchKey::Autograd, handles::selu::kernel(selu))
+        .expect("generated registration");
+    d.register_kernel(handles::selu_::NAME, DispatchKey::Autograd, handles::selu_::kernel(selu_))
+        .expect("generated registration");
+    d.register_kernel(handles::celu::NAME, DispatchKey::Autograd, handles::celu::kernel(celu))
+        .expect("generated registration");
+    d.register_kernel(handles::celu_::NAME, DispatchKey::Autograd, handles::celu_::kernel(celu_))
+        .expect("generated registration");
+    d.register_kernel(handles::clamp_min::NAME, DispatchKey::Autograd, handles::clamp_min::kernel(clamp_min))
+        .expect("generated registration");
+    d.register_kernel(handles::clamp_min_::NAME, DispatchKey::Autograd, handles::clamp_min_::kernel(clamp_min_))
+        .expect("generated registration");
+    d.register_kernel(handles::clamp_max::NAME, DispatchKey::Autograd, handles::clamp_max::kernel(clamp_max))
+        .expect("generated registration");
+    d.register_kernel(handles::clamp_max_::NAME, DispatchKey::Autograd, handles::clamp_max_::kernel(clamp_max_))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor::NAME,
+        DispatchKey::Autograd,
+        handles::copysign_tensor::kernel(copysign_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor_::NAME,
+        DispatchKey::Autograd,
+        handles::copysign_tensor_::kernel(copysign_tensor_),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::fmax::NAME, DispatchKey::Autograd, handles::fmax::kernel(fmax))
+        .expect("generated registration");
+    d.register_kernel(handles::fmin::NAME, DispatchKey::Autograd, handles::fmin::kernel(fmin))
+        .expect("generated registration");
+    d.register_kernel(handles::glu::NAME, DispatchKey::Autograd, handles::glu::kernel(glu))
+        .expect("generated registration");
+    d.register_kernel(handles::rot90::NAME, DispatchKey::Autograd, handles::rot90::kernel(rot90))
+        .expect("generated registration");
+    d.register_kernel(handles::diag::NAME, DispatchKey::Autograd, handles::diag::kernel(diag))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::repeat_interleave_self_int::NAME,
+        DispatchKey::Autograd,
+        handles::repeat_interleave_self_int::kernel(repeat_interleave_self_int),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_select::NAME,
+        DispatchKey::Autograd,
+        handles::masked_select::kernel(masked_select),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::take::NAME, DispatchKey::Autograd, handles::take::kernel(take))
+        .expect("generated registration");
+    d.register_kernel(handles::median::NAME, DispatchKey::Autograd, handles::median::kernel(median))
+        .expect("generated registration");
     d.register_kernel(handles::zeros_like::NAME, DispatchKey::Autograd, handles::zeros_like::kernel(zeros_like))
         .expect("generated registration");
     d.register_kernel(handles::ones_like::NAME, DispatchKey::Autograd, handles::ones_like::kernel(ones_like))
@@ -6358,6 +7012,20 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::normal_tensor_tensor::NAME,
         DispatchKey::Autograd,
         handles::normal_tensor_tensor::kernel(normal_tensor_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::floor_divide::NAME, DispatchKey::Autograd, handles::floor_divide::kernel(floor_divide))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_scalar::NAME,
+        DispatchKey::Autograd,
+        handles::floor_divide_scalar::kernel(floor_divide_scalar),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_divide_scalar_::NAME,
+        DispatchKey::Autograd,
+        handles::floor_divide_scalar_::kernel(floor_divide_scalar_),
     )
     .expect("generated registration");
 }

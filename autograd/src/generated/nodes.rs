@@ -4797,6 +4797,10 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
             out[at] = Some(bce_with_logits_backward(grad, self_, target, weight, pos_weight, reduction)?);
         }
         at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(bce_with_logits_target_backward(grad, self_, target, weight, pos_weight, reduction)?);
+        }
+        at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
@@ -4807,7 +4811,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:428).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:429).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4855,7 +4859,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:431).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:432).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4903,7 +4907,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:434).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:435).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4951,7 +4955,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:440).
+/// Backward of `topk` (autograd/derivatives.yaml:441).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4991,7 +4995,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:444).
+/// Backward of `sort` (autograd/derivatives.yaml:445).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5031,7 +5035,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:448).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:449).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5073,7 +5077,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:452).
+/// Backward of `median.dim` (autograd/derivatives.yaml:453).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5115,7 +5119,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:456).
+/// Backward of `cummax` (autograd/derivatives.yaml:457).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5155,7 +5159,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:460).
+/// Backward of `cummin` (autograd/derivatives.yaml:461).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5195,7 +5199,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:464).
+/// Backward of `logit` (autograd/derivatives.yaml:465).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5233,7 +5237,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:467).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:468).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5277,7 +5281,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:470).
+/// Backward of `cumprod` (autograd/derivatives.yaml:471).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5319,7 +5323,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:473).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:474).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5365,7 +5369,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:476).
+/// Backward of `repeat` (autograd/derivatives.yaml:477).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5400,7 +5404,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:479).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:480).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5442,7 +5446,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:483).
+/// Backward of `index_put` (autograd/derivatives.yaml:484).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5481,7 +5485,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:487).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:488).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5529,7 +5533,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:491).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:492).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5577,7 +5581,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:495).
+/// Backward of `kl_div` (autograd/derivatives.yaml:496).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5613,6 +5617,10 @@ impl Node for KlDivBackward0 {
             out[at] = Some(kl_div_backward(grad, self_, target, reduction, log_target)?);
         }
         at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(kl_div_target_backward(grad, self_, target, reduction, log_target)?);
+        }
+        at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
@@ -5621,7 +5629,585 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:522).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:524).
+pub struct NanToNumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for NanToNumBackward0 {
+    fn name(&self) -> String {
+        "NanToNumBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NanToNumBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(masked(grad, &ops::isfinite(self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `selu` (autograd/derivatives.yaml:527).
+pub struct SeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SeluBackward0 {
+    fn name(&self) -> String {
+        "SeluBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SeluBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] =
+                Some(elu_backward(grad, self_, &sf(1.673_263_242_354_377_3), &sf(1.050_700_987_355_480_5), &sf(1.0))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `celu` (autograd/derivatives.yaml:530).
+pub struct CeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for CeluBackward0 {
+    fn name(&self) -> String {
+        "CeluBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CeluBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let alpha = self.alpha.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(elu_backward(grad, self_, &alpha, &sf(1.0), &sf(1.0 / alpha.to_f64()))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `clamp_min` (autograd/derivatives.yaml:533).
+pub struct ClampMinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Scalar,
+}
+
+impl Node for ClampMinBackward0 {
+    fn name(&self) -> String {
+        "ClampMinBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ClampMinBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let min = self.min.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(between_backward(grad, self_, Some(min.to_f64()), None, true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `clamp_max` (autograd/derivatives.yaml:536).
+pub struct ClampMaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: Scalar,
+}
+
+impl Node for ClampMaxBackward0 {
+    fn name(&self) -> String {
+        "ClampMaxBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ClampMaxBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let max = self.max.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(between_backward(grad, self_, None, Some(max.to_f64()), true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:539).
+pub struct CopysignBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for CopysignBackward0 {
+    fn name(&self) -> String {
+        "CopysignBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CopysignBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(copysign_backward(grad, self_, result)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `fmax` (autograd/derivatives.yaml:542).
+pub struct FmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for FmaxBackward0 {
+    fn name(&self) -> String {
+        "FmaxBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FmaxBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(extremum_backward(grad, self_, other, true, true)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(extremum_backward(grad, self_, other, true, false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+}
+
+/// Backward of `fmin` (autograd/derivatives.yaml:546).
+pub struct FminBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for FminBackward0 {
+    fn name(&self) -> String {
+        "FminBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FminBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(extremum_backward(grad, self_, other, false, true)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(extremum_backward(grad, self_, other, false, false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+}
+
+/// Backward of `glu` (autograd/derivatives.yaml:550).
+pub struct GluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+}
+
+impl Node for GluBackward0 {
+    fn name(&self) -> String {
+        "GluBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "GluBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = self.dim;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(glu_backward(grad, self_, dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `rot90` (autograd/derivatives.yaml:553).
+pub struct Rot90Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) k_: i64,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for Rot90Backward0 {
+    fn name(&self) -> String {
+        "Rot90Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "Rot90Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let k_ = self.k_;
+        let dims = &self.dims[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::rot90(grad, -k_, dims)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `diag` (autograd/derivatives.yaml:556).
+pub struct DiagBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) diagonal: i64,
+}
+
+impl Node for DiagBackward0 {
+    fn name(&self) -> String {
+        "DiagBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DiagBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let diagonal = self.diagonal;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(diag_backward(grad, self_sizes, diagonal)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:559).
+pub struct RepeatInterleaveBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) repeats: i64,
+    pub(crate) dim: Option<i64>,
+}
+
+impl Node for RepeatInterleaveBackward0 {
+    fn name(&self) -> String {
+        "RepeatInterleaveBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "RepeatInterleaveBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let repeats = self.repeats;
+        let dim = self.dim;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(repeat_interleave_backward(grad, self_sizes, repeats, dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `masked_select` (autograd/derivatives.yaml:562).
+pub struct MaskedSelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedSelectBackward0 {
+    fn name(&self) -> String {
+        "MaskedSelectBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MaskedSelectBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mask_own = self.mask.unpack(name)?;
+        let mask = &mask_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(masked_select_backward(grad, self_, mask)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.mask.reset();
+    }
+}
+
+/// Backward of `take` (autograd/derivatives.yaml:565).
+pub struct TakeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for TakeBackward0 {
+    fn name(&self) -> String {
+        "TakeBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "TakeBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(take_backward(grad, self_sizes, index)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `median` (autograd/derivatives.yaml:568).
+pub struct MedianBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for MedianBackward1 {
+    fn name(&self) -> String {
+        "MedianBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MedianBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(evenly_distribute_backward(grad, self_, result)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `zeros_like` (autograd/derivatives.yaml:571).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5646,7 +6232,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:525).
+/// Backward of `ones_like` (autograd/derivatives.yaml:574).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5671,7 +6257,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:528).
+/// Backward of `full_like` (autograd/derivatives.yaml:577).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5696,7 +6282,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:531).
+/// Backward of `empty_like` (autograd/derivatives.yaml:580).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5721,7 +6307,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:534).
+/// Backward of `rand_like` (autograd/derivatives.yaml:583).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5746,7 +6332,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:537).
+/// Backward of `randn_like` (autograd/derivatives.yaml:586).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5771,7 +6357,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:540).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:589).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5796,7 +6382,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:543).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:592).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -5821,7 +6407,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:546).
+/// Backward of `multinomial` (autograd/derivatives.yaml:595).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5846,7 +6432,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:549).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:598).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -5871,7 +6457,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:552).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:601).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -5896,7 +6482,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:555).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:604).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -5914,6 +6500,56 @@ impl Node for NormalBackward2 {
             return Ok(out);
         }
         let name = "NormalBackward2";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `floor_divide` (autograd/derivatives.yaml:607).
+pub struct FloorDivideBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FloorDivideBackward0 {
+    fn name(&self) -> String {
+        "FloorDivideBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FloorDivideBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+pub struct FloorDivideBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FloorDivideBackward1 {
+    fn name(&self) -> String {
+        "FloorDivideBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FloorDivideBackward1";
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let mut at = 0usize;
         Ok(out)

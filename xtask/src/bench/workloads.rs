@@ -69,6 +69,26 @@ pub fn registry() -> Vec<Workload> {
             let b = Tensor::from_slice(&[1.0f32]);
             Ok(body(move || &a + &b))
         }),
+        Workload::new("W1.add1_grad", "add of two 1-element f32 tensors that require grad (records the node)", || {
+            use autograd::TensorAutograd;
+            let a = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+            let b = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+            Ok(body(move || &a + &b))
+        }),
+        Workload::new("W1.chain100", "50 x (mul, add) on 1-element f32 tensors, sum, backward", || {
+            use autograd::TensorAutograd;
+            let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+            let w = Tensor::from_slice(&[0.999f32]);
+            let c = Tensor::from_slice(&[0.001f32]);
+            Ok(body(move || {
+                let mut y = x.clone();
+                for _ in 0..50 {
+                    y = (&(&y * &w)? + &c)?;
+                }
+                y.sum()?.backward()?;
+                x.set_grad(None)
+            }))
+        }),
         Workload::new("W2.add_1M", "out-of-place add of two contiguous [1048576] f32 tensors", || {
             let (a, b) = (randn(&[1 << 20])?, randn(&[1 << 20])?);
             Ok(body(move || &a + &b))
@@ -153,7 +173,7 @@ mod tests {
     #[test]
     fn filter_is_a_substring_match() {
         let ids = |f| select(registry(), f).iter().map(|w| w.id).collect::<Vec<_>>();
-        assert_eq!(ids(Some("add1")), vec!["W1.add1"]);
+        assert_eq!(ids(Some("add1")), vec!["W1.add1", "W1.add1_grad"]);
         assert!(ids(Some("no-such-workload")).is_empty());
         assert_eq!(ids(None).len(), registry().len());
     }
