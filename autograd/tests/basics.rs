@@ -330,3 +330,35 @@ fn inplace_on_a_view_of_a_leaf_derived_tensor() {
     let e = leaf_view.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
     assert!(e.contains("a view of a leaf Variable that requires grad is being used in an in-place operation."), "{e}");
 }
+
+#[test]
+fn anomaly_mode_names_the_node_that_returned_nan() {
+    let x = leaf(&[0.0, 1.0], &[2]);
+    let y = x.sqrt().unwrap().mul_scalar(Scalar::Int(0)).unwrap().sum().unwrap();
+    // Without anomaly mode the NaN gradient just arrives.
+    y.backward_with(None, Some(true), false).unwrap();
+    assert!(vals(&x.grad().unwrap())[0].is_nan());
+    let _a = autograd::detect_anomaly();
+    let x = leaf(&[0.0, 1.0], &[2]);
+    let y = x.sqrt().unwrap().mul_scalar(Scalar::Int(0)).unwrap().sum().unwrap();
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("Function 'SqrtBackward0' returned nan values in its 0th output."), "{e}");
+    assert!(e.contains("Traceback of forward call that caused the error"), "{e}");
+}
+
+#[test]
+fn detach_set_grad_and_missing_derivatives() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let d = y.detach();
+    assert!(!d.requires_grad() && d.is_leaf());
+    assert_eq!(d.version(), y.version());
+    y.detach_().unwrap();
+    assert!(!y.requires_grad() && y.grad_fn().is_none());
+    x.set_grad(Some(t64(&[5.0, 6.0], &[2]))).unwrap();
+    close(&vals(&x.grad().unwrap()), &[5.0, 6.0]);
+    assert!(x.set_grad(Some(t64(&[1.0], &[1]))).is_err());
+    // An operator without a derivative formula fails at backward time, naming itself.
+    let e = ops::diag_embed(&x, 0, -2, -1).unwrap().sum().unwrap().backward().unwrap_err().to_string();
+    assert!(e.contains("the derivative for 'diag_embed' is not implemented."), "{e}");
+}
