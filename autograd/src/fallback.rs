@@ -28,6 +28,16 @@ pub(crate) fn autograd_fallback(op: &'static OperatorEntry, ks: DispatchKeySet, 
         let _below = ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
         return op.redispatch_boxed(ks & DispatchKeySet::after_autograd_keyset(), stack);
     }
+    if let Some(s) = schema.as_ref().filter(|s| s.is_out_fn()) {
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "{}(): functions with out=... arguments don't support automatic differentiation, but one of the \
+                 arguments requires grad.",
+                s.name
+            ),
+        ));
+    }
     if schema.as_ref().is_some_and(|s| s.is_mutable()) {
         for t in args.iter().flat_map(tensors_of) {
             crate::kernel_support::check_inplace(t)?;

@@ -57,8 +57,9 @@ pub struct ViewInfo {
 pub struct AutogradMeta {
     requires_grad: AtomicBool,
     state: Mutex<MetaState>,
-    /// Shared with the `retain_grad` hook so the hook never owns the tensor.
-    retained: Arc<Mutex<Option<Tensor>>>,
+    /// Shared with the `retain_grad` hook so the hook never owns the tensor; made on first use
+    /// (most tensors never retain their gradient).
+    retained: std::sync::OnceLock<Arc<Mutex<Option<Tensor>>>>,
 }
 
 impl std::fmt::Debug for AutogradMeta {
@@ -86,9 +87,14 @@ impl AutogradMeta {
         AutogradMeta {
             requires_grad: AtomicBool::new(requires_grad),
             state: Mutex::new(MetaState { grad_fn, output_nr, ..MetaState::default() }),
-            retained: Arc::new(Mutex::new(None)),
+            retained: std::sync::OnceLock::new(),
         }
     }
+    /// The cell a `retain_grad` hook writes, made on first use.
+    fn retained_cell(&self) -> &Arc<Mutex<Option<Tensor>>> {
+        self.retained.get_or_init(|| Arc::new(Mutex::new(None)))
+    }
+
     /// The mutable state, locked.
     pub fn state(&self) -> MutexGuard<'_, MetaState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -160,7 +166,7 @@ pub fn grad(t: &Tensor) -> Option<Tensor> {
     let s = m.state();
     if s.grad_fn.is_some() {
         if s.retains_grad {
-            return m.retained.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            return m.retained.get().and_then(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone());
         }
         return None;
     }
@@ -183,7 +189,7 @@ pub fn set_grad(t: &Tensor, g: Option<Tensor>) -> Result<()> {
     let m = meta_or_init(t);
     let mut s = m.state();
     if s.grad_fn.is_some() {
-        *m.retained.lock().unwrap_or_else(|e| e.into_inner()) = g;
+        *m.retained_cell().lock().unwrap_or_else(|e| e.into_inner()) = g;
     } else {
         s.grad = g;
     }
@@ -253,7 +259,7 @@ pub fn retain_grad(t: &Tensor) -> Result<()> {
         s.retains_grad = true;
         (s.grad_fn.clone().expect("checked above"), s.output_nr)
     };
-    let cell = m.retained.clone();
+    let cell = m.retained_cell().clone();
     let hook: TensorHook = Arc::new(move |g: &Tensor| {
         let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
         *slot = Some(match slot.take() {

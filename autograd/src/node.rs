@@ -107,7 +107,8 @@ pub struct NodeCore {
     seq_nr: u64,
     topo_nr: u64,
     next_edges: Vec<Edge>,
-    input_meta: Mutex<Vec<InputMeta>>,
+    /// One entry per forward output; inline for the common single output.
+    input_meta: Mutex<smallvec::SmallVec<[InputMeta; 1]>>,
     hooks: Mutex<Hooks>,
     /// The forward backtrace recorded in anomaly mode.
     anomaly_trace: Option<String>,
@@ -139,7 +140,7 @@ impl NodeCore {
             seq_nr,
             topo_nr: topo_nr.unwrap_or(0),
             next_edges,
-            input_meta: Mutex::new(Vec::new()),
+            input_meta: Mutex::new(smallvec::SmallVec::new()),
             hooks: Mutex::new(Hooks::default()),
             anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
         }

@@ -362,3 +362,14 @@ fn detach_set_grad_and_missing_derivatives() {
     let e = ops::diag_embed(&x, 0, -2, -1).unwrap().sum().unwrap().backward().unwrap_err().to_string();
     assert!(e.contains("the derivative for 'diag_embed' is not implemented."), "{e}");
 }
+
+#[test]
+fn out_variants_refuse_inputs_that_require_grad() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let out = t64(&[0.0, 0.0], &[2]);
+    let e = ops::add_out(&x, &x, Scalar::Int(1), &out).unwrap_err().to_string();
+    assert!(e.contains("add(): functions with out=... arguments don't support automatic differentiation"), "{e}");
+    let _g = autograd::no_grad();
+    ops::add_out(&x, &x, Scalar::Int(1), &out).unwrap();
+    close(&vals(&out), &[2.0, 4.0]);
+}
