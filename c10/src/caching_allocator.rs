@@ -112,47 +112,19 @@ pub fn round_size(n: usize) -> usize {
     n.div_ceil(step) * step
 }
 
-/// Note [Huge pages]: blocks of at least 2 MiB are aligned to 2 MiB and marked with
-/// `madvise(MADV_HUGEPAGE)`, so on Linux with transparent huge pages in `madvise` mode (this
-/// machine's setting) a large tensor is backed by 2 MiB pages: one page fault per 2 MiB when it
-/// is first written instead of one per 4 KiB, and a TLB entry per 2 MiB when it is streamed.
-/// Where the advice is not honoured nothing changes but the alignment.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// The layout of a block of class size `size`; the size is bounded by isize::MAX through the
-/// checked construction in `system_alloc`.
-fn block_layout(size: usize) -> std::result::Result<Layout, std::alloc::LayoutError> {
-    let align = if size >= HUGE_PAGE { HUGE_PAGE } else { CPU_ALIGNMENT };
-    Layout::from_size_align(size, align)
-}
-
 fn layout(size: usize) -> Layout {
-    block_layout(size).expect("valid layout")
+    // CPU_ALIGNMENT is a power of two and sizes are bounded by isize::MAX through the checked
+    // construction in `system_alloc`.
+    Layout::from_size_align(size, CPU_ALIGNMENT).expect("valid layout")
 }
 
 fn system_alloc(size: usize) -> Result<NonNull<u8>> {
-    let l = block_layout(size).map_err(|_| Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })?;
+    let l = Layout::from_size_align(size, CPU_ALIGNMENT)
+        .map_err(|_| Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })?;
     // SAFETY: the layout has a non-zero size (classes are at least 64 bytes).
     let p = unsafe { std::alloc::alloc(l) };
-    let p = NonNull::new(p).ok_or(Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })?;
-    if size >= HUGE_PAGE {
-        advise_huge_pages(p, size);
-    }
-    Ok(p)
+    NonNull::new(p).ok_or(Error::OutOfMemory { device: DeviceType::Cpu, nbytes: size })
 }
-
-/// See Note [Huge pages]. Advice only: a failure is ignored.
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(p: NonNull<u8>, size: usize) {
-    // SAFETY: [p, p + size) is a block we own (just allocated), 2 MiB aligned; madvise does not
-    // change its contents or validity, only how the kernel backs it.
-    unsafe {
-        libc::madvise(p.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_p: NonNull<u8>, _size: usize) {}
 
 /// # Safety
 /// `p` must come from `system_alloc(size)` and not be used afterwards.
