@@ -480,19 +480,3 @@ pub fn grad(
     }
     Ok(captured)
 }
-
-/// The broadcast shape of two shapes (they must broadcast).
-pub(crate) fn broadcast_shape(a: &[i64], b: &[i64]) -> Vec<i64> {
-    let n = a.len().max(b.len());
-    (0..n)
-        .map(|i| {
-            let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-            let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
-            if x == 1 {
-                y
-            } else {
-                x
-            }
-        })
-        .collect()
-}

@@ -885,7 +885,7 @@ pub fn repeat_interleave_backward(grad: &Tensor, sizes: &[i64], repeats: i64, di
 
 /// Gradient of `masked_select`: `grad` scattered back to the selected positions.
 pub fn masked_select_backward(grad: &Tensor, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    let shape = crate::engine::broadcast_shape(self_.sizes(), mask.sizes());
+    let shape = aten::native::tensor_iterator::broadcast_shapes("masked_select", self_.sizes(), mask.sizes())?;
     let m = ops::expand(mask, &shape, false)?;
     let z = zeros_of(&shape, grad)?;
     sum_to(&ops::index_put(&z, &[Some(m)], grad, false)?, self_.sizes())
