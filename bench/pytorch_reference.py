@@ -169,6 +169,38 @@ def conv(input_shape, weight_shape, padding):
     return setup
 
 
+def train_step(make_net, input_shape, batch):
+    def setup():
+        net = make_net()
+        x = torch.randn(*input_shape, dtype=torch.float32)
+        y = torch.randint(10, (batch,))
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+        def run():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+
+        return run
+
+    return setup
+
+
+def mlp():
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def cnn():
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10),
+    )
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W1.add1_grad": w1_add1_grad,
@@ -185,6 +217,8 @@ WORKLOADS = {
     "W3.matmul_2048": matmul_square(2048),
     "W5.conv_large": conv((32, 64, 56, 56), (64, 64, 3, 3), 1),
     "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
+    "W6.mlp_step": train_step(mlp, (128, 784), 128),
+    "W6.cnn_step": train_step(cnn, (64, 1, 28, 28), 64),
 }
 
 

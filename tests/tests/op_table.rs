@@ -10,7 +10,7 @@
 //! - **dtypes**: the result dtype follows the entry's rule (same, float-promoting, bool).
 //!
 //! Operator-specific semantics (index errors, reductions' keepdim, ...) are asserted by the
-//! family tests in `aten/tests/` and by the PyTorch parity cases.
+//! family tests in `aten/tests/ops/` and by the PyTorch parity cases.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

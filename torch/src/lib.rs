@@ -25,6 +25,32 @@
 #![warn(missing_docs)]
 
 pub use aten::{manual_seed, ops, Generator, Tensor};
+pub use autograd::{no_grad, TensorAutograd};
+
+/// `torch.nn`: modules, layers, losses and `init` (see the `nn` crate).
+pub mod nn {
+    pub use ::nn::*;
+}
+
+/// `torch.optim`: optimizers, LR schedulers, gradient clipping.
+pub mod optim {
+    pub use ::nn::optim::*;
+}
+
+/// `torch.utils.data`: datasets, samplers, the DataLoader and dataset readers.
+pub mod data {
+    pub use ::nn::data::*;
+}
+
+/// Saving and loading tensors and checkpoints as safetensors.
+pub mod serialize {
+    pub use ::nn::serialize::*;
+}
+
+/// `torch.autograd`: the engine, grad modes, custom functions, gradcheck.
+pub mod autograd {
+    pub use ::autograd::*;
+}
 pub use c10::{bf16, f16, Device, DeviceType, Error, Result, Scalar, ScalarType};
 
 /// The dispatcher and the boxed calling convention: call any operator by schema name, inspect
@@ -76,5 +102,7 @@ pub mod kind {
 /// Everything a typical program needs.
 pub mod prelude {
     pub use aten::Tensor;
+    pub use autograd::TensorAutograd;
     pub use c10::{Device, Scalar, ScalarType};
+    pub use nn::{Forward, Module};
 }

@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask codegen [--check] | parity DIR | bench [FILTER]`.
+//! Project automation: `cargo xtask codegen [--check] | parity DIR | parity-modules DIR | bench [FILTER]`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod codegen_cmd;
 mod parity;
+mod parity_modules;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "Project automation for the workspace")]
@@ -26,6 +27,9 @@ enum Cmd {
     },
     /// Runs the operator parity cases of DIR (cases.json + tensors.safetensors).
     Parity(parity::Args),
+    /// Runs the module and training-trajectory parity cases of DIR (modules.json +
+    /// modules.safetensors).
+    ParityModules(parity_modules::Args),
     /// Runs the benchmark workloads and prints (and optionally records) a table.
     Bench(bench::Args),
 }
@@ -40,6 +44,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Codegen { check } => codegen_cmd::run(check),
         Cmd::Parity(a) => parity::run(a),
+        Cmd::ParityModules(a) => parity_modules::run(a),
         Cmd::Bench(a) => bench::run(a),
     };
     match r {

@@ -18,9 +18,9 @@ use aten::IValue;
 
 mod args;
 mod cases;
-mod compare;
+pub(crate) mod compare;
 mod grad;
-mod panics;
+pub(crate) mod panics;
 mod ratchet;
 mod store;
 #[cfg(test)]

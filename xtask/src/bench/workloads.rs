@@ -14,7 +14,8 @@
 //! The planned ids, in order: W1 (per-op overhead: `add1`, `add1_grad`, `chain100`), W2
 //! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
-//! `conv_small`) and W6 (`mlp_step`, `cnn_step` training steps). See
+//! `conv_small`) and W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
+//! steps/s is the inverse of the time per iteration). See
 //! `/work/shared/reference/cpu-performance.md` for the peers' figures.
 
 use std::hint::black_box;
@@ -128,7 +129,47 @@ pub fn registry() -> Vec<Workload> {
         Workload::new("W5.conv_small", "conv2d [64, 1, 28, 28] by [32, 1, 3, 3] + bias, no padding, f32", || {
             conv(&[64, 1, 28, 28], &[32, 1, 3, 3], 0)
         }),
+        // Training steps: zero_grad, forward, cross entropy (mean), backward, SGD momentum 0.9.
+        Workload::new("W6.mlp_step", "train step of an MLP 784-512-512-10 (ReLU), batch 128, SGD momentum 0.9", || {
+            let net = nn::Sequential::new()
+                .add(nn::Linear::new(784, 512)?)
+                .add(nn::ReLU::new())
+                .add(nn::Linear::new(512, 512)?)
+                .add(nn::ReLU::new())
+                .add(nn::Linear::new(512, 10)?);
+            train_step(net, randn(&[128, 784])?, 128)
+        }),
+        Workload::new("W6.cnn_step", "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28", || {
+            let pool = || nn::MaxPool2d::new(2);
+            let net = nn::Sequential::new()
+                .add(nn::Conv2d::new(1, 32, 3)?)
+                .add(nn::ReLU::new())
+                .add(pool()?)
+                .add(nn::Conv2d::new(32, 64, 3)?)
+                .add(nn::ReLU::new())
+                .add(pool()?)
+                .add(nn::Flatten::new())
+                .add(nn::Linear::new(1600, 128)?)
+                .add(nn::ReLU::new())
+                .add(nn::Linear::new(128, 10)?);
+            train_step(net, randn(&[64, 1, 28, 28])?, 64)
+        }),
     ]
+}
+
+/// One SGD (momentum 0.9, lr 0.01) training step of `net` on a fixed batch with random labels.
+fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
+    use autograd::TensorAutograd;
+    use nn::optim::Optimizer;
+    use nn::{Forward, Module};
+    let y = aten::ops::randint(10, &[batch], None, None, None, None)?;
+    let mut opt = nn::optim::SGD::new(net.parameters(), nn::optim::SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
+    Ok(body(move || {
+        opt.zero_grad(true)?;
+        let loss = aten::ops::cross_entropy_loss(&net.call(&x)?, &y, None, 1, -100, 0.0)?;
+        loss.backward()?;
+        opt.step()
+    }))
 }
 
 /// A standard-normal f32 tensor of `shape` from the default generator.

@@ -1,0 +1,12 @@
+//! The operator tests of aten, one binary (each test file used to link its own copy of aten).
+mod binary;
+mod conv;
+mod indexing;
+mod linalg;
+mod loss;
+mod norm;
+mod pointwise;
+mod random;
+mod reduce;
+mod shape_ops;
+mod unary;

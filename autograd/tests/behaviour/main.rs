@@ -1,0 +1,3 @@
+//! The autograd behaviour tests, one binary.
+mod basics;
+mod gradgrad;

@@ -1,0 +1,186 @@
+//! Saving and loading named tensors (state_dicts, checkpoints) as safetensors, the format
+//! PyTorch users export with `safetensors.torch.save_file`.
+//!
+//! Note [Decoding safetensors]: entries are little-endian, packed back to back after a JSON
+//! header, so their data need not be aligned for the dtype. Loading reads the file and decodes
+//! every entry into a fresh, aligned tensor; no file handle outlives the load, so a loaded
+//! checkpoint can be overwritten in place.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+use aten::Tensor;
+use c10::{bf16, f16, Element, Error, Result, ScalarType};
+use safetensors::{Dtype, SafeTensors, View};
+
+use crate::module::{IncompatibleKeys, Module, StateDict};
+
+fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
+    Error::Io(format!("{}: {what}", path.display()))
+}
+
+fn dtype_of(t: ScalarType) -> Dtype {
+    match t {
+        ScalarType::F32 => Dtype::F32,
+        ScalarType::F64 => Dtype::F64,
+        ScalarType::F16 => Dtype::F16,
+        ScalarType::BF16 => Dtype::BF16,
+        ScalarType::I64 => Dtype::I64,
+        ScalarType::I32 => Dtype::I32,
+        ScalarType::I16 => Dtype::I16,
+        ScalarType::I8 => Dtype::I8,
+        ScalarType::U8 => Dtype::U8,
+        ScalarType::Bool => Dtype::BOOL,
+    }
+}
+
+/// One tensor's bytes, little-endian and contiguous, ready for the safetensors writer.
+struct Entry {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl View for &Entry {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+fn le_bytes<T: Element, const N: usize>(t: &Tensor, to_le: fn(T) -> [u8; N]) -> Result<Vec<u8>> {
+    Ok(t.to_vec::<T>()?.into_iter().flat_map(to_le).collect())
+}
+
+fn encode(t: &Tensor) -> Result<Entry> {
+    if t.device().ty != c10::DeviceType::Cpu {
+        return Err(Error::InvalidArgument {
+            op: "save_file".into(),
+            msg: "move tensors to the CPU before saving".into(),
+        });
+    }
+    let bytes = match t.dtype() {
+        ScalarType::F32 => le_bytes(t, f32::to_le_bytes)?,
+        ScalarType::F64 => le_bytes(t, f64::to_le_bytes)?,
+        ScalarType::F16 => le_bytes(t, f16::to_le_bytes)?,
+        ScalarType::BF16 => le_bytes(t, bf16::to_le_bytes)?,
+        ScalarType::I64 => le_bytes(t, i64::to_le_bytes)?,
+        ScalarType::I32 => le_bytes(t, i32::to_le_bytes)?,
+        ScalarType::I16 => le_bytes(t, i16::to_le_bytes)?,
+        ScalarType::I8 => le_bytes(t, i8::to_le_bytes)?,
+        ScalarType::U8 => le_bytes(t, u8::to_le_bytes)?,
+        ScalarType::Bool => t.to_vec::<bool>()?.into_iter().map(u8::from).collect(),
+    };
+    Ok(Entry { dtype: dtype_of(t.dtype()), shape: t.sizes().iter().map(|&s| s as usize).collect(), bytes })
+}
+
+/// Writes `tensors` to `path` as safetensors with optional string `metadata`
+/// (`safetensors.torch.save_file`). The file is written to a temporary name and renamed, so an
+/// existing file is replaced only by a complete one.
+pub fn save_file<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+    metadata: Option<HashMap<String, String>>,
+    path: impl AsRef<Path>,
+) -> Result<()> {
+    let path = path.as_ref();
+    let mut entries = Vec::new();
+    for (name, t) in tensors {
+        entries.push((name.to_string(), encode(t)?));
+    }
+    let tmp = path.with_extension("safetensors.partial");
+    safetensors::serialize_to_file(entries.iter().map(|(n, e)| (n.clone(), e)), metadata, &tmp)
+        .map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+}
+
+/// Saves a state_dict (`save_file(model.state_dict(), path)`).
+pub fn save_state_dict(state: &StateDict, path: impl AsRef<Path>) -> Result<()> {
+    save_file(state.iter(), None, path)
+}
+
+fn decode_le<T: Element, const N: usize>(data: &[u8], shape: &[i64], from_le: fn([u8; N]) -> T) -> Result<Tensor> {
+    let values: Vec<T> = data
+        .chunks_exact(N)
+        .map(|c| {
+            let mut b = [0u8; N];
+            b.copy_from_slice(c);
+            from_le(b)
+        })
+        .collect();
+    Tensor::from_vec(values, shape)
+}
+
+/// Decodes the bytes of one safetensors entry into a contiguous CPU tensor (see Note
+/// [Decoding safetensors]).
+pub fn decode(dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<Tensor> {
+    let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+    let bad = |what: &str| Error::InvalidArgument { op: "load_file".into(), msg: what.to_string() };
+    match dtype {
+        Dtype::F32 => decode_le(data, &shape, f32::from_le_bytes),
+        Dtype::F64 => decode_le(data, &shape, f64::from_le_bytes),
+        Dtype::F16 => decode_le(data, &shape, f16::from_le_bytes),
+        Dtype::BF16 => decode_le(data, &shape, bf16::from_le_bytes),
+        Dtype::I64 => decode_le(data, &shape, i64::from_le_bytes),
+        Dtype::I32 => decode_le(data, &shape, i32::from_le_bytes),
+        Dtype::I16 => decode_le(data, &shape, i16::from_le_bytes),
+        Dtype::I8 => decode_le(data, &shape, i8::from_le_bytes),
+        Dtype::U8 => decode_le(data, &shape, u8::from_le_bytes),
+        Dtype::BOOL => decode_le(data, &shape, |[b]: [u8; 1]| b != 0),
+        other => Err(bad(&format!("unsupported safetensors dtype {other:?}"))),
+    }
+}
+
+/// The tensors of a safetensors file and its metadata.
+pub struct Loaded {
+    /// The tensors in file order.
+    pub tensors: StateDict,
+    /// The `__metadata__` strings.
+    pub metadata: HashMap<String, String>,
+}
+
+/// Reads every tensor of a safetensors file (`safetensors.torch.load_file`), in file order.
+pub fn load_file(path: impl AsRef<Path>) -> Result<Loaded> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let bytes = read_all(&file).map_err(|e| io_err(path, e))?;
+    load_bytes(&bytes, path)
+}
+
+fn read_all(file: &std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut f = file;
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Parses safetensors bytes already in memory; `path` names the source in errors.
+pub fn load_bytes(bytes: &[u8], path: &Path) -> Result<Loaded> {
+    let st = SafeTensors::deserialize(bytes).map_err(|e| io_err(path, format!("not a valid safetensors file: {e}")))?;
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| io_err(path, e))?;
+    let mut entries: Vec<(String, safetensors::tensor::TensorView<'_>)> = st.tensors();
+    entries.sort_by_key(|(name, _)| meta.info(name).map(|i| i.data_offsets.0).unwrap_or(0));
+    let mut tensors = StateDict::new();
+    for (name, view) in entries {
+        let t = decode(view.dtype(), view.shape(), view.data())
+            .map_err(|e| io_err(path, format!("tensor '{name}': {e}")))?;
+        tensors.insert(name, t);
+    }
+    Ok(Loaded { tensors, metadata: meta.metadata().clone().unwrap_or_default() })
+}
+
+/// Loads a state_dict file into `module` (strict or not). Nothing is copied unless every entry
+/// checks out, so a failed load leaves the module unchanged.
+pub fn load_into(module: &mut dyn Module, path: impl AsRef<Path>, strict: bool) -> Result<IncompatibleKeys> {
+    let loaded = load_file(path)?;
+    module.load_state_dict(&loaded.tensors, strict)
+}

@@ -1,0 +1,5 @@
+//! The nn tests, one binary (each test file would otherwise link its own copy of aten).
+mod data;
+mod modules;
+mod optim;
+mod recurrent;
