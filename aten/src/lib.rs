@@ -13,6 +13,7 @@ pub mod generated;
 pub mod generator;
 pub mod ivalue;
 pub mod native;
+pub mod parallel;
 pub mod tensor;
 mod tensor_ops;
 
@@ -21,6 +22,7 @@ pub use generated::functions as ops;
 pub use generated::handles;
 pub use generator::{default_generator, manual_seed, Generator};
 pub use ivalue::{IValue, Stack};
+pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::Tensor;
 
 use c10::tensor_impl::backend_of;

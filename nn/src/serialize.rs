@@ -184,3 +184,52 @@ pub fn load_into(module: &mut dyn Module, path: impl AsRef<Path>, strict: bool) 
     let loaded = load_file(path)?;
     module.load_state_dict(&loaded.tensors, strict)
 }
+
+/// A training checkpoint: the model's state_dict, the optimizer's state and the number of
+/// epochs done, in one safetensors file (model entries under `model.`, optimizer entries
+/// under `optimizer.`, the epoch in the metadata).
+pub struct Checkpoint {
+    /// The model's state_dict.
+    pub model: StateDict,
+    /// The optimizer's state.
+    pub optimizer: crate::optim::OptimizerStateDict,
+    /// Epochs completed.
+    pub epoch: usize,
+}
+
+impl Checkpoint {
+    /// Writes the checkpoint (atomically: a complete file replaces the old one).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let mut all: Vec<(String, Tensor)> =
+            self.model.iter().map(|(k, t)| (format!("model.{k}"), t.clone())).collect();
+        all.extend(self.optimizer.to_tensors().into_iter().map(|(k, t)| (format!("optimizer.{k}"), t)));
+        let meta = HashMap::from([
+            ("epoch".to_string(), self.epoch.to_string()),
+            ("format".to_string(), "checkpoint-1".to_string()),
+        ]);
+        save_file(all.iter().map(|(k, t)| (k.as_str(), t)), Some(meta), path)
+    }
+
+    /// Reads a checkpoint written by [`Checkpoint::save`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Checkpoint> {
+        let path = path.as_ref();
+        let loaded = load_file(path)?;
+        let epoch = loaded
+            .metadata
+            .get("epoch")
+            .and_then(|e| e.parse().ok())
+            .ok_or_else(|| io_err(path, "not a checkpoint: the metadata has no epoch"))?;
+        let (mut model, mut optimizer) = (StateDict::new(), StateDict::new());
+        for (k, t) in loaded.tensors {
+            if let Some(rest) = k.strip_prefix("model.") {
+                model.insert(rest, t);
+            } else if let Some(rest) = k.strip_prefix("optimizer.") {
+                optimizer.insert(rest, t);
+            } else {
+                return Err(io_err(path, format!("not a checkpoint: unexpected entry '{k}'")));
+            }
+        }
+        let optimizer = crate::optim::OptimizerStateDict::from_tensors(&optimizer).map_err(|e| io_err(path, e))?;
+        Ok(Checkpoint { model, optimizer, epoch })
+    }
+}

@@ -11,8 +11,9 @@ use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use torch::data::{DataLoader, Dataset, TensorDataset};
+use torch::data::{DataLoader, Dataset, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
 use torch::nn::{self, Conv2d, Forward, Linear, Module};
+use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
 use torch::{ops, Tensor, TensorAutograd};
 
@@ -82,43 +83,43 @@ impl Forward for Net {
 
 struct Split {
     train: TensorDataset,
-    test: TensorDataset,
+    test: (Tensor, Tensor),
     name: String,
 }
 
 fn load(args: &Args) -> torch::Result<Split> {
-    use torch::data::mnist;
+    let (mean, std) = (MNIST_MEAN, MNIST_STD);
     match &args.data {
         Some(dir) => {
-            let train = mnist::read_idx_dir(dir, mnist::Split::Train)?;
-            let test = mnist::read_idx_dir(dir, mnist::Split::Test)?;
+            let train = Mnist::load(dir, true)?;
+            let test = Mnist::load(dir, false)?;
             Ok(Split {
-                train: TensorDataset::new(vec![mnist::normalize(&train.0)?, train.1])?,
-                test: TensorDataset::new(vec![mnist::normalize(&test.0)?, test.1])?,
+                train: train.dataset(mean, std)?,
+                test: (test.images_f32(mean, std)?, test.labels().clone()),
                 name: dir.display().to_string(),
             })
         }
         None => {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/mnist_5k.csv.gz");
-            let (images, labels) = mnist::read_csv(&path)?;
-            let images = mnist::normalize(&images)?;
+            let all = Mnist::from_csv(&path)?;
+            let (images, labels) = (all.images_f32(mean, std)?, all.labels().clone());
             // A seeded hold-out of 1,000 digits (the file is ordered by class).
-            let g = torch::Generator::new_cpu(args.seed);
-            let perm = ops::randperm_generator(images.sizes()[0], &g, None, None, None, None)?;
+            let g = torch::Generator::new(torch::Device::CPU);
+            g.manual_seed(args.seed);
+            let perm = ops::randperm_generator(images.sizes()[0], Some(&g), None, None, None, None)?;
             let (train_idx, test_idx) = (perm.narrow(0, 0, 4000)?, perm.narrow(0, 4000, 1000)?);
             Ok(Split {
-                train: TensorDataset::new(vec![images.index_select(0, &train_idx)?, labels.index_select(0, &train_idx)?])?,
-                test: TensorDataset::new(vec![images.index_select(0, &test_idx)?, labels.index_select(0, &test_idx)?])?,
+                train: TensorDataset::new((images.index_select(0, &train_idx)?, labels.index_select(0, &train_idx)?))?,
+                test: (images.index_select(0, &test_idx)?, labels.index_select(0, &test_idx)?),
                 name: "data/mnist_5k.csv.gz".into(),
             })
         }
     }
 }
 
-fn accuracy(model: &Net, test: &TensorDataset) -> torch::Result<f64> {
+fn accuracy(model: &Net, test: &(Tensor, Tensor)) -> torch::Result<f64> {
     let _g = torch::no_grad();
-    let images = &test.tensors()[0];
-    let labels = &test.tensors()[1];
+    let (images, labels) = test;
     let mut correct = 0i64;
     let n = images.sizes()[0];
     let mut start = 0;
@@ -135,16 +136,17 @@ fn accuracy(model: &Net, test: &TensorDataset) -> torch::Result<f64> {
 fn main() -> torch::Result<()> {
     let args = Args::parse();
     if let Some(t) = args.threads {
-        torch::set_num_threads(t);
+        torch::set_num_threads(t)?;
     }
     torch::manual_seed(args.seed);
     let split = load(&args)?;
     let epochs = args.epochs.unwrap_or(if args.data.is_some() { 3 } else { 8 });
+    let train_len = split.train.len();
     println!(
         "data: {} ({} train, {} test), {} threads, batch {}, {} epochs",
         split.name,
-        split.train.len(),
-        split.test.len(),
+        train_len,
+        split.test.0.sizes()[0],
         torch::get_num_threads(),
         args.batch_size,
         epochs
@@ -152,21 +154,24 @@ fn main() -> torch::Result<()> {
 
     let mut model = Net::new()?;
     let mut opt = optim::Adam::new(model.parameters(), optim::AdamOptions { lr: args.lr, ..Default::default() })?;
-    let loader = DataLoader::builder(split.train)
-        .batch_size(args.batch_size)
-        .shuffle(true)
-        .seed(args.seed)
-        .build()?;
+    let shuffle = torch::Generator::new(torch::Device::CPU);
+    shuffle.manual_seed(args.seed);
+    let loader =
+        DataLoader::builder(split.train).batch_size(args.batch_size).shuffle(true).generator(shuffle).build()?;
     let steps_per_epoch = loader.len();
-    let mut sched = optim::OneCycleLR::new(&mut opt, args.lr, epochs * steps_per_epoch)?;
+    let mut sched = optim::OneCycleLR::new(&mut opt, args.lr, (epochs * steps_per_epoch) as i64)?;
     let mut first_epoch = 0;
     if let Some(path) = &args.resume {
         let ck = torch::serialize::Checkpoint::load(path)?;
         model.load_state_dict(&ck.model, true)?;
+        // The schedule is a function of the step count: replay it to where the run stopped,
+        // then restore the optimizer (its state includes the learning rates).
+        for _ in 0..ck.epoch * steps_per_epoch {
+            sched.step(&mut opt)?;
+        }
         opt.load_state_dict(&ck.optimizer)?;
-        sched.load_state_dict(&ck.scheduler)?;
         first_epoch = ck.epoch;
-        println!("resumed from {} at epoch {first_epoch}", path.display());
+        println!("resumed from {} after epoch {first_epoch}", path.display());
     }
 
     let start = Instant::now();
@@ -182,8 +187,8 @@ fn main() -> torch::Result<()> {
         let t0 = Instant::now();
         let (mut seen, mut loss_sum) = (0usize, 0.0f64);
         for batch in loader.iter() {
-            let batch = batch?;
-            let (x, y) = (&batch[0], &batch[1]);
+            let (x, y) = batch?;
+            let (x, y) = (&x, &y);
             opt.zero_grad(true)?;
             let loss = ops::cross_entropy_loss(&model.call(x)?, y, None, 1, -100, 0.0)?;
             loss.backward()?;
@@ -193,7 +198,11 @@ fn main() -> torch::Result<()> {
             seen += n;
             loss_sum += loss.item::<f64>()? * n as f64;
             bar.inc(1);
-            bar.set_message(format!("loss {:.4}  {:.0} img/s", loss_sum / seen as f64, seen as f64 / t0.elapsed().as_secs_f64()));
+            bar.set_message(format!(
+                "loss {:.4}  {:.0} img/s",
+                loss_sum / seen as f64,
+                seen as f64 / t0.elapsed().as_secs_f64()
+            ));
         }
         bar.finish();
         model.eval();
@@ -205,7 +214,7 @@ fn main() -> torch::Result<()> {
             100.0 * acc,
             t0.elapsed().as_secs_f64()
         );
-        torch::serialize::Checkpoint { model: model.state_dict(), optimizer: opt.state_dict(), scheduler: sched.state_dict(), epoch: epoch + 1 }
+        torch::serialize::Checkpoint { model: model.state_dict(), optimizer: opt.state_dict()?, epoch: epoch + 1 }
             .save(&args.checkpoint)?;
     }
     model.eval();

@@ -24,7 +24,7 @@
 //! errors and the dispatcher; the book in `docs/` explains the layers underneath.
 #![warn(missing_docs)]
 
-pub use aten::{manual_seed, ops, Generator, Tensor};
+pub use aten::{get_num_threads, manual_seed, ops, set_num_threads, Generator, Tensor};
 pub use autograd::{no_grad, TensorAutograd};
 
 /// `torch.nn`: modules, layers, losses and `init` (see the `nn` crate).

@@ -62,7 +62,8 @@ pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<
             Ok(()) => passed += 1,
             Err(reason) => {
                 failed += 1;
-                writeln!(out, "FAIL {id}: {}", reason.lines().map(str::trim).collect::<Vec<_>>().join(" | ")).map_err(|e| e.to_string())?;
+                writeln!(out, "FAIL {id}: {}", reason.lines().map(str::trim).collect::<Vec<_>>().join(" | "))
+                    .map_err(|e| e.to_string())?;
             }
         }
     }
@@ -175,9 +176,14 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
             .groups(kw_i(cfg, "groups", 1))
             .bias(kw_b(cfg, "bias", true))
     };
-    let io = |cfg: &Value| (kw_i(cfg, "in_channels", 0), kw_i(cfg, "out_channels", 0), kw_ints(cfg, "kernel_size", &[1]));
+    let io =
+        |cfg: &Value| (kw_i(cfg, "in_channels", 0), kw_i(cfg, "out_channels", 0), kw_ints(cfg, "kernel_size", &[1]));
     let m: Box<dyn ParityModule> = match module {
-        "Linear" => Box::new(Single(s(nn::Linear::with_bias(kw_i(cfg, "in_features", 0), kw_i(cfg, "out_features", 0), kw_b(cfg, "bias", true)))?)),
+        "Linear" => Box::new(Single(s(nn::Linear::with_bias(
+            kw_i(cfg, "in_features", 0),
+            kw_i(cfg, "out_features", 0),
+            kw_b(cfg, "bias", true),
+        ))?)),
         "Conv1d" => {
             let (i, o, k) = io(cfg);
             Box::new(Single(s(nn::Conv1d::with_options(i, o, &k, conv_opts(cfg)))?))
@@ -230,17 +236,19 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
             kw_b(cfg, "bias", true),
             kw_b(cfg, "batch_first", false),
         ))?)),
-        "TransformerEncoderLayer" => Box::new(Single(s(nn::TransformerEncoderLayer::from_config(nn::TransformerEncoderLayerConfig {
-            d_model: kw_i(cfg, "d_model", 0),
-            nhead: kw_i(cfg, "nhead", 1),
-            dim_feedforward: kw_i(cfg, "dim_feedforward", 2048),
-            dropout: kw_f(cfg, "dropout", 0.1),
-            activation: cfg.get("activation").and_then(Value::as_str).unwrap_or("relu").to_string(),
-            layer_norm_eps: kw_f(cfg, "layer_norm_eps", 1e-5),
-            batch_first: kw_b(cfg, "batch_first", false),
-            norm_first: kw_b(cfg, "norm_first", false),
-            bias: kw_b(cfg, "bias", true),
-        }))?)),
+        "TransformerEncoderLayer" => {
+            Box::new(Single(s(nn::TransformerEncoderLayer::from_config(nn::TransformerEncoderLayerConfig {
+                d_model: kw_i(cfg, "d_model", 0),
+                nhead: kw_i(cfg, "nhead", 1),
+                dim_feedforward: kw_i(cfg, "dim_feedforward", 2048),
+                dropout: kw_f(cfg, "dropout", 0.1),
+                activation: cfg.get("activation").and_then(Value::as_str).unwrap_or("relu").to_string(),
+                layer_norm_eps: kw_f(cfg, "layer_norm_eps", 1e-5),
+                batch_first: kw_b(cfg, "batch_first", false),
+                norm_first: kw_b(cfg, "norm_first", false),
+                bias: kw_b(cfg, "bias", true),
+            }))?))
+        }
         "MaxPool2d" => {
             let k = kw_ints(cfg, "kernel_size", &[1]);
             let stride = cfg.get("stride").map(|_| kw_ints(cfg, "stride", &k));
@@ -253,7 +261,9 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
             ))?))
         }
         "Dropout" => Box::new(Single(s(nn::Dropout::new(kw_f(cfg, "p", 0.5)))?)),
-        "GELU" => Box::new(Single(s(nn::GELU::with_approximate(cfg.get("approximate").and_then(Value::as_str).unwrap_or("none")))?)),
+        "GELU" => Box::new(Single(s(nn::GELU::with_approximate(
+            cfg.get("approximate").and_then(Value::as_str).unwrap_or("none"),
+        ))?)),
         "Flatten" => Box::new(Single(nn::Flatten::with(kw_i(cfg, "start_dim", 1), kw_i(cfg, "end_dim", -1)))),
         other => return Err(format!("no builder for module {other}")),
     };
@@ -312,8 +322,13 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
     if let Some(buffers) = case["buffers_after"].as_object() {
         let named = m.module().named_buffers();
         for (name, key) in buffers {
-            let ours = named.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()).ok_or_else(|| format!("no buffer {name}"))?;
-            compare_tensors(&ours, &get(store, key.as_str().unwrap_or_default())?, tol).map_err(|e| format!("buffer {name}: {e}"))?;
+            let ours = named
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t.clone())
+                .ok_or_else(|| format!("no buffer {name}"))?;
+            compare_tensors(&ours, &get(store, key.as_str().unwrap_or_default())?, tol)
+                .map_err(|e| format!("buffer {name}: {e}"))?;
         }
     }
     let grad = &case["grad"];
@@ -338,9 +353,14 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
     let params = m.module().named_parameters();
     if let Some(pg) = grad["params"].as_object() {
         for (name, key) in pg {
-            let p = params.iter().find(|(n, _)| n == name).map(|(_, p)| p.clone()).ok_or_else(|| format!("no parameter {name}"))?;
+            let p = params
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, p)| p.clone())
+                .ok_or_else(|| format!("no parameter {name}"))?;
             let g = p.grad().ok_or_else(|| format!("parameter {name} has no grad"))?;
-            compare_tensors(&g, &get(store, key.as_str().unwrap_or_default())?, gtol).map_err(|e| format!("grad of {name}: {e}"))?;
+            compare_tensors(&g, &get(store, key.as_str().unwrap_or_default())?, gtol)
+                .map_err(|e| format!("grad of {name}: {e}"))?;
         }
     }
     let float_inputs: Vec<&Tensor> = inputs.iter().filter(|t| t.is_floating_point()).collect();
@@ -410,7 +430,10 @@ fn build_model(name: &str) -> Result<Box<dyn Forward>, String> {
 fn build_optimizer(name: &str, cfg: &Value, params: Vec<nn::Parameter>) -> Result<Box<dyn Optimizer>, String> {
     use nn::optim::{Adam, AdamW, SGD};
     let lr = kw_f(cfg, "lr", 1e-3);
-    let betas = cfg.get("betas").and_then(Value::as_array).map(|b| (b[0].as_f64().unwrap_or(0.9), b[1].as_f64().unwrap_or(0.999)));
+    let betas = cfg
+        .get("betas")
+        .and_then(Value::as_array)
+        .map(|b| (b[0].as_f64().unwrap_or(0.9), b[1].as_f64().unwrap_or(0.999)));
     Ok(match name {
         "SGD" => Box::new(s(SGD::new(
             params,
@@ -461,7 +484,8 @@ fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
     let mut opt = build_optimizer(case["optimizer"].as_str().unwrap_or_default(), &case["config"], model.parameters())?;
     let x = get(store, case["x"].as_str().unwrap_or_default())?;
     let y = get(store, case["y"].as_str().unwrap_or_default())?;
-    let losses: Vec<f64> = case["losses"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+    let losses: Vec<f64> =
+        case["losses"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
     for (step, want) in losses.iter().enumerate() {
         s(opt.zero_grad(true))?;
         let xs = s(x.select(0, step as i64))?;
@@ -478,7 +502,8 @@ fn run_trajectory(case: &Value, store: &StateDict) -> Result<(), String> {
     let state = model.state_dict();
     for (name, key) in case["final"].as_object().ok_or("trajectory without final")? {
         let ours = state.get(name).ok_or_else(|| format!("model has no {name}"))?;
-        compare_tensors(ours, &get(store, key.as_str().unwrap_or_default())?, ftol).map_err(|e| format!("final {name}: {e}"))?;
+        compare_tensors(ours, &get(store, key.as_str().unwrap_or_default())?, ftol)
+            .map_err(|e| format!("final {name}: {e}"))?;
     }
     Ok(())
 }

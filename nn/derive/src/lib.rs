@@ -62,7 +62,9 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                 (syn::Member::Named(id.clone()), id.to_string(), f)
             })
             .collect(),
-        Fields::Unnamed(f) => f.unnamed.iter().enumerate().map(|(i, f)| (syn::Member::Unnamed(i.into()), i.to_string(), f)).collect(),
+        Fields::Unnamed(f) => {
+            f.unnamed.iter().enumerate().map(|(i, f)| (syn::Member::Unnamed(i.into()), i.to_string(), f)).collect()
+        }
         Fields::Unit => Vec::new(),
     };
     for (member, label, field) in fields {

@@ -38,6 +38,15 @@ impl RNNMode {
         }
     }
 
+    /// The class name of the multi-layer module: `RNN`, `LSTM` or `GRU`.
+    pub fn module_name(self) -> &'static str {
+        match self {
+            RNNMode::RnnTanh | RNNMode::RnnRelu => "RNN",
+            RNNMode::Lstm => "LSTM",
+            RNNMode::Gru => "GRU",
+        }
+    }
+
     /// The mode for `RNN(nonlinearity=...)`: `tanh` or `relu`.
     pub fn from_nonlinearity(op: &str, nonlinearity: &str) -> Result<RNNMode> {
         match nonlinearity {
@@ -219,21 +228,13 @@ pub struct RNNBase {
 
 impl RNNBase {
     fn type_name(&self) -> &'static str {
-        match self.mode {
-            RNNMode::RnnTanh | RNNMode::RnnRelu => "RNN",
-            RNNMode::Lstm => "LSTM",
-            RNNMode::Gru => "GRU",
-        }
+        self.mode.module_name()
     }
 
     /// `RNNBase(mode, input_size, hidden_size, ...)`; `opts.nonlinearity` is ignored (the mode
     /// says it).
-    pub fn new(mode: RNNMode, input_size: i64, hidden_size: i64, opts: &RNNOptions) -> Result<RNNBase> {
-        let name = match mode {
-            RNNMode::RnnTanh | RNNMode::RnnRelu => "RNN",
-            RNNMode::Lstm => "LSTM",
-            RNNMode::Gru => "GRU",
-        };
+    fn new(mode: RNNMode, input_size: i64, hidden_size: i64, opts: &RNNOptions) -> Result<RNNBase> {
+        let name = mode.module_name();
         if !(0.0..=1.0).contains(&opts.dropout) {
             return Err(invalid(
                 name,
@@ -462,7 +463,7 @@ impl RNNBase {
         if s.dtype() != x.dtype() {
             return Err(invalid(
                 op,
-                format!("Expected {what} dtype {} to match the input's {}", s.dtype().name(), x.dtype().name()),
+                format!("Expected {what} to have the input's dtype {}, got {}", x.dtype().name(), s.dtype().name()),
             ));
         }
         Ok(s)

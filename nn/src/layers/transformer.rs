@@ -2,8 +2,10 @@
 //! `TransformerEncoderLayer`, `TransformerDecoderLayer`, the stacks `TransformerEncoder` /
 //! `TransformerDecoder`, and the full encoder-decoder `Transformer`.
 //!
-//! PyTorch's inference fast paths (`_transformer_encoder_layer_fwd`, nested tensors) compute the
-//! same values as the plain path written here and are not reproduced.
+//! PyTorch's inference fast paths (`_transformer_encoder_layer_fwd`, nested tensors) are not
+//! reproduced; they compute the same values as the plain path written here, except that
+//! PyTorch's `TransformerEncoder` fast path (eval mode, no grad, with `src_key_padding_mask`)
+//! returns zeros at padded positions, where this module returns the plain path's values.
 
 use aten::{ops, Tensor};
 use c10::{Result, Scalar, ScalarType};

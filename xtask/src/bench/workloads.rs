@@ -139,21 +139,25 @@ pub fn registry() -> Vec<Workload> {
                 .add(nn::Linear::new(512, 10)?);
             train_step(net, randn(&[128, 784])?, 128)
         }),
-        Workload::new("W6.cnn_step", "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28", || {
-            let pool = || nn::MaxPool2d::new(2);
-            let net = nn::Sequential::new()
-                .add(nn::Conv2d::new(1, 32, 3)?)
-                .add(nn::ReLU::new())
-                .add(pool()?)
-                .add(nn::Conv2d::new(32, 64, 3)?)
-                .add(nn::ReLU::new())
-                .add(pool()?)
-                .add(nn::Flatten::new())
-                .add(nn::Linear::new(1600, 128)?)
-                .add(nn::ReLU::new())
-                .add(nn::Linear::new(128, 10)?);
-            train_step(net, randn(&[64, 1, 28, 28])?, 64)
-        }),
+        Workload::new(
+            "W6.cnn_step",
+            "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28",
+            || {
+                let pool = || nn::MaxPool2d::new(2);
+                let net = nn::Sequential::new()
+                    .add(nn::Conv2d::new(1, 32, 3)?)
+                    .add(nn::ReLU::new())
+                    .add(pool()?)
+                    .add(nn::Conv2d::new(32, 64, 3)?)
+                    .add(nn::ReLU::new())
+                    .add(pool()?)
+                    .add(nn::Flatten::new())
+                    .add(nn::Linear::new(1600, 128)?)
+                    .add(nn::ReLU::new())
+                    .add(nn::Linear::new(128, 10)?);
+                train_step(net, randn(&[64, 1, 28, 28])?, 64)
+            },
+        ),
     ]
 }
 
@@ -163,7 +167,8 @@ fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
     use nn::optim::Optimizer;
     use nn::{Forward, Module};
     let y = aten::ops::randint(10, &[batch], None, None, None, None)?;
-    let mut opt = nn::optim::SGD::new(net.parameters(), nn::optim::SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
+    let mut opt =
+        nn::optim::SGD::new(net.parameters(), nn::optim::SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
     Ok(body(move || {
         opt.zero_grad(true)?;
         let loss = aten::ops::cross_entropy_loss(&net.call(&x)?, &y, None, 1, -100, 0.0)?;
