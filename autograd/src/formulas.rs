@@ -609,6 +609,17 @@ pub fn max_pool_backward(grad: &Tensor, sizes: &[i64], indices: &Tensor, spatial
     ops::reshape(&ops::scatter_add(&z, lead as i64, &i, &g)?, sizes)
 }
 
+/// Gradient of `max_pool*_with_indices_backward` for `grad_output`: the incoming gradient (of
+/// the input's shape) read back at the positions of the maxima.
+pub fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, spatial: usize) -> Result<Tensor> {
+    let lead = indices.dim() - spatial;
+    let mut flat: Vec<i64> = indices.sizes()[..lead].to_vec();
+    flat.push(-1);
+    let g = ops::reshape(grad, &flat)?;
+    let i = ops::reshape(indices, &flat)?;
+    ops::reshape(&ops::gather(&g, lead as i64, &i, false)?, indices.sizes())
+}
+
 /// Gradient of `convolution` for `input`: a transposed convolution of `grad` (a plain one for
 /// a transposed forward), with the output padding that restores the input's size.
 #[allow(clippy::too_many_arguments)]
@@ -660,6 +671,10 @@ pub fn convolution_backward_weight(
         }
     };
     let (stride, padding, dilation) = (expand(stride), expand(padding), expand(dilation));
+    // Without a graph to record, the direct kernel (See Note [Convolution weight gradient]).
+    if !transposed && !crate::grad_mode::is_grad_enabled() {
+        return ops::_convolution_weight_backward(grad, input, weight_sizes, &stride, &padding, &dilation, groups);
+    }
     let zeros = vec![0; sp];
     // Non-transposed: data = input, kernel = grad. Transposed: data = grad, kernel = input.
     let (data, kern) = if transposed { (grad, input) } else { (input, grad) };

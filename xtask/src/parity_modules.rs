@@ -158,7 +158,7 @@ impl ParityModule for Mha {
         &mut self.0
     }
     fn run(&self, inputs: &[Tensor]) -> TResult<Vec<Tensor>> {
-        let (out, w) = self.0.forward(&inputs[0], &inputs[1], &inputs[2], None, true, None, true, false)?;
+        let (out, w) = self.0.forward(&inputs[0], &inputs[1], &inputs[2])?;
         let mut v = vec![out];
         v.extend(w);
         Ok(v)
@@ -226,28 +226,52 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
             cfg.get("padding_idx").and_then(Value::as_i64),
             false,
         ))?)),
-        "LSTM" => Box::new(Lstm(s(nn::LSTM::from_config(cfg_rnn(cfg)))?)),
-        "GRU" => Box::new(Gru(s(nn::GRU::from_config(cfg_rnn(cfg)))?)),
-        "RNN" => Box::new(Rnn(s(nn::RNN::from_config(cfg_rnn(cfg)))?)),
+        "LSTM" => Box::new(Lstm(s(nn::LSTM::with_options(
+            kw_i(cfg, "input_size", 0),
+            kw_i(cfg, "hidden_size", 0),
+            &cfg_rnn(cfg),
+        ))?)),
+        "GRU" => Box::new(Gru(s(nn::GRU::with_options(
+            kw_i(cfg, "input_size", 0),
+            kw_i(cfg, "hidden_size", 0),
+            &cfg_rnn(cfg),
+        ))?)),
+        "RNN" => Box::new(Rnn(s(nn::RNN::with_options(
+            kw_i(cfg, "input_size", 0),
+            kw_i(cfg, "hidden_size", 0),
+            &cfg_rnn(cfg),
+        ))?)),
         "MultiheadAttention" => Box::new(Mha(s(nn::MultiheadAttention::with_options(
             kw_i(cfg, "embed_dim", 0),
             kw_i(cfg, "num_heads", 1),
-            kw_f(cfg, "dropout", 0.0),
-            kw_b(cfg, "bias", true),
-            kw_b(cfg, "batch_first", false),
+            &nn::MultiheadAttentionOptions {
+                dropout: kw_f(cfg, "dropout", 0.0),
+                bias: kw_b(cfg, "bias", true),
+                add_bias_kv: kw_b(cfg, "add_bias_kv", false),
+                add_zero_attn: kw_b(cfg, "add_zero_attn", false),
+                kdim: cfg.get("kdim").and_then(Value::as_i64),
+                vdim: cfg.get("vdim").and_then(Value::as_i64),
+                batch_first: kw_b(cfg, "batch_first", false),
+            },
         ))?)),
         "TransformerEncoderLayer" => {
-            Box::new(Single(s(nn::TransformerEncoderLayer::from_config(nn::TransformerEncoderLayerConfig {
-                d_model: kw_i(cfg, "d_model", 0),
-                nhead: kw_i(cfg, "nhead", 1),
+            let activation = s(nn::TransformerActivation::from_name(
+                cfg.get("activation").and_then(Value::as_str).unwrap_or("relu"),
+            ))?;
+            let opts = nn::TransformerLayerOptions {
                 dim_feedforward: kw_i(cfg, "dim_feedforward", 2048),
                 dropout: kw_f(cfg, "dropout", 0.1),
-                activation: cfg.get("activation").and_then(Value::as_str).unwrap_or("relu").to_string(),
+                activation,
                 layer_norm_eps: kw_f(cfg, "layer_norm_eps", 1e-5),
                 batch_first: kw_b(cfg, "batch_first", false),
                 norm_first: kw_b(cfg, "norm_first", false),
                 bias: kw_b(cfg, "bias", true),
-            }))?))
+            };
+            Box::new(Single(s(nn::TransformerEncoderLayer::with_options(
+                kw_i(cfg, "d_model", 0),
+                kw_i(cfg, "nhead", 1),
+                &opts,
+            ))?))
         }
         "MaxPool2d" => {
             let k = kw_ints(cfg, "kernel_size", &[1]);
@@ -270,16 +294,15 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
     Ok(m)
 }
 
-fn cfg_rnn(cfg: &Value) -> nn::RnnConfig {
-    nn::RnnConfig {
-        input_size: kw_i(cfg, "input_size", 0),
-        hidden_size: kw_i(cfg, "hidden_size", 0),
+fn cfg_rnn(cfg: &Value) -> nn::RNNOptions {
+    nn::RNNOptions {
         num_layers: kw_i(cfg, "num_layers", 1),
         nonlinearity: cfg.get("nonlinearity").and_then(Value::as_str).unwrap_or("tanh").to_string(),
         bias: kw_b(cfg, "bias", true),
         batch_first: kw_b(cfg, "batch_first", false),
         dropout: kw_f(cfg, "dropout", 0.0),
         bidirectional: kw_b(cfg, "bidirectional", false),
+        proj_size: kw_i(cfg, "proj_size", 0),
     }
 }
 

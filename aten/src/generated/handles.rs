@@ -23340,7 +23340,108 @@ pub mod addcmul {
     }
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1270)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1270)
+pub mod addcmul_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "addcmul_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, Scalar) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | tensor1.key_set() | tensor2.key_set());
+        dispatch(op, ks, self_, tensor1, tensor2, value)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, tensor1, tensor2, value)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, tensor1, tensor2, value),
+            None => call_boxed_kernel(&k, op, ks, self_, tensor1, tensor2, value),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(tensor1), IValue::from(tensor2), IValue::from(value)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let tensor1 = a[1].to_tensor(NAME, "tensor1")?;
+                let tensor2 = a[2].to_tensor(NAME, "tensor2")?;
+                let value = a[3].to_scalar(NAME, "value")?;
+                let r = f(ks, self_, tensor1, tensor2, value)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
 pub mod addcdiv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23440,7 +23541,108 @@ pub mod addcdiv {
     }
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1275)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
+pub mod addcdiv_ {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "addcdiv_";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor, Scalar) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | tensor1.key_set() | tensor2.key_set());
+        dispatch(op, ks, self_, tensor1, tensor2, value)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, tensor1, tensor2, value)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, tensor1, tensor2, value),
+            None => call_boxed_kernel(&k, op, ks, self_, tensor1, tensor2, value),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        tensor1: &Tensor,
+        tensor2: &Tensor,
+        value: Scalar,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(tensor1), IValue::from(tensor2), IValue::from(value)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let tensor1 = a[1].to_tensor(NAME, "tensor1")?;
+                let tensor2 = a[2].to_tensor(NAME, "tensor2")?;
+                let value = a[3].to_scalar(NAME, "value")?;
+                let r = f(ks, self_, tensor1, tensor2, value)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1285)
 pub mod clamp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23530,7 +23732,7 @@ pub mod clamp {
     }
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1280)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1290)
 pub mod masked_fill_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23620,7 +23822,7 @@ pub mod masked_fill_scalar {
     }
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1285)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1295)
 pub mod leaky_relu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23707,7 +23909,7 @@ pub mod leaky_relu {
     }
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1290)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1300)
 pub mod hardtanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23797,7 +23999,7 @@ pub mod hardtanh {
     }
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1295)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1305)
 pub mod elu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23897,7 +24099,7 @@ pub mod elu {
     }
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1300)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1310)
 pub mod softplus {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23987,7 +24189,7 @@ pub mod softplus {
     }
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1305)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1315)
 pub mod gelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24069,7 +24271,7 @@ pub mod gelu {
     }
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1310)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1320)
 pub mod logit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24151,7 +24353,7 @@ pub mod logit {
     }
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1317)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1327)
 pub mod sum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24238,7 +24440,7 @@ pub mod sum {
     }
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1322)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1332)
 pub mod sum_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24338,7 +24540,7 @@ pub mod sum_dim_intlist {
     }
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1327)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
 pub mod mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24425,7 +24627,7 @@ pub mod mean {
     }
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1332)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
 pub mod mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24525,7 +24727,7 @@ pub mod mean_dim {
     }
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
 pub mod prod_dim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24625,7 +24827,7 @@ pub mod prod_dim_int {
     }
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1342)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1352)
 pub mod var_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24726,7 +24928,7 @@ pub mod var_correction {
     }
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1347)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1357)
 pub mod std_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24827,7 +25029,7 @@ pub mod std_correction {
     }
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1352)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1362)
 pub mod max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24907,7 +25109,7 @@ pub mod max {
     }
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1357)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1367)
 pub mod max_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25002,7 +25204,7 @@ pub mod max_dim {
     }
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1362)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1372)
 pub mod min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25082,7 +25284,7 @@ pub mod min {
     }
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1367)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
 pub mod min_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25177,7 +25379,7 @@ pub mod min_dim {
     }
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1372)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1382)
 pub mod amax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25267,7 +25469,7 @@ pub mod amax {
     }
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1377)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1387)
 pub mod amin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25357,7 +25559,7 @@ pub mod amin {
     }
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1382)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
 pub mod argmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25447,7 +25649,7 @@ pub mod argmax {
     }
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1387)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
 pub mod argmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25537,7 +25739,7 @@ pub mod argmin {
     }
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
 pub mod logsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25627,7 +25829,7 @@ pub mod logsumexp {
     }
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1397)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1407)
 pub mod all {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25707,7 +25909,7 @@ pub mod all {
     }
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1402)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1412)
 pub mod any {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25787,7 +25989,7 @@ pub mod any {
     }
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1417)
 pub mod any_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25877,7 +26079,7 @@ pub mod any_dim {
     }
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1422)
 pub mod all_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25967,7 +26169,7 @@ pub mod all_dim {
     }
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1417)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1427)
 pub mod cumsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26057,7 +26259,7 @@ pub mod cumsum {
     }
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1422)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1432)
 pub mod cumprod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26147,7 +26349,7 @@ pub mod cumprod {
     }
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1427)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
 pub mod softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26237,7 +26439,7 @@ pub mod softmax_int {
     }
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1432)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
 pub mod log_softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26327,7 +26529,7 @@ pub mod log_softmax_int {
     }
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1440)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1450)
 pub mod cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26409,7 +26611,7 @@ pub mod cat {
     }
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1444)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1454)
 pub mod cat_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26499,7 +26701,7 @@ pub mod cat_out {
     }
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1448)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1458)
 pub mod stack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26581,7 +26783,7 @@ pub mod stack {
     }
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1452)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1462)
 pub mod stack_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26671,7 +26873,7 @@ pub mod stack_out {
     }
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1456)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1466)
 pub mod split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26761,7 +26963,7 @@ pub mod split_tensor {
     }
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1461)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1471)
 pub mod split_with_sizes {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26851,7 +27053,7 @@ pub mod split_with_sizes {
     }
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1466)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
 pub mod chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26941,7 +27143,7 @@ pub mod chunk {
     }
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1471)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
 pub mod unbind_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27023,7 +27225,7 @@ pub mod unbind_int {
     }
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1476)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1486)
 pub mod meshgrid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27103,7 +27305,7 @@ pub mod meshgrid {
     }
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1480)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1490)
 pub mod meshgrid_indexing {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27190,7 +27392,7 @@ pub mod meshgrid_indexing {
     }
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1484)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1494)
 pub mod repeat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27272,7 +27474,7 @@ pub mod repeat {
     }
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1489)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1499)
 pub mod tile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27354,7 +27556,7 @@ pub mod tile {
     }
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1494)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1504)
 pub mod repeat_interleave_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27441,7 +27643,7 @@ pub mod repeat_interleave_tensor {
     }
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1498)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1508)
 pub mod repeat_interleave_self_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27541,7 +27743,7 @@ pub mod repeat_interleave_self_tensor {
     }
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1503)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1513)
 pub mod repeat_interleave_self_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27642,7 +27844,7 @@ pub mod repeat_interleave_self_int {
     }
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1508)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1518)
 pub mod flip {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27724,7 +27926,7 @@ pub mod flip {
     }
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1513)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1523)
 pub mod roll {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27814,7 +28016,7 @@ pub mod roll {
     }
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1518)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1528)
 pub mod rot90 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27904,7 +28106,7 @@ pub mod rot90 {
     }
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1523)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1533)
 pub mod tril {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27986,7 +28188,7 @@ pub mod tril {
     }
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1528)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1538)
 pub mod tril_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28068,7 +28270,7 @@ pub mod tril_ {
     }
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1533)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1543)
 pub mod tril_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28158,7 +28360,7 @@ pub mod tril_out {
     }
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1537)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
 pub mod triu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28240,7 +28442,7 @@ pub mod triu {
     }
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1542)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
 pub mod triu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28322,7 +28524,7 @@ pub mod triu_ {
     }
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1547)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
 pub mod triu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28412,7 +28614,7 @@ pub mod triu_out {
     }
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1551)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
 pub mod diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28494,7 +28696,7 @@ pub mod diag {
     }
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1556)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1566)
 pub mod diag_embed {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28587,7 +28789,7 @@ pub mod diag_embed {
     }
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1561)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1571)
 pub mod broadcast_to {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28669,7 +28871,7 @@ pub mod broadcast_to {
     }
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1566)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1576)
 pub mod movedim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28759,7 +28961,7 @@ pub mod movedim_intlist {
     }
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1571)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1581)
 pub mod movedim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28849,7 +29051,7 @@ pub mod movedim_int {
     }
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1576)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1586)
 pub mod unflatten_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28939,7 +29141,7 @@ pub mod unflatten_int {
     }
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1581)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1591)
 pub mod pad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29038,7 +29240,7 @@ pub mod pad {
     }
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1585)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1595)
 pub mod constant_pad_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29128,7 +29330,7 @@ pub mod constant_pad_nd {
     }
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1589)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1599)
 pub mod index_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29218,7 +29420,7 @@ pub mod index_select {
     }
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1594)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1604)
 pub mod index_select_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29311,7 +29513,7 @@ pub mod index_select_out {
     }
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1598)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1608)
 pub mod gather {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29411,7 +29613,7 @@ pub mod gather {
     }
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1603)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1613)
 pub mod gather_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29521,7 +29723,7 @@ pub mod gather_out {
     }
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1607)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1617)
 pub mod take {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29603,7 +29805,7 @@ pub mod take {
     }
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1612)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1622)
 pub mod scatter_src {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29696,7 +29898,7 @@ pub mod scatter_src {
     }
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1617)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1627)
 pub mod scatter_src_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29789,7 +29991,7 @@ pub mod scatter_src_ {
     }
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1622)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1632)
 pub mod scatter_src_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29894,7 +30096,7 @@ pub mod scatter_src_out {
     }
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1626)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1636)
 pub mod scatter_value {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29987,7 +30189,7 @@ pub mod scatter_value {
     }
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1631)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1641)
 pub mod scatter_value_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30080,7 +30282,7 @@ pub mod scatter_value_ {
     }
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1636)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1646)
 pub mod scatter_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30184,7 +30386,7 @@ pub mod scatter_reduce {
     }
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1641)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1651)
 pub mod scatter_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30289,7 +30491,7 @@ pub mod scatter_reduce_ {
     }
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1646)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1656)
 pub mod scatter_value_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30399,7 +30601,7 @@ pub mod scatter_value_reduce {
     }
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1651)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1661)
 pub mod scatter_value_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30509,7 +30711,7 @@ pub mod scatter_value_reduce_ {
     }
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1656)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1666)
 pub mod scatter_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30602,7 +30804,7 @@ pub mod scatter_add {
     }
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1661)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1671)
 pub mod scatter_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30695,7 +30897,7 @@ pub mod scatter_add_ {
     }
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1666)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1676)
 pub mod scatter_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30800,7 +31002,7 @@ pub mod scatter_add_out {
     }
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1670)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1680)
 pub mod index_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30910,7 +31112,7 @@ pub mod index_add {
     }
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1675)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1685)
 pub mod index_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31020,7 +31222,7 @@ pub mod index_add_ {
     }
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1680)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1690)
 pub mod index_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31141,7 +31343,7 @@ pub mod index_add_out {
     }
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1684)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1694)
 pub mod index_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31234,7 +31436,7 @@ pub mod index_copy {
     }
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1689)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1699)
 pub mod index_copy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31327,7 +31529,7 @@ pub mod index_copy_ {
     }
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1694)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1704)
 pub mod index_fill_int_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31420,7 +31622,7 @@ pub mod index_fill_int_scalar {
     }
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1699)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1709)
 pub mod index_fill_int_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31514,7 +31716,7 @@ pub mod index_fill_int_scalar_ {
     }
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1704)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1714)
 pub mod index_fill_int_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31607,7 +31809,7 @@ pub mod index_fill_int_tensor {
     }
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1709)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1719)
 pub mod index_fill_int_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31701,7 +31903,7 @@ pub mod index_fill_int_tensor_ {
     }
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1714)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1724)
 pub mod index_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31790,7 +31992,7 @@ pub mod index_tensor {
     }
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1719)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1729)
 pub mod index_put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31895,7 +32097,7 @@ pub mod index_put {
     }
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1724)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1734)
 pub mod index_put_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32000,7 +32202,7 @@ pub mod index_put_ {
     }
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1729)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1739)
 pub mod masked_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32082,7 +32284,7 @@ pub mod masked_select {
     }
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1734)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1744)
 pub mod masked_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32172,7 +32374,7 @@ pub mod masked_scatter {
     }
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1739)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1749)
 pub mod masked_scatter_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32262,7 +32464,7 @@ pub mod masked_scatter_ {
     }
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1744)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1754)
 pub mod nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32342,7 +32544,7 @@ pub mod nonzero {
     }
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1749)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1759)
 pub mod nonzero_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32424,7 +32626,7 @@ pub mod nonzero_out {
     }
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1753)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1763)
 pub mod count_nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32506,7 +32708,7 @@ pub mod count_nonzero {
     }
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1758)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1768)
 pub mod count_nonzero_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32588,7 +32790,7 @@ pub mod count_nonzero_dim_intlist {
     }
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1763)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1773)
 pub mod embedding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32703,7 +32905,7 @@ pub mod embedding {
     }
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1767)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1777)
 pub mod one_hot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32785,7 +32987,7 @@ pub mod one_hot {
     }
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1771)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1781)
 pub mod sort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32880,7 +33082,7 @@ pub mod sort {
     }
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1776)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1786)
 pub mod sort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32985,7 +33187,7 @@ pub mod sort_stable {
     }
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1781)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1791)
 pub mod argsort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33075,7 +33277,7 @@ pub mod argsort {
     }
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1786)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1796)
 pub mod argsort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33169,7 +33371,7 @@ pub mod argsort_stable {
     }
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
 pub mod topk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33278,7 +33480,7 @@ pub mod topk {
     }
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1806)
 pub mod kthvalue {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33383,7 +33585,7 @@ pub mod kthvalue {
     }
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1801)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1811)
 pub mod median {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33463,7 +33665,7 @@ pub mod median {
     }
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1806)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
 pub mod median_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33558,7 +33760,7 @@ pub mod median_dim {
     }
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
 pub mod cummax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33645,7 +33847,7 @@ pub mod cummax {
     }
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
 pub mod cummin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33732,7 +33934,7 @@ pub mod cummin {
     }
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1821)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1831)
 pub mod _unique2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33844,7 +34046,7 @@ pub mod _unique2 {
     }
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1825)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1835)
 pub mod norm_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33926,7 +34128,7 @@ pub mod norm_scalar {
     }
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1830)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1840)
 pub mod norm_scalaropt_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34025,7 +34227,7 @@ pub mod norm_scalaropt_dim {
     }
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1835)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1845)
 pub mod norm_scalaropt_dim_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34130,7 +34332,7 @@ pub mod norm_scalaropt_dim_dtype {
     }
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1840)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1850)
 pub mod norm_scalaropt_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34220,7 +34422,7 @@ pub mod norm_scalaropt_dtype {
     }
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1848)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1858)
 pub mod mm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34302,7 +34504,7 @@ pub mod mm {
     }
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1853)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1863)
 pub mod mm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34392,7 +34594,7 @@ pub mod mm_out {
     }
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1857)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1867)
 pub mod bmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34474,7 +34676,7 @@ pub mod bmm {
     }
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1862)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1872)
 pub mod bmm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34564,7 +34766,7 @@ pub mod bmm_out {
     }
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1866)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1876)
 pub mod addmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34668,7 +34870,7 @@ pub mod addmm {
     }
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1871)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1881)
 pub mod baddbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34778,7 +34980,7 @@ pub mod baddbmm {
     }
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1876)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
 pub mod addbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34888,7 +35090,7 @@ pub mod addbmm {
     }
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1881)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1891)
 pub mod mv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34970,7 +35172,7 @@ pub mod mv {
     }
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1886)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1896)
 pub mod dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35052,7 +35254,7 @@ pub mod dot {
     }
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1891)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1901)
 pub mod vdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35134,7 +35336,7 @@ pub mod vdot {
     }
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1896)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1906)
 pub mod outer {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35216,7 +35418,7 @@ pub mod outer {
     }
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1901)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1911)
 pub mod matmul {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35298,7 +35500,7 @@ pub mod matmul {
     }
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1906)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1916)
 pub mod linear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35389,7 +35591,7 @@ pub mod linear {
     }
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1910)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1920)
 pub mod tensordot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35489,7 +35691,7 @@ pub mod tensordot {
     }
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1914)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1924)
 pub mod einsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35579,7 +35781,7 @@ pub mod einsum {
     }
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1918)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1928)
 pub mod convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35743,7 +35945,134 @@ pub mod convolution {
     }
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1922)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1932)
+pub mod _convolution_weight_backward {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_convolution_weight_backward";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[i64], &[i64], &[i64], &[i64], i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        grad_output: &Tensor,
+        input: &Tensor,
+        weight_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(grad_output.key_set() | input.key_set());
+        dispatch(op, ks, grad_output, input, weight_size, stride, padding, dilation, groups)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        input: &Tensor,
+        weight_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, grad_output, input, weight_size, stride, padding, dilation, groups)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        input: &Tensor,
+        weight_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, grad_output, input, weight_size, stride, padding, dilation, groups),
+            None => call_boxed_kernel(&k, op, ks, grad_output, input, weight_size, stride, padding, dilation, groups),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        input: &Tensor,
+        weight_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        groups: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(grad_output),
+            IValue::from(input),
+            IValue::from(weight_size),
+            IValue::from(stride),
+            IValue::from(padding),
+            IValue::from(dilation),
+            IValue::from(groups),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let grad_output = a[0].to_tensor(NAME, "grad_output")?;
+                let input = a[1].to_tensor(NAME, "input")?;
+                let weight_size = a[2].to_int_list(NAME, "weight_size", None)?;
+                let stride = a[3].to_int_list(NAME, "stride", None)?;
+                let padding = a[4].to_int_list(NAME, "padding", None)?;
+                let dilation = a[5].to_int_list(NAME, "dilation", None)?;
+                let groups = a[6].to_int(NAME, "groups")?;
+                let r = f(ks, grad_output, input, &weight_size, &stride, &padding, &dilation, groups)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1936)
 pub mod conv1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35871,7 +36200,7 @@ pub mod conv1d {
     }
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1926)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1940)
 pub mod conv2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35999,7 +36328,7 @@ pub mod conv2d {
     }
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1930)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1944)
 pub mod conv3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36127,7 +36456,7 @@ pub mod conv3d {
     }
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1934)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1948)
 pub mod conv1d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36255,7 +36584,7 @@ pub mod conv1d_padding {
     }
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1938)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1952)
 pub mod conv2d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36383,7 +36712,7 @@ pub mod conv2d_padding {
     }
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1942)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1956)
 pub mod conv3d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36511,7 +36840,7 @@ pub mod conv3d_padding {
     }
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1946)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1960)
 pub mod conv_transpose1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36648,7 +36977,7 @@ pub mod conv_transpose1d {
     }
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1964)
 pub mod conv_transpose2d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36785,7 +37114,7 @@ pub mod conv_transpose2d_input {
     }
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1954)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1968)
 pub mod conv_transpose3d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36922,7 +37251,7 @@ pub mod conv_transpose3d_input {
     }
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1958)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1972)
 pub mod max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37043,7 +37372,7 @@ pub mod max_pool1d {
     }
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1962)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1976)
 pub mod max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37164,7 +37493,7 @@ pub mod max_pool2d {
     }
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1966)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1980)
 pub mod max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37285,7 +37614,7 @@ pub mod max_pool3d {
     }
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1970)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1984)
 pub mod max_pool1d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37411,7 +37740,7 @@ pub mod max_pool1d_with_indices {
     }
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1974)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1988)
 pub mod max_pool2d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37537,7 +37866,153 @@ pub mod max_pool2d_with_indices {
     }
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1978)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:1992)
+pub mod max_pool2d_with_indices_backward {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "max_pool2d_with_indices_backward";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, &Tensor, &Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(grad_output.key_set() | self_.key_set() | indices.key_set());
+        dispatch(op, ks, grad_output, self_, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, grad_output, self_, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, grad_output, self_, kernel_size, stride, padding, dilation, ceil_mode, indices),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                grad_output,
+                self_,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                ceil_mode,
+                indices,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        grad_output: &Tensor,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(grad_output),
+            IValue::from(self_),
+            IValue::from(kernel_size),
+            IValue::from(stride),
+            IValue::from(padding),
+            IValue::from(dilation),
+            IValue::from(ceil_mode),
+            IValue::from(indices),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let grad_output = a[0].to_tensor(NAME, "grad_output")?;
+                let self_ = a[1].to_tensor(NAME, "self")?;
+                let kernel_size = a[2].to_int_list(NAME, "kernel_size", Some(2))?;
+                let stride = a[3].to_int_list(NAME, "stride", Some(2))?;
+                let padding = a[4].to_int_list(NAME, "padding", Some(2))?;
+                let dilation = a[5].to_int_list(NAME, "dilation", Some(2))?;
+                let ceil_mode = a[6].to_bool(NAME, "ceil_mode")?;
+                let indices = a[7].to_tensor(NAME, "indices")?;
+                let r = f(ks, grad_output, self_, &kernel_size, &stride, &padding, &dilation, ceil_mode, indices)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1996)
 pub mod max_pool3d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37663,7 +38138,7 @@ pub mod max_pool3d_with_indices {
     }
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:1982)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2000)
 pub mod avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37784,7 +38259,7 @@ pub mod avg_pool1d {
     }
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1986)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2004)
 pub mod avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37922,7 +38397,7 @@ pub mod avg_pool2d {
     }
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:1990)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2008)
 pub mod avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38060,7 +38535,7 @@ pub mod avg_pool3d {
     }
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:1994)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2012)
 pub mod adaptive_avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38142,7 +38617,7 @@ pub mod adaptive_avg_pool1d {
     }
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:1998)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2016)
 pub mod adaptive_avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38224,7 +38699,7 @@ pub mod adaptive_avg_pool2d {
     }
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2002)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2020)
 pub mod adaptive_avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38306,7 +38781,7 @@ pub mod adaptive_avg_pool3d {
     }
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2006)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2024)
 pub mod adaptive_max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38398,7 +38873,7 @@ pub mod adaptive_max_pool1d {
     }
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2010)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2028)
 pub mod adaptive_max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38490,7 +38965,7 @@ pub mod adaptive_max_pool2d {
     }
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2014)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2032)
 pub mod adaptive_max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38582,7 +39057,7 @@ pub mod adaptive_max_pool3d {
     }
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2018)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2036)
 pub mod upsample_nearest1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38678,7 +39153,7 @@ pub mod upsample_nearest1d_vec {
     }
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2022)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2040)
 pub mod upsample_nearest2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38774,7 +39249,7 @@ pub mod upsample_nearest2d_vec {
     }
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2026)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2044)
 pub mod upsample_nearest3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38870,7 +39345,7 @@ pub mod upsample_nearest3d_vec {
     }
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2030)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2048)
 pub mod upsample_bilinear2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38979,7 +39454,7 @@ pub mod upsample_bilinear2d_vec {
     }
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2034)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2052)
 pub mod pixel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39061,7 +39536,7 @@ pub mod pixel_shuffle {
     }
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2038)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2056)
 pub mod pixel_unshuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39148,7 +39623,7 @@ pub mod pixel_unshuffle {
     }
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2042)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2060)
 pub mod scaled_dot_product_attention {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39289,7 +39764,7 @@ pub mod scaled_dot_product_attention {
     }
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2049)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2067)
 pub mod native_layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39416,7 +39891,7 @@ pub mod native_layer_norm {
     }
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2053)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2071)
 pub mod layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39541,7 +40016,7 @@ pub mod layer_norm {
     }
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2057)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2075)
 pub mod native_batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39699,7 +40174,7 @@ pub mod native_batch_norm {
     }
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2061)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2079)
 pub mod batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39868,7 +40343,7 @@ pub mod batch_norm {
     }
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2065)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2083)
 pub mod instance_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40050,7 +40525,7 @@ pub mod instance_norm {
     }
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2069)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2087)
 pub mod native_group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40204,7 +40679,7 @@ pub mod native_group_norm {
     }
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2073)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2091)
 pub mod group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40329,7 +40804,7 @@ pub mod group_norm {
     }
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2078)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2096)
 pub mod mse_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40419,7 +40894,7 @@ pub mod mse_loss {
     }
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2082)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2100)
 pub mod l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40509,7 +40984,7 @@ pub mod l1_loss {
     }
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2086)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2104)
 pub mod smooth_l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40609,7 +41084,7 @@ pub mod smooth_l1_loss {
     }
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2090)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2108)
 pub mod huber_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40709,7 +41184,7 @@ pub mod huber_loss {
     }
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2094)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2112)
 pub mod binary_cross_entropy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40812,7 +41287,7 @@ pub mod binary_cross_entropy {
     }
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2098)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2116)
 pub mod binary_cross_entropy_with_logits {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40932,7 +41407,7 @@ pub mod binary_cross_entropy_with_logits {
     }
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2102)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2120)
 pub mod kl_div {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41033,7 +41508,7 @@ pub mod kl_div {
     }
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2106)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2124)
 pub mod margin_ranking_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41142,7 +41617,7 @@ pub mod margin_ranking_loss {
     }
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2128)
 pub mod cosine_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41251,7 +41726,7 @@ pub mod cosine_embedding_loss {
     }
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2114)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2132)
 pub mod triplet_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41384,7 +41859,7 @@ pub mod triplet_margin_loss {
     }
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2118)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2136)
 pub mod nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41501,7 +41976,7 @@ pub mod nll_loss {
     }
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2122)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2140)
 pub mod nll_loss2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41618,7 +42093,7 @@ pub mod nll_loss2d {
     }
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2126)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2144)
 pub mod nll_loss_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41735,7 +42210,7 @@ pub mod nll_loss_nd {
     }
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2130)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2148)
 pub mod cross_entropy_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41858,7 +42333,7 @@ pub mod cross_entropy_loss {
     }
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2135)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2153)
 pub mod dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41942,7 +42417,7 @@ pub mod dropout {
     }
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2139)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2157)
 pub mod dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42026,7 +42501,7 @@ pub mod dropout_ {
     }
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2143)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2161)
 pub mod feature_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42110,7 +42585,7 @@ pub mod feature_dropout {
     }
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2147)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2165)
 pub mod feature_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42194,7 +42669,7 @@ pub mod feature_dropout_ {
     }
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2151)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2169)
 pub mod alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42278,7 +42753,7 @@ pub mod alpha_dropout {
     }
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2155)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2173)
 pub mod alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42362,7 +42837,7 @@ pub mod alpha_dropout_ {
     }
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2159)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2177)
 pub mod feature_alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42446,7 +42921,7 @@ pub mod feature_alpha_dropout {
     }
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2163)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2181)
 pub mod feature_alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42530,7 +43005,7 @@ pub mod feature_alpha_dropout_ {
     }
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2167)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2185)
 pub mod native_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42625,7 +43100,7 @@ pub mod native_dropout {
     }
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2172)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2190)
 pub mod erfinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42705,7 +43180,7 @@ pub mod erfinv {
     }
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2177)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2195)
 pub mod erfinv_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42785,7 +43260,7 @@ pub mod erfinv_ {
     }
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2182)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2200)
 pub mod erfinv_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42867,7 +43342,7 @@ pub mod erfinv_out {
     }
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2186)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
 pub mod sgn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42947,7 +43422,7 @@ pub mod sgn {
     }
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2191)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
 pub mod sgn_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43027,7 +43502,7 @@ pub mod sgn_ {
     }
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2196)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2214)
 pub mod sgn_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43109,7 +43584,7 @@ pub mod sgn_out {
     }
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2200)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
 pub mod square {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43189,7 +43664,7 @@ pub mod square {
     }
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2205)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
 pub mod square_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43269,7 +43744,7 @@ pub mod square_ {
     }
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2210)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
 pub mod selu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43349,7 +43824,7 @@ pub mod selu {
     }
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2232)
 pub mod selu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43429,7 +43904,7 @@ pub mod selu_ {
     }
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2236)
 pub mod isinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43509,7 +43984,7 @@ pub mod isinf {
     }
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2223)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2241)
 pub mod isfinite {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43589,7 +44064,7 @@ pub mod isfinite {
     }
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2246)
 pub mod isposinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43669,7 +44144,7 @@ pub mod isposinf {
     }
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2233)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2251)
 pub mod isposinf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43751,7 +44226,7 @@ pub mod isposinf_out {
     }
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2237)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
 pub mod isneginf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43831,7 +44306,7 @@ pub mod isneginf {
     }
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2242)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2260)
 pub mod isneginf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43913,7 +44388,7 @@ pub mod isneginf_out {
     }
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2246)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2264)
 pub mod nan_to_num {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44013,7 +44488,7 @@ pub mod nan_to_num {
     }
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2251)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2269)
 pub mod nan_to_num_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44113,7 +44588,7 @@ pub mod nan_to_num_ {
     }
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2256)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2274)
 pub mod nan_to_num_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44223,7 +44698,7 @@ pub mod nan_to_num_out {
     }
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2260)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2278)
 pub mod round_decimals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44305,7 +44780,7 @@ pub mod round_decimals {
     }
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2265)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2283)
 pub mod round_decimals_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44387,7 +44862,7 @@ pub mod round_decimals_ {
     }
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2288)
 pub mod round_decimals_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44477,7 +44952,7 @@ pub mod round_decimals_out {
     }
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2274)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
 pub mod bitwise_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44557,7 +45032,7 @@ pub mod bitwise_not {
     }
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2279)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2297)
 pub mod bitwise_not_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44637,7 +45112,7 @@ pub mod bitwise_not_ {
     }
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2302)
 pub mod bitwise_not_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44719,7 +45194,7 @@ pub mod bitwise_not_out {
     }
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2306)
 pub mod clamp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44809,7 +45284,7 @@ pub mod clamp_ {
     }
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2293)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2311)
 pub mod clamp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44909,7 +45384,7 @@ pub mod clamp_out {
     }
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2297)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2315)
 pub mod clamp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45008,7 +45483,7 @@ pub mod clamp_tensor {
     }
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2302)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
 pub mod clamp_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45107,7 +45582,7 @@ pub mod clamp_tensor_ {
     }
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2307)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2325)
 pub mod clamp_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45212,7 +45687,7 @@ pub mod clamp_tensor_out {
     }
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2311)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2329)
 pub mod clamp_min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45294,7 +45769,7 @@ pub mod clamp_min {
     }
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2316)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2334)
 pub mod clamp_min_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45376,7 +45851,7 @@ pub mod clamp_min_tensor {
     }
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2321)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2339)
 pub mod clamp_min_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45458,7 +45933,7 @@ pub mod clamp_min_ {
     }
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2326)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2344)
 pub mod clamp_min_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45540,7 +46015,7 @@ pub mod clamp_min_tensor_ {
     }
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2331)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2349)
 pub mod clamp_min_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45630,7 +46105,7 @@ pub mod clamp_min_out {
     }
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2353)
 pub mod clamp_min_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45720,7 +46195,7 @@ pub mod clamp_min_tensor_out {
     }
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2339)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2357)
 pub mod clamp_max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45802,7 +46277,7 @@ pub mod clamp_max {
     }
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2344)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2362)
 pub mod clamp_max_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45884,7 +46359,7 @@ pub mod clamp_max_tensor {
     }
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2349)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2367)
 pub mod clamp_max_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45966,7 +46441,7 @@ pub mod clamp_max_ {
     }
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2372)
 pub mod clamp_max_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46048,7 +46523,7 @@ pub mod clamp_max_tensor_ {
     }
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2359)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2377)
 pub mod clamp_max_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46138,7 +46613,7 @@ pub mod clamp_max_out {
     }
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2381)
 pub mod clamp_max_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46228,7 +46703,7 @@ pub mod clamp_max_tensor_out {
     }
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2367)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2385)
 pub mod relu6 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46308,7 +46783,7 @@ pub mod relu6 {
     }
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2389)
 pub mod relu6_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46388,7 +46863,7 @@ pub mod relu6_ {
     }
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2375)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2393)
 pub mod celu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46470,7 +46945,7 @@ pub mod celu {
     }
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2379)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2397)
 pub mod celu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46552,7 +47027,7 @@ pub mod celu_ {
     }
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2383)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2401)
 pub mod threshold {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46642,7 +47117,7 @@ pub mod threshold {
     }
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2387)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2405)
 pub mod threshold_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46732,7 +47207,7 @@ pub mod threshold_ {
     }
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2409)
 pub mod threshold_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46833,7 +47308,7 @@ pub mod threshold_out {
     }
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2395)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2413)
 pub mod glu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46915,7 +47390,7 @@ pub mod glu {
     }
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2399)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2417)
 pub mod prelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46997,7 +47472,7 @@ pub mod prelu {
     }
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2404)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2422)
 pub mod log_sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47077,7 +47552,7 @@ pub mod log_sigmoid {
     }
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2408)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2426)
 pub mod log_sigmoid_forward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47162,7 +47637,7 @@ pub mod log_sigmoid_forward {
     }
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2412)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2430)
 pub mod fmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47244,7 +47719,7 @@ pub mod fmax {
     }
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2417)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2435)
 pub mod fmax_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47334,7 +47809,7 @@ pub mod fmax_out {
     }
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2421)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2439)
 pub mod fmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47416,7 +47891,7 @@ pub mod fmin {
     }
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2426)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2444)
 pub mod fmin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47506,7 +47981,7 @@ pub mod fmin_out {
     }
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2430)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2448)
 pub mod hypot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47588,7 +48063,7 @@ pub mod hypot {
     }
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2435)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2453)
 pub mod hypot_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47670,7 +48145,7 @@ pub mod hypot_ {
     }
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2440)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2458)
 pub mod hypot_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47760,7 +48235,7 @@ pub mod hypot_out {
     }
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
 pub mod copysign_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47842,7 +48317,7 @@ pub mod copysign_tensor {
     }
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2449)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
 pub mod copysign_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47924,7 +48399,7 @@ pub mod copysign_tensor_ {
     }
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2454)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2472)
 pub mod copysign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48014,7 +48489,7 @@ pub mod copysign_out {
     }
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2458)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2476)
 pub mod copysign_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48096,7 +48571,7 @@ pub mod copysign_scalar {
     }
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2463)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
 pub mod copysign_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48178,7 +48653,7 @@ pub mod copysign_scalar_ {
     }
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2468)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2486)
 pub mod floor_divide {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48260,7 +48735,7 @@ pub mod floor_divide {
     }
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2473)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2491)
 pub mod floor_divide_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48342,7 +48817,7 @@ pub mod floor_divide_tensor_ {
     }
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2478)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2496)
 pub mod floor_divide_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48432,7 +48907,7 @@ pub mod floor_divide_out {
     }
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2482)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2500)
 pub mod floor_divide_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48514,7 +48989,7 @@ pub mod floor_divide_scalar {
     }
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2487)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
 pub mod floor_divide_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48596,7 +49071,7 @@ pub mod floor_divide_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2492)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2510)
 pub mod bitwise_and_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48678,7 +49153,7 @@ pub mod bitwise_and_tensor {
     }
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2497)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
 pub mod bitwise_and_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48760,7 +49235,7 @@ pub mod bitwise_and_scalar {
     }
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2502)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
 pub mod bitwise_and_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48842,7 +49317,7 @@ pub mod bitwise_and_scalar_tensor {
     }
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2524)
 pub mod bitwise_and_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48924,7 +49399,7 @@ pub mod bitwise_and_tensor_ {
     }
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2511)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2529)
 pub mod bitwise_and_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49006,7 +49481,7 @@ pub mod bitwise_and_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2516)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2534)
 pub mod bitwise_and_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49096,7 +49571,7 @@ pub mod bitwise_and_tensor_out {
     }
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2538)
 pub mod bitwise_or_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49178,7 +49653,7 @@ pub mod bitwise_or_tensor {
     }
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2525)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2543)
 pub mod bitwise_or_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49260,7 +49735,7 @@ pub mod bitwise_or_scalar {
     }
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
 pub mod bitwise_or_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49342,7 +49817,7 @@ pub mod bitwise_or_scalar_tensor {
     }
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2534)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2552)
 pub mod bitwise_or_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49424,7 +49899,7 @@ pub mod bitwise_or_tensor_ {
     }
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
 pub mod bitwise_or_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49506,7 +49981,7 @@ pub mod bitwise_or_scalar_ {
     }
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2544)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2562)
 pub mod bitwise_or_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49596,7 +50071,7 @@ pub mod bitwise_or_tensor_out {
     }
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
 pub mod bitwise_xor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49678,7 +50153,7 @@ pub mod bitwise_xor_tensor {
     }
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2553)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2571)
 pub mod bitwise_xor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49760,7 +50235,7 @@ pub mod bitwise_xor_scalar {
     }
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2558)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
 pub mod bitwise_xor_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49842,7 +50317,7 @@ pub mod bitwise_xor_scalar_tensor {
     }
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2580)
 pub mod bitwise_xor_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49924,7 +50399,7 @@ pub mod bitwise_xor_tensor_ {
     }
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
 pub mod bitwise_xor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50006,7 +50481,7 @@ pub mod bitwise_xor_scalar_ {
     }
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2572)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2590)
 pub mod bitwise_xor_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50096,7 +50571,7 @@ pub mod bitwise_xor_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2594)
 pub mod bitwise_left_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50178,7 +50653,7 @@ pub mod bitwise_left_shift_tensor {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2599)
 pub mod bitwise_left_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50260,7 +50735,7 @@ pub mod bitwise_left_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
 pub mod bitwise_left_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50342,7 +50817,7 @@ pub mod bitwise_left_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2608)
 pub mod bitwise_left_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50424,7 +50899,7 @@ pub mod bitwise_left_shift_tensor_ {
     }
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2613)
 pub mod bitwise_left_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50506,7 +50981,7 @@ pub mod bitwise_left_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2618)
 pub mod bitwise_left_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50597,7 +51072,7 @@ pub mod bitwise_left_shift_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2604)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2622)
 pub mod bitwise_left_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50688,7 +51163,7 @@ pub mod bitwise_left_shift_tensor_scalar_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
 pub mod bitwise_right_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50770,7 +51245,7 @@ pub mod bitwise_right_shift_tensor {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2631)
 pub mod bitwise_right_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50852,7 +51327,7 @@ pub mod bitwise_right_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
 pub mod bitwise_right_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50934,7 +51409,7 @@ pub mod bitwise_right_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2640)
 pub mod bitwise_right_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51016,7 +51491,7 @@ pub mod bitwise_right_shift_tensor_ {
     }
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2645)
 pub mod bitwise_right_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51098,7 +51573,7 @@ pub mod bitwise_right_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2650)
 pub mod bitwise_right_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51189,7 +51664,7 @@ pub mod bitwise_right_shift_tensor_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2636)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2654)
 pub mod bitwise_right_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51280,7 +51755,7 @@ pub mod bitwise_right_shift_tensor_scalar_out {
     }
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2658)
 pub mod logical_or {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51362,7 +51837,7 @@ pub mod logical_or {
     }
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2645)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2663)
 pub mod logical_xor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51444,7 +51919,7 @@ pub mod logical_xor {
     }
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2650)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2668)
 pub mod var_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51536,7 +52011,7 @@ pub mod var_mean {
     }
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2654)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2672)
 pub mod var_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51642,7 +52117,7 @@ pub mod var_mean_dim {
     }
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2658)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2676)
 pub mod var_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51752,7 +52227,7 @@ pub mod var_mean_correction {
     }
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2662)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2680)
 pub mod std_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51844,7 +52319,7 @@ pub mod std_mean {
     }
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2666)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2684)
 pub mod std_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51950,7 +52425,7 @@ pub mod std_mean_dim {
     }
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2670)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2688)
 pub mod std_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};

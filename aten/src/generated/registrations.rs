@@ -272,7 +272,9 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::isnan::SCHEMA).expect("generated schema parses");
     d.def(handles::lerp_scalar::SCHEMA).expect("generated schema parses");
     d.def(handles::addcmul::SCHEMA).expect("generated schema parses");
+    d.def(handles::addcmul_::SCHEMA).expect("generated schema parses");
     d.def(handles::addcdiv::SCHEMA).expect("generated schema parses");
+    d.def(handles::addcdiv_::SCHEMA).expect("generated schema parses");
     d.def(handles::clamp::SCHEMA).expect("generated schema parses");
     d.def(handles::masked_fill_scalar::SCHEMA).expect("generated schema parses");
     d.def(handles::leaky_relu::SCHEMA).expect("generated schema parses");
@@ -406,6 +408,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::tensordot::SCHEMA).expect("generated schema parses");
     d.def(handles::einsum::SCHEMA).expect("generated schema parses");
     d.def(handles::convolution::SCHEMA).expect("generated schema parses");
+    d.def(handles::_convolution_weight_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::conv1d::SCHEMA).expect("generated schema parses");
     d.def(handles::conv2d::SCHEMA).expect("generated schema parses");
     d.def(handles::conv3d::SCHEMA).expect("generated schema parses");
@@ -420,6 +423,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::max_pool3d::SCHEMA).expect("generated schema parses");
     d.def(handles::max_pool1d_with_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::max_pool2d_with_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_pool2d_with_indices_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::max_pool3d_with_indices::SCHEMA).expect("generated schema parses");
     d.def(handles::avg_pool1d::SCHEMA).expect("generated schema parses");
     d.def(handles::avg_pool2d::SCHEMA).expect("generated schema parses");
@@ -2371,6 +2375,44 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                 handles::hardswish_out::redispatch(ks & DispatchKeySet::after_ad_inplace_or_view_keyset(), self_, out)?
             };
             out.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcmul_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::addcmul_::kernel(|ks, self_, tensor1, tensor2, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::addcmul_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    tensor1,
+                    tensor2,
+                    value,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcdiv_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::addcdiv_::kernel(|ks, self_, tensor1, tensor2, value| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::addcdiv_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    tensor1,
+                    tensor2,
+                    value,
+                )?
+            };
+            self_.bump_version();
             Ok(r)
         }),
     )
@@ -5617,10 +5659,26 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::addcmul_::NAME,
+        DispatchKey::CPU,
+        handles::addcmul_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcmul_(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::addcdiv::NAME,
         DispatchKey::CPU,
         handles::addcdiv::kernel(|_ks, self_, tensor1, tensor2, value| {
             crate::native::pointwise::addcdiv(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcdiv_::NAME,
+        DispatchKey::CPU,
+        handles::addcdiv_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcdiv_(self_, tensor1, tensor2, value)
         }),
     )
     .expect("generated registration");
@@ -6377,6 +6435,24 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::_convolution_weight_backward::NAME,
+        DispatchKey::CPU,
+        handles::_convolution_weight_backward::kernel(
+            |_ks, grad_output, input, weight_size, stride, padding, dilation, groups| {
+                crate::native::conv::convolution_weight_backward(
+                    grad_output,
+                    input,
+                    weight_size,
+                    stride,
+                    padding,
+                    dilation,
+                    groups,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::max_pool1d::NAME,
         DispatchKey::CPU,
         handles::max_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
@@ -6414,6 +6490,25 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::max_pool2d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
             crate::native::pool::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d_with_indices_backward::NAME,
+        DispatchKey::CPU,
+        handles::max_pool2d_with_indices_backward::kernel(
+            |_ks, grad_output, self_, kernel_size, stride, padding, dilation, ceil_mode, indices| {
+                crate::native::pool::max_pool2d_with_indices_backward(
+                    grad_output,
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    dilation,
+                    ceil_mode,
+                    indices,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -611,6 +611,199 @@ pub fn convolution(
     }
 }
 
+/// Accumulates one range of images' weight gradient into `gw` (`[O, C/g * k]`, f32/f64):
+/// `gw_g += grad_g [O/g, L] @ cols_g^T [L, C/g * k]` per image and group (See Note
+/// [Convolution weight gradient]).
+#[allow(clippy::too_many_arguments)]
+fn conv_weight_backward_range<T: GemmFloat>(
+    g: &Geom,
+    dtype: ScalarType,
+    x: SendPtr<T>,
+    gy: SendPtr<T>,
+    gw: *mut T,
+    lo: usize,
+    hi: usize,
+    par: Parallelism,
+) -> Result<()> {
+    let cg = g.c / g.groups;
+    let og = g.o / g.groups;
+    let kg = cg * g.k_len();
+    let l = g.out_len();
+    let scratch = if g.is_pointwise() {
+        None
+    } else {
+        Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], dtype, c10::Device::CPU)?)
+    };
+    let cols_base = scratch.as_ref().map(|s| s.data_ptr() as *mut T);
+    for img in lo..hi {
+        // SAFETY: img < N, so the image offsets are inside the input and the gradient.
+        let xi = unsafe { x.get().add(img * g.c * g.in_len()) };
+        // SAFETY: as above.
+        let gi = unsafe { gy.get().add(img * g.o * l) };
+        let cols: *const T = match cols_base {
+            Some(cb) => {
+                // SAFETY: xi holds the image; cb holds C*k*L elements.
+                unsafe { im2col(g, xi, cb) };
+                cb
+            }
+            None => xi,
+        };
+        for gr in 0..g.groups {
+            // SAFETY: group gr's blocks of gw, grad and cols are in range; gw is this range's
+            // own accumulator.
+            unsafe {
+                gemm_one(
+                    og,
+                    kg,
+                    l,
+                    MatMut { ptr: gw.add(gr * og * kg), rs: kg as isize, cs: 1 },
+                    MatRef { ptr: gi.add(gr * og * l), rs: l as isize, cs: 1 },
+                    MatRef { ptr: cols.add(gr * kg * l), rs: 1, cs: l as isize },
+                    T::one(),
+                    Some(T::one()),
+                    par,
+                )
+            };
+        }
+    }
+    Ok(())
+}
+
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size,
+/// SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor`: the weight
+/// gradient of a (non-transposed) convolution.
+///
+/// Note [Convolution weight gradient]: each image is unfolded once (`im2col`, as in the
+/// forward) and its output gradient multiplied by the transposed columns, accumulating into
+/// the weight gradient; the batch is split into one range per thread, each with its own
+/// accumulator, summed at the end. The differentiable formula (a convolution of the input by
+/// the gradient) unfolds windows as large as the output, which is far slower; it is still what
+/// runs when the backward pass records a graph (`create_graph`), since this kernel has no
+/// derivative.
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_weight_backward(
+    grad_output: &Tensor,
+    input: &Tensor,
+    weight_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let op = "_convolution_weight_backward";
+    let nsp = weight_size.len().saturating_sub(2);
+    if !(1..=3).contains(&nsp) || input.dim() != nsp + 2 || grad_output.dim() != nsp + 2 || groups <= 0 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight size {weight_size:?}, input {:?} and grad_output {:?} do not describe a convolution",
+                input.sizes(),
+                grad_output.sizes()
+            ),
+        ));
+    }
+    let (is, gs) = (input.sizes(), grad_output.sizes());
+    if is[0] != gs[0] || gs[1] != weight_size[0] || is[1] != weight_size[1] * groups || weight_size[0] % groups != 0 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight size {weight_size:?} with groups={groups} does not fit input {is:?} and grad_output {gs:?}"
+            ),
+        ));
+    }
+    if input.dtype() != grad_output.dtype() || !input.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: input.dtype() });
+    }
+    let stride = expand_param(op, "stride", stride, nsp)?;
+    let padding = expand_param(op, "padding", padding, nsp)?;
+    let dilation = expand_param(op, "dilation", dilation, nsp)?;
+    for i in 0..nsp {
+        let expect = (is[2 + i] + 2 * padding[i] - dilation[i] * (weight_size[2 + i] - 1) - 1) / stride[i] + 1;
+        if expect != gs[2 + i] {
+            return Err(Error::shape(
+                op,
+                format!("grad_output {gs:?} is not the output size of input {is:?} for weight {weight_size:?}"),
+            ));
+        }
+    }
+    let dtype = input.dtype();
+    let compute = if matches!(dtype, ScalarType::F16 | ScalarType::BF16) { ScalarType::F32 } else { dtype };
+    let prep = |t: &Tensor| -> Result<Tensor> {
+        let c = ops::contiguous(t, c10::MemoryFormat::Contiguous)?;
+        if c.dtype() == compute {
+            Ok(c)
+        } else {
+            crate::native::copy::to_dtype(&c, compute)
+        }
+    };
+    let (x, gy) = (prep(input)?, prep(grad_output)?);
+    let geom = Geom {
+        n: is[0] as usize,
+        c: is[1] as usize,
+        o: gs[1] as usize,
+        groups: groups as usize,
+        input: to3(&is[2..], 1),
+        kernel: to3(&weight_size[2..], 1),
+        out: to3(&gs[2..], 1),
+        stride: to3(&stride, 1),
+        pad: to3(&padding, 0),
+        dil: to3(&dilation, 1),
+    };
+    let wlen = weight_size.iter().product::<i64>();
+    let threads = rayon::current_num_threads();
+    let parts = if threads > 1 && geom.n >= threads { threads } else { 1 };
+    let acc = ops::zeros(&[parts as i64, wlen], Some(compute), None, None, None)?;
+    if geom.n > 0 && wlen > 0 && geom.out_len() > 0 {
+        fn run<T: GemmFloat>(g: &Geom, x: &Tensor, gy: &Tensor, acc: &Tensor, parts: usize, wlen: usize) -> Result<()> {
+            let (xp, gp, ap) =
+                (SendPtr(x.data_ptr() as *mut T), SendPtr(gy.data_ptr() as *mut T), SendPtr(acc.data_ptr() as *mut T));
+            if parts == 1 {
+                return conv_weight_backward_range(
+                    g,
+                    x.dtype(),
+                    xp,
+                    gp,
+                    ap.get(),
+                    0,
+                    g.n,
+                    gemm_parallelism(g.o / g.groups, g.c / g.groups * g.k_len(), g.out_len()),
+                );
+            }
+            use rayon::prelude::*;
+            let chunk = g.n.div_ceil(parts);
+            (0..parts)
+                .into_par_iter()
+                .map(|t| {
+                    // SAFETY: row t of the [parts, wlen] accumulator belongs to this worker.
+                    let gw = unsafe { ap.get().add(t * wlen) };
+                    conv_weight_backward_range(
+                        g,
+                        x.dtype(),
+                        xp,
+                        gp,
+                        gw,
+                        (t * chunk).min(g.n),
+                        ((t + 1) * chunk).min(g.n),
+                        Parallelism::None,
+                    )
+                })
+                .collect::<Result<Vec<()>>>()?;
+            Ok(())
+        }
+        match compute {
+            ScalarType::F32 => run::<f32>(&geom, &x, &gy, &acc, parts, wlen as usize)?,
+            _ => run::<f64>(&geom, &x, &gy, &acc, parts, wlen as usize)?,
+        }
+    }
+    let gw = if parts == 1 { acc } else { ops::sum_dim_intlist(&acc, Some(&[0]), false, None)? };
+    let gw = ops::reshape(&gw, weight_size)?;
+    if compute != dtype {
+        crate::native::copy::to_dtype(&gw, dtype)
+    } else {
+        Ok(gw)
+    }
+}
+
 /// Adds a batch dimension to an unbatched input (`dim == nsp + 1`), checking the rank.
 fn batchify(op: &str, input: &Tensor, nsp: usize) -> Result<(Tensor, bool)> {
     match input.dim() {

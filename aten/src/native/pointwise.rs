@@ -195,14 +195,17 @@ pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tenso
     iter.output(0)
 }
 
-fn addc(op: &'static str, s: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
-    let iter = TensorIteratorConfig::new(op)
-        .add_output(None)
-        .add_input(s)
-        .add_input(t1)
-        .add_input(t2)
-        .promote_all()
-        .build()?;
+fn addc(
+    op: &'static str,
+    out: Option<&Tensor>,
+    s: &Tensor,
+    t1: &Tensor,
+    t2: &Tensor,
+    value: Scalar,
+    div: bool,
+) -> Result<Tensor> {
+    let iter =
+        TensorIteratorConfig::new(op).add_output(out).add_input(s).add_input(t1).add_input(t2).promote_all().build()?;
     let v = value.to_f64();
     c10::dispatch_all_types!(iter.common_dtype(), T => {
         if !T::DTYPE.is_floating_point() && div {
@@ -218,11 +221,19 @@ fn addc(op: &'static str, s: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar, d
 
 /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
-    addc("addcmul", self_, tensor1, tensor2, value, false)
+    addc("addcmul", None, self_, tensor1, tensor2, value, false)
+}
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+    addc("addcmul_", Some(self_), self_, tensor1, tensor2, value, false)
 }
 /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor`
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
-    addc("addcdiv", self_, tensor1, tensor2, value, true)
+    addc("addcdiv", None, self_, tensor1, tensor2, value, true)
+}
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)`
+pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
+    addc("addcdiv_", Some(self_), self_, tensor1, tensor2, value, true)
 }
 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`

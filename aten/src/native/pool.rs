@@ -304,8 +304,146 @@ fn max_pool_nd(
     let wins = pad3(wins, one);
     let mut shape = lead;
     shape.extend(&o);
+    let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count);
+    if c.dtype() == ScalarType::F32 && full_windows && wins[0].len() == 1 && wins[0][0].count == 1 {
+        return max_pool2d_f32(&c, in_sp, &wins, &shape);
+    }
     let (out, idx) = pool_kernel(&c, in_sp, &wins, Reduce::Max, &shape)?;
     Ok((out, idx.unwrap_or_else(|| Tensor::from_slice::<i64>(&[]))))
+}
+
+/// Note [Max pooling fast path]: the common 2-d case (f32, no padding, no dilation, every
+/// window inside the input) without the general window machinery: each output row reads `kh`
+/// input rows at fixed offsets. Same results (first maximum wins, NaN propagates) and the same
+/// flat in-plane indices as [`pool_kernel`].
+fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[i64]) -> Result<(Tensor, Tensor)> {
+    let out = Tensor::empty_uninit(shape, ScalarType::F32, x.device())?;
+    let idx = Tensor::empty_uninit(shape, ScalarType::I64, x.device())?;
+    let (ih, iw) = (in_sp[1], in_sp[2]);
+    let (hw, ww) = (&wins[1], &wins[2]);
+    let (oh, ow) = (hw.len(), ww.len());
+    let (in_plane, out_plane) = (ih * iw, oh * ow);
+    if out_plane == 0 || out.numel() == 0 {
+        return Ok((out, idx));
+    }
+    let planes = out.numel() as usize / out_plane;
+    let (xp, op, ip) =
+        (SendPtr(x.data_ptr() as *mut f32), SendPtr(out.data_ptr() as *mut f32), SendPtr(idx.data_ptr() as *mut i64));
+    let plane_fn = |p: usize| {
+        // SAFETY: p < planes, so the plane's input block is inside the contiguous input.
+        let xs = unsafe { std::slice::from_raw_parts(xp.get().add(p * in_plane), in_plane) };
+        // SAFETY: as above for the output; planes are disjoint between workers.
+        let os = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * out_plane), out_plane) };
+        // SAFETY: the index tensor has the output's shape.
+        let is = unsafe { std::slice::from_raw_parts_mut(ip.get().add(p * out_plane), out_plane) };
+        for (r, wh) in hw.iter().enumerate() {
+            let orow = &mut os[r * ow..(r + 1) * ow];
+            let irow = &mut is[r * ow..(r + 1) * ow];
+            for (q, wq) in ww.iter().enumerate() {
+                let mut best = f32::NEG_INFINITY;
+                let mut best_i = wh.first * iw + wq.first;
+                for a in 0..wh.count {
+                    let base = (wh.first + a) * iw + wq.first;
+                    for (c, &v) in xs[base..base + wq.count].iter().enumerate() {
+                        if v > best || v.is_nan() {
+                            best = v;
+                            best_i = base + c;
+                        }
+                    }
+                }
+                orow[q] = best;
+                irow[q] = best_i as i64;
+            }
+        }
+    };
+    if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+        (0..planes).into_par_iter().for_each(plane_fn);
+    } else {
+        (0..planes).for_each(plane_fn);
+    }
+    Ok((out, idx))
+}
+
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size,
+/// int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor`:
+/// scatters each output gradient to the input position its maximum came from (the indices are
+/// flat within each `H * W` plane), summing where windows overlap.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d_with_indices_backward(
+    grad_output: &Tensor,
+    self_: &Tensor,
+    _kernel_size: &[i64],
+    _stride: &[i64],
+    _padding: &[i64],
+    _dilation: &[i64],
+    _ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    max_pool_backward_nd("max_pool2d_with_indices_backward", 2, grad_output, self_, indices)
+}
+
+fn max_pool_backward_nd(
+    op: &str,
+    nsp: usize,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    if grad_output.sizes() != indices.sizes() || indices.dtype() != ScalarType::I64 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "grad_output {:?} and indices {:?} ({}) must have the same shape, indices int64",
+                grad_output.sizes(),
+                indices.sizes(),
+                indices.dtype().name()
+            ),
+        ));
+    }
+    if grad_output.dim() != self_.dim() || grad_output.dim() < nsp {
+        return Err(Error::shape(
+            op,
+            format!("grad_output {:?} does not match the input {:?}", grad_output.sizes(), self_.sizes()),
+        ));
+    }
+    let d = self_.dim();
+    let in_plane: usize = self_.sizes()[d - nsp..].iter().product::<i64>() as usize;
+    let out_plane: usize = grad_output.sizes()[d - nsp..].iter().product::<i64>() as usize;
+    let gi = ops::zeros(self_.sizes(), Some(grad_output.dtype()), None, Some(self_.device()), None)?;
+    if out_plane == 0 || in_plane == 0 || grad_output.numel() == 0 {
+        return Ok(gi);
+    }
+    let planes = grad_output.numel() as usize / out_plane;
+    let go = ops::contiguous(grad_output, c10::MemoryFormat::Contiguous)?;
+    let ix = ops::contiguous(indices, c10::MemoryFormat::Contiguous)?;
+    let ixs = ix.to_vec::<i64>()?;
+    if let Some(bad) = ixs.iter().find(|&&i| i < 0 || i as usize >= in_plane) {
+        return Err(Error::invalid(
+            op,
+            format!("index {bad} is out of bounds for a pooling plane of {in_plane} elements"),
+        ));
+    }
+    match_float!(go.dtype(), T, A => {
+        let gp = SendPtr(go.data_ptr() as *mut T);
+        let xp = SendPtr(gi.data_ptr() as *mut T);
+        let ixs = &ixs;
+        let plane_fn = |p: usize| {
+            // SAFETY: p < planes; the output-gradient plane is inside the contiguous tensor.
+            let g = unsafe { std::slice::from_raw_parts(gp.get().add(p * out_plane), out_plane) };
+            // SAFETY: as above for the input gradient; planes are disjoint between workers.
+            let dst = unsafe { std::slice::from_raw_parts_mut(xp.get().add(p * in_plane), in_plane) };
+            for (o, &v) in g.iter().enumerate() {
+                let i = ixs[p * out_plane + o] as usize;
+                dst[i] = T::from_acc(dst[i].to_acc() + v.to_acc());
+            }
+        };
+        if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
+            (0..planes).into_par_iter().for_each(plane_fn);
+        } else {
+            (0..planes).for_each(plane_fn);
+        }
+        Ok(gi)
+    }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
 }
 
 /// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor`

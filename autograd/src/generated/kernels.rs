@@ -2812,6 +2812,41 @@ pub(crate) fn addcmul(
     Ok(result_)
 }
 
+/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:236).
+pub(crate) fn addcmul_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), Some(tensor1), Some(tensor2)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AddcmulBackward0 {
+            core,
+            tensor1: SavedVariable::new(tensor1)?,
+            tensor2: SavedVariable::new(tensor2)?,
+            value: value.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::addcmul_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, tensor1, tensor2, value)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
 /// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:241).
 pub(crate) fn addcdiv(
     ks: DispatchKeySet,
@@ -2840,6 +2875,41 @@ pub(crate) fn addcdiv(
     if let Some(f) = grad_fn_ {
         let node: NodeRef = f.clone();
         ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:241).
+pub(crate) fn addcdiv_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    tensor1: &Tensor,
+    tensor2: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), Some(tensor1), Some(tensor2)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AddcdivBackward0 {
+            core,
+            tensor1: SavedVariable::new(tensor1)?,
+            tensor2: SavedVariable::new(tensor2)?,
+            value: value.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::addcdiv_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, tensor1, tensor2, value)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
     }
     Ok(result_)
 }
@@ -4406,7 +4476,12 @@ pub(crate) fn max_pool2d_with_indices(
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
         Some(Arc::new(MaxPool2dWithIndicesBackward0 {
             core,
-            self_sizes: self_.sizes().to_vec(),
+            self_: SavedVariable::new(self_)?,
+            kernel_size: kernel_size.to_vec(),
+            stride: stride.to_vec(),
+            padding: padding.to_vec(),
+            dilation: dilation.to_vec(),
+            ceil_mode: ceil_mode,
             result1: SavedVariable::default(),
         }))
     } else {
@@ -4433,7 +4508,48 @@ pub(crate) fn max_pool2d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:418): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:418).
+pub(crate) fn max_pool2d_with_indices_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    indices: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(grad_output), Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaxPool2dWithIndicesBackwardBackward0 { core, indices: SavedVariable::new(indices)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::max_pool2d_with_indices_backward::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            grad_output,
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:422): the decomposition when an input requires grad.
 pub(crate) fn native_layer_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4456,7 +4572,7 @@ pub(crate) fn native_layer_norm(
     )
 }
 
-/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:421).
+/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:425).
 pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4482,7 +4598,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
     Ok(result_)
 }
 
-/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:425).
+/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:429).
 pub(crate) fn binary_cross_entropy_with_logits(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4524,7 +4640,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:429).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:433).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4566,7 +4682,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:432).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:436).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4608,7 +4724,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:435).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:439).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4650,7 +4766,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:438): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:442): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4682,7 +4798,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:441).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:445).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4717,7 +4833,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:445).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:449).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4745,7 +4861,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:449).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:453).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4780,7 +4896,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:453).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:457).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4809,7 +4925,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:457).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:461).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4837,7 +4953,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:461).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:465).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4865,7 +4981,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:465).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:469).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4886,7 +5002,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:468).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:472).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4920,7 +5036,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:471).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:475).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4947,7 +5063,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:474).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:478).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4982,7 +5098,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:477).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:481).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5003,7 +5119,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:480).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:484).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5030,7 +5146,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:480).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:484).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5060,7 +5176,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:484).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:488).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5093,7 +5209,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:484).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:488).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5129,7 +5245,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:492).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5168,7 +5284,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:492).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:496).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5201,7 +5317,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:496).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:500).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5234,7 +5350,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:500): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:504): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5272,7 +5388,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:503): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:507): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5301,7 +5417,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:506): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:510): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5336,7 +5452,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:509): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:513): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -5345,7 +5461,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:512): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:516): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5364,7 +5480,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:515): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:519): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -5395,7 +5511,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:518): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:522): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5416,7 +5532,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:521): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:525): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5437,7 +5553,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:524).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:528).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5464,7 +5580,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:524).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:528).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5494,7 +5610,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:527).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:531).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5515,7 +5631,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:527).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:531).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5539,7 +5655,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:530).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:534).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5560,7 +5676,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:530).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:534).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5588,7 +5704,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:533).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:537).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5609,7 +5725,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:533).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:537).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5637,7 +5753,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:536).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:540).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5658,7 +5774,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:536).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:540).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5686,7 +5802,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:539).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:543).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5708,7 +5824,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:539).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:543).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5737,7 +5853,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:542).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:546).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5758,7 +5874,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:546).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:550).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5779,7 +5895,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:550).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:554).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5800,7 +5916,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:553).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:557).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5821,7 +5937,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:556).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:560).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5842,7 +5958,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:559).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:563).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5880,7 +5996,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:562).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:566).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5905,7 +6021,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:565).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:569).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5926,7 +6042,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:568).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:572).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5948,7 +6064,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:571).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:575).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5985,7 +6101,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:574).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:578).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6022,7 +6138,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:577).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:581).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6061,7 +6177,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:580).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:584).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6098,7 +6214,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:583).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:587).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6135,7 +6251,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:586).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:590).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6172,7 +6288,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:589).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:593).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6193,7 +6309,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:592).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:596).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6214,7 +6330,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:595).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:599).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6247,7 +6363,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:598).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:602).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6273,7 +6389,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:601).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:605).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -6299,7 +6415,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:604).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:608).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6325,7 +6441,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:607).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:611).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6346,7 +6462,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:614).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6367,7 +6483,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:614).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6654,7 +6770,11 @@ pub fn register_all(d: &aten::Dispatcher) {
         .expect("generated registration");
     d.register_kernel(handles::addcmul::NAME, DispatchKey::Autograd, handles::addcmul::kernel(addcmul))
         .expect("generated registration");
+    d.register_kernel(handles::addcmul_::NAME, DispatchKey::Autograd, handles::addcmul_::kernel(addcmul_))
+        .expect("generated registration");
     d.register_kernel(handles::addcdiv::NAME, DispatchKey::Autograd, handles::addcdiv::kernel(addcdiv))
+        .expect("generated registration");
+    d.register_kernel(handles::addcdiv_::NAME, DispatchKey::Autograd, handles::addcdiv_::kernel(addcdiv_))
         .expect("generated registration");
     d.register_kernel(handles::clamp::NAME, DispatchKey::Autograd, handles::clamp::kernel(clamp))
         .expect("generated registration");
@@ -6804,6 +6924,12 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::max_pool2d_with_indices::NAME,
         DispatchKey::Autograd,
         handles::max_pool2d_with_indices::kernel(max_pool2d_with_indices),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d_with_indices_backward::NAME,
+        DispatchKey::Autograd,
+        handles::max_pool2d_with_indices_backward::kernel(max_pool2d_with_indices_backward),
     )
     .expect("generated registration");
     d.register_kernel(

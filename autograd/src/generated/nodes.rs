@@ -4676,7 +4676,12 @@ impl Node for MaxPool1dWithIndicesBackward0 {
 /// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:414).
 pub struct MaxPool2dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) self_: SavedVariable,
+    pub(crate) kernel_size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) padding: Vec<i64>,
+    pub(crate) dilation: Vec<i64>,
+    pub(crate) ceil_mode: bool,
     pub(crate) result1: SavedVariable,
 }
 
@@ -4696,22 +4701,78 @@ impl Node for MaxPool2dWithIndicesBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_sizes = &self.self_sizes[..];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let kernel_size = &self.kernel_size[..];
+        let stride = &self.stride[..];
+        let padding = &self.padding[..];
+        let dilation = &self.dilation[..];
+        let ceil_mode = self.ceil_mode;
         let result1_own = self.result1.unpack(name)?;
         let result1 = &result1_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(max_pool_backward(grad, self_sizes, result1, 2)?);
+            out[at] = Some(ops::max_pool2d_with_indices_backward(
+                grad,
+                self_,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                ceil_mode,
+                result1,
+            )?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
+        self.self_.reset();
         self.result1.reset();
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:421).
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:418).
+pub struct MaxPool2dWithIndicesBackwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for MaxPool2dWithIndicesBackwardBackward0 {
+    fn name(&self) -> String {
+        "MaxPool2dWithIndicesBackwardBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MaxPool2dWithIndicesBackwardBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let indices_own = self.indices.unpack(name)?;
+        let indices = &indices_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(max_pool_double_backward(grad, indices, 2)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(zeros_like(grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+}
+
+/// Backward of `mse_loss` (autograd/derivatives.yaml:425).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4757,7 +4818,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:425).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:429).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4811,7 +4872,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:429).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:433).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4859,7 +4920,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:432).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:436).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4907,7 +4968,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:435).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:439).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4955,7 +5016,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:441).
+/// Backward of `topk` (autograd/derivatives.yaml:445).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4995,7 +5056,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:445).
+/// Backward of `sort` (autograd/derivatives.yaml:449).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5035,7 +5096,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:449).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:453).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5077,7 +5138,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:453).
+/// Backward of `median.dim` (autograd/derivatives.yaml:457).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5119,7 +5180,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:457).
+/// Backward of `cummax` (autograd/derivatives.yaml:461).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5159,7 +5220,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:461).
+/// Backward of `cummin` (autograd/derivatives.yaml:465).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5199,7 +5260,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:465).
+/// Backward of `logit` (autograd/derivatives.yaml:469).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5237,7 +5298,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:468).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:472).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5281,7 +5342,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:471).
+/// Backward of `cumprod` (autograd/derivatives.yaml:475).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5323,7 +5384,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:474).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:478).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5369,7 +5430,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:477).
+/// Backward of `repeat` (autograd/derivatives.yaml:481).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5404,7 +5465,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:480).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:484).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5446,7 +5507,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:484).
+/// Backward of `index_put` (autograd/derivatives.yaml:488).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5485,7 +5546,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:488).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:492).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5533,7 +5594,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:492).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:496).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5581,7 +5642,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:496).
+/// Backward of `kl_div` (autograd/derivatives.yaml:500).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5629,7 +5690,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:524).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:528).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5665,7 +5726,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:527).
+/// Backward of `selu` (autograd/derivatives.yaml:531).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5702,7 +5763,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:530).
+/// Backward of `celu` (autograd/derivatives.yaml:534).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5740,7 +5801,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:533).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:537).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5778,7 +5839,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:536).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:540).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5816,7 +5877,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:539).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:543).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5856,7 +5917,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:542).
+/// Backward of `fmax` (autograd/derivatives.yaml:546).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5900,7 +5961,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:546).
+/// Backward of `fmin` (autograd/derivatives.yaml:550).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5944,7 +6005,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:550).
+/// Backward of `glu` (autograd/derivatives.yaml:554).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5982,7 +6043,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:553).
+/// Backward of `rot90` (autograd/derivatives.yaml:557).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -6017,7 +6078,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:556).
+/// Backward of `diag` (autograd/derivatives.yaml:560).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6052,7 +6113,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:559).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:563).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6089,7 +6150,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:562).
+/// Backward of `masked_select` (autograd/derivatives.yaml:566).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6129,7 +6190,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:565).
+/// Backward of `take` (autograd/derivatives.yaml:569).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6167,7 +6228,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:568).
+/// Backward of `median` (autograd/derivatives.yaml:572).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6207,7 +6268,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:571).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:575).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6232,7 +6293,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:574).
+/// Backward of `ones_like` (autograd/derivatives.yaml:578).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6257,7 +6318,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:577).
+/// Backward of `full_like` (autograd/derivatives.yaml:581).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6282,7 +6343,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:580).
+/// Backward of `empty_like` (autograd/derivatives.yaml:584).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6307,7 +6368,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:583).
+/// Backward of `rand_like` (autograd/derivatives.yaml:587).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6332,7 +6393,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:586).
+/// Backward of `randn_like` (autograd/derivatives.yaml:590).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6357,7 +6418,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:589).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:593).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6382,7 +6443,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:592).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:596).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6407,7 +6468,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:595).
+/// Backward of `multinomial` (autograd/derivatives.yaml:599).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6432,7 +6493,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:598).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:602).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6457,7 +6518,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:601).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:605).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6482,7 +6543,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:604).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:608).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -6507,7 +6568,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:607).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:611).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6532,7 +6593,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:610).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:614).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }

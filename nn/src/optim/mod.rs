@@ -686,9 +686,9 @@ pub(crate) use param_group_methods;
 
 // ---- in-place helpers ----------------------------------------------------------------------
 //
-// aten has the out-of-place `addcmul`, `addcdiv`, `lerp` and `maximum` only; these compute the
-// result and copy it back, one temporary per call (the update loops stay per parameter, never
-// per element).
+// `addcmul_` and `addcdiv_` are aten's in-place kernels; aten has the out-of-place `lerp` and
+// `maximum` only, so those compute the result and copy it back, one temporary per call (the
+// update loops stay per parameter, never per element).
 
 pub(crate) fn float(v: f64) -> Scalar {
     Scalar::Float(v)
@@ -696,13 +696,13 @@ pub(crate) fn float(v: f64) -> Scalar {
 
 /// `t.addcmul_(a, b, value=value)`.
 pub(crate) fn addcmul_(t: &Tensor, a: &Tensor, b: &Tensor, value: f64) -> Result<()> {
-    t.copy_(&t.addcmul_with(a, b, float(value))?)?;
+    t.addcmul_with_(a, b, float(value))?;
     Ok(())
 }
 
 /// `t.addcdiv_(a, b, value=value)`.
 pub(crate) fn addcdiv_(t: &Tensor, a: &Tensor, b: &Tensor, value: f64) -> Result<()> {
-    t.copy_(&t.addcdiv_with(a, b, float(value))?)?;
+    t.addcdiv_with_(a, b, float(value))?;
     Ok(())
 }
 

@@ -90,8 +90,28 @@ fn state_dict_names_follow_pytorch() {
     assert_eq!(n.named_buffers().len(), 6);
 }
 
+/// Runs `check` after seeding the process-wide generator, retrying a few times: other tests of
+/// this binary draw from the same generator concurrently (see Note [Seeded tests race] in
+/// recurrent.rs); a race cannot produce PyTorch's exact numbers, so a real bug fails every try.
+fn seeded(check: impl Fn() -> bool, last: impl Fn()) {
+    for _ in 0..5 {
+        if check() {
+            return;
+        }
+    }
+    last();
+}
+
+fn matches(f: impl FnOnce()) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok()
+}
+
 #[test]
 fn seeded_initialisation_matches_pytorch() {
+    seeded(|| matches(seeded_initialisation), seeded_initialisation);
+}
+
+fn seeded_initialisation() {
     aten::manual_seed(0);
     let l = Linear::new(3, 2).unwrap();
     close(
@@ -135,6 +155,10 @@ fn seeded_initialisation_matches_pytorch() {
 
 #[test]
 fn init_functions_match_pytorch() {
+    seeded(|| matches(init_functions), init_functions);
+}
+
+fn init_functions() {
     let t = || ops::zeros(&[3, 5], None, None, None, None).unwrap();
     aten::manual_seed(0);
     let w = t();
