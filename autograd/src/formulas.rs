@@ -262,7 +262,7 @@ pub fn log_softmax_backward(grad: &Tensor, output: &Tensor, dim: i64) -> Result<
 
 /// `grad * (x > threshold)`.
 pub fn threshold_backward(grad: &Tensor, x: &Tensor, threshold: f64) -> Result<Tensor> {
-    masked(grad, &ops::gt_scalar(x, sf(threshold))?)
+    ops::threshold_backward(grad, x, sf(threshold))
 }
 
 /// Gradient of `sigmoid` from its result.
@@ -698,8 +698,15 @@ pub fn convolution_backward_weight(
 
 /// Gradient of `convolution` for `bias`: `grad` summed over every dim but the channels.
 pub fn convolution_backward_bias(grad: &Tensor) -> Result<Tensor> {
-    let dims: Vec<i64> = (0..grad.dim() as i64).filter(|&d| d != 1).collect();
-    ops::sum_dim_intlist(grad, Some(&dims), false, None)
+    // Sum the contiguous spatial run of each (image, channel) first, then over the batch: two
+    // single-dimension reductions instead of one over scattered dimensions.
+    let (n, c) = (grad.sizes()[0], grad.sizes()[1]);
+    if grad.numel() == 0 {
+        let dims: Vec<i64> = (0..grad.dim() as i64).filter(|&d| d != 1).collect();
+        return ops::sum_dim_intlist(grad, Some(&dims), false, None);
+    }
+    let rows = ops::sum_dim_intlist(&ops::reshape(grad, &[n, c, -1])?, Some(&[2]), false, None)?;
+    ops::sum_dim_intlist(&rows, Some(&[0]), false, None)
 }
 
 /// An error for formulas that are not available for some argument combination.

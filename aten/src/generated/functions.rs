@@ -1795,79 +1795,85 @@ pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar
     crate::handles::addcmul::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1270)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1270)
+#[inline]
+pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
+    crate::handles::threshold_backward::call(grad_output, self_, threshold)
+}
+
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1274)
 #[inline]
 pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul_::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1279)
 #[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
 #[inline]
 pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv_::call(self_, tensor1, tensor2, value)
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1285)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1289)
 #[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp::call(self_, min, max)
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1290)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1294)
 #[inline]
 pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::masked_fill_scalar::call(self_, mask, value)
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1295)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1299)
 #[inline]
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     crate::handles::leaky_relu::call(self_, negative_slope)
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1300)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1304)
 #[inline]
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     crate::handles::hardtanh::call(self_, min_val, max_val)
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1305)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1309)
 #[inline]
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     crate::handles::elu::call(self_, alpha, scale, input_scale)
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1310)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1314)
 #[inline]
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     crate::handles::softplus::call(self_, beta, threshold)
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1315)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1319)
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     crate::handles::gelu::call(self_, approximate)
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1320)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1324)
 #[inline]
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1327)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1331)
 #[inline]
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::sum::call(self_, dtype)
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1332)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1336)
 #[inline]
 pub fn sum_dim_intlist(
     self_: &Tensor,
@@ -1878,217 +1884,217 @@ pub fn sum_dim_intlist(
     crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
 #[inline]
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean::call(self_, dtype)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
 #[inline]
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
 #[inline]
 pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1352)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1356)
 #[inline]
 pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1357)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1361)
 #[inline]
 pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1362)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1366)
 #[inline]
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     crate::handles::max::call(self_)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1367)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1371)
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::max_dim::call(self_, dim, keepdim)
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1372)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
 #[inline]
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     crate::handles::min::call(self_)
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
 #[inline]
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::min_dim::call(self_, dim, keepdim)
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1382)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1386)
 #[inline]
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amax::call(self_, dim, keepdim)
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1387)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1391)
 #[inline]
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amin::call(self_, dim, keepdim)
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
 #[inline]
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmax::call(self_, dim, keepdim)
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
 #[inline]
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmin::call(self_, dim, keepdim)
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
 #[inline]
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::logsumexp::call(self_, dim, keepdim)
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1407)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1411)
 #[inline]
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     crate::handles::all::call(self_)
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1412)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1416)
 #[inline]
 pub fn any(self_: &Tensor) -> Result<Tensor> {
     crate::handles::any::call(self_)
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1417)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1421)
 #[inline]
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dim::call(self_, dim, keepdim)
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1422)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1426)
 #[inline]
 pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dim::call(self_, dim, keepdim)
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1427)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1431)
 #[inline]
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumsum::call(self_, dim, dtype)
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1432)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1436)
 #[inline]
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumprod::call(self_, dim, dtype)
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
 #[inline]
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::softmax_int::call(self_, dim, dtype)
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
 #[inline]
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1450)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1454)
 #[inline]
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::cat::call(tensors, dim)
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1454)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1458)
 #[inline]
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::cat_out::call(tensors, dim, out)
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1458)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1462)
 #[inline]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::stack::call(tensors, dim)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1462)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1466)
 #[inline]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::stack_out::call(tensors, dim, out)
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1466)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1470)
 #[inline]
 pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_tensor::call(self_, split_size, dim)
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1471)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1475)
 #[inline]
 pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes::call(self_, split_sizes, dim)
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::chunk::call(self_, chunks, dim)
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
 #[inline]
 pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_int::call(self_, dim)
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1486)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1490)
 #[inline]
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid::call(tensors)
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1490)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1494)
 #[inline]
 pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1494)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1498)
 #[inline]
 pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     crate::handles::repeat::call(self_, repeats)
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1499)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1503)
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::tile::call(self_, dims)
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1504)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1508)
 #[inline]
 pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
     crate::handles::repeat_interleave_tensor::call(repeats, output_size)
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1508)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1512)
 #[inline]
 pub fn repeat_interleave_self_tensor(
     self_: &Tensor,
@@ -2099,7 +2105,7 @@ pub fn repeat_interleave_self_tensor(
     crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1513)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1517)
 #[inline]
 pub fn repeat_interleave_self_int(
     self_: &Tensor,
@@ -2110,223 +2116,223 @@ pub fn repeat_interleave_self_int(
     crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1518)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1522)
 #[inline]
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::flip::call(self_, dims)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1523)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1527)
 #[inline]
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     crate::handles::roll::call(self_, shifts, dims)
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1528)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1532)
 #[inline]
 pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     crate::handles::rot90::call(self_, k_, dims)
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1533)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1537)
 #[inline]
 pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril::call(self_, diagonal)
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1538)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1542)
 #[inline]
 pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril_::call(self_, diagonal)
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1543)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1547)
 #[inline]
 pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::tril_out::call(self_, diagonal, out)
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1551)
 #[inline]
 pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu::call(self_, diagonal)
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1556)
 #[inline]
 pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu_::call(self_, diagonal)
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1561)
 #[inline]
 pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::triu_out::call(self_, diagonal, out)
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1565)
 #[inline]
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::diag::call(self_, diagonal)
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1566)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1570)
 #[inline]
 pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diag_embed::call(self_, offset, dim1, dim2)
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1571)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1575)
 #[inline]
 pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::broadcast_to::call(self_, size)
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1576)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1580)
 #[inline]
 pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     crate::handles::movedim_intlist::call(self_, source, destination)
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1581)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1585)
 #[inline]
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     crate::handles::movedim_int::call(self_, source, destination)
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1586)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1590)
 #[inline]
 pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     crate::handles::unflatten_int::call(self_, dim, sizes)
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1591)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1595)
 #[inline]
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     crate::handles::pad::call(self_, pad, mode, value)
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1595)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1599)
 #[inline]
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     crate::handles::constant_pad_nd::call(self_, pad, value)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1599)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1603)
 #[inline]
 pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     crate::handles::index_select::call(self_, dim, index)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1604)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1608)
 #[inline]
 pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::index_select_out::call(self_, dim, index, out)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1608)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1612)
 #[inline]
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     crate::handles::gather::call(self_, dim, index, sparse_grad)
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1613)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1617)
 #[inline]
 pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
     crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1617)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1621)
 #[inline]
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     crate::handles::take::call(self_, index)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1622)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1626)
 #[inline]
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src::call(self_, dim, index, src)
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1627)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1631)
 #[inline]
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_::call(self_, dim, index, src)
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1632)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1636)
 #[inline]
 pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_out::call(self_, dim, index, src, out)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1636)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1640)
 #[inline]
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value::call(self_, dim, index, value)
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1641)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1645)
 #[inline]
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value_::call(self_, dim, index, value)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1646)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1650)
 #[inline]
 pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1651)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1655)
 #[inline]
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1656)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
 #[inline]
 pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1661)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
 #[inline]
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1666)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1670)
 #[inline]
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add::call(self_, dim, index, src)
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1671)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1675)
 #[inline]
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_::call(self_, dim, index, src)
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1676)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1680)
 #[inline]
 pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_out::call(self_, dim, index, src, out)
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1680)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1684)
 #[inline]
 pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1685)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1689)
 #[inline]
 pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add_::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1690)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1694)
 #[inline]
 pub fn index_add_out(
     self_: &Tensor,
@@ -2339,103 +2345,103 @@ pub fn index_add_out(
     crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1694)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1698)
 #[inline]
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy::call(self_, dim, index, source)
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1699)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1703)
 #[inline]
 pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy_::call(self_, dim, index, source)
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1704)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1708)
 #[inline]
 pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1709)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1713)
 #[inline]
 pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1714)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1718)
 #[inline]
 pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1719)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
 #[inline]
 pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1724)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1728)
 #[inline]
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     crate::handles::index_tensor::call(self_, indices)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1729)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1733)
 #[inline]
 pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put::call(self_, indices, values, accumulate)
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1734)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1738)
 #[inline]
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put_::call(self_, indices, values, accumulate)
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1739)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1743)
 #[inline]
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::masked_select::call(self_, mask)
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1744)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1748)
 #[inline]
 pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter::call(self_, mask, source)
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1749)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1753)
 #[inline]
 pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter_::call(self_, mask, source)
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1754)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1758)
 #[inline]
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero::call(self_)
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1759)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1763)
 #[inline]
 pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1763)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1767)
 #[inline]
 pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1768)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1772)
 #[inline]
 pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1773)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1777)
 #[inline]
 pub fn embedding(
     weight: &Tensor,
@@ -2447,73 +2453,73 @@ pub fn embedding(
     crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1777)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1781)
 #[inline]
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     crate::handles::one_hot::call(self_, num_classes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1781)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1785)
 #[inline]
 pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort::call(self_, dim, descending)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1786)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1790)
 #[inline]
 pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort_stable::call(self_, stable, dim, descending)
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1791)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1795)
 #[inline]
 pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort::call(self_, dim, descending)
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1796)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1800)
 #[inline]
 pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort_stable::call(self_, stable, dim, descending)
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1805)
 #[inline]
 pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::topk::call(self_, k_, dim, largest, sorted)
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1806)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1810)
 #[inline]
 pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::kthvalue::call(self_, k_, dim, keepdim)
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1811)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1815)
 #[inline]
 pub fn median(self_: &Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
 #[inline]
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::median_dim::call(self_, dim, keepdim)
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1825)
 #[inline]
 pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
 #[inline]
 pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1831)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1835)
 #[inline]
 pub fn _unique2(
     self_: &Tensor,
@@ -2524,19 +2530,19 @@ pub fn _unique2(
     crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1835)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1839)
 #[inline]
 pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::norm_scalar::call(self_, p)
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1840)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1844)
 #[inline]
 pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1845)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1849)
 #[inline]
 pub fn norm_scalaropt_dim_dtype(
     self_: &Tensor,
@@ -2548,103 +2554,103 @@ pub fn norm_scalaropt_dim_dtype(
     crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1850)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1854)
 #[inline]
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1858)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1862)
 #[inline]
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1863)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1867)
 #[inline]
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mm_out::call(self_, mat2, out)
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1867)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1871)
 #[inline]
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1872)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1876)
 #[inline]
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bmm_out::call(self_, mat2, out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1876)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1880)
 #[inline]
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1881)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1885)
 #[inline]
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
 #[inline]
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1891)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1895)
 #[inline]
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1896)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1900)
 #[inline]
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1901)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1905)
 #[inline]
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1906)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1910)
 #[inline]
 pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1911)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
 #[inline]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1916)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1920)
 #[inline]
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::linear::call(input, weight, bias)
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1920)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1924)
 #[inline]
 pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
     crate::handles::tensordot::call(self_, other, dims_self, dims_other)
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1924)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1928)
 #[inline]
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::einsum::call(equation, tensors, path)
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1928)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1932)
 #[inline]
 pub fn convolution(
     input: &Tensor,
@@ -2670,7 +2676,7 @@ pub fn convolution(
     )
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1932)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1936)
 #[inline]
 pub fn _convolution_weight_backward(
     grad_output: &Tensor,
@@ -2692,7 +2698,7 @@ pub fn _convolution_weight_backward(
     )
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1936)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1940)
 #[inline]
 pub fn conv1d(
     input: &Tensor,
@@ -2706,7 +2712,7 @@ pub fn conv1d(
     crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1940)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1944)
 #[inline]
 pub fn conv2d(
     input: &Tensor,
@@ -2720,7 +2726,7 @@ pub fn conv2d(
     crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1944)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1948)
 #[inline]
 pub fn conv3d(
     input: &Tensor,
@@ -2734,7 +2740,7 @@ pub fn conv3d(
     crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1948)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1952)
 #[inline]
 pub fn conv1d_padding(
     input: &Tensor,
@@ -2748,7 +2754,7 @@ pub fn conv1d_padding(
     crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1952)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1956)
 #[inline]
 pub fn conv2d_padding(
     input: &Tensor,
@@ -2762,7 +2768,7 @@ pub fn conv2d_padding(
     crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1956)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1960)
 #[inline]
 pub fn conv3d_padding(
     input: &Tensor,
@@ -2776,7 +2782,7 @@ pub fn conv3d_padding(
     crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1960)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1964)
 #[inline]
 pub fn conv_transpose1d(
     input: &Tensor,
@@ -2791,7 +2797,7 @@ pub fn conv_transpose1d(
     crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1964)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1968)
 #[inline]
 pub fn conv_transpose2d(
     input: &Tensor,
@@ -2806,7 +2812,7 @@ pub fn conv_transpose2d(
     crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1968)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1972)
 #[inline]
 pub fn conv_transpose3d(
     input: &Tensor,
@@ -2821,7 +2827,7 @@ pub fn conv_transpose3d(
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1972)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1976)
 #[inline]
 pub fn max_pool1d(
     self_: &Tensor,
@@ -2834,7 +2840,7 @@ pub fn max_pool1d(
     crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1976)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1980)
 #[inline]
 pub fn max_pool2d(
     self_: &Tensor,
@@ -2847,7 +2853,7 @@ pub fn max_pool2d(
     crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1980)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1984)
 #[inline]
 pub fn max_pool3d(
     self_: &Tensor,
@@ -2860,7 +2866,7 @@ pub fn max_pool3d(
     crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1984)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1988)
 #[inline]
 pub fn max_pool1d_with_indices(
     self_: &Tensor,
@@ -2873,7 +2879,7 @@ pub fn max_pool1d_with_indices(
     crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1988)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1992)
 #[inline]
 pub fn max_pool2d_with_indices(
     self_: &Tensor,
@@ -2886,7 +2892,7 @@ pub fn max_pool2d_with_indices(
     crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:1992)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:1996)
 #[inline]
 pub fn max_pool2d_with_indices_backward(
     grad_output: &Tensor,
@@ -2910,7 +2916,7 @@ pub fn max_pool2d_with_indices_backward(
     )
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1996)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2000)
 #[inline]
 pub fn max_pool3d_with_indices(
     self_: &Tensor,
@@ -2923,7 +2929,7 @@ pub fn max_pool3d_with_indices(
     crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2000)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2004)
 #[inline]
 pub fn avg_pool1d(
     self_: &Tensor,
@@ -2936,7 +2942,7 @@ pub fn avg_pool1d(
     crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2004)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2008)
 #[inline]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -2958,7 +2964,7 @@ pub fn avg_pool2d(
     )
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2008)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2012)
 #[inline]
 pub fn avg_pool3d(
     self_: &Tensor,
@@ -2980,43 +2986,43 @@ pub fn avg_pool3d(
     )
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2012)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2016)
 #[inline]
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2016)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2020)
 #[inline]
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2020)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2024)
 #[inline]
 pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool3d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2024)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2028)
 #[inline]
 pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2028)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2032)
 #[inline]
 pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2032)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2036)
 #[inline]
 pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool3d::call(self_, output_size)
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2036)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2040)
 #[inline]
 pub fn upsample_nearest1d(
     input: &Tensor,
@@ -3026,7 +3032,7 @@ pub fn upsample_nearest1d(
     crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2040)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2044)
 #[inline]
 pub fn upsample_nearest2d(
     input: &Tensor,
@@ -3036,7 +3042,7 @@ pub fn upsample_nearest2d(
     crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2044)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2048)
 #[inline]
 pub fn upsample_nearest3d(
     input: &Tensor,
@@ -3046,7 +3052,7 @@ pub fn upsample_nearest3d(
     crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2048)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2052)
 #[inline]
 pub fn upsample_bilinear2d(
     input: &Tensor,
@@ -3057,19 +3063,19 @@ pub fn upsample_bilinear2d(
     crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2052)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2056)
 #[inline]
 pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2056)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2060)
 #[inline]
 pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2060)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2064)
 #[inline]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -3086,7 +3092,7 @@ pub fn scaled_dot_product_attention(
     )
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2067)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2071)
 #[inline]
 pub fn native_layer_norm(
     input: &Tensor,
@@ -3098,7 +3104,7 @@ pub fn native_layer_norm(
     crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2071)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2075)
 #[inline]
 pub fn layer_norm(
     input: &Tensor,
@@ -3111,7 +3117,7 @@ pub fn layer_norm(
     crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2075)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2079)
 #[inline]
 pub fn native_batch_norm(
     input: &Tensor,
@@ -3126,7 +3132,7 @@ pub fn native_batch_norm(
     crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2079)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2083)
 #[inline]
 pub fn batch_norm(
     input: &Tensor,
@@ -3152,7 +3158,7 @@ pub fn batch_norm(
     )
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2083)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2087)
 #[inline]
 pub fn instance_norm(
     input: &Tensor,
@@ -3178,7 +3184,7 @@ pub fn instance_norm(
     )
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2087)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2091)
 #[inline]
 pub fn native_group_norm(
     input: &Tensor,
@@ -3193,7 +3199,7 @@ pub fn native_group_norm(
     crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2091)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2095)
 #[inline]
 pub fn group_norm(
     input: &Tensor,
@@ -3206,31 +3212,31 @@ pub fn group_norm(
     crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2096)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2100)
 #[inline]
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::mse_loss::call(self_, target, reduction)
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2100)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2104)
 #[inline]
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::l1_loss::call(self_, target, reduction)
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2104)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2108)
 #[inline]
 pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
     crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2108)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2112)
 #[inline]
 pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
     crate::handles::huber_loss::call(self_, target, reduction, delta)
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2112)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2116)
 #[inline]
 pub fn binary_cross_entropy(
     self_: &Tensor,
@@ -3241,7 +3247,7 @@ pub fn binary_cross_entropy(
     crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2116)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2120)
 #[inline]
 pub fn binary_cross_entropy_with_logits(
     self_: &Tensor,
@@ -3253,13 +3259,13 @@ pub fn binary_cross_entropy_with_logits(
     crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2120)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2124)
 #[inline]
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     crate::handles::kl_div::call(self_, target, reduction, log_target)
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2124)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2128)
 #[inline]
 pub fn margin_ranking_loss(
     input1: &Tensor,
@@ -3271,7 +3277,7 @@ pub fn margin_ranking_loss(
     crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2128)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2132)
 #[inline]
 pub fn cosine_embedding_loss(
     input1: &Tensor,
@@ -3283,7 +3289,7 @@ pub fn cosine_embedding_loss(
     crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2132)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2136)
 #[inline]
 pub fn triplet_margin_loss(
     anchor: &Tensor,
@@ -3298,7 +3304,7 @@ pub fn triplet_margin_loss(
     crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2136)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2140)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3310,7 +3316,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2140)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2144)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3322,7 +3328,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2144)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2148)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3334,7 +3340,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2148)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2152)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3347,169 +3353,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2153)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2157)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2157)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2161)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2161)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2165)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2165)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2169)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2169)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2173)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2173)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2177)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2177)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2181)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2181)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2185)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2185)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2189)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2190)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2194)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2195)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2199)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2200)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2204)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2208)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2213)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2218)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2222)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2227)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2232)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2236)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2236)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2240)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2241)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2245)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2246)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2251)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2255)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2259)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2260)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2264)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2264)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2268)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2269)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2273)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2274)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2278)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3521,529 +3527,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2278)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2282)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2287)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2288)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2292)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2292)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2296)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2297)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2301)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2302)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2306)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2310)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2311)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2315)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2315)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2319)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2324)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2329)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2329)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2333)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2334)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2338)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2339)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2343)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2344)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2348)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2349)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2353)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2353)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2357)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2357)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2361)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2362)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2366)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2367)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2371)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2372)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2376)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2377)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2381)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2381)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2385)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2385)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2389)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2389)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2393)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2393)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2397)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2397)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2401)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2401)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2405)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2405)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2409)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2409)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2413)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2417)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2417)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2421)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2422)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2426)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2426)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2430)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2430)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2434)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2435)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2439)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2439)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2443)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2444)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2448)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2448)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2452)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2453)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2457)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2458)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2462)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2466)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2471)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2472)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2476)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2476)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2480)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2485)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2486)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2490)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2491)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2496)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2500)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2500)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2504)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2509)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2510)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2514)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2519)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2524)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2528)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2529)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2533)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2534)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2538)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2538)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2543)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2547)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2552)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2556)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2557)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2561)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2566)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2566)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2570)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2571)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2575)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2580)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2584)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2585)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2589)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2590)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2594)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2594)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2598)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2599)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2603)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2608)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2612)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2613)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2617)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2618)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2622)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2622)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2626)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2626)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2630)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2631)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2635)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2640)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2644)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2645)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2649)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2650)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2654)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2654)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2658)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2658)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2662)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2663)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2667)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2668)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2672)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2672)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2676)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2676)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2680)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4054,19 +4060,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2680)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2684)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2684)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2688)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2688)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2692)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,

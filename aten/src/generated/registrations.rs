@@ -272,6 +272,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::isnan::SCHEMA).expect("generated schema parses");
     d.def(handles::lerp_scalar::SCHEMA).expect("generated schema parses");
     d.def(handles::addcmul::SCHEMA).expect("generated schema parses");
+    d.def(handles::threshold_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::addcmul_::SCHEMA).expect("generated schema parses");
     d.def(handles::addcdiv::SCHEMA).expect("generated schema parses");
     d.def(handles::addcdiv_::SCHEMA).expect("generated schema parses");
@@ -5655,6 +5656,14 @@ pub fn register_cpu(d: &Dispatcher) {
         DispatchKey::CPU,
         handles::addcmul::kernel(|_ks, self_, tensor1, tensor2, value| {
             crate::native::pointwise::addcmul(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_backward::NAME,
+        DispatchKey::CPU,
+        handles::threshold_backward::kernel(|_ks, grad_output, self_, threshold| {
+            crate::native::pointwise::threshold_backward(grad_output, self_, threshold)
         }),
     )
     .expect("generated registration");

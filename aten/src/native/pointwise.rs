@@ -195,6 +195,55 @@ pub fn lerp_scalar(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tenso
     iter.output(0)
 }
 
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor`:
+/// `grad_output` where `self > threshold`, else 0 (the gradient of `relu` and `threshold`).
+/// Same-shaped contiguous f32 operands take a direct loop the compiler vectorises; everything
+/// else goes through the TensorIterator.
+pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
+    let th = threshold.to_f64();
+    let fast = grad_output.dtype() == ScalarType::F32
+        && self_.dtype() == ScalarType::F32
+        && grad_output.sizes() == self_.sizes()
+        && grad_output.is_contiguous()
+        && self_.is_contiguous()
+        && grad_output.device() == self_.device()
+        && self_.device().is_cpu();
+    if fast {
+        let out = Tensor::empty_uninit(self_.sizes(), ScalarType::F32, self_.device())?;
+        let n = out.numel() as usize;
+        if n > 0 {
+            let th = th as f32;
+            let (gp, xp, op) =
+                (grad_output.typed_data_ptr::<f32>()?, self_.typed_data_ptr::<f32>()?, out.typed_data_ptr::<f32>()?);
+            // SAFETY: the three tensors are contiguous f32 CPU tensors of n elements; `out` is
+            // fresh, so it aliases neither input.
+            let (g, x, o) = unsafe {
+                (
+                    std::slice::from_raw_parts(gp, n),
+                    std::slice::from_raw_parts(xp, n),
+                    std::slice::from_raw_parts_mut(op, n),
+                )
+            };
+            const CHUNK: usize = 1 << 16;
+            let body = |(o, (g, x)): (&mut [f32], (&[f32], &[f32]))| {
+                for ((o, &g), &x) in o.iter_mut().zip(g).zip(x) {
+                    *o = if x > th { g } else { 0.0 };
+                }
+            };
+            if n > CHUNK && rayon::current_num_threads() > 1 {
+                use rayon::prelude::*;
+                o.par_chunks_mut(CHUNK).zip(g.par_chunks(CHUNK).zip(x.par_chunks(CHUNK))).for_each(body);
+            } else {
+                body((o, (g, x)));
+            }
+        }
+        return Ok(out);
+    }
+    let iter = binary_iter("threshold_backward", grad_output, self_, false)?;
+    float_zip(&iter, "threshold_backward", move |g, x| if x > th { g } else { 0.0 })?;
+    iter.output(0)
+}
+
 fn addc(
     op: &'static str,
     out: Option<&Tensor>,

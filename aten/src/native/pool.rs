@@ -304,7 +304,8 @@ fn max_pool_nd(
     let wins = pad3(wins, one);
     let mut shape = lead;
     shape.extend(&o);
-    let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count);
+    let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count)
+        && wins[2].iter().all(|w| w.count == wins[2][0].count);
     if c.dtype() == ScalarType::F32 && full_windows && wins[0].len() == 1 && wins[0][0].count == 1 {
         return max_pool2d_f32(&c, in_sp, &wins, &shape);
     }
@@ -313,7 +314,7 @@ fn max_pool_nd(
 }
 
 /// Note [Max pooling fast path]: the common 2-d case (f32, no padding, no dilation, every
-/// window inside the input) without the general window machinery: each output row reads `kh`
+/// window inside the input, equally wide) without the general window machinery: each output row reads `kh`
 /// input rows at fixed offsets. Same results (first maximum wins, NaN propagates) and the same
 /// flat in-plane indices as [`pool_kernel`].
 fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[i64]) -> Result<(Tensor, Tensor)> {
@@ -339,20 +340,28 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         for (r, wh) in hw.iter().enumerate() {
             let orow = &mut os[r * ow..(r + 1) * ow];
             let irow = &mut is[r * ow..(r + 1) * ow];
+            orow.fill(f32::NEG_INFINITY);
             for (q, wq) in ww.iter().enumerate() {
-                let mut best = f32::NEG_INFINITY;
-                let mut best_i = wh.first * iw + wq.first;
-                for a in 0..wh.count {
-                    let base = (wh.first + a) * iw + wq.first;
-                    for (c, &v) in xs[base..base + wq.count].iter().enumerate() {
-                        if v > best || v.is_nan() {
-                            best = v;
-                            best_i = base + c;
+                irow[q] = (wh.first * iw + wq.first) as i64;
+            }
+            // The output columns are independent: sweep the window offsets outside and the
+            // columns inside, so consecutive comparisons do not wait on each other. Each
+            // output still sees its window in row-major order (the same maximum and index).
+            // Full windows: column q starts at x0 + q * sw.
+            let x0 = ww.first().map_or(0, |w| w.first);
+            let sw = if ow > 1 { ww[1].first - ww[0].first } else { 1 };
+            for a in 0..wh.count {
+                let row = (wh.first + a) * iw + x0;
+                for c in 0..ww.first().map_or(0, |w| w.count) {
+                    let base = row + c;
+                    let cols = xs[base..].iter().step_by(sw);
+                    for (q, ((o, ix), &v)) in orow.iter_mut().zip(irow.iter_mut()).zip(cols).enumerate() {
+                        if v > *o || v.is_nan() {
+                            *o = v;
+                            *ix = (base + q * sw) as i64;
                         }
                     }
                 }
-                orow[q] = best;
-                irow[q] = best_i as i64;
             }
         }
     };

@@ -4732,7 +4732,49 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:418).
+/// Backward of `threshold_backward` (autograd/derivatives.yaml:418).
+pub struct ThresholdBackwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) threshold: Scalar,
+}
+
+impl Node for ThresholdBackwardBackward0 {
+    fn name(&self) -> String {
+        "ThresholdBackwardBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ThresholdBackwardBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let threshold = self.threshold.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(threshold_backward(grad, self_, threshold.to_f64())?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(zeros_like(grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:422).
 pub struct MaxPool2dWithIndicesBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4772,7 +4814,7 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:425).
+/// Backward of `mse_loss` (autograd/derivatives.yaml:429).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4818,7 +4860,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:429).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:433).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4872,7 +4914,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:433).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:437).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4920,7 +4962,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:436).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:440).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4968,7 +5010,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:439).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:443).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5016,7 +5058,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:445).
+/// Backward of `topk` (autograd/derivatives.yaml:449).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5056,7 +5098,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:449).
+/// Backward of `sort` (autograd/derivatives.yaml:453).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5096,7 +5138,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:453).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:457).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5138,7 +5180,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:457).
+/// Backward of `median.dim` (autograd/derivatives.yaml:461).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5180,7 +5222,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:461).
+/// Backward of `cummax` (autograd/derivatives.yaml:465).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5220,7 +5262,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:465).
+/// Backward of `cummin` (autograd/derivatives.yaml:469).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5260,7 +5302,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:469).
+/// Backward of `logit` (autograd/derivatives.yaml:473).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5298,7 +5340,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:472).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:476).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5342,7 +5384,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:475).
+/// Backward of `cumprod` (autograd/derivatives.yaml:479).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5384,7 +5426,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:478).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:482).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5430,7 +5472,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:481).
+/// Backward of `repeat` (autograd/derivatives.yaml:485).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5465,7 +5507,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:484).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:488).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5507,7 +5549,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:488).
+/// Backward of `index_put` (autograd/derivatives.yaml:492).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5546,7 +5588,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:492).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:496).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5594,7 +5636,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:496).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:500).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5642,7 +5684,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:500).
+/// Backward of `kl_div` (autograd/derivatives.yaml:504).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5690,7 +5732,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:528).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:532).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5726,7 +5768,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:531).
+/// Backward of `selu` (autograd/derivatives.yaml:535).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5763,7 +5805,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:534).
+/// Backward of `celu` (autograd/derivatives.yaml:538).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5801,7 +5843,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:537).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:541).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5839,7 +5881,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:540).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:544).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5877,7 +5919,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:543).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:547).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5917,7 +5959,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:546).
+/// Backward of `fmax` (autograd/derivatives.yaml:550).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5961,7 +6003,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:550).
+/// Backward of `fmin` (autograd/derivatives.yaml:554).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6005,7 +6047,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:554).
+/// Backward of `glu` (autograd/derivatives.yaml:558).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6043,7 +6085,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:557).
+/// Backward of `rot90` (autograd/derivatives.yaml:561).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -6078,7 +6120,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:560).
+/// Backward of `diag` (autograd/derivatives.yaml:564).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6113,7 +6155,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:563).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:567).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6150,7 +6192,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:566).
+/// Backward of `masked_select` (autograd/derivatives.yaml:570).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6190,7 +6232,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:569).
+/// Backward of `take` (autograd/derivatives.yaml:573).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6228,7 +6270,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:572).
+/// Backward of `median` (autograd/derivatives.yaml:576).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6268,7 +6310,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:575).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:579).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6293,7 +6335,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:578).
+/// Backward of `ones_like` (autograd/derivatives.yaml:582).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6318,7 +6360,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:581).
+/// Backward of `full_like` (autograd/derivatives.yaml:585).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6343,7 +6385,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:584).
+/// Backward of `empty_like` (autograd/derivatives.yaml:588).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6368,7 +6410,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:587).
+/// Backward of `rand_like` (autograd/derivatives.yaml:591).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6393,7 +6435,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:590).
+/// Backward of `randn_like` (autograd/derivatives.yaml:594).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6418,7 +6460,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:593).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:597).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6443,7 +6485,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:596).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:600).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6468,7 +6510,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:599).
+/// Backward of `multinomial` (autograd/derivatives.yaml:603).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6493,7 +6535,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:602).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:606).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6518,7 +6560,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:605).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:609).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6543,7 +6585,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:608).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:612).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -6568,7 +6610,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:611).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:615).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6593,7 +6635,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:614).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:618).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }
