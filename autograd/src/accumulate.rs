@@ -46,7 +46,7 @@ impl Node for AccumulateGrad {
             let grad_mode = crate::grad_mode::is_grad_enabled();
             s.grad = Some(match s.grad.take() {
                 None if grad_mode => new,
-                None => fresh_copy(&new)?,
+                None => fresh_copy(&new, &self.variable)?,
                 Some(old) if grad_mode => aten::ops::add(&old, &new, Scalar::Int(1))?,
                 Some(old) => {
                     if crate::meta::requires_grad(&old) {
@@ -66,8 +66,11 @@ impl Node for AccumulateGrad {
 }
 
 /// The gradient to store as a new `.grad`: a copy (the engine's buffers may be shared with
-/// user-visible tensors such as `grad_outputs`), contiguous like the leaf when it is.
-fn fresh_copy(g: &Tensor) -> Result<Tensor> {
+/// user-visible tensors such as `grad_outputs`), contiguous like the leaf when it is (PyTorch's
+/// gradient layout contract: a linear layer's weight gradient arrives transposed from `mm`'s
+/// backward, and optimizers then update `param` and `.grad` with matching strides).
+fn fresh_copy(g: &Tensor, variable: &Tensor) -> Result<Tensor> {
     let d = crate::meta::detach(g);
-    aten::ops::clone(&d, None)
+    let format = variable.is_contiguous().then_some(c10::MemoryFormat::Contiguous);
+    aten::ops::clone(&d, format)
 }

@@ -108,6 +108,12 @@ pub fn save_state_dict(state: &StateDict, path: impl AsRef<Path>) -> Result<()> 
 }
 
 fn decode_le<T: Element, const N: usize>(data: &[u8], shape: &[i64], from_le: fn([u8; N]) -> T) -> Result<Tensor> {
+    if !data.len().is_multiple_of(N) {
+        return Err(Error::InvalidArgument {
+            op: "load_file".into(),
+            msg: format!("{} bytes is not a whole number of {N}-byte elements", data.len()),
+        });
+    }
     let values: Vec<T> = data
         .chunks_exact(N)
         .map(|c| {
@@ -135,7 +141,7 @@ pub fn decode(dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<Tensor> {
         Dtype::I8 => decode_le(data, &shape, i8::from_le_bytes),
         Dtype::U8 => decode_le(data, &shape, u8::from_le_bytes),
         Dtype::BOOL => decode_le(data, &shape, |[b]: [u8; 1]| b != 0),
-        other => Err(bad(&format!("unsupported safetensors dtype {other:?}"))),
+        other => Err(bad(&format!("dtype {other:?} is not supported"))),
     }
 }
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use aten::{IValue, Tensor};
-use c10::{bf16, f16, Element, MemoryFormat};
+use c10::MemoryFormat;
 use safetensors::{Dtype, SafeTensors};
 
 use super::args::call_op_tensor;
@@ -45,41 +45,11 @@ impl<'a> TensorStore<'a> {
     }
 }
 
-/// Decodes `N`-byte little-endian elements (see Note [Decoding safetensors bytes]).
-fn decode_le<T: Element, const N: usize>(
-    data: &[u8],
-    shape: &[i64],
-    from_le: fn([u8; N]) -> T,
-) -> Result<Tensor, String> {
-    if !data.len().is_multiple_of(N) {
-        return Err(format!("{} bytes is not a whole number of {N}-byte elements", data.len()));
-    }
-    let values: Vec<T> = data
-        .chunks_exact(N)
-        .map(|c| {
-            let mut b = [0u8; N];
-            b.copy_from_slice(c);
-            from_le(b)
-        })
-        .collect();
-    Tensor::from_vec(values, shape).map_err(|e| e.to_string())
-}
-
-/// Decodes the bytes of a safetensors entry into a contiguous CPU tensor of the same dtype.
+/// Decodes the bytes of a safetensors entry into a contiguous CPU tensor of the same dtype
+/// (`nn::serialize::decode`; see Note [Decoding safetensors bytes]).
 pub fn decode(dtype: Dtype, shape: &[i64], data: &[u8]) -> Result<Tensor, String> {
-    match dtype {
-        Dtype::F32 => decode_le(data, shape, f32::from_le_bytes),
-        Dtype::F64 => decode_le(data, shape, f64::from_le_bytes),
-        Dtype::F16 => decode_le(data, shape, f16::from_le_bytes),
-        Dtype::BF16 => decode_le(data, shape, bf16::from_le_bytes),
-        Dtype::I64 => decode_le(data, shape, i64::from_le_bytes),
-        Dtype::I32 => decode_le(data, shape, i32::from_le_bytes),
-        Dtype::I16 => decode_le(data, shape, i16::from_le_bytes),
-        Dtype::I8 => decode_le(data, shape, i8::from_le_bytes),
-        Dtype::U8 => decode_le(data, shape, u8::from_le_bytes),
-        Dtype::BOOL => decode_le(data, shape, |[b]: [u8; 1]| b != 0),
-        other => Err(format!("dtype {other:?} is not supported")),
-    }
+    let shape: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
+    nn::serialize::decode(dtype, &shape, data).map_err(|e| e.to_string())
 }
 
 /// A non-contiguous tensor with the values of `t` (whose raw contiguous bytes are `data`).
@@ -131,7 +101,7 @@ fn make_noncontiguous(t: &Tensor, dtype: Dtype, data: &[u8]) -> Result<Tensor, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use c10::ScalarType;
+    use c10::{bf16, f16, ScalarType};
 
     #[test]
     fn decodes_every_dtype_from_unaligned_bytes() {
