@@ -35,10 +35,17 @@ fn conv_weight_gradient_kernel_matches_formula() {
             let gy_shape = ops::conv2d(&x, &w.detach(), None, &[stride], &[pad], &[dil], groups).unwrap();
             let gy = rand(gy_shape.sizes(), 3, dtype);
             let y = ops::conv2d(&x, &w, None, &[stride], &[pad], &[dil], groups).unwrap();
-            let direct =
-                autograd::grad(&[y.clone()], &[w.clone()], &[Some(gy.clone())], Some(true), false, false).unwrap();
+            let direct = autograd::grad(
+                std::slice::from_ref(&y),
+                std::slice::from_ref(&w),
+                &[Some(gy.clone())],
+                Some(true),
+                false,
+                false,
+            )
+            .unwrap();
             let y2 = ops::conv2d(&x, &w, None, &[stride], &[pad], &[dil], groups).unwrap();
-            let recorded = autograd::grad(&[y2], &[w.clone()], &[Some(gy)], None, true, false).unwrap();
+            let recorded = autograd::grad(&[y2], std::slice::from_ref(&w), &[Some(gy)], None, true, false).unwrap();
             let (d, r) = (direct[0].as_ref().unwrap(), recorded[0].as_ref().unwrap());
             assert_eq!(d.sizes(), w.sizes());
             close(&vals(d), &vals(r), tol);
