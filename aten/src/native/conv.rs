@@ -67,6 +67,41 @@ impl<T> SendPtr<T> {
     }
 }
 
+/// One worker's column buffer (`[C * k, L]` from the caching allocator), or none for a
+/// pointwise convolution, whose input is already the column matrix.
+struct Columns {
+    scratch: Option<Tensor>,
+}
+
+impl Columns {
+    fn new(g: &Geom, dtype: ScalarType) -> Result<Columns> {
+        let scratch = if g.is_pointwise() {
+            None
+        } else {
+            Some(Tensor::empty_uninit(&[(g.c * g.k_len() * g.out_len()) as i64], dtype, c10::Device::CPU)?)
+        };
+        Ok(Columns { scratch })
+    }
+
+    /// Unfolds the image at `xi` into the buffer and returns the column matrix to multiply
+    /// (the image itself for a pointwise convolution).
+    ///
+    /// # Safety
+    /// `xi` holds one contiguous `[C, *in]` image of `g`, and the buffer was made for `g` with
+    /// the element type `T`; the result is valid until the next call or the drop of `self`.
+    unsafe fn unfold<T: Copy + num_traits::Zero>(&self, g: &Geom, xi: *const T) -> *const T {
+        match &self.scratch {
+            Some(buf) => {
+                let cb = buf.data_ptr() as *mut T;
+                // SAFETY: the caller's contract: xi holds the image; cb holds C*k*L elements.
+                unsafe { im2col(g, xi, cb) };
+                cb
+            }
+            None => xi,
+        }
+    }
+}
+
 /// Unfolds one image `x` (`[C, D, H, W]`, contiguous) into `cols` (`[C * k, L]`).
 ///
 /// # Safety
@@ -201,30 +236,18 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
     let (xp, wp, yp) =
         (SendPtr(x.data_ptr() as *mut T), SendPtr(w.data_ptr() as *mut T), SendPtr(y.data_ptr() as *mut T));
     let bp = bias.map(|b| SendPtr(b.data_ptr() as *mut T));
-    let pointwise = g.is_pointwise();
     let threads = rayon::current_num_threads();
     let by_batch = threads > 1 && g.n >= threads;
     // Images [lo, hi) with one column buffer; `par` is the GEMM's parallelism.
     let run = |lo: usize, hi: usize, par: Parallelism| -> Result<()> {
-        let scratch = if pointwise {
-            None
-        } else {
-            Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], x.dtype(), x.device())?)
-        };
-        let cols_base = scratch.as_ref().map(|s| s.data_ptr() as *mut T);
+        let columns = Columns::new(g, x.dtype())?;
         for img in lo..hi {
             // SAFETY: img < N, so the image offsets are inside x and y.
             let xi = unsafe { xp.get().add(img * g.c * g.in_len()) };
             // SAFETY: as above.
             let yi = unsafe { yp.get().add(img * g.o * l) };
-            let cols: *const T = match cols_base {
-                Some(cb) => {
-                    // SAFETY: x holds the image; cb holds C*k*L elements.
-                    unsafe { im2col(g, xi, cb) };
-                    cb
-                }
-                None => xi,
-            };
+            // SAFETY: xi holds one [C, *in] image of the contiguous input.
+            let cols = unsafe { columns.unfold(g, xi) };
             let beta = if let Some(b) = bp {
                 for o in 0..g.o {
                     // SAFETY: o < O; rows of y are L long.
@@ -629,25 +652,14 @@ fn conv_weight_backward_range<T: GemmFloat>(
     let og = g.o / g.groups;
     let kg = cg * g.k_len();
     let l = g.out_len();
-    let scratch = if g.is_pointwise() {
-        None
-    } else {
-        Some(Tensor::empty_uninit(&[(g.c * g.k_len() * l) as i64], dtype, c10::Device::CPU)?)
-    };
-    let cols_base = scratch.as_ref().map(|s| s.data_ptr() as *mut T);
+    let columns = Columns::new(g, dtype)?;
     for img in lo..hi {
         // SAFETY: img < N, so the image offsets are inside the input and the gradient.
         let xi = unsafe { x.get().add(img * g.c * g.in_len()) };
         // SAFETY: as above.
         let gi = unsafe { gy.get().add(img * g.o * l) };
-        let cols: *const T = match cols_base {
-            Some(cb) => {
-                // SAFETY: xi holds the image; cb holds C*k*L elements.
-                unsafe { im2col(g, xi, cb) };
-                cb
-            }
-            None => xi,
-        };
+        // SAFETY: xi holds one [C, *in] image of the contiguous input.
+        let cols = unsafe { columns.unfold(g, xi) };
         for gr in 0..g.groups {
             // SAFETY: group gr's blocks of gw, grad and cols are in range; gw is this range's
             // own accumulator.
