@@ -156,17 +156,8 @@ pub struct Loaded {
 /// Reads every tensor of a safetensors file (`safetensors.torch.load_file`), in file order.
 pub fn load_file(path: impl AsRef<Path>) -> Result<Loaded> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-    let bytes = read_all(&file).map_err(|e| io_err(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
     load_bytes(&bytes, path)
-}
-
-fn read_all(file: &std::fs::File) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = Vec::new();
-    let mut f = file;
-    f.read_to_end(&mut buf)?;
-    Ok(buf)
 }
 
 /// Parses safetensors bytes already in memory; `path` names the source in errors.

@@ -425,7 +425,10 @@ fn max_pool_backward_nd(
     let planes = grad_output.numel() as usize / out_plane;
     let go = ops::contiguous(grad_output, c10::MemoryFormat::Contiguous)?;
     let ix = ops::contiguous(indices, c10::MemoryFormat::Contiguous)?;
-    let ixs = ix.to_vec::<i64>()?;
+    let ip = ix.typed_data_ptr::<i64>()?;
+    // SAFETY: `ix` is a contiguous int64 CPU tensor of grad_output.numel() elements that lives
+    // until the end of this function; it is only read.
+    let ixs = unsafe { std::slice::from_raw_parts(ip as *const i64, ix.numel() as usize) };
     if let Some(bad) = ixs.iter().find(|&&i| i < 0 || i as usize >= in_plane) {
         return Err(Error::invalid(
             op,
@@ -435,7 +438,6 @@ fn max_pool_backward_nd(
     match_float!(go.dtype(), T, A => {
         let gp = SendPtr(go.data_ptr() as *mut T);
         let xp = SendPtr(gi.data_ptr() as *mut T);
-        let ixs = &ixs;
         let plane_fn = |p: usize| {
             // SAFETY: p < planes; the output-gradient plane is inside the contiguous tensor.
             let g = unsafe { std::slice::from_raw_parts(gp.get().add(p * out_plane), out_plane) };
