@@ -20,7 +20,7 @@
 //! registrations a program makes; a registry that frees would need reference counting or epochs
 //! on the hot path, which we rejected.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -40,6 +40,9 @@ pub type BoxedKernelFn = dyn Fn(&'static OperatorEntry, DispatchKeySet, &mut Sta
 #[derive(Clone, Copy)]
 pub struct KernelFunction {
     unboxed: Option<&'static (dyn Any + Send + Sync)>,
+    /// The `TypeId` of the typed function's signature, kept beside it so the typed call path
+    /// compares two constants instead of asking the trait object (a virtual call per dispatch).
+    unboxed_type: Option<TypeId>,
     boxed: Option<&'static BoxedKernelFn>,
     fallthrough: bool,
 }
@@ -57,14 +60,14 @@ impl fmt::Debug for KernelFunction {
 impl KernelFunction {
     /// The fallthrough kernel: the key is skipped and dispatch continues below it.
     pub fn fallthrough() -> Self {
-        KernelFunction { unboxed: None, boxed: None, fallthrough: true }
+        KernelFunction { unboxed: None, unboxed_type: None, boxed: None, fallthrough: true }
     }
 
     /// A kernel that only has the boxed convention (fallbacks, test kernels, the JIT).
     pub fn from_boxed(
         f: impl Fn(&'static OperatorEntry, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
-        KernelFunction { unboxed: None, boxed: Some(Box::leak(Box::new(f))), fallthrough: false }
+        KernelFunction { unboxed: None, unboxed_type: None, boxed: Some(Box::leak(Box::new(f))), fallthrough: false }
     }
 
     /// A typed kernel plus its boxed adapter. `F` is the operator's signature type (a `fn`
@@ -76,6 +79,7 @@ impl KernelFunction {
     ) -> Self {
         KernelFunction {
             unboxed: Some(Box::leak(Box::new(f))),
+            unboxed_type: Some(TypeId::of::<F>()),
             boxed: Some(Box::leak(Box::new(boxed))),
             fallthrough: false,
         }
@@ -90,7 +94,13 @@ impl KernelFunction {
     /// The typed function if the kernel has one of signature `F`.
     #[inline]
     pub fn unboxed<F: Any + Copy>(&self) -> Option<F> {
-        self.unboxed.and_then(|a| a.downcast_ref::<F>()).copied()
+        if self.unboxed_type != Some(TypeId::of::<F>()) {
+            return None;
+        }
+        let f = self.unboxed?;
+        // SAFETY: `unboxed_type` is the `TypeId` of the value behind `unboxed`: both are set
+        // together in `from_unboxed` from the same `F`, so the value is an `F`.
+        Some(unsafe { *(f as *const (dyn Any + Send + Sync) as *const F) })
     }
 
     /// Whether a boxed function is present.

@@ -36,6 +36,29 @@ pub fn maybe_multiply(t: &Tensor, s: &Scalar) -> Result<Tensor> {
     }
 }
 
+/// Whether a matrix is laid out column-major (its transpose is contiguous), PyTorch's test in
+/// `mm_mat1_backward` / `mm_mat2_backward`.
+fn is_column_major(t: &Tensor) -> bool {
+    t.dim() == 2 && t.strides()[0] == 1 && t.strides()[1] == t.sizes()[0]
+}
+
+/// Gradient of `mm(mat1, mat2)` (times `alpha`) for `mat1`: `grad @ mat2ᵀ`. When `mat1` is
+/// column-major (a transposed weight) it is computed as `(mat2 @ gradᵀ)ᵀ`, so the gradient has
+/// the layout of `mat1` and reaches the leaf as a contiguous tensor without a transposing copy.
+pub fn mm_mat1_backward(grad: &Tensor, mat1: &Tensor, mat2: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    let g =
+        if is_column_major(mat1) { ops::t(&ops::mm(mat2, &ops::t(grad)?)?)? } else { ops::mm(grad, &ops::t(mat2)?)? };
+    maybe_multiply(&g, alpha)
+}
+
+/// Gradient of `mm(mat1, mat2)` (times `alpha`) for `mat2`: `mat1ᵀ @ grad`, computed as
+/// `(gradᵀ @ mat1)ᵀ` when `mat2` is column-major (`linear`'s `weight.t()`), for the same reason.
+pub fn mm_mat2_backward(grad: &Tensor, mat1: &Tensor, mat2: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    let g =
+        if is_column_major(mat2) { ops::t(&ops::mm(&ops::t(grad)?, mat1)?)? } else { ops::mm(&ops::t(mat1)?, grad)? };
+    maybe_multiply(&g, alpha)
+}
+
 /// `t * x`.
 pub fn scale(t: &Tensor, x: f64) -> Result<Tensor> {
     ops::mul_scalar(t, sf(x))

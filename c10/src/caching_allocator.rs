@@ -52,18 +52,10 @@ impl ThreadStats {
 /// Every thread's counters (kept after a thread exits: its blocks may still be in use).
 static ALL_STATS: Mutex<Vec<Arc<ThreadStats>>> = Mutex::new(Vec::new());
 
-thread_local! {
-    static STATS: Arc<ThreadStats> = {
-        let s = Arc::new(ThreadStats::default());
-        ALL_STATS.lock().unwrap_or_else(|e| e.into_inner()).push(s.clone());
-        s
-    };
-}
-
 /// Applies `f` to this thread's counters (no-op during thread teardown).
 #[inline]
 fn with_stats(f: impl FnOnce(&ThreadStats)) {
-    let _ = STATS.try_with(|s| f(s));
+    let _ = CACHE.try_with(|c| f(&c.stats));
 }
 
 /// Allocation statistics of the CPU caching allocator.
@@ -162,12 +154,28 @@ struct SmallCache {
     classes: Vec<Vec<NonNull<u8>>>,
 }
 
-impl Drop for SmallCache {
+/// What each thread keeps: its counters and its small blocks, behind one thread-local so an
+/// allocation or a free reaches both with a single thread-local access.
+struct ThreadCache {
+    stats: Arc<ThreadStats>,
+    small: RefCell<SmallCache>,
+}
+
+impl ThreadCache {
+    fn new() -> ThreadCache {
+        let stats = Arc::new(ThreadStats::default());
+        ALL_STATS.lock().unwrap_or_else(|e| e.into_inner()).push(stats.clone());
+        ThreadCache { stats, small: RefCell::new(SmallCache { classes: vec![Vec::new(); SMALL_CLASSES] }) }
+    }
+}
+
+impl Drop for ThreadCache {
     fn drop(&mut self) {
-        for (i, blocks) in self.classes.iter_mut().enumerate() {
+        let stats = &self.stats;
+        for (i, blocks) in self.small.get_mut().classes.iter_mut().enumerate() {
             let size = small_size(i);
             for p in blocks.drain(..) {
-                with_stats(|s| ThreadStats::add(&s.cached, -(size as isize)));
+                ThreadStats::add(&stats.cached, -(size as isize));
                 // SAFETY: cached blocks came from system_alloc(size) and are unused.
                 unsafe { system_free(p.as_ptr(), size) };
             }
@@ -176,7 +184,7 @@ impl Drop for SmallCache {
 }
 
 thread_local! {
-    static SMALL: RefCell<SmallCache> = RefCell::new(SmallCache { classes: vec![Vec::new(); SMALL_CLASSES] });
+    static CACHE: ThreadCache = ThreadCache::new();
 }
 
 /// The shared pool of large free blocks (addresses by class size) and its total bytes.
@@ -197,29 +205,29 @@ pub struct CachingCpuAllocator;
 /// `data` must come from [`CachingCpuAllocator::allocate`] with class size `ctx`, unused after.
 unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
     let size = ctx as usize;
-    with_stats(|s| ThreadStats::add(&s.in_use, -(size as isize)));
     let Some(p) = NonNull::new(data) else { return };
     if size <= SMALL_LIMIT {
-        let kept = SMALL
+        let kept = CACHE
             .try_with(|c| {
-                let mut c = c.borrow_mut();
-                let v = &mut c.classes[small_index(size)];
+                ThreadStats::add(&c.stats.in_use, -(size as isize));
+                let mut small = c.small.borrow_mut();
+                let v = &mut small.classes[small_index(size)];
                 if v.len() < SMALL_BLOCKS_PER_CLASS {
                     v.push(p);
+                    ThreadStats::add(&c.stats.cached, size as isize);
                     true
                 } else {
                     false
                 }
             })
             .unwrap_or(false);
-        if kept {
-            with_stats(|s| ThreadStats::add(&s.cached, size as isize));
-        } else {
+        if !kept {
             // SAFETY: the block came from system_alloc(size) (contract) and is no longer used.
             unsafe { system_free(data, size) };
         }
         return;
     }
+    with_stats(|s| ThreadStats::add(&s.in_use, -(size as isize)));
     let mut g = LARGE.lock().unwrap_or_else(|e| e.into_inner());
     let pool = g.get_or_insert_with(|| LargePool { blocks: HashMap::new(), bytes: 0 });
     if pool.bytes + size <= MAX_CACHED.load(Ordering::Relaxed) {
@@ -254,7 +262,21 @@ impl Allocator for CachingCpuAllocator {
         }
         let size = round_size(nbytes);
         let cached = if size <= SMALL_LIMIT {
-            SMALL.try_with(|c| c.borrow_mut().classes[small_index(size)].pop()).ok().flatten()
+            let hit = CACHE.try_with(|c| {
+                let p = c.small.borrow_mut().classes[small_index(size)].pop();
+                if p.is_some() {
+                    // One thread-local access for the block and the counters.
+                    ThreadStats::add(&c.stats.in_use, size as isize);
+                    ThreadStats::inc(&c.stats.hits);
+                    ThreadStats::add(&c.stats.cached, -(size as isize));
+                }
+                p
+            });
+            if let Ok(Some(p)) = hit {
+                // SAFETY: as below: `caching_free` returns the block to the pool of class `size`.
+                return Ok(unsafe { DataPtr::from_raw(p, size as *mut (), Some(caching_free), Device::CPU) });
+            }
+            None
         } else {
             let mut g = LARGE.lock().unwrap_or_else(|e| e.into_inner());
             let p = g.as_mut().and_then(|m| m.blocks.get_mut(&size)).and_then(|v| v.pop());
@@ -286,12 +308,12 @@ pub fn empty_cache() {
             unsafe { system_free(a as *mut u8, size) };
         }
     }
-    let _ = SMALL.try_with(|c| {
-        let mut c = c.borrow_mut();
-        for (i, v) in c.classes.iter_mut().enumerate() {
+    let _ = CACHE.try_with(|c| {
+        let mut small = c.small.borrow_mut();
+        for (i, v) in small.classes.iter_mut().enumerate() {
             let size = small_size(i);
             for p in v.drain(..) {
-                with_stats(|s| ThreadStats::add(&s.cached, -(size as isize)));
+                ThreadStats::add(&c.stats.cached, -(size as isize));
                 // SAFETY: as above.
                 unsafe { system_free(p.as_ptr(), size) };
             }

@@ -11,7 +11,9 @@ use smallvec::SmallVec;
 use crate::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet, ScalarType, Storage};
 
 /// Sizes and strides are inline up to five dimensions (the common case), heap beyond.
-pub type DimVec = SmallVec<[i64; 5]>;
+pub type DimVec = SmallVec<[i64; DIMVEC_INLINE]>;
+/// How many dimensions a [`DimVec`] holds without a heap allocation.
+pub const DIMVEC_INLINE: usize = 5;
 
 /// Note [Version counter sharing]: a view and its base share one counter, so an in-place write
 /// through either bumps the version seen by both; autograd compares it with the version saved at
@@ -144,8 +146,13 @@ pub const fn backend_of(ty: DeviceType) -> BackendComponent {
 }
 
 /// Row-major (C-contiguous) strides for a shape.
+#[inline]
 pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
-    let mut strides: DimVec = SmallVec::from_elem(1, sizes.len());
+    // Filled in below; `from_buf_and_len` avoids the iterator path of `from_elem` for the
+    // common inline case (a measurable share of a one-element operation).
+    let n = sizes.len();
+    let mut strides: DimVec =
+        if n <= DIMVEC_INLINE { SmallVec::from_buf_and_len([1; DIMVEC_INLINE], n) } else { SmallVec::from_elem(1, n) };
     let mut acc = 1i64;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;

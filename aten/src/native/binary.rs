@@ -16,9 +16,16 @@ fn run_binary(
     int_to_float: bool,
     kernel: impl FnOnce(&TensorIterator) -> Result<()>,
 ) -> Result<Tensor> {
-    let iter = TensorIteratorConfig::binary_op(op, out, a, b).promote_integer_inputs_to_float(int_to_float).build()?;
-    kernel(&iter)?;
-    iter.output(0)
+    // The iterator stays inside `built` (no move out of the `Result`): for one-element tensors
+    // copying it around costs as much as the arithmetic and the allocation together.
+    let mut built =
+        TensorIteratorConfig::binary_op(op, out, a, b).promote_integer_inputs_to_float(int_to_float).build();
+    let iter = match built {
+        Ok(ref mut iter) => iter,
+        Err(e) => return Err(e),
+    };
+    kernel(iter)?;
+    iter.take_output(0)
 }
 
 /// `a + alpha * b` in the common dtype.

@@ -103,14 +103,16 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
     let n = t.dim();
     let first_red = red.iter().position(|&r| r).unwrap_or(n);
     let trailing = red[first_red..].iter().all(|&r| r);
-    let last_kept = red.iter().rposition(|&r| !r).map_or(0, |p| p + 1);
-    let leading = !trailing && red[..last_kept].iter().all(|&r| r) && red[last_kept..].iter().all(|&r| !r);
+    // Leading: a prefix of reduced dimensions followed only by kept ones (`sum(0)` of a matrix,
+    // the bias gradient of a linear layer).
+    let first_kept = red.iter().position(|&r| !r).unwrap_or(n);
+    let leading = !trailing && red[first_kept..].iter().all(|&r| !r);
     if !trailing && !leading {
         return Ok(None);
     }
     let out_shape: Vec<i64> =
         (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
-    let split = if trailing { first_red } else { last_kept };
+    let split = if trailing { first_red } else { first_kept };
     let (outer, inner): (i64, i64) = (t.sizes()[..split].iter().product(), t.sizes()[split..].iter().product());
     let (rows, len) = (outer as usize, inner as usize);
     // Trailing: `rows` results, each the sum of `len` contiguous values. Leading: `len` results,

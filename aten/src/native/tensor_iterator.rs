@@ -191,48 +191,63 @@ pub fn broadcast_shapes(op: &str, a: &[i64], b: &[i64]) -> Result<DimVec> {
 }
 
 impl<'a> TensorIterator<'a> {
-    /// PyTorch's `fast_set_up`: when every input is contiguous with one shape, dtype and device
-    /// and no promotion or cast is needed, the iteration is one flat run and the outputs are
-    /// plain contiguous tensors. This skips broadcasting, permutation and coalescing, which
-    /// dominate the cost of small operations.
+    /// Whether PyTorch's `fast_set_up` applies: every input is contiguous with one shape, dtype
+    /// and device, no promotion or cast is needed, and every given output already has that
+    /// shape, the output dtype and a contiguous layout.
     #[inline(always)]
-    fn fast_setup(cfg: &TensorIteratorConfig<'a>) -> Result<Option<TensorIterator<'a>>> {
-        let Some(first) = cfg.inputs.first() else { return Ok(None) };
+    fn fast_eligible(cfg: &TensorIteratorConfig<'a>) -> bool {
+        let Some(first) = cfg.inputs.first() else { return false };
+        if cfg.inputs.len() + cfg.outputs.len() > MAX_OPERANDS {
+            return false;
+        }
         let (sizes, dtype, device) = (first.sizes(), first.dtype(), first.device());
+        // Shapes are compared element by element: `==` on slices calls `memcmp`, which costs
+        // more than the comparison itself for the few dimensions a tensor has.
+        let same_sizes = |s: &[i64]| s.len() == sizes.len() && s.iter().zip(sizes).all(|(x, y)| x == y);
         if !cfg
             .inputs
             .iter()
-            .all(|t| t.is_contiguous() && t.sizes() == sizes && t.dtype() == dtype && t.device() == device)
+            .all(|t| t.is_contiguous() && same_sizes(t.sizes()) && t.dtype() == dtype && t.device() == device)
         {
-            return Ok(None);
+            return false;
         }
         let common = cfg.common_dtype_override.unwrap_or(dtype);
         if common != dtype || (cfg.promote_integer_inputs_to_float && !dtype.is_floating_point()) {
-            return Ok(None);
+            return false;
         }
         let out_dtype = cfg.static_output_dtype.unwrap_or(common);
-        if !cfg
-            .outputs
+        cfg.outputs
             .iter()
             .flatten()
-            .all(|o| o.is_contiguous() && o.sizes() == sizes && o.dtype() == out_dtype && o.device() == device)
-        {
-            return Ok(None);
-        }
+            .all(|o| o.is_contiguous() && same_sizes(o.sizes()) && o.dtype() == out_dtype && o.device() == device)
+    }
+
+    /// PyTorch's `fast_set_up` (for a configuration [`Self::fast_eligible`] accepted): the
+    /// iteration is one flat run and the outputs are plain contiguous tensors. This skips
+    /// broadcasting, permutation and coalescing, which dominate the cost of small operations.
+    /// The iterator is built in the return slot (no intermediate `Option`), so small operations
+    /// do not pay for copying it around.
+    #[inline(always)]
+    fn fast_setup(cfg: &TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
+        let first = cfg.inputs[0];
+        let (sizes, dtype, device) = (first.sizes(), first.dtype(), first.device());
+        let common = cfg.common_dtype_override.unwrap_or(dtype);
+        let out_dtype = cfg.static_output_dtype.unwrap_or(common);
         let mut operands: SmallVec<[Operand<'a>; 4]> = SmallVec::new();
+        let mut strides: SmallVec<[isize; 12]> = SmallVec::new();
         for o in &cfg.outputs {
             operands.push(match o {
                 Some(t) => Operand::Borrowed(t),
                 None => Operand::Owned(Tensor::empty_uninit(sizes, out_dtype, device)?),
             });
+            strides.push(out_dtype.size() as isize);
         }
-        operands.extend(cfg.inputs.iter().map(|t| Operand::Borrowed(t)));
-        if operands.len() > MAX_OPERANDS {
-            return Ok(None);
+        for t in &cfg.inputs {
+            operands.push(Operand::Borrowed(t));
+            strides.push(dtype.size() as isize);
         }
         let numel = first.numel();
-        let strides = operands.iter().map(|t| t.dtype().size() as isize).collect();
-        Ok(Some(TensorIterator {
+        Ok(TensorIterator {
             op: cfg.op,
             operands,
             write_back: SmallVec::new(),
@@ -241,13 +256,13 @@ impl<'a> TensorIterator<'a> {
             strides,
             common_dtype: common,
             numel,
-        }))
+        })
     }
 
     #[inline(always)]
     fn build(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
-        if let Some(it) = Self::fast_setup(&cfg)? {
-            return Ok(it);
+        if Self::fast_eligible(&cfg) {
+            return Self::fast_setup(&cfg);
         }
         Self::build_general(cfg)
     }
@@ -683,6 +698,14 @@ impl<'a> TensorIterator<'a> {
     /// The result: output `i`, after copying temporaries back into user outputs of other dtypes.
     #[inline]
     pub fn output(mut self, i: usize) -> Result<Tensor> {
+        self.take_output(i)
+    }
+
+    /// Output `i` taken out of an iterator the caller keeps in place (see [`Self::output`]), so
+    /// a small operation does not copy the iterator into a by-value call. Call it once, as the
+    /// last use of the iterator: it reorders the operands.
+    #[inline]
+    pub(crate) fn take_output(&mut self, i: usize) -> Result<Tensor> {
         for &(j, user) in &self.write_back {
             if j == i {
                 crate::native::copy::copy_into(user, &self.operands[i])?;
@@ -777,9 +800,13 @@ pub fn binary_result_dtype(a: &Tensor, b: &Tensor) -> ScalarType {
 // ---- typed loops ------------------------------------------------------------------------------
 
 /// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
-pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync) {
+pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
     let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
     iter.for_each(|p, s, n| {
+        // Note [Kernel closures in registers]: a local copy of the kernel closure. Its captured
+        // scalars (an `alpha`, a threshold) otherwise stay behind a pointer that the output
+        // stores might alias, so they are reloaded per element and the loop is not vectorised.
+        let f = f;
         let (o, a) = (p[0] as *mut O, p[1] as *const A);
         // SAFETY: the iterator hands out pointers to n elements along byte strides s[0], s[1]
         // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
@@ -806,10 +833,11 @@ pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: im
 /// `out = f(a, b)` over an iterator with one output and two inputs.
 pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
     iter: &TensorIterator,
-    f: impl Fn(A, B) -> O + Sync,
+    f: impl Fn(A, B) -> O + Sync + Copy,
 ) {
     let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
     iter.for_each(|p, s, n| {
+        let f = f; // Note [Kernel closures in registers]
         let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
         // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
         unsafe {
@@ -841,10 +869,11 @@ pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
 /// `out = f(a, b, c)` over an iterator with one output and three inputs.
 pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::Element>(
     iter: &TensorIterator,
-    f: impl Fn(A, B, C) -> O + Sync,
+    f: impl Fn(A, B, C) -> O + Sync + Copy,
 ) {
     iter.for_each(|p, s, n| {
-        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        let f = f; // Note [Kernel closures in registers]
+                   // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
         unsafe {
             for i in 0..n as isize {
                 let x = *p[1].offset(i * s[1]).cast::<A>();

@@ -4356,11 +4356,11 @@ impl Node for MmBackward0 {
         let mat2 = &mat2_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::mm(grad, &ops::t(mat2)?)?);
+            out[at] = Some(mm_mat1_backward(grad, self_, mat2, &one())?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::mm(&ops::t(self_)?, grad)?);
+            out[at] = Some(mm_mat2_backward(grad, self_, mat2, &one())?);
         }
         at += 1;
         Ok(out)
@@ -4452,11 +4452,11 @@ impl Node for AddmmBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
-            out[at] = Some(maybe_multiply(&ops::mm(grad, &ops::t(mat2)?)?, &alpha)?);
+            out[at] = Some(mm_mat1_backward(grad, mat1, mat2, &alpha)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
-            out[at] = Some(maybe_multiply(&ops::mm(&ops::t(mat1)?, grad)?, &alpha)?);
+            out[at] = Some(mm_mat2_backward(grad, mat1, mat2, &alpha)?);
         }
         at += 1;
         Ok(out)

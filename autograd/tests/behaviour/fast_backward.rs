@@ -86,3 +86,37 @@ fn max_pool2d_backward_and_double_backward() {
     ops::max_pool2d(&t, &[2, 2], &[1, 1], &[0], &[1], false).unwrap().sum().unwrap().backward().unwrap();
     assert_eq!(vals(&t.grad().unwrap()), [0.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
 }
+
+/// `mm`/`addmm` gradients follow the layout of a column-major operand (PyTorch's
+/// `mm_mat1_backward`/`mm_mat2_backward`): the gradient of `linear`'s weight reaches the leaf
+/// already contiguous, with the same values as the row-major formula, and the formulas stay
+/// twice differentiable.
+#[test]
+fn mm_gradients_follow_the_operand_layout() {
+    let x = rand(&[6, 5], 1, ScalarType::F64).requires_grad_(true).unwrap();
+    let w = rand(&[4, 5], 2, ScalarType::F64).requires_grad_(true).unwrap();
+    let b = rand(&[4], 3, ScalarType::F64).requires_grad_(true).unwrap();
+    let gy = rand(&[6, 4], 4, ScalarType::F64);
+    let wt = w.t().unwrap();
+    for y in [ops::mm(&x, &wt).unwrap(), ops::addmm(&b, &x, &wt, Scalar::Float(0.5), Scalar::Float(2.0)).unwrap()] {
+        let alpha = if autograd::meta::grad_fn_name(&y).as_deref() == Some("AddmmBackward0") { 2.0 } else { 1.0 };
+        let g = autograd::grad(&[y], &[wt.clone(), x.clone()], &[Some(gy.clone())], None, false, false).unwrap();
+        let (gwt, gx) = (g[0].as_ref().unwrap(), g[1].as_ref().unwrap());
+        // Column-major like `wt`: its transpose (the weight's gradient) is contiguous.
+        assert_eq!(gwt.sizes(), &[5, 4]);
+        assert_eq!(gwt.strides(), &[1, 5], "the gradient of a transposed operand keeps its layout");
+        assert!(gx.is_contiguous());
+        let want_wt = ops::mm(&x.detach().t().unwrap(), &gy).unwrap().mul_scalar(Scalar::Float(alpha)).unwrap();
+        let want_x = ops::mm(&gy, &w.detach()).unwrap().mul_scalar(Scalar::Float(alpha)).unwrap();
+        close(&vals(gwt), &vals(&want_wt), 1e-12);
+        close(&vals(gx), &vals(&want_x), 1e-12);
+    }
+    // A column-major first operand: the gradient comes back column-major too.
+    let xt = rand(&[5, 6], 5, ScalarType::F64).requires_grad_(true).unwrap();
+    let y = ops::mm(&xt.t().unwrap(), &w.detach().t().unwrap()).unwrap();
+    let g = autograd::grad(&[y], &[xt.clone()], &[Some(gy.clone())], None, false, false).unwrap();
+    assert!(g[0].as_ref().unwrap().is_contiguous(), "xt's gradient arrives contiguous");
+    let f = |i: &[Tensor]| Ok(vec![ops::addmm(&i[0], &i[1], &i[2].t()?, Scalar::Float(0.5), Scalar::Float(2.0))?]);
+    gradcheck(&f, &[b.clone(), x.clone(), w.clone()], GradcheckOptions::default()).unwrap();
+    gradgradcheck(&f, &[b, x, w], GradcheckOptions::default()).unwrap();
+}
