@@ -1,7 +1,15 @@
 //! `torch.set_num_threads` / `torch.get_num_threads`: the size of the thread pool the CPU
-//! kernels split their work over (rayon's global pool).
+//! kernels split their work over (rayon's global pool), and [`Dense`], chunked parallel loops
+//! over dense tensors for code outside aten (which has no unsafe code of its own).
 
-use c10::{Error, Result};
+use c10::{Element, Error, Result};
+use rayon::prelude::*;
+
+use crate::Tensor;
+
+/// Elements per chunk handed to one task by [`Dense::run`]: large enough to amortise
+/// scheduling, small enough to split a 512×512 weight between two threads.
+const CHUNK: usize = 1 << 15;
 
 /// The number of threads the CPU kernels use.
 pub fn get_num_threads() -> usize {
@@ -25,5 +33,70 @@ pub fn set_num_threads(n: usize) -> Result<()> {
                 rayon::current_num_threads()
             ),
         )),
+    }
+}
+
+/// `N` tensors a fused elementwise loop written outside aten may run over (the optimizers'
+/// fused updates): dense, on the CPU, of dtype `T`, of one shape, with
+/// pairwise disjoint memory.
+pub struct Dense<'a, T, const N: usize> {
+    tensors: [&'a Tensor; N],
+    ptrs: [usize; N],
+    len: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<'a, T: Element, const N: usize> Dense<'a, T, N> {
+    /// The tensors if a fused loop can run over them, `None` otherwise.
+    pub fn new(tensors: [&'a Tensor; N]) -> Result<Option<Self>> {
+        let first = tensors[0];
+        for t in tensors {
+            if t.dtype() != T::DTYPE || !t.device().is_cpu() || !t.is_contiguous() || t.sizes() != first.sizes() {
+                return Ok(None);
+            }
+        }
+        let len = first.numel() as usize;
+        let mut ptrs = [0usize; N];
+        for (p, t) in ptrs.iter_mut().zip(tensors) {
+            *p = t.typed_data_ptr::<T>()? as usize;
+        }
+        // Disjoint memory: the loops hold a `&mut` slice of every tensor at once.
+        let bytes = len * size_of::<T>();
+        for i in 0..N {
+            for j in i + 1..N {
+                if ptrs[i] < ptrs[j] + bytes && ptrs[j] < ptrs[i] + bytes {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(Dense { tensors, ptrs, len, _t: std::marker::PhantomData }))
+    }
+
+    /// Runs `kernel` over matching chunks of the tensors (in parallel when large), then bumps
+    /// the version counters of the tensors flagged in `written`.
+    pub fn run(self, written: [bool; N], kernel: impl Fn([&mut [T]; N]) + Sync) {
+        let chunks = self.len.div_ceil(CHUNK);
+        let ptrs = self.ptrs;
+        let len = self.len;
+        let chunk = |c: usize| {
+            let start = c * CHUNK;
+            let n = CHUNK.min(len - start);
+            // SAFETY: every pointer addresses `len` elements of a live contiguous tensor of
+            // dtype T (checked in `new`; the tensors are borrowed for 'a); the tensors' memory
+            // is pairwise disjoint (checked in `new`) and chunks are disjoint ranges, so no two
+            // slices overlap. Like every in-place operator, the loop assumes no other thread
+            // touches these tensors while it runs (concurrent writes race in PyTorch too).
+            kernel(ptrs.map(|p| unsafe { std::slice::from_raw_parts_mut((p as *mut T).add(start), n) }));
+        };
+        if chunks > 1 && rayon::current_num_threads() > 1 {
+            (0..chunks).into_par_iter().for_each(chunk);
+        } else {
+            (0..chunks).for_each(chunk);
+        }
+        for (t, w) in self.tensors.iter().zip(written) {
+            if w {
+                t.bump_version();
+            }
+        }
     }
 }

@@ -187,12 +187,67 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
         });
     } else {
         let par = gemm_parallelism(g.m, g.n, g.k);
+        let panels = matches!(par, Parallelism::Rayon(_)) && g.m.saturating_mul(g.n) < PANEL_MAX_OUTPUT;
         for i in 0..g.count {
             let (cm, am, bm) = mat(i);
-            // SAFETY: forwarded contract.
-            unsafe { gemm_one(g.m, g.n, g.k, cm, am, bm, alpha, beta, par) };
+            if panels {
+                // SAFETY: forwarded contract.
+                unsafe { gemm_panels(g.m, g.n, g.k, cm, am, bm, alpha, beta, threads) };
+            } else {
+                // SAFETY: forwarded contract.
+                unsafe { gemm_one(g.m, g.n, g.k, cm, am, bm, alpha, beta, par) };
+            }
         }
     }
+}
+
+/// Products with fewer output elements than this are split into panels by [`gemm_panels`];
+/// larger ones use the `gemm` crate's own threading.
+const PANEL_MAX_OUTPUT: usize = 1 << 20;
+
+/// Note [GEMM panels]: the `gemm` crate's threading leaves the second thread mostly idle on the
+/// mid-sized products of a training step (`[128, 784] @ [784, 512]` ran as fast on two threads
+/// as on one). Such a product is split here into one panel of output columns (or rows, when
+/// there are more rows) per thread, each an independent single-threaded product. Panel edges
+/// are multiples of 16 so every panel keeps whole micro-kernel tiles.
+///
+/// # Safety
+/// As [`gemm_one`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_panels<T: GemmFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: MatMut<T>,
+    a: MatRef<T>,
+    b: MatRef<T>,
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    let split_cols = n >= m;
+    let total = if split_cols { n } else { m };
+    let per = total.div_ceil(threads).div_ceil(16) * 16;
+    let parts = total.div_ceil(per.max(1));
+    (0..parts).into_par_iter().for_each(|p| {
+        let (start, end) = (p * per, ((p + 1) * per).min(total));
+        let (c, a, b) = (c, a, b);
+        let off = start as isize;
+        if split_cols {
+            // SAFETY: columns start..end of `c` and `b` are in range (caller's contract); the
+            // panels write disjoint column ranges of `c`.
+            let (cp, bp) = unsafe { (c.base().offset(off * c.cs), b.base().offset(off * b.cs)) };
+            let (cp, bp) = (MatMut { ptr: cp, ..c }, MatRef { ptr: bp, ..b });
+            // SAFETY: a sub-product of the caller's, on disjoint output.
+            unsafe { gemm_one(m, end - start, k, cp, a, bp, alpha, beta, Parallelism::None) };
+        } else {
+            // SAFETY: rows start..end of `c` and `a` are in range; disjoint row ranges of `c`.
+            let (cp, ap) = unsafe { (c.base().offset(off * c.rs), a.base().offset(off * a.rs)) };
+            let (cp, ap) = (MatMut { ptr: cp, ..c }, MatRef { ptr: ap, ..a });
+            // SAFETY: as above.
+            unsafe { gemm_one(end - start, n, k, cp, ap, b, alpha, beta, Parallelism::None) };
+        }
+    });
 }
 
 /// Integer products: a triple loop with wrapping arithmetic (PyTorch's CPU integer GEMM).

@@ -249,3 +249,30 @@ fn attention_plain_causal_and_masked() {
     assert!(ops::scaled_dot_product_attention(&q1, &k, &v, Some(&mask), 0.0, true, None, false).is_err());
     assert!(ops::scaled_dot_product_attention(&q, &k.cast(ScalarType::F64), &v, None, 0.0, false, None, false).is_err());
 }
+
+/// Mid-sized products large enough to be split into per-thread panels (Note [GEMM panels]):
+/// split by columns (n ≥ m) and by rows (m > n), with row-major, transposed and sliced
+/// operands, panel edges not on a multiple of 16, and `addmm`'s beta/alpha on the split output.
+#[test]
+fn panel_split_products_match_reference() {
+    for &(m, k, n) in &[(40i64, 300i64, 130i64), (150, 200, 45), (17, 1000, 33)] {
+        let a = rand(&[m, k], 11);
+        let b = rand(&[k, n], 12);
+        let want = naive_mm(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), m as usize, k as usize, n as usize);
+        let r = ops::mm(&a, &b).unwrap();
+        assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-4);
+        // Transposed operands: the same values through column-major layouts.
+        let at = ops::t(&a.t().unwrap().contiguous().unwrap()).unwrap();
+        let bt = ops::t(&b.t().unwrap().contiguous().unwrap()).unwrap();
+        assert!(!at.is_contiguous() && !bt.is_contiguous());
+        assert_close(&ops::mm(&at, &bt).unwrap().to_vec::<f64>().unwrap(), &want, 1e-4);
+        // addmm's beta * c + alpha * a @ b on the split output.
+        let c = rand(&[m, n], 13);
+        let r = ops::addmm(&c, &a, &b, Scalar::Float(0.5), Scalar::Float(2.0)).unwrap();
+        let cv = c.to_vec::<f64>().unwrap();
+        let want2: Vec<f64> = want.iter().zip(&cv).map(|(p, c)| 0.5 * c + 2.0 * p).collect();
+        assert_close(&r.to_vec::<f64>().unwrap(), &want2, 1e-4);
+        let f64r = ops::mm(&a.cast(ScalarType::F64), &b.cast(ScalarType::F64)).unwrap();
+        assert_close(&f64r.to_vec::<f64>().unwrap(), &want, 1e-12);
+    }
+}

@@ -7,7 +7,7 @@ use c10::{Error, Result};
 
 use crate::module::{Parameter, StateDict};
 use crate::optim::{
-    addcdiv_, addcmul_, check_non_negative, deep_copy, float, forward_to_param_groups, lerp_, maximum_,
+    addcdiv_, addcmul_, check_non_negative, deep_copy, float, forward_to_param_groups, fused, lerp_, maximum_,
     param_group_methods, py_float, set_bool, set_f64, signed_grad, step_tensor, zeros_like, GroupOptions, Optimizer,
     OptionValue, ParamGroups, ParamState, StateLoader,
 };
@@ -280,6 +280,25 @@ fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Optio
     };
     s.step += 1.0;
     let (beta1, beta2) = o.betas;
+    if o.amsgrad && s.max_exp_avg_sq.is_none() {
+        // A group may turn amsgrad on after its first steps; start the maximum at zero then.
+        s.max_exp_avg_sq = Some(zeros_like(param)?);
+    }
+    let step = fused::AdamStep {
+        lr: o.lr,
+        beta1,
+        beta2,
+        eps: o.eps,
+        weight_decay: o.weight_decay,
+        decoupled_weight_decay: o.decoupled_weight_decay,
+        maximize: o.maximize,
+        step_size: o.lr / (1.0 - beta1.powf(s.step)),
+        bias_correction2_sqrt: (1.0 - beta2.powf(s.step)).powf(0.5),
+    };
+    let max = if o.amsgrad { s.max_exp_avg_sq.as_ref() } else { None };
+    if fused::adam(step, param, grad, &s.exp_avg, &s.exp_avg_sq, max)? {
+        return Ok(());
+    }
     let mut grad = signed_grad(grad, o.maximize)?;
     if o.weight_decay != 0.0 {
         if o.decoupled_weight_decay {
@@ -297,10 +316,6 @@ fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Optio
     let step_size = o.lr / bias_correction1;
     let bias_correction2_sqrt = bias_correction2.powf(0.5);
 
-    if o.amsgrad && s.max_exp_avg_sq.is_none() {
-        // A group may turn amsgrad on after its first steps; start the maximum at zero then.
-        s.max_exp_avg_sq = Some(zeros_like(param)?);
-    }
     let second_moment = match &s.max_exp_avg_sq {
         Some(max) if o.amsgrad => {
             maximum_(max, &s.exp_avg_sq)?;

@@ -4,7 +4,9 @@
 //! Every optimizer keeps its parameters in [`ParamGroup`]s, each with its own options (its own
 //! `lr`, `momentum`, ...), and implements the object-safe [`Optimizer`] trait, which is what the
 //! [`lr_scheduler`]s drive. The updates follow PyTorch's single-tensor ("for-loop")
-//! implementations operation by operation, so results agree with PyTorch to rounding.
+//! implementations operation by operation, so results agree with PyTorch to rounding; SGD with
+//! momentum and Adam/AdamW run as one fused loop per dense f32/f64 parameter (Note [Fused
+//! updates] in `fused.rs`).
 //!
 //! ```
 //! use autograd::TensorAutograd;
@@ -31,6 +33,7 @@ use crate::module::{Parameter, StateDict};
 mod adagrad;
 mod adam;
 mod clip;
+mod fused;
 pub mod lr_scheduler;
 mod rmsprop;
 mod sgd;

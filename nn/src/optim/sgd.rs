@@ -6,8 +6,8 @@ use c10::{Error, Result};
 
 use crate::module::{Parameter, StateDict};
 use crate::optim::{
-    check_non_negative, deep_copy, float, forward_to_param_groups, param_group_methods, set_bool, set_f64, signed_grad,
-    GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState, StateLoader,
+    check_non_negative, deep_copy, float, forward_to_param_groups, fused, param_group_methods, set_bool, set_f64,
+    signed_grad, GroupOptions, Optimizer, OptionValue, ParamGroups, ParamState, StateLoader,
 };
 
 /// The options of [`SGD`], with PyTorch's defaults.
@@ -162,6 +162,19 @@ impl SGD {
 }
 
 fn sgd_update(o: &SGDOptions, param: &Tensor, grad: &Tensor, state: &mut Option<SgdState>) -> Result<()> {
+    if let (Some(s), true) = (state.as_ref(), o.momentum != 0.0) {
+        let step = fused::SgdStep {
+            lr: o.lr,
+            momentum: o.momentum,
+            dampening: o.dampening,
+            weight_decay: o.weight_decay,
+            nesterov: o.nesterov,
+            maximize: o.maximize,
+        };
+        if fused::sgd_momentum(step, param, grad, &s.momentum_buffer)? {
+            return Ok(());
+        }
+    }
     let mut grad = signed_grad(grad, o.maximize)?;
     if o.weight_decay != 0.0 {
         grad = grad.add_with(param, float(o.weight_decay))?;

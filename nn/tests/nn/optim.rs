@@ -1287,3 +1287,54 @@ const PLATEAU_1: [f64; 15] =
 // ReduceLROnPlateau(SGD lr=0.1, mode='max', threshold_mode='abs', threshold=0.1, patience=1), metrics [0.5, 0.55, 0.65, 0.7, 0.74, 0.8, 0.85, 0.85]
 const PLATEAU_MAX_0: [f64; 9] =
     [0.1, 0.1, 0.1, 0.1, 0.1, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.0010000000000000002];
+
+/// The fused per-parameter loops (dense f32/f64 parameters) give the numbers of the operator
+/// path, which a non-contiguous parameter takes, for SGD with momentum, Nesterov, dampening,
+/// weight decay and maximize, and for Adam/AdamW with and without amsgrad, over six steps.
+#[test]
+fn fused_updates_match_the_operator_path() {
+    type MakeOpt = fn(Vec<Parameter>) -> Box<dyn Optimizer>;
+    let builds: [(&str, MakeOpt); 5] = [
+        ("sgd momentum", |p| Box::new(SGD::new(p, SGDOptions::default().lr(0.1).momentum(0.9)).unwrap())),
+        ("sgd all", |p| {
+            let o = SGDOptions::default().lr(0.05).momentum(0.8).nesterov(true).weight_decay(0.1).maximize(true);
+            Box::new(SGD::new(p, o).unwrap())
+        }),
+        ("sgd dampening", |p| {
+            Box::new(SGD::new(p, SGDOptions::default().lr(0.05).momentum(0.5).dampening(0.3)).unwrap())
+        }),
+        ("adam amsgrad", |p| {
+            Box::new(Adam::new(p, AdamOptions::default().lr(0.01).amsgrad(true).weight_decay(0.1)).unwrap())
+        }),
+        ("adamw", |p| Box::new(AdamW::new(p, AdamWOptions::default().lr(0.01).weight_decay(0.5)).unwrap())),
+    ];
+    for dtype in [ScalarType::F32, ScalarType::F64] {
+        let start = Tensor::from_vec((0..12).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<f64>>(), &[3, 4])
+            .unwrap()
+            .to(dtype)
+            .unwrap();
+        let grads: Vec<Tensor> = (0..6)
+            .map(|s| {
+                let v: Vec<f64> = (0..12).map(|i| ((i * 7 + s * 3) as f64 * 0.21).cos()).collect();
+                Tensor::from_vec(v, &[3, 4]).unwrap().to(dtype).unwrap()
+            })
+            .collect();
+        for (name, build) in &builds {
+            // Dense: the fused loop. Transposed storage: the operator path.
+            let dense = Parameter::new(start.clone()).unwrap();
+            let strided = Parameter::new(start.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+            assert!(dense.is_contiguous() && !strided.is_contiguous());
+            let (mut fused, mut reference) = (build(vec![dense.clone()]), build(vec![strided.clone()]));
+            for g in &grads {
+                dense.set_grad(Some(g.clone())).unwrap();
+                strided.set_grad(Some(g.clone())).unwrap();
+                let v0 = dense.version();
+                fused.step().unwrap();
+                reference.step().unwrap();
+                assert!(dense.version() > v0, "{name}: the fused step bumps the parameter's version");
+            }
+            let tol = if dtype == ScalarType::F32 { 1e-6 } else { 1e-14 };
+            close(&format!("{name} {dtype}"), &vals(&dense), &vals(&strided), tol);
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Note [Fused updates]
+//! ~~~~~~~~~~~~~~~~~~~~
+//! An optimizer step written with tensor operators reads and writes every state tensor once per
+//! operator: SGD with momentum is three passes over the parameter, its gradient and its buffer
+//! (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For parameters that are
+//! dense f32 or f64 CPU tensors of one shape whose memory does not overlap, the update instead
+//! runs as one loop per parameter that keeps every intermediate in registers (PyTorch's
+//! `_fused_sgd_` / `_fused_adam_`), split into chunks over the thread pool for large
+//! parameters. Anything else (half precision, non-contiguous or overlapping tensors) takes the
+//! operator path. The arithmetic is the same, in the parameter's dtype; the rounding can differ
+//! from the operator path in the last bit (operators round after each step, the loop may keep
+//! a value the compiler computes the same way), which is within what PyTorch's own fused and
+//! for-loop implementations differ by.
+//!
+//! The loops run on `aten::parallel::Dense`, which checks that the tensors qualify, hands out
+//! chunks as slices and bumps the version counters of the tensors written (as in-place
+//! operators do).
+
+use aten::parallel::Dense;
+use aten::Tensor;
+use c10::{Result, ScalarType};
+
+/// The float types a fused loop runs on.
+pub(crate) trait FusedFloat:
+    c10::Element
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    /// `v` rounded to this type (how a `Scalar` argument reaches a kernel).
+    fn of(v: f64) -> Self;
+    /// The square root.
+    fn sqrt(self) -> Self;
+    /// Whether the value is NaN.
+    fn is_nan(self) -> bool;
+}
+
+impl FusedFloat for f32 {
+    #[inline(always)]
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+
+impl FusedFloat for f64 {
+    #[inline(always)]
+    fn of(v: f64) -> f64 {
+        v
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// Options of one SGD step with momentum, as the element loop sees them.
+#[derive(Clone, Copy)]
+pub(crate) struct SgdStep {
+    pub lr: f64,
+    pub momentum: f64,
+    pub dampening: f64,
+    pub weight_decay: f64,
+    pub nesterov: bool,
+    pub maximize: bool,
+}
+
+/// One SGD step with an existing momentum buffer, fused (Note [Fused updates]). Returns
+/// whether it ran; `false` leaves everything untouched for the operator path.
+pub(crate) fn sgd_momentum(o: SgdStep, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
+    match param.dtype() {
+        ScalarType::F32 => sgd_momentum_typed::<f32>(o, param, grad, buf),
+        ScalarType::F64 => sgd_momentum_typed::<f64>(o, param, grad, buf),
+        _ => Ok(false),
+    }
+}
+
+fn sgd_momentum_typed<T: FusedFloat>(o: SgdStep, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
+    let Some(d) = Dense::<T, 3>::new([param, grad, buf])? else { return Ok(false) };
+    let (wd, m, keep, neg_lr) = (T::of(o.weight_decay), T::of(o.momentum), T::of(1.0 - o.dampening), T::of(-o.lr));
+    let (decay, nesterov, maximize) = (o.weight_decay != 0.0, o.nesterov, o.maximize);
+    d.run([true, false, true], move |[p, g, b]| {
+        for ((p, &g), b) in p.iter_mut().zip(g.iter()).zip(b.iter_mut()) {
+            let mut g = if maximize { -g } else { g };
+            if decay {
+                g = g + wd * *p;
+            }
+            *b = *b * m + keep * g;
+            let step = if nesterov { g + m * *b } else { *b };
+            *p = *p + neg_lr * step;
+        }
+    });
+    Ok(true)
+}
+
+/// Options of one Adam/AdamW step, as the element loop sees them (bias corrections included).
+#[derive(Clone, Copy)]
+pub(crate) struct AdamStep {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub decoupled_weight_decay: bool,
+    pub maximize: bool,
+    /// `lr / (1 - beta1^step)`.
+    pub step_size: f64,
+    /// `sqrt(1 - beta2^step)`.
+    pub bias_correction2_sqrt: f64,
+}
+
+/// One Adam step (amsgrad when `max_exp_avg_sq` is given), fused (Note [Fused updates]).
+/// Returns whether it ran.
+pub(crate) fn adam(
+    o: AdamStep,
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    max_exp_avg_sq: Option<&Tensor>,
+) -> Result<bool> {
+    match param.dtype() {
+        ScalarType::F32 => adam_typed::<f32>(o, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq),
+        ScalarType::F64 => adam_typed::<f64>(o, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq),
+        _ => Ok(false),
+    }
+}
+
+fn adam_typed<T: FusedFloat>(
+    o: AdamStep,
+    param: &Tensor,
+    grad: &Tensor,
+    exp_avg: &Tensor,
+    exp_avg_sq: &Tensor,
+    max_exp_avg_sq: Option<&Tensor>,
+) -> Result<bool> {
+    let w1 = T::of(1.0 - o.beta1);
+    let lerp_low = (1.0 - o.beta1).abs() < 0.5;
+    let (b2, c2) = (T::of(o.beta2), T::of(1.0 - o.beta2));
+    let (eps, bc2, neg_step) = (T::of(o.eps), T::of(o.bias_correction2_sqrt), T::of(-o.step_size));
+    let decay = T::of(if o.decoupled_weight_decay { 1.0 - o.lr * o.weight_decay } else { o.weight_decay });
+    let (decoupled, coupled) =
+        (o.weight_decay != 0.0 && o.decoupled_weight_decay, o.weight_decay != 0.0 && !o.decoupled_weight_decay);
+    let maximize = o.maximize;
+    let one = T::of(1.0);
+    // The shared part of the element update: returns the new `exp_avg` and the gradient used.
+    let moments = move |p: &mut T, g: T, m: &mut T, v: &mut T| {
+        let mut g = if maximize { -g } else { g };
+        if decoupled {
+            *p = *p * decay;
+        } else if coupled {
+            g = g + decay * *p;
+        }
+        // torch.lerp's two-sided formula, as the operator path computes it.
+        *m = if lerp_low { *m + w1 * (g - *m) } else { g - (g - *m) * (one - w1) };
+        // addcmul's `self + value * t1 * t2`, evaluated left to right as the operator does.
+        *v = *v * b2 + c2 * g * g;
+    };
+    match max_exp_avg_sq {
+        None => {
+            let Some(d) = Dense::<T, 4>::new([param, grad, exp_avg, exp_avg_sq])? else { return Ok(false) };
+            d.run([true, false, true, true], move |[p, g, m, v]| {
+                for (((p, &g), m), v) in p.iter_mut().zip(g.iter()).zip(m.iter_mut()).zip(v.iter_mut()) {
+                    moments(p, g, m, v);
+                    let denom = v.sqrt() / bc2 + eps;
+                    *p = *p + neg_step * *m / denom;
+                }
+            });
+        }
+        Some(max) => {
+            let Some(d) = Dense::<T, 5>::new([param, grad, exp_avg, exp_avg_sq, max])? else { return Ok(false) };
+            d.run([true, false, true, true, true], move |[p, g, m, v, mx]| {
+                for ((((p, &g), m), v), mx) in
+                    p.iter_mut().zip(g.iter()).zip(m.iter_mut()).zip(v.iter_mut()).zip(mx.iter_mut())
+                {
+                    moments(p, g, m, v);
+                    // torch.maximum: NaN propagates.
+                    if v.is_nan() || *v > *mx {
+                        *mx = *v;
+                    }
+                    let denom = mx.sqrt() / bc2 + eps;
+                    *p = *p + neg_step * *m / denom;
+                }
+            });
+        }
+    }
+    Ok(true)
+}
