@@ -314,8 +314,8 @@ fn max_pool_nd(
 }
 
 /// Note [Max pooling fast path]: the common 2-d case (f32, no padding, no dilation, every
-/// window inside the input, equally wide) without the general window machinery: each output row reads `kh`
-/// input rows at fixed offsets. Same results (first maximum wins, NaN propagates) and the same
+/// window inside the input, equally wide) without the general window machinery: each output
+/// reads `kh` runs of `kw` adjacent inputs. Same results (first maximum wins, NaN propagates) and the same
 /// flat in-plane indices as [`pool_kernel`].
 fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[i64]) -> Result<(Tensor, Tensor)> {
     let out = Tensor::empty_uninit(shape, ScalarType::F32, x.device())?;
@@ -340,28 +340,22 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         for (r, wh) in hw.iter().enumerate() {
             let orow = &mut os[r * ow..(r + 1) * ow];
             let irow = &mut is[r * ow..(r + 1) * ow];
-            orow.fill(f32::NEG_INFINITY);
-            for (q, wq) in ww.iter().enumerate() {
-                irow[q] = (wh.first * iw + wq.first) as i64;
-            }
-            // The output columns are independent: sweep the window offsets outside and the
-            // columns inside, so consecutive comparisons do not wait on each other. Each
-            // output still sees its window in row-major order (the same maximum and index).
-            // Full windows: column q starts at x0 + q * sw.
-            let x0 = ww.first().map_or(0, |w| w.first);
-            let sw = if ow > 1 { ww[1].first - ww[0].first } else { 1 };
-            for a in 0..wh.count {
-                let row = (wh.first + a) * iw + x0;
-                for c in 0..ww.first().map_or(0, |w| w.count) {
-                    let base = row + c;
-                    let cols = xs[base..].iter().step_by(sw);
-                    for (q, ((o, ix), &v)) in orow.iter_mut().zip(irow.iter_mut()).zip(cols).enumerate() {
-                        if v > *o || v.is_nan() {
-                            *o = v;
-                            *ix = (base + q * sw) as i64;
-                        }
+            // One output at a time, its window in row-major order; the running maximum and its
+            // index live in registers and are updated with selects, not branches (which winner
+            // a comparison picks is data-dependent and mispredicts on real activations).
+            for ((o, ix), wq) in orow.iter_mut().zip(irow.iter_mut()).zip(ww) {
+                let mut best = f32::NEG_INFINITY;
+                let mut at = wh.first * iw + wq.first;
+                for a in 0..wh.count {
+                    let row = (wh.first + a) * iw + wq.first;
+                    for (c, &v) in xs[row..row + wq.count].iter().enumerate() {
+                        let take = v > best || v.is_nan();
+                        at = if take { row + c } else { at };
+                        best = if take { v } else { best };
                     }
                 }
+                *o = best;
+                *ix = at as i64;
             }
         }
     };

@@ -289,3 +289,30 @@ fn adaptive_pools_upsampling_and_pixel_shuffle() {
     assert_eq!(sh.to_vec::<f32>().unwrap()[1], p.to_vec::<f32>().unwrap()[9]);
     assert!(ops::pixel_shuffle(&rand(&[1, 3, 2, 2], 1), 2).is_err());
 }
+
+/// The f32 max-pool fast path (Note [Max pooling fast path]) and the general kernel (which f64
+/// takes) agree on values and indices, with ties (the first maximum in row-major window order
+/// wins), NaN (propagates, the last NaN's index), -inf everywhere in a window, and overlapping
+/// or strided windows.
+#[test]
+fn max_pool2d_fast_path_matches_the_general_kernel() {
+    let n = 2 * 3 * 9 * 11;
+    let v: Vec<f64> = (0..n)
+        .map(|i| match i % 23 {
+            5 => f64::NAN,
+            7 | 8 | 9 | 10 => f64::NEG_INFINITY,
+            r => ((r * 7) % 4) as f64 - 1.0,
+        })
+        .collect();
+    let x64 = Tensor::from_vec(v, &[2, 3, 9, 11]).unwrap();
+    let x32 = x64.to(ScalarType::F32).unwrap();
+    for (k, s) in [(2i64, 2i64), (3, 2), (2, 1), (3, 3)] {
+        let (v32, i32_) = ops::max_pool2d_with_indices(&x32, &[k], &[s], &[0], &[1], false).unwrap();
+        let (v64, i64_) = ops::max_pool2d_with_indices(&x64, &[k], &[s], &[0], &[1], false).unwrap();
+        assert_eq!(i32_.to_vec::<i64>().unwrap(), i64_.to_vec::<i64>().unwrap(), "indices, kernel {k} stride {s}");
+        let (a, b) = (v32.to_vec::<f64>().unwrap(), v64.to_vec::<f64>().unwrap());
+        for (j, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(x == y || (x.is_nan() && y.is_nan()), "value {j}, kernel {k} stride {s}: {x} vs {y}");
+        }
+    }
+}

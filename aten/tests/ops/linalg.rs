@@ -258,7 +258,8 @@ fn panel_split_products_match_reference() {
     for &(m, k, n) in &[(40i64, 300i64, 130i64), (150, 200, 45), (17, 1000, 33)] {
         let a = rand(&[m, k], 11);
         let b = rand(&[k, n], 12);
-        let want = naive_mm(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), m as usize, k as usize, n as usize);
+        let want =
+            naive_mm(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), m as usize, k as usize, n as usize);
         let r = ops::mm(&a, &b).unwrap();
         assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-4);
         // Transposed operands: the same values through column-major layouts.
