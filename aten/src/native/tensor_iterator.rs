@@ -803,10 +803,10 @@ pub fn binary_result_dtype(a: &Tensor, b: &Tensor) -> ScalarType {
 pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
     let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
     iter.for_each(|p, s, n| {
-        // Note [Kernel closures in registers]: a local copy of the kernel closure. Its captured
+        // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
         // scalars (an `alpha`, a threshold) otherwise stay behind a pointer that the output
         // stores might alias, so they are reloaded per element and the loop is not vectorised.
-        let f = f;
+        let kernel = f;
         let (o, a) = (p[0] as *mut O, p[1] as *const A);
         // SAFETY: the iterator hands out pointers to n elements along byte strides s[0], s[1]
         // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
@@ -814,16 +814,17 @@ pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: im
         unsafe {
             if s[0] == so && s[1] == sa {
                 for i in 0..n {
-                    *o.add(i) = f(*a.add(i));
+                    *o.add(i) = kernel(*a.add(i));
                 }
             } else if s[0] == so && s[1] == 0 {
-                let v = f(*a);
+                let v = kernel(*a);
                 for i in 0..n {
                     *o.add(i) = v;
                 }
             } else {
                 for i in 0..n as isize {
-                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = f(*(a as *const u8).offset(i * s[1]).cast::<A>());
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() =
+                        kernel(*(a as *const u8).offset(i * s[1]).cast::<A>());
                 }
             }
         }
@@ -837,29 +838,29 @@ pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
 ) {
     let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
     iter.for_each(|p, s, n| {
-        let f = f; // Note [Kernel closures in registers]
+        let kernel = f; // Note [Kernel closures in registers]
         let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
         // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
         unsafe {
             if s[0] == so && s[1] == sa && s[2] == sb {
                 for i in 0..n {
-                    *o.add(i) = f(*a.add(i), *b.add(i));
+                    *o.add(i) = kernel(*a.add(i), *b.add(i));
                 }
             } else if s[0] == so && s[1] == sa && s[2] == 0 {
                 let bv = *b;
                 for i in 0..n {
-                    *o.add(i) = f(*a.add(i), bv);
+                    *o.add(i) = kernel(*a.add(i), bv);
                 }
             } else if s[0] == so && s[1] == 0 && s[2] == sb {
                 let av = *a;
                 for i in 0..n {
-                    *o.add(i) = f(av, *b.add(i));
+                    *o.add(i) = kernel(av, *b.add(i));
                 }
             } else {
                 for i in 0..n as isize {
                     let x = *(a as *const u8).offset(i * s[1]).cast::<A>();
                     let y = *(b as *const u8).offset(i * s[2]).cast::<B>();
-                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = f(x, y);
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = kernel(x, y);
                 }
             }
         }
@@ -872,14 +873,15 @@ pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::E
     f: impl Fn(A, B, C) -> O + Sync + Copy,
 ) {
     iter.for_each(|p, s, n| {
-        let f = f; // Note [Kernel closures in registers]
-                   // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        // Note [Kernel closures in registers]
+        let kernel = f;
+        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
         unsafe {
             for i in 0..n as isize {
                 let x = *p[1].offset(i * s[1]).cast::<A>();
                 let y = *p[2].offset(i * s[2]).cast::<B>();
                 let z = *p[3].offset(i * s[3]).cast::<C>();
-                *p[0].offset(i * s[0]).cast::<O>() = f(x, y, z);
+                *p[0].offset(i * s[0]).cast::<O>() = kernel(x, y, z);
             }
         }
     });

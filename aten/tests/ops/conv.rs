@@ -300,7 +300,7 @@ fn max_pool2d_fast_path_matches_the_general_kernel() {
     let v: Vec<f64> = (0..n)
         .map(|i| match i % 23 {
             5 => f64::NAN,
-            7 | 8 | 9 | 10 => f64::NEG_INFINITY,
+            7..=10 => f64::NEG_INFINITY,
             r => ((r * 7) % 4) as f64 - 1.0,
         })
         .collect();

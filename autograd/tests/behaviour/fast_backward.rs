@@ -114,7 +114,7 @@ fn mm_gradients_follow_the_operand_layout() {
     // A column-major first operand: the gradient comes back column-major too.
     let xt = rand(&[5, 6], 5, ScalarType::F64).requires_grad_(true).unwrap();
     let y = ops::mm(&xt.t().unwrap(), &w.detach().t().unwrap()).unwrap();
-    let g = autograd::grad(&[y], &[xt.clone()], &[Some(gy.clone())], None, false, false).unwrap();
+    let g = autograd::grad(&[y], std::slice::from_ref(&xt), &[Some(gy.clone())], None, false, false).unwrap();
     assert!(g[0].as_ref().unwrap().is_contiguous(), "xt's gradient arrives contiguous");
     let f = |i: &[Tensor]| Ok(vec![ops::addmm(&i[0], &i[1], &i[2].t()?, Scalar::Float(0.5), Scalar::Float(2.0))?]);
     gradcheck(&f, &[b.clone(), x.clone(), w.clone()], GradcheckOptions::default()).unwrap();
