@@ -1,8 +1,8 @@
-//! Note [Fused updates]
-//! ~~~~~~~~~~~~~~~~~~~~
-//! An optimizer step written with tensor operators reads and writes every state tensor once per
-//! operator: SGD with momentum is three passes over the parameter, its gradient and its buffer
-//! (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For parameters that are
+//! Fused optimizer updates.
+//!
+//! Note [Fused updates]: an optimizer step written with tensor operators reads and writes every
+//! state tensor once per operator: SGD with momentum is three passes over the parameter, its
+//! gradient and its buffer (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For parameters that are
 //! dense f32 or f64 CPU tensors of one shape whose memory does not overlap, the update instead
 //! runs as one loop per parameter that keeps every intermediate in registers (PyTorch's
 //! `_fused_sgd_` / `_fused_adam_`), split into chunks over the thread pool for large
@@ -19,6 +19,8 @@
 use aten::parallel::Dense;
 use aten::Tensor;
 use c10::{Result, ScalarType};
+
+use crate::optim::SGDOptions;
 
 /// The float types a fused loop runs on.
 pub(crate) trait FusedFloat:
@@ -37,50 +39,29 @@ pub(crate) trait FusedFloat:
     fn is_nan(self) -> bool;
 }
 
-impl FusedFloat for f32 {
-    #[inline(always)]
-    fn of(v: f64) -> f32 {
-        v as f32
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
+macro_rules! fused_float {
+    ($($t:ty),*) => {$(
+        impl FusedFloat for $t {
+            #[inline(always)]
+            fn of(v: f64) -> $t {
+                v as $t
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    )*};
 }
-
-impl FusedFloat for f64 {
-    #[inline(always)]
-    fn of(v: f64) -> f64 {
-        v
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-}
-
-/// Options of one SGD step with momentum, as the element loop sees them.
-#[derive(Clone, Copy)]
-pub(crate) struct SgdStep {
-    pub lr: f64,
-    pub momentum: f64,
-    pub dampening: f64,
-    pub weight_decay: f64,
-    pub nesterov: bool,
-    pub maximize: bool,
-}
+fused_float!(f32, f64);
 
 /// One SGD step with an existing momentum buffer, fused (Note [Fused updates]). Returns
 /// whether it ran; `false` leaves everything untouched for the operator path.
-pub(crate) fn sgd_momentum(o: SgdStep, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
+pub(crate) fn sgd_momentum(o: &SGDOptions, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
     match param.dtype() {
         ScalarType::F32 => sgd_momentum_typed::<f32>(o, param, grad, buf),
         ScalarType::F64 => sgd_momentum_typed::<f64>(o, param, grad, buf),
@@ -88,7 +69,7 @@ pub(crate) fn sgd_momentum(o: SgdStep, param: &Tensor, grad: &Tensor, buf: &Tens
     }
 }
 
-fn sgd_momentum_typed<T: FusedFloat>(o: SgdStep, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
+fn sgd_momentum_typed<T: FusedFloat>(o: &SGDOptions, param: &Tensor, grad: &Tensor, buf: &Tensor) -> Result<bool> {
     let Some(d) = Dense::<T, 3>::new([param, grad, buf])? else { return Ok(false) };
     let (wd, m, keep, neg_lr) = (T::of(o.weight_decay), T::of(o.momentum), T::of(1.0 - o.dampening), T::of(-o.lr));
     let (decay, nesterov, maximize) = (o.weight_decay != 0.0, o.nesterov, o.maximize);

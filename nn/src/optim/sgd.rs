@@ -163,15 +163,7 @@ impl SGD {
 
 fn sgd_update(o: &SGDOptions, param: &Tensor, grad: &Tensor, state: &mut Option<SgdState>) -> Result<()> {
     if let (Some(s), true) = (state.as_ref(), o.momentum != 0.0) {
-        let step = fused::SgdStep {
-            lr: o.lr,
-            momentum: o.momentum,
-            dampening: o.dampening,
-            weight_decay: o.weight_decay,
-            nesterov: o.nesterov,
-            maximize: o.maximize,
-        };
-        if fused::sgd_momentum(step, param, grad, &s.momentum_buffer)? {
+        if fused::sgd_momentum(o, param, grad, &s.momentum_buffer)? {
             return Ok(());
         }
     }
