@@ -296,7 +296,9 @@ fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Optio
         bias_correction2_sqrt: (1.0 - beta2.powf(s.step)).powf(0.5),
     };
     let max = if o.amsgrad { s.max_exp_avg_sq.as_ref() } else { None };
-    if fused::adam(step, param, grad, &s.exp_avg, &s.exp_avg_sq, max)? {
+    let tensors =
+        fused::AdamTensors { param, grad, exp_avg: &s.exp_avg, exp_avg_sq: &s.exp_avg_sq, max_exp_avg_sq: max };
+    if fused::adam(step, tensors)? {
         return Ok(());
     }
     let mut grad = signed_grad(grad, o.maximize)?;

@@ -103,31 +103,28 @@ pub(crate) struct AdamStep {
     pub bias_correction2_sqrt: f64,
 }
 
+/// The tensors of one Adam step: the parameter, its gradient and its state.
+pub(crate) struct AdamTensors<'a> {
+    pub param: &'a Tensor,
+    pub grad: &'a Tensor,
+    pub exp_avg: &'a Tensor,
+    pub exp_avg_sq: &'a Tensor,
+    /// The running maximum of `exp_avg_sq` (amsgrad), or `None`.
+    pub max_exp_avg_sq: Option<&'a Tensor>,
+}
+
 /// One Adam step (amsgrad when `max_exp_avg_sq` is given), fused (Note [Fused updates]).
 /// Returns whether it ran.
-pub(crate) fn adam(
-    o: AdamStep,
-    param: &Tensor,
-    grad: &Tensor,
-    exp_avg: &Tensor,
-    exp_avg_sq: &Tensor,
-    max_exp_avg_sq: Option<&Tensor>,
-) -> Result<bool> {
-    match param.dtype() {
-        ScalarType::F32 => adam_typed::<f32>(o, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq),
-        ScalarType::F64 => adam_typed::<f64>(o, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq),
+pub(crate) fn adam(o: AdamStep, t: AdamTensors<'_>) -> Result<bool> {
+    match t.param.dtype() {
+        ScalarType::F32 => adam_typed::<f32>(o, t),
+        ScalarType::F64 => adam_typed::<f64>(o, t),
         _ => Ok(false),
     }
 }
 
-fn adam_typed<T: FusedFloat>(
-    o: AdamStep,
-    param: &Tensor,
-    grad: &Tensor,
-    exp_avg: &Tensor,
-    exp_avg_sq: &Tensor,
-    max_exp_avg_sq: Option<&Tensor>,
-) -> Result<bool> {
+fn adam_typed<T: FusedFloat>(o: AdamStep, t: AdamTensors<'_>) -> Result<bool> {
+    let AdamTensors { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq } = t;
     let w1 = T::of(1.0 - o.beta1);
     let lerp_low = (1.0 - o.beta1).abs() < 0.5;
     let (b2, c2) = (T::of(o.beta2), T::of(1.0 - o.beta2));
