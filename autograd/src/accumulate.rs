@@ -3,7 +3,7 @@
 use aten::Tensor;
 use c10::{Result, Scalar};
 
-use crate::node::{Node, NodeCore};
+use crate::node::{Grads, Node, NodeCore};
 
 /// Accumulates gradients into a leaf tensor's `.grad` (held weakly by the leaf; see Note
 /// [Leaf accumulators are held weakly]).
@@ -15,9 +15,7 @@ pub struct AccumulateGrad {
 impl AccumulateGrad {
     /// The accumulator of leaf `variable`.
     pub fn new(variable: Tensor) -> Self {
-        let core = NodeCore::with_sequence_nr(Vec::new(), u64::MAX);
-        core.add_input_metadata(&variable);
-        AccumulateGrad { core, variable }
+        AccumulateGrad { core: NodeCore::leaf(crate::node::InputMeta::of(&variable)), variable }
     }
 }
 
@@ -34,12 +32,12 @@ impl Node for AccumulateGrad {
     /// With grad mode off (a plain backward) the first gradient is stored (a copy unless the
     /// engine hands over a tensor nobody else holds) and later ones are added in place; with
     /// grad mode on (`create_graph`) the sum is out of place so it keeps its history.
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, grads: Grads) -> Result<Grads> {
         let Some(new) = grads.into_iter().next().flatten() else {
-            return Ok(Vec::new());
+            return Ok(Grads::new());
         };
         let Some(meta) = crate::meta::meta(&self.variable) else {
-            return Ok(Vec::new());
+            return Ok(Grads::new());
         };
         let hooks = {
             let mut s = meta.state();
@@ -61,7 +59,7 @@ impl Node for AccumulateGrad {
         for h in hooks {
             h(&self.variable)?;
         }
-        Ok(Vec::new())
+        Ok(Grads::new())
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use aten::Tensor;
 use c10::{Error, Result};
 
-use crate::node::{Node, NodeCore, NodeRef};
+use crate::node::{Grads, Node, NodeCore, NodeRef};
 use crate::saved::SavedVariable;
 
 /// What `forward` leaves for `backward`.
@@ -97,7 +97,7 @@ impl<F: Function> Node for CustomNode<F> {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, grads: Grads) -> Result<Grads> {
         let ctx = self.ctx.lock().unwrap_or_else(|e| e.into_inner());
         let r = self.f.backward(&ctx, &grads)?;
         if r.len() != self.n_inputs {
@@ -111,7 +111,7 @@ impl<F: Function> Node for CustomNode<F> {
                 ),
             ));
         }
-        Ok(r)
+        Ok(r.into())
     }
     fn release_variables(&self) {
         let ctx = self.ctx.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,7 +10,7 @@
 //! is wanted; without `retain_graph` each node frees its saved tensors after running.
 
 use std::cell::RefCell;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use aten::Tensor;
 use c10::{Error, Result, Scalar};
 
 use crate::meta::{gradient_edge, requires_grad};
-use crate::node::{Edge, GraphRoot, NodeRef};
+use crate::node::{Edge, Grads, GraphRoot, NodeRef};
 
 /// A node's identity for the engine's maps.
 fn addr(n: &NodeRef) -> usize {
@@ -35,7 +35,7 @@ struct ExecInfo {
 /// What a restricted pass (`grad`, `backward(inputs=...)`) runs and captures.
 #[derive(Default)]
 struct ExecPlan {
-    info: HashMap<usize, ExecInfo>,
+    info: foldhash::HashMap<usize, ExecInfo>,
 }
 
 impl ExecPlan {
@@ -79,8 +79,8 @@ impl Drop for PlanGuard {
 struct ReadyTask {
     seq: u64,
     order: u64,
-    node: NodeRef,
-    inputs: Vec<Option<Tensor>>,
+    /// The node's slot in the pass's graph.
+    slot: u32,
 }
 
 impl PartialEq for ReadyTask {
@@ -101,6 +101,87 @@ impl Ord for ReadyTask {
     }
 }
 
+/// Marks an edge that leads nowhere in [`Graph::targets`].
+const NO_SLOT: u32 = u32::MAX;
+
+/// What a pass knows of one node of its graph.
+struct Slot<'g> {
+    node: &'g NodeRef,
+    /// Edges still to deliver before the node is ready.
+    deps: u32,
+    /// Where the node's edges start in [`Graph::targets`].
+    first_edge: u32,
+    /// The input buffer, made when the first edge delivers.
+    inputs: Option<Grads>,
+}
+
+/// The nodes reachable from a root, numbered once (see Note [Engine graph slots]).
+///
+/// Note [Engine graph slots]: the pass numbers the reachable nodes during the dependency count,
+/// and records for every edge the number of the node it leads to. Running the graph then
+/// indexes vectors instead of hashing node addresses, and holds borrowed node handles (the root,
+/// alive for the whole pass, owns the graph) instead of reference-counted clones.
+struct Graph<'g> {
+    slots: Vec<Slot<'g>>,
+    /// Per edge of every node (from its `first_edge`), the slot it leads to or [`NO_SLOT`].
+    targets: Vec<u32>,
+    /// Slots in an order where children come before parents (for restricted passes only).
+    post_order: Vec<u32>,
+}
+
+impl<'g> Graph<'g> {
+    /// Numbers the nodes reachable from `root`; `post_order` only when `want_post_order`.
+    fn discover(root: &'g NodeRef, want_post_order: bool) -> Graph<'g> {
+        // The longest path from the root bounds the graph from below: a good first capacity.
+        let hint = root.core().topological_nr() as usize + 1;
+        let mut index: foldhash::HashMap<usize, u32> =
+            foldhash::HashMap::with_capacity_and_hasher(hint, Default::default());
+        let mut g =
+            Graph { slots: Vec::with_capacity(hint), targets: Vec::with_capacity(2 * hint), post_order: Vec::new() };
+        g.add(root, 0);
+        index.insert(addr(root), 0);
+        let mut stack: Vec<(u32, usize)> = Vec::with_capacity(hint);
+        stack.push((0, 0));
+        while let Some((n, i)) = stack.pop() {
+            let node: &'g NodeRef = g.slots[n as usize].node;
+            let edges = node.core().next_edges();
+            if i == edges.len() {
+                if want_post_order {
+                    g.post_order.push(n);
+                }
+                continue;
+            }
+            stack.push((n, i + 1));
+            let Some(f) = &edges[i].function else {
+                continue;
+            };
+            let target = match index.entry(addr(f)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let k = *e.get();
+                    g.slots[k as usize].deps += 1;
+                    k
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let k = g.slots.len() as u32;
+                    e.insert(k);
+                    g.add(f, 1);
+                    stack.push((k, 0));
+                    k
+                }
+            };
+            let at = g.slots[n as usize].first_edge as usize + i;
+            g.targets[at] = target;
+        }
+        g
+    }
+
+    fn add(&mut self, node: &'g NodeRef, deps: u32) {
+        let first_edge = self.targets.len() as u32;
+        self.targets.resize(self.targets.len() + node.core().next_edges().len(), NO_SLOT);
+        self.slots.push(Slot { node, deps, first_edge, inputs: None });
+    }
+}
+
 /// Runs a backward pass from `roots` (edges with their gradients). With `outputs`, only the
 /// nodes leading to those edges run, and the gradients arriving there are returned in order;
 /// `accumulate` also runs the leaf accumulators among them (`backward(inputs=...)`).
@@ -113,29 +194,7 @@ pub(crate) fn execute(
     let (edges, grads): (Vec<Edge>, Vec<Option<Tensor>>) = roots.into_iter().unzip();
     let root: NodeRef = Arc::new(GraphRoot::new(edges, grads));
     // The root always runs; other nodes of a restricted pass only if the plan needs them.
-    let root_addr = addr(&root);
-
-    // Dependencies, and the nodes in an order where children come before parents.
-    let mut deps: HashMap<usize, u32> = HashMap::new();
-    let mut post_order: Vec<NodeRef> = Vec::new();
-    {
-        let mut seen: HashSet<usize> = HashSet::from([addr(&root)]);
-        let mut stack: Vec<(NodeRef, usize)> = vec![(root.clone(), 0)];
-        while let Some((n, i)) = stack.pop() {
-            let edges = n.core().next_edges();
-            if i < edges.len() {
-                stack.push((n.clone(), i + 1));
-                if let Some(f) = &edges[i].function {
-                    *deps.entry(addr(f)).or_default() += 1;
-                    if seen.insert(addr(f)) {
-                        stack.push((f.clone(), 0));
-                    }
-                }
-            } else {
-                post_order.push(n);
-            }
-        }
-    }
+    let mut graph = Graph::discover(&root, outputs.is_some());
 
     let n_out = outputs.map_or(0, |(o, _)| o.len());
     let plan = outputs.map(|(outs, accumulate)| {
@@ -150,12 +209,16 @@ pub(crate) fn execute(
                 }
             }
         }
-        for n in &post_order {
-            let a = addr(n);
-            let child_wanted =
-                n.core().next_edges().iter().filter_map(|e| e.function.as_ref()).any(|f| plan.should_execute(addr(f)));
+        for &n in &graph.post_order {
+            let node = graph.slots[n as usize].node;
+            let child_wanted = node
+                .core()
+                .next_edges()
+                .iter()
+                .filter_map(|e| e.function.as_ref())
+                .any(|f| plan.should_execute(addr(f)));
             if child_wanted {
-                plan.info.entry(a).or_default().needed = true;
+                plan.info.entry(addr(node)).or_default().needed = true;
             }
         }
         Rc::new(plan)
@@ -164,53 +227,53 @@ pub(crate) fn execute(
     let _grad_mode = crate::grad_mode::set_grad_enabled(create_graph);
 
     let mut captured: Vec<Option<Tensor>> = vec![None; n_out];
-    let mut not_ready: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
     let mut heap = BinaryHeap::new();
     let mut order = 0u64;
-    heap.push(ReadyTask { seq: u64::MAX, order, node: root, inputs: Vec::new() });
+    heap.push(ReadyTask { seq: u64::MAX, order, slot: 0 });
 
     while let Some(task) = heap.pop() {
-        let node = task.node;
-        let mut inputs = task.inputs;
-        run_tensor_hooks(&node, &mut inputs)?;
+        let slot = &mut graph.slots[task.slot as usize];
+        let node = slot.node;
+        let first_edge = slot.first_edge as usize;
+        let mut inputs = slot.inputs.take().unwrap_or_default();
+        run_tensor_hooks(node, &mut inputs)?;
         if let Some(plan) = &plan {
-            let a = addr(&node);
+            let a = addr(node);
             if let Some(info) = plan.info.get(&a) {
                 for &(nr, idx) in &info.captures {
                     captured[idx] = inputs.get(nr as usize).cloned().flatten();
                 }
             }
-            if a != root_addr && !plan.info.get(&a).is_some_and(|i| i.needed) {
+            if task.slot != 0 && !plan.info.get(&a).is_some_and(|i| i.needed) {
                 continue;
             }
         }
-        let outputs = call_function(&node, inputs, keep_graph)?;
+        let outputs = call_function(node, inputs, keep_graph)?;
         let edges = node.core().next_edges();
         for (i, (edge, grad)) in edges.iter().zip(outputs).enumerate() {
             let Some(child) = &edge.function else {
                 continue;
             };
+            let target = graph.targets[first_edge + i];
             let grad = match grad {
-                Some(g) => Some(validate(&node, i, child, edge.input_nr, g)?),
+                Some(g) => Some(validate(node, i, child, edge.input_nr, g)?),
                 None => None,
             };
-            let a = addr(child);
-            let buf = not_ready
-                .entry(a)
-                .or_insert_with(|| vec![None; child.core().num_inputs().max(edge.input_nr as usize + 1)]);
+            let child_slot = &mut graph.slots[target as usize];
+            let buf = child_slot.inputs.get_or_insert_with(|| {
+                Grads::from_elem(None, child.core().num_inputs().max(edge.input_nr as usize + 1))
+            });
             if let Some(g) = grad {
-                let slot = &mut buf[edge.input_nr as usize];
-                *slot = Some(match slot.take() {
+                let buf_slot = &mut buf[edge.input_nr as usize];
+                *buf_slot = Some(match buf_slot.take() {
                     None => g,
                     Some(old) => aten::ops::add(&old, &g, Scalar::Int(1))?,
                 });
             }
-            let d = deps.get_mut(&a).expect("every reachable node was counted");
-            *d -= 1;
-            if *d == 0 {
-                let inputs = not_ready.remove(&a).unwrap_or_default();
+            child_slot.deps -= 1;
+            if child_slot.deps == 0 {
                 order += 1;
-                heap.push(ReadyTask { seq: child.core().sequence_nr(), order, node: child.clone(), inputs });
+                heap.push(ReadyTask { seq: child.core().sequence_nr(), order, slot: target });
             }
         }
     }
@@ -220,17 +283,21 @@ pub(crate) fn execute(
 /// Tensor hooks, then `retain_grad` hooks, on the node's incoming gradients. For a leaf's
 /// accumulator these are the leaf's hooks.
 fn run_tensor_hooks(node: &NodeRef, inputs: &mut [Option<Tensor>]) -> Result<()> {
+    let node_hooks = node.core().hooks_if_any();
     let mut hooks: Vec<(u32, crate::node::TensorHook)> = match node.accumulated_variable() {
         Some(leaf) => match crate::meta::meta(leaf) {
             Some(m) => m.state().leaf_hooks.iter().map(|h| (0, h.clone())).collect(),
             None => Vec::new(),
         },
-        None => {
-            let h = node.core().hooks();
-            h.tensor_pre.clone()
-        }
+        None => node_hooks.as_ref().map_or_else(Vec::new, |h| h.tensor_pre.clone()),
     };
-    hooks.extend(node.core().hooks().retains_grad.iter().cloned());
+    if let Some(h) = &node_hooks {
+        hooks.extend(h.retains_grad.iter().cloned());
+    }
+    drop(node_hooks);
+    if hooks.is_empty() {
+        return Ok(());
+    }
     for (nr, hook) in hooks {
         if let Some(Some(g)) = inputs.get(nr as usize) {
             if let Some(replacement) = hook(g)? {
@@ -243,17 +310,16 @@ fn run_tensor_hooks(node: &NodeRef, inputs: &mut [Option<Tensor>]) -> Result<()>
 
 /// Pre-hooks, the node, post-hooks; releases saved tensors unless the graph is kept; anomaly
 /// checks.
-fn call_function(node: &NodeRef, mut inputs: Vec<Option<Tensor>>, keep_graph: bool) -> Result<Vec<Option<Tensor>>> {
-    {
-        let hooks = node.core().hooks();
+fn call_function(node: &NodeRef, mut inputs: Grads, keep_graph: bool) -> Result<Grads> {
+    if let Some(hooks) = node.core().hooks_if_any() {
         for h in &hooks.pre {
             if let Some(r) = h(&inputs)? {
-                inputs = r;
+                inputs = r.into();
             }
         }
     }
-    let has_post = !node.core().hooks().post.is_empty();
-    let kept_inputs = if has_post { inputs.clone() } else { Vec::new() };
+    let has_post = node.core().hooks_if_any().is_some_and(|h| !h.post.is_empty());
+    let kept_inputs = if has_post { inputs.clone() } else { Grads::new() };
     let result = node.apply(inputs);
     if !keep_graph {
         node.release_variables();
@@ -266,7 +332,7 @@ fn call_function(node: &NodeRef, mut inputs: Vec<Option<Tensor>>, keep_graph: bo
         let hooks = node.core().hooks();
         for h in &hooks.post {
             if let Some(r) = h(&outputs, &kept_inputs)? {
-                outputs = r;
+                outputs = r.into();
             }
         }
     }
@@ -314,6 +380,12 @@ fn with_anomaly_trace(node: &NodeRef, e: Error) -> Error {
 /// Makes gradient `i` of `node` fit input `input_nr` of `child`: summed down to a broadcast
 /// shape, cast to its dtype; any other shape is an error naming the node.
 fn validate(node: &NodeRef, i: usize, child: &NodeRef, input_nr: u32, g: Tensor) -> Result<Tensor> {
+    let fits = child.core().with_input_metadata(input_nr as usize, |m| {
+        m.is_none_or(|m| m.sizes.as_slice() == g.sizes() && m.dtype == g.dtype())
+    });
+    if fits {
+        return Ok(g);
+    }
     let Some(meta) = child.core().input_metadata(input_nr as usize) else {
         return Ok(g);
     };

@@ -4,7 +4,7 @@
 use aten::Tensor;
 use c10::{Error, Result};
 
-use crate::node::{NodeCore, NodeRef};
+use crate::node::{Grads, NodeCore, NodeRef};
 
 /// Records `t` as output `output_nr` of `node`: its shape and dtype become the node's input
 /// metadata, and, when `differentiable` (and `t` is floating), `node` becomes its `grad_fn`.
@@ -78,7 +78,7 @@ pub fn rebase_history(t: &Tensor, node: &NodeRef) -> Result<()> {
 
 /// The incoming gradients with every undefined one replaced by zeros of the output's shape
 /// (only called when at least one is defined).
-pub fn materialize(core: &NodeCore, grads: Vec<Option<Tensor>>) -> Result<Vec<Tensor>> {
+pub fn materialize(core: &NodeCore, grads: Grads) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
     grads
         .into_iter()
         .enumerate()

@@ -199,7 +199,12 @@ pub fn set_grad(t: &Tensor, g: Option<Tensor>) -> Result<()> {
 /// Gives `t` its history: output `output_nr` of `grad_fn` (the tensor must be fresh, as every
 /// operator output is). Called by the autograd kernels.
 pub fn set_grad_fn(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
-    let installed = t.imp().get_or_init_autograd_meta(|| Box::new(AutogradMeta::new(true, None, output_nr)));
+    // A fresh output gets its metadata with the history already in place (no lock).
+    let mut pending = Some(grad_fn);
+    let installed = t.imp().get_or_init_autograd_meta(|| Box::new(AutogradMeta::new(true, pending.take(), output_nr)));
+    let Some(grad_fn) = pending else {
+        return Ok(());
+    };
     let m = installed.as_any().downcast_ref::<AutogradMeta>().expect("autograd metadata");
     m.requires_grad.store(true, Ordering::Relaxed);
     let mut s = m.state();
@@ -219,30 +224,33 @@ pub fn grad_accumulator(t: &Tensor) -> Option<Arc<AccumulateGrad>> {
     if s.grad_fn.is_some() {
         return None;
     }
+    Some(accumulator_locked(t, &mut s))
+}
+
+/// The accumulator of leaf `t`, whose metadata state is locked as `s`.
+fn accumulator_locked(t: &Tensor, s: &mut MetaState) -> Arc<AccumulateGrad> {
     if let Some(acc) = s.grad_accumulator.as_ref().and_then(Weak::upgrade) {
-        return Some(acc);
+        return acc;
     }
     let acc = Arc::new(AccumulateGrad::new(t.clone()));
     s.grad_accumulator = Some(Arc::downgrade(&acc));
-    Some(acc)
+    acc
 }
 
 /// Where the gradient of `t` goes: its `grad_fn` (non-leaf), its accumulator (leaf requiring
-/// grad), or nowhere.
+/// grad), or nowhere. One lock of the metadata.
 pub fn gradient_edge(t: &Tensor) -> Edge {
     let Some(m) = meta(t) else {
         return Edge::invalid();
     };
-    {
-        let s = m.state();
-        if let Some(f) = &s.grad_fn {
-            return Edge::new(f.clone(), s.output_nr);
-        }
+    let mut s = m.state();
+    if let Some(f) = &s.grad_fn {
+        return Edge::new(f.clone(), s.output_nr);
     }
-    match grad_accumulator(t) {
-        Some(acc) => Edge::new(acc as NodeRef, 0),
-        None => Edge::invalid(),
+    if !m.requires_grad() {
+        return Edge::invalid();
     }
+    Edge::new(accumulator_locked(t, &mut s) as NodeRef, 0)
 }
 
 /// `retain_grad()`: a non-leaf keeps its gradient in `.grad` during backward. A no-op on leaves.
@@ -351,7 +359,7 @@ pub fn view_info(t: &Tensor) -> Option<ViewInfo> {
 }
 
 /// Collects the gradient edges of several tensors (the `next_edges` of a new node).
-pub fn collect_next_edges(ts: &[Option<&Tensor>]) -> Vec<Edge> {
+pub fn collect_next_edges(ts: &[Option<&Tensor>]) -> crate::node::EdgeList {
     ts.iter().map(|t| t.map_or_else(Edge::invalid, gradient_edge)).collect()
 }
 

@@ -12,7 +12,7 @@
 //! topo(X) > topo(Y).
 
 use std::cell::Cell;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use aten::Tensor;
 use c10::tensor_impl::DimVec;
@@ -20,6 +20,10 @@ use c10::{Device, Result, ScalarType};
 
 /// A shared handle to a node.
 pub type NodeRef = Arc<dyn Node>;
+
+/// The gradients a node receives or returns, one per input or edge (None: zero or not
+/// needed); inline for up to two, so running a node allocates no lists.
+pub type Grads = smallvec::SmallVec<[Option<Tensor>; 2]>;
 
 /// A tensor hook: sees the gradient of a tensor and may replace it (`Tensor.register_hook`).
 pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
@@ -102,14 +106,23 @@ pub fn next_sequence_nr() -> u64 {
     })
 }
 
+/// The `next_edges` of a node: inline for the common one- and two-input operations, so
+/// recording a node allocates only the node itself.
+pub type EdgeList = smallvec::SmallVec<[Edge; 2]>;
+
 /// The state every node has: ordering numbers, edges, input metadata and hooks.
+///
+/// Note [Node hooks are allocated on demand]: almost no node has hooks, and every node is
+/// created, run and freed once per step, so the hook lists live behind a `OnceLock` that is
+/// filled when the first hook is registered. The engine's check for hooks is then one load, not
+/// a lock, and the node stays small enough to build in place.
 pub struct NodeCore {
     seq_nr: u64,
     topo_nr: u64,
-    next_edges: Vec<Edge>,
+    next_edges: EdgeList,
     /// One entry per forward output; inline for the common single output.
     input_meta: Mutex<smallvec::SmallVec<[InputMeta; 1]>>,
-    hooks: Mutex<Hooks>,
+    hooks: OnceLock<Box<Mutex<Hooks>>>,
     /// The forward backtrace recorded in anomaly mode.
     anomaly_trace: Option<String>,
 }
@@ -129,19 +142,34 @@ pub struct Hooks {
 
 impl NodeCore {
     /// A node sending its outputs along `next_edges`, numbered by the thread's counter.
-    pub fn new(next_edges: Vec<Edge>) -> Self {
+    #[inline]
+    pub fn new(next_edges: impl Into<EdgeList>) -> Self {
         Self::with_sequence_nr(next_edges, next_sequence_nr())
     }
 
     /// A node with an explicit sequence number (`AccumulateGrad` uses `u64::MAX`).
-    pub fn with_sequence_nr(next_edges: Vec<Edge>, seq_nr: u64) -> Self {
+    pub fn with_sequence_nr(next_edges: impl Into<EdgeList>, seq_nr: u64) -> Self {
+        let next_edges = next_edges.into();
         let topo_nr = next_edges.iter().filter_map(|e| e.function.as_ref()).map(|f| f.core().topo_nr + 1).max();
         NodeCore {
             seq_nr,
             topo_nr: topo_nr.unwrap_or(0),
             next_edges,
             input_meta: Mutex::new(smallvec::SmallVec::new()),
-            hooks: Mutex::new(Hooks::default()),
+            hooks: OnceLock::new(),
+            anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
+        }
+    }
+
+    /// The core of a leaf's `AccumulateGrad`: no edges, the largest sequence number, and the
+    /// leaf's metadata as its one input.
+    pub(crate) fn leaf(meta: InputMeta) -> Self {
+        NodeCore {
+            seq_nr: u64::MAX,
+            topo_nr: 0,
+            next_edges: EdgeList::new(),
+            input_meta: Mutex::new(smallvec::smallvec![meta]),
+            hooks: OnceLock::new(),
             anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
         }
     }
@@ -176,13 +204,21 @@ impl NodeCore {
     pub fn input_metadata(&self, nr: usize) -> Option<InputMeta> {
         self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).get(nr).cloned()
     }
+    /// Runs `f` on the metadata of input `nr` (None if there is none) without copying it.
+    pub fn with_input_metadata<R>(&self, nr: usize, f: impl FnOnce(Option<&InputMeta>) -> R) -> R {
+        f(self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).get(nr))
+    }
     /// Number of inputs (forward outputs).
     pub fn num_inputs(&self) -> usize {
         self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
-    /// The hooks, locked.
+    /// The hooks, locked (made on first use; see Note [Node hooks are allocated on demand]).
     pub fn hooks(&self) -> MutexGuard<'_, Hooks> {
-        self.hooks.lock().unwrap_or_else(|e| e.into_inner())
+        self.hooks.get_or_init(Box::default).lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The hooks, locked, if any were ever registered.
+    pub fn hooks_if_any(&self) -> Option<MutexGuard<'_, Hooks>> {
+        self.hooks.get().map(|h| h.lock().unwrap_or_else(|e| e.into_inner()))
     }
     /// The forward backtrace recorded in anomaly mode.
     pub fn anomaly_trace(&self) -> Option<&str> {
@@ -198,7 +234,7 @@ pub trait Node: Send + Sync + 'static {
     fn core(&self) -> &NodeCore;
     /// Computes the gradients of the forward inputs (one per next edge; None = zero or not
     /// needed) from the gradients of the forward outputs (None = zero).
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    fn apply(&self, grads: Grads) -> Result<Grads>;
     /// Frees what was saved for backward (after a pass without `retain_graph`).
     fn release_variables(&self) {}
     /// The leaf tensor, for `AccumulateGrad`.
@@ -226,12 +262,12 @@ pub fn next_functions(node: &NodeRef) -> Vec<Option<(String, u32)>> {
 /// The node at the root of a backward pass with several roots: it passes the root gradients on.
 pub(crate) struct GraphRoot {
     core: NodeCore,
-    grads: Vec<Option<Tensor>>,
+    grads: Grads,
 }
 
 impl GraphRoot {
     pub(crate) fn new(edges: Vec<Edge>, grads: Vec<Option<Tensor>>) -> Self {
-        GraphRoot { core: NodeCore::with_sequence_nr(edges, u64::MAX), grads }
+        GraphRoot { core: NodeCore::with_sequence_nr(edges, u64::MAX), grads: grads.into() }
     }
 }
 
@@ -242,7 +278,7 @@ impl Node for GraphRoot {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, _grads: Grads) -> Result<Grads> {
         Ok(self.grads.clone())
     }
 }
@@ -255,7 +291,7 @@ pub(crate) struct NotImplementedNode {
 }
 
 impl NotImplementedNode {
-    pub(crate) fn new(op: &str, edges: Vec<Edge>) -> Self {
+    pub(crate) fn new(op: &str, edges: EdgeList) -> Self {
         NotImplementedNode { core: NodeCore::new(edges), op: op.to_string() }
     }
 }
@@ -267,7 +303,7 @@ impl Node for NotImplementedNode {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, _grads: Grads) -> Result<Grads> {
         Err(c10::Error::NotImplemented {
             op: self.op.clone(),
             msg: format!("the derivative for '{}' is not implemented.", self.op),

@@ -12,7 +12,7 @@ use aten::{ops, Tensor};
 use c10::{Error, Result};
 
 use crate::meta::ViewInfo;
-use crate::node::{Edge, Node, NodeCore, NodeRef};
+use crate::node::{Edge, Grads, Node, NodeCore, NodeRef};
 
 /// The region of a gradient shaped like `base` that the view covers (`base` must be dense in
 /// row-major order, which every base this records is unless it was itself made by `as_strided`).
@@ -40,14 +40,14 @@ impl Node for CopySlices {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, grads: Grads) -> Result<Grads> {
         let n = self.core.next_edges().len();
         let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None; n]);
+            return Ok(Grads::from_elem(None, n));
         };
         let result = ops::clone(&g, Some(c10::MemoryFormat::Contiguous))?;
         let slice = region(&result, &self.base, &self.view)?;
-        let inner = self.inner.apply(vec![Some(ops::clone(&slice, None)?)])?;
+        let inner = self.inner.apply(smallvec::smallvec![Some(ops::clone(&slice, None)?)])?;
         {
             let _g = crate::grad_mode::no_grad();
             match inner.first().cloned().flatten() {
@@ -55,7 +55,7 @@ impl Node for CopySlices {
                 None => ops::zero_(&slice)?,
             };
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = Grads::with_capacity(n);
         out.push(Some(result));
         out.extend(inner.into_iter().skip(1));
         out.resize(n, None);
@@ -81,9 +81,9 @@ impl Node for ViewOfBase {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, grads: Grads) -> Result<Grads> {
         let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None]);
+            return Ok(smallvec::smallvec![None]);
         };
         let z = ops::zeros(self.base.sizes(), Some(g.dtype()), None, Some(g.device()), None)?;
         let slice = region(&z, &self.base, &self.view)?;
@@ -91,7 +91,7 @@ impl Node for ViewOfBase {
             let _g = crate::grad_mode::no_grad();
             ops::copy_(&slice, &g, false)?;
         }
-        Ok(vec![Some(z)])
+        Ok(smallvec::smallvec![Some(z)])
     }
 }
 

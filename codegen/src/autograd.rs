@@ -420,7 +420,7 @@ pub fn generate_autograd(fns: &[NativeFunction], ders: &[Derivative]) -> Result<
         "//! Backward nodes, one per entry of `autograd/derivatives.yaml`.\n\n\
          #![allow(unused_imports, unused_variables, unused_mut, unused_assignments, clippy::clone_on_copy, clippy::needless_borrow, clippy::redundant_clone, clippy::useless_conversion, clippy::let_and_return)]\n\n\
          use aten::ops;\nuse aten::Tensor;\nuse c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};\n\n\
-         use crate::formulas::*;\nuse crate::node::{Node, NodeCore};\nuse crate::saved::SavedVariable;\n\n",
+         use crate::formulas::*;\nuse crate::node::{Grads, Node, NodeCore};\nuse crate::saved::SavedVariable;\n\n",
     );
     kernels.push_str(HEADER);
     kernels.push_str(
@@ -548,8 +548,8 @@ fn emit_node(o: &mut String, e: &Entry) -> Result<(), String> {
     let _ = writeln!(o, "impl Node for {} {{", e.node);
     let _ = writeln!(o, "    fn name(&self) -> String {{\n        \"{}\".into()\n    }}", e.node);
     o.push_str("    fn core(&self) -> &NodeCore {\n        &self.core\n    }\n");
-    o.push_str("    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {\n");
-    o.push_str("        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];\n");
+    o.push_str("    fn apply(&self, grads: Grads) -> Result<Grads> {\n");
+    o.push_str("        let mut out = Grads::from_elem(None, self.core.next_edges().len());\n");
     o.push_str("        if grads.iter().all(|g| g.is_none()) {\n            return Ok(out);\n        }\n");
     let _ = writeln!(o, "        let name = \"{}\";", e.node);
     o.push_str("        let grads = crate::kernel_support::materialize(&self.core, grads)?;\n");

@@ -18,7 +18,7 @@ use aten::Tensor;
 use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
 use crate::formulas::*;
-use crate::node::{Node, NodeCore};
+use crate::node::{Grads, Node, NodeCore};
 use crate::saved::SavedVariable;
 
 /// Backward of `add.Tensor` (autograd/derivatives.yaml:9).
@@ -34,8 +34,8 @@ impl Node for AddBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -70,8 +70,8 @@ impl Node for AddBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -102,8 +102,8 @@ impl Node for SubBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -138,8 +138,8 @@ impl Node for SubBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -170,8 +170,8 @@ impl Node for RsubBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -206,8 +206,8 @@ impl Node for MulBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -251,8 +251,8 @@ impl Node for MulBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -285,8 +285,8 @@ impl Node for DivBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -328,8 +328,8 @@ impl Node for DivBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -360,8 +360,8 @@ impl Node for NegBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -392,8 +392,8 @@ impl Node for AbsBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -427,8 +427,8 @@ impl Node for CloneBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -459,8 +459,8 @@ impl Node for ToCopyBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -492,8 +492,8 @@ impl Node for ViewBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -525,8 +525,8 @@ impl Node for ReshapeAliasBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -559,8 +559,8 @@ impl Node for TransposeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -592,8 +592,8 @@ impl Node for TBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -624,8 +624,8 @@ impl Node for PermuteBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -657,8 +657,8 @@ impl Node for ExpandBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -690,8 +690,8 @@ impl Node for SqueezeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -723,8 +723,8 @@ impl Node for SqueezeBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -756,8 +756,8 @@ impl Node for SqueezeBackward2 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -789,8 +789,8 @@ impl Node for UnsqueezeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -826,8 +826,8 @@ impl Node for SliceBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -865,8 +865,8 @@ impl Node for SelectBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -899,8 +899,8 @@ impl Node for AliasBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -931,8 +931,8 @@ impl Node for ExpBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -967,8 +967,8 @@ impl Node for Exp2Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1003,8 +1003,8 @@ impl Node for Expm1Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1039,8 +1039,8 @@ impl Node for LogBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1075,8 +1075,8 @@ impl Node for Log2Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1111,8 +1111,8 @@ impl Node for Log10Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1147,8 +1147,8 @@ impl Node for Log1pBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1183,8 +1183,8 @@ impl Node for SqrtBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1219,8 +1219,8 @@ impl Node for RsqrtBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1255,8 +1255,8 @@ impl Node for ReciprocalBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1291,8 +1291,8 @@ impl Node for SinBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1327,8 +1327,8 @@ impl Node for CosBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1363,8 +1363,8 @@ impl Node for TanBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1399,8 +1399,8 @@ impl Node for AsinBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1435,8 +1435,8 @@ impl Node for AcosBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1471,8 +1471,8 @@ impl Node for AtanBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1507,8 +1507,8 @@ impl Node for SinhBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1543,8 +1543,8 @@ impl Node for CoshBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1579,8 +1579,8 @@ impl Node for TanhBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1615,8 +1615,8 @@ impl Node for AsinhBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1651,8 +1651,8 @@ impl Node for AcoshBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1687,8 +1687,8 @@ impl Node for AtanhBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1723,8 +1723,8 @@ impl Node for SigmoidBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1759,8 +1759,8 @@ impl Node for ErfBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1798,8 +1798,8 @@ impl Node for ErfcBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1837,8 +1837,8 @@ impl Node for ErfinvBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1872,8 +1872,8 @@ impl Node for FloorBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1903,8 +1903,8 @@ impl Node for CeilBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1934,8 +1934,8 @@ impl Node for TruncBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1965,8 +1965,8 @@ impl Node for RoundBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -1996,8 +1996,8 @@ impl Node for SignBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2027,8 +2027,8 @@ impl Node for SgnBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2058,8 +2058,8 @@ impl Node for FracBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2090,8 +2090,8 @@ impl Node for ReluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2126,8 +2126,8 @@ impl Node for SiluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2162,8 +2162,8 @@ impl Node for MishBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2198,8 +2198,8 @@ impl Node for HardsigmoidBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2234,8 +2234,8 @@ impl Node for HardswishBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2271,8 +2271,8 @@ impl Node for MaximumBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2315,8 +2315,8 @@ impl Node for MinimumBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2359,8 +2359,8 @@ impl Node for Atan2Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2403,8 +2403,8 @@ impl Node for FmodBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2447,8 +2447,8 @@ impl Node for RemainderBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2492,8 +2492,8 @@ impl Node for PowBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2539,8 +2539,8 @@ impl Node for PowBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2576,8 +2576,8 @@ impl Node for LerpBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2615,8 +2615,8 @@ impl Node for AddcmulBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2665,8 +2665,8 @@ impl Node for AddcdivBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2715,8 +2715,8 @@ impl Node for ClampBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2759,8 +2759,8 @@ impl Node for MaskedFillBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2796,8 +2796,8 @@ impl Node for LeakyReluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2835,8 +2835,8 @@ impl Node for HardtanhBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2876,8 +2876,8 @@ impl Node for EluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2917,8 +2917,8 @@ impl Node for SoftplusBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2956,8 +2956,8 @@ impl Node for GeluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -2994,8 +2994,8 @@ impl Node for ThresholdBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3031,8 +3031,8 @@ impl Node for LogSigmoidBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3069,8 +3069,8 @@ impl Node for HypotBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3115,8 +3115,8 @@ impl Node for WhereBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3155,8 +3155,8 @@ impl Node for SumBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3190,8 +3190,8 @@ impl Node for SumBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3226,8 +3226,8 @@ impl Node for MeanBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3262,8 +3262,8 @@ impl Node for MeanBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3300,8 +3300,8 @@ impl Node for VarBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3343,8 +3343,8 @@ impl Node for StdBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3386,8 +3386,8 @@ impl Node for MaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3426,8 +3426,8 @@ impl Node for MinBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3468,8 +3468,8 @@ impl Node for MaxBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3510,8 +3510,8 @@ impl Node for MinBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3552,8 +3552,8 @@ impl Node for AmaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3596,8 +3596,8 @@ impl Node for AminBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3640,8 +3640,8 @@ impl Node for LogsumexpBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3681,8 +3681,8 @@ impl Node for CumsumBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3715,8 +3715,8 @@ impl Node for SoftmaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3753,8 +3753,8 @@ impl Node for LogSoftmaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3792,8 +3792,8 @@ impl Node for CatBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3831,8 +3831,8 @@ impl Node for StackBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3868,8 +3868,8 @@ impl Node for SplitBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3900,8 +3900,8 @@ impl Node for UnbindBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3932,8 +3932,8 @@ impl Node for FlipBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -3966,8 +3966,8 @@ impl Node for RollBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4000,8 +4000,8 @@ impl Node for TrilBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4033,8 +4033,8 @@ impl Node for TriuBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4066,8 +4066,8 @@ impl Node for ConstantPadNdBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4101,8 +4101,8 @@ impl Node for IndexSelectBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4141,8 +4141,8 @@ impl Node for GatherBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4180,8 +4180,8 @@ impl Node for ScatterAddBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4223,8 +4223,8 @@ impl Node for IndexAddBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4266,8 +4266,8 @@ impl Node for IndexBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4302,8 +4302,8 @@ impl Node for EmbeddingBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4341,8 +4341,8 @@ impl Node for MmBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4385,8 +4385,8 @@ impl Node for BmmBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4431,8 +4431,8 @@ impl Node for AddmmBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4481,8 +4481,8 @@ impl Node for MvBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4525,8 +4525,8 @@ impl Node for DotBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4576,8 +4576,8 @@ impl Node for ConvolutionBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4649,8 +4649,8 @@ impl Node for MaxPool1dWithIndicesBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4692,8 +4692,8 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4746,8 +4746,8 @@ impl Node for ThresholdBackwardBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4787,8 +4787,8 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4829,8 +4829,8 @@ impl Node for MseLossBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4877,8 +4877,8 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4931,8 +4931,8 @@ impl Node for NllLossBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -4979,8 +4979,8 @@ impl Node for NllLoss2dBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5027,8 +5027,8 @@ impl Node for NllLossNdBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5073,8 +5073,8 @@ impl Node for TopkBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5113,8 +5113,8 @@ impl Node for SortBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5154,8 +5154,8 @@ impl Node for KthvalueBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5196,8 +5196,8 @@ impl Node for MedianBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5237,8 +5237,8 @@ impl Node for CummaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5277,8 +5277,8 @@ impl Node for CumminBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5316,8 +5316,8 @@ impl Node for LogitBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5356,8 +5356,8 @@ impl Node for ProdBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5399,8 +5399,8 @@ impl Node for CumprodBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5443,8 +5443,8 @@ impl Node for NormBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5486,8 +5486,8 @@ impl Node for RepeatBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5521,8 +5521,8 @@ impl Node for ScatterBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5563,8 +5563,8 @@ impl Node for IndexPutBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5604,8 +5604,8 @@ impl Node for SmoothL1LossBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5652,8 +5652,8 @@ impl Node for HuberLossBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5700,8 +5700,8 @@ impl Node for KlDivBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5745,8 +5745,8 @@ impl Node for NanToNumBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5781,8 +5781,8 @@ impl Node for SeluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5819,8 +5819,8 @@ impl Node for CeluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5857,8 +5857,8 @@ impl Node for ClampMinBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5895,8 +5895,8 @@ impl Node for ClampMaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5933,8 +5933,8 @@ impl Node for CopysignBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -5973,8 +5973,8 @@ impl Node for FmaxBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6017,8 +6017,8 @@ impl Node for FminBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6061,8 +6061,8 @@ impl Node for GluBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6099,8 +6099,8 @@ impl Node for Rot90Backward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6134,8 +6134,8 @@ impl Node for DiagBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6170,8 +6170,8 @@ impl Node for RepeatInterleaveBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6206,8 +6206,8 @@ impl Node for MaskedSelectBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6246,8 +6246,8 @@ impl Node for TakeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6284,8 +6284,8 @@ impl Node for MedianBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6322,8 +6322,8 @@ impl Node for ZerosLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6347,8 +6347,8 @@ impl Node for OnesLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6372,8 +6372,8 @@ impl Node for FullLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6397,8 +6397,8 @@ impl Node for EmptyLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6422,8 +6422,8 @@ impl Node for RandLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6447,8 +6447,8 @@ impl Node for RandnLikeBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6472,8 +6472,8 @@ impl Node for BernoulliBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6497,8 +6497,8 @@ impl Node for BernoulliBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6522,8 +6522,8 @@ impl Node for MultinomialBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6547,8 +6547,8 @@ impl Node for NormalBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6572,8 +6572,8 @@ impl Node for NormalBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6597,8 +6597,8 @@ impl Node for NormalBackward2 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6622,8 +6622,8 @@ impl Node for FloorDivideBackward0 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
@@ -6647,8 +6647,8 @@ impl Node for FloorDivideBackward1 {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let mut out: Vec<Option<Tensor>> = vec![None; self.core.next_edges().len()];
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
