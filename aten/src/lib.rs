@@ -12,6 +12,7 @@ pub mod display;
 pub mod generated;
 pub mod generator;
 pub mod ivalue;
+pub mod mapped;
 pub mod native;
 pub mod parallel;
 pub mod tensor;

@@ -59,6 +59,13 @@ impl Tensor {
         &self.imp
     }
 
+    /// How many handles share this tensor (not counting views, which are tensors of their own
+    /// over the same storage). Autograd uses it to take over a gradient nobody else holds.
+    #[inline]
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.imp)
+    }
+
     /// Takes ownership of a `Vec` without copying and views it with `shape`.
     ///
     /// ```

@@ -29,8 +29,9 @@ impl Node for AccumulateGrad {
     fn accumulated_variable(&self) -> Option<&Tensor> {
         Some(&self.variable)
     }
-    /// With grad mode off (a plain backward) the first gradient is stored (a copy unless the
-    /// engine hands over a tensor nobody else holds) and later ones are added in place; with
+    /// With grad mode off (a plain backward) the first gradient is stored (taken over when the
+    /// engine hands over a tensor nobody else holds, see [`stealable`], a copy otherwise) and
+    /// later ones are added in place; with
     /// grad mode on (`create_graph`) the sum is out of place so it keeps its history.
     fn apply(&self, grads: Grads) -> Result<Grads> {
         let Some(new) = grads.into_iter().next().flatten() else {
@@ -44,6 +45,7 @@ impl Node for AccumulateGrad {
             let grad_mode = crate::grad_mode::is_grad_enabled();
             s.grad = Some(match s.grad.take() {
                 None if grad_mode => new,
+                None if stealable(&new, &self.variable) => new,
                 None => fresh_copy(&new, &self.variable)?,
                 Some(old) if grad_mode => aten::ops::add(&old, &new, Scalar::Int(1))?,
                 Some(old) => {
@@ -60,6 +62,21 @@ impl Node for AccumulateGrad {
             h(&self.variable)?;
         }
         Ok(Grads::new())
+    }
+}
+
+/// Whether the first gradient of a plain backward can become `.grad` as it is (PyTorch's
+/// "steal" in `accumulateGrad`): no other handle holds it or its memory (so `.grad` aliases
+/// nothing a user can see), it carries no autograd history, and its layout is the one
+/// [`fresh_copy`] would give.
+fn stealable(g: &Tensor, variable: &Tensor) -> bool {
+    if g.use_count() != 1 || g.storage().use_count() != 1 || crate::meta::meta(g).is_some() {
+        return false;
+    }
+    if variable.is_contiguous() {
+        g.is_contiguous()
+    } else {
+        g.strides() == variable.strides() && g.storage_offset() == 0
     }
 }
 

@@ -2,9 +2,10 @@
 //! PyTorch users export with `safetensors.torch.save_file`.
 //!
 //! Note [Decoding safetensors]: entries are little-endian, packed back to back after a JSON
-//! header, so their data need not be aligned for the dtype. Loading reads the file and decodes
-//! every entry into a fresh, aligned tensor; no file handle outlives the load, so a loaded
-//! checkpoint can be overwritten in place.
+//! header, so their data need not be aligned for the dtype. [`load_file`] reads the file and
+//! decodes every entry into a fresh, aligned tensor; no file handle outlives the load, so a
+//! loaded checkpoint can be overwritten in place. [`load_file_mmap`] maps the file instead and
+//! uses every aligned entry in place (zero-copy), copying only the misaligned ones.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -162,17 +163,103 @@ pub fn load_file(path: impl AsRef<Path>) -> Result<Loaded> {
 
 /// Parses safetensors bytes already in memory; `path` names the source in errors.
 pub fn load_bytes(bytes: &[u8], path: &Path) -> Result<Loaded> {
-    let st = SafeTensors::deserialize(bytes).map_err(|e| io_err(path, format!("not a valid safetensors file: {e}")))?;
-    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| io_err(path, e))?;
-    let mut entries: Vec<(String, safetensors::tensor::TensorView<'_>)> = st.tensors();
-    entries.sort_by_key(|(name, _)| meta.info(name).map(|i| i.data_offsets.0).unwrap_or(0));
+    let header = parse_header(bytes, path)?;
     let mut tensors = StateDict::new();
-    for (name, view) in entries {
-        let t = decode(view.dtype(), view.shape(), view.data())
-            .map_err(|e| io_err(path, format!("tensor '{name}': {e}")))?;
+    for (name, info) in header.entries {
+        let data = &bytes[info.bytes.clone()];
+        let shape: Vec<usize> = info.sizes.iter().map(|&s| s as usize).collect();
+        let t = decode(info.dtype, &shape, data).map_err(|e| io_err(path, format!("tensor '{name}': {e}")))?;
         tensors.insert(name, t);
     }
-    Ok(Loaded { tensors, metadata: meta.metadata().clone().unwrap_or_default() })
+    Ok(Loaded { tensors, metadata: header.metadata })
+}
+
+/// One entry of a parsed header: its safetensors dtype, shape and byte range in the file.
+struct HeaderEntry {
+    dtype: Dtype,
+    sizes: Vec<i64>,
+    bytes: std::ops::Range<usize>,
+}
+
+/// A parsed (and validated) safetensors header: entries in file order and the metadata.
+struct Header {
+    entries: Vec<(String, HeaderEntry)>,
+    metadata: HashMap<String, String>,
+}
+
+/// Parses the header once: `read_metadata` validates the offsets against the dtypes, shapes and
+/// the file length.
+fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
+    let (n, meta) =
+        SafeTensors::read_metadata(bytes).map_err(|e| io_err(path, format!("not a valid safetensors file: {e}")))?;
+    let start = 8 + n;
+    let mut entries: Vec<(String, HeaderEntry)> = meta
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| {
+            let entry = HeaderEntry {
+                dtype: info.dtype,
+                sizes: info.shape.iter().map(|&s| s as i64).collect(),
+                bytes: start + info.data_offsets.0..start + info.data_offsets.1,
+            };
+            (name, entry)
+        })
+        .collect();
+    entries.sort_by_key(|(_, e)| e.bytes.start);
+    Ok(Header { entries, metadata: meta.metadata().clone().unwrap_or_default() })
+}
+
+fn scalar_type_of(d: Dtype) -> Option<ScalarType> {
+    Some(match d {
+        Dtype::F32 => ScalarType::F32,
+        Dtype::F64 => ScalarType::F64,
+        Dtype::F16 => ScalarType::F16,
+        Dtype::BF16 => ScalarType::BF16,
+        Dtype::I64 => ScalarType::I64,
+        Dtype::I32 => ScalarType::I32,
+        Dtype::I16 => ScalarType::I16,
+        Dtype::I8 => ScalarType::I8,
+        Dtype::U8 => ScalarType::U8,
+        Dtype::BOOL => ScalarType::Bool,
+        _ => return None,
+    })
+}
+
+/// Reads every tensor of a safetensors file through a private memory map, in file order
+/// (what `safetensors.safe_open` does). Entries whose data is aligned for their dtype are used
+/// in place, without a copy (the pages are read from the page cache when first touched);
+/// the others are copied. Writing to a loaded tensor never changes the file. See
+/// `aten::mapped` (Note [Mapped tensors]) for the one caveat: the file must not be truncated
+/// in place while the tensors are alive (replacing it by rename, as [`save_file`] does, is
+/// fine).
+pub fn load_file_mmap(path: impl AsRef<Path>) -> Result<Loaded> {
+    Ok(load_file_mmap_counted(path)?.0)
+}
+
+/// [`load_file_mmap`], also counting the entries used in place (for tests and diagnostics).
+pub fn load_file_mmap_counted(path: impl AsRef<Path>) -> Result<(Loaded, usize)> {
+    let path = path.as_ref();
+    let mapped = aten::mapped::MappedFile::open(path)?;
+    let (names, entries, metadata) = {
+        let header = parse_header(mapped.bytes(), path)?;
+        let mut names = Vec::with_capacity(header.entries.len());
+        let mut entries = Vec::with_capacity(header.entries.len());
+        for (name, e) in header.entries {
+            let Some(dtype) = scalar_type_of(e.dtype) else {
+                return Err(io_err(path, format!("tensor '{name}': dtype {:?} is not supported", e.dtype)));
+            };
+            entries.push(aten::mapped::MappedEntry { bytes: e.bytes, sizes: e.sizes, dtype });
+            names.push(name);
+        }
+        (names, entries, header.metadata)
+    };
+    let made = mapped.into_tensors(&entries)?;
+    let in_place = made.iter().filter(|(_, mapped)| *mapped).count();
+    let mut tensors = StateDict::new();
+    for (name, (t, _)) in names.into_iter().zip(made) {
+        tensors.insert(name, t);
+    }
+    Ok((Loaded { tensors, metadata }, in_place))
 }
 
 /// Loads a state_dict file into `module` (strict or not). Nothing is copied unless every entry

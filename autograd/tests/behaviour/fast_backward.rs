@@ -120,3 +120,39 @@ fn mm_gradients_follow_the_operand_layout() {
     gradcheck(&f, &[b.clone(), x.clone(), w.clone()], GradcheckOptions::default()).unwrap();
     gradgradcheck(&f, &[b, x, w], GradcheckOptions::default()).unwrap();
 }
+
+/// A leaf's first gradient is taken over when nobody else holds it (no copy), and copied when
+/// it is a tensor the caller can still see: changing the caller's tensor afterwards must not
+/// change `.grad`, and a later accumulation must not change the caller's tensor.
+#[test]
+fn first_gradient_is_taken_over_only_when_unshared() {
+    // Unshared: `x * w` sends a fresh product to the leaf.
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap().requires_grad_(true).unwrap();
+    let w = Tensor::from_vec(vec![2.0f32, 3.0, 4.0], &[3]).unwrap();
+    ops::mul(&x, &w).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(vals(&x.grad().unwrap()), vec![2.0, 3.0, 4.0]);
+    ops::mul(&x, &w).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(vals(&x.grad().unwrap()), vec![4.0, 6.0, 8.0]);
+    assert_eq!(vals(&w), vec![2.0, 3.0, 4.0]);
+
+    // Shared: the identity-like backward of `clone` hands the caller's gradient itself over.
+    let y = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().requires_grad_(true).unwrap();
+    let g = Tensor::from_vec(vec![5.0f32, 7.0], &[2]).unwrap();
+    ops::clone(&y, None).unwrap().backward_with(Some(&g), None, false).unwrap();
+    assert_eq!(vals(&y.grad().unwrap()), vec![5.0, 7.0]);
+    ops::fill_(&g, Scalar::Float(0.0)).unwrap();
+    assert_eq!(vals(&y.grad().unwrap()), vec![5.0, 7.0], ".grad aliased the caller's gradient");
+    let g2 = Tensor::from_vec(vec![1.0f32, 1.0], &[2]).unwrap();
+    ops::clone(&y, None).unwrap().backward_with(Some(&g2), None, false).unwrap();
+    assert_eq!(vals(&y.grad().unwrap()), vec![6.0, 8.0]);
+    assert_eq!(vals(&g2), vec![1.0, 1.0]);
+
+    // A non-contiguous leaf: the gradient (contiguous here) does not match its strides, so it is
+    // copied rather than taken over, with the same values.
+    let base = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let t = base.t().unwrap().contiguous().unwrap().t().unwrap().requires_grad_(true).unwrap();
+    assert_eq!(t.strides(), &[1, 2]);
+    ops::mul(&t, &base).unwrap().sum().unwrap().backward().unwrap();
+    let gt = t.grad().unwrap();
+    assert_eq!(vals(&gt), vals(&base));
+}

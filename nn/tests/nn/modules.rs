@@ -237,6 +237,96 @@ fn state_dict_round_trip_through_safetensors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A safetensors file from its parts: the header JSON padded with spaces to 8 bytes, as the
+/// reference writer does, then the data.
+fn safetensors_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.as_bytes().to_vec();
+    while !h.len().is_multiple_of(8) {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn mapped_loading_is_zero_copy_and_never_writes_the_file() {
+    let dir = std::env::temp_dir().join(format!("nn-mmap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mixed.safetensors");
+    let w = Tensor::from_vec(vec![1.5f32, -2.0, 3.25, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let d = Tensor::from_vec(vec![0.1f64, 0.2], &[2]).unwrap();
+    let i = Tensor::from_vec(vec![7i64, -8, 9], &[3]).unwrap();
+    let b = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+    let u = Tensor::from_vec(vec![1u8, 2, 255], &[3]).unwrap();
+    let empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 4]).unwrap();
+    let named = [("w", &w), ("d", &d), ("i", &i), ("b", &b), ("u", &u), ("empty", &empty)];
+    nn::serialize::save_file(named, None, &path).unwrap();
+
+    let (loaded, in_place) = nn::serialize::load_file_mmap_counted(&path).unwrap();
+    let copied = nn::serialize::load_file(&path).unwrap();
+    assert_eq!(loaded.tensors.len(), 6);
+    for (name, t) in named {
+        let m = loaded.tensors.get(name).unwrap();
+        assert_eq!(m.dtype(), t.dtype(), "{name}");
+        assert_eq!(m.sizes(), t.sizes(), "{name}");
+        assert_eq!(vals(m), vals(t), "{name}");
+        assert_eq!(vals(copied.tensors.get(name).unwrap()), vals(t), "{name}");
+    }
+    // The writer aligns every entry for its dtype, so every non-empty entry is used in place.
+    assert_eq!(in_place, 5);
+
+    // Writing to a mapped tensor changes this process's copy only.
+    let mw = loaded.tensors.get("w").unwrap().clone();
+    ops::add_(&mw, &ops::ones(&[2, 3], None, None, None, None).unwrap(), c10::Scalar::Int(1)).unwrap();
+    assert_eq!(vals(&mw), vec![2.5, -1.0, 4.25, 5.0, 6.0, 7.0]);
+    let again = nn::serialize::load_file(&path).unwrap();
+    assert_eq!(vals(again.tensors.get("w").unwrap()), vals(&w));
+
+    // Tensors outlive everything else of the load, and the file can be replaced meanwhile.
+    drop(loaded);
+    nn::serialize::save_file([("w", &d)], None, &path).unwrap();
+    assert_eq!(vals(&mw), vec![2.5, -1.0, 4.25, 5.0, 6.0, 7.0]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mapped_loading_copies_misaligned_and_non_boolean_entries() {
+    let dir = std::env::temp_dir().join(format!("nn-mmap-odd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("odd.safetensors");
+    // One byte of u8 puts the f32 entry at an odd offset; the bool entry holds a 2.
+    let header = r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]},"c":{"dtype":"BOOL","shape":[2],"data_offsets":[9,11]}}"#;
+    let mut data = vec![42u8];
+    data.extend_from_slice(&1.25f32.to_le_bytes());
+    data.extend_from_slice(&(-3.5f32).to_le_bytes());
+    data.extend_from_slice(&[2, 0]);
+    std::fs::write(&path, safetensors_bytes(header, &data)).unwrap();
+    let (loaded, in_place) = nn::serialize::load_file_mmap_counted(&path).unwrap();
+    assert_eq!(vals(loaded.tensors.get("a").unwrap()), vec![42.0]);
+    let b = loaded.tensors.get("b").unwrap();
+    assert_eq!((b.dtype(), vals(b)), (ScalarType::F32, vec![1.25, -3.5]));
+    let c = loaded.tensors.get("c").unwrap();
+    assert_eq!(c.dtype(), ScalarType::Bool);
+    assert_eq!(c.to_vec::<bool>().unwrap(), vec![true, false]);
+    // Only the one-byte u8 entry could be used in place.
+    assert_eq!(in_place, 1);
+    assert_eq!(loaded.tensors.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+
+    // Malformed files are errors naming the file, with nothing loaded.
+    let bad = dir.join("bad.safetensors");
+    std::fs::write(&bad, safetensors_bytes(header, &data[..5])).unwrap();
+    let e = nn::serialize::load_file_mmap(&bad).err().unwrap().to_string();
+    assert!(e.contains("bad.safetensors") && e.contains("not a valid safetensors file"), "{e}");
+    std::fs::write(&bad, b"").unwrap();
+    let e = nn::serialize::load_file_mmap(&bad).err().unwrap().to_string();
+    assert!(e.contains("bad.safetensors") && e.contains("empty"), "{e}");
+    let e = nn::serialize::load_file_mmap(dir.join("missing.safetensors")).err().unwrap().to_string();
+    assert!(e.contains("missing.safetensors"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn strict_and_non_strict_loading() {
     aten::manual_seed(0);
