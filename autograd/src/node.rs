@@ -164,14 +164,9 @@ impl NodeCore {
     /// The core of a leaf's `AccumulateGrad`: no edges, the largest sequence number, and the
     /// leaf's metadata as its one input.
     pub(crate) fn leaf(meta: InputMeta) -> Self {
-        NodeCore {
-            seq_nr: u64::MAX,
-            topo_nr: 0,
-            next_edges: EdgeList::new(),
-            input_meta: Mutex::new(smallvec::smallvec![meta]),
-            hooks: OnceLock::new(),
-            anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
-        }
+        let mut core = Self::with_sequence_nr(EdgeList::new(), u64::MAX);
+        core.input_meta = Mutex::new(smallvec::smallvec![meta]);
+        core
     }
 
     /// The sequence number.

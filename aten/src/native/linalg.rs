@@ -97,10 +97,52 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     beta: Option<T>,
     par: Parallelism,
 ) {
-    // SAFETY: forwarded contract.
+    // SAFETY: forwarded contract. The scratch copies live in `o` until the end of the call;
+    // operands already in the preferred layout (as in the panels of `gemm_panels`) are left
+    // as they are.
     let o = unsafe { orient(m, n, k, c, a, b, matches!(par, Parallelism::Rayon(_))) };
-    // SAFETY: `orient` describes the same product over valid memory (its scratch lives in `o`).
-    unsafe { gemm_raw(o.m, o.n, k, o.c, o.a, o.b, alpha, beta, par) };
+    let (m, n, c, a, b) = (o.m, o.n, o.c, o.a, o.b);
+    if m == 0 || n == 0 {
+        return;
+    }
+    let beta = beta.filter(|b| *b != T::zero());
+    if k == 0 {
+        for i in 0..m as isize {
+            for j in 0..n as isize {
+                // SAFETY: (i, j) is in range of `c` (caller's contract).
+                let p = unsafe { c.ptr.offset(i * c.rs + j * c.cs) };
+                // SAFETY: as above.
+                unsafe { *p = beta.map_or(T::zero(), |bt| bt * *p) };
+            }
+        }
+        return;
+    }
+    // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
+    // them. Its argument order is (dst, col stride, row stride, read_dst, ...), and it computes
+    // dst = alpha' * dst + beta' * lhs @ rhs.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.ptr,
+            c.cs,
+            c.rs,
+            beta.is_some(),
+            a.ptr,
+            a.cs,
+            a.rs,
+            b.ptr,
+            b.cs,
+            b.rs,
+            beta.unwrap_or(T::zero()),
+            alpha,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
 }
 
 /// Note [GEMM operand layout]: the `gemm` crate is fastest when the output and both operands
@@ -297,65 +339,6 @@ unsafe fn transpose8x8_f32(_src: *const f32, _src_ld: isize, _dst: *mut f32, _ds
     unreachable!("the 8 x 8 transpose needs AVX")
 }
 
-/// [`gemm_one`] without Note [GEMM operand layout]: the operands as they are.
-///
-/// # Safety
-/// As [`gemm_one`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_raw<T: GemmFloat>(
-    m: usize,
-    n: usize,
-    k: usize,
-    c: MatMut<T>,
-    a: MatRef<T>,
-    b: MatRef<T>,
-    alpha: T,
-    beta: Option<T>,
-    par: Parallelism,
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    let beta = beta.filter(|b| *b != T::zero());
-    if k == 0 {
-        for i in 0..m as isize {
-            for j in 0..n as isize {
-                // SAFETY: (i, j) is in range of `c` (caller's contract).
-                let p = unsafe { c.ptr.offset(i * c.rs + j * c.cs) };
-                // SAFETY: as above.
-                unsafe { *p = beta.map_or(T::zero(), |bt| bt * *p) };
-            }
-        }
-        return;
-    }
-    // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
-    // them. Its argument order is (dst, col stride, row stride, read_dst, ...), and it computes
-    // dst = alpha' * dst + beta' * lhs @ rhs.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.ptr,
-            c.cs,
-            c.rs,
-            beta.is_some(),
-            a.ptr,
-            a.cs,
-            a.rs,
-            b.ptr,
-            b.cs,
-            b.rs,
-            beta.unwrap_or(T::zero()),
-            alpha,
-            false,
-            false,
-            false,
-            par,
-        )
-    }
-}
-
 /// The geometry of a batch of products over 3-d strided views `[B, m, k] @ [B, k, n] -> [B, m, n]`
 /// (batch strides may be zero).
 struct Batch3 {
@@ -458,13 +441,13 @@ unsafe fn gemm_panels<T: GemmFloat>(
             let (cp, bp) = unsafe { (c.base().offset(off * c.cs), b.base().offset(off * b.cs)) };
             let (cp, bp) = (MatMut { ptr: cp, ..c }, MatRef { ptr: bp, ..b });
             // SAFETY: a sub-product of the caller's, on disjoint output.
-            unsafe { gemm_raw(m, end - start, k, cp, a, bp, alpha, beta, Parallelism::None) };
+            unsafe { gemm_one(m, end - start, k, cp, a, bp, alpha, beta, Parallelism::None) };
         } else {
             // SAFETY: rows start..end of `c` and `a` are in range; disjoint row ranges of `c`.
             let (cp, ap) = unsafe { (c.base().offset(off * c.rs), a.base().offset(off * a.rs)) };
             let (cp, ap) = (MatMut { ptr: cp, ..c }, MatRef { ptr: ap, ..a });
             // SAFETY: as above.
-            unsafe { gemm_raw(end - start, n, k, cp, ap, b, alpha, beta, Parallelism::None) };
+            unsafe { gemm_one(end - start, n, k, cp, ap, b, alpha, beta, Parallelism::None) };
         }
     });
 }
