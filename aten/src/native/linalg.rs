@@ -97,6 +97,13 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     beta: Option<T>,
     par: Parallelism,
 ) {
+    if let Parallelism::Rayon(threads) = par {
+        if uses_packed::<T>(m, n, k) {
+            // Our packed kernel is single-threaded: split the product across the threads.
+            // SAFETY: forwarded contract.
+            return unsafe { gemm_panels(m, n, k, c, a, b, alpha, beta, threads) };
+        }
+    }
     // SAFETY: forwarded contract. The scratch copies live in `o` until the end of the call;
     // operands already in the preferred layout (as in the panels of `gemm_panels`) are left
     // as they are.
@@ -115,6 +122,16 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
                 unsafe { *p = beta.map_or(T::zero(), |bt| bt * *p) };
             }
         }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if c.cs == 1 && uses_packed::<T>(m, n, k) {
+        use crate::native::cpu::sgemm::{sgemm, Strided};
+        let f = |x: MatRef<T>| Strided { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
+        let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
+        // SAFETY: T is f32 (checked by `uses_packed`), so the casts keep the element type; the
+        // extents and the no-overlap condition are the caller's, AVX-512F is checked.
+        unsafe { sgemm(m, n, k, to_f32(alpha), f(a), f(b), beta.map(to_f32), c.ptr as *mut f32, c.rs) };
         return;
     }
     // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
@@ -156,7 +173,9 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
 /// column-major f32, 16 x 16 tiles otherwise) costs about 0.7 ns per element here (1.2 for the
 /// tiles): copying `W.t()` for a batch of 128 rows takes 0.28 ms and saves 0.7 ms of the 1.9 ms
 /// product; the weight gradient's copy (64 K elements) takes 0.05 ms and saves 0.5 ms. The
-/// copies change where operands are read from, not the arithmetic.
+/// copies change where operands are read from, not the arithmetic. Products that run on our
+/// own kernel (f32 with AVX-512F, [`uses_packed`]) skip the copies: its packing reads any
+/// layout; they are still turned around to a row-major output.
 const ORIENT_MIN_REUSE: usize = 128;
 
 /// Products with fewer multiply-adds than this are never reoriented (Note [GEMM operand
@@ -195,7 +214,7 @@ unsafe fn orient<T: GemmFloat>(
         (m, n, c, a, b)
     };
     let mut o = Oriented { m, n, c, a, b, _scratch: [None, None] };
-    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK || c.cs != 1 {
+    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK || c.cs != 1 || uses_packed::<T>(m, n, k) {
         return o;
     }
     if a.cs != 1 && n >= ORIENT_MIN_REUSE {
@@ -213,6 +232,30 @@ unsafe fn orient<T: GemmFloat>(
         }
     }
     o
+}
+
+/// Products with fewer multiply-adds than this, or fewer than 8 rows or 16 columns, go to the
+/// `gemm` crate rather than Note [Packed f32 GEMM] (whose 12 x 32 tiles would mostly compute
+/// padding, and whose packing does not pay off on tiny products).
+const PACKED_MIN_WORK: usize = 1 << 15;
+
+/// Whether an `m x k` by `k x n` product of `T` with a row-major output runs on our packed f32
+/// kernel (Note [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F. The packing
+/// reads any operand layout, so such products need no copies from Note [GEMM operand layout].
+fn uses_packed<T: GemmFloat>(m: usize, n: usize, k: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+            && m >= 8
+            && n >= 16
+            && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_WORK
+            && crate::native::cpu::sgemm::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (m, n, k);
+        false
+    }
 }
 
 /// A row-major copy of the `rows x cols` matrix `src` in a fresh tensor (None if it cannot be
@@ -286,49 +329,10 @@ fn has_avx() -> bool {
     }
 }
 
-/// Writes the transpose of the 8 x 8 f32 block whose rows start `src_ld` elements apart to the
-/// block whose rows start `dst_ld` apart (unpack, shuffle, then swap 128-bit halves).
-///
-/// # Safety
-/// Both blocks must be valid (8 rows of 8 f32 each) and the CPU must have AVX.
+/// The 8 x 8 f32 transpose of [`copy_row_major`] (shared with Note [Packed f32 GEMM]'s
+/// packing).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn transpose8x8_f32(src: *const f32, src_ld: isize, dst: *mut f32, dst_ld: isize) {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller guarantees the 8 rows of 8 elements of both blocks.
-    unsafe {
-        let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.offset(i as isize * src_ld)));
-        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        let out = [
-            _mm256_permute2f128_ps::<0x20>(s0, s4),
-            _mm256_permute2f128_ps::<0x20>(s1, s5),
-            _mm256_permute2f128_ps::<0x20>(s2, s6),
-            _mm256_permute2f128_ps::<0x20>(s3, s7),
-            _mm256_permute2f128_ps::<0x31>(s0, s4),
-            _mm256_permute2f128_ps::<0x31>(s1, s5),
-            _mm256_permute2f128_ps::<0x31>(s2, s6),
-            _mm256_permute2f128_ps::<0x31>(s3, s7),
-        ];
-        for (i, v) in out.into_iter().enumerate() {
-            _mm256_storeu_ps(dst.offset(i as isize * dst_ld), v);
-        }
-    }
-}
+use crate::native::cpu::sgemm::transpose8x8 as transpose8x8_f32;
 
 /// Never called: [`copy_row_major`] checks [`has_avx`] first.
 ///
@@ -386,7 +390,8 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
         });
     } else {
         let par = gemm_parallelism(g.m, g.n, g.k);
-        let panels = matches!(par, Parallelism::Rayon(_)) && g.m.saturating_mul(g.n) < PANEL_MAX_OUTPUT;
+        let panels = matches!(par, Parallelism::Rayon(_))
+            && (g.m.saturating_mul(g.n) < PANEL_MAX_OUTPUT || uses_packed::<T>(g.m, g.n, g.k));
         for i in 0..g.count {
             let (cm, am, bm) = mat(i);
             if panels {
@@ -408,7 +413,9 @@ const PANEL_MAX_OUTPUT: usize = 1 << 20;
 /// mid-sized products of a training step (`[128, 784] @ [784, 512]` ran as fast on two threads
 /// as on one). Such a product is split here into one panel of output columns (or rows, when
 /// there are more rows) per thread, each an independent single-threaded product. Panel edges
-/// are multiples of 16 so every panel keeps whole micro-kernel tiles.
+/// are multiples of 32 columns or 48 rows so every panel keeps whole micro-kernel tiles (16
+/// wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], which runs every large f32
+/// product this way).
 ///
 /// # Safety
 /// As [`gemm_one`].
@@ -429,7 +436,8 @@ unsafe fn gemm_panels<T: GemmFloat>(
     let (m, n, c, a, b) = (o.m, o.n, o.c, o.a, o.b);
     let split_cols = n >= m;
     let total = if split_cols { n } else { m };
-    let per = total.div_ceil(threads).div_ceil(16) * 16;
+    let grain = if split_cols { 32 } else { 48 };
+    let per = total.div_ceil(threads).div_ceil(grain) * grain;
     let parts = total.div_ceil(per.max(1));
     (0..parts).into_par_iter().for_each(|p| {
         let (start, end) = (p * per, ((p + 1) * per).min(total));

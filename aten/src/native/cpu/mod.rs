@@ -2,4 +2,6 @@
 
 pub mod gather;
 pub mod loops;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod sgemm;
 pub mod vec;

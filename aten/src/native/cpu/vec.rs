@@ -51,6 +51,28 @@ const LANES: usize = 16;
 /// free of conversions.
 const F32_SPAN: usize = 4096;
 
+/// How far ahead of the loads the sums prefetch, in bytes. The hardware prefetcher alone
+/// leaves one core's streaming sum short of the bandwidth PyTorch reaches here (a 16M-element
+/// f32 sum: 6.2 ms against 5.8 ms); 4 KiB ahead, with huge pages under the data (Note [Huge
+/// pages for large blocks] in c10), it takes 5.1–5.4 ms.
+const PREFETCH_AHEAD: usize = 4096;
+
+/// Prefetches the 256 bytes at `p` (four cache lines) into L1. `p` may point past the end of
+/// its allocation: a prefetch never faults and the pointer is not dereferenced.
+#[inline(always)]
+fn prefetch_256(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for line in 0..4 {
+            // SAFETY: prefetching is a hint that cannot fault, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line * 64).cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[inline(always)]
 fn sum_f32_body(x: &[f32]) -> f64 {
     const L: usize = 64;
@@ -60,6 +82,7 @@ fn sum_f32_body(x: &[f32]) -> f64 {
         let chunks = block.chunks_exact(L);
         let rest = chunks.remainder();
         for c in chunks {
+            prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
             for i in 0..L {
                 acc[i] += c[i];
             }
@@ -76,7 +99,15 @@ fn sum_f32_body(x: &[f32]) -> f64 {
 #[inline(always)]
 fn sum_f64_body(x: &[f64]) -> f64 {
     let mut acc = [0f64; LANES];
-    let chunks = x.chunks_exact(LANES);
+    let chunks = x.chunks_exact(2 * LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+        for i in 0..2 * LANES {
+            acc[i % LANES] += c[i];
+        }
+    }
+    let chunks = rest.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
         for i in 0..LANES {
