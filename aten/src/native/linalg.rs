@@ -126,12 +126,23 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     }
     #[cfg(target_arch = "x86_64")]
     if c.cs == 1 && uses_packed::<T>(m, n, k) {
-        use crate::native::cpu::sgemm::{sgemm, Strided};
-        let f = |x: MatRef<T>| Strided { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
+        let f = |x: MatRef<T>| MatRef { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
         let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
         // SAFETY: T is f32 (checked by `uses_packed`), so the casts keep the element type; the
         // extents and the no-overlap condition are the caller's, AVX-512F is checked.
-        unsafe { sgemm(m, n, k, to_f32(alpha), f(a), f(b), beta.map(to_f32), c.ptr as *mut f32, c.rs) };
+        unsafe {
+            crate::native::cpu::sgemm::sgemm(
+                m,
+                n,
+                k,
+                to_f32(alpha),
+                f(a),
+                f(b),
+                beta.map(to_f32),
+                c.ptr as *mut f32,
+                c.rs,
+            )
+        };
         return;
     }
     // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
@@ -390,8 +401,8 @@ unsafe fn batched_gemm<T: GemmFloat>(g: &Batch3, c: *mut T, a: *const T, b: *con
         });
     } else {
         let par = gemm_parallelism(g.m, g.n, g.k);
-        let panels = matches!(par, Parallelism::Rayon(_))
-            && (g.m.saturating_mul(g.n) < PANEL_MAX_OUTPUT || uses_packed::<T>(g.m, g.n, g.k));
+        // Large products on our packed kernel are split by `gemm_one` itself.
+        let panels = matches!(par, Parallelism::Rayon(_)) && g.m.saturating_mul(g.n) < PANEL_MAX_OUTPUT;
         for i in 0..g.count {
             let (cm, am, bm) = mat(i);
             if panels {

@@ -20,12 +20,15 @@
 //! column-major `b` by 8 x 8 transposes), so transposed operands cost no separate copy.
 //! Partial tiles are padded with zeros in the packed panels and written through masks.
 //!
-//! Measured on this project's machine (one thread, 1024² and 2048² row-major products): about
-//! 115–120 GFLOP/s, against 95–115 for the `gemm` crate and 125–130 for PyTorch's MKL; the
-//! kernel alone, with its operands in cache, reaches 125–130 (this VM's FMA peak).
+//! Measured on this project's machine in a standalone loop (one thread, 1024² and 2048²
+//! row-major products): about 115–120 GFLOP/s, against 95–115 for the `gemm` crate in
+//! interleaved runs and 125–130 for PyTorch's MKL; the kernel alone, with its operands in
+//! cache, reaches 125–130 (this VM's FMA peak).
 
 use std::arch::x86_64::*;
 use std::cell::RefCell;
+
+use crate::native::linalg::MatRef;
 
 /// Rows of a micro-tile (broadcast from packed `a`).
 const MR: usize = 12;
@@ -45,15 +48,10 @@ const DIRECT_B_MAX_ROWS: usize = 192;
 /// How many steps of `k` ahead the kernel prefetches `b`.
 const PREFETCH_STEPS: usize = 8;
 
-/// A strided f32 matrix: element (i, j) at `ptr + i * rs + j * cs`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Strided {
-    pub ptr: *const f32,
-    pub rs: isize,
-    pub cs: isize,
-}
+/// The operands are the strided matrices of `linalg` (element (i, j) at `ptr + i * rs + j * cs`).
+type Strided = MatRef<f32>;
 
-impl Strided {
+impl MatRef<f32> {
     /// The matrix starting at element (i, j).
     ///
     /// # Safety
