@@ -24,7 +24,7 @@ pub use generated::handles;
 pub use generator::{default_generator, manual_seed, Generator};
 pub use ivalue::{IValue, Stack};
 pub use parallel::{get_num_threads, set_num_threads};
-pub use tensor::Tensor;
+pub use tensor::{Tensor, WeakTensor};
 
 use c10::tensor_impl::backend_of;
 use c10::{Device, DispatchKey, DispatchKeySet, Error, Result};

@@ -3,7 +3,7 @@
 //! `generated/methods.rs`; views share storage and version counter (see `native/shape.rs`).
 
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use c10::allocator::DataPtr;
 use c10::tensor_impl::{contiguous_strides, DimVec};
@@ -14,6 +14,20 @@ use c10::{Device, DispatchKeySet, Element, Error, Result, Scalar, ScalarType, St
 #[derive(Clone, Debug)]
 pub struct Tensor {
     pub(crate) imp: Arc<TensorImpl>,
+}
+
+/// A weak handle to a tensor (see [`Tensor::downgrade`]).
+#[derive(Clone, Debug)]
+pub struct WeakTensor {
+    imp: Weak<TensorImpl>,
+}
+
+impl WeakTensor {
+    /// The tensor, if some [`Tensor`] handle still holds it.
+    #[inline]
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.imp.upgrade().map(|imp| Tensor { imp })
+    }
 }
 
 /// Frees the `Vec<T>` behind a zero-copy tensor.
@@ -64,6 +78,13 @@ impl Tensor {
     #[inline]
     pub fn use_count(&self) -> usize {
         Arc::strong_count(&self.imp)
+    }
+
+    /// A handle that does not keep the tensor alive (PyTorch's weak tensor references).
+    /// Autograd's leaf accumulators hold their leaf this way.
+    #[inline]
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor { imp: Arc::downgrade(&self.imp) }
     }
 
     /// Takes ownership of a `Vec` without copying and views it with `shape`.

@@ -1,21 +1,21 @@
 //! `AccumulateGrad`: the node at a leaf that adds incoming gradients into its `.grad`.
 
-use aten::Tensor;
+use aten::{Tensor, WeakTensor};
 use c10::{Result, Scalar};
 
 use crate::node::{Grads, Node, NodeCore};
 
-/// Accumulates gradients into a leaf tensor's `.grad` (held weakly by the leaf; see Note
-/// [Leaf accumulators are held weakly]).
+/// Accumulates gradients into a leaf tensor's `.grad` (owned by the leaf, which it refers to
+/// weakly; see Note [Leaf accumulators live with their leaf]).
 pub struct AccumulateGrad {
     core: NodeCore,
-    variable: Tensor,
+    variable: WeakTensor,
 }
 
 impl AccumulateGrad {
     /// The accumulator of leaf `variable`.
-    pub fn new(variable: Tensor) -> Self {
-        AccumulateGrad { core: NodeCore::leaf(crate::node::InputMeta::of(&variable)), variable }
+    pub fn new(variable: &Tensor) -> Self {
+        AccumulateGrad { core: NodeCore::leaf(crate::node::InputMeta::of(variable)), variable: variable.downgrade() }
     }
 }
 
@@ -26,8 +26,11 @@ impl Node for AccumulateGrad {
     fn core(&self) -> &NodeCore {
         &self.core
     }
-    fn accumulated_variable(&self) -> Option<&Tensor> {
-        Some(&self.variable)
+    fn accumulated_variable(&self) -> Option<Tensor> {
+        self.variable.upgrade()
+    }
+    fn is_accumulator(&self) -> bool {
+        true
     }
     /// With grad mode off (a plain backward) the first gradient is stored (taken over when the
     /// engine hands over a tensor nobody else holds, see [`stealable`], a copy otherwise) and
@@ -37,7 +40,11 @@ impl Node for AccumulateGrad {
         let Some(new) = grads.into_iter().next().flatten() else {
             return Ok(Grads::new());
         };
-        let Some(meta) = crate::meta::meta(&self.variable) else {
+        // A leaf nobody holds any more cannot show its gradient to anyone: nothing to do.
+        let Some(variable) = self.variable.upgrade() else {
+            return Ok(Grads::new());
+        };
+        let Some(meta) = crate::meta::meta(&variable) else {
             return Ok(Grads::new());
         };
         let hooks = {
@@ -45,8 +52,8 @@ impl Node for AccumulateGrad {
             let grad_mode = crate::grad_mode::is_grad_enabled();
             s.grad = Some(match s.grad.take() {
                 None if grad_mode => new,
-                None if stealable(&new, &self.variable) => new,
-                None => fresh_copy(&new, &self.variable)?,
+                None if stealable(&new, &variable) => new,
+                None => fresh_copy(&new, &variable)?,
                 Some(old) if grad_mode => aten::ops::add(&old, &new, Scalar::Int(1))?,
                 Some(old) => {
                     if crate::meta::requires_grad(&old) {
@@ -59,7 +66,7 @@ impl Node for AccumulateGrad {
             s.post_accumulate_hooks.clone()
         };
         for h in hooks {
-            h(&self.variable)?;
+            h(&variable)?;
         }
         Ok(Grads::new())
     }

@@ -202,7 +202,7 @@ pub(crate) fn execute(
         for (idx, e) in outs.iter().enumerate() {
             if let Some(f) = &e.function {
                 let info = plan.info.entry(addr(f)).or_default();
-                if accumulate && f.accumulated_variable().is_some() {
+                if accumulate && f.is_accumulator() {
                     info.needed = true;
                 } else {
                     info.captures.push((e.input_nr, idx));
@@ -285,7 +285,7 @@ pub(crate) fn execute(
 fn run_tensor_hooks(node: &NodeRef, inputs: &mut [Option<Tensor>]) -> Result<()> {
     let node_hooks = node.core().hooks_if_any();
     let mut hooks: Vec<(u32, crate::node::TensorHook)> = match node.accumulated_variable() {
-        Some(leaf) => match crate::meta::meta(leaf) {
+        Some(leaf) => match crate::meta::meta(&leaf) {
             Some(m) => m.state().leaf_hooks.iter().map(|h| (0, h.clone())).collect(),
             None => Vec::new(),
         },
@@ -337,7 +337,7 @@ fn call_function(node: &NodeRef, mut inputs: Grads, keep_graph: bool) -> Result<
         }
     }
     let expected = node.core().next_edges().len();
-    if outputs.len() != expected && node.accumulated_variable().is_none() {
+    if outputs.len() != expected && !node.is_accumulator() {
         return Err(Error::invalid(
             "backward",
             format!(

@@ -2,12 +2,17 @@
 //! and the functions that read and change it: `requires_grad`, `grad`, `grad_fn`, the gradient
 //! edge of a tensor, leaf gradient accumulators, hooks.
 //!
-//! Note [Leaf accumulators are held weakly]: a leaf keeps only a weak reference to its
-//! `AccumulateGrad`; the graph nodes that send it gradients hold the strong ones, so the
-//! accumulator (which holds the leaf) lives exactly as long as some graph uses the leaf.
+//! Note [Leaf accumulators live with their leaf]: a leaf owns its `AccumulateGrad`, which refers
+//! back to the leaf weakly (no cycle), so every graph built on the leaf shares one accumulator
+//! made on first use. PyTorch does it the other way round (the leaf holds the accumulator
+//! weakly, the accumulator holds the leaf), which makes and frees an accumulator per leaf for
+//! every graph built: with small operations that cost a quarter of the time of recording `a + b`.
+//! What differs: a graph that outlives every handle of its leaf accumulates into nothing, which
+//! nobody could observe (the leaf's hooks and `.grad` went with it). A leaf's shape and dtype
+//! never change in place, so the metadata the accumulator checks gradients against stays right.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use aten::Tensor;
 use c10::tensor_impl::AutogradMetaInterface;
@@ -28,8 +33,8 @@ pub struct MetaState {
     pub grad_fn: Option<NodeRef>,
     /// Which output of `grad_fn` this tensor is.
     pub output_nr: u32,
-    /// The leaf's gradient accumulator (see Note [Leaf accumulators are held weakly]).
-    pub grad_accumulator: Option<Weak<AccumulateGrad>>,
+    /// The leaf's gradient accumulator (see Note [Leaf accumulators live with their leaf]).
+    pub grad_accumulator: Option<Arc<AccumulateGrad>>,
     /// `retain_grad()` was called on this non-leaf.
     pub retains_grad: bool,
     /// Tensor hooks registered on a leaf (non-leaves keep theirs on the grad_fn).
@@ -213,8 +218,8 @@ pub fn set_grad_fn(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
     Ok(())
 }
 
-/// The leaf's gradient accumulator, made if it does not exist (see Note [Leaf accumulators are
-/// held weakly]).
+/// The leaf's gradient accumulator, made if it does not exist (see Note [Leaf accumulators live
+/// with their leaf]).
 pub fn grad_accumulator(t: &Tensor) -> Option<Arc<AccumulateGrad>> {
     let m = meta(t)?;
     if !m.requires_grad() {
@@ -229,12 +234,7 @@ pub fn grad_accumulator(t: &Tensor) -> Option<Arc<AccumulateGrad>> {
 
 /// The accumulator of leaf `t`, whose metadata state is locked as `s`.
 fn accumulator_locked(t: &Tensor, s: &mut MetaState) -> Arc<AccumulateGrad> {
-    if let Some(acc) = s.grad_accumulator.as_ref().and_then(Weak::upgrade) {
-        return acc;
-    }
-    let acc = Arc::new(AccumulateGrad::new(t.clone()));
-    s.grad_accumulator = Some(Arc::downgrade(&acc));
-    acc
+    s.grad_accumulator.get_or_insert_with(|| Arc::new(AccumulateGrad::new(t))).clone()
 }
 
 /// Where the gradient of `t` goes: its `grad_fn` (non-leaf), its accumulator (leaf requiring

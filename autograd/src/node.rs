@@ -232,9 +232,13 @@ pub trait Node: Send + Sync + 'static {
     fn apply(&self, grads: Grads) -> Result<Grads>;
     /// Frees what was saved for backward (after a pass without `retain_graph`).
     fn release_variables(&self) {}
-    /// The leaf tensor, for `AccumulateGrad`.
-    fn accumulated_variable(&self) -> Option<&Tensor> {
+    /// The leaf tensor, for `AccumulateGrad` (None for other nodes, and once the leaf is gone).
+    fn accumulated_variable(&self) -> Option<Tensor> {
         None
+    }
+    /// Whether this is a leaf's `AccumulateGrad`.
+    fn is_accumulator(&self) -> bool {
+        false
     }
 }
 
