@@ -719,7 +719,11 @@ pub trait Module: Send + Sync {
 fn hooks_of<M: Module>(m: &M) -> Result<&Hooks> {
     m.hooks().ok_or_else(|| Error::InvalidArgument {
         op: "register_hook".into(),
-        msg: format!("{} has no `Hooks` field to hold hooks (add `hooks: nn::Hooks` to the struct)", m.type_name()),
+        msg: format!(
+            "{} does not take module hooks: they see the single tensor a `Forward` module takes, and this module \
+             either takes several inputs or has no `hooks: nn::Hooks` field",
+            m.type_name()
+        ),
     })
 }
 

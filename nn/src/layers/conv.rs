@@ -90,9 +90,11 @@ impl ConvOptions {
     }
 }
 
-/// A convolution over `N` spatial dimensions (`Conv1d` = `ConvNd<1>` and so on).
+/// A convolution over `N` spatial dimensions (`Conv1d` = `ConvNd<1>` and so on); with
+/// `TRANSPOSED`, the transposed convolution (`ConvTranspose2d` = `ConvNd<2, true>`), so each
+/// alias's constructors build the layer its name says.
 #[derive(Module, Clone)]
-pub struct ConvNd<const N: usize> {
+pub struct ConvNd<const N: usize, const TRANSPOSED: bool = false> {
     /// `(out_channels, in_channels / groups, *kernel_size)`; transposed:
     /// `(in_channels, out_channels / groups, *kernel_size)`.
     pub weight: Parameter,
@@ -130,13 +132,22 @@ pub type Conv2d = ConvNd<2>;
 /// `nn.Conv3d`.
 pub type Conv3d = ConvNd<3>;
 
-/// `nn.ConvTranspose1d` / `ConvTranspose2d`: constructed through [`ConvNd::transposed`].
-pub type ConvTranspose1d = ConvNd<1>;
+/// `nn.ConvTranspose1d`.
+pub type ConvTranspose1d = ConvNd<1, true>;
 /// `nn.ConvTranspose2d`.
-pub type ConvTranspose2d = ConvNd<2>;
+pub type ConvTranspose2d = ConvNd<2, true>;
 
-impl<const N: usize> ConvNd<N> {
-    /// `ConvNd(in_channels, out_channels, kernel_size)` with the default options.
+impl<const N: usize> ConvNd<N, true> {
+    /// `ConvTransposeNd(in_channels, out_channels, kernel_size, **options)` (the same as
+    /// [`ConvNd::with_options`] on a transposed type).
+    pub fn transposed(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
+        Self::with_options(in_channels, out_channels, kernel_size, opts)
+    }
+}
+
+impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
+    /// `ConvNd(in_channels, out_channels, kernel_size)` (or `ConvTransposeNd(...)`) with the
+    /// default options.
     ///
     /// ```
     /// use nn::{Conv2d, ConvOptions, Forward};
@@ -148,14 +159,9 @@ impl<const N: usize> ConvNd<N> {
         Self::with_options(in_channels, out_channels, &[kernel_size], ConvOptions::default())
     }
 
-    /// `ConvNd(in_channels, out_channels, kernel_size, **options)`.
+    /// `ConvNd(in_channels, out_channels, kernel_size, **options)` (or `ConvTransposeNd(...)`).
     pub fn with_options(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
-        Self::build(in_channels, out_channels, kernel_size, opts, false)
-    }
-
-    /// `ConvTransposeNd(in_channels, out_channels, kernel_size, **options)`.
-    pub fn transposed(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
-        Self::build(in_channels, out_channels, kernel_size, opts, true)
+        Self::build(in_channels, out_channels, kernel_size, opts, TRANSPOSED)
     }
 
     fn build(
@@ -181,6 +187,9 @@ impl<const N: usize> ConvNd<N> {
                 &op,
                 format!("padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got padding_mode='{}'", opts.padding_mode),
             ));
+        }
+        if transposed && opts.padding_mode != "zeros" {
+            return Err(invalid(&op, format!("Only \"zeros\" padding mode is supported for {op}")));
         }
         let kernel_size = expand_arg(&op, "kernel_size", kernel_size, N)?;
         let stride = expand_arg(&op, "stride", &opts.stride, N)?;
@@ -325,7 +334,7 @@ impl<const N: usize> ConvNd<N> {
     }
 }
 
-impl<const N: usize> Forward for ConvNd<N> {
+impl<const N: usize, const TRANSPOSED: bool> Forward for ConvNd<N, TRANSPOSED> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.run(x, &self.output_padding)
     }

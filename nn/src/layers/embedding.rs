@@ -95,7 +95,6 @@ pub struct EmbeddingBag {
     pub mode: BagMode,
     /// `padding_idx`: entries equal to it are left out of their bag.
     pub padding_idx: Option<i64>,
-    hooks: Hooks,
 }
 
 impl EmbeddingBag {
@@ -116,7 +115,7 @@ impl EmbeddingBag {
         if let Some(p) = padding_idx {
             init::zeros_(&w.select(0, p)?)?;
         }
-        Ok(EmbeddingBag { weight: Parameter::new(w)?, mode, padding_idx, hooks: Hooks::default() })
+        Ok(EmbeddingBag { weight: Parameter::new(w)?, mode, padding_idx })
     }
 
     /// `forward(input, offsets=None, per_sample_weights=None)`: a 2-D `input` is one bag per

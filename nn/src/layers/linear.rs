@@ -108,7 +108,6 @@ pub struct Bilinear {
     pub weight: Parameter,
     /// `(out_features,)`.
     pub bias: Option<Parameter>,
-    hooks: Hooks,
 }
 
 impl Bilinear {
@@ -124,7 +123,7 @@ impl Bilinear {
         } else {
             None
         };
-        Ok(Bilinear { weight: Parameter::new(w)?, bias: b, hooks: Hooks::default() })
+        Ok(Bilinear { weight: Parameter::new(w)?, bias: b })
     }
 
     /// The forward pass on `(.., in1)` and `(.., in2)`.

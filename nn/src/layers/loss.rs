@@ -4,7 +4,7 @@
 use aten::{ops, Tensor};
 use c10::Result;
 
-use crate::module::Hooks;
+use crate::module::Buffer;
 use crate::Module;
 
 /// How a loss reduces over the batch.
@@ -39,16 +39,14 @@ macro_rules! loss_module {
             #[module(skip)]
             pub reduction: Reduction,
             $(
-                #[doc = concat!("`", stringify!($field), "`.")]
-                #[module(skip)]
+                #[doc = concat!("`", stringify!($field), "` (tensors are buffers, as PyTorch registers them).")]
                 pub $field: $ty,
             )*
-            hooks: Hooks,
         }
         impl $name {
             #[doc = concat!("`nn.", stringify!($name), "()` with PyTorch's defaults.")]
             pub fn new() -> $name {
-                $name { reduction: Reduction::Mean, $($field: $default,)* hooks: Hooks::default() }
+                $name { reduction: Reduction::Mean, $($field: $default,)* }
             }
             /// Sets the reduction.
             pub fn reduction(mut self, r: Reduction) -> $name {
@@ -80,16 +78,16 @@ loss_module! {
     HuberLoss { delta: f64 = 1.0 } => |s, x, y| ops::huber_loss(x, y, s.reduction.code(), s.delta);
     /// `nn.CrossEntropyLoss(weight=None, ignore_index=-100, label_smoothing=0.0)`: class
     /// indices or probabilities as the target.
-    CrossEntropyLoss { weight: Option<Tensor> = None, ignore_index: i64 = -100, label_smoothing: f64 = 0.0 } =>
-        |s, x, y| ops::cross_entropy_loss(x, y, s.weight.as_ref(), s.reduction.code(), s.ignore_index, s.label_smoothing);
+    CrossEntropyLoss { weight: Option<Buffer> = None, ignore_index: i64 = -100, label_smoothing: f64 = 0.0 } =>
+        |s, x, y| ops::cross_entropy_loss(x, y, s.weight.as_ref().map(Buffer::tensor), s.reduction.code(), s.ignore_index, s.label_smoothing);
     /// `nn.NLLLoss(weight=None, ignore_index=-100)`.
-    NLLLoss { weight: Option<Tensor> = None, ignore_index: i64 = -100 } =>
-        |s, x, y| ops::nll_loss_nd(x, y, s.weight.as_ref(), s.reduction.code(), s.ignore_index);
+    NLLLoss { weight: Option<Buffer> = None, ignore_index: i64 = -100 } =>
+        |s, x, y| ops::nll_loss_nd(x, y, s.weight.as_ref().map(Buffer::tensor), s.reduction.code(), s.ignore_index);
     /// `nn.BCELoss(weight=None)`.
-    BCELoss { weight: Option<Tensor> = None } => |s, x, y| ops::binary_cross_entropy(x, y, s.weight.as_ref(), s.reduction.code());
+    BCELoss { weight: Option<Buffer> = None } => |s, x, y| ops::binary_cross_entropy(x, y, s.weight.as_ref().map(Buffer::tensor), s.reduction.code());
     /// `nn.BCEWithLogitsLoss(weight=None, pos_weight=None)`.
-    BCEWithLogitsLoss { weight: Option<Tensor> = None, pos_weight: Option<Tensor> = None } =>
-        |s, x, y| ops::binary_cross_entropy_with_logits(x, y, s.weight.as_ref(), s.pos_weight.as_ref(), s.reduction.code());
+    BCEWithLogitsLoss { weight: Option<Buffer> = None, pos_weight: Option<Buffer> = None } =>
+        |s, x, y| ops::binary_cross_entropy_with_logits(x, y, s.weight.as_ref().map(Buffer::tensor), s.pos_weight.as_ref().map(Buffer::tensor), s.reduction.code());
     /// `nn.KLDivLoss(log_target=False)` (PyTorch's default reduction `mean`; use `Sum` and
     /// divide by the batch for `batchmean`).
     KLDivLoss { log_target: bool = false } => |s, x, y| ops::kl_div(x, y, s.reduction.code(), s.log_target);
@@ -103,13 +101,12 @@ pub struct MarginRankingLoss {
     /// The reduction.
     #[module(skip)]
     pub reduction: Reduction,
-    hooks: Hooks,
 }
 
 impl MarginRankingLoss {
     /// `MarginRankingLoss(margin)`.
     pub fn new(margin: f64) -> MarginRankingLoss {
-        MarginRankingLoss { margin, reduction: Reduction::Mean, hooks: Hooks::default() }
+        MarginRankingLoss { margin, reduction: Reduction::Mean }
     }
     /// The loss.
     pub fn forward(&self, x1: &Tensor, x2: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -125,13 +122,12 @@ pub struct CosineEmbeddingLoss {
     /// The reduction.
     #[module(skip)]
     pub reduction: Reduction,
-    hooks: Hooks,
 }
 
 impl CosineEmbeddingLoss {
     /// `CosineEmbeddingLoss(margin)`.
     pub fn new(margin: f64) -> CosineEmbeddingLoss {
-        CosineEmbeddingLoss { margin, reduction: Reduction::Mean, hooks: Hooks::default() }
+        CosineEmbeddingLoss { margin, reduction: Reduction::Mean }
     }
     /// The loss.
     pub fn forward(&self, x1: &Tensor, x2: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -153,19 +149,11 @@ pub struct TripletMarginLoss {
     /// The reduction.
     #[module(skip)]
     pub reduction: Reduction,
-    hooks: Hooks,
 }
 
 impl Default for TripletMarginLoss {
     fn default() -> TripletMarginLoss {
-        TripletMarginLoss {
-            margin: 1.0,
-            p: 2.0,
-            eps: 1e-6,
-            swap: false,
-            reduction: Reduction::Mean,
-            hooks: Hooks::default(),
-        }
+        TripletMarginLoss { margin: 1.0, p: 2.0, eps: 1e-6, swap: false, reduction: Reduction::Mean }
     }
 }
 

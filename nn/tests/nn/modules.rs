@@ -237,6 +237,47 @@ fn state_dict_round_trip_through_safetensors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn checkpoint_round_trip_resumes_training_exactly() -> Result<()> {
+    use nn::optim::{Adam, AdamOptions, Optimizer};
+    // Two Adam steps without a break, against one step, a checkpoint through a file, a fresh
+    // model and optimizer loaded from it, and the second step: the same weights to the bit.
+    let x = ops::randn(&[4, 3], None, None, None, None)?;
+    let step = |m: &Linear, opt: &mut Adam| -> Result<()> {
+        opt.zero_grad(true)?;
+        m.call(&x)?.pow_tensor_scalar(2.into())?.mean()?.backward()?;
+        opt.step()
+    };
+    aten::manual_seed(5);
+    let a = Linear::new(3, 2)?;
+    let mut oa = Adam::new(a.parameters(), AdamOptions { lr: 0.1, ..Default::default() })?;
+    step(&a, &mut oa)?;
+    let dir = std::env::temp_dir().join(format!("nn-checkpoint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ck.safetensors");
+    nn::serialize::Checkpoint { model: a.state_dict(), optimizer: oa.state_dict()?, epoch: 1 }.save(&path)?;
+    step(&a, &mut oa)?;
+
+    aten::manual_seed(6);
+    let mut b = Linear::new(3, 2)?;
+    let mut ob = Adam::new(b.parameters(), AdamOptions { lr: 0.1, ..Default::default() })?;
+    let ck = nn::serialize::Checkpoint::load(&path)?;
+    assert_eq!(ck.epoch, 1);
+    b.load_state_dict(&ck.model, true)?;
+    ob.load_state_dict(&ck.optimizer)?;
+    step(&b, &mut ob)?;
+    assert_eq!(vals(&a.weight), vals(&b.weight));
+    assert_eq!(vals(a.bias.as_ref().unwrap()), vals(b.bias.as_ref().unwrap()));
+
+    // A file that is not a checkpoint is an error naming it.
+    let plain = dir.join("plain.safetensors");
+    nn::serialize::save_state_dict(&a.state_dict(), &plain)?;
+    let e = nn::serialize::Checkpoint::load(&plain).err().unwrap().to_string();
+    assert!(e.contains("plain.safetensors") && e.contains("not a checkpoint"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}
+
 /// A safetensors file from its parts: the header JSON padded with spaces to 8 bytes, as the
 /// reference writer does, then the data.
 fn safetensors_bytes(header: &str, data: &[u8]) -> Vec<u8> {
@@ -482,5 +523,60 @@ fn conv_padding_modes_and_layers_shapes() -> Result<()> {
     let first = ops::embedding(&bag.weight, &Tensor::from_slice(&[1i64, 2, 4, 5]), -1, false, false)?
         .sum_dim_intlist(Some(&[0]))?;
     close(&vals(&bags.select(0, 0)?), &vals(&first), 1e-6);
+    Ok(())
+}
+
+#[test]
+fn conv_transpose_constructors_build_transposed_layers() -> Result<()> {
+    // Every constructor of the transposed aliases builds a transposed convolution: the weight is
+    // (in, out / groups, k...) and the output grows.
+    let t = nn::ConvTranspose2d::new(3, 4, 3)?;
+    assert!(t.transposed);
+    assert_eq!(t.weight.sizes(), &[3, 4, 3, 3]);
+    let x = ops::randn(&[1, 3, 5, 5], None, None, None, None)?;
+    assert_eq!(t.call(&x)?.sizes(), &[1, 4, 7, 7]);
+    let t1 = nn::ConvTranspose1d::with_options(3, 2, &[2], ConvOptions::default().stride([2]))?;
+    assert_eq!(t1.weight.sizes(), &[3, 2, 2]);
+    assert_eq!(t1.call(&ops::randn(&[1, 3, 4], None, None, None, None)?)?.sizes(), &[1, 2, 8]);
+    assert!(!Conv2d::new(3, 4, 3)?.transposed);
+    let e = nn::ConvTranspose2d::with_options(3, 4, &[3], ConvOptions::default().padding_mode("reflect"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("Only \"zeros\" padding mode is supported for ConvTranspose2d"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn loss_weights_are_buffers_in_the_state_dict() -> Result<()> {
+    // PyTorch registers a loss's `weight` (and `pos_weight`) as buffers: `CrossEntropyLoss(weight=w)
+    // .state_dict()` has the key `weight`, and a model holding the loss saves it.
+    let w = Tensor::from_slice(&[1.0f32, 2.0, 0.5]);
+    let ce = nn::CrossEntropyLoss { weight: Some(nn::Buffer::new(w.clone())), ..nn::CrossEntropyLoss::new() };
+    let sd = ce.state_dict();
+    assert_eq!(sd.keys().collect::<Vec<_>>(), vec!["weight"]);
+    assert!(nn::CrossEntropyLoss::new().state_dict().is_empty());
+    let bce = nn::BCEWithLogitsLoss { pos_weight: Some(nn::Buffer::new(w.clone())), ..Default::default() };
+    assert_eq!(bce.state_dict().keys().collect::<Vec<_>>(), vec!["pos_weight"]);
+    // The weight is used: class 1 weighs twice class 0 (PyTorch: sum(w_i * l_i) / sum(w_i)).
+    let x = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0], &[2, 3])?;
+    let y = Tensor::from_slice(&[0i64, 1]);
+    let (l0, l1) = ((1f64.exp() + 2.0).ln() - 1.0, 3f64.ln());
+    let l = ce.forward(&x, &y)?.item::<f32>()? as f64;
+    assert!((l - (l0 + 2.0 * l1) / 3.0).abs() < 1e-6, "{l}");
+    Ok(())
+}
+
+#[test]
+fn modules_with_several_inputs_refuse_forward_hooks() -> Result<()> {
+    // Hooks see one tensor; a module whose forward takes several would never run them, so
+    // registering one is an error value rather than a silently ignored hook.
+    let loss = nn::MSELoss::new();
+    let e = loss.register_forward_hook(|_, _| Ok(None)).err().unwrap().to_string();
+    assert!(e.contains("MSELoss does not take module hooks"), "{e}");
+    let bil = nn::Bilinear::new(2, 3, 4, true)?;
+    assert!(bil.register_forward_pre_hook(|_| Ok(None)).is_err());
+    let bag = nn::EmbeddingBag::new(10, 3, nn::BagMode::Sum)?;
+    assert!(bag.register_full_backward_hook(|_, _| Ok(None)).is_err());
     Ok(())
 }
