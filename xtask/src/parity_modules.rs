@@ -194,7 +194,7 @@ fn build(module: &str, cfg: &Value) -> Result<Box<dyn ParityModule>, String> {
         }
         "ConvTranspose2d" => {
             let (i, o, k) = io(cfg);
-            Box::new(Single(s(nn::ConvTranspose2d::transposed(i, o, &k, conv_opts(cfg)))?))
+            Box::new(Single(s(nn::ConvTranspose2d::with_options(i, o, &k, conv_opts(cfg)))?))
         }
         "BatchNorm1d" | "BatchNorm2d" => {
             let n = kw_i(cfg, "num_features", 0);

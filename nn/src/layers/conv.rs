@@ -116,8 +116,6 @@ pub struct ConvNd<const N: usize, const TRANSPOSED: bool = false> {
     pub dilation: Vec<i64>,
     /// `groups`.
     pub groups: i64,
-    /// Whether this is a transposed convolution.
-    pub transposed: bool,
     /// `padding_mode`.
     pub padding_mode: String,
     /// `padding="same"` with an even kernel needs asymmetric padding: the per-side amounts.
@@ -137,14 +135,6 @@ pub type ConvTranspose1d = ConvNd<1, true>;
 /// `nn.ConvTranspose2d`.
 pub type ConvTranspose2d = ConvNd<2, true>;
 
-impl<const N: usize> ConvNd<N, true> {
-    /// `ConvTransposeNd(in_channels, out_channels, kernel_size, **options)` (the same as
-    /// [`ConvNd::with_options`] on a transposed type).
-    pub fn transposed(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
-        Self::with_options(in_channels, out_channels, kernel_size, opts)
-    }
-}
-
 impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
     /// `ConvNd(in_channels, out_channels, kernel_size)` (or `ConvTransposeNd(...)`) with the
     /// default options.
@@ -161,17 +151,16 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
 
     /// `ConvNd(in_channels, out_channels, kernel_size, **options)` (or `ConvTransposeNd(...)`).
     pub fn with_options(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
-        Self::build(in_channels, out_channels, kernel_size, opts, TRANSPOSED)
+        Self::build(in_channels, out_channels, kernel_size, opts)
     }
 
-    fn build(
-        in_channels: i64,
-        out_channels: i64,
-        kernel_size: &[i64],
-        opts: ConvOptions,
-        transposed: bool,
-    ) -> Result<Self> {
-        let op = if transposed { format!("ConvTranspose{N}d") } else { format!("Conv{N}d") };
+    /// Whether this is a transposed convolution (the type's `TRANSPOSED`).
+    pub fn is_transposed(&self) -> bool {
+        TRANSPOSED
+    }
+
+    fn build(in_channels: i64, out_channels: i64, kernel_size: &[i64], opts: ConvOptions) -> Result<Self> {
+        let op = if TRANSPOSED { format!("ConvTranspose{N}d") } else { format!("Conv{N}d") };
         let g = opts.groups;
         if g <= 0 {
             return Err(invalid(&op, "groups must be a positive integer"));
@@ -188,7 +177,7 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
                 format!("padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got padding_mode='{}'", opts.padding_mode),
             ));
         }
-        if transposed && opts.padding_mode != "zeros" {
+        if TRANSPOSED && opts.padding_mode != "zeros" {
             return Err(invalid(&op, format!("Only \"zeros\" padding mode is supported for {op}")));
         }
         let kernel_size = expand_arg(&op, "kernel_size", kernel_size, N)?;
@@ -199,7 +188,7 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
             Padding::Explicit(p) => (expand_arg(&op, "padding", p, N)?, Vec::new()),
             Padding::Valid => (vec![0; N], Vec::new()),
             Padding::Same => {
-                if transposed {
+                if TRANSPOSED {
                     return Err(invalid(&op, "padding='same' is not supported for transposed convolutions"));
                 }
                 if stride.iter().any(|&s| s != 1) {
@@ -222,7 +211,7 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
             }
         };
         let mut wshape =
-            if transposed { vec![in_channels, out_channels / g] } else { vec![out_channels, in_channels / g] };
+            if TRANSPOSED { vec![in_channels, out_channels / g] } else { vec![out_channels, in_channels / g] };
         wshape.extend_from_slice(&kernel_size);
         let w = empty(&wshape)?;
         reset_weight(&w)?;
@@ -244,7 +233,6 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
             output_padding,
             dilation,
             groups: g,
-            transposed,
             padding_mode: opts.padding_mode,
             same_pad,
             hooks: Hooks::default(),
@@ -254,7 +242,7 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
     /// The transposed convolution with an explicit `output_size` (PyTorch's
     /// `forward(input, output_size)`): the output padding is chosen to reach it.
     pub fn forward_with_output_size(&self, x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-        if !self.transposed {
+        if !TRANSPOSED {
             return Err(invalid("ConvNd", "output_size is only accepted by transposed convolutions"));
         }
         let spatial = &output_size[output_size.len().saturating_sub(N)..];
@@ -280,7 +268,7 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
 
     fn run(&self, x: &Tensor, output_padding: &[i64]) -> Result<Tensor> {
         let b = self.bias.as_deref();
-        if self.transposed {
+        if TRANSPOSED {
             return match N {
                 1 => ops::conv_transpose1d(
                     x,

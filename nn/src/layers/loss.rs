@@ -30,6 +30,8 @@ impl Reduction {
     }
 }
 
+// Tensor options (`weight`, `pos_weight`) are `Option<Buffer>` fields: PyTorch registers them
+// as buffers, so they appear in the state_dict.
 macro_rules! loss_module {
     ($($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty = $default:expr),* } => |$s:ident, $x:ident, $y:ident| $body:expr;)*) => {$(
         $(#[$doc])*
@@ -39,7 +41,7 @@ macro_rules! loss_module {
             #[module(skip)]
             pub reduction: Reduction,
             $(
-                #[doc = concat!("`", stringify!($field), "` (tensors are buffers, as PyTorch registers them).")]
+                #[doc = concat!("`", stringify!($field), "`.")]
                 pub $field: $ty,
             )*
         }

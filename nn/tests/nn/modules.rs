@@ -509,7 +509,7 @@ fn conv_padding_modes_and_layers_shapes() -> Result<()> {
     assert_eq!(refl.call(&x)?.sizes(), &[2, 4, 9, 9]);
     let bad = Conv2d::with_options(3, 4, &[3], ConvOptions::default().groups(2)).err().unwrap().to_string();
     assert!(bad.contains("in_channels must be divisible by groups"), "{bad}");
-    let t = nn::ConvTranspose2d::transposed(3, 2, &[3], ConvOptions::default().stride([2]))?;
+    let t = nn::ConvTranspose2d::with_options(3, 2, &[3], ConvOptions::default().stride([2]))?;
     assert_eq!(t.call(&x)?.sizes(), &[2, 2, 19, 19]);
     assert_eq!(t.forward_with_output_size(&x, &[20, 20])?.sizes(), &[2, 2, 20, 20]);
     assert_eq!(nn::MaxPool2d::new(2)?.call(&x)?.sizes(), &[2, 3, 4, 4]);
@@ -531,14 +531,14 @@ fn conv_transpose_constructors_build_transposed_layers() -> Result<()> {
     // Every constructor of the transposed aliases builds a transposed convolution: the weight is
     // (in, out / groups, k...) and the output grows.
     let t = nn::ConvTranspose2d::new(3, 4, 3)?;
-    assert!(t.transposed);
+    assert!(t.is_transposed());
     assert_eq!(t.weight.sizes(), &[3, 4, 3, 3]);
     let x = ops::randn(&[1, 3, 5, 5], None, None, None, None)?;
     assert_eq!(t.call(&x)?.sizes(), &[1, 4, 7, 7]);
     let t1 = nn::ConvTranspose1d::with_options(3, 2, &[2], ConvOptions::default().stride([2]))?;
     assert_eq!(t1.weight.sizes(), &[3, 2, 2]);
     assert_eq!(t1.call(&ops::randn(&[1, 3, 4], None, None, None, None)?)?.sizes(), &[1, 2, 8]);
-    assert!(!Conv2d::new(3, 4, 3)?.transposed);
+    assert!(!Conv2d::new(3, 4, 3)?.is_transposed());
     let e = nn::ConvTranspose2d::with_options(3, 4, &[3], ConvOptions::default().padding_mode("reflect"))
         .err()
         .unwrap()
