@@ -1,7 +1,7 @@
 //! Embedding and EmbeddingBag.
 
 use aten::{ops, Tensor};
-use c10::{Result, ScalarType};
+use c10::{Result, Scalar, ScalarType};
 
 use crate::init;
 use crate::layers::invalid;
@@ -9,17 +9,55 @@ use crate::layers::linear::empty;
 use crate::module::{Forward, Hooks, Parameter};
 use crate::Module;
 
-/// `nn.Embedding(num_embeddings, embedding_dim, padding_idx=None)`: a lookup table initialised
-/// from N(0, 1), the `padding_idx` row zeroed (and its gradient always zero).
+/// `nn.Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+/// scale_grad_by_freq=False)`: a lookup table initialised from N(0, 1), the `padding_idx` row
+/// zeroed (and its gradient always zero).
 #[derive(Module, Clone)]
 pub struct Embedding {
     /// `(num_embeddings, embedding_dim)`.
     pub weight: Parameter,
     /// `padding_idx`, normalised to a non-negative index.
     pub padding_idx: Option<i64>,
+    /// `max_norm`: before each lookup, the rows looked up whose `norm_type`-norm exceeds it are
+    /// rescaled in place to norm `max_norm` (as `torch.embedding_renorm_`).
+    pub max_norm: Option<f64>,
+    /// `norm_type` of `max_norm` (default 2).
+    pub norm_type: f64,
     /// `scale_grad_by_freq`.
     pub scale_grad_by_freq: bool,
     hooks: Hooks,
+}
+
+/// `torch.embedding_renorm_(weight, indices, max_norm, norm_type)`: rescales, in place and
+/// without recording history, every row of `weight` that `indices` refers to whose
+/// `norm_type`-norm exceeds `max_norm`, by `max_norm / (norm + 1e-7)`.
+pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
+    let _no_grad = autograd::no_grad();
+    let num = weight.sizes().first().copied().unwrap_or(0);
+    let mut rows = indices.to(ScalarType::I64)?.reshape(&[-1])?.to_vec::<i64>()?;
+    rows.sort_unstable();
+    rows.dedup();
+    if let Some(&bad) = rows.iter().find(|&&r| r < 0 || r >= num) {
+        return Err(invalid("embedding_renorm_", format!("index {bad} is out of range for {num} embeddings")));
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let all = Tensor::from_vec(rows.clone(), &[rows.len() as i64])?;
+    let norms = ops::norm_scalaropt_dim(&weight.index_select(0, &all)?, Some(Scalar::Float(norm_type)), &[1], false)?
+        .to(ScalarType::F64)?
+        .to_vec::<f64>()?;
+    let (over, factors): (Vec<i64>, Vec<f64>) =
+        rows.iter().zip(&norms).filter(|(_, &n)| n > max_norm).map(|(&r, &n)| (r, max_norm / (n + 1e-7))).unzip();
+    if over.is_empty() {
+        return Ok(());
+    }
+    let k = over.len() as i64;
+    let over = Tensor::from_vec(over, &[k])?;
+    let factors = Tensor::from_vec(factors, &[k, 1])?.to(weight.dtype())?;
+    let scaled = weight.index_select(0, &over)?.mul(&factors)?;
+    weight.index_copy_(0, &over, &scaled)?;
+    Ok(())
 }
 
 fn normalise_padding_idx(num: i64, padding_idx: Option<i64>) -> Result<Option<i64>> {
@@ -49,7 +87,20 @@ impl Embedding {
         if let Some(p) = padding_idx {
             init::zeros_(&w.select(0, p)?)?;
         }
-        Ok(Embedding { weight: Parameter::new(w)?, padding_idx, scale_grad_by_freq, hooks: Hooks::default() })
+        Ok(Embedding {
+            weight: Parameter::new(w)?,
+            padding_idx,
+            max_norm: None,
+            norm_type: 2.0,
+            scale_grad_by_freq,
+            hooks: Hooks::default(),
+        })
+    }
+    /// Sets `max_norm` and `norm_type` (PyTorch's `Embedding(..., max_norm=..., norm_type=...)`).
+    pub fn with_max_norm(mut self, max_norm: f64, norm_type: f64) -> Embedding {
+        self.max_norm = Some(max_norm);
+        self.norm_type = norm_type;
+        self
     }
     /// `Embedding.from_pretrained(embeddings, freeze=True, padding_idx=None)`.
     pub fn from_pretrained(embeddings: &Tensor, freeze: bool, padding_idx: Option<i64>) -> Result<Embedding> {
@@ -61,6 +112,8 @@ impl Embedding {
         Ok(Embedding {
             weight: Parameter::with_requires_grad(w, !freeze)?,
             padding_idx,
+            max_norm: None,
+            norm_type: 2.0,
             scale_grad_by_freq: false,
             hooks: Hooks::default(),
         })
@@ -69,23 +122,29 @@ impl Embedding {
 
 impl Forward for Embedding {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(max_norm) = self.max_norm {
+            embedding_renorm_(&self.weight, x, max_norm, self.norm_type)?;
+        }
         ops::embedding(&self.weight, x, self.padding_idx.unwrap_or(-1), self.scale_grad_by_freq, false)
     }
 }
 
 /// How `EmbeddingBag` reduces each bag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BagMode {
     /// `mode="sum"`.
     Sum,
     /// `mode="mean"` (the default).
+    #[default]
     Mean,
     /// `mode="max"`.
     Max,
 }
 
-/// `nn.EmbeddingBag(num_embeddings, embedding_dim, mode="mean")`: sums, averages or takes the
-/// maximum of the embeddings of each bag without materialising them per bag in the caller.
+/// `nn.EmbeddingBag(num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, mode="mean",
+/// include_last_offset=False, padding_idx=None)`: sums, averages or takes the maximum of the
+/// embeddings of each bag without materialising them per bag in the caller. An empty bag gives
+/// zeros.
 #[derive(Module, Clone)]
 pub struct EmbeddingBag {
     /// `(num_embeddings, embedding_dim)`, N(0, 1).
@@ -95,6 +154,13 @@ pub struct EmbeddingBag {
     pub mode: BagMode,
     /// `padding_idx`: entries equal to it are left out of their bag.
     pub padding_idx: Option<i64>,
+    /// `max_norm`, as for [`Embedding`].
+    pub max_norm: Option<f64>,
+    /// `norm_type` of `max_norm` (default 2).
+    pub norm_type: f64,
+    /// `include_last_offset`: `offsets` has one entry more than there are bags, the last one
+    /// ending the last bag (the CSR layout).
+    pub include_last_offset: bool,
 }
 
 impl EmbeddingBag {
@@ -115,72 +181,143 @@ impl EmbeddingBag {
         if let Some(p) = padding_idx {
             init::zeros_(&w.select(0, p)?)?;
         }
-        Ok(EmbeddingBag { weight: Parameter::new(w)?, mode, padding_idx })
+        Ok(EmbeddingBag {
+            weight: Parameter::new(w)?,
+            mode,
+            padding_idx,
+            max_norm: None,
+            norm_type: 2.0,
+            include_last_offset: false,
+        })
+    }
+    /// Sets `include_last_offset`.
+    pub fn with_include_last_offset(mut self, include_last_offset: bool) -> EmbeddingBag {
+        self.include_last_offset = include_last_offset;
+        self
+    }
+    /// Sets `max_norm` and `norm_type`.
+    pub fn with_max_norm(mut self, max_norm: f64, norm_type: f64) -> EmbeddingBag {
+        self.max_norm = Some(max_norm);
+        self.norm_type = norm_type;
+        self
     }
 
     /// `forward(input, offsets=None, per_sample_weights=None)`: a 2-D `input` is one bag per
     /// row; a 1-D `input` is split into bags starting at `offsets`. `per_sample_weights`
     /// (mode `Sum` only) scales each embedding.
+    ///
+    /// Every kept entry is looked up once; `Sum` and `Mean` then add the rows into their bags
+    /// with one `index_add`, `Max` reduces each bag's (contiguous) rows.
     pub fn forward_bags(
         &self,
         input: &Tensor,
         offsets: Option<&Tensor>,
         per_sample_weights: Option<&Tensor>,
     ) -> Result<Tensor> {
+        let op = "EmbeddingBag";
         if per_sample_weights.is_some() && self.mode != BagMode::Sum {
             return Err(invalid(
-                "EmbeddingBag",
+                op,
                 "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum'",
             ));
         }
-        let (flat, starts): (Tensor, Vec<i64>) = match (input.dim(), offsets) {
+        let (flat, bounds): (Tensor, Vec<i64>) = match (input.dim(), offsets) {
             (2, None) => {
                 let (b, n) = (input.sizes()[0], input.sizes()[1]);
-                (input.reshape(&[b * n])?, (0..b).map(|i| i * n).collect())
+                (input.reshape(&[b * n])?, (0..=b).map(|i| i * n).collect())
             }
-            (2, Some(_)) => return Err(invalid("EmbeddingBag", "if input is 2D, then offsets has to be None")),
-            (1, Some(o)) => (input.clone(), o.to(ScalarType::I64)?.to_vec::<i64>()?),
-            (1, None) => return Err(invalid("EmbeddingBag", "offsets has to be a 1D Tensor but got None")),
+            (2, Some(_)) => return Err(invalid(op, "if input is 2D, then offsets has to be None")),
+            (1, Some(o)) => {
+                if o.dim() != 1 {
+                    return Err(invalid(
+                        op,
+                        format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", o.dim()),
+                    ));
+                }
+                let mut b = o.to(ScalarType::I64)?.to_vec::<i64>()?;
+                if self.include_last_offset {
+                    if b.is_empty() {
+                        return Err(invalid(op, "include_last_offset: number of offset should be at least 1"));
+                    }
+                } else {
+                    b.push(input.numel());
+                }
+                if let Some(&first) = b.first().filter(|&&f| f != 0) {
+                    if b.len() > 1 {
+                        return Err(invalid(
+                            op,
+                            format!(
+                                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
+                                 position 0. However, got {first}"
+                            ),
+                        ));
+                    }
+                }
+                (input.clone(), b)
+            }
+            (1, None) => return Err(invalid(op, "offsets has to be a 1D Tensor but got None")),
             (d, _) => {
-                return Err(invalid(
-                    "EmbeddingBag",
-                    format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"),
-                ))
+                return Err(invalid(op, format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}")))
             }
         };
         let n = flat.numel();
+        let bags = bounds.len() as i64 - 1;
         let idx = flat.to(ScalarType::I64)?.to_vec::<i64>()?;
-        let psw = match per_sample_weights {
-            Some(w) => Some(w.reshape(&[n])?),
-            None => None,
-        };
-        let dim = self.weight.sizes()[1];
-        let mut bags = Vec::with_capacity(starts.len());
-        for (b, &s) in starts.iter().enumerate() {
-            let e = starts.get(b + 1).copied().unwrap_or(n);
+        // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
+        let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags.max(0) as usize]);
+        for b in 0..bags.max(0) as usize {
+            let (s, e) = (bounds[b], bounds[b + 1]);
             if s < 0 || s > e || e > n {
                 return Err(invalid(
-                    "EmbeddingBag",
+                    op,
                     format!("offsets must be non-decreasing and within the input, got start {s} end {e}"),
                 ));
             }
-            let keep: Vec<i64> = (s..e).filter(|&i| Some(idx[i as usize]) != self.padding_idx).collect();
-            if keep.is_empty() {
-                bags.push(ops::zeros(&[dim], Some(self.weight.dtype()), None, None, None)?);
-                continue;
+            for i in s..e {
+                if Some(idx[i as usize]) != self.padding_idx {
+                    pos.push(i);
+                    bag_of.push(b as i64);
+                    counts[b] += 1;
+                }
             }
-            let pos = Tensor::from_vec(keep.clone(), &[keep.len() as i64])?;
-            let rows_idx = flat.index_select(0, &pos)?;
-            let mut rows = ops::embedding(&self.weight, &rows_idx, -1, false, false)?;
-            if let Some(w) = &psw {
-                rows = rows.mul(&w.index_select(0, &pos)?.unsqueeze(1)?)?;
-            }
-            bags.push(match self.mode {
-                BagMode::Sum => rows.sum_dim_intlist(Some(&[0]))?,
-                BagMode::Mean => rows.mean_dim(Some(&[0]))?,
-                BagMode::Max => rows.amax_with(&[0], false)?,
-            });
         }
-        ops::stack(&bags, 0)
+        if let Some(max_norm) = self.max_norm {
+            embedding_renorm_(&self.weight, &flat, max_norm, self.norm_type)?;
+        }
+        let dim = self.weight.sizes()[1];
+        let k = pos.len() as i64;
+        let pos = Tensor::from_vec(pos, &[k])?;
+        let mut rows = ops::embedding(&self.weight, &flat.index_select(0, &pos)?, -1, false, false)?;
+        if let Some(w) = per_sample_weights {
+            rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
+        }
+        let zeros = ops::zeros(&[bags.max(0), dim], Some(rows.dtype()), None, None, None)?;
+        match self.mode {
+            BagMode::Sum | BagMode::Mean => {
+                let sums = ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?, &rows, Scalar::Int(1))?;
+                if self.mode == BagMode::Sum {
+                    return Ok(sums);
+                }
+                let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
+                let counts = Tensor::from_vec(counts, &[bags.max(0), 1])?.to(rows.dtype())?;
+                sums.div(&counts)
+            }
+            BagMode::Max => {
+                let mut out = Vec::with_capacity(counts.len());
+                let mut start = 0;
+                for (b, &c) in counts.iter().enumerate() {
+                    out.push(if c == 0 {
+                        zeros.select(0, b as i64)?
+                    } else {
+                        rows.narrow(0, start, c)?.amax_with(&[0], false)?
+                    });
+                    start += c;
+                }
+                if out.is_empty() {
+                    return Ok(zeros);
+                }
+                ops::stack(&out, 0)
+            }
+        }
     }
 }

@@ -58,6 +58,19 @@ impl<const N: usize> MaxPoolNd<N> {
     }
 }
 
+impl<const N: usize> MaxPoolNd<N> {
+    /// The output and the flat indices of the maxima within each input plane: PyTorch's
+    /// `MaxPoolNd(..., return_indices=True)` (indices are what `max_unpool` takes).
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        let (k, s, p, d) = (&self.kernel_size, &self.stride, &self.padding, &self.dilation);
+        match N {
+            1 => ops::max_pool1d_with_indices(x, k, s, p, d, self.ceil_mode),
+            2 => ops::max_pool2d_with_indices(x, k, s, p, d, self.ceil_mode),
+            _ => ops::max_pool3d_with_indices(x, k, s, p, d, self.ceil_mode),
+        }
+    }
+}
+
 impl<const N: usize> Forward for MaxPoolNd<N> {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match N {

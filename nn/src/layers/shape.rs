@@ -63,17 +63,18 @@ impl Forward for Unflatten {
     }
 }
 
-/// `nn.Upsample(size=None, scale_factor=None, mode='nearest', align_corners=None)`; modes
-/// `nearest` and `bilinear` (4-D input for bilinear).
+/// `nn.Upsample(size=None, scale_factor=None, mode='nearest', align_corners=None)`: every mode of
+/// [`interpolate`](crate::interpolate) (`nearest`, `linear`, `bilinear`, `bicubic`, `trilinear`,
+/// `area`, `nearest-exact`).
 #[derive(Module, Clone)]
 pub struct Upsample {
-    /// Target spatial size.
+    /// Target spatial size (one value applies to every spatial dimension).
     pub size: Option<Vec<i64>>,
     /// Scale per spatial dimension (one value applies to all).
     pub scale_factor: Option<Vec<f64>>,
-    /// `nearest` or `bilinear`.
+    /// The interpolation mode.
     pub mode: String,
-    /// `align_corners` (bilinear only).
+    /// `align_corners` (the interpolating modes only).
     pub align_corners: bool,
     hooks: Hooks,
 }
@@ -88,15 +89,26 @@ impl Upsample {
         align_corners: bool,
     ) -> Result<Upsample> {
         if size.is_some() == scale_factor.is_some() {
-            return Err(invalid("Upsample", "only one of size or scale_factor should be defined"));
-        }
-        if mode != "nearest" && mode != "bilinear" {
             return Err(invalid(
                 "Upsample",
-                format!("unsupported upsampling mode '{mode}' (nearest and bilinear are implemented)"),
+                if size.is_some() {
+                    "only one of size or scale_factor should be defined"
+                } else {
+                    "either size or scale_factor should be defined"
+                },
             ));
         }
-        if align_corners && mode == "nearest" {
+        let interpolating = matches!(mode, "linear" | "bilinear" | "bicubic" | "trilinear");
+        if !interpolating && !matches!(mode, "nearest" | "area" | "nearest-exact") {
+            return Err(invalid(
+                "Upsample",
+                format!(
+                    "unsupported upsampling mode '{mode}' (expected one of nearest | linear | bilinear | bicubic | \
+                     trilinear | area | nearest-exact)"
+                ),
+            ));
+        }
+        if align_corners && !interpolating {
             return Err(invalid(
                 "Upsample",
                 "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear",
@@ -114,22 +126,13 @@ impl Upsample {
 
 impl Forward for Upsample {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let spatial = x.dim().saturating_sub(2);
-        let size = match &self.size {
-            Some(s) if s.len() == 1 => Some(vec![s[0]; spatial]),
-            other => other.clone(),
-        };
-        let scale = match &self.scale_factor {
-            Some(s) if s.len() == 1 => Some(vec![s[0]; spatial]),
-            other => other.clone(),
-        };
-        match (self.mode.as_str(), spatial) {
-            ("nearest", 1) => ops::upsample_nearest1d(x, size.as_deref(), scale.as_deref()),
-            ("nearest", 2) => ops::upsample_nearest2d(x, size.as_deref(), scale.as_deref()),
-            ("nearest", 3) => ops::upsample_nearest3d(x, size.as_deref(), scale.as_deref()),
-            ("bilinear", 2) => ops::upsample_bilinear2d(x, size.as_deref(), self.align_corners, scale.as_deref()),
-            (m, _) => Err(invalid("Upsample", format!("mode '{m}' does not support {}-D input", x.dim()))),
-        }
+        crate::interpolate(
+            x,
+            self.size.as_deref(),
+            self.scale_factor.as_deref(),
+            &self.mode,
+            self.align_corners.then_some(true),
+        )
     }
 }
 
