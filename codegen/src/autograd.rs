@@ -22,7 +22,7 @@
 //! version-checked); one used only through `X.sizes()` and the like saves just that metadata;
 //! outputs used as `result` are saved after the call, without owning their own node.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use serde_saphyr::Spanned;
@@ -185,6 +185,44 @@ struct Uses {
     all_grads: bool,
 }
 
+impl Uses {
+    fn merge(&mut self, other: Uses) {
+        self.tensors.extend(other.tensors);
+        self.plain.extend(other.plain);
+        self.meta.extend(other.meta);
+        self.results.extend(other.results);
+        self.grads.extend(other.grads);
+        self.all_grads |= other.all_grads;
+    }
+}
+
+impl Entry<'_> {
+    /// Note [Saving only what the wanted gradients read]: as PyTorch's generated code, a tensor
+    /// that only some formulas read is saved only if one of those formulas' edges is valid
+    /// (its input requires grad): `x * w` with a constant `w` keeps `w` (read by the gradient
+    /// of `x`) but not `x`. The result maps such a (plain tensor) argument to the formulas,
+    /// i.e. edge numbers, that read it; arguments read by every formula, optional tensors,
+    /// lists, and every argument of an entry with a list formula (whose edges are not one per
+    /// formula) are saved whenever the node is made.
+    fn conditional_saves(&self) -> BTreeMap<String, Vec<usize>> {
+        let mut out = BTreeMap::new();
+        if self.formulas.iter().any(|(p, _)| self.args[*p].is_tensor_list()) {
+            return out;
+        }
+        for a in &self.args {
+            if !self.uses.tensors.contains(&a.name) || !a.is_tensor() {
+                continue;
+            }
+            let readers: Vec<usize> =
+                self.formula_tensors.iter().enumerate().filter(|(_, t)| t.contains(&a.name)).map(|(k, _)| k).collect();
+            if readers.len() < self.formulas.len() {
+                out.insert(a.name.clone(), readers);
+            }
+        }
+        out
+    }
+}
+
 const META: &[(&str, &str)] = &[
     (".sizes()", "sizes"),
     (".sym_sizes()", "sizes"),
@@ -322,6 +360,8 @@ struct Entry<'a> {
     args: Vec<ArgInfo>,
     /// Formulas rewritten, per differentiable argument (schema order).
     formulas: Vec<(usize, String)>,
+    /// The saved tensors each formula reads (same order as `formulas`).
+    formula_tensors: Vec<BTreeSet<String>>,
     uses: Uses,
     n_returns: usize,
     ret_ty: String,
@@ -376,10 +416,14 @@ pub fn generate_autograd(fns: &[NativeFunction], ders: &[Derivative]) -> Result<
             if !args[pos].is_any_tensor() {
                 return Err(err(format!("`{name}` of `{full}` is not a tensor")));
             }
-            let code = rewrite(formula, &args, n_returns, &mut uses).map_err(|m| err(format!("`{name}`: {m}")))?;
-            formulas.push((pos, code));
+            let mut own = Uses::default();
+            let code = rewrite(formula, &args, n_returns, &mut own).map_err(|m| err(format!("`{name}`: {m}")))?;
+            formulas.push((pos, code, own.tensors.clone()));
+            uses.merge(own);
         }
-        formulas.sort_by_key(|(p, _)| *p);
+        formulas.sort_by_key(|(p, _, _)| *p);
+        let formula_tensors: Vec<BTreeSet<String>> = formulas.iter().map(|(_, _, t)| t.clone()).collect();
+        let formulas: Vec<(usize, String)> = formulas.into_iter().map(|(p, c, _)| (p, c)).collect();
         if uses.all_grads && !returns_list {
             return Err(err("bare `grads` is only for operators returning `Tensor[]`".into()));
         }
@@ -406,6 +450,7 @@ pub fn generate_autograd(fns: &[NativeFunction], ders: &[Derivative]) -> Result<
             inplace_module,
             args,
             formulas,
+            formula_tensors,
             uses,
             n_returns,
             ret_ty,
@@ -553,6 +598,7 @@ fn emit_node(o: &mut String, e: &Entry) -> Result<(), String> {
     o.push_str("        if grads.iter().all(|g| g.is_none()) {\n            return Ok(out);\n        }\n");
     let _ = writeln!(o, "        let name = \"{}\";", e.node);
     o.push_str("        let grads = crate::kernel_support::materialize(&self.core, grads)?;\n");
+    let conditional = e.conditional_saves();
     if e.uses.grads.contains(&0) {
         o.push_str("        let grad = &grads[0];\n");
     }
@@ -577,6 +623,9 @@ fn emit_node(o: &mut String, e: &Entry) -> Result<(), String> {
                     "        let {m}_own = self.{n}.unpack_opt(name)?;\n        let {n} = {m}_own.as_ref();",
                     m = stem(n)
                 );
+            } else if conditional.contains_key(&a.name) {
+                // Bound in the blocks of the formulas that read it (None: not saved).
+                let _ = writeln!(o, "        let {m}_own = self.{n}.unpack_opt(name)?;", m = stem(n));
             } else {
                 let _ = writeln!(
                     o,
@@ -604,8 +653,19 @@ fn emit_node(o: &mut String, e: &Entry) -> Result<(), String> {
         let _ = writeln!(o, "        let {r}_own = self.{r}.unpack(name)?;\n        let {r} = &{r}_own;");
     }
     o.push_str("        let mut at = 0usize;\n");
-    for (pos, code) in &e.formulas {
+    for (k, (pos, code)) in e.formulas.iter().enumerate() {
         let a = &e.args[*pos];
+        let mut binds = String::new();
+        for (name, readers) in &conditional {
+            if readers.contains(&k) {
+                let ident = &e.args.iter().find(|a| &a.name == name).expect("an argument").ident;
+                let _ = write!(
+                    binds,
+                    "\n            let {ident} = {m}_own.as_ref().ok_or_else(|| c10::Error::invalid(\"backward\", crate::saved::ERR_BACKWARD_TWICE))?;",
+                    m = stem(ident)
+                );
+            }
+        }
         if a.is_tensor_list() {
             let _ = writeln!(
                 o,
@@ -615,7 +675,7 @@ fn emit_node(o: &mut String, e: &Entry) -> Result<(), String> {
         } else {
             let _ = writeln!(
                 o,
-                "        if self.core.should_compute_output(at) {{\n            out[at] = Some({code}?);\n        }}\n        at += 1;"
+                "        if self.core.should_compute_output(at) {{{binds}\n            out[at] = Some({code}?);\n        }}\n        at += 1;"
             );
         }
     }
@@ -709,6 +769,14 @@ fn emit_kernel(o: &mut String, e: &Entry, inplace: bool) -> Result<(), String> {
         o,
         "    let grad_fn_ = if needs_ {{\n        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));"
     );
+    let conditional = e.conditional_saves();
+    for a in &e.args {
+        if let Some(readers) = conditional.get(&a.name) {
+            let test: Vec<String> = readers.iter().map(|k| format!("core.next_edges()[{k}].is_valid()")).collect();
+            let test = if test.is_empty() { "false".to_string() } else { test.join(" || ") };
+            let _ = writeln!(o, "        let keep_{}_ = {test};", stem(&a.ident));
+        }
+    }
     let _ = writeln!(o, "        Some(Arc::new({} {{\n            core,", e.node);
     for a in &e.args {
         let n = &a.ident;
@@ -721,6 +789,11 @@ fn emit_kernel(o: &mut String, e: &Entry, inplace: bool) -> Result<(), String> {
                 "SavedVariable::new(&ks_::original_self(self_)?)?".to_string()
             } else {
                 format!("SavedVariable::new({n})?")
+            };
+            let expr = if conditional.contains_key(&a.name) {
+                format!("if keep_{}_ {{ {expr} }} else {{ SavedVariable::default() }}", stem(n))
+            } else {
+                expr
             };
             let _ = writeln!(o, "            {n}: {expr},");
         }

@@ -230,11 +230,13 @@ pub(crate) fn mul_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_other_ = core.next_edges()[0].is_valid();
         Some(Arc::new(MulBackward0 {
             core,
-            self_: SavedVariable::new(self_)?,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
             self_scalar_type: self_.scalar_type(),
-            other: SavedVariable::new(other)?,
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
             other_scalar_type: other.scalar_type(),
         }))
     } else {
@@ -260,11 +262,13 @@ pub(crate) fn mul_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_other_ = core.next_edges()[0].is_valid();
         Some(Arc::new(MulBackward0 {
             core,
-            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            self_: if keep_self_ { SavedVariable::new(&ks_::original_self(self_)?)? } else { SavedVariable::default() },
             self_scalar_type: self_.scalar_type(),
-            other: SavedVariable::new(other)?,
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
             other_scalar_type: other.scalar_type(),
         }))
     } else {
@@ -332,7 +336,12 @@ pub(crate) fn div_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(DivBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+        let keep_self_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(DivBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: SavedVariable::new(other)?,
+        }))
     } else {
         None
     };
@@ -356,9 +365,10 @@ pub(crate) fn div_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
         Some(Arc::new(DivBackward0 {
             core,
-            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            self_: if keep_self_ { SavedVariable::new(&ks_::original_self(self_)?)? } else { SavedVariable::default() },
             other: SavedVariable::new(other)?,
         }))
     } else {
@@ -2671,7 +2681,13 @@ pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(FmodBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_other_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(FmodBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -2692,10 +2708,12 @@ pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_other_ = core.next_edges()[1].is_valid();
         Some(Arc::new(RemainderBackward0 {
             core,
-            self_: SavedVariable::new(self_)?,
-            other: SavedVariable::new(other)?,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
         }))
     } else {
         None
@@ -2792,10 +2810,12 @@ pub(crate) fn addcmul(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_tensor1_ = core.next_edges()[2].is_valid();
+        let keep_tensor2_ = core.next_edges()[1].is_valid();
         Some(Arc::new(AddcmulBackward0 {
             core,
-            tensor1: SavedVariable::new(tensor1)?,
-            tensor2: SavedVariable::new(tensor2)?,
+            tensor1: if keep_tensor1_ { SavedVariable::new(tensor1)? } else { SavedVariable::default() },
+            tensor2: if keep_tensor2_ { SavedVariable::new(tensor2)? } else { SavedVariable::default() },
             value: value.clone(),
         }))
     } else {
@@ -2827,10 +2847,12 @@ pub(crate) fn addcmul_(
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_tensor1_ = core.next_edges()[2].is_valid();
+        let keep_tensor2_ = core.next_edges()[1].is_valid();
         Some(Arc::new(AddcmulBackward0 {
             core,
-            tensor1: SavedVariable::new(tensor1)?,
-            tensor2: SavedVariable::new(tensor2)?,
+            tensor1: if keep_tensor1_ { SavedVariable::new(tensor1)? } else { SavedVariable::default() },
+            tensor2: if keep_tensor2_ { SavedVariable::new(tensor2)? } else { SavedVariable::default() },
             value: value.clone(),
         }))
     } else {
@@ -2859,10 +2881,12 @@ pub(crate) fn addcdiv(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_tensor1_ = core.next_edges()[2].is_valid();
+        let keep_tensor2_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
         Some(Arc::new(AddcdivBackward0 {
             core,
-            tensor1: SavedVariable::new(tensor1)?,
-            tensor2: SavedVariable::new(tensor2)?,
+            tensor1: if keep_tensor1_ { SavedVariable::new(tensor1)? } else { SavedVariable::default() },
+            tensor2: if keep_tensor2_ { SavedVariable::new(tensor2)? } else { SavedVariable::default() },
             value: value.clone(),
         }))
     } else {
@@ -2894,10 +2918,12 @@ pub(crate) fn addcdiv_(
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_tensor1_ = core.next_edges()[2].is_valid();
+        let keep_tensor2_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
         Some(Arc::new(AddcdivBackward0 {
             core,
-            tensor1: SavedVariable::new(tensor1)?,
-            tensor2: SavedVariable::new(tensor2)?,
+            tensor1: if keep_tensor1_ { SavedVariable::new(tensor1)? } else { SavedVariable::default() },
+            tensor2: if keep_tensor2_ { SavedVariable::new(tensor2)? } else { SavedVariable::default() },
             value: value.clone(),
         }))
     } else {
@@ -3192,10 +3218,12 @@ pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[0].is_valid();
+        let keep_other_ = core.next_edges()[1].is_valid();
         Some(Arc::new(HypotBackward0 {
             core,
-            self_: SavedVariable::new(self_)?,
-            other: SavedVariable::new(other)?,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
             result: SavedVariable::default(),
         }))
     } else {
@@ -3222,10 +3250,12 @@ pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[0].is_valid();
+        let keep_other_ = core.next_edges()[1].is_valid();
         Some(Arc::new(HypotBackward0 {
             core,
-            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
-            other: SavedVariable::new(other)?,
+            self_: if keep_self_ { SavedVariable::new(&ks_::original_self(self_)?)? } else { SavedVariable::default() },
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
             result: SavedVariable::default(),
         }))
     } else {
@@ -4030,7 +4060,12 @@ pub(crate) fn scatter_add(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ScatterAddBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+        let keep_index_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(ScatterAddBackward0 {
+            core,
+            dim: dim,
+            index: if keep_index_ { SavedVariable::new(index)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -4060,7 +4095,12 @@ pub(crate) fn scatter_add_(
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ScatterAddBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+        let keep_index_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(ScatterAddBackward0 {
+            core,
+            dim: dim,
+            index: if keep_index_ { SavedVariable::new(index)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -4088,7 +4128,13 @@ pub(crate) fn index_add(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(IndexAddBackward0 { core, dim: dim, index: SavedVariable::new(index)?, alpha: alpha.clone() }))
+        let keep_index_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(IndexAddBackward0 {
+            core,
+            dim: dim,
+            index: if keep_index_ { SavedVariable::new(index)? } else { SavedVariable::default() },
+            alpha: alpha.clone(),
+        }))
     } else {
         None
     };
@@ -4119,7 +4165,13 @@ pub(crate) fn index_add_(
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(IndexAddBackward0 { core, dim: dim, index: SavedVariable::new(index)?, alpha: alpha.clone() }))
+        let keep_index_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(IndexAddBackward0 {
+            core,
+            dim: dim,
+            index: if keep_index_ { SavedVariable::new(index)? } else { SavedVariable::default() },
+            alpha: alpha.clone(),
+        }))
     } else {
         None
     };
@@ -4222,7 +4274,13 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(BmmBackward0 { core, self_: SavedVariable::new(self_)?, mat2: SavedVariable::new(mat2)? }))
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_mat2_ = core.next_edges()[0].is_valid();
+        Some(Arc::new(BmmBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            mat2: if keep_mat2_ { SavedVariable::new(mat2)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -4250,10 +4308,12 @@ pub(crate) fn addmm(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_mat1_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
+        let keep_mat2_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
         Some(Arc::new(AddmmBackward0 {
             core,
-            mat1: SavedVariable::new(mat1)?,
-            mat2: SavedVariable::new(mat2)?,
+            mat1: if keep_mat1_ { SavedVariable::new(mat1)? } else { SavedVariable::default() },
+            mat2: if keep_mat2_ { SavedVariable::new(mat2)? } else { SavedVariable::default() },
             beta: beta.clone(),
             alpha: alpha.clone(),
         }))
@@ -4277,7 +4337,13 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(MvBackward0 { core, self_: SavedVariable::new(self_)?, vec: SavedVariable::new(vec)? }))
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_vec_ = core.next_edges()[0].is_valid();
+        Some(Arc::new(MvBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            vec: if keep_vec_ { SavedVariable::new(vec)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -4298,7 +4364,13 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(DotBackward0 { core, self_: SavedVariable::new(self_)?, tensor: SavedVariable::new(tensor)? }))
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_tensor_ = core.next_edges()[0].is_valid();
+        Some(Arc::new(DotBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            tensor: if keep_tensor_ { SavedVariable::new(tensor)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };
@@ -4330,11 +4402,13 @@ pub(crate) fn convolution(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_input_ = core.next_edges()[1].is_valid();
+        let keep_weight_ = core.next_edges()[0].is_valid();
         Some(Arc::new(ConvolutionBackward0 {
             core,
-            input: SavedVariable::new(input)?,
+            input: if keep_input_ { SavedVariable::new(input)? } else { SavedVariable::default() },
             input_sizes: input.sizes().to_vec(),
-            weight: SavedVariable::new(weight)?,
+            weight: if keep_weight_ { SavedVariable::new(weight)? } else { SavedVariable::default() },
             weight_sizes: weight.sizes().to_vec(),
             stride: stride.to_vec(),
             padding: padding.to_vec(),
@@ -4519,9 +4593,10 @@ pub(crate) fn threshold_backward(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[0].is_valid();
         Some(Arc::new(ThresholdBackwardBackward0 {
             core,
-            self_: SavedVariable::new(self_)?,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
             threshold: threshold.clone(),
         }))
     } else {
@@ -4559,7 +4634,11 @@ pub(crate) fn max_pool2d_with_indices_backward(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(MaxPool2dWithIndicesBackwardBackward0 { core, indices: SavedVariable::new(indices)? }))
+        let keep_indices_ = core.next_edges()[0].is_valid();
+        Some(Arc::new(MaxPool2dWithIndicesBackwardBackward0 {
+            core,
+            indices: if keep_indices_ { SavedVariable::new(indices)? } else { SavedVariable::default() },
+        }))
     } else {
         None
     };

@@ -215,18 +215,20 @@ impl Node for MulBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_own = self.self_.unpack_opt(name)?;
         let self_scalar_type = self.self_scalar_type;
-        let other_own = self.other.unpack(name)?;
-        let other = &other_own;
+        let other_own = self.other.unpack_opt(name)?;
         let other_scalar_type = self.other_scalar_type;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let other =
+                other_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul_tensor_backward(grad, other, self_scalar_type)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul_tensor_backward(grad, self_, other_scalar_type)?);
         }
         at += 1;
@@ -294,8 +296,7 @@ impl Node for DivBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_own = self.self_.unpack_opt(name)?;
         let other_own = self.other.unpack(name)?;
         let other = &other_own;
         let mut at = 0usize;
@@ -304,6 +305,8 @@ impl Node for DivBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(div_tensor_other_backward(grad, self_, other)?);
         }
         at += 1;
@@ -2412,16 +2415,18 @@ impl Node for FmodBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let other_own = self.other.unpack(name)?;
-        let other = &other_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let other_own = self.other.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
             out[at] = Some(Ok(grad.clone())?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let other =
+                other_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::neg(&mul(grad, &ops::trunc(&div(self_, other)?)?)?)?);
         }
         at += 1;
@@ -2456,16 +2461,18 @@ impl Node for RemainderBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let other_own = self.other.unpack(name)?;
-        let other = &other_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let other_own = self.other.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
             out[at] = Some(Ok(grad.clone())?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let other =
+                other_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::neg(&mul(grad, &ops::floor(&div(self_, other)?)?)?)?);
         }
         at += 1;
@@ -2624,10 +2631,8 @@ impl Node for AddcmulBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let tensor1_own = self.tensor1.unpack(name)?;
-        let tensor1 = &tensor1_own;
-        let tensor2_own = self.tensor2.unpack(name)?;
-        let tensor2 = &tensor2_own;
+        let tensor1_own = self.tensor1.unpack_opt(name)?;
+        let tensor2_own = self.tensor2.unpack_opt(name)?;
         let value = self.value.clone();
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
@@ -2635,10 +2640,16 @@ impl Node for AddcmulBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let tensor2 = tensor2_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(maybe_multiply(&mul(grad, tensor2)?, &value)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let tensor1 = tensor1_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(maybe_multiply(&mul(grad, tensor1)?, &value)?);
         }
         at += 1;
@@ -2674,10 +2685,8 @@ impl Node for AddcdivBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let tensor1_own = self.tensor1.unpack(name)?;
-        let tensor1 = &tensor1_own;
-        let tensor2_own = self.tensor2.unpack(name)?;
-        let tensor2 = &tensor2_own;
+        let tensor1_own = self.tensor1.unpack_opt(name)?;
+        let tensor2_own = self.tensor2.unpack_opt(name)?;
         let value = self.value.clone();
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
@@ -2685,10 +2694,19 @@ impl Node for AddcdivBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let tensor2 = tensor2_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(maybe_multiply(&div(grad, tensor2)?, &value)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let tensor1 = tensor1_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let tensor2 = tensor2_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::neg(&maybe_multiply(&div(&mul(grad, tensor1)?, &mul(tensor2, tensor2)?)?, &value)?)?);
         }
         at += 1;
@@ -3078,18 +3096,20 @@ impl Node for HypotBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let other_own = self.other.unpack(name)?;
-        let other = &other_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let other_own = self.other.unpack_opt(name)?;
         let result_own = self.result.unpack(name)?;
         let result = &result_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul(grad, &div(self_, result)?)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let other =
+                other_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul(grad, &div(other, result)?)?);
         }
         at += 1;
@@ -4190,14 +4210,15 @@ impl Node for ScatterAddBackward0 {
         let grad = &grads[0];
         let grads_0 = &grads[0];
         let dim = self.dim;
-        let index_own = self.index.unpack(name)?;
-        let index = &index_own;
+        let index_own = self.index.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
             out[at] = Some(Ok(grad.clone())?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let index =
+                index_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::gather(grad, dim, index, false)?);
         }
         at += 1;
@@ -4233,8 +4254,7 @@ impl Node for IndexAddBackward0 {
         let grad = &grads[0];
         let grads_0 = &grads[0];
         let dim = self.dim;
-        let index_own = self.index.unpack(name)?;
-        let index = &index_own;
+        let index_own = self.index.unpack_opt(name)?;
         let alpha = self.alpha.clone();
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
@@ -4242,6 +4262,8 @@ impl Node for IndexAddBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let index =
+                index_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(maybe_multiply(&ops::index_select(grad, dim, index)?, &alpha)?);
         }
         at += 1;
@@ -4394,16 +4416,18 @@ impl Node for BmmBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let mat2_own = self.mat2.unpack(name)?;
-        let mat2 = &mat2_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let mat2_own = self.mat2.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let mat2 =
+                mat2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::bmm(grad, &ops::transpose(mat2, 1, 2)?)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::bmm(&ops::transpose(self_, 1, 2)?, grad)?);
         }
         at += 1;
@@ -4440,10 +4464,8 @@ impl Node for AddmmBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let mat1_own = self.mat1.unpack(name)?;
-        let mat1 = &mat1_own;
-        let mat2_own = self.mat2.unpack(name)?;
-        let mat2 = &mat2_own;
+        let mat1_own = self.mat1.unpack_opt(name)?;
+        let mat2_own = self.mat2.unpack_opt(name)?;
         let beta = self.beta.clone();
         let alpha = self.alpha.clone();
         let mut at = 0usize;
@@ -4452,10 +4474,18 @@ impl Node for AddmmBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let mat1 =
+                mat1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let mat2 =
+                mat2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mm_mat1_backward(grad, mat1, mat2, &alpha)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let mat1 =
+                mat1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let mat2 =
+                mat2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mm_mat2_backward(grad, mat1, mat2, &alpha)?);
         }
         at += 1;
@@ -4490,16 +4520,18 @@ impl Node for MvBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let vec_own = self.vec.unpack(name)?;
-        let vec = &vec_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let vec_own = self.vec.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let vec =
+                vec_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::outer(grad, vec)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(ops::mv(&ops::t(self_)?, grad)?);
         }
         at += 1;
@@ -4534,16 +4566,18 @@ impl Node for DotBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
-        let tensor_own = self.tensor.unpack(name)?;
-        let tensor = &tensor_own;
+        let self_own = self.self_.unpack_opt(name)?;
+        let tensor_own = self.tensor.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let tensor =
+                tensor_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul(grad, tensor)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(mul(grad, self_)?);
         }
         at += 1;
@@ -4585,11 +4619,9 @@ impl Node for ConvolutionBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let input_own = self.input.unpack(name)?;
-        let input = &input_own;
+        let input_own = self.input.unpack_opt(name)?;
         let input_sizes = &self.input_sizes[..];
-        let weight_own = self.weight.unpack(name)?;
-        let weight = &weight_own;
+        let weight_own = self.weight.unpack_opt(name)?;
         let weight_sizes = &self.weight_sizes[..];
         let stride = &self.stride[..];
         let padding = &self.padding[..];
@@ -4598,6 +4630,8 @@ impl Node for ConvolutionBackward0 {
         let groups = self.groups;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let weight =
+                weight_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(convolution_backward_input(
                 grad,
                 input_sizes,
@@ -4611,6 +4645,8 @@ impl Node for ConvolutionBackward0 {
         }
         at += 1;
         if self.core.should_compute_output(at) {
+            let input =
+                input_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(convolution_backward_weight(
                 grad,
                 input,
@@ -4755,11 +4791,12 @@ impl Node for ThresholdBackwardBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_own = self.self_.unpack_opt(name)?;
         let threshold = self.threshold.clone();
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(threshold_backward(grad, self_, threshold.to_f64())?);
         }
         at += 1;
@@ -4796,10 +4833,12 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let indices_own = self.indices.unpack(name)?;
-        let indices = &indices_own;
+        let indices_own = self.indices.unpack_opt(name)?;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
+            let indices = indices_own
+                .as_ref()
+                .ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
             out[at] = Some(max_pool_double_backward(grad, indices, 2)?);
         }
         at += 1;

@@ -96,6 +96,40 @@ fn inplace_modification_of_saved_tensor_is_detected() {
 }
 
 #[test]
+fn only_tensors_a_wanted_gradient_reads_are_saved() {
+    // `x * w` with only `w` requiring grad saves `x` (the gradient of `w` reads it) and not `w`:
+    // changing `w` in place afterwards does not break backward, changing `x` does (as PyTorch).
+    let x = t64(&[1.0, 2.0], &[2]);
+    let w = leaf(&[3.0, -1.0], &[2]);
+    let y = x.mul(&w).unwrap();
+    {
+        let _g = autograd::no_grad();
+        w.add_scalar_(Scalar::Int(1)).unwrap();
+    }
+    y.sum().unwrap().backward().unwrap();
+    close(&vals(&w.grad().unwrap()), &[1.0, 2.0]);
+
+    let w2 = leaf(&[3.0, -1.0], &[2]);
+    let y2 = x.mul(&w2).unwrap();
+    x.add_scalar_(Scalar::Int(1)).unwrap();
+    let e = y2.sum().unwrap().backward().unwrap_err().to_string();
+    assert!(e.contains("is at version 1; expected version 0 instead"), "{e}");
+
+    // With both inputs requiring grad both are saved, and both gradients are right.
+    let a = leaf(&[2.0, 5.0], &[2]);
+    let b = leaf(&[-1.0, 0.5], &[2]);
+    a.mul(&b).unwrap().sum().unwrap().backward().unwrap();
+    close(&vals(&a.grad().unwrap()), &[-1.0, 0.5]);
+    close(&vals(&b.grad().unwrap()), &[2.0, 5.0]);
+    // A division by a constant keeps the divisor only.
+    let c = leaf(&[4.0, 6.0], &[2]);
+    let d = t64(&[2.0, 3.0], &[2]);
+    let q = c.div(&d).unwrap();
+    q.sum().unwrap().backward().unwrap();
+    close(&vals(&c.grad().unwrap()), &[0.5, 1.0 / 3.0]);
+}
+
+#[test]
 fn inplace_on_leaf_is_an_error_and_inplace_ops_record() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let e = x.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
