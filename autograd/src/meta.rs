@@ -78,6 +78,17 @@ impl std::fmt::Debug for AutogradMeta {
     }
 }
 
+impl Drop for AutogradMeta {
+    /// A tensor's `grad_fn` is freed without recursing through the graph (Note [Freeing long
+    /// graphs]).
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = state.grad_fn.take() {
+            crate::node::release_node(f);
+        }
+    }
+}
+
 impl AutogradMetaInterface for AutogradMeta {
     fn requires_grad(&self) -> bool {
         self.requires_grad.load(Ordering::Relaxed)

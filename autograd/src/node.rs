@@ -37,7 +37,8 @@ pub type PostHook =
     Box<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
 
 /// Where a gradient goes: input `input_nr` of `function`, or nowhere (an invalid edge, for
-/// inputs that do not require grad).
+/// inputs that do not require grad). Dropping the last handle of the node frees it through
+/// [`release_node`] (Note [Freeing long graphs]).
 #[derive(Clone)]
 pub struct Edge {
     /// The receiving node (None: the gradient is dropped).
@@ -58,6 +59,51 @@ impl Edge {
     /// Whether the edge leads somewhere.
     pub fn is_valid(&self) -> bool {
         self.function.is_some()
+    }
+}
+
+impl Drop for Edge {
+    fn drop(&mut self) {
+        if let Some(f) = self.function.take() {
+            release_node(f);
+        }
+    }
+}
+
+thread_local! {
+    /// Nodes whose last handle was dropped while this thread was already freeing nodes.
+    static DEFERRED: std::cell::RefCell<Vec<NodeRef>> = const { std::cell::RefCell::new(Vec::new()) };
+    static FREEING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops a handle to a node without recursing through the graph (Note [Freeing long graphs]).
+///
+/// Note [Freeing long graphs]: a node owns its next nodes (through its edges) and, through saved
+/// tensors' `grad_fn`, often its predecessors too, so freeing the last handle of a graph frees
+/// it node by node. Left to the compiler's drop glue that is a recursion as deep as the graph:
+/// an unrolled recurrence of 100,000 steps overflows the stack and aborts. Every place that
+/// holds a node (edges, a tensor's `grad_fn`) therefore drops it here: a handle that is not the
+/// last is just released; the last one, while this thread is already freeing a node, is queued,
+/// and the outermost call frees the queue one node at a time (PyTorch's `deleteNode` does the
+/// same for edges).
+pub fn release_node(node: NodeRef) {
+    if Arc::strong_count(&node) > 1 {
+        return;
+    }
+    if FREEING.with(|f| f.replace(true)) {
+        DEFERRED.with(|d| d.borrow_mut().push(node));
+        return;
+    }
+    struct Outermost;
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            FREEING.with(|f| f.set(false));
+        }
+    }
+    let _outermost = Outermost;
+    drop(node);
+    while let Some(next) = DEFERRED.with(|d| d.borrow_mut().pop()) {
+        drop(next);
     }
 }
 
