@@ -149,11 +149,14 @@ fn adagrad_update(o: &AdagradOptions, param: &Tensor, grad: &Tensor, state: &mut
         None => state.insert(AdagradState::new(o, param)?),
     };
     s.step += 1.0;
+    let clr = o.lr / (1.0 + (s.step - 1.0) * o.lr_decay);
+    if crate::optim::fused::adagrad(clr, o.weight_decay, o.eps, o.maximize, param, grad, &s.sum)? {
+        return Ok(());
+    }
     let mut grad = signed_grad(grad, o.maximize)?;
     if o.weight_decay != 0.0 {
         grad = grad.add_with(param, float(o.weight_decay))?;
     }
-    let clr = o.lr / (1.0 + (s.step - 1.0) * o.lr_decay);
     addcmul_(&s.sum, &grad, &grad, 1.0)?;
     let std = s.sum.sqrt()?;
     std.add_scalar_(float(o.eps))?;

@@ -5,8 +5,8 @@
 //! gradient and its buffer (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For parameters that are
 //! dense f32 or f64 CPU tensors of one shape whose memory does not overlap, the update instead
 //! runs as one loop per parameter that keeps every intermediate in registers (PyTorch's
-//! `_fused_sgd_` / `_fused_adam_`), split into chunks over the thread pool for large
-//! parameters. Anything else (half precision, non-contiguous or overlapping tensors) takes the
+//! `_fused_sgd_` / `_fused_adam_`; RMSprop and Adagrad have loops of their own), split into
+//! chunks over the thread pool for large parameters. Anything else (half precision, non-contiguous or overlapping tensors) takes the
 //! operator path. The arithmetic is the same, in the parameter's dtype; the rounding can differ
 //! from the operator path in the last bit (operators round after each step, the loop may keep
 //! a value the compiler computes the same way), which is within what PyTorch's own fused and
@@ -175,5 +175,149 @@ fn adam_typed<T: FusedFloat>(o: AdamStep, t: AdamTensors<'_>) -> Result<bool> {
             });
         }
     }
+    Ok(true)
+}
+
+/// Options of one RMSprop step, as the element loop sees them.
+#[derive(Clone, Copy)]
+pub(crate) struct RMSpropStep {
+    pub lr: f64,
+    pub alpha: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub maximize: bool,
+}
+
+/// One RMSprop step, fused (Note [Fused updates]): `grad_avg` when centered, `momentum_buffer`
+/// when momentum is on. Returns whether it ran.
+pub(crate) fn rmsprop(
+    o: RMSpropStep,
+    param: &Tensor,
+    grad: &Tensor,
+    square_avg: &Tensor,
+    grad_avg: Option<&Tensor>,
+    momentum_buffer: Option<&Tensor>,
+) -> Result<bool> {
+    match param.dtype() {
+        ScalarType::F32 => rmsprop_typed::<f32>(o, param, grad, square_avg, grad_avg, momentum_buffer),
+        ScalarType::F64 => rmsprop_typed::<f64>(o, param, grad, square_avg, grad_avg, momentum_buffer),
+        _ => Ok(false),
+    }
+}
+
+fn rmsprop_typed<T: FusedFloat>(
+    o: RMSpropStep,
+    param: &Tensor,
+    grad: &Tensor,
+    square_avg: &Tensor,
+    grad_avg: Option<&Tensor>,
+    momentum_buffer: Option<&Tensor>,
+) -> Result<bool> {
+    let (wd, alpha, c, eps) = (T::of(o.weight_decay), T::of(o.alpha), T::of(1.0 - o.alpha), T::of(o.eps));
+    let (mom, neg_lr, one) = (T::of(o.momentum), T::of(-o.lr), T::of(1.0));
+    let (decay, maximize) = (o.weight_decay != 0.0, o.maximize);
+    let lerp_low = (1.0 - o.alpha).abs() < 0.5;
+    // The gradient used and the new square average (the same for every variant).
+    let square = move |p: T, g: T, sq: &mut T| {
+        let mut g = if maximize { -g } else { g };
+        if decay {
+            g = g + wd * p;
+        }
+        *sq = *sq * alpha + c * g * g;
+        g
+    };
+    // The centered variant's denominator: sqrt(sq - ga^2) + eps after ga = lerp(ga, g, 1 - alpha).
+    let centered = move |g: T, sq: T, ga: &mut T| {
+        *ga = if lerp_low { *ga + c * (g - *ga) } else { g - (g - *ga) * (one - c) };
+        (sq + T::of(-1.0) * *ga * *ga).sqrt() + eps
+    };
+    match (grad_avg, momentum_buffer) {
+        (None, None) => {
+            let Some(d) = Dense::<T, 3>::new([param, grad, square_avg])? else { return Ok(false) };
+            d.run([true, false, true], move |[p, g, sq]| {
+                for ((p, &g), sq) in p.iter_mut().zip(g.iter()).zip(sq.iter_mut()) {
+                    let g = square(*p, g, sq);
+                    *p = *p + neg_lr * g / (sq.sqrt() + eps);
+                }
+            });
+        }
+        (Some(ga), None) => {
+            let Some(d) = Dense::<T, 4>::new([param, grad, square_avg, ga])? else { return Ok(false) };
+            d.run([true, false, true, true], move |[p, g, sq, ga]| {
+                for (((p, &g), sq), ga) in p.iter_mut().zip(g.iter()).zip(sq.iter_mut()).zip(ga.iter_mut()) {
+                    let g = square(*p, g, sq);
+                    let avg = centered(g, *sq, ga);
+                    *p = *p + neg_lr * g / avg;
+                }
+            });
+        }
+        (None, Some(buf)) => {
+            let Some(d) = Dense::<T, 4>::new([param, grad, square_avg, buf])? else { return Ok(false) };
+            d.run([true, false, true, true], move |[p, g, sq, b]| {
+                for (((p, &g), sq), b) in p.iter_mut().zip(g.iter()).zip(sq.iter_mut()).zip(b.iter_mut()) {
+                    let g = square(*p, g, sq);
+                    *b = *b * mom + one * g / (sq.sqrt() + eps);
+                    *p = *p + neg_lr * *b;
+                }
+            });
+        }
+        (Some(ga), Some(buf)) => {
+            let Some(d) = Dense::<T, 5>::new([param, grad, square_avg, ga, buf])? else { return Ok(false) };
+            d.run([true, false, true, true, true], move |[p, g, sq, ga, b]| {
+                for ((((p, &g), sq), ga), b) in
+                    p.iter_mut().zip(g.iter()).zip(sq.iter_mut()).zip(ga.iter_mut()).zip(b.iter_mut())
+                {
+                    let g = square(*p, g, sq);
+                    let avg = centered(g, *sq, ga);
+                    *b = *b * mom + one * g / avg;
+                    *p = *p + neg_lr * *b;
+                }
+            });
+        }
+    }
+    Ok(true)
+}
+
+/// One Adagrad step, fused (Note [Fused updates]), with the decayed learning rate `clr` of this
+/// step. Returns whether it ran.
+pub(crate) fn adagrad(
+    clr: f64,
+    weight_decay: f64,
+    eps: f64,
+    maximize: bool,
+    param: &Tensor,
+    grad: &Tensor,
+    sum: &Tensor,
+) -> Result<bool> {
+    match param.dtype() {
+        ScalarType::F32 => adagrad_typed::<f32>(clr, weight_decay, eps, maximize, param, grad, sum),
+        ScalarType::F64 => adagrad_typed::<f64>(clr, weight_decay, eps, maximize, param, grad, sum),
+        _ => Ok(false),
+    }
+}
+
+fn adagrad_typed<T: FusedFloat>(
+    clr: f64,
+    weight_decay: f64,
+    eps: f64,
+    maximize: bool,
+    param: &Tensor,
+    grad: &Tensor,
+    sum: &Tensor,
+) -> Result<bool> {
+    let Some(d) = Dense::<T, 3>::new([param, grad, sum])? else { return Ok(false) };
+    let (wd, eps, neg_clr, one) = (T::of(weight_decay), T::of(eps), T::of(-clr), T::of(1.0));
+    let decay = weight_decay != 0.0;
+    d.run([true, false, true], move |[p, g, s]| {
+        for ((p, &g), s) in p.iter_mut().zip(g.iter()).zip(s.iter_mut()) {
+            let mut g = if maximize { -g } else { g };
+            if decay {
+                g = g + wd * *p;
+            }
+            *s = *s + one * g * g;
+            *p = *p + neg_clr * g / (s.sqrt() + eps);
+        }
+    });
     Ok(true)
 }

@@ -185,6 +185,19 @@ fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut
         s.grad_avg = Some(zeros_like(param)?);
     }
     s.step += 1.0;
+    let step = crate::optim::fused::RMSpropStep {
+        lr: o.lr,
+        alpha: o.alpha,
+        eps: o.eps,
+        weight_decay: o.weight_decay,
+        momentum: o.momentum,
+        maximize: o.maximize,
+    };
+    let grad_avg = s.grad_avg.as_ref().filter(|_| o.centered);
+    let buf = s.momentum_buffer.as_ref().filter(|_| o.momentum > 0.0);
+    if crate::optim::fused::rmsprop(step, param, grad, &s.square_avg, grad_avg, buf)? {
+        return Ok(());
+    }
     let mut grad = signed_grad(grad, o.maximize)?;
     if o.weight_decay != 0.0 {
         grad = grad.add_with(param, float(o.weight_decay))?;

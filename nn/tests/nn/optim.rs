@@ -1294,7 +1294,7 @@ const PLATEAU_MAX_0: [f64; 9] =
 #[test]
 fn fused_updates_match_the_operator_path() {
     type MakeOpt = fn(Vec<Parameter>) -> Box<dyn Optimizer>;
-    let builds: [(&str, MakeOpt); 5] = [
+    let builds: [(&str, MakeOpt); 10] = [
         ("sgd momentum", |p| Box::new(SGD::new(p, SGDOptions::default().lr(0.1).momentum(0.9)).unwrap())),
         ("sgd all", |p| {
             let o = SGDOptions::default().lr(0.05).momentum(0.8).nesterov(true).weight_decay(0.1).maximize(true);
@@ -1307,6 +1307,21 @@ fn fused_updates_match_the_operator_path() {
             Box::new(Adam::new(p, AdamOptions::default().lr(0.01).amsgrad(true).weight_decay(0.1)).unwrap())
         }),
         ("adamw", |p| Box::new(AdamW::new(p, AdamWOptions::default().lr(0.01).weight_decay(0.5)).unwrap())),
+        ("rmsprop", |p| Box::new(RMSprop::new(p, RMSpropOptions::default().lr(0.01)).unwrap())),
+        ("rmsprop centered", |p| {
+            Box::new(RMSprop::new(p, RMSpropOptions::default().lr(0.01).centered(true).weight_decay(0.1)).unwrap())
+        }),
+        ("rmsprop momentum", |p| {
+            Box::new(RMSprop::new(p, RMSpropOptions::default().lr(0.01).momentum(0.9).maximize(true)).unwrap())
+        }),
+        ("rmsprop centered momentum", |p| {
+            let o = RMSpropOptions::default().lr(0.005).centered(true).momentum(0.5).alpha(0.3).eps(1e-4);
+            Box::new(RMSprop::new(p, o).unwrap())
+        }),
+        ("adagrad", |p| {
+            let o = AdagradOptions::default().lr(0.1).lr_decay(0.1).weight_decay(0.05).maximize(true);
+            Box::new(Adagrad::new(p, o).unwrap())
+        }),
     ];
     for dtype in [ScalarType::F32, ScalarType::F64] {
         let start = Tensor::from_vec((0..12).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<f64>>(), &[3, 4])
