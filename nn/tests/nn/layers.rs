@@ -70,7 +70,7 @@ fn interpolate_modes_match_pytorch_values_and_gradients() {
 #[test]
 fn interpolate_and_upsample_report_bad_arguments() -> Result<()> {
     let x3 = wave(&[1, 1, 4], 0.7, 0.3);
-    let err = |r: Result<Tensor>| r.err().expect("an error").to_string();
+    let err = |r: Result<Tensor>| r.expect_err("an error").to_string();
     let e = err(nn::interpolate(&x3, Some(&[8]), None, "bilinear", None));
     assert!(e.contains("Got 3D input, but bilinear mode needs 4D input"), "{e}");
     let e = err(nn::interpolate(&x3, Some(&[8]), None, "nearest", Some(false)));
@@ -108,7 +108,7 @@ fn embedding_max_norm_renormalises_the_rows_looked_up() -> Result<()> {
     let e1 = Embedding::from_pretrained(&w, false, None)?.with_max_norm(1.5, 1.0);
     e1.call(&Tensor::from_slice(&[1i64, 4]))?;
     check("embedding max_norm p=1 weight", &e1.weight, 1e-12);
-    let bad = e1.call(&Tensor::from_slice(&[7i64])).err().expect("an out-of-range index").to_string();
+    let bad = e1.call(&Tensor::from_slice(&[7i64])).expect_err("an out-of-range index").to_string();
     assert!(bad.contains("out of range"), "{bad}");
     Ok(())
 }
