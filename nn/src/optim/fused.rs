@@ -189,31 +189,28 @@ pub(crate) struct RMSpropStep {
     pub maximize: bool,
 }
 
-/// One RMSprop step, fused (Note [Fused updates]): `grad_avg` when centered, `momentum_buffer`
-/// when momentum is on. Returns whether it ran.
-pub(crate) fn rmsprop(
-    o: RMSpropStep,
-    param: &Tensor,
-    grad: &Tensor,
-    square_avg: &Tensor,
-    grad_avg: Option<&Tensor>,
-    momentum_buffer: Option<&Tensor>,
-) -> Result<bool> {
-    match param.dtype() {
-        ScalarType::F32 => rmsprop_typed::<f32>(o, param, grad, square_avg, grad_avg, momentum_buffer),
-        ScalarType::F64 => rmsprop_typed::<f64>(o, param, grad, square_avg, grad_avg, momentum_buffer),
+/// The tensors of one RMSprop step: the parameter, its gradient and its state.
+pub(crate) struct RMSpropTensors<'a> {
+    pub param: &'a Tensor,
+    pub grad: &'a Tensor,
+    pub square_avg: &'a Tensor,
+    /// The running mean of the gradient (centered), or `None`.
+    pub grad_avg: Option<&'a Tensor>,
+    /// The momentum buffer (momentum > 0), or `None`.
+    pub momentum_buffer: Option<&'a Tensor>,
+}
+
+/// One RMSprop step, fused (Note [Fused updates]). Returns whether it ran.
+pub(crate) fn rmsprop(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result<bool> {
+    match t.param.dtype() {
+        ScalarType::F32 => rmsprop_typed::<f32>(o, t),
+        ScalarType::F64 => rmsprop_typed::<f64>(o, t),
         _ => Ok(false),
     }
 }
 
-fn rmsprop_typed<T: FusedFloat>(
-    o: RMSpropStep,
-    param: &Tensor,
-    grad: &Tensor,
-    square_avg: &Tensor,
-    grad_avg: Option<&Tensor>,
-    momentum_buffer: Option<&Tensor>,
-) -> Result<bool> {
+fn rmsprop_typed<T: FusedFloat>(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result<bool> {
+    let RMSpropTensors { param, grad, square_avg, grad_avg, momentum_buffer } = t;
     let (wd, alpha, c, eps) = (T::of(o.weight_decay), T::of(o.alpha), T::of(1.0 - o.alpha), T::of(o.eps));
     let (mom, neg_lr, one) = (T::of(o.momentum), T::of(-o.lr), T::of(1.0));
     let (decay, maximize) = (o.weight_decay != 0.0, o.maximize);
@@ -279,36 +276,29 @@ fn rmsprop_typed<T: FusedFloat>(
     Ok(true)
 }
 
-/// One Adagrad step, fused (Note [Fused updates]), with the decayed learning rate `clr` of this
-/// step. Returns whether it ran.
-pub(crate) fn adagrad(
-    clr: f64,
-    weight_decay: f64,
-    eps: f64,
-    maximize: bool,
-    param: &Tensor,
-    grad: &Tensor,
-    sum: &Tensor,
-) -> Result<bool> {
+/// Options of one Adagrad step, as the element loop sees them.
+#[derive(Clone, Copy)]
+pub(crate) struct AdagradStep {
+    /// The decayed learning rate of this step: `lr / (1 + (step - 1) * lr_decay)`.
+    pub clr: f64,
+    pub weight_decay: f64,
+    pub eps: f64,
+    pub maximize: bool,
+}
+
+/// One Adagrad step, fused (Note [Fused updates]). Returns whether it ran.
+pub(crate) fn adagrad(o: AdagradStep, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<bool> {
     match param.dtype() {
-        ScalarType::F32 => adagrad_typed::<f32>(clr, weight_decay, eps, maximize, param, grad, sum),
-        ScalarType::F64 => adagrad_typed::<f64>(clr, weight_decay, eps, maximize, param, grad, sum),
+        ScalarType::F32 => adagrad_typed::<f32>(o, param, grad, sum),
+        ScalarType::F64 => adagrad_typed::<f64>(o, param, grad, sum),
         _ => Ok(false),
     }
 }
 
-fn adagrad_typed<T: FusedFloat>(
-    clr: f64,
-    weight_decay: f64,
-    eps: f64,
-    maximize: bool,
-    param: &Tensor,
-    grad: &Tensor,
-    sum: &Tensor,
-) -> Result<bool> {
+fn adagrad_typed<T: FusedFloat>(o: AdagradStep, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<bool> {
     let Some(d) = Dense::<T, 3>::new([param, grad, sum])? else { return Ok(false) };
-    let (wd, eps, neg_clr, one) = (T::of(weight_decay), T::of(eps), T::of(-clr), T::of(1.0));
-    let decay = weight_decay != 0.0;
+    let (wd, eps, neg_clr, one) = (T::of(o.weight_decay), T::of(o.eps), T::of(-o.clr), T::of(1.0));
+    let (decay, maximize) = (o.weight_decay != 0.0, o.maximize);
     d.run([true, false, true], move |[p, g, s]| {
         for ((p, &g), s) in p.iter_mut().zip(g.iter()).zip(s.iter_mut()) {
             let mut g = if maximize { -g } else { g };

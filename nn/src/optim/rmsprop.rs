@@ -195,7 +195,9 @@ fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut
     };
     let grad_avg = s.grad_avg.as_ref().filter(|_| o.centered);
     let buf = s.momentum_buffer.as_ref().filter(|_| o.momentum > 0.0);
-    if crate::optim::fused::rmsprop(step, param, grad, &s.square_avg, grad_avg, buf)? {
+    let tensors =
+        crate::optim::fused::RMSpropTensors { param, grad, square_avg: &s.square_avg, grad_avg, momentum_buffer: buf };
+    if crate::optim::fused::rmsprop(step, tensors)? {
         return Ok(());
     }
     let mut grad = signed_grad(grad, o.maximize)?;
