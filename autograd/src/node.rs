@@ -90,19 +90,25 @@ pub fn release_node(node: NodeRef) {
     if Arc::strong_count(&node) > 1 {
         return;
     }
-    if FREEING.with(|f| f.replace(true)) {
-        DEFERRED.with(|d| d.borrow_mut().push(node));
-        return;
+    // While the thread is being torn down its thread-locals may be gone: the node is then
+    // freed directly (the closures own it, and drop it when they cannot run).
+    match FREEING.try_with(|f| f.replace(true)) {
+        Ok(false) => {}
+        Ok(true) => {
+            let _ = DEFERRED.try_with(move |d| d.borrow_mut().push(node));
+            return;
+        }
+        Err(_) => return,
     }
     struct Outermost;
     impl Drop for Outermost {
         fn drop(&mut self) {
-            FREEING.with(|f| f.set(false));
+            let _ = FREEING.try_with(|f| f.set(false));
         }
     }
     let _outermost = Outermost;
     drop(node);
-    while let Some(next) = DEFERRED.with(|d| d.borrow_mut().pop()) {
+    while let Some(next) = DEFERRED.try_with(|d| d.borrow_mut().pop()).ok().flatten() {
         drop(next);
     }
 }
