@@ -242,16 +242,15 @@ impl EmbeddingBag {
                 } else {
                     b.push(input.numel());
                 }
-                if let Some(&first) = b.first().filter(|&&f| f != 0) {
-                    if b.len() > 1 {
-                        return Err(invalid(
-                            op,
-                            format!(
-                                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
-                                 position 0. However, got {first}"
-                            ),
-                        ));
-                    }
+                if b.len() > 1 && b[0] != 0 {
+                    return Err(invalid(
+                        op,
+                        format!(
+                            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
+                             position 0. However, got {}",
+                            b[0]
+                        ),
+                    ));
                 }
                 (input.clone(), b)
             }
@@ -261,11 +260,12 @@ impl EmbeddingBag {
             }
         };
         let n = flat.numel();
-        let bags = bounds.len() as i64 - 1;
+        // Every branch above leaves at least one bound: the bags are the gaps between them.
+        let bags = bounds.len() - 1;
         let idx = flat.to(ScalarType::I64)?.to_vec::<i64>()?;
         // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
-        let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags.max(0) as usize]);
-        for b in 0..bags.max(0) as usize {
+        let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
+        for b in 0..bags {
             let (s, e) = (bounds[b], bounds[b + 1]);
             if s < 0 || s > e || e > n {
                 return Err(invalid(
@@ -291,7 +291,7 @@ impl EmbeddingBag {
         if let Some(w) = per_sample_weights {
             rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
         }
-        let zeros = ops::zeros(&[bags.max(0), dim], Some(rows.dtype()), None, None, None)?;
+        let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, None, None)?;
         match self.mode {
             BagMode::Sum | BagMode::Mean => {
                 let sums = ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?, &rows, Scalar::Int(1))?;
@@ -299,7 +299,7 @@ impl EmbeddingBag {
                     return Ok(sums);
                 }
                 let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
-                let counts = Tensor::from_vec(counts, &[bags.max(0), 1])?.to(rows.dtype())?;
+                let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype())?;
                 sums.div(&counts)
             }
             BagMode::Max => {

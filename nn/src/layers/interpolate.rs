@@ -15,7 +15,7 @@ use c10::{Error, Result, Scalar};
 use crate::layers::invalid;
 
 /// The modes `interpolate` takes.
-const MODES: &str = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact";
+pub(crate) const MODES: &str = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact";
 
 /// The cubic convolution constant PyTorch uses (as OpenCV).
 const CUBIC_A: f64 = -0.75;
@@ -34,22 +34,12 @@ pub fn interpolate(
     align_corners: Option<bool>,
 ) -> Result<Tensor> {
     let op = "interpolate";
-    let interpolating = matches!(mode, "linear" | "bilinear" | "bicubic" | "trilinear");
-    if !interpolating && !matches!(mode, "nearest" | "area" | "nearest-exact") {
-        return Err(invalid(
-            op,
-            format!(
-                "Input Error: Only 3D, 4D and 5D input Tensors supported (got {}D) for the modes: {MODES} (got {mode})",
-                input.dim()
-            ),
-        ));
-    }
-    if align_corners.is_some() && !interpolating {
-        return Err(invalid(
-            op,
-            "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear",
-        ));
-    }
+    check_mode(op, mode, align_corners.is_some(), || {
+        format!(
+            "Input Error: Only 3D, 4D and 5D input Tensors supported (got {}D) for the modes: {MODES} (got {mode})",
+            input.dim()
+        )
+    })?;
     let align_corners = align_corners.unwrap_or(false);
     let dim = input.dim();
     if !(3..=5).contains(&dim) {
@@ -146,6 +136,27 @@ pub fn interpolate(
             Ok(x)
         }
     }
+}
+
+/// Checks that `mode` is one of `interpolate`'s (else the error `unknown` words) and that
+/// `align_corners` is set only for the interpolating modes.
+pub(crate) fn check_mode(
+    op: &str,
+    mode: &str,
+    align_corners_set: bool,
+    unknown: impl FnOnce() -> String,
+) -> Result<()> {
+    let interpolating = matches!(mode, "linear" | "bilinear" | "bicubic" | "trilinear");
+    if !interpolating && !matches!(mode, "nearest" | "area" | "nearest-exact") {
+        return Err(invalid(op, unknown()));
+    }
+    if align_corners_set && !interpolating {
+        return Err(invalid(
+            op,
+            "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear",
+        ));
+    }
+    Ok(())
 }
 
 /// One value per spatial dimension from a list of one value or of `n`.

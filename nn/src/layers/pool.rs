@@ -56,9 +56,7 @@ impl<const N: usize> MaxPoolNd<N> {
             hooks: Hooks::default(),
         })
     }
-}
 
-impl<const N: usize> MaxPoolNd<N> {
     /// The output and the flat indices of the maxima within each input plane: PyTorch's
     /// `MaxPoolNd(..., return_indices=True)` (indices are what `max_unpool` takes).
     pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {

@@ -98,22 +98,9 @@ impl Upsample {
                 },
             ));
         }
-        let interpolating = matches!(mode, "linear" | "bilinear" | "bicubic" | "trilinear");
-        if !interpolating && !matches!(mode, "nearest" | "area" | "nearest-exact") {
-            return Err(invalid(
-                "Upsample",
-                format!(
-                    "unsupported upsampling mode '{mode}' (expected one of nearest | linear | bilinear | bicubic | \
-                     trilinear | area | nearest-exact)"
-                ),
-            ));
-        }
-        if align_corners && !interpolating {
-            return Err(invalid(
-                "Upsample",
-                "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear",
-            ));
-        }
+        crate::layers::interpolate::check_mode("Upsample", mode, align_corners, || {
+            format!("unsupported upsampling mode '{mode}' (expected one of {})", crate::layers::interpolate::MODES)
+        })?;
         Ok(Upsample {
             size: size.map(|s| s.to_vec()),
             scale_factor: scale_factor.map(|s| s.to_vec()),

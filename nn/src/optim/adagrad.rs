@@ -150,8 +150,7 @@ fn adagrad_update(o: &AdagradOptions, param: &Tensor, grad: &Tensor, state: &mut
     };
     s.step += 1.0;
     let clr = o.lr / (1.0 + (s.step - 1.0) * o.lr_decay);
-    let step = crate::optim::fused::AdagradStep { clr, weight_decay: o.weight_decay, eps: o.eps, maximize: o.maximize };
-    if crate::optim::fused::adagrad(step, param, grad, &s.sum)? {
+    if crate::optim::fused::adagrad(o, clr, param, grad, &s.sum)? {
         return Ok(());
     }
     let mut grad = signed_grad(grad, o.maximize)?;

@@ -20,7 +20,7 @@ use aten::parallel::Dense;
 use aten::Tensor;
 use c10::{Result, ScalarType};
 
-use crate::optim::SGDOptions;
+use crate::optim::{AdagradOptions, RMSpropOptions, SGDOptions};
 
 /// The float types a fused loop runs on.
 pub(crate) trait FusedFloat:
@@ -178,17 +178,6 @@ fn adam_typed<T: FusedFloat>(o: AdamStep, t: AdamTensors<'_>) -> Result<bool> {
     Ok(true)
 }
 
-/// Options of one RMSprop step, as the element loop sees them.
-#[derive(Clone, Copy)]
-pub(crate) struct RMSpropStep {
-    pub lr: f64,
-    pub alpha: f64,
-    pub eps: f64,
-    pub weight_decay: f64,
-    pub momentum: f64,
-    pub maximize: bool,
-}
-
 /// The tensors of one RMSprop step: the parameter, its gradient and its state.
 pub(crate) struct RMSpropTensors<'a> {
     pub param: &'a Tensor,
@@ -201,7 +190,7 @@ pub(crate) struct RMSpropTensors<'a> {
 }
 
 /// One RMSprop step, fused (Note [Fused updates]). Returns whether it ran.
-pub(crate) fn rmsprop(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result<bool> {
+pub(crate) fn rmsprop(o: &RMSpropOptions, t: RMSpropTensors<'_>) -> Result<bool> {
     match t.param.dtype() {
         ScalarType::F32 => rmsprop_typed::<f32>(o, t),
         ScalarType::F64 => rmsprop_typed::<f64>(o, t),
@@ -209,7 +198,7 @@ pub(crate) fn rmsprop(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result<bool> {
     }
 }
 
-fn rmsprop_typed<T: FusedFloat>(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result<bool> {
+fn rmsprop_typed<T: FusedFloat>(o: &RMSpropOptions, t: RMSpropTensors<'_>) -> Result<bool> {
     let RMSpropTensors { param, grad, square_avg, grad_avg, momentum_buffer } = t;
     let (wd, alpha, c, eps) = (T::of(o.weight_decay), T::of(o.alpha), T::of(1.0 - o.alpha), T::of(o.eps));
     let (mom, neg_lr, one) = (T::of(o.momentum), T::of(-o.lr), T::of(1.0));
@@ -276,28 +265,25 @@ fn rmsprop_typed<T: FusedFloat>(o: RMSpropStep, t: RMSpropTensors<'_>) -> Result
     Ok(true)
 }
 
-/// Options of one Adagrad step, as the element loop sees them.
-#[derive(Clone, Copy)]
-pub(crate) struct AdagradStep {
-    /// The decayed learning rate of this step: `lr / (1 + (step - 1) * lr_decay)`.
-    pub clr: f64,
-    pub weight_decay: f64,
-    pub eps: f64,
-    pub maximize: bool,
-}
-
-/// One Adagrad step, fused (Note [Fused updates]). Returns whether it ran.
-pub(crate) fn adagrad(o: AdagradStep, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<bool> {
+/// One Adagrad step, fused (Note [Fused updates]), with this step's decayed learning rate
+/// `clr = lr / (1 + (step - 1) * lr_decay)`. Returns whether it ran.
+pub(crate) fn adagrad(o: &AdagradOptions, clr: f64, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<bool> {
     match param.dtype() {
-        ScalarType::F32 => adagrad_typed::<f32>(o, param, grad, sum),
-        ScalarType::F64 => adagrad_typed::<f64>(o, param, grad, sum),
+        ScalarType::F32 => adagrad_typed::<f32>(o, clr, param, grad, sum),
+        ScalarType::F64 => adagrad_typed::<f64>(o, clr, param, grad, sum),
         _ => Ok(false),
     }
 }
 
-fn adagrad_typed<T: FusedFloat>(o: AdagradStep, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<bool> {
+fn adagrad_typed<T: FusedFloat>(
+    o: &AdagradOptions,
+    clr: f64,
+    param: &Tensor,
+    grad: &Tensor,
+    sum: &Tensor,
+) -> Result<bool> {
     let Some(d) = Dense::<T, 3>::new([param, grad, sum])? else { return Ok(false) };
-    let (wd, eps, neg_clr, one) = (T::of(o.weight_decay), T::of(o.eps), T::of(-o.clr), T::of(1.0));
+    let (wd, eps, neg_clr, one) = (T::of(o.weight_decay), T::of(o.eps), T::of(-clr), T::of(1.0));
     let (decay, maximize) = (o.weight_decay != 0.0, o.maximize);
     d.run([true, false, true], move |[p, g, s]| {
         for ((p, &g), s) in p.iter_mut().zip(g.iter()).zip(s.iter_mut()) {

@@ -185,19 +185,11 @@ fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut
         s.grad_avg = Some(zeros_like(param)?);
     }
     s.step += 1.0;
-    let step = crate::optim::fused::RMSpropStep {
-        lr: o.lr,
-        alpha: o.alpha,
-        eps: o.eps,
-        weight_decay: o.weight_decay,
-        momentum: o.momentum,
-        maximize: o.maximize,
-    };
     let grad_avg = s.grad_avg.as_ref().filter(|_| o.centered);
     let buf = s.momentum_buffer.as_ref().filter(|_| o.momentum > 0.0);
     let tensors =
         crate::optim::fused::RMSpropTensors { param, grad, square_avg: &s.square_avg, grad_avg, momentum_buffer: buf };
-    if crate::optim::fused::rmsprop(step, tensors)? {
+    if crate::optim::fused::rmsprop(o, tensors)? {
         return Ok(());
     }
     let mut grad = signed_grad(grad, o.maximize)?;
