@@ -12,21 +12,20 @@
 // `true` in the wrappers that enable `fma` (a plain `mul_add` is a libm call without it); they
 // keep several independent accumulators so the reductions vectorise without reassociation flags.
 
-/// Defines `pub fn $name(args) -> ret` that runs `$body` (an `#[inline(always)]` function of the
+/// Defines `[pub] fn $name(args) -> ret` that runs `$body` (an `#[inline(always)]` function of the
 /// same signature) compiled for AVX-512, AVX2+FMA or the baseline, whichever the CPU has.
 macro_rules! isa_dispatch {
     // A body generic over `const FMA: bool` gets `true` where the wrapper enables `fma`, so that
     // its `madd` calls become fused multiply-adds, and `false` in the baseline build (where
     // `mul_add` would be a libm call).
-    ($(#[$m:meta])* pub fn $name:ident($($a:ident: $t:ty),*) -> $r:ty = $body:ident::<FMA>;) => {
-        isa_dispatch!(@emit [$(#[$m])*] $name($($a: $t),*) -> $r, [$body::<true>], [$body::<false>]);
+    ($(#[$m:meta])* $v:vis fn $name:ident($($a:ident: $t:ty),*) -> $r:ty = $body:ident::<FMA>;) => {
+        isa_dispatch!(@emit [$(#[$m])* $v] $name($($a: $t),*) -> $r, [$body::<true>], [$body::<false>]);
     };
-    ($(#[$m:meta])* pub fn $name:ident($($a:ident: $t:ty),*) -> $r:ty = $body:ident;) => {
-        isa_dispatch!(@emit [$(#[$m])*] $name($($a: $t),*) -> $r, [$body], [$body]);
+    ($(#[$m:meta])* $v:vis fn $name:ident($($a:ident: $t:ty),*) -> $r:ty = $body:ident;) => {
+        isa_dispatch!(@emit [$(#[$m])* $v] $name($($a: $t),*) -> $r, [$body], [$body]);
     };
     (@emit [$($m:tt)*] $name:ident($($a:ident: $t:ty),*) -> $r:ty, [$($fast:tt)*], [$($base:tt)*]) => {
-        $($m)*
-        pub fn $name($($a: $t),*) -> $r {
+        $($m)* fn $name($($a: $t),*) -> $r {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
@@ -61,11 +60,13 @@ const LANES: usize = 16;
 /// free of conversions.
 const F32_SPAN: usize = 4096;
 
-/// How far ahead of the loads the sums prefetch, in bytes. The hardware prefetcher alone
-/// leaves one core's streaming sum short of the bandwidth PyTorch reaches here: in a
-/// standalone loop a 16M-element f32 sum took 6.2 ms against PyTorch's 5.8 ms, and 5.1–5.4 ms
-/// when it prefetched 4 KiB ahead over huge pages (Note [Huge pages for large blocks] in c10).
-/// `W4.sum_16M` went from 1.11 to 0.98 of PyTorch.
+/// How far ahead of the loads the sums prefetch, in bytes, on CPUs where that pays
+/// (`prefetch_pays`). The hardware prefetcher alone leaves one Skylake-SP core's streaming sum
+/// short of the bandwidth PyTorch reaches: in a standalone loop a 16M-element f32 sum took
+/// 6.2 ms against PyTorch's 5.8 ms, and 5.1–5.4 ms when it prefetched 4 KiB ahead over huge
+/// pages (Note [Huge pages for large blocks] in c10); `W4.sum_16M` went from 1.11 to 0.98 of
+/// PyTorch. On a Zen 3 EPYC the same prefetches cost 6–12% (3.2–3.3 ms against 2.97–3.1 ms
+/// without, PyTorch 3.0–3.2 ms), and prefetching 1–16 KiB ahead into L1 or L2 did no better.
 const PREFETCH_AHEAD: usize = 4096;
 
 /// Prefetches the 256 bytes at `p` (four cache lines) into L1. `p` may point past the end of
@@ -84,8 +85,26 @@ fn prefetch_256(p: *const u8) {
     let _ = p;
 }
 
+/// Whether the sums issue software prefetches: on Intel CPUs, not on AMD's (or others, which
+/// were not measured), per `PREFETCH_AHEAD`. Asked once.
+fn prefetch_pays() -> bool {
+    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAYS.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let id = std::arch::x86_64::__cpuid(0);
+            // "GenuineIntel" in EBX, EDX, ECX.
+            id.ebx == u32::from_le_bytes(*b"Genu")
+                && id.edx == u32::from_le_bytes(*b"ineI")
+                && id.ecx == u32::from_le_bytes(*b"ntel")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 #[inline(always)]
-fn sum_f32_body(x: &[f32]) -> f64 {
+fn sum_f32_body<const PREFETCH: bool>(x: &[f32]) -> f64 {
     const L: usize = 64;
     let mut total = 0f64;
     for block in x.chunks(F32_SPAN) {
@@ -93,7 +112,9 @@ fn sum_f32_body(x: &[f32]) -> f64 {
         let chunks = block.chunks_exact(L);
         let rest = chunks.remainder();
         for c in chunks {
-            prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+            if PREFETCH {
+                prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+            }
             for i in 0..L {
                 acc[i] += c[i];
             }
@@ -108,12 +129,14 @@ fn sum_f32_body(x: &[f32]) -> f64 {
 }
 
 #[inline(always)]
-fn sum_f64_body(x: &[f64]) -> f64 {
+fn sum_f64_body<const PREFETCH: bool>(x: &[f64]) -> f64 {
     let mut acc = [0f64; LANES];
     let chunks = x.chunks_exact(2 * LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+        if PREFETCH {
+            prefetch_256(c.as_ptr().cast::<u8>().wrapping_add(PREFETCH_AHEAD));
+        }
         for i in 0..2 * LANES {
             acc[i % LANES] += c[i];
         }
@@ -145,14 +168,51 @@ fn pairwise(acc: &[f64; LANES]) -> f64 {
     a[0]
 }
 
-isa_dispatch! {
-    /// The sum of `x`: 64 interleaved f32 lanes over spans of 4096 elements, the spans added in
-    /// f64.
-    pub fn sum_f32(x: &[f32]) -> f64 = sum_f32_body;
+#[inline(always)]
+fn sum_f32_prefetching(x: &[f32]) -> f64 {
+    sum_f32_body::<true>(x)
+}
+#[inline(always)]
+fn sum_f32_streaming(x: &[f32]) -> f64 {
+    sum_f32_body::<false>(x)
+}
+#[inline(always)]
+fn sum_f64_prefetching(x: &[f64]) -> f64 {
+    sum_f64_body::<true>(x)
+}
+#[inline(always)]
+fn sum_f64_streaming(x: &[f64]) -> f64 {
+    sum_f64_body::<false>(x)
 }
 isa_dispatch! {
-    /// The sum of `x` over 16 interleaved lanes.
-    pub fn sum_f64(x: &[f64]) -> f64 = sum_f64_body;
+    fn sum_f32_with_prefetch(x: &[f32]) -> f64 = sum_f32_prefetching;
+}
+isa_dispatch! {
+    fn sum_f32_without_prefetch(x: &[f32]) -> f64 = sum_f32_streaming;
+}
+isa_dispatch! {
+    fn sum_f64_with_prefetch(x: &[f64]) -> f64 = sum_f64_prefetching;
+}
+isa_dispatch! {
+    fn sum_f64_without_prefetch(x: &[f64]) -> f64 = sum_f64_streaming;
+}
+
+/// The sum of `x`: 64 interleaved f32 lanes over spans of 4096 elements, the spans added in f64.
+pub fn sum_f32(x: &[f32]) -> f64 {
+    if prefetch_pays() {
+        sum_f32_with_prefetch(x)
+    } else {
+        sum_f32_without_prefetch(x)
+    }
+}
+
+/// The sum of `x` over 16 interleaved lanes.
+pub fn sum_f64(x: &[f64]) -> f64 {
+    if prefetch_pays() {
+        sum_f64_with_prefetch(x)
+    } else {
+        sum_f64_without_prefetch(x)
+    }
 }
 
 #[inline(always)]
@@ -355,6 +415,14 @@ mod tests {
         let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.25 - 3.0).collect();
         let exact: f64 = x.iter().map(|v| *v as f64).sum();
         assert!((sum_f32(&x) - exact).abs() < 1e-12);
+        // Both loops, whichever this CPU uses; 10_000 elements cover two full spans and a tail.
+        let big: Vec<f32> = (0..10_000).map(|i| (i % 13) as f32 - 6.0).collect();
+        let big_exact: f64 = big.iter().map(|v| *v as f64).sum();
+        assert_eq!(sum_f32_with_prefetch(&big), big_exact);
+        assert_eq!(sum_f32_without_prefetch(&big), big_exact);
+        let bigd: Vec<f64> = big.iter().map(|v| *v as f64 + 0.5).collect();
+        assert_eq!(sum_f64_with_prefetch(&bigd), big_exact + 5000.0);
+        assert_eq!(sum_f64_without_prefetch(&bigd), big_exact + 5000.0);
         let xd: Vec<f64> = x.iter().map(|v| *v as f64).collect();
         assert!((sum_f64(&xd) - exact).abs() < 1e-12);
         // 53 = one 32-element step, one 16-element step and 5 left over.
