@@ -12,11 +12,12 @@
 //! topo(X) > topo(Y).
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use aten::Tensor;
 use c10::tensor_impl::DimVec;
-use c10::{Device, Result, ScalarType};
+use c10::{Device, Result, ScalarType, SetOnce};
 
 /// A shared handle to a node.
 pub type NodeRef = Arc<dyn Node>;
@@ -172,8 +173,12 @@ pub struct NodeCore {
     seq_nr: u64,
     topo_nr: u64,
     next_edges: EdgeList,
-    /// One entry per forward output; inline for the common single output.
-    input_meta: Mutex<smallvec::SmallVec<[InputMeta; 1]>>,
+    /// The metadata of forward output 0, read without a lock by the engine (Note [SetOnce
+    /// instead of OnceLock] in c10).
+    first_input: SetOnce<InputMeta>,
+    /// Outputs 1.. of multi-output operations, in order, and how many there are.
+    more_inputs: Mutex<Vec<InputMeta>>,
+    more_count: AtomicU32,
     hooks: OnceLock<Box<Mutex<Hooks>>>,
     /// The forward backtrace recorded in anomaly mode.
     anomaly_trace: Option<String>,
@@ -207,7 +212,9 @@ impl NodeCore {
             seq_nr,
             topo_nr: topo_nr.unwrap_or(0),
             next_edges,
-            input_meta: Mutex::new(smallvec::SmallVec::new()),
+            first_input: SetOnce::new(),
+            more_inputs: Mutex::new(Vec::new()),
+            more_count: AtomicU32::new(0),
             hooks: OnceLock::new(),
             anomaly_trace: crate::anomaly::is_enabled().then(crate::anomaly::capture_trace),
         }
@@ -217,7 +224,7 @@ impl NodeCore {
     /// leaf's metadata as its one input.
     pub(crate) fn leaf(meta: InputMeta) -> Self {
         let mut core = Self::with_sequence_nr(EdgeList::new(), u64::MAX);
-        core.input_meta = Mutex::new(smallvec::smallvec![meta]);
+        core.first_input = SetOnce::with(meta);
         core
     }
 
@@ -243,21 +250,34 @@ impl NodeCore {
     }
     /// Records the metadata of the next input (forward output); returns its input number.
     pub fn add_input_metadata(&self, t: &Tensor) -> u32 {
-        let mut m = self.input_meta.lock().unwrap_or_else(|e| e.into_inner());
-        m.push(InputMeta::of(t));
-        (m.len() - 1) as u32
+        match self.first_input.set(InputMeta::of(t)) {
+            Ok(_) => 0,
+            Err(meta) => {
+                let mut more = self.more_inputs.lock().unwrap_or_else(|e| e.into_inner());
+                more.push(meta);
+                self.more_count.store(more.len() as u32, Ordering::Release);
+                more.len() as u32
+            }
+        }
     }
     /// The metadata of input `nr`.
     pub fn input_metadata(&self, nr: usize) -> Option<InputMeta> {
-        self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).get(nr).cloned()
+        self.with_input_metadata(nr, |m| m.cloned())
     }
-    /// Runs `f` on the metadata of input `nr` (None if there is none) without copying it.
+    /// Runs `f` on the metadata of input `nr` (None if there is none) without copying it, and
+    /// for input 0 without a lock.
     pub fn with_input_metadata<R>(&self, nr: usize, f: impl FnOnce(Option<&InputMeta>) -> R) -> R {
-        f(self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).get(nr))
+        if nr == 0 {
+            return f(self.first_input.get());
+        }
+        f(self.more_inputs.lock().unwrap_or_else(|e| e.into_inner()).get(nr - 1))
     }
     /// Number of inputs (forward outputs).
     pub fn num_inputs(&self) -> usize {
-        self.input_meta.lock().unwrap_or_else(|e| e.into_inner()).len()
+        match self.first_input.get() {
+            Some(_) => 1 + self.more_count.load(Ordering::Acquire) as usize,
+            None => 0,
+        }
     }
     /// The hooks, locked (made on first use; see Note [Node hooks are allocated on demand]).
     pub fn hooks(&self) -> MutexGuard<'_, Hooks> {

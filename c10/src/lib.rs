@@ -15,6 +15,7 @@ pub mod layout;
 pub mod local_dispatch_key_set;
 pub mod scalar;
 pub mod scalar_type;
+pub mod set_once;
 pub mod storage;
 pub mod tensor_impl;
 
@@ -27,6 +28,7 @@ pub use layout::{Layout, MemoryFormat};
 pub use local_dispatch_key_set::{ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, LocalDispatchKeySet};
 pub use scalar::Scalar;
 pub use scalar_type::{promote_types, Element, ResultTypeState, ScalarType};
+pub use set_once::SetOnce;
 pub use storage::Storage;
 pub use tensor_impl::{AutogradMetaInterface, TensorImpl, VersionCounter};
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
 
+use crate::set_once::SetOnce;
 use crate::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet, ScalarType, Storage};
 
 /// Sizes and strides are inline up to five dimensions (the common case), heap beyond.
@@ -108,7 +109,8 @@ pub struct TensorImpl {
     /// results of out-of-place operators never allocate one. Empty forever for inference tensors.
     version_counter: OnceLock<VersionCounter>,
     is_inference: bool,
-    autograd_meta: OnceLock<Box<dyn AutogradMetaInterface>>,
+    /// Written once (Note [SetOnce instead of OnceLock]).
+    autograd_meta: SetOnce<Box<dyn AutogradMetaInterface>>,
     dtype: ScalarType,
     is_wrapped_number: bool,
     is_contiguous: bool,
@@ -207,7 +209,7 @@ impl TensorImpl {
             key_set,
             is_inference: version_counter.is_none(),
             version_counter: version_counter.map_or_else(OnceLock::new, OnceLock::from),
-            autograd_meta: OnceLock::new(),
+            autograd_meta: SetOnce::new(),
             dtype,
             is_wrapped_number: false,
             is_contiguous,
@@ -247,7 +249,7 @@ impl TensorImpl {
             key_set,
             is_inference,
             version_counter: OnceLock::new(),
-            autograd_meta: OnceLock::new(),
+            autograd_meta: SetOnce::new(),
             dtype,
             is_wrapped_number: false,
             is_contiguous: true,
@@ -365,7 +367,7 @@ impl TensorImpl {
         &self,
         init: impl FnOnce() -> Box<dyn AutogradMetaInterface>,
     ) -> &dyn AutogradMetaInterface {
-        self.autograd_meta.get_or_init(init).as_ref()
+        self.autograd_meta.get_or_set_with(init).as_ref()
     }
 }
 
