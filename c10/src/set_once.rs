@@ -94,16 +94,6 @@ impl<T> SetOnce<T> {
             },
         }
     }
-
-    /// The value, mutably, if set (exclusive access needs no synchronisation).
-    pub fn get_mut(&mut self) -> Option<&mut T> {
-        if *self.state.get_mut() == READY {
-            // SAFETY: READY means the value was written; `&mut self` excludes every reader.
-            Some(unsafe { self.value.get_mut().assume_init_mut() })
-        } else {
-            None
-        }
-    }
 }
 
 impl<T> Drop for SetOnce<T> {
@@ -138,9 +128,9 @@ mod tests {
         assert_eq!(c.set(4), Err(4));
         assert_eq!(c.get(), Some(&3));
         assert_eq!(*c.get_or_set_with(|| 5), 3);
-        let mut d = SetOnce::with(String::from("a"));
-        d.get_mut().unwrap().push('b');
+        let d = SetOnce::with(String::from("ab"));
         assert_eq!(d.get().map(String::as_str), Some("ab"));
+        assert_eq!(d.set(String::from("c")), Err(String::from("c")));
         assert_eq!(format!("{d:?}"), "SetOnce(\"ab\")");
         assert_eq!(format!("{:?}", SetOnce::<u8>::new()), "SetOnce(<unset>)");
     }

@@ -2,15 +2,15 @@
 //!
 //! Note [Fused updates]: an optimizer step written with tensor operators reads and writes every
 //! state tensor once per operator: SGD with momentum is three passes over the parameter, its
-//! gradient and its buffer (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For parameters that are
-//! dense f32 or f64 CPU tensors of one shape whose memory does not overlap, the update instead
-//! runs as one loop per parameter that keeps every intermediate in registers (PyTorch's
-//! `_fused_sgd_` / `_fused_adam_`; RMSprop and Adagrad have loops of their own), split into
-//! chunks over the thread pool for large parameters. Anything else (half precision, non-contiguous or overlapping tensors) takes the
-//! operator path. The arithmetic is the same, in the parameter's dtype; the rounding can differ
-//! from the operator path in the last bit (operators round after each step, the loop may keep
-//! a value the compiler computes the same way), which is within what PyTorch's own fused and
-//! for-loop implementations differ by.
+//! gradient and its buffer (`buf *= m`, `buf += (1 - d) * g`, `p -= lr * buf`), Adam about ten. For
+//! parameters that are dense f32 or f64 CPU tensors of one shape whose memory does not overlap, the
+//! update instead runs as one loop per parameter that keeps every intermediate in registers
+//! (PyTorch's `_fused_sgd_` / `_fused_adam_`; RMSprop and Adagrad have loops of their own), split
+//! into chunks over the thread pool for large parameters. Anything else (half precision,
+//! non-contiguous or overlapping tensors) takes the operator path. The arithmetic is the same, in
+//! the parameter's dtype; the rounding can differ from the operator path in the last bit (operators
+//! round after each step, the loop may keep a value the compiler computes the same way), which is
+//! within what PyTorch's own fused and for-loop implementations differ by.
 //!
 //! The loops run on `aten::parallel::Dense`, which checks that the tensors qualify, hands out
 //! chunks as slices and bumps the version counters of the tensors written (as in-place

@@ -104,7 +104,7 @@ fn prefetch_pays() -> bool {
 }
 
 #[inline(always)]
-fn sum_f32_body<const PREFETCH: bool>(x: &[f32]) -> f64 {
+fn sum_f32_loop<const PREFETCH: bool>(x: &[f32]) -> f64 {
     const L: usize = 64;
     let mut total = 0f64;
     for block in x.chunks(F32_SPAN) {
@@ -129,7 +129,7 @@ fn sum_f32_body<const PREFETCH: bool>(x: &[f32]) -> f64 {
 }
 
 #[inline(always)]
-fn sum_f64_body<const PREFETCH: bool>(x: &[f64]) -> f64 {
+fn sum_f64_loop<const PREFETCH: bool>(x: &[f64]) -> f64 {
     let mut acc = [0f64; LANES];
     let chunks = x.chunks_exact(2 * LANES);
     let rest = chunks.remainder();
@@ -168,51 +168,38 @@ fn pairwise(acc: &[f64; LANES]) -> f64 {
     a[0]
 }
 
+/// Both loops are compiled into every ISA instantiation; `prefetch` picks one outside the loop.
 #[inline(always)]
-fn sum_f32_prefetching(x: &[f32]) -> f64 {
-    sum_f32_body::<true>(x)
-}
-#[inline(always)]
-fn sum_f32_streaming(x: &[f32]) -> f64 {
-    sum_f32_body::<false>(x)
-}
-#[inline(always)]
-fn sum_f64_prefetching(x: &[f64]) -> f64 {
-    sum_f64_body::<true>(x)
+fn sum_f32_body(x: &[f32], prefetch: bool) -> f64 {
+    if prefetch {
+        sum_f32_loop::<true>(x)
+    } else {
+        sum_f32_loop::<false>(x)
+    }
 }
 #[inline(always)]
-fn sum_f64_streaming(x: &[f64]) -> f64 {
-    sum_f64_body::<false>(x)
+fn sum_f64_body(x: &[f64], prefetch: bool) -> f64 {
+    if prefetch {
+        sum_f64_loop::<true>(x)
+    } else {
+        sum_f64_loop::<false>(x)
+    }
 }
 isa_dispatch! {
-    fn sum_f32_with_prefetch(x: &[f32]) -> f64 = sum_f32_prefetching;
+    fn sum_f32_with(x: &[f32], prefetch: bool) -> f64 = sum_f32_body;
 }
 isa_dispatch! {
-    fn sum_f32_without_prefetch(x: &[f32]) -> f64 = sum_f32_streaming;
-}
-isa_dispatch! {
-    fn sum_f64_with_prefetch(x: &[f64]) -> f64 = sum_f64_prefetching;
-}
-isa_dispatch! {
-    fn sum_f64_without_prefetch(x: &[f64]) -> f64 = sum_f64_streaming;
+    fn sum_f64_with(x: &[f64], prefetch: bool) -> f64 = sum_f64_body;
 }
 
 /// The sum of `x`: 64 interleaved f32 lanes over spans of 4096 elements, the spans added in f64.
 pub fn sum_f32(x: &[f32]) -> f64 {
-    if prefetch_pays() {
-        sum_f32_with_prefetch(x)
-    } else {
-        sum_f32_without_prefetch(x)
-    }
+    sum_f32_with(x, prefetch_pays())
 }
 
 /// The sum of `x` over 16 interleaved lanes.
 pub fn sum_f64(x: &[f64]) -> f64 {
-    if prefetch_pays() {
-        sum_f64_with_prefetch(x)
-    } else {
-        sum_f64_without_prefetch(x)
-    }
+    sum_f64_with(x, prefetch_pays())
 }
 
 #[inline(always)]
@@ -270,7 +257,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// `p` survives the multiplication). Positive arguments are outside its contract: above 0 it
 /// is wrong from about 88.4, where `2^n` stops being finite.
 #[inline(always)]
-pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
+fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
     let t = madd::<FMA>(x, LOG2E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
     let r = madd::<FMA>(n, -LN2_LO, madd::<FMA>(n, -LN2_HI, x));
@@ -418,11 +405,11 @@ mod tests {
         // Both loops, whichever this CPU uses; 10_000 elements cover two full spans and a tail.
         let big: Vec<f32> = (0..10_000).map(|i| (i % 13) as f32 - 6.0).collect();
         let big_exact: f64 = big.iter().map(|v| *v as f64).sum();
-        assert_eq!(sum_f32_with_prefetch(&big), big_exact);
-        assert_eq!(sum_f32_without_prefetch(&big), big_exact);
+        assert_eq!(sum_f32_with(&big, true), big_exact);
+        assert_eq!(sum_f32_with(&big, false), big_exact);
         let bigd: Vec<f64> = big.iter().map(|v| *v as f64 + 0.5).collect();
-        assert_eq!(sum_f64_with_prefetch(&bigd), big_exact + 5000.0);
-        assert_eq!(sum_f64_without_prefetch(&bigd), big_exact + 5000.0);
+        assert_eq!(sum_f64_with(&bigd, true), big_exact + 5000.0);
+        assert_eq!(sum_f64_with(&bigd, false), big_exact + 5000.0);
         let xd: Vec<f64> = x.iter().map(|v| *v as f64).collect();
         assert!((sum_f64(&xd) - exact).abs() < 1e-12);
         // 53 = one 32-element step, one 16-element step and 5 left over.
