@@ -9,6 +9,12 @@ xtask/src/bench/stats.rs) and prints one JSON line per workload:
 
 Usage: python3 bench/pytorch_reference.py [--threads N] [--filter SUBSTR] [--only ID,ID]
                                           [--time SECONDS]
+       python3 bench/pytorch_reference.py --serve
+
+With --serve it reads one request per line from stdin, `THREADS ID SECONDS`, and answers each
+with one JSON line (as above, or {"error": ...}). `cargo xtask bench` keeps one such process
+and asks it for each workload right after measuring its own, so that both sides of a row are
+measured seconds apart (Note [Interleaved reference] in xtask/src/bench.rs).
 
 Adding a workload: one function returning the per-iteration callable (inputs built outside
 it, untimed), plus one entry in WORKLOADS with the id used on the Rust side.
@@ -222,6 +228,26 @@ WORKLOADS = {
 }
 
 
+def serve():
+    """Answers `THREADS ID SECONDS` requests from stdin, one JSON line each, until EOF."""
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) != 3:
+                raise ValueError("expected THREADS ID SECONDS")
+            threads, wid, budget = int(parts[0]), parts[1], float(parts[2])
+            if wid not in WORKLOADS:
+                raise KeyError(f"unknown workload {wid}")
+            torch.set_num_threads(threads)
+            s = measure(WORKLOADS[wid](), budget)
+            out = {"workload": wid, "threads": threads, "median_s": s["median_s"]}
+        except Exception as e:  # noqa: BLE001 -- every failure is reported to the caller
+            out = {"error": f"{type(e).__name__}: {e}", "request": line.strip()}
+        print(json.dumps(out), flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=1)
@@ -229,7 +255,11 @@ def main():
     p.add_argument("--only", default=None, help="comma-separated ids to run (others skipped)")
     p.add_argument("--time", type=float, default=1.0, help="seconds of measurement per workload")
     p.add_argument("--verbose", action="store_true", help="also print p10/p90/min to stderr")
+    p.add_argument("--serve", action="store_true", help="answer THREADS ID SECONDS lines from stdin")
     args = p.parse_args()
+    if args.serve:
+        serve()
+        return
 
     torch.set_num_threads(args.threads)
     only = set(args.only.split(",")) if args.only else None

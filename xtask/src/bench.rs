@@ -52,6 +52,13 @@ pub struct Args {
     pub no_pytorch: bool,
 }
 
+/// Note [Interleaved reference]: this VM's speed drifts with its host's load, by up to 1.9x
+/// within minutes (BENCHMARKS.md). When PyTorch ran once after all of our workloads, a row's
+/// two medians could be taken a minute apart, in different conditions. So one PyTorch process
+/// stays up for the whole run (`pytorch_reference.py --serve`, its start-up and `import torch`
+/// paid once) and measures each workload right after we do, on the same thread count, with the
+/// same budget. The two never run at the same time: they would share the two cores.
+///
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {
     if cfg!(debug_assertions) {
@@ -78,7 +85,16 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         None if a.no_pytorch => {}
         None => eprintln!("PyTorch not importable from python3: the reference column is n/a"),
     }
-    let ids: Vec<&str> = selected.iter().map(|w| w.id).collect();
+    let mut server = match &reference {
+        Some(r) => match r.serve() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("warning: PyTorch reference failed to start: {e}");
+                None
+            }
+        },
+        None => None,
+    };
 
     let mut rows: Vec<Row> = Vec::new();
     for &n in &thread_counts {
@@ -86,30 +102,32 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             .num_threads(n)
             .build()
             .map_err(|e| format!("cannot build a {n}-thread pool: {e}"))?;
-        let first = rows.len();
         for w in &selected {
             eprint!("{} ({n} thread{}) ... ", w.id, if n == 1 { "" } else { "s" });
             let _ = std::io::stderr().flush();
             let ours = pool.install(|| measure(w, &cfg));
             match &ours {
-                Ok(s) => eprintln!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples),
-                Err(e) => eprintln!("error: {e}"),
+                Ok(s) => eprint!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples),
+                Err(e) => eprint!("error: {e}"),
             }
-            rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s: None });
-        }
-        // PyTorch after ours, never concurrently: the two would share the cores.
-        if let Some(r) = &reference {
-            eprintln!("PyTorch ({n} thread{}) ...", if n == 1 { "" } else { "s" });
-            match r.run(n, a.filter.as_deref(), &ids, a.time) {
-                Ok(medians) => {
-                    for row in &mut rows[first..] {
-                        row.pytorch_median_s = medians.get(row.id).copied();
-                    }
+            // Note [Interleaved reference]: PyTorch right after ours, never concurrently.
+            let pytorch_median_s = server.as_mut().and_then(|s| match s.median(w.id, n, a.time) {
+                Ok(m) => {
+                    eprintln!("; PyTorch {}", report::format_seconds(m));
+                    Some(m)
                 }
-                Err(e) => eprintln!("warning: PyTorch reference failed: {e}"),
+                Err(e) => {
+                    eprintln!("; warning: PyTorch reference failed: {e}");
+                    None
+                }
+            });
+            if server.is_none() {
+                eprintln!();
             }
+            rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }
+    drop(server);
 
     let table = report::render_table(&rows);
     println!("{table}");

@@ -98,7 +98,7 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     par: Parallelism,
 ) {
     if let Parallelism::Rayon(threads) = par {
-        if uses_packed::<T>(m, n, k) {
+        if packed_isa::<T>(m, n, k).is_some() {
             // Our packed kernel is single-threaded: split the product across the threads.
             // SAFETY: forwarded contract.
             return unsafe { gemm_panels(m, n, k, c, a, b, alpha, beta, threads) };
@@ -125,13 +125,14 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if c.cs == 1 && uses_packed::<T>(m, n, k) {
+    if let Some(isa) = packed_isa::<T>(m, n, k).filter(|_| c.cs == 1) {
         let f = |x: MatRef<T>| MatRef { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
         let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
-        // SAFETY: T is f32 (checked by `uses_packed`), so the casts keep the element type; the
-        // extents and the no-overlap condition are the caller's, AVX-512F is checked.
+        // SAFETY: T is f32 (checked by `packed_isa`), so the casts keep the element type; the
+        // extents and the no-overlap condition are the caller's, the ISA is the CPU's.
         unsafe {
             crate::native::cpu::sgemm::sgemm(
+                isa,
                 m,
                 n,
                 k,
@@ -185,7 +186,7 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
 /// tiles): copying `W.t()` for a batch of 128 rows takes 0.28 ms and saves 0.7 ms of the 1.9 ms
 /// product; the weight gradient's copy (64 K elements) takes 0.05 ms and saves 0.5 ms. The
 /// copies change where operands are read from, not the arithmetic. Products that run on our
-/// own kernel (f32 with AVX-512F, [`uses_packed`]) skip the copies: its packing reads any
+/// own kernel (f32 with AVX-512F or AVX2, [`packed_isa`]) skip the copies: its packing reads any
 /// layout; they are still turned around to a row-major output.
 const ORIENT_MIN_REUSE: usize = 128;
 
@@ -225,7 +226,7 @@ unsafe fn orient<T: GemmFloat>(
         (m, n, c, a, b)
     };
     let mut o = Oriented { m, n, c, a, b, _scratch: [None, None] };
-    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK || c.cs != 1 || uses_packed::<T>(m, n, k) {
+    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK || c.cs != 1 || packed_isa::<T>(m, n, k).is_some() {
         return o;
     }
     if a.cs != 1 && n >= ORIENT_MIN_REUSE {
@@ -246,26 +247,34 @@ unsafe fn orient<T: GemmFloat>(
 }
 
 /// Products with fewer multiply-adds than this, or fewer than 8 rows or 16 columns, go to the
-/// `gemm` crate rather than Note [Packed f32 GEMM] (whose 12 x 32 tiles would mostly compute
-/// padding, and whose packing does not pay off on tiny products).
+/// `gemm` crate rather than Note [Packed f32 GEMM] (whose tiles would mostly compute padding,
+/// and whose packing does not pay off on tiny products).
 const PACKED_MIN_WORK: usize = 1 << 15;
 
-/// Whether an `m x k` by `k x n` product of `T` with a row-major output runs on our packed f32
-/// kernel (Note [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F. The packing
-/// reads any operand layout, so such products need no copies from Note [GEMM operand layout].
-fn uses_packed<T: GemmFloat>(m: usize, n: usize, k: usize) -> bool {
+/// The instruction sets of Note [Packed f32 GEMM] (none off x86-64).
+#[cfg(target_arch = "x86_64")]
+type PackedIsa = crate::native::cpu::sgemm::Isa;
+#[cfg(not(target_arch = "x86_64"))]
+type PackedIsa = std::convert::Infallible;
+
+/// The micro-kernel an `m x k` by `k x n` product of `T` with a row-major output runs on (Note
+/// [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F or AVX2 and FMA, or None
+/// for the `gemm` crate. The packing reads any operand layout, so such products need no copies
+/// from Note [GEMM operand layout].
+fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize) -> Option<PackedIsa> {
     #[cfg(target_arch = "x86_64")]
     {
-        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
             && m >= 8
             && n >= 16
-            && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_WORK
-            && crate::native::cpu::sgemm::available()
+            && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_WORK)
+            .then(crate::native::cpu::sgemm::isa)
+            .flatten()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (m, n, k);
-        false
+        None
     }
 }
 

@@ -1,9 +1,10 @@
 //! The PyTorch column: runs `bench/pytorch_reference.py` (the same workloads, shapes and timing
-//! method, see Note [Bench timing method]) when `python3` can import `torch`.
+//! method, see Note [Bench timing method]) when `python3` can import `torch`, as one process
+//! that answers a request per workload (Note [Interleaved reference] in `bench.rs`).
 
-use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde::Deserialize;
 
@@ -25,9 +26,32 @@ pub struct RefLine {
     pub median_s: f64,
 }
 
-/// Parses the script's JSON lines; anything else (blank lines, warnings) is skipped.
-pub fn parse_lines(out: &str) -> Vec<RefLine> {
-    out.lines().filter_map(|l| serde_json::from_str::<RefLine>(l.trim()).ok()).collect()
+/// A failed request, as the script reports it.
+#[derive(Debug, Deserialize, PartialEq)]
+struct RefError {
+    error: String,
+}
+
+/// Parses one answer of the script's `--serve` mode: the median of `id` on `threads` threads.
+fn parse_answer(line: &str, id: &str, threads: usize) -> Result<f64, String> {
+    if let Ok(l) = serde_json::from_str::<RefLine>(line.trim()) {
+        return if l.workload == id && l.threads == threads {
+            Ok(l.median_s)
+        } else {
+            Err(format!("asked for {id} on {threads} threads, got {} on {}", l.workload, l.threads))
+        };
+    }
+    match serde_json::from_str::<RefError>(line.trim()) {
+        Ok(e) => Err(e.error),
+        Err(_) => Err(format!("unexpected answer {:?}", line.trim())),
+    }
+}
+
+/// A running `pytorch_reference.py --serve`; dropping it ends the process.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
 }
 
 impl Reference {
@@ -50,33 +74,50 @@ impl Reference {
         Some(Reference { torch_version, script })
     }
 
-    /// Runs the script for `ids` on `threads` threads and returns the median seconds per
-    /// workload id. The script's stderr goes to ours.
-    pub fn run(
-        &self,
-        threads: usize,
-        filter: Option<&str>,
-        ids: &[&str],
-        budget_s: f64,
-    ) -> Result<HashMap<String, f64>, String> {
-        let mut cmd = Command::new("python3");
-        cmd.arg(&self.script)
-            .args(["--threads", &threads.to_string()])
-            .args(["--only", &ids.join(",")])
-            .args(["--time", &budget_s.to_string()]);
-        if let Some(f) = filter {
-            cmd.args(["--filter", f]);
-        }
-        let out = cmd
-            .stdin(Stdio::null())
+    /// Starts the script in `--serve` mode; its stderr goes to ours.
+    pub fn serve(&self) -> Result<Server, String> {
+        let mut child = Command::new("python3")
+            .arg(&self.script)
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .output()
+            .spawn()
             .map_err(|e| format!("cannot run python3 {}: {e}", self.script.display()))?;
-        if !out.status.success() {
-            return Err(format!("{} exited with {}", self.script.display(), out.status));
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        match (stdin, stdout) {
+            (Some(stdin), Some(stdout)) => Ok(Server { child, stdin: Some(stdin), stdout: BufReader::new(stdout) }),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err("python3's pipes were not set up".into())
+            }
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        Ok(parse_lines(&text).into_iter().filter(|l| l.threads == threads).map(|l| (l.workload, l.median_s)).collect())
+    }
+}
+
+impl Server {
+    /// PyTorch's median seconds per iteration of workload `id` on `threads` threads, measured
+    /// now for `budget_s` seconds.
+    pub fn median(&mut self, id: &str, threads: usize, budget_s: f64) -> Result<f64, String> {
+        let stdin = self.stdin.as_mut().ok_or("the reference process has ended")?;
+        writeln!(stdin, "{threads} {id} {budget_s}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot send a request to the reference process: {e}"))?;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err("the reference process exited".into()),
+            Ok(_) => parse_answer(&line, id, threads),
+            Err(e) => Err(format!("cannot read the reference process's answer: {e}")),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Closing stdin ends the script's loop.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
     }
 }
 
@@ -85,18 +126,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_json_lines_and_skips_noise() {
-        let out = "warning: something\n\
-                   {\"workload\": \"W1.add1\", \"threads\": 2, \"median_s\": 1.1e-06}\n\
-                   \n\
-                   {\"workload\": \"W2.add_1M\", \"threads\": 2, \"median_s\": 0.000232}\n";
-        let v = parse_lines(out);
-        assert_eq!(
-            v,
-            vec![
-                RefLine { workload: "W1.add1".into(), threads: 2, median_s: 1.1e-6 },
-                RefLine { workload: "W2.add_1M".into(), threads: 2, median_s: 0.000232 },
-            ]
-        );
+    fn answers_are_matched_to_their_request() {
+        let ok = "{\"workload\": \"W1.add1\", \"threads\": 2, \"median_s\": 1.1e-06}\n";
+        assert_eq!(parse_answer(ok, "W1.add1", 2), Ok(1.1e-6));
+        let other = parse_answer(ok, "W1.add1", 1).expect_err("wrong thread count");
+        assert!(other.contains("got W1.add1 on 2"), "{other}");
+        let err = "{\"error\": \"KeyError: 'unknown workload W9.x'\", \"request\": \"1 W9.x 1\"}";
+        assert_eq!(parse_answer(err, "W9.x", 1), Err("KeyError: 'unknown workload W9.x'".into()));
+        let noise = parse_answer("Traceback (most recent call last):", "W1.add1", 1).expect_err("noise");
+        assert!(noise.starts_with("unexpected answer"), "{noise}");
     }
 }

@@ -1,52 +1,46 @@
-//! Our own single-precision matrix product for CPUs with AVX-512F.
+//! Our own single-precision matrix product for x86-64 CPUs with AVX-512F, or with AVX2 and FMA.
 //!
 //! Note [Packed f32 GEMM]: `c = alpha * a @ b (+ beta * c)` with a row-major output, in the
-//! classic blocked shape (Goto/BLIS):
+//! classic blocked shape (Goto/BLIS), with one micro-kernel per instruction set ([`Micro`]):
 //!
-//! - the micro-kernel keeps a 12 x 32 tile of `c` in 24 zmm registers; each step of `k` loads
-//!   32 values of `b` (two vectors), broadcasts 12 values of `a` and issues 24 FMAs;
-//! - `a` is packed in panels of 12 rows (`[k][12]`, 18 KiB per panel for KC = 384), which stay in
-//!   L1 while the kernel walks across `b`;
-//! - `b` is packed in blocks of KC x NC = 384 x 480 (720 KiB, within this machine's 1 MiB L2)
-//!   made of panels of 32 columns (`[k][32]`) that the kernel streams from L2, prefetching
-//!   eight steps ahead;
-//! - loops, outermost first: rows of `a` in blocks of [`MC`], `k` in blocks of [`KC`] (`a`
-//!   packed once per block), columns in blocks of [`NC`] (`b` packed), panels of `a`, panels of
-//!   `b`. The first `k` block writes `c` (or scales its old values by `beta`), the others add.
+//! - the AVX-512 kernel keeps a 12 x 32 tile of `c` in 24 zmm registers; each step of `k` loads
+//!   32 values of `b` (two vectors), broadcasts 12 values of `a` and issues 24 FMAs. The AVX2
+//!   kernel does the same with a 6 x 16 tile in 12 of the 16 ymm registers (12 FMAs a step);
+//! - `a` is packed in panels of MR rows (`[k][MR]`: 18 KiB for the AVX-512 kernel's 12 x 384,
+//!   9 KiB for the AVX2 kernel's 6 x 384), which stay in L1 while the kernel walks across `b`;
+//! - `b` is packed in blocks of KC x NC (AVX-512: 384 x 480, 720 KiB, within a Zen 4 core's
+//!   1 MiB L2; AVX2: 384 x 256, 384 KiB, within a Zen 3 core's 512 KiB) made of panels of NR
+//!   columns (`[k][NR]`) that the kernel streams from L2, prefetching eight steps ahead;
+//! - loops, outermost first: rows of `a` in blocks of MC, `k` in blocks of KC (`a` packed once
+//!   per block), columns in blocks of NC (`b` packed), panels of `a`, panels of `b`. The first
+//!   `k` block writes `c` (or scales its old values by `beta`), the others add.
 //!
 //! A product with few rows reads a row-major `b` in place rather than packing it
-//! ([`DIRECT_B_MAX_ROWS`]). Packing reads any strides, with vector paths for the common layouts (row-major `a` through
-//! 8 x 8 and 4 x 4 transposes, column-major `a` and row-major `b` by straight copies,
-//! column-major `b` by 8 x 8 transposes), so transposed operands cost no separate copy.
-//! Partial tiles are padded with zeros in the packed panels and written through masks.
+//! ([`DIRECT_B_MAX_ROWS`]). Packing reads any strides, with vector paths for the common layouts
+//! (row-major `a` through 8 x 8 and 4 x 4 transposes, column-major `a` and row-major `b` by
+//! straight copies, column-major `b` by 8 x 8 transposes), so transposed operands cost no
+//! separate copy. Partial tiles are padded with zeros in the packed panels and written through
+//! masks (AVX-512) or a scratch tile (AVX2).
 //!
-//! Measured on this project's machine in a standalone loop (one thread, 1024² and 2048²
-//! row-major products): about 115–120 GFLOP/s, against 95–115 for the `gemm` crate in
-//! interleaved runs and 125–130 for PyTorch's MKL; the kernel alone, with its operands in
-//! cache, reaches 125–130 (this VM's FMA peak).
+//! Measured on a Zen 4 machine in a standalone loop (one thread, 1024² and 2048² row-major
+//! products): about 115–120 GFLOP/s, against 95–115 for the `gemm` crate in interleaved runs
+//! and 125–130 for PyTorch's MKL; the AVX-512 kernel alone, with its operands in cache, reaches
+//! 125–130 (that VM's FMA peak). The AVX2 kernel on a Zen 3 machine: see BENCHMARKS.md.
 
 use std::arch::x86_64::*;
 use std::cell::RefCell;
 
 use crate::native::linalg::MatRef;
 
-/// Rows of a micro-tile (broadcast from packed `a`).
-const MR: usize = 12;
-/// Columns of a micro-tile (two 16-lane vectors of packed `b`).
-const NR: usize = 32;
-/// Depth of a packed block.
-const KC: usize = 384;
-/// Columns of a packed block of `b` (a multiple of [`NR`]).
-const NC: usize = 480;
-/// Rows of `a` packed at once (a multiple of [`MR`]).
-const MC: usize = 3072;
 /// Products with at most this many rows read a row-major `b` in place instead of packing it:
 /// packing costs a copy of every element of `b` per block of `a` rows, which only pays off
 /// when many panels of `a` reuse it (a convolution's `[64, 576] x [576, 3136]` spent a fifth
 /// of its time packing).
 const DIRECT_B_MAX_ROWS: usize = 192;
-/// How many steps of `k` ahead the kernel prefetches `b`.
-const PREFETCH_STEPS: usize = 8;
+/// How many steps of `k` ahead the kernels prefetch `b`.
+const PREFETCH_STEPS: isize = 8;
+/// The most panels of `b` in one packed block (NC / NR of every [`Micro`]).
+const MAX_PANELS_B: usize = 24;
 
 /// The operands are the strided matrices of `linalg` (element (i, j) at `ptr + i * rs + j * cs`).
 type Strided = MatRef<f32>;
@@ -71,9 +65,32 @@ impl MatRef<f32> {
     }
 }
 
-/// Whether this CPU runs [`sgemm`].
-pub(crate) fn available() -> bool {
-    std::is_x86_feature_detected!("avx512f")
+/// The instruction sets with a micro-kernel (Note [Packed f32 GEMM]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// 12 x 32 tiles in zmm registers.
+    Avx512,
+    /// 6 x 16 tiles in ymm registers, with FMA.
+    Avx2,
+}
+
+/// The best micro-kernel this CPU runs, if any.
+pub(crate) fn isa() -> Option<Isa> {
+    if std::is_x86_feature_detected!("avx512f") {
+        Some(Isa::Avx512)
+    } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        Some(Isa::Avx2)
+    } else {
+        None
+    }
+}
+
+/// Whether this CPU runs `isa`'s micro-kernel.
+fn runs(isa: Isa) -> bool {
+    match isa {
+        Isa::Avx512 => std::is_x86_feature_detected!("avx512f"),
+        Isa::Avx2 => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+    }
 }
 
 /// Packing buffers of one thread, kept between calls so products do not pay for fresh pages.
@@ -97,15 +114,57 @@ fn aligned(v: &mut Vec<f32>, len: usize) -> *mut f32 {
     v[off..].as_mut_ptr()
 }
 
-/// `c = alpha * a @ b + beta * c` (`beta == None` overwrites `c`) for an `m x k` by `k x n`
-/// product into the row-major `c` with row stride `ldc`, on the calling thread. See Note
-/// [Packed f32 GEMM].
+/// A micro-kernel, its packing and its blocking (Note [Packed f32 GEMM]).
 ///
 /// # Safety
-/// The CPU must have AVX-512F ([`available`]); `a`, `b` and `c` must address valid elements for
-/// every index in range; `c` must not overlap `a` or `b`, and no one else may write it meanwhile.
+/// Implementations' functions may only be called on CPUs that [`runs`] their [`Isa`].
+unsafe trait Micro {
+    /// Rows of a micro-tile (broadcast from packed `a`).
+    const MR: usize;
+    /// Columns of a micro-tile (vectors of packed `b`).
+    const NR: usize;
+    /// Depth of a packed block.
+    const KC: usize;
+    /// Columns of a packed block of `b` (a multiple of NR, at most [`MAX_PANELS_B`] panels).
+    const NC: usize;
+    /// Rows of `a` packed at once (a multiple of MR).
+    const MC: usize;
+
+    /// Packs `rows` (at most MR) rows by `kc` columns of `a` as `dst[p * MR + r]`, zero rows
+    /// past `rows`: `(rows, kc, a, dst)`.
+    ///
+    /// Safety: the elements must exist, `dst` must hold `MR * kc` floats, and the CPU must run
+    /// the ISA.
+    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32);
+
+    /// Packs `kc` rows by `cols` (at most NR) columns of `b` as `dst[p * NR + j]`, zero columns
+    /// past `cols`: `(kc, cols, b, dst)`.
+    ///
+    /// Safety: as `PACK_A`, with `dst` holding `NR * kc` floats.
+    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32);
+
+    /// The micro-kernel, `(kc, a, b, b_step, c, ldc, rows, cols, alpha, beta)`: `kc` steps over
+    /// the packed panel `a` (`[kc][MR]`) and the panel `b` (`kc` runs of NR floats, `b_step`
+    /// apart: packed, or rows of a row-major `b`), then `c[r][j] = alpha * acc + beta * c[r][j]`
+    /// (or `alpha * acc` when `beta` is None) for `r < rows`, `j < cols`.
+    ///
+    /// Safety: the panels must hold `kc` steps (`b`'s `b_step` apart); `c` must address `rows`
+    /// rows of `cols` floats, rows `ldc` apart; the CPU must run the ISA.
+    #[allow(clippy::type_complexity)]
+    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>);
+}
+
+/// `c = alpha * a @ b + beta * c` (`beta == None` overwrites `c`) for an `m x k` by `k x n`
+/// product into the row-major `c` with row stride `ldc`, on the calling thread, with `isa`'s
+/// micro-kernel. See Note [Packed f32 GEMM].
+///
+/// # Safety
+/// The CPU must run `isa` (as [`isa`] reports); `a`, `b` and `c` must address valid elements
+/// for every index in range; `c` must not overlap `a` or `b`, and no one else may write it
+/// meanwhile.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm(
+    isa: Isa,
     m: usize,
     n: usize,
     k: usize,
@@ -116,65 +175,93 @@ pub(crate) unsafe fn sgemm(
     c: *mut f32,
     ldc: isize,
 ) {
+    debug_assert!(runs(isa));
+    // SAFETY: forwarded contract.
+    unsafe {
+        match isa {
+            Isa::Avx512 => blocked::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
+            Isa::Avx2 => blocked::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
+        }
+    }
+}
+
+/// The loops of Note [Packed f32 GEMM] around `K`'s packing and micro-kernel.
+///
+/// # Safety
+/// As [`sgemm`], for `K`'s ISA.
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocked<K: Micro>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: Strided,
+    b: Strided,
+    beta: Option<f32>,
+    c: *mut f32,
+    ldc: isize,
+) {
+    const { assert!(K::NC % K::NR == 0 && K::NC / K::NR <= MAX_PANELS_B && K::MC % K::MR == 0) };
     if m == 0 || n == 0 || k == 0 {
         return;
     }
+    let (mr, nr, kcb, ncb, mcb) = (K::MR, K::NR, K::KC, K::NC, K::MC);
     // Taken out of the thread-local for the call (a re-entrant call would find empty buffers
     // and allocate its own).
     let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    let apack = aligned(&mut bufs.a, MC.min(m.div_ceil(MR) * MR) * KC.min(k));
-    let bpack = aligned(&mut bufs.b, NC * KC.min(k));
+    let apack = aligned(&mut bufs.a, mcb.min(m.div_ceil(mr) * mr) * kcb.min(k));
+    let bpack = aligned(&mut bufs.b, ncb * kcb.min(k));
     // With few rows, each packed element of `b` would be used by few panels of `a`: a
     // row-major `b` is then read in place (full panels; partial ones are still packed).
     let direct_b = b.cs == 1 && m <= DIRECT_B_MAX_ROWS;
-    for ic in (0..m).step_by(MC) {
-        let mc = MC.min(m - ic);
-        let panels_a = mc.div_ceil(MR);
-        for pc in (0..k).step_by(KC) {
-            let kc = KC.min(k - pc);
+    for ic in (0..m).step_by(mcb) {
+        let mc = mcb.min(m - ic);
+        let panels_a = mc.div_ceil(mr);
+        for pc in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - pc);
             for ip in 0..panels_a {
-                let i0 = ic + ip * MR;
+                let i0 = ic + ip * mr;
                 // SAFETY: rows i0.., columns pc.. of `a` exist; the panel fits the buffer
-                // (panels_a * MR * kc elements); AVX-512F per the contract.
-                unsafe { pack_a(MR.min(m - i0), kc, a.at(i0, pc), apack.add(ip * MR * kc)) };
+                // (panels_a * MR * kc elements); the ISA per the contract.
+                unsafe { (K::PACK_A)(mr.min(m - i0), kc, a.at(i0, pc), apack.add(ip * mr * kc)) };
             }
             let bt = if pc == 0 { beta } else { Some(1.0) };
-            for jc in (0..n).step_by(NC) {
-                let nc = NC.min(n - jc);
-                let panels_b = nc.div_ceil(NR);
+            for jc in (0..n).step_by(ncb) {
+                let nc = ncb.min(n - jc);
+                let panels_b = nc.div_ceil(nr);
                 // Where each panel of `b` is read from, and the distance between its k steps.
-                let mut panel_b = [(std::ptr::null::<f32>(), 0isize); NC / NR];
+                let mut panel_b = [(std::ptr::null::<f32>(), 0isize); MAX_PANELS_B];
                 for (jp, panel) in panel_b.iter_mut().enumerate().take(panels_b) {
-                    let j0 = jc + jp * NR;
-                    let cols = NR.min(n - j0);
+                    let j0 = jc + jp * nr;
+                    let cols = nr.min(n - j0);
                     // SAFETY: (pc, j0) is an element of `b`.
                     let src = unsafe { b.at(pc, j0) };
-                    *panel = if direct_b && cols == NR {
+                    *panel = if direct_b && cols == nr {
                         (src.ptr, b.rs)
                     } else {
-                        let dst = bpack.wrapping_add(jp * NR * kc);
+                        let dst = bpack.wrapping_add(jp * nr * kc);
                         // SAFETY: as for `a`; the block fits NC * kc elements.
-                        unsafe { pack_b(kc, cols, src, dst) };
-                        (dst.cast_const(), NR as isize)
+                        unsafe { (K::PACK_B)(kc, cols, src, dst) };
+                        (dst.cast_const(), nr as isize)
                     };
                 }
                 for ip in 0..panels_a {
-                    let i0 = ic + ip * MR;
+                    let i0 = ic + ip * mr;
                     for (jp, &(bp, b_step)) in panel_b.iter().enumerate().take(panels_b) {
-                        let j0 = jc + jp * NR;
-                        // SAFETY: panels of kc steps (packed, or rows of `b` with 32 columns in
+                        let j0 = jc + jp * nr;
+                        // SAFETY: panels of kc steps (packed, or rows of `b` with NR columns in
                         // range); the tile at (i0, j0) of `c` has min(MR, m - i0) rows and
                         // min(NR, n - j0) columns in range.
                         unsafe {
-                            kernel(
+                            (K::KERNEL)(
                                 kc,
-                                apack.add(ip * MR * kc),
+                                apack.add(ip * mr * kc),
                                 bp,
                                 b_step,
                                 c.offset(i0 as isize * ldc + j0 as isize),
                                 ldc,
-                                MR.min(m - i0),
-                                NR.min(n - j0),
+                                mr.min(m - i0),
+                                nr.min(n - j0),
                                 alpha,
                                 bt,
                             )
@@ -187,13 +274,62 @@ pub(crate) unsafe fn sgemm(
     BUFFERS.with(|b| *b.borrow_mut() = bufs);
 }
 
-/// Packs `rows` (at most [`MR`]) rows by `kc` columns of `a` as `dst[p * MR + r]`, zero rows
-/// past `rows`.
+/// The packing of any layout, element by element: `dst[p * width + r] = src(r, p)` for
+/// `r < count`, zero for `count <= r < width` (`a`'s rows, or `b`'s columns read transposed).
 ///
 /// # Safety
-/// The elements must exist, `dst` must hold `MR * kc` floats, and the CPU must have AVX-512F.
+/// `src(r, p)` must be an element for `r < count`, `p < kc`; `dst` must hold `width * kc` floats.
+#[inline(always)]
+unsafe fn pack_any(width: usize, count: usize, kc: usize, src: impl Fn(usize, usize) -> f32, dst: *mut f32) {
+    for p in 0..kc {
+        for r in 0..width {
+            // SAFETY: per the contract.
+            unsafe { *dst.add(p * width + r) = if r < count { src(r, p) } else { 0.0 } };
+        }
+    }
+}
+
+/// The AVX-512 micro-kernel (12 x 32).
+struct Avx512;
+
+// SAFETY: every function requires AVX-512F, which `runs(Isa::Avx512)` checks.
+unsafe impl Micro for Avx512 {
+    const MR: usize = 12;
+    const NR: usize = 32;
+    const KC: usize = 384;
+    const NC: usize = 480;
+    const MC: usize = 3072;
+
+    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32) = pack_a_avx512;
+    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32) = pack_b::<{ Self::NR }>;
+    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>) =
+        kernel_avx512;
+}
+
+/// The AVX2 micro-kernel (6 x 16).
+struct Avx2;
+
+// SAFETY: every function requires AVX2 and FMA, which `runs(Isa::Avx2)` checks.
+unsafe impl Micro for Avx2 {
+    const MR: usize = 6;
+    const NR: usize = 16;
+    const KC: usize = 384;
+    const NC: usize = 256;
+    const MC: usize = 3072;
+
+    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32) = pack_a_avx2;
+    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32) = pack_b::<{ Self::NR }>;
+    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>) =
+        kernel_avx2;
+}
+
+/// `Micro::PACK_A` of [`Avx512`].
+///
+/// # Safety
+/// As `Micro::PACK_A`; the CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-unsafe fn pack_a(rows: usize, kc: usize, a: Strided, dst: *mut f32) {
+unsafe fn pack_a_avx512(rows: usize, kc: usize, a: Strided, dst: *mut f32) {
+    const MR: usize = Avx512::MR;
     // SAFETY: every read is an element of `a` (r < rows, p < kc) and every write is below
     // MR * kc, per the contract.
     unsafe {
@@ -217,30 +353,26 @@ unsafe fn pack_a(rows: usize, kc: usize, a: Strided, dst: *mut f32) {
                 _mm_storeu_ps(dst.add(p * MR + 8), _mm_loadu_ps(s.add(8)));
             }
         } else {
-            for p in 0..kc {
-                for r in 0..MR {
-                    *dst.add(p * MR + r) = if r < rows { a.get(r, p) } else { 0.0 };
-                }
-            }
+            pack_any(MR, rows, kc, |r, p| a.get(r, p), dst);
         }
     }
 }
 
-/// Packs `kc` rows by `cols` (at most [`NR`]) columns of `b` as `dst[p * NR + j]`, zero columns
-/// past `cols`.
+/// `Micro::PACK_B` of both kernels, for `NR` columns (a multiple of 8).
 ///
 /// # Safety
-/// As [`pack_a`], with `dst` holding `NR * kc` floats.
-#[target_feature(enable = "avx512f")]
-unsafe fn pack_b(kc: usize, cols: usize, b: Strided, dst: *mut f32) {
+/// As `Micro::PACK_B`; the CPU must have AVX (implied by both kernels' ISAs).
+#[target_feature(enable = "avx")]
+unsafe fn pack_b<const NR: usize>(kc: usize, cols: usize, b: Strided, dst: *mut f32) {
     // SAFETY: every read is an element of `b` (p < kc, j < cols), every write below NR * kc.
     unsafe {
         if cols == NR && b.cs == 1 {
             for p in 0..kc {
                 let s = b.at(p, 0).ptr;
                 let d = dst.add(p * NR);
-                _mm512_storeu_ps(d, _mm512_loadu_ps(s));
-                _mm512_storeu_ps(d.add(16), _mm512_loadu_ps(s.add(16)));
+                for j in (0..NR).step_by(8) {
+                    _mm256_storeu_ps(d.add(j), _mm256_loadu_ps(s.add(j)));
+                }
             }
         } else if cols == NR && b.rs == 1 {
             let whole = kc / 8 * 8;
@@ -255,11 +387,7 @@ unsafe fn pack_b(kc: usize, cols: usize, b: Strided, dst: *mut f32) {
                 }
             }
         } else {
-            for p in 0..kc {
-                for j in 0..NR {
-                    *dst.add(p * NR + j) = if j < cols { b.get(p, j) } else { 0.0 };
-                }
-            }
+            pack_any(NR, cols, kc, |j, p| b.get(p, j), dst);
         }
     }
 }
@@ -331,16 +459,13 @@ unsafe fn transpose4x4(src: *const f32, src_ld: isize, dst: *mut f32, dst_ld: is
     }
 }
 
-/// The 12 x 32 micro-kernel: `kc` steps over the packed panel `a` (`[kc][MR]`) and the panel
-/// `b` (`kc` runs of 32 floats, `b_step` apart: packed, or rows of a row-major `b`), then `c[r][j] = alpha * acc + beta * c[r][j]` (or `alpha * acc` when `beta`
-/// is None) for `r < rows`, `j < cols`.
+/// `Micro::KERNEL` of [`Avx512`]: the 12 x 32 tile in 24 zmm accumulators.
 ///
 /// # Safety
-/// The panels must hold `kc` steps (`b`'s `b_step` apart); `c` must address `rows` rows of `cols` floats, rows `ldc`
-/// apart; the CPU must have AVX-512F.
+/// As `Micro::KERNEL`; the CPU must have AVX-512F.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel(
+unsafe fn kernel_avx512(
     kc: usize,
     a: *const f32,
     b: *const f32,
@@ -352,6 +477,7 @@ unsafe fn kernel(
     alpha: f32,
     beta: Option<f32>,
 ) {
+    const MR: usize = Avx512::MR;
     // SAFETY: reads stay within the panels (kc steps), prefetches cannot fault, and stores
     // are masked to the `rows` x `cols` tile of `c`, per the contract.
     unsafe {
@@ -362,7 +488,7 @@ unsafe fn kernel(
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         let (mut ap, mut bp) = (a, b);
         for _ in 0..kc {
-            let ahead = bp.wrapping_offset(PREFETCH_STEPS as isize * b_step);
+            let ahead = bp.wrapping_offset(PREFETCH_STEPS * b_step);
             _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
             _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16) as *const i8);
             let b0 = _mm512_loadu_ps(bp);
@@ -415,6 +541,122 @@ unsafe fn kernel(
     }
 }
 
+/// `Micro::PACK_A` of [`Avx2`].
+///
+/// # Safety
+/// As `Micro::PACK_A`; the CPU must have AVX2.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pack_a_avx2(rows: usize, kc: usize, a: Strided, dst: *mut f32) {
+    const MR: usize = Avx2::MR;
+    // SAFETY: every read is an element of `a` (r < rows, p < kc) and every write is below
+    // MR * kc, per the contract.
+    unsafe {
+        if rows == MR && a.cs == 1 {
+            // Rows 0-3 by 4 x 4 transposes, rows 4 and 5 element by element.
+            let mut p = 0;
+            while p + 4 <= kc {
+                transpose4x4(a.at(0, p).ptr, a.rs, dst.add(p * MR), MR as isize);
+                for q in p..p + 4 {
+                    *dst.add(q * MR + 4) = a.get(4, q);
+                    *dst.add(q * MR + 5) = a.get(5, q);
+                }
+                p += 4;
+            }
+            for p in p..kc {
+                for r in 0..MR {
+                    *dst.add(p * MR + r) = a.get(r, p);
+                }
+            }
+        } else if rows == MR && a.rs == 1 {
+            for p in 0..kc {
+                let s = a.at(0, p).ptr;
+                _mm_storeu_ps(dst.add(p * MR), _mm_loadu_ps(s));
+                *dst.add(p * MR + 4) = *s.add(4);
+                *dst.add(p * MR + 5) = *s.add(5);
+            }
+        } else {
+            pack_any(MR, rows, kc, |r, p| a.get(r, p), dst);
+        }
+    }
+}
+
+/// `Micro::KERNEL` of [`Avx2`]: the 6 x 16 tile in 12 ymm accumulators. Full tiles are
+/// stored directly; partial ones go through a scratch row (masked moves are slow on AMD).
+///
+/// # Safety
+/// As `Micro::KERNEL`; the CPU must have AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn kernel_avx2(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    b_step: isize,
+    c: *mut f32,
+    ldc: isize,
+    rows: usize,
+    cols: usize,
+    alpha: f32,
+    beta: Option<f32>,
+) {
+    const MR: usize = Avx2::MR;
+    // SAFETY: reads stay within the panels (kc steps), prefetches cannot fault, and writes stay
+    // in the `rows` x `cols` tile of `c`, per the contract.
+    unsafe {
+        for r in 0..rows {
+            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc + 15) as *const i8);
+        }
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        let (mut ap, mut bp) = (a, b);
+        for _ in 0..kc {
+            _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_offset(PREFETCH_STEPS * b_step) as *const i8);
+            let b0 = _mm256_loadu_ps(bp);
+            let b1 = _mm256_loadu_ps(bp.add(8));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let av = _mm256_broadcast_ss(&*ap.add(r));
+                acc[0] = _mm256_fmadd_ps(av, b0, acc[0]);
+                acc[1] = _mm256_fmadd_ps(av, b1, acc[1]);
+            }
+            ap = ap.add(MR);
+            bp = bp.wrapping_offset(b_step);
+        }
+        let al = _mm256_set1_ps(alpha);
+        let bv = _mm256_set1_ps(beta.unwrap_or(0.0));
+        // `alpha * v (+ beta * old)` of 8 values.
+        let update = |v: __m256, old: *const f32| match beta {
+            None => _mm256_mul_ps(v, al),
+            Some(1.0) => _mm256_fmadd_ps(v, al, _mm256_loadu_ps(old)),
+            Some(_) => _mm256_fmadd_ps(v, al, _mm256_mul_ps(_mm256_loadu_ps(old), bv)),
+        };
+        let full = cols == Avx2::NR;
+        let mut scratch = [0f32; Avx2::NR];
+        let sp = scratch.as_mut_ptr();
+        // Unrolled with constant row indices so the accumulators stay in registers.
+        macro_rules! rows {
+            ($($r:literal)*) => {$(
+                if $r < rows {
+                    let row = c.offset($r * ldc);
+                    if full {
+                        _mm256_storeu_ps(row, update(acc[$r][0], row));
+                        _mm256_storeu_ps(row.add(8), update(acc[$r][1], row.add(8)));
+                    } else {
+                        // The old values (read only where `beta` is used) pass through the
+                        // scratch row; only `cols` values go back.
+                        if beta.is_some() {
+                            std::ptr::copy_nonoverlapping(row, sp, cols);
+                        }
+                        _mm256_storeu_ps(sp, update(acc[$r][0], sp));
+                        _mm256_storeu_ps(sp.add(8), update(acc[$r][1], sp.add(8)));
+                        std::ptr::copy_nonoverlapping(sp, row, cols);
+                    }
+                }
+            )*};
+        }
+        rows!(0 1 2 3 4 5);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,14 +684,22 @@ mod tests {
 
     #[test]
     fn products_of_every_layout_and_edge_match_a_reference() {
-        if !available() {
-            return;
-        }
-        // Sizes cover partial tiles (rows not a multiple of 12, columns not of 32), several k
-        // blocks (k > 384) and several column blocks (n > 480).
-        for &(m, n, k) in
-            &[(1, 1, 1), (12, 32, 8), (13, 33, 9), (25, 70, 400), (40, 500, 800), (7, 3, 1000), (200, 70, 20)]
-        {
+        // Every kernel this CPU runs, not only the best one.
+        let isas: Vec<Isa> = [Isa::Avx512, Isa::Avx2].into_iter().filter(|&i| runs(i)).collect();
+        // Sizes cover partial tiles (rows not a multiple of 12 or 6, columns not of 32 or 16),
+        // several k blocks (k > 384) and several column blocks (n > 480), and more rows than
+        // DIRECT_B_MAX_ROWS (packed `b`).
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (12, 32, 8),
+            (6, 16, 5),
+            (13, 33, 9),
+            (25, 70, 400),
+            (40, 500, 800),
+            (7, 3, 1000),
+            (200, 70, 20),
+            (203, 35, 270),
+        ] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.125).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.25).collect();
             for (a_rm, b_rm) in [(true, true), (false, true), (true, false), (false, false)] {
@@ -457,11 +707,12 @@ mod tests {
                 let (brs, bcs) = if b_rm { (n, 1) } else { (1, k) };
                 let want = reference(m, n, k, &a, ars, acs, &b, brs, bcs);
                 let ldc = n + 3;
-                for beta in [None, Some(0.5f32), Some(1.0)] {
+                for (isa, beta) in isas.iter().flat_map(|&i| [(i, None), (i, Some(0.5f32)), (i, Some(1.0))]) {
                     let mut c = vec![2f32; m * ldc];
-                    // SAFETY: AVX-512F checked; the strides address the vectors above.
+                    // SAFETY: the ISA is checked; the strides address the vectors above.
                     unsafe {
                         sgemm(
+                            isa,
                             m,
                             n,
                             k,
@@ -477,13 +728,13 @@ mod tests {
                         for j in 0..ldc {
                             let got = c[i * ldc + j] as f64;
                             if j >= n {
-                                assert_eq!(got, 2.0, "padding column written at ({i}, {j})");
+                                assert_eq!(got, 2.0, "{isa:?}: padding column written at ({i}, {j})");
                                 continue;
                             }
                             let w = 1.5 * want[i * n + j] + beta.map_or(0.0, |bt| bt as f64 * 2.0);
                             assert!(
                                 (got - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                                "{m}x{n}x{k} a_rm={a_rm} b_rm={b_rm} beta={beta:?} ({i}, {j}): {got} vs {w}"
+                                "{isa:?} {m}x{n}x{k} a_rm={a_rm} b_rm={b_rm} beta={beta:?} ({i}, {j}): {got} vs {w}"
                             );
                         }
                     }
