@@ -258,9 +258,9 @@ type PackedIsa = crate::native::cpu::sgemm::Isa;
 type PackedIsa = std::convert::Infallible;
 
 /// The micro-kernel an `m x k` by `k x n` product of `T` with a row-major output runs on (Note
-/// [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F or AVX2 and FMA, or None
-/// for the `gemm` crate. The packing reads any operand layout, so such products need no copies
-/// from Note [GEMM operand layout].
+/// [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F, or with AVX2 and FMA for
+/// products with enough rows (`isa_for_rows`), or None for the `gemm` crate. The packing reads
+/// any operand layout, so such products need no copies from Note [GEMM operand layout].
 fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize) -> Option<PackedIsa> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -268,7 +268,7 @@ fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize) -> Option<PackedIsa> {
             && m >= 8
             && n >= 16
             && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_WORK)
-            .then(crate::native::cpu::sgemm::isa)
+            .then(|| crate::native::cpu::sgemm::isa_for_rows(m))
             .flatten()
     }
     #[cfg(not(target_arch = "x86_64"))]
