@@ -111,19 +111,20 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 Err(e) => eprint!("error: {e}"),
             }
             // Note [Interleaved reference]: PyTorch right after ours, never concurrently.
-            let pytorch_median_s = server.as_mut().and_then(|s| match s.median(w.id, n, a.time) {
-                Ok(m) => {
+            let pytorch_median_s = match server.as_mut().map(|s| s.median(w.id, n, a.time)) {
+                Some(Ok(m)) => {
                     eprintln!("; PyTorch {}", report::format_seconds(m));
                     Some(m)
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     eprintln!("; warning: PyTorch reference failed: {e}");
                     None
                 }
-            });
-            if server.is_none() {
-                eprintln!();
-            }
+                None => {
+                    eprintln!();
+                    None
+                }
+            };
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }

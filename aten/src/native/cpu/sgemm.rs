@@ -74,15 +74,12 @@ pub(crate) enum Isa {
     Avx2,
 }
 
+/// Every micro-kernel, best first.
+const ISAS: [Isa; 2] = [Isa::Avx512, Isa::Avx2];
+
 /// The best micro-kernel this CPU runs, if any.
-pub(crate) fn isa() -> Option<Isa> {
-    if std::is_x86_feature_detected!("avx512f") {
-        Some(Isa::Avx512)
-    } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        Some(Isa::Avx2)
-    } else {
-        None
-    }
+fn isa() -> Option<Isa> {
+    ISAS.into_iter().find(|&i| runs(i))
 }
 
 /// The micro-kernel for a product with `m` rows on this CPU, if ours beats the `gemm` crate
@@ -125,6 +122,11 @@ fn aligned(v: &mut Vec<f32>, len: usize) -> *mut f32 {
     v[off..].as_mut_ptr()
 }
 
+/// `Micro::PACK_A` and `Micro::PACK_B`.
+type PackFn = unsafe fn(usize, usize, Strided, *mut f32);
+/// `Micro::KERNEL`.
+type KernelFn = unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>);
+
 /// A micro-kernel, its packing and its blocking (Note [Packed f32 GEMM]).
 ///
 /// # Safety
@@ -146,13 +148,13 @@ unsafe trait Micro {
     ///
     /// Safety: the elements must exist, `dst` must hold `MR * kc` floats, and the CPU must run
     /// the ISA.
-    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32);
+    const PACK_A: PackFn;
 
     /// Packs `kc` rows by `cols` (at most NR) columns of `b` as `dst[p * NR + j]`, zero columns
     /// past `cols`: `(kc, cols, b, dst)`.
     ///
     /// Safety: as `PACK_A`, with `dst` holding `NR * kc` floats.
-    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32);
+    const PACK_B: PackFn;
 
     /// The micro-kernel, `(kc, a, b, b_step, c, ldc, rows, cols, alpha, beta)`: `kc` steps over
     /// the packed panel `a` (`[kc][MR]`) and the panel `b` (`kc` runs of NR floats, `b_step`
@@ -161,8 +163,7 @@ unsafe trait Micro {
     ///
     /// Safety: the panels must hold `kc` steps (`b`'s `b_step` apart); `c` must address `rows`
     /// rows of `cols` floats, rows `ldc` apart; the CPU must run the ISA.
-    #[allow(clippy::type_complexity)]
-    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>);
+    const KERNEL: KernelFn;
 }
 
 /// `c = alpha * a @ b + beta * c` (`beta == None` overwrites `c`) for an `m x k` by `k x n`
@@ -311,10 +312,9 @@ unsafe impl Micro for Avx512 {
     const NC: usize = 480;
     const MC: usize = 3072;
 
-    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32) = pack_a_avx512;
-    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32) = pack_b::<{ Self::NR }>;
-    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>) =
-        kernel_avx512;
+    const PACK_A: PackFn = pack_a_avx512;
+    const PACK_B: PackFn = pack_b::<{ Self::NR }>;
+    const KERNEL: KernelFn = kernel_avx512;
 }
 
 /// The AVX2 micro-kernel (6 x 16).
@@ -328,10 +328,9 @@ unsafe impl Micro for Avx2 {
     const NC: usize = 256;
     const MC: usize = 3072;
 
-    const PACK_A: unsafe fn(usize, usize, Strided, *mut f32) = pack_a_avx2;
-    const PACK_B: unsafe fn(usize, usize, Strided, *mut f32) = pack_b::<{ Self::NR }>;
-    const KERNEL: unsafe fn(usize, *const f32, *const f32, isize, *mut f32, isize, usize, usize, f32, Option<f32>) =
-        kernel_avx2;
+    const PACK_A: PackFn = pack_a_avx2;
+    const PACK_B: PackFn = pack_b::<{ Self::NR }>;
+    const KERNEL: KernelFn = kernel_avx2;
 }
 
 /// `Micro::PACK_A` of [`Avx512`].
@@ -470,6 +469,20 @@ unsafe fn transpose4x4(src: *const f32, src_ld: isize, dst: *mut f32, dst_ld: is
     }
 }
 
+/// Prefetches elements 0 and `last` of each of the `rows` rows of a tile of `c` (`ldc` apart),
+/// which the kernels are about to update.
+#[inline(always)]
+fn prefetch_tile(c: *mut f32, ldc: isize, rows: usize, last: isize) {
+    for r in 0..rows as isize {
+        let row = c.wrapping_offset(r * ldc);
+        // SAFETY: prefetching is a hint that cannot fault, whatever the address.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(row as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_offset(last) as *const i8);
+        }
+    }
+}
+
 /// `Micro::KERNEL` of [`Avx512`]: the 12 x 32 tile in 24 zmm accumulators.
 ///
 /// # Safety
@@ -492,10 +505,7 @@ unsafe fn kernel_avx512(
     // SAFETY: reads stay within the panels (kc steps), prefetches cannot fault, and stores
     // are masked to the `rows` x `cols` tile of `c`, per the contract.
     unsafe {
-        for r in 0..rows {
-            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc + 16) as *const i8);
-        }
+        prefetch_tile(c, ldc, rows, 16);
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         let (mut ap, mut bp) = (a, b);
         for _ in 0..kc {
@@ -614,10 +624,7 @@ unsafe fn kernel_avx2(
     // SAFETY: reads stay within the panels (kc steps), prefetches cannot fault, and writes stay
     // in the `rows` x `cols` tile of `c`, per the contract.
     unsafe {
-        for r in 0..rows {
-            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(c.offset(r as isize * ldc + 15) as *const i8);
-        }
+        prefetch_tile(c, ldc, rows, 15);
         let mut acc = [[_mm256_setzero_ps(); 2]; MR];
         let (mut ap, mut bp) = (a, b);
         for _ in 0..kc {
@@ -696,7 +703,7 @@ mod tests {
     #[test]
     fn products_of_every_layout_and_edge_match_a_reference() {
         // Every kernel this CPU runs, not only the best one.
-        let isas: Vec<Isa> = [Isa::Avx512, Isa::Avx2].into_iter().filter(|&i| runs(i)).collect();
+        let isas: Vec<Isa> = ISAS.into_iter().filter(|&i| runs(i)).collect();
         // Sizes cover partial tiles (rows not a multiple of 12 or 6, columns not of 32 or 16),
         // several k blocks (k > 384) and several column blocks (n > 480), and more rows than
         // DIRECT_B_MAX_ROWS (packed `b`).

@@ -119,11 +119,7 @@ fn sum_f32_loop<const PREFETCH: bool>(x: &[f32]) -> f64 {
                 acc[i] += c[i];
             }
         }
-        let mut wide = [0f64; LANES];
-        for (i, v) in acc.iter().enumerate() {
-            wide[i % LANES] += *v as f64;
-        }
-        total += pairwise(&wide) + rest.iter().map(|v| *v as f64).sum::<f64>();
+        total += fold_lanes(&acc) + rest.iter().map(|v| *v as f64).sum::<f64>();
     }
     total
 }
@@ -155,6 +151,17 @@ fn sum_f64_loop<const PREFETCH: bool>(x: &[f64]) -> f64 {
     pairwise(&acc) + s
 }
 
+/// The f32 lane sums `acc`, folded into f64: lane `i` into `LANES` partial sums by `i % LANES`,
+/// then pairwise.
+#[inline(always)]
+fn fold_lanes(acc: &[f32]) -> f64 {
+    let mut wide = [0f64; LANES];
+    for (i, v) in acc.iter().enumerate() {
+        wide[i % LANES] += *v as f64;
+    }
+    pairwise(&wide)
+}
+
 #[inline(always)]
 fn pairwise(acc: &[f64; LANES]) -> f64 {
     let mut a = *acc;
@@ -168,8 +175,9 @@ fn pairwise(acc: &[f64; LANES]) -> f64 {
     a[0]
 }
 
-/// How many parts of a block [`sum_f32_streams`] reads side by side, and the elements of each.
+/// How many parts of a block [`sum_f32_streams`] reads side by side.
 const STREAMS: usize = 4;
+/// The elements of each part.
 const STREAM_SPAN: usize = 2048;
 
 /// Note [Sums read four streams]: where software prefetching does not pay (`prefetch_pays`),
@@ -196,13 +204,7 @@ fn sum_f32_streams(x: &[f32]) -> f64 {
                 }
             }
         }
-        let mut wide = [0f64; LANES];
-        for a in &acc {
-            for (i, v) in a.iter().enumerate() {
-                wide[i % LANES] += *v as f64;
-            }
-        }
-        total += pairwise(&wide);
+        total += fold_lanes(acc.as_flattened());
     }
     total + sum_f32_loop::<false>(blocks.remainder())
 }
