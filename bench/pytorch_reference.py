@@ -11,8 +11,9 @@ Usage: python3 bench/pytorch_reference.py [--threads N] [--filter SUBSTR] [--onl
                                           [--time SECONDS]
        python3 bench/pytorch_reference.py --serve
 
-With --serve it reads one request per line from stdin, `THREADS ID SECONDS`, and answers each
-with one JSON line (as above, or {"error": ...}). `cargo xtask bench` keeps one such process
+With --serve it first prints {"ready": VERSION} once `import torch` is done, then reads one
+request per line from stdin, `THREADS ID SECONDS`, and answers each with one JSON line (as
+above, or {"error": ...}). `cargo xtask bench` keeps one such process
 and asks it for each workload right after measuring its own, so that both sides of a row are
 measured seconds apart (Note [Interleaved reference] in xtask/src/bench.rs).
 
@@ -229,7 +230,9 @@ WORKLOADS = {
 
 
 def serve():
-    """Answers `THREADS ID SECONDS` requests from stdin, one JSON line each, until EOF."""
+    """Says it is ready, then answers `THREADS ID SECONDS` requests from stdin, one JSON line
+    each, until EOF."""
+    print(json.dumps({"ready": torch.__version__}), flush=True)
     for line in sys.stdin:
         parts = line.split()
         if not parts:

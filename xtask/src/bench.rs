@@ -57,7 +57,10 @@ pub struct Args {
 /// two medians could be taken a minute apart, in different conditions. So one PyTorch process
 /// stays up for the whole run (`pytorch_reference.py --serve`, its start-up and `import torch`
 /// paid once) and measures each workload right after we do, on the same thread count, with the
-/// same budget. The two never run at the same time: they would share the two cores.
+/// same budget. The two never run at the same time: they would share the two cores. That
+/// includes the script's start-up: `import torch` keeps a core busy for seconds, and a run
+/// that measured during it saw our 2-thread `matmul_1024` at 29 ms instead of 15 (one core
+/// left), so the run starts once the script says it is ready.
 ///
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {

@@ -26,6 +26,12 @@ pub struct RefLine {
     pub median_s: f64,
 }
 
+/// The script's first line in `--serve` mode, once `import torch` is done.
+#[derive(Debug, Deserialize, PartialEq)]
+struct Ready {
+    ready: String,
+}
+
 /// A failed request, as the script reports it.
 #[derive(Debug, Deserialize, PartialEq)]
 struct RefError {
@@ -74,7 +80,9 @@ impl Reference {
         Some(Reference { torch_version, script })
     }
 
-    /// Starts the script in `--serve` mode; its stderr goes to ours.
+    /// Starts the script in `--serve` mode (its stderr goes to ours) and waits until it is
+    /// ready: its start-up (`import torch` takes a core for seconds) must not overlap our
+    /// first measurement (Note [Interleaved reference]).
     pub fn serve(&self) -> Result<Server, String> {
         let mut child = Command::new("python3")
             .arg(&self.script)
@@ -85,13 +93,20 @@ impl Reference {
             .spawn()
             .map_err(|e| format!("cannot run python3 {}: {e}", self.script.display()))?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-        match (stdin, stdout) {
-            (Some(stdin), Some(stdout)) => Ok(Server { child, stdin: Some(stdin), stdout: BufReader::new(stdout) }),
+        let mut server = match (stdin, stdout) {
+            (Some(stdin), Some(stdout)) => Server { child, stdin: Some(stdin), stdout: BufReader::new(stdout) },
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err("python3's pipes were not set up".into())
+                return Err("python3's pipes were not set up".into());
             }
+        };
+        let mut line = String::new();
+        match server.stdout.read_line(&mut line) {
+            Ok(n) if n > 0 && serde_json::from_str::<Ready>(line.trim()).is_ok() => Ok(server),
+            Ok(0) => Err("the reference process exited before it was ready".into()),
+            Ok(_) => Err(format!("unexpected first line from the reference process {:?}", line.trim())),
+            Err(e) => Err(format!("cannot read the reference process's first line: {e}")),
         }
     }
 }
