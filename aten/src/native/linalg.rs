@@ -98,8 +98,15 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     par: Parallelism,
 ) {
     if let Parallelism::Rayon(threads) = par {
-        if packed_isa::<T>(m, n, k).is_some() {
-            // Our packed kernel is single-threaded: split the product across the threads.
+        if let Some(isa) = packed_isa::<T>(m, n, k) {
+            if n >= m && k > 0 && c.cs == 1 {
+                // Note [Parallel packed GEMM] in `cpu/sgemm.rs`: `a` packed once, column
+                // tasks on the pool.
+                // SAFETY: forwarded contract; `c` is row-major.
+                return unsafe { packed_f32(isa, true, m, n, k, c, a, b, alpha, beta.filter(|b| *b != T::zero())) };
+            }
+            // More rows than columns: one band of rows per thread, each a single-threaded
+            // product (sharing `a` there would give each column task the whole of it).
             // SAFETY: forwarded contract.
             return unsafe { gemm_panels(m, n, k, c, a, b, alpha, beta, threads) };
         }
@@ -126,25 +133,8 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(isa) = packed_isa::<T>(m, n, k).filter(|_| c.cs == 1) {
-        let f = |x: MatRef<T>| MatRef { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
-        let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
-        // SAFETY: T is f32 (checked by `packed_isa`), so the casts keep the element type; the
-        // extents and the no-overlap condition are the caller's, the ISA is the CPU's.
-        unsafe {
-            crate::native::cpu::sgemm::sgemm(
-                isa,
-                m,
-                n,
-                k,
-                to_f32(alpha),
-                f(a),
-                f(b),
-                beta.map(to_f32),
-                c.ptr as *mut f32,
-                c.rs,
-            )
-        };
-        return;
+        // SAFETY: forwarded contract; `c` is row-major.
+        return unsafe { packed_f32(isa, false, m, n, k, c, a, b, alpha, beta) };
     }
     // SAFETY: the caller guarantees the extents; `gemm` reads `a`/`b` and writes `c` within
     // them. Its argument order is (dst, col stride, row stride, read_dst, ...), and it computes
@@ -171,6 +161,42 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
             false,
             par,
         )
+    }
+}
+
+/// A product on our packed f32 kernel (Note [Packed f32 GEMM] in `cpu/sgemm.rs`), on the
+/// current rayon pool when `parallel` (Note [Parallel packed GEMM]).
+///
+/// # Safety
+/// As [`gemm_one`]; `T` must be f32 (as [`packed_isa`] checks), `c` row-major, and the CPU
+/// must run `isa`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn packed_f32<T: GemmFloat>(
+    isa: PackedIsa,
+    parallel: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    c: MatMut<T>,
+    a: MatRef<T>,
+    b: MatRef<T>,
+    alpha: T,
+    beta: Option<T>,
+) {
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (parallel, m, n, k, c, a, b, alpha, beta);
+        match isa {}
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::native::cpu::sgemm;
+        let f = |x: MatRef<T>| MatRef { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
+        let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
+        let (alpha, a, b, beta, ldc, c) = (to_f32(alpha), f(a), f(b), beta.map(to_f32), c.rs, c.ptr as *mut f32);
+        // SAFETY: T is f32 per the contract, so the casts keep the element type; the extents,
+        // the no-overlap condition and the ISA are the caller's.
+        unsafe { sgemm::sgemm(isa, parallel, m, n, k, alpha, a, b, beta, c, ldc) }
     }
 }
 
@@ -434,8 +460,8 @@ const PANEL_MAX_OUTPUT: usize = 1 << 20;
 /// as on one). Such a product is split here into one panel of output columns (or rows, when
 /// there are more rows) per thread, each an independent single-threaded product. Panel edges
 /// are multiples of 32 columns or 48 rows so every panel keeps whole micro-kernel tiles (16
-/// wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], which runs every large f32
-/// product this way).
+/// wide for the `gemm` crate; 12 x 32 for Note [Packed f32 GEMM], whose large products with
+/// more rows than columns run this way, the others as Note [Parallel packed GEMM]).
 ///
 /// # Safety
 /// As [`gemm_one`].

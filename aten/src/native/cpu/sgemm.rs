@@ -167,8 +167,9 @@ unsafe trait Micro {
 }
 
 /// `c = alpha * a @ b + beta * c` (`beta == None` overwrites `c`) for an `m x k` by `k x n`
-/// product into the row-major `c` with row stride `ldc`, on the calling thread, with `isa`'s
-/// micro-kernel. See Note [Packed f32 GEMM].
+/// product into the row-major `c` with row stride `ldc`, with `isa`'s micro-kernel: on the
+/// calling thread (Note [Packed f32 GEMM]), or on the current rayon pool when `parallel`
+/// (Note [Parallel packed GEMM]).
 ///
 /// # Safety
 /// The CPU must run `isa` (as [`isa`] reports); `a`, `b` and `c` must address valid elements
@@ -177,6 +178,7 @@ unsafe trait Micro {
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm(
     isa: Isa,
+    parallel: bool,
     m: usize,
     n: usize,
     k: usize,
@@ -190,9 +192,11 @@ pub(crate) unsafe fn sgemm(
     debug_assert!(runs(isa));
     // SAFETY: forwarded contract.
     unsafe {
-        match isa {
-            Isa::Avx512 => blocked::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
-            Isa::Avx2 => blocked::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
+        match (isa, parallel) {
+            (Isa::Avx512, false) => blocked::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
+            (Isa::Avx2, false) => blocked::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
+            (Isa::Avx512, true) => blocked_shared::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
+            (Isa::Avx2, true) => blocked_shared::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
         }
     }
 }
@@ -217,7 +221,7 @@ unsafe fn blocked<K: Micro>(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    let (mr, nr, kcb, ncb, mcb) = (K::MR, K::NR, K::KC, K::NC, K::MC);
+    let (mr, kcb, ncb, mcb) = (K::MR, K::KC, K::NC, K::MC);
     // Taken out of the thread-local for the call (a re-entrant call would find empty buffers
     // and allocate its own).
     let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
@@ -239,51 +243,213 @@ unsafe fn blocked<K: Micro>(
             }
             let bt = if pc == 0 { beta } else { Some(1.0) };
             for jc in (0..n).step_by(ncb) {
-                let nc = ncb.min(n - jc);
-                let panels_b = nc.div_ceil(nr);
-                // Where each panel of `b` is read from, and the distance between its k steps.
-                let mut panel_b = [(std::ptr::null::<f32>(), 0isize); MAX_PANELS_B];
-                for (jp, panel) in panel_b.iter_mut().enumerate().take(panels_b) {
-                    let j0 = jc + jp * nr;
-                    let cols = nr.min(n - j0);
-                    // SAFETY: (pc, j0) is an element of `b`.
-                    let src = unsafe { b.at(pc, j0) };
-                    *panel = if direct_b && cols == nr {
-                        (src.ptr, b.rs)
-                    } else {
-                        let dst = bpack.wrapping_add(jp * nr * kc);
-                        // SAFETY: as for `a`; the block fits NC * kc elements.
-                        unsafe { (K::PACK_B)(kc, cols, src, dst) };
-                        (dst.cast_const(), nr as isize)
-                    };
-                }
-                for ip in 0..panels_a {
-                    let i0 = ic + ip * mr;
-                    for (jp, &(bp, b_step)) in panel_b.iter().enumerate().take(panels_b) {
-                        let j0 = jc + jp * nr;
-                        // SAFETY: panels of kc steps (packed, or rows of `b` with NR columns in
-                        // range); the tile at (i0, j0) of `c` has min(MR, m - i0) rows and
-                        // min(NR, n - j0) columns in range.
-                        unsafe {
-                            (K::KERNEL)(
-                                kc,
-                                apack.add(ip * mr * kc),
-                                bp,
-                                b_step,
-                                c.offset(i0 as isize * ldc + j0 as isize),
-                                ldc,
-                                mr.min(m - i0),
-                                nr.min(n - j0),
-                                alpha,
-                                bt,
-                            )
-                        };
-                    }
-                }
+                let blk = Block { ic, rows: mc, pc, kc, jc, cols: ncb.min(n - jc) };
+                // SAFETY: the block lies inside the product; `apack` holds its packed rows of
+                // `a`; `bpack` holds NC * kc floats; the contract covers the rest.
+                unsafe { column_block::<K>(blk, apack, b, bpack, direct_b, alpha, bt, c, ldc) };
             }
         }
     }
     BUFFERS.with(|b| *b.borrow_mut() = bufs);
+}
+
+/// The most floats of packed `a` that [`blocked_shared`] shares at once (16 MiB: a 2048 x
+/// 2048 `a` in one block).
+const SHARED_A_MAX: usize = 4 << 20;
+
+thread_local! {
+    /// The shared packed `a` of the products this thread starts (Note [Parallel packed GEMM]).
+    static SHARED_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The operands of [`blocked_shared`], shared by its tasks.
+#[derive(Clone, Copy)]
+struct Operands {
+    a: Strided,
+    b: Strided,
+    c: *mut f32,
+    apack: *mut f32,
+}
+
+// SAFETY: the tasks read `a`, `b` and the packed `a` (written before they start, each panel by
+// one packing task) and write disjoint panels of the packed `a` and disjoint columns of `c`.
+unsafe impl Send for Operands {}
+// SAFETY: as above.
+unsafe impl Sync for Operands {}
+
+impl Operands {
+    /// A by-value copy (closures then capture the whole struct, which is Sync, not its fields).
+    fn get(&self) -> Operands {
+        *self
+    }
+}
+
+/// Note [Parallel packed GEMM]: on several threads, `a` is packed once, by all of them, for
+/// the whole depth of a block of rows (up to [`SHARED_A_MAX`] floats), and the columns are
+/// then cut into tasks (at least two per thread, at most NC wide) that rayon hands out as
+/// threads come free. Each task packs its own columns of `b` into its thread's buffer, block
+/// by block of depth, and runs every panel of the shared `a` against them, so no element of
+/// either operand is packed twice. Splitting the product into one independent half per thread
+/// instead packed all of `a` on every thread (a 1024-row `a` takes as long to pack as 4% of a
+/// half product) and left a thread slowed by its neighbours holding up the other.
+///
+/// These are its loops around `K`'s packing and micro-kernel, on the current rayon pool.
+///
+/// # Safety
+/// As [`sgemm`], for `K`'s ISA.
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocked_shared<K: Micro>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: Strided,
+    b: Strided,
+    beta: Option<f32>,
+    c: *mut f32,
+    ldc: isize,
+) {
+    use rayon::prelude::*;
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let (mr, nr, kcb, ncb) = (K::MR, K::NR, K::KC, K::NC);
+    let threads = rayon::current_num_threads();
+    let rows_cap = (SHARED_A_MAX / k).max(mr) / mr * mr;
+    let tasks = n.div_ceil(ncb).max(2 * threads).min(n.div_ceil(nr));
+    let width = n.div_ceil(tasks).div_ceil(nr) * nr;
+    let tasks = n.div_ceil(width);
+    let direct_b = b.cs == 1 && m <= DIRECT_B_MAX_ROWS;
+    let depth_blocks = k.div_ceil(kcb);
+    let mut shared = SHARED_A.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    for ic in (0..m).step_by(rows_cap) {
+        let mc = rows_cap.min(m - ic);
+        let panels_a = mc.div_ceil(mr);
+        // Depth block `pc` of the packed rows starts at `panels_a * MR * pc`, panel `ip` of it
+        // `ip * MR * kc` further.
+        let ops = Operands { a, b, c, apack: aligned(&mut shared, panels_a * mr * k) };
+        (0..depth_blocks * panels_a).into_par_iter().with_min_len(8).for_each(|t| {
+            let ops = ops.get();
+            let (pc, ip) = ((t / panels_a) * kcb, t % panels_a);
+            let (i0, kc) = (ic + ip * mr, kcb.min(k - pc));
+            // SAFETY: rows i0.., columns pc.. of `a` exist; the panel is this task's own and
+            // lies inside the buffer (panels_a * MR * k floats); the ISA per the contract.
+            unsafe {
+                (K::PACK_A)(mr.min(m - i0), kc, ops.a.at(i0, pc), ops.apack.add(panels_a * mr * pc + ip * mr * kc))
+            };
+        });
+        (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
+            let ops = ops.get();
+            let (j_start, j_end) = (t * width, ((t + 1) * width).min(n));
+            let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
+            let bpack = aligned(&mut bufs.b, ncb * kcb.min(k));
+            for pc in (0..k).step_by(kcb) {
+                let kc = kcb.min(k - pc);
+                let bt = if pc == 0 { beta } else { Some(1.0) };
+                for jc in (j_start..j_end).step_by(ncb) {
+                    let blk = Block { ic, rows: mc, pc, kc, jc, cols: ncb.min(j_end - jc) };
+                    // SAFETY: the block lies inside the product; the packed rows of `a` for
+                    // depth `pc` are complete (the packing loop has returned); `bpack` holds
+                    // NC * kc floats; this task alone writes columns j_start..j_end of `c`.
+                    unsafe {
+                        column_block::<K>(
+                            blk,
+                            ops.apack.add(panels_a * mr * pc),
+                            ops.b,
+                            bpack,
+                            direct_b,
+                            alpha,
+                            bt,
+                            ops.c,
+                            ldc,
+                        )
+                    };
+                }
+            }
+            BUFFERS.with(|b| *b.borrow_mut() = bufs);
+        });
+    }
+    SHARED_A.with(|s| *s.borrow_mut() = shared);
+}
+
+/// One step of the loops of Note [Packed f32 GEMM]: rows `ic..ic + rows` of `a` (packed),
+/// depth `pc..pc + kc`, columns `jc..jc + cols` of `b` and `c`.
+#[derive(Clone, Copy)]
+struct Block {
+    ic: usize,
+    rows: usize,
+    pc: usize,
+    kc: usize,
+    jc: usize,
+    cols: usize,
+}
+
+/// Runs one [`Block`]: packs its columns of `b` into `bpack` (or, when `direct_b`, points at
+/// the full panels of a row-major `b` in place) and multiplies every packed panel of `a` (at
+/// `apack`, `[kc][MR]` each) by them into `c`.
+///
+/// # Safety
+/// The block must lie inside the product; `apack` must hold the block's rows of `a` packed
+/// by `K::PACK_A`; `bpack` must hold `cols.div_ceil(NR) * NR * kc` floats (at most NC wide);
+/// `c` must address the block's tile with rows `ldc` apart, which no one else writes
+/// meanwhile; the CPU must run `K`'s ISA.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn column_block<K: Micro>(
+    blk: Block,
+    apack: *const f32,
+    b: Strided,
+    bpack: *mut f32,
+    direct_b: bool,
+    alpha: f32,
+    beta: Option<f32>,
+    c: *mut f32,
+    ldc: isize,
+) {
+    let (mr, nr) = (K::MR, K::NR);
+    let Block { ic, rows, pc, kc, jc, cols } = blk;
+    let (row_end, col_end) = (ic + rows, jc + cols);
+    let panels_b = cols.div_ceil(nr);
+    debug_assert!(panels_b <= MAX_PANELS_B);
+    // Where each panel of `b` is read from, and the distance between its k steps.
+    let mut panel_b = [(std::ptr::null::<f32>(), 0isize); MAX_PANELS_B];
+    for (jp, panel) in panel_b.iter_mut().enumerate().take(panels_b) {
+        let j0 = jc + jp * nr;
+        let width = nr.min(col_end - j0);
+        // SAFETY: (pc, j0) is an element of `b`.
+        let src = unsafe { b.at(pc, j0) };
+        *panel = if direct_b && width == nr {
+            (src.ptr, b.rs)
+        } else {
+            let dst = bpack.wrapping_add(jp * nr * kc);
+            // SAFETY: the block's elements of `b` exist; the panel fits `bpack`.
+            unsafe { (K::PACK_B)(kc, width, src, dst) };
+            (dst.cast_const(), nr as isize)
+        };
+    }
+    for ip in 0..rows.div_ceil(mr) {
+        let i0 = ic + ip * mr;
+        for (jp, &(bp, b_step)) in panel_b.iter().enumerate().take(panels_b) {
+            let j0 = jc + jp * nr;
+            // SAFETY: panels of kc steps (packed, or rows of `b` with NR columns in range); the
+            // tile at (i0, j0) of `c` has min(MR, row_end - i0) rows and min(NR, col_end - j0)
+            // columns inside the block.
+            unsafe {
+                (K::KERNEL)(
+                    kc,
+                    apack.add(ip * mr * kc),
+                    bp,
+                    b_step,
+                    c.offset(i0 as isize * ldc + j0 as isize),
+                    ldc,
+                    mr.min(row_end - i0),
+                    nr.min(col_end - j0),
+                    alpha,
+                    beta,
+                )
+            };
+        }
+    }
 }
 
 /// The packing of any layout, element by element: `dst[p * width + r] = src(r, p)` for
@@ -700,10 +866,25 @@ mod tests {
         c
     }
 
+    /// The output pointer, sent into the pool.
+    #[derive(Clone, Copy)]
+    struct SendMut(*mut f32);
+    // SAFETY: only the product called inside `install` writes through it.
+    unsafe impl Send for SendMut {}
+    // SAFETY: as above.
+    unsafe impl Sync for SendMut {}
+    impl SendMut {
+        fn get(self) -> *mut f32 {
+            self.0
+        }
+    }
+
     #[test]
     fn products_of_every_layout_and_edge_match_a_reference() {
         // Every kernel this CPU runs, not only the best one.
         let isas: Vec<Isa> = ISAS.into_iter().filter(|&i| runs(i)).collect();
+        // Three threads: column tasks that do not divide evenly among them.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("a 3-thread pool");
         // Sizes cover partial tiles (rows not a multiple of 12 or 6, columns not of 32 or 16),
         // several k blocks (k > 384) and several column blocks (n > 480), and more rows than
         // DIRECT_B_MAX_ROWS (packed `b`).
@@ -717,6 +898,8 @@ mod tests {
             (7, 3, 1000),
             (200, 70, 20),
             (203, 35, 270),
+            // Two blocks of shared rows on the parallel path (m * k > SHARED_A_MAX).
+            (700, 20, 6100),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.125).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.25).collect();
@@ -725,23 +908,24 @@ mod tests {
                 let (brs, bcs) = if b_rm { (n, 1) } else { (1, k) };
                 let want = reference(m, n, k, &a, ars, acs, &b, brs, bcs);
                 let ldc = n + 3;
-                for (isa, beta) in isas.iter().flat_map(|&i| [(i, None), (i, Some(0.5f32)), (i, Some(1.0))]) {
+                let runs = isas.iter().flat_map(|&i| [(i, None), (i, Some(0.5f32)), (i, Some(1.0))]);
+                for ((isa, beta), parallel) in runs.flat_map(|r| [(r, false), (r, true)]) {
                     let mut c = vec![2f32; m * ldc];
-                    // SAFETY: the ISA is checked; the strides address the vectors above.
-                    unsafe {
-                        sgemm(
-                            isa,
-                            m,
-                            n,
-                            k,
-                            1.5,
-                            Strided { ptr: a.as_ptr(), rs: ars as isize, cs: acs as isize },
-                            Strided { ptr: b.as_ptr(), rs: brs as isize, cs: bcs as isize },
-                            beta,
-                            c.as_mut_ptr(),
-                            ldc as isize,
-                        )
-                    };
+                    let (ap, bp) = (
+                        Strided { ptr: a.as_ptr(), rs: ars as isize, cs: acs as isize },
+                        Strided { ptr: b.as_ptr(), rs: brs as isize, cs: bcs as isize },
+                    );
+                    let cp = c.as_mut_ptr();
+                    if parallel {
+                        let cp = SendMut(cp);
+                        // SAFETY: the ISA is checked; the strides address the vectors above.
+                        pool.install(|| unsafe {
+                            sgemm(isa, true, m, n, k, 1.5, ap, bp, beta, cp.get(), ldc as isize)
+                        });
+                    } else {
+                        // SAFETY: as above.
+                        unsafe { sgemm(isa, false, m, n, k, 1.5, ap, bp, beta, cp, ldc as isize) };
+                    }
                     for i in 0..m {
                         for j in 0..ldc {
                             let got = c[i * ldc + j] as f64;
@@ -752,7 +936,8 @@ mod tests {
                             let w = 1.5 * want[i * n + j] + beta.map_or(0.0, |bt| bt as f64 * 2.0);
                             assert!(
                                 (got - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                                "{isa:?} {m}x{n}x{k} a_rm={a_rm} b_rm={b_rm} beta={beta:?} ({i}, {j}): {got} vs {w}"
+                                "{isa:?} parallel={parallel} {m}x{n}x{k} a_rm={a_rm} b_rm={b_rm} beta={beta:?} ({i}, \
+                                 {j}): {got} vs {w}"
                             );
                         }
                     }
