@@ -44,9 +44,13 @@ pub struct Args {
     /// Rewrite the results section of BENCHMARKS.md with this run's table and machine.
     #[arg(long)]
     pub record: bool,
-    /// Seconds of measurement per workload and thread count (after a 0.2 s warm-up).
+    /// Seconds of measurement per workload and thread count (after a 0.2 s warm-up per round).
     #[arg(long, default_value_t = 1.0)]
     pub time: f64,
+    /// Rounds per workload and thread count, each ours then PyTorch's for `time / rounds`
+    /// seconds; a row shows the median round of each side (Note [Measurement rounds]).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
     /// Skip the PyTorch column even if torch is installed.
     #[arg(long)]
     pub no_pytorch: bool,
@@ -61,6 +65,13 @@ pub struct Args {
 /// includes the script's start-up: `import torch` keeps a core busy for seconds, and a run
 /// that measured during it saw our 2-thread `matmul_1024` at 29 ms instead of 15 (one core
 /// left), so the run starts once the script says it is ready.
+///
+/// Note [Measurement rounds]: on this VM a neighbour on the same physical core can halve our
+/// speed for seconds at a time (one run's `W1.add1_grad` samples spread from 289 to 553 ns),
+/// so the side measured during such a spell lost the row however the code did. Each row is
+/// therefore measured in rounds (three by default), ours then PyTorch's in each, and each side
+/// reports its median round: a slow spell now has to cover two rounds of a side to move it,
+/// and it then covers the other side's rounds in between as well.
 ///
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -80,7 +91,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if !(a.time.is_finite() && a.time >= 0.0) {
         return Err(format!("--time must be a non-negative number of seconds, got {}", a.time));
     }
-    let cfg = Config::with_budget(a.time);
+    if a.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    let round_time = a.time / a.rounds as f64;
+    let cfg = Config::with_budget(round_time);
     let root = crate::workspace_root();
     let reference = if a.no_pytorch { None } else { reference::Reference::detect(&root) };
     match &reference {
@@ -108,26 +123,46 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         for w in &selected {
             eprint!("{} ({n} thread{}) ... ", w.id, if n == 1 { "" } else { "s" });
             let _ = std::io::stderr().flush();
-            let ours = pool.install(|| measure(w, &cfg));
-            match &ours {
-                Ok(s) => eprint!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples),
-                Err(e) => eprint!("error: {e}"),
+            // Note [Measurement rounds]; Note [Interleaved reference]: PyTorch right after
+            // ours in each round, never concurrently.
+            let (mut ours_rounds, mut pytorch_rounds) = (Vec::new(), Vec::new());
+            let (mut ours_error, mut pytorch_error) = (None, None);
+            for round in 0..a.rounds {
+                if round > 0 {
+                    eprint!("; ");
+                }
+                match pool.install(|| measure(w, &cfg)) {
+                    Ok(s) => {
+                        eprint!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples);
+                        ours_rounds.push(s);
+                    }
+                    Err(e) => {
+                        eprint!("error: {e}");
+                        ours_error = Some(e);
+                        break;
+                    }
+                }
+                if let (Some(server), None) = (server.as_mut(), &pytorch_error) {
+                    match server.median(w.id, n, round_time) {
+                        Ok(m) => {
+                            eprint!(", PyTorch {}", report::format_seconds(m));
+                            pytorch_rounds.push(m);
+                        }
+                        Err(e) => {
+                            eprint!(", warning: PyTorch reference failed: {e}");
+                            pytorch_error = Some(e);
+                        }
+                    }
+                }
             }
-            // Note [Interleaved reference]: PyTorch right after ours, never concurrently.
-            let pytorch_median_s = match server.as_mut().map(|s| s.median(w.id, n, a.time)) {
-                Some(Ok(m)) => {
-                    eprintln!("; PyTorch {}", report::format_seconds(m));
-                    Some(m)
-                }
-                Some(Err(e)) => {
-                    eprintln!("; warning: PyTorch reference failed: {e}");
-                    None
-                }
-                None => {
-                    eprintln!();
-                    None
-                }
+            eprintln!();
+            let ours = match (ours_error, stats::median_round(ours_rounds, |s| s.median_s)) {
+                (Some(e), _) => Err(e),
+                (None, Some(s)) => Ok(s),
+                (None, None) => Err("no round was measured".to_string()),
             };
+            let pytorch_median_s =
+                if pytorch_error.is_some() { None } else { stats::median_round(pytorch_rounds, |&m| m) };
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }

@@ -132,9 +132,25 @@ pub fn measure<E>(cfg: &Config, body: &mut dyn FnMut() -> Result<(), E>) -> Resu
     Ok(summarize(&samples, batch).expect("at least one sample"))
 }
 
+/// The middle one of several rounds' results, by `key` (the upper middle for an even count);
+/// None for no rounds. See Note [Measurement rounds] in `bench.rs`.
+pub fn median_round<T>(mut rounds: Vec<T>, key: impl Fn(&T) -> f64) -> Option<T> {
+    rounds.sort_by(|x, y| key(x).total_cmp(&key(y)));
+    let mid = rounds.len() / 2;
+    rounds.into_iter().nth(mid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_round_is_the_middle_by_key() {
+        assert_eq!(median_round(vec![3.0, 9.0, 1.0], |&x| x), Some(3.0));
+        assert_eq!(median_round(vec![(2, 5.0), (1, 4.0)], |r| r.1), Some((2, 5.0)));
+        assert_eq!(median_round(vec![7.5], |&x| x), Some(7.5));
+        assert_eq!(median_round(Vec::<f64>::new(), |&x| x), None);
+    }
 
     #[test]
     fn percentile_interpolates_like_numpy() {
