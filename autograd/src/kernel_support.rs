@@ -9,10 +9,17 @@ use crate::node::{Grads, NodeCore, NodeRef};
 /// Records `t` as output `output_nr` of `node`: its shape and dtype become the node's input
 /// metadata, and, when `differentiable` (and `t` is floating), `node` becomes its `grad_fn`.
 pub fn set_history(t: &Tensor, node: &NodeRef, output_nr: u32, differentiable: bool) -> Result<()> {
+    set_history_owned(t, node.clone(), output_nr, differentiable)
+}
+
+/// [`set_history`] for the last output of a node: the handle moves into the output's metadata
+/// instead of being cloned there, which spares a recorded operation an atomic increment and the
+/// matching decrement on its node's count.
+pub fn set_history_owned(t: &Tensor, node: NodeRef, output_nr: u32, differentiable: bool) -> Result<()> {
     let nr = node.core().add_input_metadata(t);
     debug_assert_eq!(nr, output_nr);
     if differentiable && t.dtype().is_floating_point() {
-        crate::meta::set_grad_fn(t, node.clone(), output_nr)?;
+        crate::meta::set_grad_fn(t, node, output_nr)?;
     }
     Ok(())
 }

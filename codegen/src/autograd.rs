@@ -825,40 +825,49 @@ fn emit_kernel(o: &mut String, e: &Entry, inplace: bool) -> Result<(), String> {
         "    let result_ = {{\n        let _below = c10::ExcludeDispatchKeyGuard::{guard}();\n        handles::{module}::redispatch(ks & DispatchKeySet::after_autograd_keyset(), {})?\n    }};",
         names.join(", ")
     );
-    o.push_str("    if let Some(f) = grad_fn_ {\n        let node: NodeRef = f.clone();\n");
     let diff_flags: Vec<bool> = (0..e.n_returns)
         .map(|k| e.d.output_differentiability.as_ref().is_none_or(|v| v.get(k).copied().unwrap_or(true)))
         .collect();
-    if inplace {
-        o.push_str("        ks_::rebase_history(self_, &node)?;\n");
-        for k in &e.uses.results {
-            let _ = writeln!(
-                o,
-                "        f.{}.set_output(self_, Arc::downgrade(&node), {k})?;",
-                result_ident(*k, e.n_returns)
-            );
-        }
-    } else if e.returns_list {
-        o.push_str("        for (i, t) in result_.iter().enumerate() {\n            ks_::set_history(t, &node, i as u32, true)?;\n        }\n");
-    } else if e.n_returns == 1 {
-        let _ = writeln!(o, "        ks_::set_history(&result_, &node, 0, {})?;", diff_flags[0]);
-        for k in &e.uses.results {
-            let _ = writeln!(
-                o,
-                "        f.{}.set_output(&result_, Arc::downgrade(&node), {k})?;",
-                result_ident(*k, e.n_returns)
-            );
-        }
+    if !inplace && !e.returns_list && e.n_returns == 1 && e.uses.results.is_empty() {
+        // The node's only use: its handle moves into the output (no reference-count traffic).
+        let _ = writeln!(
+            o,
+            "    if let Some(f) = grad_fn_ {{\n        ks_::set_history_owned(&result_, f, 0, {})?;",
+            diff_flags[0]
+        );
     } else {
-        for (k, flag) in diff_flags.iter().enumerate() {
-            let _ = writeln!(o, "        ks_::set_history(&result_.{k}, &node, {k}, {flag})?;");
-        }
-        for k in &e.uses.results {
-            let _ = writeln!(
-                o,
-                "        f.{}.set_output(&result_.{k}, Arc::downgrade(&node), {k})?;",
-                result_ident(*k, e.n_returns)
-            );
+        o.push_str("    if let Some(f) = grad_fn_ {\n        let node: NodeRef = f.clone();\n");
+        if inplace {
+            o.push_str("        ks_::rebase_history(self_, &node)?;\n");
+            for k in &e.uses.results {
+                let _ = writeln!(
+                    o,
+                    "        f.{}.set_output(self_, Arc::downgrade(&node), {k})?;",
+                    result_ident(*k, e.n_returns)
+                );
+            }
+        } else if e.returns_list {
+            o.push_str("        for (i, t) in result_.iter().enumerate() {\n            ks_::set_history(t, &node, i as u32, true)?;\n        }\n");
+        } else if e.n_returns == 1 {
+            let _ = writeln!(o, "        ks_::set_history(&result_, &node, 0, {})?;", diff_flags[0]);
+            for k in &e.uses.results {
+                let _ = writeln!(
+                    o,
+                    "        f.{}.set_output(&result_, Arc::downgrade(&node), {k})?;",
+                    result_ident(*k, e.n_returns)
+                );
+            }
+        } else {
+            for (k, flag) in diff_flags.iter().enumerate() {
+                let _ = writeln!(o, "        ks_::set_history(&result_.{k}, &node, {k}, {flag})?;");
+            }
+            for k in &e.uses.results {
+                let _ = writeln!(
+                    o,
+                    "        f.{}.set_output(&result_.{k}, Arc::downgrade(&node), {k})?;",
+                    result_ident(*k, e.n_returns)
+                );
+            }
         }
     }
     o.push_str("    }\n");

@@ -38,8 +38,7 @@ pub(crate) fn add_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alp
         handles::add_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -83,8 +82,7 @@ pub(crate) fn add_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alph
         handles::add_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -128,8 +126,7 @@ pub(crate) fn sub_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alp
         handles::sub_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -173,8 +170,7 @@ pub(crate) fn sub_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alph
         handles::sub_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -218,8 +214,7 @@ pub(crate) fn rsub_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alp
         handles::rsub_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -247,8 +242,7 @@ pub(crate) fn mul_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         handles::mul_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -300,8 +294,7 @@ pub(crate) fn mul_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> R
         handles::mul_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -350,8 +343,7 @@ pub(crate) fn div_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         handles::div_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -400,8 +392,7 @@ pub(crate) fn div_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> R
         handles::div_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -445,8 +436,7 @@ pub(crate) fn neg(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::neg::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -490,8 +480,7 @@ pub(crate) fn abs(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::abs::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -535,8 +524,7 @@ pub(crate) fn clone(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<Me
         handles::clone::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, memory_format)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -574,8 +562,7 @@ pub(crate) fn _to_copy(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -595,8 +582,7 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
         handles::view::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, size)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -617,8 +603,7 @@ pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], s
         handles::_reshape_alias::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, size, stride)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -639,8 +624,7 @@ pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1:
         handles::transpose_int::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim0, dim1)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -661,8 +645,7 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::t::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -683,8 +666,7 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
         handles::permute::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dims)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -705,8 +687,7 @@ pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit:
         handles::expand::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, size, implicit)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -727,8 +708,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::squeeze::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -749,8 +729,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
         handles::squeeze_dim::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -771,8 +750,7 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
         handles::squeeze_dims::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -793,8 +771,7 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
         handles::unsqueeze::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -829,8 +806,7 @@ pub(crate) fn slice_tensor(
         handles::slice_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, start, end, step)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -851,8 +827,7 @@ pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i6
         handles::select_int::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -873,8 +848,7 @@ pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::alias::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     ks_::mark_view(&result_, self_)?;
     Ok(result_)
@@ -1036,8 +1010,7 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::log::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1081,8 +1054,7 @@ pub(crate) fn log2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::log2::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1126,8 +1098,7 @@ pub(crate) fn log10(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::log10::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1171,8 +1142,7 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::log1p::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1357,8 +1327,7 @@ pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::sin::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1402,8 +1371,7 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::cos::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1494,8 +1462,7 @@ pub(crate) fn asin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::asin::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1539,8 +1506,7 @@ pub(crate) fn acos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::acos::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1584,8 +1550,7 @@ pub(crate) fn atan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::atan::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1629,8 +1594,7 @@ pub(crate) fn sinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::sinh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1674,8 +1638,7 @@ pub(crate) fn cosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::cosh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1766,8 +1729,7 @@ pub(crate) fn asinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::asinh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1811,8 +1773,7 @@ pub(crate) fn acosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::acosh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1856,8 +1817,7 @@ pub(crate) fn atanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::atanh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1948,8 +1908,7 @@ pub(crate) fn erf(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::erf::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -1993,8 +1952,7 @@ pub(crate) fn erfc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::erfc::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2085,8 +2043,7 @@ pub(crate) fn floor(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::floor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2130,8 +2087,7 @@ pub(crate) fn ceil(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::ceil::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2175,8 +2131,7 @@ pub(crate) fn trunc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::trunc::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2220,8 +2175,7 @@ pub(crate) fn round(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::round::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2265,8 +2219,7 @@ pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::sign::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2310,8 +2263,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::sgn::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2355,8 +2307,7 @@ pub(crate) fn frac(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::frac::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2447,8 +2398,7 @@ pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::silu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2492,8 +2442,7 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::mish::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2537,8 +2486,7 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
         handles::hardsigmoid::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2582,8 +2530,7 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::hardswish::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2627,8 +2574,7 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         handles::maximum::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2648,8 +2594,7 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
         handles::minimum::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2669,8 +2614,7 @@ pub(crate) fn atan2(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
         handles::atan2::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2696,8 +2640,7 @@ pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
         handles::fmod_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2723,8 +2666,7 @@ pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
         handles::remainder_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2771,8 +2713,7 @@ pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Sc
         handles::pow_tensor_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, exponent)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2792,8 +2733,7 @@ pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weig
         handles::lerp_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, end, weight)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2826,8 +2766,7 @@ pub(crate) fn addcmul(
         handles::addcmul::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, tensor1, tensor2, value)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2897,8 +2836,7 @@ pub(crate) fn addcdiv(
         handles::addcdiv::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, tensor1, tensor2, value)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -2955,8 +2893,7 @@ pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max
         handles::clamp::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min, max)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3005,8 +2942,7 @@ pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tens
         handles::masked_fill_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask, value)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3030,8 +2966,7 @@ pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Sca
         handles::leaky_relu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, negative_slope)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3056,8 +2991,7 @@ pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_
         handles::hardtanh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min_val, max_val)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3089,8 +3023,7 @@ pub(crate) fn elu(
         handles::elu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, alpha, scale, input_scale)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3115,8 +3048,7 @@ pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, thresho
         handles::softplus::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, beta, threshold)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3136,8 +3068,7 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
         handles::gelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, approximate)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3157,8 +3088,7 @@ pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, v
         handles::threshold::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, threshold, value)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3206,8 +3136,7 @@ pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
         handles::log_sigmoid::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3288,8 +3217,7 @@ pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor,
         handles::where_self::redispatch(ks & DispatchKeySet::after_autograd_keyset(), condition, self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3309,8 +3237,7 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
         handles::sum::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dtype)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3341,8 +3268,7 @@ pub(crate) fn sum_dim_intlist(
         handles::sum_dim_intlist::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, keepdim, dtype)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3362,8 +3288,7 @@ pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>
         handles::mean::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dtype)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3394,8 +3319,7 @@ pub(crate) fn mean_dim(
         handles::mean_dim::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, keepdim, dtype)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3433,8 +3357,7 @@ pub(crate) fn var_correction(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3681,8 +3604,7 @@ pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option
         handles::cumsum::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, dtype)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3757,8 +3679,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
         handles::cat::redispatch(ks & DispatchKeySet::after_autograd_keyset(), tensors, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3779,8 +3700,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
         handles::stack::redispatch(ks & DispatchKeySet::after_autograd_keyset(), tensors, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3852,8 +3772,7 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
         handles::flip::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dims)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3873,8 +3792,7 @@ pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i
         handles::roll::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, shifts, dims)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3894,8 +3812,7 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
         handles::tril::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, diagonal)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3939,8 +3856,7 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
         handles::triu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, diagonal)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -3984,8 +3900,7 @@ pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], v
         handles::constant_pad_nd::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, pad, value)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4010,8 +3925,7 @@ pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: 
         handles::index_select::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4042,8 +3956,7 @@ pub(crate) fn gather(
         handles::gather::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, sparse_grad)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4074,8 +3987,7 @@ pub(crate) fn scatter_add(
         handles::scatter_add::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, src)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4143,8 +4055,7 @@ pub(crate) fn index_add(
         handles::index_add::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, source, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4201,8 +4112,7 @@ pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option
         handles::index_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, indices)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4241,8 +4151,7 @@ pub(crate) fn embedding(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4262,8 +4171,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
         handles::mm::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mat2)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4289,8 +4197,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
         handles::bmm::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mat2)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4325,8 +4232,7 @@ pub(crate) fn addmm(
         handles::addmm::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mat1, mat2, beta, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4352,8 +4258,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
         handles::mv::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, vec)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4379,8 +4284,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
         handles::dot::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, tensor)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4435,8 +4339,7 @@ pub(crate) fn convolution(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4612,8 +4515,7 @@ pub(crate) fn threshold_backward(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4657,8 +4559,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4706,8 +4607,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
         handles::mse_loss::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, target, reduction)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4748,8 +4648,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4790,8 +4689,7 @@ pub(crate) fn nll_loss(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4832,8 +4730,7 @@ pub(crate) fn nll_loss2d(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -4874,8 +4771,7 @@ pub(crate) fn nll_loss_nd(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5110,8 +5006,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
         handles::logit::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, eps)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5227,8 +5122,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
         handles::repeat::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, repeats)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5254,8 +5148,7 @@ pub(crate) fn scatter_src(
         handles::scatter_src::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, src)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5317,8 +5210,7 @@ pub(crate) fn index_put(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5392,8 +5284,7 @@ pub(crate) fn smooth_l1_loss(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5425,8 +5316,7 @@ pub(crate) fn huber_loss(
         handles::huber_loss::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, target, reduction, delta)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5458,8 +5348,7 @@ pub(crate) fn kl_div(
         handles::kl_div::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, target, reduction, log_target)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5688,8 +5577,7 @@ pub(crate) fn nan_to_num(
         handles::nan_to_num::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, nan, posinf, neginf)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5739,8 +5627,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
         handles::selu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5784,8 +5671,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
         handles::celu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, alpha)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5833,8 +5719,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
         handles::clamp_min::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5882,8 +5767,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
         handles::clamp_max::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, max)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -5982,8 +5866,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
         handles::fmax::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6003,8 +5886,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
         handles::fmin::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6024,8 +5906,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
         handles::glu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6045,8 +5926,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
         handles::rot90::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, k_, dims)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6066,8 +5946,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
         handles::diag::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, diagonal)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6104,8 +5983,7 @@ pub(crate) fn repeat_interleave_self_int(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6129,8 +6007,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
         handles::masked_select::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6150,8 +6027,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
         handles::take::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, index)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, true)?;
+        ks_::set_history_owned(&result_, f, 0, true)?;
     }
     Ok(result_)
 }
@@ -6209,8 +6085,7 @@ pub(crate) fn zeros_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6246,8 +6121,7 @@ pub(crate) fn ones_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6285,8 +6159,7 @@ pub(crate) fn full_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6322,8 +6195,7 @@ pub(crate) fn empty_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6359,8 +6231,7 @@ pub(crate) fn rand_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6396,8 +6267,7 @@ pub(crate) fn randn_like(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6417,8 +6287,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
         handles::bernoulli::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, generator)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6438,8 +6307,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
         handles::bernoulli_p::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, p, generator)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6471,8 +6339,7 @@ pub(crate) fn multinomial(
         )?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6497,8 +6364,7 @@ pub(crate) fn normal_tensor_float(
         handles::normal_tensor_float::redispatch(ks & DispatchKeySet::after_autograd_keyset(), mean, std, generator)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6523,8 +6389,7 @@ pub(crate) fn normal_float_tensor(
         handles::normal_float_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), mean, std, generator)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6549,8 +6414,7 @@ pub(crate) fn normal_tensor_tensor(
         handles::normal_tensor_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), mean, std, generator)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6570,8 +6434,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
         handles::floor_divide::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
@@ -6591,8 +6454,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
         handles::floor_divide_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
     };
     if let Some(f) = grad_fn_ {
-        let node: NodeRef = f.clone();
-        ks_::set_history(&result_, &node, 0, false)?;
+        ks_::set_history_owned(&result_, f, 0, false)?;
     }
     Ok(result_)
 }
