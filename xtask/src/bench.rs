@@ -123,46 +123,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         for w in &selected {
             eprint!("{} ({n} thread{}) ... ", w.id, if n == 1 { "" } else { "s" });
             let _ = std::io::stderr().flush();
-            // Note [Measurement rounds]; Note [Interleaved reference]: PyTorch right after
-            // ours in each round, never concurrently.
-            let (mut ours_rounds, mut pytorch_rounds) = (Vec::new(), Vec::new());
-            let (mut ours_error, mut pytorch_error) = (None, None);
-            for round in 0..a.rounds {
-                if round > 0 {
-                    eprint!("; ");
-                }
-                match pool.install(|| measure(w, &cfg)) {
-                    Ok(s) => {
-                        eprint!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples);
-                        ours_rounds.push(s);
-                    }
-                    Err(e) => {
-                        eprint!("error: {e}");
-                        ours_error = Some(e);
-                        break;
-                    }
-                }
-                if let (Some(server), None) = (server.as_mut(), &pytorch_error) {
-                    match server.median(w.id, n, round_time) {
-                        Ok(m) => {
-                            eprint!(", PyTorch {}", report::format_seconds(m));
-                            pytorch_rounds.push(m);
-                        }
-                        Err(e) => {
-                            eprint!(", warning: PyTorch reference failed: {e}");
-                            pytorch_error = Some(e);
-                        }
-                    }
-                }
-            }
-            eprintln!();
-            let ours = match (ours_error, stats::median_round(ours_rounds, |s| s.median_s)) {
-                (Some(e), _) => Err(e),
-                (None, Some(s)) => Ok(s),
-                (None, None) => Err("no round was measured".to_string()),
-            };
-            let pytorch_median_s =
-                if pytorch_error.is_some() { None } else { stats::median_round(pytorch_rounds, |&m| m) };
+            // On the pool: the workload's body (built once per row) cannot leave its thread.
+            let (ours, pytorch_median_s) =
+                pool.install(|| measure_row(w, &cfg, a.rounds, round_time, n, server.as_mut()));
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }
@@ -202,8 +165,59 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Sets up and measures one workload on the current (installed) thread pool.
-fn measure(w: &Workload, cfg: &Config) -> Result<stats::Summary, String> {
-    let mut body = (w.setup)().map_err(|e| e.to_string())?;
-    stats::measure(cfg, &mut *body).map_err(|e| e.to_string())
+/// Sets up workload `w` once and measures it in `rounds` rounds on the current (installed)
+/// thread pool, each followed by PyTorch's round through `server` (Notes [Measurement rounds]
+/// and [Interleaved reference]: right after ours, never concurrently). Returns our median
+/// round and PyTorch's median, None if the reference is absent or failed.
+fn measure_row(
+    w: &Workload,
+    cfg: &Config,
+    rounds: usize,
+    round_time: f64,
+    threads: usize,
+    mut server: Option<&mut reference::Server>,
+) -> (Result<stats::Summary, String>, Option<f64>) {
+    let (mut ours_rounds, mut pytorch_rounds) = (Vec::new(), Vec::new());
+    let (mut ours_error, mut pytorch_error) = (None, None);
+    let mut body = (w.setup)().map_err(|e| e.to_string());
+    for round in 0..rounds {
+        if round > 0 {
+            eprint!("; ");
+        }
+        let measured = match &mut body {
+            Ok(body) => stats::measure(cfg, &mut **body).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        match measured {
+            Ok(s) => {
+                eprint!("{} (k={}, {} samples)", report::format_seconds(s.median_s), s.batch, s.samples);
+                ours_rounds.push(s);
+            }
+            Err(e) => {
+                eprint!("error: {e}");
+                ours_error = Some(e);
+                break;
+            }
+        }
+        if let (Some(server), None) = (server.as_deref_mut(), &pytorch_error) {
+            match server.median(w.id, threads, round_time) {
+                Ok(m) => {
+                    eprint!(", PyTorch {}", report::format_seconds(m));
+                    pytorch_rounds.push(m);
+                }
+                Err(e) => {
+                    eprint!(", warning: PyTorch reference failed: {e}");
+                    pytorch_error = Some(e);
+                }
+            }
+        }
+    }
+    eprintln!();
+    let ours = match (ours_error, stats::median_round(ours_rounds, |s| s.median_s)) {
+        (Some(e), _) => Err(e),
+        (None, Some(s)) => Ok(s),
+        (None, None) => Err("no round was measured".to_string()),
+    };
+    let pytorch_median_s = if pytorch_error.is_some() { None } else { stats::median_round(pytorch_rounds, |&m| m) };
+    (ours, pytorch_median_s)
 }

@@ -103,7 +103,7 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
                 // Note [Parallel packed GEMM] in `cpu/sgemm.rs`: `a` packed once, column
                 // tasks on the pool.
                 // SAFETY: forwarded contract; `c` is row-major.
-                return unsafe { packed_f32(isa, true, m, n, k, c, a, b, alpha, beta.filter(|b| *b != T::zero())) };
+                return unsafe { packed_f32(isa, true, m, n, k, c, a, b, alpha, beta) };
             }
             // More rows than columns: one band of rows per thread, each a single-threaded
             // product (sharing `a` there would give each column task the whole of it).
@@ -165,7 +165,8 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
 }
 
 /// A product on our packed f32 kernel (Note [Packed f32 GEMM] in `cpu/sgemm.rs`), on the
-/// current rayon pool when `parallel` (Note [Parallel packed GEMM]).
+/// current rayon pool when `parallel` (Note [Parallel packed GEMM]). A zero `beta` overwrites
+/// `c` (its old values, NaN included, are not read).
 ///
 /// # Safety
 /// As [`gemm_one`]; `T` must be f32 (as [`packed_isa`] checks), `c` row-major, and the CPU
@@ -193,7 +194,8 @@ unsafe fn packed_f32<T: GemmFloat>(
         use crate::native::cpu::sgemm;
         let f = |x: MatRef<T>| MatRef { ptr: x.ptr as *const f32, rs: x.rs, cs: x.cs };
         let to_f32 = |x: T| x.to_f32().unwrap_or(f32::NAN);
-        let (alpha, a, b, beta, ldc, c) = (to_f32(alpha), f(a), f(b), beta.map(to_f32), c.rs, c.ptr as *mut f32);
+        let beta = beta.filter(|b| *b != T::zero()).map(to_f32);
+        let (alpha, a, b, ldc, c) = (to_f32(alpha), f(a), f(b), c.rs, c.ptr as *mut f32);
         // SAFETY: T is f32 per the contract, so the casts keep the element type; the extents,
         // the no-overlap condition and the ISA are the caller's.
         unsafe { sgemm::sgemm(isa, parallel, m, n, k, alpha, a, b, beta, c, ldc) }

@@ -190,23 +190,24 @@ pub(crate) unsafe fn sgemm(
     ldc: isize,
 ) {
     debug_assert!(runs(isa));
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let p = Product { m, n, k, alpha, a, b, beta, c, ldc };
     // SAFETY: forwarded contract.
     unsafe {
         match (isa, parallel) {
-            (Isa::Avx512, false) => blocked::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
-            (Isa::Avx2, false) => blocked::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
-            (Isa::Avx512, true) => blocked_shared::<Avx512>(m, n, k, alpha, a, b, beta, c, ldc),
-            (Isa::Avx2, true) => blocked_shared::<Avx2>(m, n, k, alpha, a, b, beta, c, ldc),
+            (Isa::Avx512, false) => blocked::<Avx512>(p),
+            (Isa::Avx2, false) => blocked::<Avx2>(p),
+            (Isa::Avx512, true) => blocked_shared::<Avx512>(p),
+            (Isa::Avx2, true) => blocked_shared::<Avx2>(p),
         }
     }
 }
 
-/// The loops of Note [Packed f32 GEMM] around `K`'s packing and micro-kernel.
-///
-/// # Safety
-/// As [`sgemm`], for `K`'s ISA.
-#[allow(clippy::too_many_arguments)]
-unsafe fn blocked<K: Micro>(
+/// The arguments of one (non-empty) [`sgemm`] call.
+#[derive(Clone, Copy)]
+struct Product {
     m: usize,
     n: usize,
     k: usize,
@@ -216,11 +217,40 @@ unsafe fn blocked<K: Micro>(
     beta: Option<f32>,
     c: *mut f32,
     ldc: isize,
-) {
-    const { assert!(K::NC % K::NR == 0 && K::NC / K::NR <= MAX_PANELS_B && K::MC % K::MR == 0) };
-    if m == 0 || n == 0 || k == 0 {
-        return;
+}
+
+// SAFETY: the parallel driver's tasks read `a` and `b` and write disjoint columns of `c`
+// (Note [Parallel packed GEMM]).
+unsafe impl Send for Product {}
+// SAFETY: as above.
+unsafe impl Sync for Product {}
+
+impl Product {
+    /// A by-value copy: a closure that calls it captures the whole (Sync) struct rather than its
+    /// raw-pointer fields.
+    fn get(&self) -> Product {
+        *self
     }
+
+    /// Packs the panel of `a` starting at row `i0` (MR rows, fewer at the bottom edge) and depth
+    /// `pc`, `kc` deep, into `dst` with `K::PACK_A`.
+    ///
+    /// # Safety
+    /// `i0 < m`, `pc + kc <= k`; `dst` must hold `MR * kc` floats; the CPU must run `K`'s ISA.
+    unsafe fn pack_a_panel<K: Micro>(&self, i0: usize, pc: usize, kc: usize, dst: *mut f32) {
+        // SAFETY: (i0, pc) is an element of `a` and the rows and depth stay inside it, per the
+        // contract.
+        unsafe { (K::PACK_A)(K::MR.min(self.m - i0), kc, self.a.at(i0, pc), dst) }
+    }
+}
+
+/// The loops of Note [Packed f32 GEMM] around `K`'s packing and micro-kernel.
+///
+/// # Safety
+/// As [`sgemm`], for `K`'s ISA.
+unsafe fn blocked<K: Micro>(p: Product) {
+    const { assert!(K::NC % K::NR == 0 && K::NC / K::NR <= MAX_PANELS_B && K::MC % K::MR == 0) };
+    let Product { m, n, k, b, beta, .. } = p;
     let (mr, kcb, ncb, mcb) = (K::MR, K::KC, K::NC, K::MC);
     // Taken out of the thread-local for the call (a re-entrant call would find empty buffers
     // and allocate its own).
@@ -236,17 +266,16 @@ unsafe fn blocked<K: Micro>(
         for pc in (0..k).step_by(kcb) {
             let kc = kcb.min(k - pc);
             for ip in 0..panels_a {
-                let i0 = ic + ip * mr;
-                // SAFETY: rows i0.., columns pc.. of `a` exist; the panel fits the buffer
-                // (panels_a * MR * kc elements); the ISA per the contract.
-                unsafe { (K::PACK_A)(mr.min(m - i0), kc, a.at(i0, pc), apack.add(ip * mr * kc)) };
+                // SAFETY: the panel is inside `a` and fits the buffer (panels_a * MR * kc
+                // floats); the ISA per the contract.
+                unsafe { p.pack_a_panel::<K>(ic + ip * mr, pc, kc, apack.add(ip * mr * kc)) };
             }
             let bt = if pc == 0 { beta } else { Some(1.0) };
             for jc in (0..n).step_by(ncb) {
                 let blk = Block { ic, rows: mc, pc, kc, jc, cols: ncb.min(n - jc) };
                 // SAFETY: the block lies inside the product; `apack` holds its packed rows of
                 // `a`; `bpack` holds NC * kc floats; the contract covers the rest.
-                unsafe { column_block::<K>(blk, apack, b, bpack, direct_b, alpha, bt, c, ldc) };
+                unsafe { column_block::<K>(&p, blk, apack, bpack, direct_b, bt) };
             }
         }
     }
@@ -262,28 +291,6 @@ thread_local! {
     static SHARED_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The operands of [`blocked_shared`], shared by its tasks.
-#[derive(Clone, Copy)]
-struct Operands {
-    a: Strided,
-    b: Strided,
-    c: *mut f32,
-    apack: *mut f32,
-}
-
-// SAFETY: the tasks read `a`, `b` and the packed `a` (written before they start, each panel by
-// one packing task) and write disjoint panels of the packed `a` and disjoint columns of `c`.
-unsafe impl Send for Operands {}
-// SAFETY: as above.
-unsafe impl Sync for Operands {}
-
-impl Operands {
-    /// A by-value copy (closures then capture the whole struct, which is Sync, not its fields).
-    fn get(&self) -> Operands {
-        *self
-    }
-}
-
 /// Note [Parallel packed GEMM]: on several threads, `a` is packed once, by all of them, for
 /// the whole depth of a block of rows (up to [`SHARED_A_MAX`] floats), and the columns are
 /// then cut into tasks (at least two per thread, at most NC wide) that rayon hands out as
@@ -297,22 +304,9 @@ impl Operands {
 ///
 /// # Safety
 /// As [`sgemm`], for `K`'s ISA.
-#[allow(clippy::too_many_arguments)]
-unsafe fn blocked_shared<K: Micro>(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: Strided,
-    b: Strided,
-    beta: Option<f32>,
-    c: *mut f32,
-    ldc: isize,
-) {
+unsafe fn blocked_shared<K: Micro>(p: Product) {
     use rayon::prelude::*;
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
+    let Product { m, n, k, b, beta, .. } = p;
     let (mr, nr, kcb, ncb) = (K::MR, K::NR, K::KC, K::NC);
     let threads = rayon::current_num_threads();
     let rows_cap = (SHARED_A_MAX / k).max(mr) / mr * mr;
@@ -327,19 +321,17 @@ unsafe fn blocked_shared<K: Micro>(
         let panels_a = mc.div_ceil(mr);
         // Depth block `pc` of the packed rows starts at `panels_a * MR * pc`, panel `ip` of it
         // `ip * MR * kc` further.
-        let ops = Operands { a, b, c, apack: aligned(&mut shared, panels_a * mr * k) };
+        let apack = SendPtr(aligned(&mut shared, panels_a * mr * k));
         (0..depth_blocks * panels_a).into_par_iter().with_min_len(8).for_each(|t| {
-            let ops = ops.get();
+            let (p, apack) = (p.get(), apack.get());
             let (pc, ip) = ((t / panels_a) * kcb, t % panels_a);
-            let (i0, kc) = (ic + ip * mr, kcb.min(k - pc));
-            // SAFETY: rows i0.., columns pc.. of `a` exist; the panel is this task's own and
-            // lies inside the buffer (panels_a * MR * k floats); the ISA per the contract.
-            unsafe {
-                (K::PACK_A)(mr.min(m - i0), kc, ops.a.at(i0, pc), ops.apack.add(panels_a * mr * pc + ip * mr * kc))
-            };
+            let kc = kcb.min(k - pc);
+            // SAFETY: the panel is inside `a`; it is this task's own and lies inside the buffer
+            // (panels_a * MR * k floats); the ISA per the contract.
+            unsafe { p.pack_a_panel::<K>(ic + ip * mr, pc, kc, apack.add(panels_a * mr * pc + ip * mr * kc)) };
         });
         (0..tasks).into_par_iter().with_max_len(1).for_each(|t| {
-            let ops = ops.get();
+            let (p, apack) = (p.get(), apack.get());
             let (j_start, j_end) = (t * width, ((t + 1) * width).min(n));
             let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
             let bpack = aligned(&mut bufs.b, ncb * kcb.min(k));
@@ -351,25 +343,30 @@ unsafe fn blocked_shared<K: Micro>(
                     // SAFETY: the block lies inside the product; the packed rows of `a` for
                     // depth `pc` are complete (the packing loop has returned); `bpack` holds
                     // NC * kc floats; this task alone writes columns j_start..j_end of `c`.
-                    unsafe {
-                        column_block::<K>(
-                            blk,
-                            ops.apack.add(panels_a * mr * pc),
-                            ops.b,
-                            bpack,
-                            direct_b,
-                            alpha,
-                            bt,
-                            ops.c,
-                            ldc,
-                        )
-                    };
+                    unsafe { column_block::<K>(&p, blk, apack.add(panels_a * mr * pc), bpack, direct_b, bt) };
                 }
             }
             BUFFERS.with(|b| *b.borrow_mut() = bufs);
         });
     }
     SHARED_A.with(|s| *s.borrow_mut() = shared);
+}
+
+/// The shared packed `a` of [`blocked_shared`], handed to its tasks.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+
+// SAFETY: each packing task writes its own panels; the column tasks start after the packing
+// loop has returned and only read.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    /// The pointer (a closure that calls this captures the Sync wrapper, not the raw field).
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
 }
 
 /// One step of the loops of Note [Packed f32 GEMM]: rows `ic..ic + rows` of `a` (packed),
@@ -384,28 +381,26 @@ struct Block {
     cols: usize,
 }
 
-/// Runs one [`Block`]: packs its columns of `b` into `bpack` (or, when `direct_b`, points at
-/// the full panels of a row-major `b` in place) and multiplies every packed panel of `a` (at
-/// `apack`, `[kc][MR]` each) by them into `c`.
+/// Runs one [`Block`] of `p`: packs its columns of `b` into `bpack` (or, when `direct_b`,
+/// points at the full panels of a row-major `b` in place) and multiplies every packed panel of
+/// `a` (at `apack`, `[kc][MR]` each) by them into `c`, scaling the old values by `beta` (the
+/// product's for the first depth block, 1 after).
 ///
 /// # Safety
 /// The block must lie inside the product; `apack` must hold the block's rows of `a` packed
 /// by `K::PACK_A`; `bpack` must hold `cols.div_ceil(NR) * NR * kc` floats (at most NC wide);
 /// `c` must address the block's tile with rows `ldc` apart, which no one else writes
 /// meanwhile; the CPU must run `K`'s ISA.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn column_block<K: Micro>(
+    p: &Product,
     blk: Block,
     apack: *const f32,
-    b: Strided,
     bpack: *mut f32,
     direct_b: bool,
-    alpha: f32,
     beta: Option<f32>,
-    c: *mut f32,
-    ldc: isize,
 ) {
+    let Product { alpha, b, c, ldc, .. } = *p;
     let (mr, nr) = (K::MR, K::NR);
     let Block { ic, rows, pc, kc, jc, cols } = blk;
     let (row_end, col_end) = (ic + rows, jc + cols);
