@@ -179,7 +179,7 @@ impl Tensor {
     pub fn empty_uninit(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
         let numel = checked_numel("empty", sizes)?;
         let storage = Storage::new(numel as usize * dtype.size(), device)?;
-        Ok(Tensor::from_impl(TensorImpl::fresh_contiguous(storage, sizes, dtype)))
+        Ok(Tensor { imp: TensorImpl::new_contiguous_arc(storage, sizes, dtype) })
     }
 
     /// A new uninitialised tensor with explicit strides (used to inherit an input's layout).

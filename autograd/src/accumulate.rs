@@ -63,7 +63,7 @@ impl Node for AccumulateGrad {
                     }
                 }
             });
-            s.post_accumulate_hooks.clone()
+            s.rare().map_or_else(Vec::new, |r| r.post_accumulate_hooks.clone())
         };
         for h in hooks {
             h(&variable)?;

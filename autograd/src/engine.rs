@@ -18,7 +18,7 @@ use aten::Tensor;
 use c10::{Error, Result, Scalar};
 
 use crate::meta::{gradient_edge, requires_grad};
-use crate::node::{Edge, Grads, GraphRoot, NodeRef};
+use crate::node::{Edge, Grads, GraphRoot, NodeCore, NodeRef};
 
 /// A node's identity for the engine's maps.
 fn addr(n: &NodeRef) -> usize {
@@ -107,6 +107,8 @@ const NO_SLOT: u32 = u32::MAX;
 /// What a pass knows of one node of its graph.
 struct Slot<'g> {
     node: &'g NodeRef,
+    /// The node's core, looked up once (one virtual call per node instead of one per use).
+    core: &'g NodeCore,
     /// Edges still to deliver before the node is ready.
     deps: u32,
     /// Where the node's edges start in [`Graph::targets`].
@@ -143,8 +145,7 @@ impl<'g> Graph<'g> {
         let mut stack: Vec<(u32, usize)> = Vec::with_capacity(hint);
         stack.push((0, 0));
         while let Some((n, i)) = stack.pop() {
-            let node: &'g NodeRef = g.slots[n as usize].node;
-            let edges = node.core().next_edges();
+            let edges = g.slots[n as usize].core.next_edges();
             if i == edges.len() {
                 if want_post_order {
                     g.post_order.push(n);
@@ -177,8 +178,9 @@ impl<'g> Graph<'g> {
 
     fn add(&mut self, node: &'g NodeRef, deps: u32) {
         let first_edge = self.targets.len() as u32;
-        self.targets.resize(self.targets.len() + node.core().next_edges().len(), NO_SLOT);
-        self.slots.push(Slot { node, deps, first_edge, inputs: None });
+        let core = node.core();
+        self.targets.resize(self.targets.len() + core.next_edges().len(), NO_SLOT);
+        self.slots.push(Slot { node, core, deps, first_edge, inputs: None });
     }
 }
 
@@ -210,13 +212,9 @@ pub(crate) fn execute(
             }
         }
         for &n in &graph.post_order {
-            let node = graph.slots[n as usize].node;
-            let child_wanted = node
-                .core()
-                .next_edges()
-                .iter()
-                .filter_map(|e| e.function.as_ref())
-                .any(|f| plan.should_execute(addr(f)));
+            let Slot { node, core, .. } = &graph.slots[n as usize];
+            let child_wanted =
+                core.next_edges().iter().filter_map(|e| e.function.as_ref()).any(|f| plan.should_execute(addr(f)));
             if child_wanted {
                 plan.info.entry(addr(node)).or_default().needed = true;
             }
@@ -233,10 +231,10 @@ pub(crate) fn execute(
 
     while let Some(task) = heap.pop() {
         let slot = &mut graph.slots[task.slot as usize];
-        let node = slot.node;
+        let (node, core) = (slot.node, slot.core);
         let first_edge = slot.first_edge as usize;
         let mut inputs = slot.inputs.take().unwrap_or_default();
-        run_tensor_hooks(node, &mut inputs)?;
+        run_tensor_hooks(node, core, &mut inputs)?;
         if let Some(plan) = &plan {
             let a = addr(node);
             if let Some(info) = plan.info.get(&a) {
@@ -248,21 +246,21 @@ pub(crate) fn execute(
                 continue;
             }
         }
-        let outputs = call_function(node, inputs, keep_graph)?;
-        let edges = node.core().next_edges();
-        for (i, (edge, grad)) in edges.iter().zip(outputs).enumerate() {
-            let Some(child) = &edge.function else {
+        let outputs = call_function(node, core, inputs, keep_graph)?;
+        for (i, (edge, grad)) in core.next_edges().iter().zip(outputs).enumerate() {
+            if edge.function.is_none() {
                 continue;
-            };
+            }
             let target = graph.targets[first_edge + i];
+            let child_slot = &mut graph.slots[target as usize];
+            let child = child_slot.core;
             let grad = match grad {
                 Some(g) => Some(validate(node, i, child, edge.input_nr, g)?),
                 None => None,
             };
-            let child_slot = &mut graph.slots[target as usize];
-            let buf = child_slot.inputs.get_or_insert_with(|| {
-                Grads::from_elem(None, child.core().num_inputs().max(edge.input_nr as usize + 1))
-            });
+            let buf = child_slot
+                .inputs
+                .get_or_insert_with(|| Grads::from_elem(None, child.num_inputs().max(edge.input_nr as usize + 1)));
             if let Some(g) = grad {
                 let buf_slot = &mut buf[edge.input_nr as usize];
                 *buf_slot = Some(match buf_slot.take() {
@@ -273,7 +271,7 @@ pub(crate) fn execute(
             child_slot.deps -= 1;
             if child_slot.deps == 0 {
                 order += 1;
-                heap.push(ReadyTask { seq: child.core().sequence_nr(), order, slot: target });
+                heap.push(ReadyTask { seq: child.sequence_nr(), order, slot: target });
             }
         }
     }
@@ -282,11 +280,16 @@ pub(crate) fn execute(
 
 /// Tensor hooks, then `retain_grad` hooks, on the node's incoming gradients. For a leaf's
 /// accumulator these are the leaf's hooks.
-fn run_tensor_hooks(node: &NodeRef, inputs: &mut [Option<Tensor>]) -> Result<()> {
-    let node_hooks = node.core().hooks_if_any();
+fn run_tensor_hooks(node: &NodeRef, core: &NodeCore, inputs: &mut [Option<Tensor>]) -> Result<()> {
+    let node_hooks = core.hooks_if_any();
+    if node_hooks.is_none() && !core.may_accumulate() {
+        return Ok(());
+    }
     let mut hooks: Vec<(u32, crate::node::TensorHook)> = match node.accumulated_variable() {
         Some(leaf) => match crate::meta::meta(&leaf) {
-            Some(m) => m.state().leaf_hooks.iter().map(|h| (0, h.clone())).collect(),
+            Some(m) => {
+                m.state().rare().map_or_else(Vec::new, |r| r.leaf_hooks.iter().map(|h| (0, h.clone())).collect())
+            }
             None => Vec::new(),
         },
         None => node_hooks.as_ref().map_or_else(Vec::new, |h| h.tensor_pre.clone()),
@@ -310,15 +313,16 @@ fn run_tensor_hooks(node: &NodeRef, inputs: &mut [Option<Tensor>]) -> Result<()>
 
 /// Pre-hooks, the node, post-hooks; releases saved tensors unless the graph is kept; anomaly
 /// checks.
-fn call_function(node: &NodeRef, mut inputs: Grads, keep_graph: bool) -> Result<Grads> {
-    if let Some(hooks) = node.core().hooks_if_any() {
+fn call_function(node: &NodeRef, core: &NodeCore, mut inputs: Grads, keep_graph: bool) -> Result<Grads> {
+    let mut has_post = false;
+    if let Some(hooks) = core.hooks_if_any() {
         for h in &hooks.pre {
             if let Some(r) = h(&inputs)? {
                 inputs = r.into();
             }
         }
+        has_post = !hooks.post.is_empty();
     }
-    let has_post = node.core().hooks_if_any().is_some_and(|h| !h.post.is_empty());
     let kept_inputs = if has_post { inputs.clone() } else { Grads::new() };
     let result = node.apply(inputs);
     if !keep_graph {
@@ -329,14 +333,14 @@ fn call_function(node: &NodeRef, mut inputs: Grads, keep_graph: bool) -> Result<
         Err(e) => return Err(with_anomaly_trace(node, e)),
     };
     if has_post {
-        let hooks = node.core().hooks();
+        let hooks = core.hooks();
         for h in &hooks.post {
             if let Some(r) = h(&outputs, &kept_inputs)? {
                 outputs = r.into();
             }
         }
     }
-    let expected = node.core().next_edges().len();
+    let expected = core.next_edges().len();
     if outputs.len() != expected && !node.is_accumulator() {
         return Err(Error::invalid(
             "backward",
@@ -379,14 +383,14 @@ fn with_anomaly_trace(node: &NodeRef, e: Error) -> Error {
 
 /// Makes gradient `i` of `node` fit input `input_nr` of `child`: summed down to a broadcast
 /// shape, cast to its dtype; any other shape is an error naming the node.
-fn validate(node: &NodeRef, i: usize, child: &NodeRef, input_nr: u32, g: Tensor) -> Result<Tensor> {
-    let fits = child.core().with_input_metadata(input_nr as usize, |m| {
+fn validate(node: &NodeRef, i: usize, child: &NodeCore, input_nr: u32, g: Tensor) -> Result<Tensor> {
+    let fits = child.with_input_metadata(input_nr as usize, |m| {
         m.is_none_or(|m| m.sizes.as_slice() == g.sizes() && m.dtype == g.dtype())
     });
     if fits {
         return Ok(g);
     }
-    let Some(meta) = child.core().input_metadata(input_nr as usize) else {
+    let Some(meta) = child.input_metadata(input_nr as usize) else {
         return Ok(g);
     };
     let mut g = g;

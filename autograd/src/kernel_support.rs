@@ -61,7 +61,7 @@ pub fn mark_view(out: &Tensor, input: &Tensor) -> Result<()> {
         strides: out.strides().to_vec(),
         offset: out.storage_offset(),
     };
-    crate::meta::meta_or_init(out).state().view = Some(info);
+    crate::meta::meta_or_init(out).state().rare_mut().view = Some(info);
     Ok(())
 }
 
@@ -86,15 +86,17 @@ pub fn rebase_history(t: &Tensor, node: &NodeRef) -> Result<()> {
 /// The incoming gradients with every undefined one replaced by zeros of the output's shape
 /// (only called when at least one is defined).
 pub fn materialize(core: &NodeCore, grads: Grads) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
-    grads
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| match g {
-            Some(g) => Ok(g),
+    // A plain loop: collecting through a `Result` adapter cost as much as the rest of a small
+    // node's bookkeeping.
+    let mut out = smallvec::SmallVec::with_capacity(grads.len());
+    for (i, g) in grads.into_iter().enumerate() {
+        out.push(match g {
+            Some(g) => g,
             None => core
                 .input_metadata(i)
                 .ok_or_else(|| Error::invalid("backward", format!("no metadata for gradient {i}")))?
-                .zeros(),
-        })
-        .collect()
+                .zeros()?,
+        });
+    }
+    Ok(out)
 }
