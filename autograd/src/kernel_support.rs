@@ -85,7 +85,11 @@ pub fn rebase_history(t: &Tensor, node: &NodeRef) -> Result<()> {
 
 /// The incoming gradients with every undefined one replaced by zeros of the output's shape
 /// (only called when at least one is defined).
-pub fn materialize(core: &NodeCore, grads: Grads) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
+pub fn materialize(core: &NodeCore, mut grads: Grads) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
+    // Most nodes have one input, and it is defined.
+    if let [g @ Some(_)] = grads.as_mut_slice() {
+        return Ok(g.take().into_iter().collect());
+    }
     // A plain loop: collecting through a `Result` adapter cost as much as the rest of a small
     // node's bookkeeping.
     let mut out = smallvec::SmallVec::with_capacity(grads.len());

@@ -6,6 +6,7 @@
 //! weak reference to itself, and `unpack` rebuilds a tensor with the node as `grad_fn` (needed
 //! when the backward is itself differentiated).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Weak};
 
 use aten::Tensor;
@@ -30,13 +31,15 @@ struct Saved {
 /// A tensor saved for backward.
 pub struct SavedVariable {
     inner: Mutex<Option<Saved>>,
-    /// Whether anything was saved (an undefined optional saves nothing, and stays usable).
-    defined: bool,
+    /// Whether anything was saved (an undefined optional saves nothing, and stays usable). A
+    /// slot that never held a tensor is read and released without taking the lock: formulas
+    /// whose other input needs no gradient leave one of their two saves empty.
+    defined: AtomicBool,
 }
 
 impl Default for SavedVariable {
     fn default() -> Self {
-        SavedVariable { inner: Mutex::new(None), defined: false }
+        SavedVariable { inner: Mutex::new(None), defined: AtomicBool::new(false) }
     }
 }
 
@@ -51,7 +54,7 @@ impl SavedVariable {
                 output_of: None,
                 requires_grad: false,
             })),
-            defined: true,
+            defined: AtomicBool::new(true),
         })
     }
 
@@ -73,7 +76,7 @@ impl SavedVariable {
                 output_of: Some((node, output_nr)),
                 requires_grad: crate::meta::requires_grad(t),
             })),
-            defined: true,
+            defined: AtomicBool::new(true),
         })
     }
 
@@ -81,6 +84,7 @@ impl SavedVariable {
     pub fn set_output(&self, t: &Tensor, node: Weak<dyn Node>, output_nr: u32) -> Result<()> {
         let s = Self::new_output(t, node, output_nr)?;
         *self.lock() = s.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.defined.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -96,12 +100,12 @@ impl SavedVariable {
 
     /// Like [`SavedVariable::unpack`] for optional tensors: None if nothing was saved.
     pub fn unpack_opt(&self, node_name: &str) -> Result<Option<Tensor>> {
+        if !self.defined.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         let guard = self.lock();
         let Some(s) = guard.as_ref() else {
-            if self.defined {
-                return Err(Error::invalid("backward", ERR_BACKWARD_TWICE));
-            }
-            return Ok(None);
+            return Err(Error::invalid("backward", ERR_BACKWARD_TWICE));
         };
         let current = s.data.version();
         if current != s.version {
@@ -136,6 +140,9 @@ impl SavedVariable {
 
     /// Frees the saved tensor (after a backward pass without `retain_graph`).
     pub fn reset(&self) {
+        if !self.defined.load(Ordering::Acquire) {
+            return;
+        }
         *self.lock() = None;
     }
 }

@@ -812,7 +812,12 @@ pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: im
         // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
         // allows the output to alias the input (in-place ops).
         unsafe {
-            if s[0] == so && s[1] == sa {
+            if n == 1 {
+                // Note [One-element runs]: a one-element operation would otherwise run the
+                // set-up of the vectorised loop below (overlap checks, a remainder loop), a tenth
+                // of all its instructions.
+                *o = kernel(*a);
+            } else if s[0] == so && s[1] == sa {
                 for i in 0..n {
                     *o.add(i) = kernel(*a.add(i));
                 }
@@ -842,7 +847,10 @@ pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
         let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
         // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
         unsafe {
-            if s[0] == so && s[1] == sa && s[2] == sb {
+            if n == 1 {
+                // Note [One-element runs].
+                *o = kernel(*a, *b);
+            } else if s[0] == so && s[1] == sa && s[2] == sb {
                 for i in 0..n {
                     *o.add(i) = kernel(*a.add(i), *b.add(i));
                 }
