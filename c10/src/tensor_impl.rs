@@ -244,16 +244,18 @@ impl TensorImpl {
         } else {
             FRESH_KEYS[b as usize]
         };
+        let (sizes, strides) = (DimVec::from_slice(sizes), contiguous_strides(sizes));
         let mut slot = Arc::<TensorImpl>::new_uninit();
         let Some(uninit) = Arc::get_mut(&mut slot) else { unreachable!("a new Arc has one handle") };
         let p = uninit.as_mut_ptr();
         // SAFETY: `p` points into the new allocation, aligned and valid for writes of a
-        // `TensorImpl`. Every field is written exactly once below and nothing in between can
-        // panic, so the value is whole when `assume_init` runs and no handle exists before.
+        // `TensorImpl`. Every field is written exactly once below, by plain writes of values
+        // made above (nothing here can panic), so the value is whole when `assume_init` runs,
+        // and no other handle to it exists before.
         unsafe {
             std::ptr::addr_of_mut!((*p).storage).write(storage);
-            std::ptr::addr_of_mut!((*p).sizes).write(DimVec::from_slice(sizes));
-            std::ptr::addr_of_mut!((*p).strides).write(contiguous_strides(sizes));
+            std::ptr::addr_of_mut!((*p).sizes).write(sizes);
+            std::ptr::addr_of_mut!((*p).strides).write(strides);
             std::ptr::addr_of_mut!((*p).storage_offset).write(0);
             std::ptr::addr_of_mut!((*p).numel).write(numel);
             std::ptr::addr_of_mut!((*p).key_set).write(key_set);
