@@ -237,7 +237,7 @@ impl OperatorEntry {
         }
         let in_alias = |alias: DispatchKey| DispatchKeySet::runtime_set_of(alias).has(key);
         let backend_key = key.to_functionality() == DispatchKey::Dense;
-        if backend_key {
+        if backend_key || key == DispatchKey::Undefined {
             for alias in [DispatchKey::CompositeExplicitAutogradNonFunctional, DispatchKey::CompositeExplicitAutograd] {
                 if let Some(k) = regs.kernels.get(&alias) {
                     return Some(k);
@@ -255,6 +255,17 @@ impl OperatorEntry {
         }
         if is_autograd {
             if let Some(k) = regs.kernels.get(&DispatchKey::Autograd) {
+                return Some(k);
+            }
+        }
+        // Note [Calls without tensors]: a call whose arguments carry no keys at all (`cat([])`,
+        // `stack([])`) has nothing to dispatch on. Its kernel on the default device (the CPU, as
+        // for factories) runs and reports the empty input in PyTorch's words ("torch.cat():
+        // expected a non-empty list of Tensors") instead of "could not run with arguments from
+        // the 'Undefined' backend".
+        if key == DispatchKey::Undefined {
+            let cpu = DispatchKey::to_runtime_per_backend(DispatchKey::Dense, c10::BackendComponent::CPU);
+            if let Some(k) = regs.kernels.get(&cpu) {
                 return Some(k);
             }
         }

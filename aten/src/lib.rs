@@ -13,6 +13,7 @@ pub mod generated;
 pub mod generator;
 pub mod ivalue;
 pub mod mapped;
+pub mod memory_overlap;
 pub mod native;
 pub mod parallel;
 pub mod tensor;

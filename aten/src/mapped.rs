@@ -76,7 +76,7 @@ impl MappedFile {
         let mut out = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let numel = checked_numel("load", &e.sizes)? as usize;
-            let want = numel * e.dtype.size();
+            let want = c10::size::contiguous_nbytes("load", &e.sizes, e.dtype.size())?;
             let Some(bytes) = map.get(e.bytes.clone()) else {
                 return Err(bad(i, format!("bytes {:?} are outside the file ({} bytes)", e.bytes, map.len())));
             };

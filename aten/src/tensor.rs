@@ -49,16 +49,10 @@ unsafe fn run_blob_deleter(_data: *mut u8, ctx: *mut ()) {
     f()
 }
 
-/// Checks a shape (non-negative sizes) and returns its element count.
+/// Checks a shape (non-negative sizes whose product fits in an `i64`) and returns its element
+/// count. See Note [Checked sizes].
 pub(crate) fn checked_numel(op: &str, shape: &[i64]) -> Result<i64> {
-    let mut n: i64 = 1;
-    for &s in shape {
-        if s < 0 {
-            return Err(Error::shape(op, format!("negative dimension {s} in shape {shape:?}")));
-        }
-        n = n.checked_mul(s).ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))?;
-    }
-    Ok(n)
+    c10::size::numel(op, shape)
 }
 
 impl Tensor {
@@ -147,22 +141,17 @@ impl Tensor {
         if sizes.len() != strides.len() {
             return Err(Error::shape("from_blob", "sizes and strides must have the same length"));
         }
-        checked_numel("from_blob", sizes)?;
+        // Negative strides are allowed here (the caller vouches for the memory); the storage
+        // records the bytes the geometry spans either way.
+        let abs_strides: DimVec = strides.iter().map(|s| s.saturating_abs()).collect();
+        let nbytes = c10::size::strided_nbytes("from_blob", sizes, &abs_strides, 0, dtype.size())?;
         let boxed: Box<Box<dyn FnOnce() + Send>> = Box::new(Box::new(deleter));
         let ctx = Box::into_raw(boxed) as *mut ();
-        let mut span = 1i64;
-        for (&s, &st) in sizes.iter().zip(strides) {
-            if s == 0 {
-                span = 0;
-                break;
-            }
-            span += (s - 1) * st.abs();
-        }
         // SAFETY: the caller guarantees validity until the deleter runs; run_blob_deleter takes
         // the boxed closure back exactly once, when the storage is dropped.
         let dp = unsafe { DataPtr::from_raw(data, ctx, Some(run_blob_deleter), Device::CPU) };
         Ok(Tensor::from_storage(
-            Storage::from_data_ptr(dp, span as usize * dtype.size()),
+            Storage::from_data_ptr(dp, nbytes),
             sizes,
             DimVec::from_slice(strides),
             0,
@@ -177,23 +166,15 @@ impl Tensor {
 
     /// A new uninitialised contiguous tensor (the raw allocation behind `empty`).
     pub fn empty_uninit(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-        let numel = checked_numel("empty", sizes)?;
-        let storage = Storage::new(numel as usize * dtype.size(), device)?;
+        let nbytes = c10::size::contiguous_nbytes("empty", sizes, dtype.size())?;
+        let storage = Storage::new(nbytes, device)?;
         Ok(Tensor { imp: TensorImpl::new_contiguous_arc(storage, sizes, dtype) })
     }
 
     /// A new uninitialised tensor with explicit strides (used to inherit an input's layout).
     pub fn empty_strided_uninit(sizes: &[i64], strides: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-        checked_numel("empty_strided", sizes)?;
-        let mut span = 1i64;
-        for (&s, &st) in sizes.iter().zip(strides) {
-            if s == 0 {
-                span = 0;
-                break;
-            }
-            span += (s - 1) * st;
-        }
-        let storage = Storage::new(span as usize * dtype.size(), device)?;
+        let nbytes = c10::size::strided_nbytes("empty_strided", sizes, strides, 0, dtype.size())?;
+        let storage = Storage::new(nbytes, device)?;
         Ok(Tensor::from_storage(storage, sizes, DimVec::from_slice(strides), 0, dtype))
     }
 
@@ -305,7 +286,12 @@ impl Tensor {
             return Err(Error::invalid("to_vec", format!("tensor is on {}, copy it to the CPU first", self.device())));
         }
         let n = self.numel() as usize;
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::new();
+        // An expanded tensor can have far more elements than memory holds: an error, not an abort.
+        out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+            device: c10::DeviceType::Cpu,
+            nbytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })?;
         c10::dispatch_all_types!(self.dtype(), S => {
             let base = self.data_ptr() as *const S;
             crate::native::cpu::loops::for_each_offset(self.sizes(), self.strides(), |off| {

@@ -301,12 +301,37 @@ fn run_tensor_hooks(node: &NodeRef, core: &NodeCore, inputs: &mut [Option<Tensor
     if hooks.is_empty() {
         return Ok(());
     }
-    for (nr, hook) in hooks {
+    for (k, (nr, hook)) in hooks.into_iter().enumerate() {
         if let Some(Some(g)) = inputs.get(nr as usize) {
             if let Some(replacement) = hook(g)? {
+                check_hook_result(g, &replacement, k)?;
                 inputs[nr as usize] = Some(replacement);
             }
         }
+    }
+    Ok(())
+}
+
+/// PyTorch's `check_variable_result`: a tensor hook may replace a gradient only by one of the
+/// same dtype, device and shape. Anything else would reach `.grad` or the next node silently
+/// (a `[1]` gradient for a `[1, 2]` weight, which an optimizer then broadcasts).
+fn check_hook_result(original: &Tensor, result: &Tensor, k: usize) -> Result<()> {
+    let type_name = |t: &Tensor| {
+        format!("{}{}Type", t.device().ty.name().to_uppercase(), crate::saved::legacy_dtype_name(t.dtype()))
+    };
+    if original.dtype() != result.dtype() || original.device() != result.device() {
+        return Err(Error::Autograd(format!(
+            "hook 'tensor hook {k}' has changed the type of value (was {} got {})",
+            type_name(original),
+            type_name(result)
+        )));
+    }
+    if original.sizes() != result.sizes() {
+        return Err(Error::Autograd(format!(
+            "hook 'tensor hook {k}' has changed the size of value (was {:?} got {:?})",
+            original.sizes(),
+            result.sizes()
+        )));
     }
     Ok(())
 }

@@ -149,7 +149,13 @@ impl SavedVariable {
 
 /// PyTorch's `torch.FloatTensor`-style name of a tensor's type.
 fn type_string(t: &Tensor) -> String {
-    let name = match t.dtype() {
+    format!("torch.{}Tensor", legacy_dtype_name(t.dtype()))
+}
+
+/// PyTorch's legacy name of a dtype (`Float`, `Long`, ...), as in `torch.FloatTensor` and
+/// `CPUFloatType`.
+pub(crate) fn legacy_dtype_name(dtype: c10::ScalarType) -> &'static str {
+    match dtype {
         c10::ScalarType::F32 => "Float",
         c10::ScalarType::F64 => "Double",
         c10::ScalarType::F16 => "Half",
@@ -160,8 +166,7 @@ fn type_string(t: &Tensor) -> String {
         c10::ScalarType::I8 => "Char",
         c10::ScalarType::U8 => "Byte",
         c10::ScalarType::Bool => "Bool",
-    };
-    format!("torch.{name}Tensor")
+    }
 }
 
 /// Inference tensors carry no version counter, so they cannot be checked later.

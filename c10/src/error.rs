@@ -108,7 +108,7 @@ pub enum Error {
     #[error("no allocator registered for device type {0}")]
     NoAllocator(DeviceType),
     /// Memory allocation failed.
-    #[error("{device}: out of memory: tried to allocate {nbytes} bytes")]
+    #[error("{}", oom_message(*device, *nbytes))]
     OutOfMemory {
         /// The device type.
         device: DeviceType,
@@ -165,6 +165,14 @@ pub enum Error {
     /// I/O, parsing or serialisation problems, with the file involved.
     #[error("{0}")]
     Io(String),
+}
+
+/// PyTorch's out-of-memory wording per device type.
+fn oom_message(device: DeviceType, nbytes: usize) -> String {
+    match device {
+        DeviceType::Cpu => format!("DefaultCPUAllocator: can't allocate memory: you tried to allocate {nbytes} bytes."),
+        other => format!("{other}: out of memory: tried to allocate {nbytes} bytes"),
+    }
 }
 
 impl Error {

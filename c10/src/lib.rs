@@ -16,6 +16,7 @@ pub mod local_dispatch_key_set;
 pub mod scalar;
 pub mod scalar_type;
 pub mod set_once;
+pub mod size;
 pub mod storage;
 pub mod tensor_impl;
 

@@ -158,7 +158,9 @@ pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
     let mut acc = 1i64;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;
-        acc *= sizes[i].max(1);
+        // No stride of a shape whose count fits in i64 wraps (See Note [Checked sizes]); only an
+        // empty tensor with huge other dims can get a wrapped stride, which addresses nothing.
+        acc = acc.wrapping_mul(sizes[i].max(1));
     }
     strides
 }
@@ -193,6 +195,8 @@ impl TensorImpl {
         version_counter: Option<VersionCounter>,
     ) -> Self {
         debug_assert_eq!(sizes.len(), strides.len());
+        // Callers check the counts of geometries they choose (See Note [Checked sizes]).
+        debug_assert!(crate::size::numel("TensorImpl", &sizes).is_ok());
         let numel = sizes.iter().product();
         let b = backend_of(storage.device().ty);
         let mut key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b));
@@ -236,6 +240,7 @@ impl TensorImpl {
     /// output paid for that copy (about 2% of the instructions of a chain of one-element
     /// operations with autograd). Writing field by field into `Arc::new_uninit` has no copy.
     pub fn new_contiguous_arc(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Arc<TensorImpl> {
+        debug_assert!(crate::size::contiguous_nbytes("TensorImpl", sizes, dtype.size()).is_ok_and(|n| n <= storage.nbytes()));
         let numel = sizes.iter().product();
         let b = backend_of(storage.device().ty);
         let is_inference = is_inference_mode();

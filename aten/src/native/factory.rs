@@ -226,34 +226,6 @@ pub(crate) fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> DimVec {
     out
 }
 
-/// PyTorch's `is_non_overlapping_and_dense`: the elements exactly tile a block of memory, in
-/// some dimension order.
-pub(crate) fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
-    let nd = sizes.len();
-    if nd == 1 {
-        return sizes[0] < 2 || strides[0] == 1;
-    }
-    let mut perm: SmallVec<[usize; 6]> = (0..nd).collect();
-    // Dims of size < 2 go last; the others by increasing stride.
-    perm.sort_by(|&a, &b| match (sizes[a] < 2, sizes[b] < 2) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Greater,
-        (false, true) => std::cmp::Ordering::Less,
-        (false, false) => strides[a].cmp(&strides[b]),
-    });
-    let mut require = 1i64;
-    for &d in perm.iter() {
-        if sizes[d] < 2 {
-            return true;
-        }
-        if strides[d] != require {
-            return false;
-        }
-        require *= sizes[d];
-    }
-    true
-}
-
 /// The strides `empty` gives a shape for a memory format (`empty_tensor_restride`).
 fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result<DimVec> {
     match mf {
@@ -265,8 +237,9 @@ fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result
             let mut s: DimVec = SmallVec::from_elem(0, 4);
             s[1] = 1;
             s[3] = size[1];
-            s[2] = s[3] * size[3];
-            s[0] = s[2] * size[2];
+            // Products of sizes of a checked count, or of an empty tensor (addressing nothing).
+            s[2] = s[3].wrapping_mul(size[3]);
+            s[0] = s[2].wrapping_mul(size[2]);
             Ok(s)
         }
         MemoryFormat::ChannelsLast3d => {
@@ -276,9 +249,10 @@ fn strides_for_memory_format(op: &str, size: &[i64], mf: MemoryFormat) -> Result
             let mut s: DimVec = SmallVec::from_elem(0, 5);
             s[1] = 1;
             s[4] = size[1];
-            s[3] = s[4] * size[4];
-            s[2] = s[3] * size[3];
-            s[0] = s[2] * size[2];
+            s[3] = s[4].wrapping_mul(size[4]);
+            // Products of sizes of a checked count, or of an empty tensor (addressing nothing).
+            s[2] = s[3].wrapping_mul(size[3]);
+            s[0] = s[2].wrapping_mul(size[2]);
             Ok(s)
         }
         MemoryFormat::Preserve => Err(Error::invalid(op, "unsupported memory format Preserve")),
@@ -327,8 +301,12 @@ pub fn empty_memory_format(
     const OP: &str = "empty";
     check_factory_options(OP, layout, device, pin_memory)?;
     check_size_nonnegative(OP, size)?;
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    // Every memory format spans the contiguous byte count; checking it first keeps the stride
+    // products below from wrapping (See Note [Checked sizes]).
+    c10::size::contiguous_nbytes(OP, size, dtype.size())?;
     let strides = strides_for_memory_format(OP, size, memory_format.unwrap_or_default())?;
-    Tensor::empty_strided_uninit(size, &strides, dtype.unwrap_or(ScalarType::default_float()), Device::CPU)
+    Tensor::empty_strided_uninit(size, &strides, dtype, Device::CPU)
 }
 
 /// `empty_strided`: an uninitialised tensor with the given strides (non-negative).
@@ -687,7 +665,7 @@ pub fn empty_like(
     match memory_format.unwrap_or(MemoryFormat::Preserve) {
         MemoryFormat::Preserve => {
             let (sizes, strides) = (self_.sizes(), self_.strides());
-            if is_non_overlapping_and_dense(sizes, strides) {
+            if crate::memory_overlap::is_non_overlapping_and_dense(sizes, strides) {
                 Tensor::empty_strided_uninit(sizes, strides, dtype, Device::CPU)
             } else {
                 Tensor::empty_strided_uninit(sizes, &infer_dense_strides(sizes, strides), dtype, Device::CPU)
@@ -748,6 +726,7 @@ pub fn full_like(
 pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     const OP: &str = "fill_";
     check_cpu(OP, self_)?;
+    crate::memory_overlap::assert_no_internal_overlap(OP, self_)?;
     c10::dispatch_all_types!(self_.dtype(), T => {
         let v = checked_scalar_to::<T>(OP, value)?;
         write_indexed::<T>(self_, |_| v)?;
@@ -1105,10 +1084,6 @@ mod tests {
         assert_eq!(fmt_g(123456789.0), "1.23457e+08");
         assert_eq!(fmt_g(0.0001), "0.0001");
         assert_eq!(fmt_g(1.0 / 3.0), "0.333333");
-        assert!(is_non_overlapping_and_dense(&[2, 3], &[1, 2]));
-        assert!(!is_non_overlapping_and_dense(&[2, 3], &[0, 1]));
-        assert!(is_non_overlapping_and_dense(&[], &[]));
-        assert!(is_non_overlapping_and_dense(&[1, 3], &[7, 1]));
         assert_eq!(infer_dense_strides(&[6, 5, 4, 3, 2], &[6, 0, 120, 0, 1]).as_slice(), &[6, 36, 180, 2, 1]);
     }
 }

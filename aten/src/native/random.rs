@@ -12,6 +12,7 @@ use std::f64::consts::PI;
 use c10::{Device, Element, Error, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
 use crate::generator::GeneratorState;
+use crate::memory_overlap::assert_no_internal_overlap;
 use crate::native::cpu::loops::for_each_offset;
 use crate::native::factory::{
     check_cpu, check_factory_options, check_size_nonnegative, dtype_lowest, dtype_max, empty_like, empty_memory_format,
@@ -31,19 +32,6 @@ fn cpu_generator(op: &str, generator: Option<&Generator>) -> Result<Generator> {
         Some(g) => Ok(g.clone()),
         None => default_generator(Device::CPU),
     }
-}
-
-/// TensorIterator's `check_mem_overlap` for the written tensor: an expanded dim (stride 0, size
-/// > 1) would make the random stream's order observable.
-fn assert_no_internal_overlap(op: &str, t: &Tensor) -> Result<()> {
-    if t.sizes().iter().zip(t.strides()).any(|(&s, &st)| s > 1 && st == 0) {
-        return Err(Error::invalid(
-            op,
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory \
-             location. Please clone() the tensor before performing the operation.",
-        ));
-    }
-    Ok(())
 }
 
 /// Calls `f(offset)` for every element of a tensor in memory order (TensorIterator's order; see

@@ -116,16 +116,21 @@ pub fn as_strided(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: 
         ));
     }
     let offset = storage_offset.unwrap_or(self_.storage_offset());
-    if size.iter().any(|&s| s < 0) || stride.iter().any(|&s| s < 0) || offset < 0 {
+    if let Some(&s) = size.iter().find(|&&s| s < 0) {
+        return Err(Error::shape("as_strided", format!("Trying to create tensor with negative dimension {s}: {size:?}")));
+    }
+    if stride.iter().any(|&s| s < 0) {
         return Err(Error::shape(
             "as_strided",
-            format!("negative size, stride or offset: size {size:?}, stride {stride:?}, offset {offset}"),
+            format!("as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"),
         ));
     }
-    let span =
-        if size.contains(&0) { 0 } else { 1 + size.iter().zip(stride).map(|(&s, &st)| (s - 1) * st).sum::<i64>() };
-    let needed = (offset + span) as usize * self_.dtype().size();
-    if span > 0 && needed > self_.storage().nbytes() {
+    if offset < 0 {
+        return Err(Error::shape("as_strided", format!("Tensor: invalid storage offset {offset}")));
+    }
+    // See Note [Checked sizes]: the span and its bytes are computed without wrapping.
+    let needed = c10::size::strided_nbytes("as_strided", size, stride, offset, self_.dtype().size())?;
+    if needed > 0 && needed > self_.storage().nbytes() {
         return Err(Error::shape(
             "as_strided",
             format!(
@@ -231,6 +236,8 @@ pub fn expand(self_: &Tensor, size: &[i64], _implicit: bool) -> Result<Tensor> {
             ));
         }
     }
+    // Expanded dims have stride 0, so only the count can overflow (See Note [Checked sizes]).
+    c10::size::numel("expand", &sizes)?;
     Ok(make_view(self_, &sizes, &strides, self_.storage_offset()))
 }
 
@@ -410,14 +417,21 @@ pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Te
     if step <= 0 {
         return Err(Error::invalid("unfold", format!("step is {step} but must be > 0")));
     }
+    if size < 0 {
+        return Err(Error::invalid("unfold", format!("size is {size} but must be >= 0")));
+    }
     let mut sizes = DimVec::from_slice(self_.sizes());
     let mut strides = DimVec::from_slice(self_.strides());
     if n > 0 {
         sizes[d] = (max - size) / step + 1;
-        strides[d] *= step;
+        // Two or more windows need `step < max`, which keeps the product within the storage's
+        // span; with one window the stride is never used and only must not wrap.
+        strides[d] = strides[d].saturating_mul(step);
     }
     sizes.push(size);
     strides.push(if n == 0 { 1 } else { self_.strides()[d] });
+    // Windows overlap, so the count can exceed the input's (See Note [Checked sizes]).
+    c10::size::numel("unfold", &sizes)?;
     Ok(make_view(self_, &sizes, &strides, self_.storage_offset()))
 }
 

@@ -12,6 +12,7 @@ use smallvec::SmallVec;
 use c10::tensor_impl::DimVec;
 use c10::{promote_types, Error, Result, ResultTypeState, ScalarType};
 
+use crate::memory_overlap::{assert_no_internal_overlap, assert_no_partial_overlap};
 use crate::Tensor;
 
 /// Most operands any kernel uses (outputs + inputs).
@@ -261,10 +262,27 @@ impl<'a> TensorIterator<'a> {
 
     #[inline(always)]
     fn build(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
+        if cfg.outputs.iter().any(Option::is_some) {
+            Self::check_mem_overlaps(&cfg)?;
+        }
         if Self::fast_eligible(&cfg) {
             return Self::fast_setup(&cfg);
         }
         Self::build_general(cfg)
+    }
+
+    /// PyTorch's `compute_mem_overlaps` for the outputs the caller gave (in-place and `out=`):
+    /// no output may write one address twice, nor partly overlap an input. See Note [Memory
+    /// overlap checks].
+    #[inline(never)]
+    fn check_mem_overlaps(cfg: &TensorIteratorConfig<'a>) -> Result<()> {
+        for o in cfg.outputs.iter().flatten() {
+            assert_no_internal_overlap(cfg.op, o)?;
+            for i in cfg.inputs.iter().filter(|i| !i.is_same(o)) {
+                assert_no_partial_overlap(cfg.op, o, i)?;
+            }
+        }
+        Ok(())
     }
 
     /// Broadcasting, promotion, permutation, allocation and coalescing (the general set-up).

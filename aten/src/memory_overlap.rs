@@ -1,0 +1,186 @@
+//! PyTorch's memory-overlap rules (`ATen/MemoryOverlap.cpp`): whether a tensor's elements alias
+//! each other, and whether two tensors share memory, so that in-place and `out=` writes refuse
+//! inputs they would corrupt.
+//!
+//! Note [Memory overlap checks]: writing through a tensor with a zero stride (an `expand`ed
+//! tensor) writes several logical elements to one address, so `add_` on `[1].expand([3])`
+//! used to add three times into one element and return garbage. PyTorch refuses such writes, and
+//! writes into an output that partly overlaps an input (the result would depend on the order of
+//! the loop). Both checks answer "too hard to tell" (and allow the write) where PyTorch does:
+//! for layouts that are not dense, overlap is only asserted when it is certain.
+
+use c10::{Error, Result};
+
+use crate::Tensor;
+
+/// Whether the elements of a tensor alias each other.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MemOverlap {
+    /// Every element has its own address.
+    No,
+    /// At least two elements share an address.
+    Yes,
+    /// The layout is not dense and has no zero stride: not worth deciding.
+    TooHard,
+}
+
+/// How the memory of two tensors relates.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MemOverlapStatus {
+    /// The same elements at the same addresses.
+    Full,
+    /// Some but not all addresses are shared (or the same range with other strides).
+    Partial,
+    /// No address is shared.
+    No,
+    /// One of them is not dense: not worth deciding.
+    TooHard,
+}
+
+/// PyTorch's `is_non_overlapping_and_dense`: the elements exactly tile a block of memory, in
+/// some dimension order.
+pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
+    let nd = sizes.len();
+    if nd == 1 {
+        return sizes[0] < 2 || strides[0] == 1;
+    }
+    let mut perm: smallvec::SmallVec<[usize; 6]> = (0..nd).collect();
+    // Dims of size < 2 go last; the others by increasing stride.
+    perm.sort_by(|&a, &b| match (sizes[a] < 2, sizes[b] < 2) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        (false, false) => strides[a].cmp(&strides[b]),
+    });
+    let mut require = 1i64;
+    for &d in perm.iter() {
+        if sizes[d] < 2 {
+            return true;
+        }
+        if strides[d] != require {
+            return false;
+        }
+        require *= sizes[d];
+    }
+    true
+}
+
+/// PyTorch's `has_internal_overlap`.
+pub fn has_internal_overlap(t: &Tensor) -> MemOverlap {
+    if t.is_contiguous() || is_non_overlapping_and_dense(t.sizes(), t.strides()) {
+        return MemOverlap::No;
+    }
+    if t.sizes().iter().zip(t.strides()).any(|(&s, &st)| s > 1 && st == 0) {
+        return MemOverlap::Yes;
+    }
+    MemOverlap::TooHard
+}
+
+/// PyTorch's `get_overlap_status`.
+pub fn get_overlap_status(a: &Tensor, b: &Tensor) -> MemOverlapStatus {
+    if a.is_same(b) {
+        return MemOverlapStatus::Full;
+    }
+    if a.numel() == 0 || b.numel() == 0 || !a.storage().is_same(b.storage()) {
+        return MemOverlapStatus::No;
+    }
+    if !is_non_overlapping_and_dense(a.sizes(), a.strides()) || !is_non_overlapping_and_dense(b.sizes(), b.strides())
+    {
+        return MemOverlapStatus::TooHard;
+    }
+    // Dense tensors occupy [offset, offset + numel) elements of one storage; compare in bytes
+    // since the two may have different dtypes.
+    let range = |t: &Tensor| {
+        let begin = t.storage_offset() as u128 * t.dtype().size() as u128;
+        (begin, begin + t.numel() as u128 * t.dtype().size() as u128)
+    };
+    let ((a0, a1), (b0, b1)) = (range(a), range(b));
+    if a0 == b0 && a1 == b1 {
+        return if a.strides() == b.strides() { MemOverlapStatus::Full } else { MemOverlapStatus::Partial };
+    }
+    if a0 < b1 && b0 < a1 {
+        return MemOverlapStatus::Partial;
+    }
+    MemOverlapStatus::No
+}
+
+/// PyTorch's `assert_no_internal_overlap`: `t` is about to be written.
+pub fn assert_no_internal_overlap(op: &str, t: &Tensor) -> Result<()> {
+    if has_internal_overlap(t) == MemOverlap::Yes {
+        return Err(Error::invalid(
+            op,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+             location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
+const PARTIAL_OVERLAP_MSG: &str = "unsupported operation: some elements of the input tensor and the written-to \
+                                   tensor refer to a single memory location. Please clone() the tensor before \
+                                   performing the operation.";
+
+/// PyTorch's `assert_no_partial_overlap`: `a` is written while `b` is read; sharing all of the
+/// memory element for element (an in-place operation) is fine, sharing part of it is not.
+pub fn assert_no_partial_overlap(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if get_overlap_status(a, b) == MemOverlapStatus::Partial {
+        return Err(Error::invalid(op, PARTIAL_OVERLAP_MSG));
+    }
+    Ok(())
+}
+
+/// PyTorch's `assert_no_overlap`: `a` is written while `b` is read, and the operation cannot
+/// even work in place.
+pub fn assert_no_overlap(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if matches!(get_overlap_status(a, b), MemOverlapStatus::Partial | MemOverlapStatus::Full) {
+        return Err(Error::invalid(op, PARTIAL_OVERLAP_MSG));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_layouts() {
+        assert!(is_non_overlapping_and_dense(&[2, 3], &[1, 2]));
+        assert!(!is_non_overlapping_and_dense(&[2, 3], &[0, 1]));
+        assert!(is_non_overlapping_and_dense(&[], &[]));
+        assert!(is_non_overlapping_and_dense(&[1, 3], &[7, 1]));
+    }
+
+    #[test]
+    fn internal_overlap_of_expanded_and_strided_tensors() {
+        let base = Tensor::from_vec((0..12).map(|x| x as f32).collect(), &[3, 4]).unwrap();
+        assert_eq!(has_internal_overlap(&base), MemOverlap::No);
+        let one = Tensor::from_vec(vec![1f32], &[1]).unwrap();
+        let expanded = crate::ops::expand(&one, &[3], false).unwrap();
+        assert_eq!(has_internal_overlap(&expanded), MemOverlap::Yes);
+        let e = assert_no_internal_overlap("add_", &expanded).unwrap_err().to_string();
+        assert!(e.starts_with("add_: unsupported operation: more than one element of the written-to tensor"), "{e}");
+        // Every other column: not dense, no zero stride.
+        let strided = crate::ops::as_strided(&base, &[3, 2], &[4, 2], None).unwrap();
+        assert_eq!(has_internal_overlap(&strided), MemOverlap::TooHard);
+        assert!(assert_no_internal_overlap("add_", &strided).is_ok());
+    }
+
+    #[test]
+    fn overlap_between_tensors() {
+        let base = Tensor::from_vec((0..8).map(|x| x as f32).collect(), &[8]).unwrap();
+        let head = crate::ops::slice(&base, 0, Some(0), Some(4), 1).unwrap();
+        let mid = crate::ops::slice(&base, 0, Some(2), Some(6), 1).unwrap();
+        let tail = crate::ops::slice(&base, 0, Some(4), Some(8), 1).unwrap();
+        let head_again = crate::ops::slice(&base, 0, Some(0), Some(4), 1).unwrap();
+        assert_eq!(get_overlap_status(&head, &head), MemOverlapStatus::Full);
+        assert_eq!(get_overlap_status(&head, &head_again), MemOverlapStatus::Full);
+        assert_eq!(get_overlap_status(&head, &mid), MemOverlapStatus::Partial);
+        assert_eq!(get_overlap_status(&head, &tail), MemOverlapStatus::No);
+        let other = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+        assert_eq!(get_overlap_status(&head, &other), MemOverlapStatus::No);
+        assert!(assert_no_partial_overlap("add", &head, &head_again).is_ok());
+        assert!(assert_no_partial_overlap("add", &head, &mid).is_err());
+        assert!(assert_no_overlap("cat", &head, &head_again).is_err());
+        assert!(assert_no_overlap("cat", &head, &tail).is_ok());
+    }
+}
