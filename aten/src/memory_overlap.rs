@@ -84,8 +84,7 @@ pub fn get_overlap_status(a: &Tensor, b: &Tensor) -> MemOverlapStatus {
     if a.numel() == 0 || b.numel() == 0 || !a.storage().is_same(b.storage()) {
         return MemOverlapStatus::No;
     }
-    if !is_non_overlapping_and_dense(a.sizes(), a.strides()) || !is_non_overlapping_and_dense(b.sizes(), b.strides())
-    {
+    if !is_non_overlapping_and_dense(a.sizes(), a.strides()) || !is_non_overlapping_and_dense(b.sizes(), b.strides()) {
         return MemOverlapStatus::TooHard;
     }
     // Dense tensors occupy [offset, offset + numel) elements of one storage; compare in bytes

@@ -150,13 +150,7 @@ impl Tensor {
         // SAFETY: the caller guarantees validity until the deleter runs; run_blob_deleter takes
         // the boxed closure back exactly once, when the storage is dropped.
         let dp = unsafe { DataPtr::from_raw(data, ctx, Some(run_blob_deleter), Device::CPU) };
-        Ok(Tensor::from_storage(
-            Storage::from_data_ptr(dp, nbytes),
-            sizes,
-            DimVec::from_slice(strides),
-            0,
-            dtype,
-        ))
+        Ok(Tensor::from_storage(Storage::from_data_ptr(dp, nbytes), sizes, DimVec::from_slice(strides), 0, dtype))
     }
 
     /// A tensor over existing storage with a fresh version counter.

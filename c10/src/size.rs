@@ -84,7 +84,10 @@ pub fn strided_nbytes(op: &str, sizes: &[i64], strides: &[i64], storage_offset: 
         .filter(|&b| b <= STORAGE_MAX)
         .map(|b| b as usize)
         .ok_or_else(|| {
-            Error::shape(op, format!("Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}"))
+            Error::shape(
+                op,
+                format!("Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}"),
+            )
         })
 }
 

@@ -240,7 +240,9 @@ impl TensorImpl {
     /// output paid for that copy (about 2% of the instructions of a chain of one-element
     /// operations with autograd). Writing field by field into `Arc::new_uninit` has no copy.
     pub fn new_contiguous_arc(storage: Storage, sizes: &[i64], dtype: ScalarType) -> Arc<TensorImpl> {
-        debug_assert!(crate::size::contiguous_nbytes("TensorImpl", sizes, dtype.size()).is_ok_and(|n| n <= storage.nbytes()));
+        debug_assert!(
+            crate::size::contiguous_nbytes("TensorImpl", sizes, dtype.size()).is_ok_and(|n| n <= storage.nbytes())
+        );
         let numel = sizes.iter().product();
         let b = backend_of(storage.device().ty);
         let is_inference = is_inference_mode();

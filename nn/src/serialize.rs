@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use aten::Tensor;
 use c10::{bf16, f16, Element, Error, Result, ScalarType};
@@ -85,8 +85,9 @@ fn encode(t: &Tensor) -> Result<Entry> {
 }
 
 /// Writes `tensors` to `path` as safetensors with optional string `metadata`
-/// (`safetensors.torch.save_file`). The file is written to a temporary name and renamed, so an
-/// existing file is replaced only by a complete one.
+/// (`safetensors.torch.save_file`). The file is written to a temporary name beside it
+/// (`<path>.partial`) and renamed, so an existing file is replaced only by a complete one; on
+/// any failure the temporary file is removed and `path` is left as it was.
 pub fn save_file<'a>(
     tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
     metadata: Option<HashMap<String, String>>,
@@ -97,10 +98,52 @@ pub fn save_file<'a>(
     for (name, t) in tensors {
         entries.push((name.to_string(), encode(t)?));
     }
-    let tmp = path.with_extension("safetensors.partial");
-    safetensors::serialize_to_file(entries.iter().map(|(n, e)| (n.clone(), e)), metadata, &tmp)
-        .map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+    let tmp = partial_path(path);
+    let written = safetensors::serialize_to_file(entries.iter().map(|(n, e)| (n.clone(), e)), metadata, &tmp)
+        .map_err(|e| io_err(&tmp, e))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| io_err(path, e)));
+    if written.is_err() {
+        // The temporary file may or may not exist, depending on where the write failed.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// The temporary name [`save_file`] writes before renaming: `path` with `.partial` appended.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+/// Checks, before any work is done, that [`save_file`] will be able to write `path`: it must not
+/// be a directory, and its directory must exist and accept a new file (tried by creating and
+/// removing the temporary file). Long jobs call this first so that a typo in a checkpoint path
+/// fails at once instead of after the first epoch.
+pub fn check_writable(path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    if path.as_os_str().is_empty() {
+        return Err(Error::Io("checkpoint path is empty".into()));
+    }
+    if path.is_dir() {
+        return Err(io_err(path, "is a directory, not a file name"));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(io_err(path, format!("the directory {} does not exist", dir.display())));
+    }
+    // A `.partial` file left by a killed writer is garbage; opening it again is harmless.
+    let tmp = partial_path(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| io_err(path, format!("cannot be written: {e}")))?;
+    std::fs::remove_file(&tmp).map_err(|e| io_err(&tmp, e))
 }
 
 /// Saves a state_dict (`save_file(model.state_dict(), path)`).
@@ -297,7 +340,14 @@ impl Checkpoint {
     /// Reads a checkpoint written by [`Checkpoint::save`].
     pub fn load(path: impl AsRef<Path>) -> Result<Checkpoint> {
         let path = path.as_ref();
-        let loaded = load_file(path)?;
+        let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+        Checkpoint::from_bytes(&bytes, path)
+    }
+
+    /// [`Checkpoint::load`] from the bytes of a checkpoint already in memory; `path` names the
+    /// source in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Checkpoint> {
+        let loaded = load_bytes(bytes, path)?;
         let epoch = loaded
             .metadata
             .get("epoch")

@@ -27,7 +27,10 @@ fn factories_with_byte_counts_past_i64_are_errors() {
     let e = err(ops::full(&[1 << 32, 1 << 32], Scalar::Float(1.0), None, None, None, None));
     assert!(e.contains(STORAGE_OVERFLOW), "{e}");
     let e = err(ops::empty_strided(&[3, 3], &[1 << 62, 1], None, None, None, None));
-    assert!(e.contains("Storage size calculation overflowed with sizes=[3, 3] and strides=[4611686018427387904, 1]"), "{e}");
+    assert!(
+        e.contains("Storage size calculation overflowed with sizes=[3, 3] and strides=[4611686018427387904, 1]"),
+        "{e}"
+    );
     let e = err(ops::empty_strided(&[2, 2], &[-1, 1], None, None, None, None));
     assert!(e.contains(STORAGE_OVERFLOW), "{e}");
     // Negative sizes keep PyTorch's message.
@@ -44,7 +47,10 @@ fn allocation_failure_is_an_error_value() {
         other => panic!("expected OutOfMemory, got {other:?}"),
     }
     let e = err(ops::empty(&[1 << 41], Some(ScalarType::F32), None, None, None, None));
-    assert!(e.starts_with("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8796093022208 bytes"), "{e}");
+    assert!(
+        e.starts_with("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8796093022208 bytes"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -74,7 +80,10 @@ fn as_strided_spans_are_checked_without_wrapping() {
     let t = Tensor::from_vec((0..12).map(|x| x as f32).collect(), &[12]).unwrap();
     // (size - 1) * stride wraps i64: it used to pass the bounds check.
     let e = err(ops::as_strided(&t, &[3, 3], &[1 << 62, 1], None));
-    assert!(e.contains("Storage size calculation overflowed with sizes=[3, 3] and strides=[4611686018427387904, 1]"), "{e}");
+    assert!(
+        e.contains("Storage size calculation overflowed with sizes=[3, 3] and strides=[4611686018427387904, 1]"),
+        "{e}"
+    );
     let e = err(ops::as_strided(&t, &[2], &[-1], None));
     assert!(e.contains("as_strided: Negative strides are not supported at the moment, got strides: [-1]"), "{e}");
     let e = err(ops::as_strided(&t, &[4], &[4], None));
@@ -88,7 +97,8 @@ fn as_strided_spans_are_checked_without_wrapping() {
 fn in_place_writes_into_overlapping_memory_are_refused() {
     const INTERNAL: &str = "unsupported operation: more than one element of the written-to tensor refers to a single \
                             memory location. Please clone() the tensor before performing the operation.";
-    const PARTIAL: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to \
+    const PARTIAL: &str =
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to \
                            a single memory location. Please clone() the tensor before performing the operation.";
     let base = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
     let expanded = base.expand(&[3]).unwrap();
@@ -140,11 +150,25 @@ fn tensor_hooks_may_not_change_a_gradients_shape_or_dtype() {
     let y = x.mul_scalar(Scalar::Float(2.0)).unwrap();
     y.register_hook(|g| Ok(Some(g.to(ScalarType::F64)?))).unwrap();
     let e = err(y.sum().unwrap().backward());
-    assert!(e.contains("hook 'tensor hook 0' has changed the type of value (was CPUFloatType got CPUDoubleType)"), "{e}");
+    assert!(
+        e.contains("hook 'tensor hook 0' has changed the type of value (was CPUFloatType got CPUDoubleType)"),
+        "{e}"
+    );
 
     // A hook that keeps shape and dtype may still replace the values.
     let z = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().requires_grad_(true).unwrap();
     z.register_hook(|g| Ok(Some(g.mul_scalar(Scalar::Float(10.0))?))).unwrap();
     z.sum().unwrap().backward().unwrap();
     assert_eq!(z.grad().unwrap().to_vec::<f32>().unwrap(), vec![10.0, 10.0]);
+}
+
+#[test]
+fn view_shapes_whose_product_wraps_match_no_tensor() {
+    let empty = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+    // 2^32 * 2^32 wraps to 0, which used to "match" the empty tensor's count.
+    let e = err(empty.view(&[1 << 32, 1 << 32]));
+    assert!(e.contains("shape '[4294967296, 4294967296]' is invalid for input of size 0"), "{e}");
+    let e = err(empty.reshape(&[1 << 32, 1 << 32, -1]));
+    assert!(e.contains("is invalid for input of size 0"), "{e}");
+    assert_eq!(empty.view(&[0, 1 << 40]).unwrap().sizes(), &[0, 1 << 40]);
 }

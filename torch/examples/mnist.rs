@@ -7,6 +7,7 @@
 //! `/usr/share/datasets/fashion-mnist`), with their own train/test split.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
@@ -133,13 +134,53 @@ fn accuracy(model: &Net, test: &(Tensor, Tensor)) -> torch::Result<f64> {
     Ok(correct as f64 / n as f64)
 }
 
-fn main() -> torch::Result<()> {
+fn main() -> ExitCode {
     let args = Args::parse();
+    // Errors are reported in their Display form, as a user reads them, never as Debug.
+    match check_args(&args).and_then(|()| run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Validates the arguments, and that the checkpoint can be written, before any data is read or
+/// any training is done: a typo must not cost an epoch.
+fn check_args(args: &Args) -> torch::Result<()> {
+    let bad = |msg: String| Err(torch::Error::invalid("mnist", msg));
+    if args.epochs == Some(0) {
+        return bad("--epochs must be at least 1, got 0".into());
+    }
+    if args.batch_size == 0 {
+        return bad("--batch-size must be at least 1, got 0".into());
+    }
+    if !(args.lr.is_finite() && args.lr > 0.0) {
+        return bad(format!("--lr must be a positive number, got {}", args.lr));
+    }
+    if args.threads == Some(0) {
+        return bad("--threads must be at least 1, got 0".into());
+    }
+    if let Some(path) = &args.resume {
+        if !path.is_file() {
+            return bad(format!("--resume {}: no such checkpoint file", path.display()));
+        }
+    }
+    if let Some(dir) = &args.data {
+        if !dir.is_dir() {
+            return bad(format!("--data {}: no such directory", dir.display()));
+        }
+    }
+    torch::serialize::check_writable(&args.checkpoint)
+}
+
+fn run(args: &Args) -> torch::Result<()> {
     if let Some(t) = args.threads {
         torch::set_num_threads(t)?;
     }
     torch::manual_seed(args.seed);
-    let split = load(&args)?;
+    let split = load(args)?;
     let epochs = args.epochs.unwrap_or(if args.data.is_some() { 3 } else { 8 });
     let train_len = split.train.len();
     println!(
@@ -166,15 +207,22 @@ fn main() -> torch::Result<()> {
         model.load_state_dict(&ck.model, true)?;
         // The schedule is a function of the step count: replay it to where the run stopped,
         // then restore the optimizer (its state includes the learning rates).
-        for _ in 0..ck.epoch * steps_per_epoch {
+        first_epoch = ck.epoch.min(epochs);
+        for _ in 0..first_epoch * steps_per_epoch {
             sched.step(&mut opt)?;
         }
         opt.load_state_dict(&ck.optimizer)?;
-        first_epoch = ck.epoch;
-        println!("resumed from {} after epoch {first_epoch}", path.display());
+        println!("resumed from {} after epoch {}", path.display(), ck.epoch);
+        if ck.epoch >= epochs {
+            println!(
+                "the checkpoint already covers {} of {epochs} epochs: nothing to train (raise --epochs to continue)",
+                ck.epoch
+            );
+        }
     }
 
     let start = Instant::now();
+    let mut saved = false;
     for epoch in first_epoch..epochs {
         model.train(true);
         let bar = ProgressBar::new(steps_per_epoch as u64);
@@ -216,14 +264,20 @@ fn main() -> torch::Result<()> {
         );
         torch::serialize::Checkpoint { model: model.state_dict(), optimizer: opt.state_dict()?, epoch: epoch + 1 }
             .save(&args.checkpoint)?;
+        saved = true;
     }
     model.eval();
     let acc = accuracy(&model, &split.test)?;
-    println!(
-        "test accuracy {:.2}% after {epochs} epochs, {:.1} s training; checkpoint saved to {}",
-        100.0 * acc,
-        start.elapsed().as_secs_f64(),
-        args.checkpoint.display()
-    );
+    let trained = epochs - first_epoch;
+    print!("test accuracy {:.2}% after {epochs} epochs", 100.0 * acc);
+    if saved {
+        println!(
+            " ({trained} trained in this run, {:.1} s); checkpoint saved to {}",
+            start.elapsed().as_secs_f64(),
+            args.checkpoint.display()
+        );
+    } else {
+        println!(" (none trained in this run); no checkpoint written");
+    }
     Ok(())
 }

@@ -26,7 +26,11 @@ pub fn infer_size(op: &str, shape: &[i64], numel: i64) -> Result<DimVec> {
         } else if s < 0 {
             return Err(Error::shape(op, format!("invalid shape dimension {s}")));
         } else {
-            prod *= s;
+            // A product past i64 matches no tensor (See Note [Checked sizes]); wrapping could make
+            // it match an empty one.
+            prod = prod
+                .checked_mul(s)
+                .ok_or_else(|| Error::shape(op, format!("shape '{shape:?}' is invalid for input of size {numel}")))?;
         }
     }
     let bad = || Error::shape(op, format!("shape '{shape:?}' is invalid for input of size {numel}"));
@@ -117,7 +121,10 @@ pub fn as_strided(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: 
     }
     let offset = storage_offset.unwrap_or(self_.storage_offset());
     if let Some(&s) = size.iter().find(|&&s| s < 0) {
-        return Err(Error::shape("as_strided", format!("Trying to create tensor with negative dimension {s}: {size:?}")));
+        return Err(Error::shape(
+            "as_strided",
+            format!("Trying to create tensor with negative dimension {s}: {size:?}"),
+        ));
     }
     if stride.iter().any(|&s| s < 0) {
         return Err(Error::shape(

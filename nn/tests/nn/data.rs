@@ -642,9 +642,9 @@ fn idx_reader_reports_malformed_files() {
     assert!(err_text(read_idx(dir.path().join("missing"))).contains("cannot read"));
 }
 
-/// The shipped digits (`shared/data/mnist_5k.csv.gz`).
+/// The shipped digits (`data/mnist_5k.csv.gz` in the repository).
 fn shipped_csv() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist_5k.csv.gz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/mnist_5k.csv.gz")
 }
 
 #[test]

@@ -235,3 +235,15 @@ fn activation_modules_match_pytorch() -> Result<()> {
     check("act GLU", &nn::GLU::with(0).call(&wave(&[6], 1.7, 0.2))?, 1e-12);
     Ok(())
 }
+
+#[test]
+fn layers_too_big_to_exist_are_errors() {
+    // 2^62 f32 weights are 2^64 bytes: the byte count used to wrap to 0 and the
+    // initialisation wrote into a 0-byte buffer.
+    let e = nn::Linear::new(1 << 31, 1 << 31).err().expect("an error").to_string();
+    assert!(e.contains("Storage size calculation overflowed with sizes=[2147483648, 2147483648]"), "{e}");
+    let e = nn::Conv2d::new(1 << 31, 1 << 31, 3).err().expect("an error").to_string();
+    assert!(e.contains("Storage size calculation overflowed"), "{e}");
+    let e = nn::Linear::new(-1, 2).err().expect("an error").to_string();
+    assert!(e.contains("must be non-negative"), "{e}");
+}

@@ -580,3 +580,42 @@ fn modules_with_several_inputs_refuse_forward_hooks() -> Result<()> {
     assert!(bag.register_full_backward_hook(|_, _| Ok(None)).is_err());
     Ok(())
 }
+
+#[test]
+fn failed_saves_leave_no_temporary_file_and_keep_the_old_one() {
+    let dir = std::env::temp_dir().join(format!("nn-save-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let listing = || {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    let w = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+
+    // The rename fails: the target is a non-empty directory. The temporary file is removed.
+    let target = dir.join("taken");
+    std::fs::create_dir_all(target.join("inside")).unwrap();
+    let e = nn::serialize::save_file([("w", &w)], None, &target).unwrap_err().to_string();
+    assert!(e.contains("taken"), "{e}");
+    assert_eq!(listing(), vec!["taken".to_string()]);
+
+    // The write itself fails (a tensor that cannot be encoded): nothing is created.
+    let good = dir.join("good.safetensors");
+    nn::serialize::save_file([("w", &w)], None, &good).unwrap();
+    let before = std::fs::read(&good).unwrap();
+    let huge = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().expand(&[1 << 31, 1 << 31]).unwrap();
+    assert!(nn::serialize::save_file([("w", &huge)], None, &good).is_err());
+    assert_eq!(std::fs::read(&good).unwrap(), before, "a failed save keeps the old file");
+    assert_eq!(listing(), vec!["good.safetensors".to_string(), "taken".to_string()]);
+
+    // The directory does not exist: both the early check and the save say so, and write nothing.
+    let missing = dir.join("no/such/dir/x.safetensors");
+    assert!(nn::serialize::check_writable(&missing).unwrap_err().to_string().contains("does not exist"));
+    assert!(nn::serialize::save_file([("w", &w)], None, &missing).is_err());
+    assert!(nn::serialize::check_writable(&target).unwrap_err().to_string().contains("is a directory"));
+    nn::serialize::check_writable(&good).unwrap();
+    assert_eq!(listing(), vec!["good.safetensors".to_string(), "taken".to_string()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -417,7 +417,7 @@ fn transformer_encoder_stack_and_train_mode() {
     assert_eq!(enc.call(&x).unwrap().sizes(), &[3, 2, 4]);
 }
 
-// ---- the shared parity cases (../shared/parity/modules.json) ---------------------------------
+// ---- the shared parity cases (../shared/parity/modules.json, copied into the repository) ------
 
 fn parity_close(a: &Tensor, e: &Tensor, scale: f32, what: &str) {
     assert_eq!(a.sizes(), e.sizes(), "{what}");
@@ -465,14 +465,11 @@ fn parity_case<M: Module>(
 }
 
 /// The `lstm`, `gru`, `rnn`, `mha` and `transformer_encoder_layer` cases with the configs of
-/// `modules.json` (skipped when the shared directory is absent).
+/// `modules.json`, from the repository's copy of PyTorch's results (`recurrent_parity.safetensors`,
+/// made by `extract_recurrent_parity.py` from the shared parity file).
 #[test]
 fn shared_parity_cases() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/parity/modules.safetensors");
-    if !path.exists() {
-        eprintln!("skipping: {} not found", path.display());
-        return;
-    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nn/recurrent_parity.safetensors");
     let file = nn::serialize::load_file(&path).unwrap().tensors;
     let mut lstm = LSTM::with_options(5, 7, &RNNOptions::default().num_layers(2).batch_first(true)).unwrap();
     parity_case(&file, "lstm", &mut lstm, 1, |m, i| {
