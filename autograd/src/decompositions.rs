@@ -18,8 +18,10 @@ pub fn cross_entropy_loss(
     label_smoothing: f64,
 ) -> Result<Tensor> {
     let cd: i64 = if self_.dim() == 1 { 0 } else { 1 };
-    let c = self_.sizes()[cd as usize];
+    // `log_softmax` first: it rejects a zero-dim input (class dim 1 out of range) before the
+    // class count is read from the sizes.
     let logp = ops::log_softmax(self_, cd, None)?;
+    let c = self_.sizes()[cd as usize];
     let class_view = |w: &Tensor| -> Result<Tensor> {
         let mut shape = vec![1i64; self_.dim()];
         shape[cd as usize] = c;
@@ -213,6 +215,7 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
+    aten::native::pool::check_avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, divisor_override)?;
     if ceil_mode {
         return Err(c10::Error::NotImplemented {
             op: "avg_pool2d".into(),

@@ -204,7 +204,8 @@ fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
             #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
             Rounding::Floor => binary_loop::<T, T, T>(iter, |a, b| {
                 let q = a.wrapping_div(b);
-                if (a % b != 0) && ((a < 0) != (b < 0)) { q.wrapping_sub(1) } else { q }
+                // `wrapping_rem`: `MIN % -1` overflows (the quotient wraps to MIN, as in PyTorch).
+                if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) { q.wrapping_sub(1) } else { q }
             }),
             _ => binary_loop::<T, T, T>(iter, |a, b| a.wrapping_div(b)),
         }

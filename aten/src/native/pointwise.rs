@@ -386,7 +386,17 @@ pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let iter = unary_iter("logit", self_, true)?;
     float_map(&iter, "logit", move |x| {
-        let z = eps.map_or(x, |e| x.clamp(e, 1.0 - e));
+        // PyTorch's `x < lo ? lo : (x > hi ? hi : x)`, not `f64::clamp`, which panics when
+        // `eps > 0.5` (lo > hi) or eps is NaN.
+        let z = eps.map_or(x, |e| {
+            if x < e {
+                e
+            } else if x > 1.0 - e {
+                1.0 - e
+            } else {
+                x
+            }
+        });
         (z / (1.0 - z)).ln()
     })?;
     iter.output(0)

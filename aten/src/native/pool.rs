@@ -180,6 +180,19 @@ fn pool_kernel(
 /// Checks the rank (`nsp + 1` unbatched or `nsp + 2` batched) and returns the contiguous input
 /// with its spatial sizes padded to 3, plus the leading (batch, channel) shape.
 fn pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<(Tensor, [usize; 3], Vec<i64>)> {
+    check_pool_input(op, x, nsp)?;
+    let d = x.dim();
+    let c = ops::contiguous(x, c10::MemoryFormat::Contiguous)?;
+    let sp = &x.sizes()[d - nsp..];
+    let mut in_sp = [1usize; 3];
+    for (i, &s) in sp.iter().enumerate() {
+        in_sp[3 - nsp + i] = s as usize;
+    }
+    Ok((c, in_sp, x.sizes()[..d - nsp].to_vec()))
+}
+
+/// The rank and dtype checks of [`pool_input`].
+fn check_pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<()> {
     let d = x.dim();
     if !(d == nsp + 1 || d == nsp + 2) || x.sizes()[d - nsp..].contains(&0) {
         return Err(Error::shape(
@@ -195,13 +208,7 @@ fn pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<(Tensor, [usize; 3], V
     if !x.dtype().is_floating_point() {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: x.dtype() });
     }
-    let c = ops::contiguous(x, c10::MemoryFormat::Contiguous)?;
-    let sp = &x.sizes()[d - nsp..];
-    let mut in_sp = [1usize; 3];
-    for (i, &s) in sp.iter().enumerate() {
-        in_sp[3 - nsp + i] = s as usize;
-    }
-    Ok((c, in_sp, x.sizes()[..d - nsp].to_vec()))
+    Ok(())
 }
 
 /// A per-dimension parameter (`int[n]`): one value repeats; `[]` takes `default`.
@@ -574,6 +581,27 @@ fn avg_pool_nd(
         &shape,
     )?
     .0)
+}
+
+/// The argument checks of `avg_pool2d` (divisor, kernel size, stride, padding, rank, dtype,
+/// output size) without the pooling: autograd's decomposition runs them first, so a bad call
+/// fails with the kernel's message instead of indexing sizes the input does not have.
+pub fn check_avg_pool2d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> Result<()> {
+    let op = "avg_pool2d";
+    if divisor_override == Some(0) {
+        return Err(Error::invalid(op, "divisor must be not zero"));
+    }
+    let a = pool_args(op, 2, kernel_size, stride, padding, &[1])?;
+    check_pool_input(op, self_, 2)?;
+    out_sizes(op, &self_.sizes()[self_.dim() - 2..], &a, ceil_mode)?;
+    Ok(())
 }
 
 /// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor`

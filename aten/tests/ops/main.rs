@@ -1,6 +1,7 @@
 //! The operator tests of aten, one binary (each test file used to link its own copy of aten).
 mod binary;
 mod conv;
+mod fuzz_regressions;
 mod indexing;
 mod linalg;
 mod loss;

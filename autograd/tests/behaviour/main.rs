@@ -1,4 +1,5 @@
 //! The autograd behaviour tests, one binary.
 mod basics;
 mod fast_backward;
+mod fuzz_regressions;
 mod gradgrad;

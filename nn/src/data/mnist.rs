@@ -1,5 +1,5 @@
 //! Readers for MNIST-style digit datasets: the IDX files of MNIST and Fashion-MNIST (gzipped or
-//! raw), and the CSV layout of the digits shipped in `shared/data/mnist_5k.csv.gz`.
+//! raw), and the CSV layout of the digits shipped in `data/mnist_5k.csv.gz`.
 //!
 //! Images come back as `u8` tensors `[N, 1, 28, 28]` and labels as `int64` tensors `[N]`;
 //! [`Mnist::images_f32`] gives torchvision's `ToTensor()` + `Normalize(mean, std)` floats.
@@ -35,17 +35,22 @@ fn file_error(path: &Path, msg: impl std::fmt::Display) -> Error {
     Error::Io(format!("{}: {msg}", path.display()))
 }
 
-/// The bytes of a file, gunzipped when they start with the gzip magic (whatever the name).
-fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
-    let raw = std::fs::read(path).map_err(|e| file_error(path, format!("cannot read: {e}")))?;
+/// The bytes of a file as stored (the `*_bytes` readers gunzip them).
+fn read_raw(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| file_error(path, format!("cannot read: {e}")))
+}
+
+/// `raw` gunzipped when it starts with the gzip magic (whatever the file's name), else `raw`
+/// itself; `path` names the source in errors.
+fn gunzip_if_gz<'a>(raw: std::borrow::Cow<'a, [u8]>, path: &Path) -> Result<std::borrow::Cow<'a, [u8]>> {
     if !raw.starts_with(&[0x1f, 0x8b]) {
         return Ok(raw);
     }
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(raw.as_slice())
+    flate2::read::MultiGzDecoder::new(&*raw)
         .read_to_end(&mut out)
         .map_err(|e| file_error(path, format!("bad gzip data: {e}")))?;
-    Ok(out)
+    Ok(out.into())
 }
 
 // ---- IDX --------------------------------------------------------------------------------------
@@ -124,7 +129,13 @@ fn idx_elem_size(type_code: u8) -> Option<usize> {
 /// and element type (`u8`, `i8`, `i16`, `i32`, `f32` or `f64`).
 pub fn read_idx(path: impl AsRef<Path>) -> Result<Tensor> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
+    read_idx_bytes(&read_raw(path)?, path)
+}
+
+/// [`read_idx`] on the bytes of a file already in memory (gzipped or raw); `path` names the
+/// source in errors.
+pub fn read_idx_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
+    let bytes = gunzip_if_gz(bytes.into(), path)?;
     let h = idx_header(path, &bytes)?;
     let shape: Vec<i64> = h.dims.iter().map(|&d| d as i64).collect();
     let data = &bytes[h.offset..];
@@ -151,7 +162,13 @@ pub fn read_idx(path: impl AsRef<Path>) -> Result<Tensor> {
 /// tensor `[N, 1, rows, cols]`.
 pub fn read_idx_images(path: impl AsRef<Path>) -> Result<Tensor> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
+    read_idx_images_bytes(&read_raw(path)?, path)
+}
+
+/// [`read_idx_images`] on the bytes of a file already in memory (gzipped or raw); `path` names
+/// the source in errors.
+pub fn read_idx_images_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
+    let bytes = gunzip_if_gz(bytes.into(), path)?;
     let h = idx_header(path, &bytes)?;
     if h.magic != IDX_IMAGES_MAGIC {
         return Err(file_error(
@@ -170,7 +187,13 @@ pub fn read_idx_images(path: impl AsRef<Path>) -> Result<Tensor> {
 /// `int64` tensor `[N]`.
 pub fn read_idx_labels(path: impl AsRef<Path>) -> Result<Tensor> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
+    read_idx_labels_bytes(&read_raw(path)?, path)
+}
+
+/// [`read_idx_labels`] on the bytes of a file already in memory (gzipped or raw); `path` names
+/// the source in errors.
+pub fn read_idx_labels_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
+    let bytes = gunzip_if_gz(bytes.into(), path)?;
     let h = idx_header(path, &bytes)?;
     if h.magic != IDX_LABELS_MAGIC {
         return Err(file_error(
@@ -189,10 +212,17 @@ pub fn read_idx_labels(path: impl AsRef<Path>) -> Result<Tensor> {
 
 /// Reads digits in CSV form, gzipped or raw: one image per line, `28 * 28` pixel values in
 /// `0..=255` then the label in `0..=9`, comma-separated, no header (the layout of
-/// `shared/data/mnist_5k.csv.gz`). Blank lines are skipped.
+/// `data/mnist_5k.csv.gz`). Blank lines are skipped.
 pub fn read_mnist_csv(path: impl AsRef<Path>) -> Result<Mnist> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
+    parse_mnist_csv(read_raw(path)?.as_slice(), path)
+}
+
+/// [`read_mnist_csv`] from any reader (gzipped or raw text); `path` names the source in errors.
+pub fn parse_mnist_csv(mut reader: impl Read, path: &Path) -> Result<Mnist> {
+    let mut raw = Vec::new();
+    reader.read_to_end(&mut raw).map_err(|e| file_error(path, format!("cannot read: {e}")))?;
+    let bytes = gunzip_if_gz(raw.into(), path)?;
     let text = std::str::from_utf8(&bytes).map_err(|e| file_error(path, format!("not UTF-8 text: {e}")))?;
     const PIXELS: usize = SIDE * SIDE;
     let mut pixels: Vec<u8> = Vec::new();

@@ -35,8 +35,8 @@ pub use dataset::{
     random_split, ConcatDataset, Dataset, IterableDataset, SplitLengths, Subset, TensorDataset, TensorTuple,
 };
 pub use mnist::{
-    read_idx, read_idx_images, read_idx_labels, read_mnist_csv, Mnist, FASHION_MNIST_MEAN, FASHION_MNIST_STD,
-    MNIST_MEAN, MNIST_STD,
+    parse_mnist_csv, read_idx, read_idx_bytes, read_idx_images, read_idx_images_bytes, read_idx_labels,
+    read_idx_labels_bytes, read_mnist_csv, Mnist, FASHION_MNIST_MEAN, FASHION_MNIST_STD, MNIST_MEAN, MNIST_STD,
 };
 pub use sampler::{
     BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,

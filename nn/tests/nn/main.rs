@@ -1,5 +1,6 @@
 //! The nn tests, one binary (each test file would otherwise link its own copy of aten).
 mod data;
+mod fuzz_regressions;
 mod layers;
 mod modules;
 mod optim;
