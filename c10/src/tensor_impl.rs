@@ -196,8 +196,11 @@ impl TensorImpl {
     ) -> Self {
         debug_assert_eq!(sizes.len(), strides.len());
         // Callers check the counts of geometries they choose (See Note [Checked sizes]).
+        // Note [Wrapping numel]: with that check no product of sizes wraps, except the partial
+        // products of an empty shape such as [2^31, 2^32, 0], whose final 0 is still right;
+        // `product()` would panic there in debug builds.
         debug_assert!(crate::size::numel("TensorImpl", &sizes).is_ok());
-        let numel = sizes.iter().product();
+        let numel = sizes.iter().fold(1i64, |n, &s| n.wrapping_mul(s)); // See Note [Wrapping numel].
         let b = backend_of(storage.device().ty);
         let mut key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(DispatchKey::Dense, b));
         if version_counter.is_some() {
@@ -243,7 +246,7 @@ impl TensorImpl {
         debug_assert!(
             crate::size::contiguous_nbytes("TensorImpl", sizes, dtype.size()).is_ok_and(|n| n <= storage.nbytes())
         );
-        let numel = sizes.iter().product();
+        let numel = sizes.iter().fold(1i64, |n, &s| n.wrapping_mul(s)); // See Note [Wrapping numel].
         let b = backend_of(storage.device().ty);
         let is_inference = is_inference_mode();
         let key_set = if is_inference {
@@ -420,6 +423,24 @@ mod tests {
         let inf = TensorImpl::new(t.storage().clone(), DimVec::new(), DimVec::new(), 0, ScalarType::F32, None);
         assert!(!inf.key_set().has(DispatchKey::AutogradCPU));
         assert!(inf.is_inference());
+    }
+
+    #[test]
+    fn empty_shapes_with_huge_dims_have_no_elements() {
+        // The partial product 2^63 wraps; the count is still 0 (Note [Wrapping numel]), and
+        // debug builds must not panic on it.
+        let sizes = [1i64 << 31, 1 << 32, 0];
+        let st = Storage::new(0, Device::CPU).unwrap();
+        let t = TensorImpl::new(
+            st.clone(),
+            DimVec::from_slice(&sizes),
+            contiguous_strides(&sizes),
+            0,
+            ScalarType::F32,
+            None,
+        );
+        assert_eq!(t.numel(), 0);
+        assert_eq!(TensorImpl::new_contiguous_arc(st, &sizes, ScalarType::F32).numel(), 0);
     }
 
     #[test]
