@@ -1,10 +1,11 @@
 """Copies the recurrent and attention cases of the shared PyTorch parity file into the repository.
 
 The cases (`lstm`, `gru`, `rnn`, `mha`, `transformer_encoder_layer`) were computed by PyTorch
-(see ../shared/parity/MODULES.md); `recurrent.rs` reads this copy so that `cargo test` passes in
-a clone with nothing beside it. Run from the repository root with ../shared beside it:
+(see MODULES.md in the parity material); `recurrent.rs` reads this copy so that `cargo test` passes in
+a clone with nothing beside it. Run by hand with the path of the shared material's
+`parity/modules.safetensors`:
 
-    python3 nn/tests/nn/extract_recurrent_parity.py
+    python3 nn/tests/nn/extract_recurrent_parity.py PATH/TO/parity/modules.safetensors
 
 Only the standard library is needed: a safetensors file is an 8-byte little-endian header length,
 a JSON header of dtypes, shapes and byte ranges, then the data.
@@ -12,10 +13,12 @@ a JSON header of dtypes, shapes and byte ranges, then the data.
 import json
 import pathlib
 import struct
+import sys
 
 IDS = ["lstm", "gru", "rnn", "mha", "transformer_encoder_layer"]
-root = pathlib.Path(__file__).resolve().parents[3]
-src = root.parent / "shared" / "parity" / "modules.safetensors"
+if len(sys.argv) != 2:
+    sys.exit(f"usage: {sys.argv[0]} PATH/TO/parity/modules.safetensors")
+src = pathlib.Path(sys.argv[1])
 dst = pathlib.Path(__file__).with_name("recurrent_parity.safetensors")
 
 blob = src.read_bytes()
@@ -29,7 +32,7 @@ for k in keys:
     chunks.append(data[begin:end])
     out_header[k] = {"dtype": header[k]["dtype"], "shape": header[k]["shape"], "data_offsets": [offset, offset + end - begin]}
     offset += end - begin
-out_header["__metadata__"] = {"source": "shared/parity/modules.safetensors", "cases": ",".join(IDS)}
+out_header["__metadata__"] = {"source": "parity/modules.safetensors", "cases": ",".join(IDS)}
 text = json.dumps(out_header, separators=(",", ":")).encode()
 text += b" " * (-len(text) % 8)
 dst.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(chunks))

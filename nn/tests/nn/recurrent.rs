@@ -417,7 +417,7 @@ fn transformer_encoder_stack_and_train_mode() {
     assert_eq!(enc.call(&x).unwrap().sizes(), &[3, 2, 4]);
 }
 
-// ---- the shared parity cases (../shared/parity/modules.json, copied into the repository) ------
+// ---- PyTorch's module parity cases (copied into the repository) -----------------------------
 
 fn parity_close(a: &Tensor, e: &Tensor, scale: f32, what: &str) {
     assert_eq!(a.sizes(), e.sizes(), "{what}");
@@ -468,7 +468,7 @@ fn parity_case<M: Module>(
 /// `modules.json`, from the repository's copy of PyTorch's results (`recurrent_parity.safetensors`,
 /// made by `extract_recurrent_parity.py` from the shared parity file).
 #[test]
-fn shared_parity_cases() {
+fn pytorch_parity_cases() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nn/recurrent_parity.safetensors");
     let file = nn::serialize::load_file(&path).unwrap().tensors;
     let mut lstm = LSTM::with_options(5, 7, &RNNOptions::default().num_layers(2).batch_first(true)).unwrap();
