@@ -26,6 +26,8 @@ export RUSTC_BOOTSTRAP=1
 # raises "not enough memory") instead of aborting: operators asked for 2^40 elements must
 # report the failure, not be killed by the sanitizer. See README.md.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=1}"
+# Registration leaks on purpose; see lsan.supp.
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$(pwd)/lsan.supp}"
 
 if [ ! -d "seeds/${target}" ]; then
     echo "no seed corpus fuzz/seeds/${target}" >&2

@@ -60,7 +60,9 @@ pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
         if strides[d] != require {
             return false;
         }
-        require *= sizes[d];
+        // Saturating: the sizes of an empty tensor can multiply past i64 before its 0 is
+        // reached (`[2^40, 2^40, 0]`), and no stride equals the saturated value after it.
+        require = require.saturating_mul(sizes[d]);
     }
     true
 }

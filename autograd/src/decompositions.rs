@@ -256,7 +256,10 @@ pub fn avg_pool2d(
 
 /// The `[out, in]` matrix averaging each adaptive-pooling window.
 fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
-    let mut m = vec![0.0f64; (input * output) as usize];
+    let n = input
+        .checked_mul(output)
+        .ok_or_else(|| c10::Error::invalid("adaptive_avg_pool2d", "numel: integer multiplication overflow"))?;
+    let mut m = c10::size::try_vec_filled(0.0f64, n as usize)?;
     for i in 0..output {
         let start = (i * input) / output;
         let end = ((i + 1) * input + output - 1) / output;
@@ -269,6 +272,7 @@ fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
 
 /// `adaptive_avg_pool2d` as `A_h @ x @ A_w^T` with averaging matrices.
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let output_size = &aten::native::pool::check_adaptive_avg_pool2d(self_, output_size)?;
     let nd = self_.dim();
     let (h, w) = (self_.sizes()[nd - 2], self_.sizes()[nd - 1]);
     let ah = adaptive_matrix(h, output_size[0], self_)?;
@@ -283,6 +287,7 @@ pub fn upsample_nearest2d(
     output_size: Option<&[i64]>,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
+    aten::native::pool::check_upsample_nearest2d(input, output_size, scale_factors)?;
     let nd = input.dim();
     let mut x = input.clone();
     for k in 0..2 {

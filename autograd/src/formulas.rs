@@ -21,7 +21,8 @@ pub fn one() -> Scalar {
 /// `-s`.
 pub fn neg_scalar(s: &Scalar) -> Scalar {
     match *s {
-        Scalar::Int(i) => Scalar::Int(-i),
+        // `-i64::MIN` does not fit: it is 2^63 as a float (PyTorch's `-Scalar` would overflow).
+        Scalar::Int(i) => i.checked_neg().map_or(Scalar::Float(-(i as f64)), Scalar::Int),
         Scalar::Bool(b) => Scalar::Int(-(b as i64)),
         _ => Scalar::Float(-s.to_f64()),
     }
@@ -168,7 +169,14 @@ fn reduced_count(sizes: &[i64], dims: Option<&[i64]>) -> i64 {
     let n = sizes.len() as i64;
     match dims.filter(|d| !d.is_empty()) {
         None => sizes.iter().product(),
-        Some(ds) => ds.iter().map(|&d| sizes[(if d < 0 { d + n } else { d }) as usize]).product(),
+        // A zero-dim tensor takes dim 0 or -1 (the forward accepted it): its one element.
+        Some(ds) => ds
+            .iter()
+            .map(|&d| {
+                let i = if d < 0 { d + n } else { d };
+                usize::try_from(i).ok().and_then(|i| sizes.get(i)).copied().unwrap_or(1)
+            })
+            .product(),
     }
 }
 

@@ -5,6 +5,16 @@
 //! metadata (which owns the node: a cycle). It keeps a history-less alias of the output and a
 //! weak reference to itself, and `unpack` rebuilds a tensor with the node as `grad_fn` (needed
 //! when the backward is itself differentiated).
+//!
+//! Note [Saved inputs]: a saved input must not own the input's metadata either, because an
+//! in-place operation can make that input its own output later (`x.addcdiv_(x, y)` saves `x`,
+//! then gives `x` the new node as `grad_fn`; an in-place op on a view gives the base a
+//! `CopySlices` that holds the op's node): node → saved tensor → metadata → node, a cycle that
+//! is never freed. Only a leaf that requires grad is kept as itself (an in-place op on it is an
+//! error, so it never gets a `grad_fn`). Any other input is kept as a history-less alias (same
+//! storage, same version counter) with the `grad_fn` it had when saved, and `unpack` rebuilds a
+//! tensor with that history when grad mode is on (the backward is being differentiated); with
+//! grad mode off nothing can record history, so the alias is returned as it is.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Weak};
@@ -25,6 +35,10 @@ struct Saved {
     version: u32,
     /// For saved outputs: the node (see Note [Saved outputs]) and output number.
     output_of: Option<(Weak<dyn Node>, u32)>,
+    /// For saved inputs with history: their `grad_fn` and output number when saved (see
+    /// Note [Saved inputs]), held as an `Edge` so that dropping it never recurses through the
+    /// graph (Note [Freeing long graphs]).
+    input_of: Option<crate::node::Edge>,
     requires_grad: bool,
 }
 
@@ -47,11 +61,21 @@ impl SavedVariable {
     /// Saves an input of the operation.
     pub fn new(t: &Tensor) -> Result<Self> {
         check_not_inference(t)?;
+        // Note [Saved inputs].
+        let (data, input_of) = if crate::meta::requires_grad(t) && crate::meta::is_leaf(t) {
+            (t.clone(), None)
+        } else {
+            (
+                crate::meta::detach(t),
+                crate::meta::grad_fn(t).map(|f| crate::node::Edge::new(f, crate::meta::output_nr(t))),
+            )
+        };
         Ok(SavedVariable {
             inner: Mutex::new(Some(Saved {
-                data: t.clone(),
+                data,
                 version: t.version(),
                 output_of: None,
+                input_of,
                 requires_grad: false,
             })),
             defined: AtomicBool::new(true),
@@ -74,6 +98,7 @@ impl SavedVariable {
                 data: crate::meta::detach(t),
                 version: t.version(),
                 output_of: Some((node, output_nr)),
+                input_of: None,
                 requires_grad: crate::meta::requires_grad(t),
             })),
             defined: AtomicBool::new(true),
@@ -133,6 +158,14 @@ impl SavedVariable {
                     Ok(Some(t))
                 }
                 None => Ok(Some(s.data.clone())),
+            },
+            None => match s.input_of.as_ref().and_then(|e| e.function.as_ref().map(|f| (f, e.input_nr))) {
+                Some((f, nr)) if crate::grad_mode::is_grad_enabled() => {
+                    let t = crate::meta::detach(&s.data);
+                    crate::meta::set_grad_fn(&t, f.clone(), nr)?;
+                    Ok(Some(t))
+                }
+                _ => Ok(Some(s.data.clone())),
             },
             _ => Ok(Some(s.data.clone())),
         }

@@ -102,10 +102,13 @@ pub(crate) fn rebase_view_history(view: &Tensor, v: &ViewInfo, node: &NodeRef) -
     edges.extend(node.core().next_edges().iter().skip(1).cloned());
     // The in-place node runs inside CopySlices; its first input is the view's gradient.
     node.core().add_input_metadata(view);
+    // The nodes keep the view's geometry with a history-less base: `v.base` owns the base's
+    // metadata, which is about to own `copy` (a cycle never freed; Note [Saved inputs]).
+    let geometry = ViewInfo { base: crate::meta::detach(base), ..v.clone() };
     let copy = std::sync::Arc::new(CopySlices {
         core: NodeCore::new(edges),
         base: crate::meta::detach(base),
-        view: v.clone(),
+        view: geometry.clone(),
         inner: node.clone(),
     });
     let copy: NodeRef = copy;
@@ -114,7 +117,7 @@ pub(crate) fn rebase_view_history(view: &Tensor, v: &ViewInfo, node: &NodeRef) -
     let vb: NodeRef = std::sync::Arc::new(ViewOfBase {
         core: NodeCore::new(vec![Edge::new(copy, 0)]),
         base: crate::meta::detach(base),
-        view: v.clone(),
+        view: geometry,
     });
     vb.core().add_input_metadata(view);
     crate::meta::set_grad_fn(view, vb, 0)

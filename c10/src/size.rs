@@ -91,9 +91,53 @@ pub fn strided_nbytes(op: &str, sizes: &[i64], strides: &[i64], storage_offset: 
         })
 }
 
+/// An empty `Vec` with room for `n` elements, or [`Error::OutOfMemory`] when the allocator
+/// refuses (or `n` elements exceed [`STORAGE_MAX`] bytes).
+///
+/// Note [Fallible scratch buffers]: a kernel that builds its result (or a buffer the size of
+/// its result) in a `Vec` before making the tensor sizes it with this, or with
+/// [`try_vec_filled`], rather than `Vec::with_capacity` / `vec![x; n]`: those abort the process
+/// on an allocation failure, and an output of an empty input can still be huge (reducing
+/// `[2^40, 0]` over its last dim gives 2^40 values). PyTorch reports that as an out-of-memory
+/// error, and so do we.
+pub fn try_vec<T>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    let nbytes = n.saturating_mul(std::mem::size_of::<T>());
+    if nbytes as u64 > STORAGE_MAX {
+        return Err(Error::OutOfMemory { device: crate::DeviceType::Cpu, nbytes });
+    }
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory { device: crate::DeviceType::Cpu, nbytes })?;
+    Ok(v)
+}
+
+/// `vec![value; n]`, or [`Error::OutOfMemory`] (Note [Fallible scratch buffers]).
+pub fn try_vec_filled<T: Clone>(value: T, n: usize) -> Result<Vec<T>> {
+    let mut v = try_vec(n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// Collects an iterator of exactly-known length `n` into a `Vec` reserved up front, or
+/// [`Error::OutOfMemory`] (Note [Fallible scratch buffers]).
+pub fn try_collect<T>(n: usize, items: impl IntoIterator<Item = T>) -> Result<Vec<T>> {
+    let mut v = try_vec(n)?;
+    v.extend(items);
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_buffers_fail_as_values() {
+        assert!(matches!(try_vec::<f64>(1 << 62), Err(Error::OutOfMemory { nbytes, .. }) if nbytes == usize::MAX));
+        // 2^48 bytes: beyond a 47-bit user address space, so refused even with overcommit.
+        assert!(matches!(try_vec_filled(0f64, 1 << 45), Err(Error::OutOfMemory { nbytes, .. }) if nbytes == 1 << 48));
+        assert_eq!(try_vec_filled(7u8, 3).unwrap(), vec![7, 7, 7]);
+        assert_eq!(try_collect(3, 0..3).unwrap(), vec![0, 1, 2]);
+        assert!(try_vec::<()>(usize::MAX).is_ok());
+    }
 
     #[test]
     fn numel_checks_sign_and_overflow() {

@@ -33,12 +33,9 @@ const HUGE: i64 = 1 << 40;
 /// Outputs with at most this many elements are read back with `to_vec`.
 const MAX_READ: i64 = 1 << 16;
 /// Whether operators other than views get tensors with a huge dimension (and zero elements).
-///
-/// Off for now: reductions and gathers over such inputs (`logsumexp`, `var`, `prod.dim_int`,
-/// `any.dim`, `flip`, `rot90`, `pad`, `diag_embed`) size a `Vec` by the output's 2^40
-/// elements and abort in the allocator instead of returning `Error::OutOfMemory`; that is the
-/// huge-size class being reworked in aten/c10 (see fuzz/README.md). Turn on when it lands.
-const HUGE_OUTSIDE_VIEWS: bool = false;
+/// Their outputs can be huge (reducing `[2^40, 0]` over dim 1 gives 2^40 values): the kernels
+/// must return `Error::OutOfMemory`, never abort (Note [Fallible scratch buffers] in c10).
+const HUGE_OUTSIDE_VIEWS: bool = true;
 /// Statistics go to stderr every this many calls.
 const REPORT_EVERY: u64 = 20_000;
 
@@ -85,8 +82,10 @@ struct Op {
     name: String,
     entry: &'static OperatorEntry,
     schema: Arc<FunctionSchema>,
-    /// Some return aliases an input without writing it (`-> Tensor(a)`): a view, which does no
-    /// per-element work, so it may see tensors with huge element counts.
+    /// Some return aliases an input without writing it (`-> Tensor(a)`) and none is a list: a
+    /// view, which does no per-element work, so it may see tensors with huge element counts.
+    /// List-returning views (`split`, `unbind`, `chunk`) make one tensor per slice of a dim,
+    /// 2^40 of them for a huge dim, so they do not count.
     is_view: bool,
 }
 
@@ -118,7 +117,8 @@ static HARNESS: LazyLock<Harness> = LazyLock::new(|| {
                 }
             }
         }
-        let is_view = schema.returns.iter().any(|r| r.alias.as_ref().is_some_and(|a| !a.is_write));
+        let is_view = schema.returns.iter().any(|r| r.alias.as_ref().is_some_and(|a| !a.is_write))
+            && !schema.returns.iter().any(|r| matches!(r.ty, Type::List(..)));
         ops.push(Op { name, entry, schema, is_view });
     }
     assert!(ops.len() > 100, "only {} operators registered: are the kernels linked?", ops.len());

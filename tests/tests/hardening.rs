@@ -172,3 +172,31 @@ fn view_shapes_whose_product_wraps_match_no_tensor() {
     assert!(e.contains("is invalid for input of size 0"), "{e}");
     assert_eq!(empty.view(&[0, 1 << 40]).unwrap().sizes(), &[0, 1 << 40]);
 }
+
+/// `cat(out=)`, `scatter_add_` and `index_put_` read every input before writing, so an aliased
+/// input did not give a wrong result here, but PyTorch refuses them: the same calls must fail
+/// with its message (and write nothing).
+#[test]
+fn cat_scatter_and_index_put_refuse_aliased_inputs() {
+    const PARTIAL: &str =
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to \
+                           a single memory location. Please clone() the tensor before performing the operation.";
+    let t = Tensor::from_vec((0..6).map(|x| x as f32).collect(), &[6]).unwrap();
+    let before = t.to_vec::<f32>().unwrap();
+    let (head, tail) = (t.narrow(0, 0, 3).unwrap(), t.narrow(0, 3, 3).unwrap());
+    let other = Tensor::from_vec(vec![9.0f32; 3], &[3]).unwrap();
+    let e = err(ops::cat_out(&[head.clone(), other.clone()], 0, &t));
+    assert!(e.contains(PARTIAL), "{e}");
+    let idx = Tensor::from_vec(vec![0i64, 1, 2], &[3]).unwrap();
+    let e = err(ops::scatter_add_(&head, 0, &idx, &head));
+    assert!(e.contains(PARTIAL), "{e}");
+    let e = err(ops::index_put_(&tail, &[Some(idx.clone())], &tail, false));
+    assert!(e.contains(PARTIAL), "{e}");
+    assert_eq!(t.to_vec::<f32>().unwrap(), before, "a refused write changes nothing");
+    // Without aliasing the same calls work.
+    let out = Tensor::from_vec(vec![0.0f32; 6], &[6]).unwrap();
+    ops::cat_out(&[head.clone(), other.clone()], 0, &out).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 2.0, 9.0, 9.0, 9.0]);
+    ops::scatter_add_(&head, 0, &idx, &other).unwrap();
+    assert_eq!(head.to_vec::<f32>().unwrap(), vec![9.0, 10.0, 11.0]);
+}

@@ -931,18 +931,32 @@ fn conv_padding_str(
                 ));
             }
             let ks = &weight.sizes()[2..];
+            // `d * (k - 1)` per dim, checked: a huge dilation overflows it.
+            let totals: Vec<i64> = (0..nsp)
+                .map(|i| {
+                    dil[i].checked_mul(ks[i] - 1).ok_or_else(|| {
+                        Error::invalid(
+                            op,
+                            format!(
+                                "padding='same': dilation {} times kernel size {} minus 1 overflows",
+                                dil[i], ks[i]
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?;
             let mut sym = vec![0i64; nsp];
             let mut pad_args = Vec::new(); // F.pad order: last dim first, (left, right).
             let mut asym = false;
             for i in 0..nsp {
-                let total = dil[i] * (ks[i] - 1);
+                let total = totals[i];
                 sym[i] = total / 2;
                 if total % 2 != 0 {
                     asym = true;
                 }
             }
             for i in (0..nsp).rev() {
-                let total = dil[i] * (ks[i] - 1);
+                let total = totals[i];
                 pad_args.push(0);
                 pad_args.push(total - 2 * (total / 2));
             }

@@ -11,7 +11,9 @@ use c10::tensor_impl::contiguous_strides;
 use c10::{Error, Result, Scalar, ScalarType};
 
 use crate::native::copy::copy_into;
-use crate::native::cpu::gather::{for_each_index, identity_map, scalar_as, separable_index, take_all, ElemArith};
+use crate::native::cpu::gather::{
+    dim_map, for_each_index, identity_map, scalar_as, separable_index, take_all, zeros_of, ElemArith,
+};
 use crate::native::join::write_out;
 use crate::native::tensor_iterator::broadcast_shapes;
 use crate::{wrap_dim, Tensor};
@@ -63,16 +65,22 @@ fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
     )?;
     let d = wrap_dim(op, dim, self_.dim())?;
     let sizes = nonempty_sizes(self_);
-    let mut maps: Vec<Vec<Option<i64>>> = sizes.iter().map(|&n| identity_map(n)).collect();
-    maps[d] = idx.iter().map(|&i| check_index(op, i, d, sizes[d], false).map(Some)).collect::<Result<_>>()?;
-    let mut out_sizes: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
+    let map = idx.iter().map(|&i| check_index(op, i, d, sizes[d], false).map(Some)).collect::<Result<Vec<_>>>()?;
+    let mut out_sizes = sizes.clone();
+    out_sizes[d] = map.len() as i64;
     if self_.dim() == 0 {
         out_sizes.clear();
         if idx.len() != 1 {
             return Err(Error::invalid(op, "index_select(): Index to scalar can have only 1 value"));
         }
     }
-    let pos: Vec<usize> = separable_index(&sizes, &maps).into_iter().flatten().collect();
+    if c10::size::numel(op, &out_sizes)? == 0 {
+        // The other dims' maps are as long as those dims, which can be huge when empty.
+        return zeros_of(&out_sizes, self_.dtype());
+    }
+    let mut maps: Vec<Vec<Option<i64>>> = sizes.iter().map(|&n| identity_map(n)).collect::<Result<_>>()?;
+    maps[d] = map;
+    let pos: Vec<usize> = separable_index(&sizes, &maps)?.into_iter().flatten().collect();
     take_all(self_, &pos, &out_sizes)
 }
 
@@ -236,6 +244,17 @@ enum Src<'a> {
     Value(Scalar),
 }
 
+/// PyTorch's overlap checks for an operation that writes `self_` in place while reading
+/// `index` (and `src`): `self_` has no internal overlap and shares no memory with them.
+fn check_written(op: &str, self_: &Tensor, index: &Tensor, src: Option<&Tensor>) -> Result<()> {
+    crate::memory_overlap::assert_no_internal_overlap(op, self_)?;
+    crate::memory_overlap::assert_no_overlap(op, self_, index)?;
+    match src {
+        Some(t) => crate::memory_overlap::assert_no_overlap(op, self_, t),
+        None => Ok(()),
+    }
+}
+
 fn scatter_impl(
     op: &'static str,
     self_: &Tensor,
@@ -294,6 +313,7 @@ pub fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Re
 }
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_src_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    check_written("scatter_", self_, index, Some(src))?;
     assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Tensor(src), Reduce::Assign)?)
 }
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
@@ -306,6 +326,7 @@ pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) ->
 }
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    check_written("scatter_", self_, index, None)?;
     assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Value(value), Reduce::Assign)?)
 }
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
@@ -316,6 +337,7 @@ pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, re
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     let r = parse_reduce("scatter_", reduce)?;
+    check_written("scatter_", self_, index, Some(src))?;
     assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Tensor(src), r)?)
 }
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
@@ -326,6 +348,7 @@ pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Sca
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     let r = parse_reduce("scatter_", reduce)?;
+    check_written("scatter_", self_, index, None)?;
     assign(self_, &scatter_impl("scatter_", self_, dim, index, Src::Value(value), r)?)
 }
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
@@ -334,6 +357,7 @@ pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Re
 }
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    check_written("scatter_add_", self_, index, Some(src))?;
     assign(self_, &scatter_impl("scatter_add_", self_, dim, index, Src::Tensor(src), Reduce::Add)?)
 }
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
@@ -392,7 +416,7 @@ fn index_along(
             ));
         }
     }
-    let mut pos = Vec::with_capacity(region.iter().product::<i64>() as usize);
+    let mut pos = c10::size::try_vec(c10::size::numel(op, &region)? as usize)?;
     for_each_index(&region, |m| {
         let p: i64 = m.iter().enumerate().map(|(k, &c)| if k == d { idx[c as usize] } else { c } * cs[k]).sum();
         pos.push(p as usize);
@@ -559,7 +583,7 @@ fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result
     let cs = contiguous_strides(sizes);
     let defined: Vec<usize> = (0..n).filter(|&d| per_dim[d].is_some()).collect();
     if defined.is_empty() {
-        let mut pos = Vec::with_capacity(self_.numel() as usize);
+        let mut pos = c10::size::try_vec(self_.numel() as usize)?;
         for_each_index(sizes, |m| pos.push(m.iter().zip(cs.iter()).map(|(a, b)| a * b).sum::<i64>() as usize));
         return Ok((pos, sizes.to_vec()));
     }
@@ -590,11 +614,11 @@ fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result
             .enumerate()
             .map(|(j, &b)| {
                 let own = if j < lead { 1 } else { shape[j - lead] };
-                (0..b).map(|o| Some(if own == 1 { 0 } else { o })).collect()
+                dim_map(b, |o| Some(if own == 1 { 0 } else { o }))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(shape.iter().copied()).collect();
-        expanded[d] = separable_index(&padded, &maps)
+        expanded[d] = separable_index(&padded, &maps)?
             .into_iter()
             .flatten()
             .map(|p| check_index(op, vals[p], d, sizes[d], true))
@@ -624,7 +648,7 @@ fn resolve_index(op: &str, self_: &Tensor, indices: &[Option<Tensor>]) -> Result
             Role::Block(j) => bshape[j],
         })
         .collect();
-    let mut pos = Vec::with_capacity(out_shape.iter().product::<i64>() as usize);
+    let mut pos = c10::size::try_vec(c10::size::numel(op, &out_shape)? as usize)?;
     for_each_index(&out_shape, |m| {
         let mut p = 0i64;
         let mut b = 0usize;
@@ -691,6 +715,12 @@ pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, ac
 }
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    // PyTorch's checks: the written tensor shares no memory with the values or the indices.
+    crate::memory_overlap::assert_no_internal_overlap("index_put_", self_)?;
+    crate::memory_overlap::assert_no_overlap("index_put_", self_, values)?;
+    for i in indices.iter().flatten() {
+        crate::memory_overlap::assert_no_overlap("index_put_", self_, i)?;
+    }
     assign(self_, &index_put_impl("index_put_", self_, indices, values, accumulate)?)
 }
 
@@ -848,7 +878,10 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
         }
         num_classes
     };
-    let mut out = vec![0i64; v.len() * classes as usize];
+    let n = (v.len() as i64)
+        .checked_mul(classes)
+        .ok_or_else(|| Error::invalid("one_hot", "numel: integer multiplication overflow"))?;
+    let mut out = c10::size::try_vec_filled(0i64, n as usize)?;
     for (i, &x) in v.iter().enumerate() {
         out[i * classes as usize + x as usize] = 1;
     }

@@ -130,6 +130,11 @@ pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     if !c10::scalar_type::can_cast(dtype, out.dtype()) {
         return Err(Error::UnsafeCast { op: "cat".into(), from: dtype, to: out.dtype() });
     }
+    // PyTorch's checks: `out` has no internal overlap and shares no memory with any input.
+    crate::memory_overlap::assert_no_internal_overlap("cat", out)?;
+    for t in tensors {
+        crate::memory_overlap::assert_no_overlap("cat", out, t)?;
+    }
     cat_into(out, &parts, d)?;
     Ok(out.clone())
 }

@@ -503,7 +503,7 @@ fn nll_reduce(
     ignore_index: i64,
     label_smoothing: f64,
 ) -> Result<Tensor> {
-    let mut losses = Vec::with_capacity(p.n * p.s);
+    let mut losses = c10::size::try_vec(p.n.saturating_mul(p.s))?;
     let mut total_weight = 0.0;
     for i in 0..p.n {
         for j in 0..p.s {
@@ -740,7 +740,7 @@ fn cross_entropy_probs(
     };
     p.log_softmax();
     let t = target.to_vec::<f64>()?;
-    let mut losses = Vec::with_capacity(p.n * p.s);
+    let mut losses = c10::size::try_vec(p.n.saturating_mul(p.s))?;
     for i in 0..p.n {
         for j in 0..p.s {
             let mut l = 0.0;

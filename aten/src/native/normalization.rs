@@ -459,10 +459,11 @@ pub fn native_group_norm(
     let stat_shape = [n, group];
     match_float!(dtype, T, A => {
         let x = input.to_vec::<T>()?;
-        let rows = (n * group) as usize;
+        // The statistics of an empty input's groups can still be too many for memory.
+        let rows = c10::size::numel(OP, &stat_shape)? as usize;
         let mut out = vec![T::default(); x.len()];
-        let mut mean = vec![f64::NAN; rows];
-        let mut rstd = vec![f64::NAN; rows];
+        let mut mean = c10::size::try_vec_filled(f64::NAN, rows)?;
+        let mut rstd = c10::size::try_vec_filled(f64::NAN, rows)?;
         if row_len > 0 {
             let row = |(i, ((xr, yr), (mu, rs))): (usize, RowIo<'_, T>)| {
                 let (m, var) = moments(xr.iter().copied(), row_len);

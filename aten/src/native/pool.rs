@@ -660,6 +660,23 @@ fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduc
 
 const AVG: Reduce = Reduce::Avg { include_pad: false, divisor: None };
 
+/// The argument checks of `adaptive_avg_pool2d` (`output_size` of one or two non-negative
+/// sizes, a 3-D or 4-D input with non-empty non-batch dims) without the pooling; returns the
+/// output size with both entries: autograd's
+/// decomposition runs them first, as for [`check_avg_pool2d`].
+pub fn check_adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Vec<i64>> {
+    let op = "adaptive_avg_pool2d";
+    let o = param(op, "output_size", output_size, 2, None)?;
+    if o.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(
+            op,
+            format!("{op}: elements of output_size must be greater than or equal to 0 but received {o:?}"),
+        ));
+    }
+    check_pool_input(op, self_, 2)?;
+    Ok(o.to_vec())
+}
+
 /// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor`
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     Ok(adaptive_nd("adaptive_avg_pool1d", 1, self_, output_size, AVG)?.0)
@@ -759,6 +776,17 @@ fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
             }
         })
         .collect()
+}
+
+/// The argument checks of `upsample_nearest2d` (rank, exactly one of `output_size` and
+/// `scale_factors`, their lengths, positive sizes) without the resampling: autograd's
+/// decomposition runs them first, as for [`check_avg_pool2d`].
+pub fn check_upsample_nearest2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<()> {
+    upsample_sizes("upsample_nearest2d", input, 2, output_size, scale_factors).map(|_| ())
 }
 
 fn upsample_nearest_nd(

@@ -951,7 +951,7 @@ pub fn randperm_generator(
     let gen = cpu_generator(OP, generator)?;
     let mut g = gen.lock();
     let len = n as usize;
-    let mut perm: Vec<i64> = Vec::with_capacity(len);
+    let mut perm: Vec<i64> = c10::size::try_vec(len)?;
     if n < (u32::MAX / 20) as i64 {
         perm.extend(0..n);
         for i in 0..len.saturating_sub(1) {
@@ -1075,7 +1075,10 @@ pub fn multinomial(
     }
     let gen = cpu_generator(OP, generator)?;
     let mut g = gen.lock();
-    let mut out = Vec::with_capacity(n_dist * num_samples as usize);
+    let total = (n_dist as i64)
+        .checked_mul(num_samples)
+        .ok_or_else(|| Error::invalid(OP, "numel: integer multiplication overflow"))?;
+    let mut out = c10::size::try_vec(total as usize)?;
     for cdf in cdfs.chunks(n_cat.max(1)).take(n_dist) {
         for _ in 0..num_samples {
             let u = uniform_f64(&mut g);

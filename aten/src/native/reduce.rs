@@ -21,6 +21,14 @@ struct Rows {
     out_shape: Vec<i64>,
 }
 
+impl Rows {
+    /// One value per row (an output element), collected into a buffer reserved fallibly: an
+    /// empty input can still have a huge output (Note [Fallible scratch buffers]).
+    fn per_row<T>(&self, f: impl FnMut(usize) -> T) -> Result<Vec<T>> {
+        c10::size::try_collect(self.rows, (0..self.rows).map(f))
+    }
+}
+
 fn reduced_dims(op: &str, t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<bool>> {
     let n = t.dim();
     let mut red = vec![false; n];
@@ -48,8 +56,10 @@ fn rows(t: &Tensor, red: &[bool], keepdim: bool) -> Result<Rows> {
     let reduced: Vec<i64> = (0..n).filter(|&d| red[d]).map(|d| d as i64).collect();
     let perm: Vec<i64> = kept.iter().chain(&reduced).copied().collect();
     let p = if n == 0 { t.clone() } else { crate::ops::permute(t, &perm)? };
-    let len: i64 = reduced.iter().map(|&d| t.sizes()[d as usize]).product();
-    let rows: i64 = kept.iter().map(|&d| t.sizes()[d as usize]).product();
+    // Checked: an empty input's kept (or reduced) sizes alone can overflow (`[2^40, 2^40, 0]`).
+    let sizes_of = |ds: &[i64]| ds.iter().map(|&d| t.sizes()[d as usize]).collect::<Vec<i64>>();
+    let len = c10::size::numel("reduce", &sizes_of(&reduced))?;
+    let rows = c10::size::numel("reduce", &sizes_of(&kept))?;
     let out_shape: Vec<i64> =
         (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
     let integral = !t.dtype().is_floating_point();
@@ -113,14 +123,15 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
     let out_shape: Vec<i64> =
         (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
     let split = if trailing { first_red } else { first_kept };
-    let (outer, inner): (i64, i64) = (t.sizes()[..split].iter().product(), t.sizes()[split..].iter().product());
+    let (outer, inner) =
+        (c10::size::numel("reduce", &t.sizes()[..split])?, c10::size::numel("reduce", &t.sizes()[split..])?);
     let (rows, len) = (outer as usize, inner as usize);
     // Trailing: `rows` results, each the sum of `len` contiguous values. Leading: `len` results,
     // each the sum of a column of `rows` values `len` apart.
     let count = if trailing { len } else { rows };
     let scale = if divide { 1.0 / count as f64 } else { 1.0 };
     let nout = if trailing { rows } else { len };
-    let mut acc = vec![0f64; nout];
+    let mut acc = c10::size::try_vec_filled(0f64, nout)?;
     macro_rules! go {
         ($T:ty, $sum:path, $add_row:path) => {{
             // SAFETY: `t` is contiguous with `rows * len` elements of type $T, alive for this call.
@@ -147,7 +158,7 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
             }
         }};
     }
-    if rows * len > 0 {
+    if rows > 0 && len > 0 {
         match dt {
             ScalarType::F32 => go!(f32, vec::sum_f32, vec::add_row_f32),
             _ => go!(f64, vec::sum_f64, vec::add_row_f64),
@@ -157,7 +168,9 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
         acc.iter_mut().for_each(|v| *v *= scale);
     }
     match dt {
-        ScalarType::F32 => Tensor::from_vec(acc.into_iter().map(|v| v as f32).collect::<Vec<f32>>(), &out_shape),
+        ScalarType::F32 => {
+            Tensor::from_vec(c10::size::try_collect(nout, acc.into_iter().map(|v| v as f32))?, &out_shape)
+        }
         _ => Tensor::from_vec(acc, &out_shape),
     }
     .map(Some)
@@ -186,28 +199,24 @@ fn sum_prod(
     }
     let r = rows(&src, &red, keepdim)?;
     if src.dtype().is_floating_point() {
-        let v = (0..r.rows)
-            .map(|i| {
-                let row = &r.f[i * r.len..(i + 1) * r.len];
-                if prod {
-                    row.iter().product()
-                } else {
-                    row.iter().sum()
-                }
-            })
-            .collect();
+        let v = r.per_row(|i| {
+            let row = &r.f[i * r.len..(i + 1) * r.len];
+            if prod {
+                row.iter().product()
+            } else {
+                row.iter().sum()
+            }
+        })?;
         from_f64(v, &r.out_shape, out_dtype)
     } else {
-        let v = (0..r.rows)
-            .map(|i| {
-                let row = &r.i[i * r.len..(i + 1) * r.len];
-                if prod {
-                    row.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
-                } else {
-                    row.iter().fold(0i64, |a, &b| a.wrapping_add(b))
-                }
-            })
-            .collect();
+        let v = r.per_row(|i| {
+            let row = &r.i[i * r.len..(i + 1) * r.len];
+            if prod {
+                row.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
+            } else {
+                row.iter().fold(0i64, |a, &b| a.wrapping_add(b))
+            }
+        })?;
         from_i64(v, &r.out_shape, out_dtype)
     }
 }
@@ -241,7 +250,7 @@ fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<Scal
     let src = crate::native::copy::to_dtype(t, ScalarType::F64)?;
     let red = reduced_dims("mean", &src, dims)?;
     let r = rows(&src, &red, keepdim)?;
-    let v = (0..r.rows).map(|i| r.f[i * r.len..(i + 1) * r.len].iter().sum::<f64>() / r.len as f64).collect();
+    let v = r.per_row(|i| r.f[i * r.len..(i + 1) * r.len].iter().sum::<f64>() / r.len as f64)?;
     from_f64(v, &r.out_shape, out)
 }
 
@@ -271,19 +280,17 @@ fn var_std(
     let c = correction.map_or(1.0, |s| s.to_f64());
     let red = reduced_dims(op, t, dim)?;
     let r = rows(t, &red, keepdim)?;
-    let v = (0..r.rows)
-        .map(|i| {
-            let row = &r.f[i * r.len..(i + 1) * r.len];
-            let m = row.iter().sum::<f64>() / r.len as f64;
-            let ss: f64 = row.iter().map(|x| (x - m) * (x - m)).sum();
-            let var = ss / (r.len as f64 - c).max(0.0);
-            if sqrt {
-                var.sqrt()
-            } else {
-                var
-            }
-        })
-        .collect();
+    let v = r.per_row(|i| {
+        let row = &r.f[i * r.len..(i + 1) * r.len];
+        let m = row.iter().sum::<f64>() / r.len as f64;
+        let ss: f64 = row.iter().map(|x| (x - m) * (x - m)).sum();
+        let var = ss / (r.len as f64 - c).max(0.0);
+        if sqrt {
+            var.sqrt()
+        } else {
+            var
+        }
+    })?;
     from_f64(v, &r.out_shape, t.dtype())
 }
 
@@ -344,9 +351,9 @@ fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, ma
         return Err(Error::invalid(op, format!("{op}(): Expected reduction dim {d} to have non-zero size.")));
     }
     let r = rows(t, &red, keepdim)?;
-    let mut idx = Vec::with_capacity(r.rows);
+    let mut idx = c10::size::try_vec(r.rows)?;
     if t.dtype().is_floating_point() {
-        let mut vals = Vec::with_capacity(r.rows);
+        let mut vals = c10::size::try_vec(r.rows)?;
         for i in 0..r.rows {
             let row = &r.f[i * r.len..(i + 1) * r.len];
             let k = arg_extreme_f(row, max);
@@ -355,7 +362,7 @@ fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, ma
         }
         Ok((from_f64(vals, &r.out_shape, t.dtype())?, Tensor::from_vec(idx, &r.out_shape)?))
     } else {
-        let mut vals = Vec::with_capacity(r.rows);
+        let mut vals = c10::size::try_vec(r.rows)?;
         for i in 0..r.rows {
             let row = &r.i[i * r.len..(i + 1) * r.len];
             let k = arg_extreme_i(row, max);
@@ -426,16 +433,14 @@ pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let src = crate::native::copy::to_dtype(self_, ScalarType::F64)?;
     let red = reduced_dims("logsumexp", &src, Some(dim))?;
     let r = rows(&src, &red, keepdim)?;
-    let v = (0..r.rows)
-        .map(|i| {
-            let row = &r.f[i * r.len..(i + 1) * r.len];
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            if m.is_infinite() {
-                return m;
-            }
-            m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
-        })
-        .collect();
+    let v = r.per_row(|i| {
+        let row = &r.f[i * r.len..(i + 1) * r.len];
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if m.is_infinite() {
+            return m;
+        }
+        m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+    })?;
     from_f64(v, &r.out_shape, out)
 }
 
@@ -443,16 +448,14 @@ fn all_any(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, al
     let nonzero = crate::native::copy::to_dtype(&crate::native::copy::to_dtype(t, ScalarType::Bool)?, ScalarType::I64)?;
     let red = reduced_dims(op, &nonzero, dims)?;
     let r = rows(&nonzero, &red, keepdim)?;
-    let v = (0..r.rows)
-        .map(|i| {
-            let row = &r.i[i * r.len..(i + 1) * r.len];
-            if all {
-                row.iter().all(|&x| x != 0)
-            } else {
-                row.iter().any(|&x| x != 0)
-            }
-        })
-        .collect();
+    let v = r.per_row(|i| {
+        let row = &r.i[i * r.len..(i + 1) * r.len];
+        if all {
+            row.iter().all(|&x| x != 0)
+        } else {
+            row.iter().any(|&x| x != 0)
+        }
+    })?;
     let out = Tensor::from_vec::<bool>(v, &r.out_shape)?;
     if t.dtype() == ScalarType::U8 {
         crate::native::copy::to_dtype(&out, ScalarType::U8)

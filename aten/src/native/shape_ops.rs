@@ -6,7 +6,7 @@
 
 use c10::{Error, Result, Scalar};
 
-use crate::native::cpu::gather::{identity_map, separable_index, take_flat, zeros_of};
+use crate::native::cpu::gather::{dim_map, identity_map, separable_index, take_flat, zeros_of};
 use crate::native::join::write_out;
 use crate::{wrap_dim, Tensor};
 
@@ -14,11 +14,19 @@ use crate::{wrap_dim, Tensor};
 /// with `fill` where a map has no source.
 fn remap(t: &Tensor, maps: &[Vec<Option<i64>>], fill: Scalar) -> Result<Tensor> {
     let sizes: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
-    take_flat(t, &separable_index(t.sizes(), maps), &sizes, fill)
+    take_flat(t, &separable_index(t.sizes(), maps)?, &sizes, fill)
 }
 
-fn identity_maps(t: &Tensor) -> Vec<Vec<Option<i64>>> {
+/// The identity map of every dimension of `t`. The maps are as long as the dimensions, which
+/// for an empty tensor can be huge (`[2^40, 0]`): callers whose output is empty return before
+/// building them.
+fn identity_maps(t: &Tensor) -> Result<Vec<Vec<Option<i64>>>> {
     t.sizes().iter().map(|&n| identity_map(n)).collect()
+}
+
+/// An output size `a op b` that overflows `i64` is PyTorch's element-count overflow.
+fn size_overflow(op: &str) -> Error {
+    Error::invalid(op, "numel: integer multiplication overflow")
 }
 
 /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
@@ -38,8 +46,16 @@ pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let lead = repeats.len() - self_.dim();
     let padded: Vec<i64> = std::iter::repeat_n(1, lead).chain(self_.sizes().iter().copied()).collect();
     let src = crate::ops::reshape(self_, &padded)?;
+    let out: Vec<i64> = padded
+        .iter()
+        .zip(repeats)
+        .map(|(&n, &r)| n.checked_mul(r).ok_or_else(|| size_overflow("repeat")))
+        .collect::<Result<_>>()?;
+    if c10::size::numel("repeat", &out)? == 0 {
+        return zeros_of(&out, self_.dtype());
+    }
     let maps: Vec<Vec<Option<i64>>> =
-        padded.iter().zip(repeats).map(|(&n, &r)| (0..n * r).map(|o| Some(o % n)).collect()).collect();
+        padded.iter().zip(&out).map(|(&n, &o)| dim_map(o, |o| Some(o % n))).collect::<Result<_>>()?;
     remap(&src, &maps, Scalar::Int(0))
 }
 
@@ -64,7 +80,11 @@ fn interleave_map(op: &str, n: i64, repeats: &[i64]) -> Result<Vec<Option<i64>>>
     if repeats.iter().any(|&r| r < 0) {
         return Err(Error::invalid(op, "repeats can not be negative"));
     }
-    let mut map = Vec::new();
+    let total = (0..n)
+        .map(|i| if repeats.len() == 1 { repeats[0] } else { repeats[i as usize] })
+        .try_fold(0i64, |a, r| a.checked_add(r))
+        .ok_or_else(|| size_overflow(op))?;
+    let mut map = c10::size::try_vec(total as usize)?;
     for i in 0..n {
         let r = if repeats.len() == 1 { repeats[0] } else { repeats[i as usize] };
         map.extend(std::iter::repeat_n(Some(i), r as usize));
@@ -79,16 +99,22 @@ fn repeat_interleave_impl(t: &Tensor, repeats: &[i64], dim: Option<i64>, output_
         Some(d) => (t.clone(), wrap_dim(op, d, t.dim())?),
     };
     let src = if src.dim() == 0 { crate::ops::reshape(&src, &[1])? } else { src };
-    let mut maps = identity_maps(&src);
-    maps[d] = interleave_map(op, src.sizes()[d], repeats)?;
+    let map = interleave_map(op, src.sizes()[d], repeats)?;
     if let Some(os) = output_size {
-        if os != maps[d].len() as i64 {
+        if os != map.len() as i64 {
             return Err(Error::invalid(
                 op,
-                format!("allocated size does not match required size: {os} vs {}", maps[d].len()),
+                format!("allocated size does not match required size: {os} vs {}", map.len()),
             ));
         }
     }
+    if src.numel() == 0 || map.is_empty() {
+        let mut out = src.sizes().to_vec();
+        out[d] = map.len() as i64;
+        return zeros_of(&out, src.dtype());
+    }
+    let mut maps = identity_maps(&src)?;
+    maps[d] = map;
     remap(&src, &maps, Scalar::Int(0))
 }
 
@@ -170,11 +196,14 @@ fn wrap_unique(op: &str, dims: &[i64], n: usize) -> Result<Vec<usize>> {
 /// `flip(Tensor self, int[] dims) -> Tensor`
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let flipped = wrap_unique("flip", dims, self_.dim())?;
-    let mut maps = identity_maps(self_);
+    if self_.numel() == 0 {
+        return zeros_of(self_.sizes(), self_.dtype());
+    }
+    let mut maps = identity_maps(self_)?;
     for d in flipped {
         if d < maps.len() {
             let n = self_.sizes()[d];
-            maps[d] = (0..n).map(|o| Some(n - 1 - o)).collect();
+            maps[d] = dim_map(n, |o| Some(n - 1 - o))?;
         }
     }
     remap(self_, &maps, Scalar::Int(0))
@@ -199,7 +228,13 @@ pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
             format!("shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len()),
         ));
     }
-    let mut maps = identity_maps(self_);
+    if self_.numel() == 0 {
+        for &d in dims {
+            wrap_dim("roll", d, self_.dim())?;
+        }
+        return zeros_of(self_.sizes(), self_.dtype());
+    }
+    let mut maps = identity_maps(self_)?;
     for (&s, &d) in shifts.iter().zip(dims) {
         let w = wrap_dim("roll", d, self_.dim())?;
         if w >= maps.len() {
@@ -451,12 +486,14 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
             });
         }
     }
-    let mut maps = identity_maps(self_);
+    // The source index of every output position along each padded dimension (non-constant
+    // modes; constant padding is `constant_pad_nd`'s).
+    let mut sources: Vec<Vec<i64>> = Vec::with_capacity(pdims);
     for k in 0..pdims {
         let d = n - 1 - k;
         let (l, r) = (pad[2 * k], pad[2 * k + 1]);
         let size = self_.sizes()[d];
-        let out = size + l + r;
+        let out = size.checked_add(l).and_then(|v| v.checked_add(r)).ok_or_else(|| size_overflow("pad"))?;
         if mode == "constant" {
             if out < 0 {
                 return Err(Error::invalid(
@@ -464,7 +501,6 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
                     format!("The input size {size}, plus negative padding {l} and {r} resulted in a negative output size, which is invalid. Check dimension {d} of your input."),
                 ));
             }
-            maps[d] = (0..out).map(|o| Some(o - l).filter(|&i| i >= 0 && i < size)).collect();
             continue;
         }
         let bad = match mode {
@@ -478,16 +514,15 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
                 format!("Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({l}, {r}) at dimension {d} of input {:?}", self_.sizes()),
             ));
         }
-        maps[d] = (0..out).map(|o| Some(pad_source(mode, o, l, size))).collect();
+        sources.push(c10::size::try_collect(out as usize, (0..out).map(|o| pad_source(mode, o, l, size)))?);
     }
     // Built from operators (this is a composite): autograd records their nodes.
     if mode == "constant" {
         return crate::ops::constant_pad_nd(self_, pad, Scalar::Float(value.unwrap_or(0.0)));
     }
     let mut out = self_.clone();
-    for k in 0..pdims {
+    for (k, idx) in sources.into_iter().enumerate() {
         let d = n - 1 - k;
-        let idx: Vec<i64> = maps[d].iter().map(|m| m.unwrap_or(0)).collect();
         let len = idx.len() as i64;
         out = crate::ops::index_select(&out, d as i64, &Tensor::from_vec(idx, &[len])?)?;
     }
@@ -503,19 +538,28 @@ pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Ten
         ));
     }
     let n = self_.dim();
-    let mut maps = identity_maps(self_);
+    let mut out_sizes = self_.sizes().to_vec();
     for k in 0..pad.len() / 2 {
         let d = n - 1 - k;
         let (l, r) = (pad[2 * k], pad[2 * k + 1]);
         let size = self_.sizes()[d];
-        let out = size + l + r;
+        let out = size.checked_add(l).and_then(|v| v.checked_add(r)).ok_or_else(|| size_overflow("constant_pad_nd"))?;
         if out < 0 {
             return Err(Error::invalid(
                 "constant_pad_nd",
                 format!("The input size {size}, plus negative padding {l} and {r} resulted in a negative output size, which is invalid. Check dimension {d} of your input."),
             ));
         }
-        maps[d] = (0..out).map(|o| Some(o - l).filter(|&i| i >= 0 && i < size)).collect();
+        out_sizes[d] = out;
+    }
+    if c10::size::numel("constant_pad_nd", &out_sizes)? == 0 {
+        return zeros_of(&out_sizes, self_.dtype());
+    }
+    let mut maps = identity_maps(self_)?;
+    for k in 0..pad.len() / 2 {
+        let d = n - 1 - k;
+        let (l, size) = (pad[2 * k], self_.sizes()[d]);
+        maps[d] = dim_map(out_sizes[d], |o| Some(o - l).filter(|&i| i >= 0 && i < size))?;
     }
     remap(self_, &maps, value)
 }

@@ -33,12 +33,22 @@ fn lines<T: Element>(op: &str, t: &Tensor, dim: i64) -> Result<Lines<T>> {
 }
 
 impl<T> Lines<T> {
-    /// Number of lines.
-    fn count(&self) -> usize {
-        self.v
-            .len()
-            .checked_div(self.len)
-            .unwrap_or_else(|| self.moved.iter().take(self.moved.len().saturating_sub(1)).product::<i64>() as usize)
+    /// Number of lines (checked: the lines of an empty dim can be too many to count).
+    fn count(&self) -> Result<usize> {
+        match self.v.len().checked_div(self.len) {
+            Some(c) => Ok(c),
+            None => Ok(c10::size::numel("sort", &self.moved[..self.moved.len().saturating_sub(1)])? as usize),
+        }
+    }
+
+    /// A buffer for `per_line` results of every line, reserved fallibly (Note [Fallible
+    /// scratch buffers]).
+    fn out_buffer<U>(&self, per_line: usize) -> Result<Vec<U>> {
+        let n = self
+            .count()?
+            .checked_mul(per_line)
+            .ok_or_else(|| Error::invalid("sort", "numel: integer multiplication overflow"))?;
+        c10::size::try_vec(n)
     }
 
     /// A tensor from per-line results of length `out_len` each, in the original dim order (or
@@ -77,8 +87,8 @@ fn sorted_prefix(op: &str, t: &Tensor, dim: i64, descending: bool, k: Option<usi
     c10::dispatch_all_types!(t.dtype(), T => {
         let l = lines::<T>(op, t, dim)?;
         let k = k.unwrap_or(l.len);
-        let mut vals = Vec::with_capacity(l.count() * k);
-        let mut idx = Vec::with_capacity(l.count() * k);
+        let mut vals = l.out_buffer(k)?;
+        let mut idx = l.out_buffer(k)?;
         if l.len > 0 {
             for line in l.v.chunks(l.len) {
                 for &p in line_order(line, descending).iter().take(k) {
@@ -130,8 +140,8 @@ fn order_stat(
 ) -> Result<(Tensor, Tensor)> {
     c10::dispatch_all_types!(t.dtype(), T => {
         let l = lines::<T>(op, t, dim)?;
-        let mut vals = Vec::with_capacity(l.count());
-        let mut idx = Vec::with_capacity(l.count());
+        let mut vals = l.out_buffer(1)?;
+        let mut idx = l.out_buffer(1)?;
         if l.len > 0 {
             for line in l.v.chunks(l.len) {
                 #[allow(clippy::eq_op)]
@@ -195,8 +205,8 @@ pub fn median(self_: &Tensor) -> Result<Tensor> {
 fn cumulative(op: &str, t: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
     c10::dispatch_all_types!(t.dtype(), T => {
         let l = lines::<T>(op, t, dim)?;
-        let mut vals = Vec::with_capacity(l.v.len());
-        let mut idx = Vec::with_capacity(l.v.len());
+        let mut vals = c10::size::try_vec(l.v.len())?;
+        let mut idx = c10::size::try_vec(l.v.len())?;
         if l.len > 0 {
             for line in l.v.chunks(l.len) {
                 let (mut best, mut at) = (line[0], 0usize);

@@ -23,3 +23,75 @@ fn floor_divide_min_by_minus_one_wraps() {
     let b = Tensor::from_vec(vec![-1i64, 2, -2], &[3]).unwrap();
     assert_eq!(ops::floor_divide(&a, &b).unwrap().to_vec::<i64>().unwrap(), vec![i64::MIN, -4, -4]);
 }
+
+/// An empty input with a 2^50-sized dimension (found with 2^40 by `op_surface`).
+fn huge_empty() -> Tensor {
+    ops::empty(&[1 << 50, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap()
+}
+
+fn assert_oom(r: c10::Result<Tensor>) {
+    match r {
+        Err(e @ c10::Error::OutOfMemory { .. }) => {
+            assert!(e.to_string().starts_with("DefaultCPUAllocator: can't allocate memory"), "{e}")
+        }
+        Err(e) => panic!("expected an out-of-memory error, got {e}"),
+        Ok(t) => panic!("expected an out-of-memory error, got a tensor of shape {:?}", t.sizes()),
+    }
+}
+
+/// Reductions over the empty dim of `[2^50, 0]` have 2^50 outputs: PyTorch reports the failed
+/// allocation; our kernels sized a `Vec` by the output and aborted the process
+/// (Note [Fallible scratch buffers]).
+#[test]
+fn reductions_with_huge_outputs_fail_as_values() {
+    let x = huge_empty();
+    assert_oom(ops::logsumexp(&x, &[1], false));
+    assert_oom(ops::prod(&x, 1, false, None));
+    assert_oom(ops::any_dim(&x, 1, false));
+    assert_oom(ops::sum_dim_intlist(&x, Some(&[1]), false, None));
+    assert_oom(ops::mean_dim(&x, Some(&[1]), true, None));
+    assert_oom(ops::var(&x, Some(&[1]), None, false));
+    // amax over an empty dim is PyTorch's "Expected reduction dim 1 to have non-zero size".
+    assert!(ops::amax(&x, &[1], false).is_err());
+    // Reducing the huge dim instead leaves an empty result, as in PyTorch.
+    assert_eq!(ops::sum_dim_intlist(&x, Some(&[0]), false, None).unwrap().sizes(), &[0]);
+    // Kept sizes whose product overflows i64 are an error, not an overflow.
+    let y = ops::empty(&[1 << 40, 1 << 40, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let e = ops::logsumexp(&y, &[2], false).unwrap_err().to_string();
+    assert!(e.contains("numel: integer multiplication overflow"), "{e}");
+}
+
+/// Shape ops of an empty input with a huge dim: an empty result is returned without building
+/// per-dim maps as long as the dims; a huge non-empty result is an out-of-memory error.
+#[test]
+fn shape_ops_on_huge_empty_inputs() {
+    let x = huge_empty();
+    assert_eq!(ops::flip(&x, &[0, 1]).unwrap().sizes(), &[1 << 50, 0]);
+    assert_eq!(ops::rot90(&x, 1, &[0, 1]).unwrap().sizes(), &[0, 1 << 50]);
+    assert_eq!(ops::roll(&x, &[3], &[0]).unwrap().sizes(), &[1 << 50, 0]);
+    assert_eq!(ops::constant_pad_nd(&x, &[0, 0, 1, 1], c10::Scalar::Int(0)).unwrap().sizes(), &[(1 << 50) + 2, 0]);
+    assert_eq!(ops::repeat(&x, &[2, 3]).unwrap().sizes(), &[1 << 51, 0]);
+    let idx = Tensor::from_vec(vec![0i64, 0], &[2]).unwrap();
+    assert_eq!(
+        ops::index_select(&x, 1, &Tensor::from_vec(Vec::<i64>::new(), &[0]).unwrap()).unwrap().sizes(),
+        &[1 << 50, 0]
+    );
+    assert!(ops::index_select(&x, 1, &idx).is_err()); // index 0 out of range for a size-0 dim
+    assert_oom(ops::constant_pad_nd(&x, &[1, 1], c10::Scalar::Int(0)));
+    assert_oom(ops::pad(&x, &[1, 1], "constant", None));
+    assert_oom(ops::diag_embed(
+        &ops::empty(&[1 << 25], Some(c10::ScalarType::F32), None, None, None, None).unwrap(),
+        0,
+        -2,
+        -1,
+    ));
+    let e = ops::repeat(&x, &[1 << 20, 1]).unwrap_err().to_string();
+    assert!(e.contains("numel: integer multiplication overflow"), "{e}");
+}
+
+/// `randperm(n)` for an `n` whose permutation cannot be held panicked with "capacity overflow".
+#[test]
+fn randperm_of_a_huge_n_is_an_out_of_memory_error() {
+    assert_oom(ops::randperm(1 << 61, None, None, None, None));
+    assert_oom(ops::randperm(1 << 50, None, None, None, None));
+}

@@ -194,19 +194,29 @@ impl<const N: usize, const TRANSPOSED: bool> ConvNd<N, TRANSPOSED> {
                 if stride.iter().any(|&s| s != 1) {
                     return Err(invalid(&op, "padding='same' is not supported for strided convolutions"));
                 }
-                // Total padding d * (k - 1), the extra element on the right (PyTorch's rule).
+                // Total padding d * (k - 1), the extra element on the right (PyTorch's rule);
+                // checked, since a huge dilation overflows it.
+                let totals: Vec<i64> = (0..N)
+                    .map(|i| {
+                        dilation[i].checked_mul(kernel_size[i] - 1).ok_or_else(|| {
+                            invalid(
+                                &op,
+                                format!(
+                                    "padding='same': dilation {} times kernel size {} minus 1 overflows",
+                                    dilation[i], kernel_size[i]
+                                ),
+                            )
+                        })
+                    })
+                    .collect::<Result<_>>()?;
                 let mut sides = Vec::with_capacity(2 * N);
-                let mut sym = Vec::with_capacity(N);
                 for i in (0..N).rev() {
-                    let total = dilation[i] * (kernel_size[i] - 1);
-                    let left = total / 2;
+                    let left = totals[i] / 2;
                     sides.push(left);
-                    sides.push(total - left);
+                    sides.push(totals[i] - left);
                 }
-                for i in 0..N {
-                    sym.push(dilation[i] * (kernel_size[i] - 1) / 2);
-                }
-                let asym = (0..N).any(|i| dilation[i] * (kernel_size[i] - 1) % 2 != 0);
+                let sym: Vec<i64> = totals.iter().map(|t| t / 2).collect();
+                let asym = totals.iter().any(|t| t % 2 != 0);
                 (if asym { vec![0; N] } else { sym }, if asym { sides } else { Vec::new() })
             }
         };

@@ -509,6 +509,16 @@ fn conv_padding_modes_and_layers_shapes() -> Result<()> {
     assert_eq!(refl.call(&x)?.sizes(), &[2, 4, 9, 9]);
     let bad = Conv2d::with_options(3, 4, &[3], ConvOptions::default().groups(2)).err().unwrap().to_string();
     assert!(bad.contains("in_channels must be divisible by groups"), "{bad}");
+    // d * (k - 1) of padding='same' overflowed i64 (a panic in debug builds).
+    let huge = ConvOptions { padding: nn::Padding::Same, dilation: vec![1 << 62], ..Default::default() };
+    let bad = Conv2d::with_options(3, 4, &[4], huge).err().unwrap().to_string();
+    assert!(
+        bad.contains("padding='same': dilation 4611686018427387904 times kernel size 4 minus 1 overflows"),
+        "{bad}"
+    );
+    let w = ops::randn(&[4, 3, 4, 4], None, None, None, None)?;
+    let bad = ops::conv2d_padding(&x, &w, None, &[1], "same", &[1 << 62], 1).unwrap_err().to_string();
+    assert!(bad.contains("overflows"), "{bad}");
     let t = nn::ConvTranspose2d::with_options(3, 2, &[3], ConvOptions::default().stride([2]))?;
     assert_eq!(t.call(&x)?.sizes(), &[2, 2, 19, 19]);
     assert_eq!(t.forward_with_output_size(&x, &[20, 20])?.sizes(), &[2, 2, 20, 20]);

@@ -28,33 +28,35 @@ pub fn take_flat(t: &Tensor, idx: &[Option<usize>], sizes: &[i64], fill: Scalar)
     c10::dispatch_all_types!(t.dtype(), T => {
         let v = t.to_vec::<T>()?;
         let f: T = scalar_as(fill);
-        Tensor::from_vec(idx.iter().map(|i| i.map_or(f, |i| v[i])).collect::<Vec<T>>(), sizes)
+        Tensor::from_vec(c10::size::try_collect(idx.len(), idx.iter().map(|i| i.map_or(f, |i| v[i])))?, sizes)
     })
 }
 
 /// A new contiguous tensor of zeros (false for bool).
 pub fn zeros_of(sizes: &[i64], dtype: c10::ScalarType) -> Result<Tensor> {
-    let n: i64 = sizes.iter().product();
-    c10::dispatch_all_types!(dtype, T => Tensor::from_vec(vec![T::default(); n.max(0) as usize], sizes))
+    let n = c10::size::numel("zeros", sizes)? as usize;
+    c10::dispatch_all_types!(dtype, T => Tensor::from_vec(c10::size::try_vec_filled(T::default(), n)?, sizes))
 }
 
 /// Like [`take_flat`] with every position present.
 pub fn take_all(t: &Tensor, idx: &[usize], sizes: &[i64]) -> Result<Tensor> {
     c10::dispatch_all_types!(t.dtype(), T => {
         let v = t.to_vec::<T>()?;
-        Tensor::from_vec(idx.iter().map(|&i| v[i]).collect::<Vec<T>>(), sizes)
+        Tensor::from_vec(c10::size::try_collect(idx.len(), idx.iter().map(|&i| v[i]))?, sizes)
     })
 }
 
 /// Flat source positions for an output whose coordinate `o` along dimension `d` reads input
 /// coordinate `maps[d][o]` (`None`: no input element). The output has sizes `maps[d].len()`,
-/// the input `in_sizes` (row-major).
-pub fn separable_index(in_sizes: &[i64], maps: &[Vec<Option<i64>>]) -> Vec<Option<usize>> {
+/// the input `in_sizes` (row-major). The output's element count is checked and its buffer
+/// reserved fallibly (Note [Fallible scratch buffers]).
+pub fn separable_index(in_sizes: &[i64], maps: &[Vec<Option<i64>>]) -> Result<Vec<Option<usize>>> {
     let cs = contiguous_strides(in_sizes);
-    let n: usize = maps.iter().map(Vec::len).product();
-    let mut out = Vec::with_capacity(n);
+    let lens: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
+    let n = c10::size::numel("index", &lens)? as usize;
+    let mut out = c10::size::try_vec(n)?;
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     let nd = maps.len();
     let mut idx = vec![0usize; nd];
@@ -70,7 +72,7 @@ pub fn separable_index(in_sizes: &[i64], maps: &[Vec<Option<i64>>]) -> Vec<Optio
         let mut d = nd;
         loop {
             if d == 0 {
-                return out;
+                return Ok(out);
             }
             d -= 1;
             idx[d] += 1;
@@ -83,8 +85,15 @@ pub fn separable_index(in_sizes: &[i64], maps: &[Vec<Option<i64>>]) -> Vec<Optio
 }
 
 /// The identity map of a dimension of size `n`.
-pub fn identity_map(n: i64) -> Vec<Option<i64>> {
-    (0..n).map(Some).collect()
+pub fn identity_map(n: i64) -> Result<Vec<Option<i64>>> {
+    dim_map(n, Some)
+}
+
+/// The map of a dimension of size `n` whose output coordinate `o` reads `f(o)`, in a buffer
+/// reserved fallibly: a dimension of an empty tensor can be huge (Note [Fallible scratch
+/// buffers]).
+pub fn dim_map(n: i64, f: impl FnMut(i64) -> Option<i64>) -> Result<Vec<Option<i64>>> {
+    c10::size::try_collect(n.max(0) as usize, (0..n).map(f))
 }
 
 /// Calls `f` with every multi-index of `sizes`, in row-major order.
@@ -196,10 +205,10 @@ mod tests {
     #[test]
     fn separable_index_reads_maps() {
         // A [2, 3] input read with rows flipped and a padded column.
-        let idx = separable_index(&[2, 3], &[vec![Some(1), Some(0)], vec![None, Some(0), Some(2)]]);
+        let idx = separable_index(&[2, 3], &[vec![Some(1), Some(0)], vec![None, Some(0), Some(2)]]).unwrap();
         assert_eq!(idx, vec![None, Some(3), Some(5), None, Some(0), Some(2)]);
-        assert_eq!(separable_index(&[], &[]), vec![Some(0)]);
-        assert!(separable_index(&[2], &[vec![]]).is_empty());
+        assert_eq!(separable_index(&[], &[]).unwrap(), vec![Some(0)]);
+        assert!(separable_index(&[2], &[vec![]]).unwrap().is_empty());
     }
 
     #[test]
