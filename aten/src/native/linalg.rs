@@ -1073,11 +1073,20 @@ pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: 
         ));
     }
     let (na, nb) = (self_.dim(), other.dim());
+    // PyTorch reads `sym_size(dim)`, which wraps without treating a 0-dim tensor as 1-dim.
+    if let (Some(&x), Some(&y)) = (dims_self.first(), dims_other.first()) {
+        if na == 0 || nb == 0 {
+            let d = if na == 0 { x } else { y };
+            return Err(Error::invalid(
+                "tensordot",
+                format!("Dimension specified as {d} but tensor has no dimensions"),
+            ));
+        }
+    }
     let mut ca = vec![false; na];
     let mut cb = vec![false; nb];
     let mut ka = Vec::new();
     let mut kb = Vec::new();
-    let mut csize = 1i64;
     for (&x, &y) in dims_self.iter().zip(dims_other) {
         let (i, j) = (crate::wrap_dim("tensordot", x, na)?, crate::wrap_dim("tensordot", y, nb)?);
         let (si, sj) = (self_.sizes()[i], other.sizes()[j]);
@@ -1094,12 +1103,14 @@ pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: 
         cb[j] = true;
         ka.push(i as i64);
         kb.push(j as i64);
-        csize *= si;
     }
+    // Checked: the sizes of an empty operand can multiply past i64 ([2^40, 2^40, 0]).
+    let sizes_of = |t: &Tensor, ds: &[i64]| ds.iter().map(|&d| t.sizes()[d as usize]).collect::<Vec<i64>>();
+    let csize = c10::size::numel("tensordot", &sizes_of(self_, &ka))?;
     let free_a: Vec<i64> = (0..na as i64).filter(|&d| !ca[d as usize]).collect();
     let free_b: Vec<i64> = (0..nb as i64).filter(|&d| !cb[d as usize]).collect();
-    let rows: i64 = free_a.iter().map(|&d| self_.sizes()[d as usize]).product();
-    let cols: i64 = free_b.iter().map(|&d| other.sizes()[d as usize]).product();
+    let rows = c10::size::numel("tensordot", &sizes_of(self_, &free_a))?;
+    let cols = c10::size::numel("tensordot", &sizes_of(other, &free_b))?;
     let pa: Vec<i64> = free_a.iter().chain(&ka).copied().collect();
     let pb: Vec<i64> = kb.iter().chain(&free_b).copied().collect();
     let a2 = ops::reshape(&ops::permute(self_, &pa)?, &[rows, csize])?;

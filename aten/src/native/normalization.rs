@@ -430,7 +430,7 @@ pub fn native_group_norm(
             ),
         ));
     }
-    if n < 0 || c < 0 || hxw < 0 || n * c * hxw != input.numel() {
+    if n < 0 || c < 0 || hxw < 0 || n.checked_mul(c).and_then(|v| v.checked_mul(hxw)) != Some(input.numel()) {
         return Err(Error::shape(
             OP,
             format!("Expected the input of shape {:?} to have N * C * HxW = {n} * {c} * {hxw} elements", input.sizes()),

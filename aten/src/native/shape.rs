@@ -391,12 +391,14 @@ pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Ten
     }
     let (s1, s2) = (self_.sizes()[d1], self_.sizes()[d2]);
     let (st1, st2) = (self_.strides()[d1], self_.strides()[d2]);
-    let (len, off) = if offset >= 0 {
-        ((s1).min(s2 - offset).max(0), offset * st2)
-    } else {
-        ((s1 + offset).min(s2).max(0), -offset * st1)
+    // Saturating: `offset` may be anything down to `i64::MIN`; when the diagonal is not empty,
+    // |offset| is below a dimension's size and the offset product fits.
+    let len = if offset >= 0 { s1.min(s2.saturating_sub(offset)) } else { s1.saturating_add(offset).min(s2) }.max(0);
+    let off = match (len, offset >= 0) {
+        (0, _) => 0,
+        (_, true) => offset * st2,
+        (_, false) => -offset * st1,
     };
-    let off = if len == 0 { 0 } else { off };
     let mut sizes = DimVec::new();
     let mut strides = DimVec::new();
     for i in 0..n {

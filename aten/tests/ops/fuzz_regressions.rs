@@ -95,3 +95,38 @@ fn randperm_of_a_huge_n_is_an_out_of_memory_error() {
     assert_oom(ops::randperm(1 << 61, None, None, None, None));
     assert_oom(ops::randperm(1 << 50, None, None, None, None));
 }
+
+/// `tensordot` over a dim of a zero-dim tensor indexed its (empty) sizes; PyTorch's
+/// `sym_size(dim)` refuses it.
+#[test]
+fn tensordot_of_a_zero_dim_tensor_is_an_error() {
+    let s = Tensor::from_vec(vec![2.0f32], &[]).unwrap();
+    let v = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let e = ops::tensordot(&s, &v, &[0], &[0]).unwrap_err().to_string();
+    assert!(e.contains("Dimension specified as 0 but tensor has no dimensions"), "{e}");
+    let e = ops::tensordot(&v, &s, &[-1], &[-1]).unwrap_err().to_string();
+    assert!(e.contains("Dimension specified as -1 but tensor has no dimensions"), "{e}");
+    // With no dims it is the outer product, as in PyTorch.
+    assert_eq!(ops::tensordot(&s, &v, &[], &[]).unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    assert_eq!(ops::tensordot(&v, &v, &[0], &[0]).unwrap().to_vec::<f32>().unwrap(), vec![5.0]);
+}
+
+/// `diagonal` with an offset of `i64::MIN` negated it; the diagonal is empty.
+#[test]
+fn diagonal_with_extreme_offsets_is_empty() {
+    let m = Tensor::from_vec((0..6).map(|x| x as f32).collect(), &[2, 3]).unwrap();
+    for offset in [i64::MIN, i64::MAX, -3, 3] {
+        assert_eq!(ops::diagonal(&m, offset, 0, 1).unwrap().sizes(), &[0], "offset {offset}");
+    }
+    assert_eq!(ops::diagonal(&m, -1, 0, 1).unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
+    assert_eq!(ops::diagonal(&m, 2, 0, 1).unwrap().to_vec::<f32>().unwrap(), vec![2.0]);
+}
+
+/// `native_group_norm` checked `N * C * HxW` against the element count with an overflowing
+/// product.
+#[test]
+fn native_group_norm_with_overflowing_sizes_is_an_error() {
+    let x = Tensor::from_vec(vec![1.0f32; 4], &[1, 2, 2]).unwrap();
+    let e = ops::native_group_norm(&x, None, None, 1 << 40, 2, 1 << 40, 1, 1e-5).unwrap_err().to_string();
+    assert!(e.contains("to have N * C * HxW"), "{e}");
+}

@@ -6151,7 +6151,7 @@ impl Node for Rot90Backward0 {
         let dims = &self.dims[..];
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::rot90(grad, -k_, dims)?);
+            out[at] = Some(ops::rot90(grad, k_.wrapping_neg(), dims)?);
         }
         at += 1;
         Ok(out)

@@ -136,3 +136,15 @@ fn adaptive_avg_pool2d_decomposition_checks_rank() {
     ops::sum(&y, None).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![0.25; 4]);
 }
+
+/// `rot90`'s backward rotates by `-k`, which overflowed for `k = i64::MIN` (a multiple of 4:
+/// no rotation either way).
+#[test]
+fn rot90_backward_with_k_i64_min() {
+    let x = leaf(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let y = ops::rot90(&x, i64::MIN, &[0, 1]).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    let w = Tensor::from_vec(vec![1.0f32, 10.0, 100.0, 1000.0], &[2, 2]).unwrap();
+    ops::sum(&ops::mul(&y, &w).unwrap(), None).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 10.0, 100.0, 1000.0]);
+}
