@@ -28,7 +28,7 @@ use std::sync::{Arc, LazyLock, Mutex, Once, RwLock};
 
 use c10::dispatch_key::{NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
 use c10::{DispatchKey, DispatchKeySet, Error, LocalDispatchKeySet, Result};
-use codegen::schema::{parse_schema, FunctionSchema};
+use schema::{parse_schema, FunctionSchema};
 
 use crate::ivalue::Stack;
 

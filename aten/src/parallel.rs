@@ -100,3 +100,29 @@ impl<'a, T: Element, const N: usize> Dense<'a, T, N> {
         }
     }
 }
+
+/// A raw pointer, or a set of them (`SendPtr<*mut T>`, `SendPtr<Ptrs>`), handed to the workers
+/// of a parallel loop: the one place aten's kernels assert that raw pointers may cross threads.
+///
+/// Note [Sharing raw pointers with workers]: raw pointers are neither `Send` nor `Sync`, so a
+/// kernel that splits work over rayon wraps its buffers' base pointers in this. Wrapping is
+/// safe; what makes it sound is the kernel's obligation, stated at each wrap: the buffers
+/// outlive the parallel region (the caller holds the tensors), workers write disjoint elements,
+/// and what one worker writes no other reads. Closures call [`SendPtr::get`] (a method, so they
+/// capture the whole `Sync` wrapper rather than its raw field, as disjoint closure captures would).
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr<P>(pub(crate) P);
+
+// SAFETY: see Note [Sharing raw pointers with workers]; every wrap site states why its workers'
+// accesses are disjoint.
+unsafe impl<P> Send for SendPtr<P> {}
+// SAFETY: as above.
+unsafe impl<P> Sync for SendPtr<P> {}
+
+impl<P: Copy> SendPtr<P> {
+    /// The pointer(s).
+    #[inline]
+    pub(crate) fn get(self) -> P {
+        self.0
+    }
+}

@@ -28,8 +28,8 @@ use std::fmt::Write as _;
 use serde_saphyr::Spanned;
 
 use crate::gen::{arg_ident, compute_names, ty_map, GeneratedFile};
-use crate::schema::{parse_schema, FunctionSchema, Type};
 use crate::yaml::{is_blank_or_comment, line_of, LoadError, Loader, Location, NativeFunction, Node};
+use schema::{parse_schema, FunctionSchema, Type};
 
 /// One entry of `derivatives.yaml`.
 #[derive(Debug, Clone)]

@@ -1,18 +1,16 @@
-//! The operator code generator: PyTorch's schema grammar and `native_functions.yaml` model.
+//! The operator code generator: the `native_functions.yaml` / `derivatives.yaml` model and the
+//! Rust emitters.
 //!
-//! [`schema`] parses function schemas such as
-//! `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`; it has no
-//! dependencies and is always built, because `aten` parses the schemas of operators registered
-//! by strings at run time. The `generator` feature (on by default) adds [`yaml`], which loads
-//! `native_functions.yaml` into checked [`yaml::NativeFunction`] records for the emitters.
+//! [`yaml`] loads `native_functions.yaml` into checked [`yaml::NativeFunction`] records whose
+//! schemas are parsed by the `schema` crate (PyTorch's grammar, shared with `aten`'s
+//! dispatcher, re-exported here as [`schema`]); [`gen`] and [`autograd`] emit the Rust glue.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "generator")]
 pub mod autograd;
-#[cfg(feature = "generator")]
 pub mod gen;
-pub mod schema;
-#[cfg(feature = "generator")]
 pub mod yaml;
+
+/// PyTorch's function-schema grammar (the `schema` crate).
+pub use ::schema;

@@ -1,4 +1,5 @@
-//! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml` and
+//! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml`
+//! (and the registration files of the backend crates, `kernels-cuda/src/generated/`) and
 //! `autograd/src/generated/` from `autograd/derivatives.yaml` under the workspace root given as
 //! argument, writing only files whose content changed;
 //! `--check` writes nothing and fails when any file differs, is missing, or is stale.
@@ -10,7 +11,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use codegen::autograd::{generate_autograd, parse_derivatives};
-use codegen::gen::{generate_aten, GeneratedFile};
+use codegen::gen::{generate_aten, generate_backend, GeneratedFile, BACKEND_CRATES};
 use codegen::yaml::parse_native_functions;
 
 fn main() -> ExitCode {
@@ -46,6 +47,16 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
     }
     let out_dir = root.join("aten/src/generated");
     let mut differing = sync(&out_dir, &files, check)?;
+    let mut n_files = files.len();
+    // Registrations of the backends whose kernels live in crates of their own.
+    for (key, dir) in BACKEND_CRATES {
+        let mut be_files = generate_backend(&fns, key).map_err(|e| e.to_string())?;
+        for f in &mut be_files {
+            f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting {dir}/{}: {e}", f.name))?;
+        }
+        differing.extend(sync(&root.join(dir).join("src/generated"), &be_files, check)?);
+        n_files += be_files.len();
+    }
 
     let der_path = root.join("autograd/derivatives.yaml");
     let der_text = std::fs::read_to_string(&der_path).map_err(|e| format!("{}: {e}", der_path.display()))?;
@@ -55,7 +66,7 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
         f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting {}: {e}", f.name))?;
     }
     differing.extend(sync(&root.join("autograd/src/generated"), &ag_files, check)?);
-    let n_files = files.len() + ag_files.len();
+    let n_files = n_files + ag_files.len();
     if check {
         if differing.is_empty() {
             println!("codegen: {n_files} files up to date");

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
-use crate::schema::{parse_schema, FunctionSchema, Type};
+use schema::{parse_schema, FunctionSchema, Type};
 
 /// A place in a YAML file: `native_functions.yaml:123`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -492,7 +492,7 @@ fn describe(node: &Node) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::DefaultValue;
+    use schema::DefaultValue;
 
     const FILE: &str = "native_functions.yaml";
 

@@ -23,7 +23,7 @@ use std::sync::{Arc, LazyLock};
 use aten::{IValue, OperatorEntry, Stack, Tensor};
 use autograd::TensorAutograd;
 use c10::{bf16, f16, Device, DeviceType, Layout, MemoryFormat, Scalar, ScalarType};
-use codegen::schema::{DefaultValue, FunctionSchema, Type};
+use schema::{DefaultValue, FunctionSchema, Type};
 use libfuzzer_sys::fuzz_target;
 
 /// Real elements allocated for one generated tensor at most (its base for strided views).
@@ -511,7 +511,9 @@ fn check_tensor(op: &str, t: &Tensor) {
     let (sizes, strides) = (t.sizes(), t.strides());
     assert_eq!(sizes.len(), strides.len(), "{op}: sizes {sizes:?} but strides {strides:?}");
     assert!(sizes.iter().all(|&s| s >= 0), "{op}: negative size in {sizes:?}");
-    let product = sizes.iter().try_fold(1i64, |n, &s| n.checked_mul(s));
+    // An empty shape counts 0 even when its other sizes multiply past i64 (Note [Checked
+    // sizes]: `[i64::MAX, 2^40, 0]` is a valid empty result).
+    let product = if sizes.contains(&0) { Some(0) } else { sizes.iter().try_fold(1i64, |n, &s| n.checked_mul(s)) };
     assert_eq!(product, Some(t.numel()), "{op}: numel {} for sizes {sizes:?}", t.numel());
     if t.numel() == 0 || !t.device().is_cpu() {
         return;

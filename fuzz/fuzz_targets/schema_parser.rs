@@ -1,4 +1,4 @@
-//! Fuzzes PyTorch's schema grammar: `codegen::schema::parse_schema` on arbitrary UTF-8, and the
+//! Fuzzes PyTorch's schema grammar: `schema::parse_schema` on arbitrary UTF-8, and the
 //! run-time registration path that parses schemas of operators registered by strings
 //! (`aten::dispatcher().def`).
 //!
@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use codegen::schema::{parse_schema, FunctionSchema};
+use schema::{parse_schema, FunctionSchema};
 use libfuzzer_sys::fuzz_target;
 
 /// Throwaway operator names for `def`; a small fixed set so the dispatcher's table (whose

@@ -50,22 +50,9 @@ impl Geom {
     }
 }
 
-/// Raw pointer shared with rayon workers.
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
-// SAFETY: used only to hand the base of an output or input buffer to workers that touch
-// disjoint images (or only read).
-unsafe impl<T> Send for SendPtr<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for SendPtr<T> {}
-
-impl<T> SendPtr<T> {
-    /// The address (a method, so closures capture the whole `Send` wrapper, not the field).
-    #[inline]
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
+// Buffers handed to workers that touch disjoint images (or only read): Note [Sharing raw
+// pointers with workers].
+use crate::parallel::SendPtr;
 
 /// One worker's column buffer (`[C * k, L]` from the caching allocator), or none for a
 /// pointwise convolution, whose input is already the column matrix.
@@ -641,8 +628,8 @@ pub fn convolution(
 fn conv_weight_backward_range<T: GemmFloat>(
     g: &Geom,
     dtype: ScalarType,
-    x: SendPtr<T>,
-    gy: SendPtr<T>,
+    x: SendPtr<*mut T>,
+    gy: SendPtr<*mut T>,
     gw: *mut T,
     lo: usize,
     hi: usize,

@@ -72,19 +72,9 @@ enum Reduce {
     },
 }
 
-/// Raw pointer shared with rayon workers.
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
-// SAFETY: workers write disjoint planes of the output and only read the input.
-unsafe impl<T> Send for SendPtr<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for SendPtr<T> {}
-impl<T> SendPtr<T> {
-    #[inline]
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
+// Workers write disjoint planes of the output and only read the input (Note [Sharing raw
+// pointers with workers]).
+use crate::parallel::SendPtr;
 
 /// Pools contiguous `x` (`[planes, D, H, W]`) over the windows `wins` (per dim) into
 /// `[planes, oD, oH, oW]`, with flat in-plane indices of the maxima for `Reduce::Max`.

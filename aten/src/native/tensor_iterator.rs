@@ -13,6 +13,7 @@ use c10::tensor_impl::DimVec;
 use c10::{promote_types, Error, Result, ResultTypeState, ScalarType};
 
 use crate::memory_overlap::{assert_no_internal_overlap, assert_no_partial_overlap};
+use crate::parallel::SendPtr;
 use crate::Tensor;
 
 /// Most operands any kernel uses (outputs + inputs).
@@ -537,7 +538,10 @@ impl<'a> TensorIterator<'a> {
             f(&base, &strides0, self.numel as usize);
             return;
         }
-        let base = SendPtrs(base);
+        // The pointers address tensor storage kept alive by the iterator for the whole parallel
+        // region; workers write disjoint element ranges of the outputs and only read inputs
+        // (Note [Sharing raw pointers with workers]).
+        let base = SendPtr(base);
         if self.wants_tiling() {
             self.run_tiled(&base, &f);
             return;
@@ -590,7 +594,7 @@ impl<'a> TensorIterator<'a> {
     // transposed input is read sequentially. Outputs are never staged: they are written in
     // place, in their own layout (which is the iteration order). Work items are (outer index,
     // block of dimension 1), split over rayon.
-    fn run_tiled(&self, base: &SendPtrs, f: &(impl Fn(&Ptrs, &Strides, usize) + Sync)) {
+    fn run_tiled(&self, base: &SendPtr<Ptrs>, f: &(impl Fn(&Ptrs, &Strides, usize) + Sync)) {
         let nd = self.shape.len();
         let nops = self.operands.len();
         let (d0, d1) = (self.shape[0], self.shape[1]);
@@ -765,14 +769,6 @@ unsafe fn stage_block(src: *const u8, row_stride: isize, rows: usize, cols: usiz
         _ => copy_as!(u64),
     }
 }
-
-/// Raw pointers shared with rayon workers.
-struct SendPtrs(Ptrs);
-// SAFETY: the pointers address tensor storage kept alive by the iterator for the whole parallel
-// region; workers write disjoint element ranges of the outputs and only read inputs.
-unsafe impl Sync for SendPtrs {}
-// SAFETY: see the Sync impl.
-unsafe impl Send for SendPtrs {}
 
 /// Merges dimension d+1 into d when every operand steps through them as one (stride[d+1] ==
 /// shape[d] * stride[d]); size-1 dimensions merge with anything.

@@ -9,7 +9,7 @@
 
 use aten::{IValue, Stack, Tensor};
 use c10::{Device, Layout, MemoryFormat, Scalar, ScalarType};
-use codegen::schema::{DefaultValue, FunctionSchema, Type};
+use schema::{DefaultValue, FunctionSchema, Type};
 
 use super::cases::ArgSpec;
 
@@ -249,7 +249,7 @@ pub fn call_op_tensor(name: &str, positional: Vec<IValue>, kwargs: Vec<(&str, IV
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codegen::schema::parse_schema;
+    use schema::parse_schema;
 
     fn ty(s: &str) -> Type {
         // The type of the single argument of a throwaway schema.

@@ -21,7 +21,7 @@ use super::*;
 /// already has a schema (a real aten operator) is left alone.
 fn define(schema: &str, only_if_missing: bool, kernel: fn(&mut Stack) -> Result<()>) {
     let d = aten::dispatcher();
-    let name = codegen::schema::parse_schema(schema).unwrap().full_name();
+    let name = schema::parse_schema(schema).unwrap().full_name();
     if only_if_missing && d.find_schema(&name).is_ok() {
         return;
     }

@@ -352,22 +352,10 @@ unsafe fn blocked_shared<K: Micro>(p: Product) {
     SHARED_A.with(|s| *s.borrow_mut() = shared);
 }
 
-/// The shared packed `a` of [`blocked_shared`], handed to its tasks.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-
-// SAFETY: each packing task writes its own panels; the column tasks start after the packing
-// loop has returned and only read.
-unsafe impl Send for SendPtr {}
-// SAFETY: as above.
-unsafe impl Sync for SendPtr {}
-
-impl SendPtr {
-    /// The pointer (a closure that calls this captures the Sync wrapper, not the raw field).
-    fn get(&self) -> *mut f32 {
-        self.0
-    }
-}
+// The shared packed `a` of [`blocked_shared`] goes to its tasks as a `SendPtr`: each packing
+// task writes its own panels; the column tasks start after the packing loop has returned and
+// only read (Note [Sharing raw pointers with workers]).
+use crate::parallel::SendPtr;
 
 /// One step of the loops of Note [Packed f32 GEMM]: rows `ic..ic + rows` of `a` (packed),
 /// depth `pc..pc + kc`, columns `jc..jc + cols` of `b` and `c`.
@@ -861,18 +849,9 @@ mod tests {
         c
     }
 
-    /// The output pointer, sent into the pool.
-    #[derive(Clone, Copy)]
-    struct SendMut(*mut f32);
-    // SAFETY: only the product called inside `install` writes through it.
-    unsafe impl Send for SendMut {}
-    // SAFETY: as above.
-    unsafe impl Sync for SendMut {}
-    impl SendMut {
-        fn get(self) -> *mut f32 {
-            self.0
-        }
-    }
+    // The output pointer goes into the pool as a `SendPtr`: only the product called inside
+    // `install` writes through it.
+    use crate::parallel::SendPtr;
 
     #[test]
     fn products_of_every_layout_and_edge_match_a_reference() {
@@ -912,7 +891,7 @@ mod tests {
                     );
                     let cp = c.as_mut_ptr();
                     if parallel {
-                        let cp = SendMut(cp);
+                        let cp = SendPtr(cp);
                         // SAFETY: the ISA is checked; the strides address the vectors above.
                         pool.install(|| unsafe {
                             sgemm(isa, true, m, n, k, 1.5, ap, bp, beta, cp.get(), ldc as isize)

@@ -1,8 +1,10 @@
 //! PyTorch's function-schema grammar (`add.Tensor(Tensor self, ...) -> Tensor`): the data model, a
 //! parser with column-accurate errors, and a canonical printer whose output reparses to an equal value.
 //!
-//! This module has no dependencies: `aten` builds it with `default-features = false` to parse the
-//! schemas of operators registered by strings at run time.
+//! A crate of its own, with no dependencies, because two sides need it: `codegen` reads the
+//! schemas of `native_functions.yaml` with it, and `aten`'s dispatcher parses the schemas of
+//! operators registered by strings at run time (PyTorch keeps `FunctionSchema` in ATen's core
+//! for the same reason). Neither depends on the other.
 //!
 //! Grammar, as accepted here:
 //!
@@ -14,6 +16,9 @@
 //! alias    := set ["!"] ["->" set]               -- set := (ident | "*") ("|" (ident | "*"))*
 //! returns  := type | "(" [type [ident] ("," type [ident])*] ")"
 //! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::fmt;
 use std::str::FromStr;
@@ -163,7 +168,7 @@ impl std::error::Error for SchemaError {}
 /// A leading namespace (`aten::`) is accepted and dropped.
 ///
 /// ```
-/// use codegen::schema::{parse_schema, DefaultValue, Type};
+/// use schema::{parse_schema, DefaultValue, Type};
 ///
 /// let s = parse_schema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor").unwrap();
 /// assert_eq!(s.full_name(), "add.Tensor");
