@@ -525,6 +525,9 @@ pub fn convolution(
     let ksz = &ws[2..];
     let isp = &is[2..];
     let mut osp = Vec::with_capacity(nsp);
+    // The output-size arithmetic in i128: sizes, strides, paddings and dilations are arbitrary
+    // int64 values, and their products overflow int64 (a panic in debug builds).
+    let w = i128::from;
     for i in 0..nsp {
         let o = if transposed {
             if output_padding[i] >= stride[i] && output_padding[i] >= dilation[i] {
@@ -536,12 +539,12 @@ pub fn convolution(
                     ),
                 ));
             }
-            (isp[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksz[i] - 1) + output_padding[i] + 1
+            w(isp[i] - 1) * w(stride[i]) - 2 * w(padding[i]) + w(dilation[i]) * w(ksz[i] - 1) + w(output_padding[i]) + 1
         } else {
-            let padded = isp[i] + 2 * padding[i];
-            let eff = dilation[i] * (ksz[i] - 1) + 1;
+            let padded = w(isp[i]) + 2 * w(padding[i]);
+            let eff = w(dilation[i]) * w(ksz[i] - 1) + 1;
             if padded < eff {
-                let p: Vec<String> = (0..nsp).map(|j| (isp[j] + 2 * padding[j]).to_string()).collect();
+                let p: Vec<String> = (0..nsp).map(|j| (w(isp[j]) + 2 * w(padding[j])).to_string()).collect();
                 let k: Vec<String> = ksz.iter().map(|v| v.to_string()).collect();
                 return Err(Error::shape(
                     op,
@@ -552,8 +555,14 @@ pub fn convolution(
                     ),
                 ));
             }
-            (padded - eff) / stride[i] + 1
+            (padded - eff) / w(stride[i]) + 1
         };
+        let o = i64::try_from(o).map_err(|_| {
+            Error::shape(
+                op,
+                format!("Given input size per channel: {isp:?}. Calculated output size per channel ({o}) does not fit in int64"),
+            )
+        })?;
         if o < 0 || (transposed && o == 0) {
             return Err(Error::shape(
                 op,

@@ -130,3 +130,25 @@ fn native_group_norm_with_overflowing_sizes_is_an_error() {
     let e = ops::native_group_norm(&x, None, None, 1 << 40, 2, 1 << 40, 1, 1e-5).unwrap_err().to_string();
     assert!(e.contains("to have N * C * HxW"), "{e}");
 }
+
+/// `convolution` computed its output size in int64: a huge padding, stride or dilation
+/// overflowed it (a panic in debug builds). The arithmetic is exact now; a size past int64 is an
+/// error and a merely huge one an out-of-memory error.
+#[test]
+fn convolution_output_size_arithmetic_does_not_overflow() {
+    let x = Tensor::from_vec(vec![1.0f32; 4], &[1, 1, 4]).unwrap();
+    let w = Tensor::from_vec(vec![1.0f32; 2], &[1, 1, 2]).unwrap();
+    let e = ops::convolution(&x, &w, None, &[1], &[i64::MAX / 2 + 1], &[1], false, &[0], 1).unwrap_err().to_string();
+    assert!(e.contains("does not fit in int64"), "{e}");
+    let e = ops::convolution(&x, &w, None, &[i64::MAX], &[0], &[1], true, &[0], 1).unwrap_err().to_string();
+    assert!(e.contains("does not fit in int64"), "{e}");
+    // A kernel dilated past any input is PyTorch's "Kernel size can't be greater" error.
+    let e = ops::convolution(&x, &w, None, &[1], &[0], &[i64::MAX], false, &[0], 1).unwrap_err().to_string();
+    assert!(e.contains("Kernel size can't be greater than actual input size"), "{e}");
+    assert!(matches!(
+        ops::convolution(&x, &w, None, &[1], &[1 << 40], &[1], false, &[0], 1),
+        Err(c10::Error::OutOfMemory { .. })
+    ));
+    let y = ops::convolution(&x, &w, None, &[1], &[0], &[1], false, &[0], 1).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 2.0]);
+}
