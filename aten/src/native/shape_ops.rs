@@ -242,7 +242,8 @@ pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         }
         let n = self_.sizes()[w];
         if n > 0 {
-            maps[w] = maps[w].iter().map(|&o| o.map(|o| (o - s).rem_euclid(n))).collect();
+            // `s % n` first: a shift of `i64::MIN` overflowed `o - s`.
+            maps[w] = maps[w].iter().map(|&o| o.map(|o| (o - s % n).rem_euclid(n))).collect();
         }
     }
     remap(self_, &maps, Scalar::Int(0))

@@ -152,3 +152,13 @@ fn convolution_output_size_arithmetic_does_not_overflow() {
     let y = ops::convolution(&x, &w, None, &[1], &[0], &[1], false, &[0], 1).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 2.0]);
 }
+
+/// `roll` by `i64::MIN` overflowed `o - shift` (found by the ten-minute op_surface run).
+#[test]
+fn roll_by_extreme_shifts() {
+    let x = Tensor::from_vec(vec![0i64, 1, 2], &[3]).unwrap();
+    // i64::MIN ≡ 1 (mod 3), i64::MAX ≡ 1 (mod 3).
+    assert_eq!(ops::roll(&x, &[i64::MIN], &[0]).unwrap().to_vec::<i64>().unwrap(), vec![2, 0, 1]);
+    assert_eq!(ops::roll(&x, &[i64::MAX], &[0]).unwrap().to_vec::<i64>().unwrap(), vec![2, 0, 1]);
+    assert_eq!(ops::roll(&x, &[-1], &[0]).unwrap().to_vec::<i64>().unwrap(), vec![1, 2, 0]);
+}
