@@ -279,13 +279,8 @@ impl Tensor {
         if !self.device().is_cpu() {
             return Err(Error::invalid("to_vec", format!("tensor is on {}, copy it to the CPU first", self.device())));
         }
-        let n = self.numel() as usize;
-        let mut out = Vec::new();
         // An expanded tensor can have far more elements than memory holds: an error, not an abort.
-        out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-            device: c10::DeviceType::Cpu,
-            nbytes: n.saturating_mul(std::mem::size_of::<T>()),
-        })?;
+        let mut out = c10::size::try_vec(self.numel() as usize)?;
         c10::dispatch_all_types!(self.dtype(), S => {
             let base = self.data_ptr() as *const S;
             crate::native::cpu::loops::for_each_offset(self.sizes(), self.strides(), |off| {

@@ -110,6 +110,11 @@ pub fn try_vec<T>(n: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `a * b` for an element count, or PyTorch's "numel: integer multiplication overflow".
+pub fn checked_mul(op: &str, a: i64, b: i64) -> Result<i64> {
+    a.checked_mul(b).ok_or_else(|| Error::shape(op, "numel: integer multiplication overflow"))
+}
+
 /// `vec![value; n]`, or [`Error::OutOfMemory`] (Note [Fallible scratch buffers]).
 pub fn try_vec_filled<T: Clone>(value: T, n: usize) -> Result<Vec<T>> {
     let mut v = try_vec(n)?;

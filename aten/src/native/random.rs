@@ -1075,9 +1075,7 @@ pub fn multinomial(
     }
     let gen = cpu_generator(OP, generator)?;
     let mut g = gen.lock();
-    let total = (n_dist as i64)
-        .checked_mul(num_samples)
-        .ok_or_else(|| Error::invalid(OP, "numel: integer multiplication overflow"))?;
+    let total = c10::size::checked_mul(OP, n_dist as i64, num_samples)?;
     let mut out = c10::size::try_vec(total as usize)?;
     for cdf in cdfs.chunks(n_cat.max(1)).take(n_dist) {
         for _ in 0..num_samples {
