@@ -28,9 +28,14 @@ struct Win {
 }
 
 /// Windows of a strided, padded, dilated pooling along one dim.
-fn strided_windows(input: i64, out: i64, k: i64, s: i64, p: i64, d: i64) -> Vec<Win> {
-    (0..out)
-        .map(|o| {
+fn strided_windows(input: i64, out: i64, k: i64, s: i64, p: i64, d: i64) -> Result<Vec<Win>> {
+    // In i128: with a huge dilation, kernel or padding (accepted as long as the output is not
+    // empty), `j * d`, `start + k` and `-start + d` pass int64. Every stored value is inside
+    // the input (or the padded input), so it fits a usize.
+    let (input, k, s, p, d) = (input as i128, k as i128, s as i128, p as i128, d as i128);
+    c10::size::try_collect(
+        out as usize,
+        (0..out as i128).map(|o| {
             let start = o * s - p;
             let skip = if start < 0 { (-start + d - 1) / d } else { 0 };
             let mut count = 0;
@@ -46,20 +51,30 @@ fn strided_windows(input: i64, out: i64, k: i64, s: i64, p: i64, d: i64) -> Vec<
                 count: count as usize,
                 padded_count: (padded_end - start).max(0) as usize,
             }
-        })
-        .collect()
+        }),
+    )
 }
 
 /// Windows of adaptive pooling along one dim: `[floor(o*in/out), ceil((o+1)*in/out))`.
-fn adaptive_windows(input: i64, out: i64) -> Vec<Win> {
-    (0..out)
-        .map(|o| {
+fn adaptive_windows(input: i64, out: i64) -> Result<Vec<Win>> {
+    let (input, out) = (input as i128, out as i128);
+    c10::size::try_collect(
+        out as usize,
+        (0..out).map(|o| {
             let start = (o * input) / out;
             let end = ((o + 1) * input + out - 1) / out;
             let n = (end - start) as usize;
             Win { first: start as usize, step: 1, count: n, padded_count: n }
-        })
-        .collect()
+        }),
+    )
+}
+
+/// The windows of every spatial dim, or none at all when the output is empty (its other dims
+/// can be huge: `[0, C, 2^50]` pools to an empty tensor without 2^50 windows).
+fn all_windows(o: &[i64], lead: &[i64], per_dim: impl Fn(usize) -> Result<Vec<Win>>) -> Result<[Vec<Win>; 3]> {
+    let empty = o.contains(&0) || lead.contains(&0);
+    let wins = (0..o.len()).map(|i| if empty { Ok(Vec::new()) } else { per_dim(i) }).collect::<Result<Vec<_>>>()?;
+    Ok(pad3(wins, vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }]))
 }
 
 #[derive(Clone, Copy)]
@@ -212,13 +227,17 @@ fn param(op: &str, name: &str, v: &[i64], n: usize, default: Option<&[i64]>) -> 
 }
 
 /// PyTorch's `pooling_output_shape`.
+/// In i128: kernel sizes, dilations and paddings are any positive int64 values, and their
+/// products must not wrap. The result is at most the input size plus 2 (padding is at most half
+/// the effective kernel), so it saturates only on inputs that are already rejected.
 fn pooling_out(input: i64, k: i64, p: i64, s: i64, d: i64, ceil: bool) -> i64 {
+    let (input, k, p, s, d) = (input as i128, k as i128, p as i128, s as i128, d as i128);
     let num = input + 2 * p - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
     let mut o = num.div_euclid(s) + 1;
     if ceil && (o - 1) * s >= input + p {
         o -= 1;
     }
-    o
+    o.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
 struct PoolArgs {
@@ -251,7 +270,8 @@ fn pool_args(
         return Err(Error::invalid(op, format!("dilation should be greater than zero, but got dilation {d:?}")));
     }
     for i in 0..nsp {
-        if p[i] < 0 || p[i] > ((k[i] - 1) * d[i] + 1) / 2 {
+        // The effective kernel (k - 1) * d + 1 can exceed int64: compare in i128.
+        if p[i] < 0 || p[i] as i128 > ((k[i] as i128 - 1) * d[i] as i128 + 1) / 2 {
             return Err(Error::invalid(
                 op,
                 format!(
@@ -296,9 +316,7 @@ fn max_pool_nd(
     let (c, in_sp, lead) = pool_input(op, x, nsp)?;
     let sp = &x.sizes()[x.dim() - nsp..];
     let o = out_sizes(op, sp, &a, ceil_mode)?;
-    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], a.d[i])).collect();
-    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
-    let wins = pad3(wins, one);
+    let wins = all_windows(&o, &lead, |i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], a.d[i]))?;
     let mut shape = lead;
     shape.extend(&o);
     let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count)
@@ -558,9 +576,7 @@ fn avg_pool_nd(
     let (c, in_sp, lead) = pool_input(op, x, nsp)?;
     let sp = &x.sizes()[x.dim() - nsp..];
     let o = out_sizes(op, sp, &a, ceil_mode)?;
-    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], 1)).collect();
-    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
-    let wins = pad3(wins, one);
+    let wins = all_windows(&o, &lead, |i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], 1))?;
     let mut shape = lead;
     shape.extend(&o);
     Ok(pool_kernel(
@@ -640,9 +656,7 @@ fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduc
     }
     let (c, in_sp, lead) = pool_input(op, x, nsp)?;
     let sp = &x.sizes()[x.dim() - nsp..];
-    let wins: Vec<Vec<Win>> = (0..nsp).map(|i| adaptive_windows(sp[i], o[i])).collect();
-    let one = vec![Win { first: 0, step: 1, count: 1, padded_count: 1 }];
-    let wins = pad3(wins, one);
+    let wins = all_windows(&o, &lead, |i| adaptive_windows(sp[i], o[i]))?;
     let mut shape = lead;
     shape.extend(&o);
     pool_kernel(&c, in_sp, &wins, red, &shape)

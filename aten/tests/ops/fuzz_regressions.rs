@@ -162,3 +162,45 @@ fn roll_by_extreme_shifts() {
     assert_eq!(ops::roll(&x, &[i64::MAX], &[0]).unwrap().to_vec::<i64>().unwrap(), vec![2, 0, 1]);
     assert_eq!(ops::roll(&x, &[-1], &[0]).unwrap().to_vec::<i64>().unwrap(), vec![1, 2, 0]);
 }
+
+/// Pooling with a kernel, dilation and padding near int64's limit: the effective kernel
+/// `(k - 1) * d + 1` overflowed in the padding check (found by the ten-minute op_surface run),
+/// and the window arithmetic (`j * d`, `start + k`) could too.
+#[test]
+fn pooling_with_extreme_kernels_does_not_overflow() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[1, 1, 4]).unwrap();
+    // Effective kernel 2^63 - 1, so padding up to 2^62 - 1 is allowed. Output size
+    // 4 + 2 (2^62 - 1) - (2^63 - 2) - 1 + 1 = 4, and every window spans the whole input.
+    let y = ops::max_pool1d(&x, &[i64::MAX], &[1], &[(1 << 62) - 1], &[1], false).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 4]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![4.0; 4]);
+    // Padding above half the effective kernel is PyTorch's error, not an overflow.
+    let e = ops::max_pool1d(&x, &[2], &[1], &[i64::MAX], &[i64::MAX], false).unwrap_err().to_string();
+    assert!(e.contains("pad should be at most half of effective kernel size"), "{e}");
+    // Kernel 2 dilated by 2^63 - 1 with padding 2^62: 3 windows, whose second tap is past the end.
+    let (y, i) = ops::max_pool1d_with_indices(&x, &[2], &[2], &[1 << 62], &[i64::MAX], false).unwrap();
+    assert_eq!(y.sizes(), &[1, 1, 3]);
+    assert_eq!(i.sizes(), &[1, 1, 3]);
+    // avg_pool1d over the same huge windows: the divisor is the window clipped to the padded
+    // input, 2^63 - 1 positions, or the 4 real ones without count_include_pad.
+    let y = ops::avg_pool1d(&x, &[i64::MAX], &[1], &[(1 << 62) - 1], false, true).unwrap();
+    for v in y.to_vec::<f32>().unwrap() {
+        let want = 10.0 / i64::MAX as f64;
+        assert!(((v as f64) - want).abs() <= 1e-6 * want, "{v} vs {want}");
+    }
+    let y = ops::avg_pool1d(&x, &[i64::MAX], &[1], &[(1 << 62) - 1], false, false).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.5; 4]);
+}
+
+/// Pooling an empty batch with a huge spatial dim gives an empty result without building one
+/// window per output position, as in PyTorch; a huge non-empty output is an out-of-memory error.
+#[test]
+fn pooling_of_huge_empty_inputs() {
+    let f32_ = Some(c10::ScalarType::F32);
+    let x = ops::empty(&[0, 1, 1 << 50], f32_, None, None, None, None).unwrap();
+    assert_eq!(ops::max_pool1d(&x, &[1], &[1], &[0], &[1], false).unwrap().sizes(), &[0, 1, 1 << 50]);
+    assert_eq!(ops::avg_pool1d(&x, &[2], &[2], &[0], false, true).unwrap().sizes(), &[0, 1, 1 << 49]);
+    assert_eq!(ops::adaptive_avg_pool1d(&x, &[1 << 45]).unwrap().sizes(), &[0, 1, 1 << 45]);
+    let x = ops::ones(&[1, 1, 4], f32_, None, None, None).unwrap();
+    assert_oom(ops::adaptive_avg_pool1d(&x, &[1 << 50]));
+}
