@@ -40,6 +40,13 @@ pub fn numel(op: &str, sizes: &[i64]) -> Result<i64> {
     Ok(n)
 }
 
+/// The product of some of a tensor's dims (a plane, the dims after the channels), saturating at
+/// `usize::MAX` instead of wrapping. Only an empty tensor has such a sub-product past int64 (its
+/// zero is elsewhere), and loops over it then run zero times.
+pub fn sub_numel(sizes: &[i64]) -> usize {
+    sizes.iter().fold(1usize, |n, &s| n.saturating_mul(s.max(0) as usize))
+}
+
 /// Bytes of a contiguous tensor of `sizes` with elements of `itemsize` bytes (PyTorch's
 /// `computeStorageNbytesContiguous`).
 pub fn contiguous_nbytes(op: &str, sizes: &[i64], itemsize: usize) -> Result<usize> {

@@ -8,6 +8,7 @@
 //! [Pointwise computation type]); the classification losses fuse log-softmax, the target gather,
 //! weighting, label smoothing and the reduction into one pass over `[N, C, spatial]`.
 
+use c10::size::{numel, try_vec_filled};
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
 use crate::native::normalization::tensor_from_f64;
@@ -352,7 +353,8 @@ fn pairwise_distance(op: &'static str, x: &Tensor, y: &Tensor, p: f64, eps: f64)
         }
     };
     let out =
-        if d == 0 { vec![norm(&[]); shape.iter().product::<i64>() as usize] } else { v.chunks(d).map(norm).collect() };
+        // Rows of an empty last dim are not in `v`: `[2^50, 0]` has 2^50 of them.
+        if d == 0 { try_vec_filled(norm(&[]), numel(op, &shape)? as usize)? } else { v.chunks(d).map(norm).collect() };
     Ok((out, shape))
 }
 

@@ -269,7 +269,7 @@ fn batch_norm_impl(
     check_float(op, input)?;
     let sizes = input.sizes();
     let (outer, c) = (sizes[0] as usize, sizes[1] as usize);
-    let inner: usize = sizes[2..].iter().product::<i64>() as usize;
+    let inner: usize = c10::size::sub_numel(&sizes[2..]);
     let w = param(op, "weight", weight, c)?;
     let b = param(op, "bias", bias, c)?;
     let rm = param(op, "running_mean", running_mean, c)?;
@@ -282,7 +282,7 @@ fn batch_norm_impl(
         let x = input.to_vec::<T>()?;
         let (mean, invstd) = if training {
             let (mean, var) = channel_moments(&x, outer, c, inner);
-            let n = (outer * inner) as f64;
+            let n = outer as f64 * inner as f64;
             if let (Some(t), Some(old)) = (running_mean, rm.as_deref()) {
                 update_running(t, old, &mean, momentum)?;
             }
@@ -371,11 +371,16 @@ pub fn instance_norm(
     check_float(OP, input)?;
     let sizes = input.sizes();
     let (n, c) = (sizes[0] as usize, sizes[1] as usize);
-    let inner: usize = sizes[2..].iter().product::<i64>() as usize;
+    let inner: usize = c10::size::sub_numel(&sizes[2..]);
     let w = param(OP, "weight", weight, c)?;
     let b = param(OP, "bias", bias, c)?;
     let rm = param(OP, "running_mean", running_mean, c)?;
     let rv = param(OP, "running_var", running_var, c)?;
+    if input.numel() == 0 {
+        // Nothing to normalise, and the statistics tiled over `N` (which may be huge) are not
+        // needed; the running statistics are left as they are.
+        return crate::ops::clone(input, None);
+    }
     let tile = |v: Option<Vec<f64>>| v.map(|v| v.repeat(n));
     let (w, b) = (tile(w), tile(b));
     match_float!(input.dtype(), T, A => {

@@ -449,8 +449,8 @@ fn max_pool_backward_nd(
         ));
     }
     let d = self_.dim();
-    let in_plane: usize = self_.sizes()[d - nsp..].iter().product::<i64>() as usize;
-    let out_plane: usize = grad_output.sizes()[d - nsp..].iter().product::<i64>() as usize;
+    let in_plane: usize = c10::size::sub_numel(&self_.sizes()[d - nsp..]);
+    let out_plane: usize = c10::size::sub_numel(&grad_output.sizes()[d - nsp..]);
     let gi = ops::zeros(self_.sizes(), Some(grad_output.dtype()), None, Some(self_.device()), None)?;
     if out_plane == 0 || in_plane == 0 || grad_output.numel() == 0 {
         return Ok(gi);

@@ -204,3 +204,20 @@ fn pooling_of_huge_empty_inputs() {
     let x = ops::ones(&[1, 1, 4], f32_, None, None, None).unwrap();
     assert_oom(ops::adaptive_avg_pool1d(&x, &[1 << 50]));
 }
+
+/// Distances and norms over an empty last dim with a huge batch: `triplet_margin_loss` built a
+/// row-sized `Vec` with `vec![..; n]` and aborted (found by the ten-minute op_surface run).
+#[test]
+fn losses_and_norms_of_huge_empty_inputs() {
+    let x = huge_empty();
+    // 2^50 distances of empty rows, reduced to a scalar: the buffer cannot be allocated.
+    assert_oom(ops::triplet_margin_loss(&x, &x, &x, 1.0, 2.0, 1e-6, false, 1));
+    // Over a small batch the distances of empty rows are |eps|-free zeros: loss = margin.
+    let e = ops::empty(&[3, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let l = ops::triplet_margin_loss(&e, &e, &e, 1.0, 2.0, 1e-6, false, 0).unwrap();
+    assert_eq!(l.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    let x = ops::empty(&[1 << 40, 3, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let w = ops::ones(&[3], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    let y = ops::instance_norm(&x, Some(&w), Some(&w), None, None, true, 0.1, 1e-5, false).unwrap();
+    assert_eq!(y.sizes(), &[1 << 40, 3, 0]);
+}
