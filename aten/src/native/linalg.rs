@@ -977,7 +977,7 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
             // Fold the batch of `self` into the rows of one mm.
             let s = self_.sizes();
             let m = s[d1 - 1];
-            let rows: i64 = s[..d1 - 1].iter().product();
+            let rows = c10::size::numel("matmul", &s[..d1 - 1])?;
             let folded = ops::reshape(self_, &[rows, m])?;
             let mut out_shape: Vec<i64> = s[..d1 - 1].to_vec();
             let r = if d2 == 1 {
@@ -1002,12 +1002,12 @@ pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
                         "Expected size for first two dimensions of batch2 tensor to be: [{}, {m}] but got: [{}, {m2}].",
                         broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).map_or(0, |v| v.iter().product()),
                         broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2])
-                            .map_or(0, |v| v.iter().product::<i64>()),
+                            .map_or(0, |v| c10::size::sub_numel(&v) as i64),
                     ),
                 ));
             }
             let batch = broadcast_batch(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
-            let bsz: i64 = batch.iter().product();
+            let bsz = c10::size::numel("matmul", &batch)?;
             let mut ea: Vec<i64> = batch.clone();
             ea.extend([n, m]);
             let mut eb: Vec<i64> = batch.clone();

@@ -53,7 +53,8 @@ fn norm_impl(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool, dtype: O
     }
     let kept: Vec<i64> = (0..n).filter(|&d| !red[d]).map(|d| d as i64).collect();
     let reduced: Vec<i64> = (0..n).filter(|&d| red[d]).map(|d| d as i64).collect();
-    let len: i64 = reduced.iter().map(|&d| t.sizes()[d as usize]).product();
+    // Saturating: with an empty kept dim the reduced product may pass int64, and no row reads it.
+    let len = c10::size::sub_numel(&reduced.iter().map(|&d| t.sizes()[d as usize]).collect::<Vec<_>>());
     if len == 0 && p < 0.0 {
         return Err(Error::invalid(
             "norm",
@@ -63,10 +64,12 @@ fn norm_impl(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool, dtype: O
     let perm: Vec<i64> = kept.iter().chain(&reduced).copied().collect();
     let moved = if n == 0 { t.clone() } else { crate::ops::permute(t, &perm)? };
     let v = moved.to_vec::<f64>()?;
-    let rows: i64 = kept.iter().map(|&d| t.sizes()[d as usize]).product();
-    let out: Vec<f64> = (0..rows as usize)
-        .map(|r| row_norm(if len == 0 { &[] } else { &v[r * len as usize..(r + 1) * len as usize] }, p))
-        .collect();
+    // The rows of an empty reduction are not in `v`: `[2^50, 0]` has 2^50 of them.
+    let rows = c10::size::numel("norm", &kept.iter().map(|&d| t.sizes()[d as usize]).collect::<Vec<_>>())? as usize;
+    let out = c10::size::try_collect(
+        rows,
+        (0..rows).map(|r| row_norm(if len == 0 { &[] } else { &v[r * len..(r + 1) * len] }, p)),
+    )?;
     let shape: Vec<i64> =
         (0..n).filter_map(|d| if red[d] { keepdim.then_some(1) } else { Some(t.sizes()[d]) }).collect();
     crate::native::copy::to_dtype(&Tensor::from_vec(out, &shape)?, out_dtype)

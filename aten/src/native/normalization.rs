@@ -153,7 +153,7 @@ pub fn native_layer_norm(
         ));
     }
     check_float(OP, input)?;
-    let n: i64 = normalized_shape.iter().product();
+    let n = c10::size::numel(OP, normalized_shape)?;
     let w = param(OP, "weight", weight, n as usize)?;
     let b = param(OP, "bias", bias, n as usize)?;
     let mut stat_shape: Vec<i64> = input.sizes()[..nd - k].to_vec();
@@ -524,6 +524,6 @@ pub fn group_norm(
         ));
     }
     let s = input.sizes();
-    let hxw: i64 = s[2..].iter().product();
+    let hxw = c10::size::numel("group_norm", &s[2..])?;
     Ok(crate::ops::native_group_norm(input, weight, bias, s[0], s[1], hxw, num_groups, eps)?.0)
 }

@@ -812,7 +812,7 @@ fn upsample_nearest_nd(
     let one = vec![0usize];
     let i3 = pad3(idx, one);
     let in3 = pad3(sp.iter().map(|&v| v as usize).collect(), 1usize);
-    let in_plane: usize = in3.iter().product();
+    let in_plane = in3.iter().fold(1usize, |n, &s| n.saturating_mul(s));
     let out_plane = i3[0].len() * i3[1].len() * i3[2].len();
     c10::dispatch_all_types!(x.dtype(), T => {
         let xs: &[T] = if x.numel() == 0 { &[] } else {

@@ -50,8 +50,7 @@ pub fn infer_size(op: &str, shape: &[i64], numel: i64) -> Result<DimVec> {
 /// Strides for viewing (`sizes`, `strides`) as `new_sizes` without copying, if possible
 /// (PyTorch's `computeStride`).
 pub fn compute_view_strides(sizes: &[i64], strides: &[i64], new_sizes: &[i64]) -> Option<DimVec> {
-    let numel: i64 = sizes.iter().product();
-    if numel == 0 {
+    if sizes.contains(&0) {
         return Some(contiguous_strides(new_sizes));
     }
     let mut new_strides = DimVec::from_elem(0, new_sizes.len());

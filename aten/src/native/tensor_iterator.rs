@@ -445,12 +445,13 @@ impl<'a> TensorIterator<'a> {
         }
 
         // Allocate missing outputs: contiguous in permuted order, so they inherit the layout.
-        let numel: i64 = shape.iter().product();
+        let numel = c10::size::numel(op, &shape)?;
         let mut out_strides = DimVec::from_elem(0, ndim);
         let mut acc = 1i64;
         for &d in perm.iter() {
             out_strides[d] = acc;
-            acc *= shape[d].max(1);
+            // Saturating: only an empty shape has a product past int64 (numel checked above).
+            acc = acc.saturating_mul(shape[d].max(1));
         }
         for slot in operands.iter_mut().take(num_outputs) {
             if slot.is_none() {

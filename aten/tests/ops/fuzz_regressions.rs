@@ -216,6 +216,12 @@ fn losses_and_norms_of_huge_empty_inputs() {
     let e = ops::empty(&[3, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
     let l = ops::triplet_margin_loss(&e, &e, &e, 1.0, 2.0, 1e-6, false, 0).unwrap();
     assert_eq!(l.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    // norm over the empty dim: 2^50 results (found by the ten-minute op_surface run).
+    assert_oom(ops::norm_scalaropt_dim(&huge_empty(), None, &[1], false));
+    assert_eq!(ops::norm_scalaropt_dim(&e, None, &[1], false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    // Reducing the huge dims of a tensor empty elsewhere: an empty result, no overflow.
+    let y = ops::empty(&[0, 1 << 40, 1 << 40], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    assert_eq!(ops::norm_scalaropt_dim(&y, None, &[1, 2], false).unwrap().sizes(), &[0]);
     let x = ops::empty(&[1 << 40, 3, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
     let w = ops::ones(&[3], Some(c10::ScalarType::F32), None, None, None).unwrap();
     let y = ops::instance_norm(&x, Some(&w), Some(&w), None, None, true, 0.1, 1e-5, false).unwrap();
