@@ -69,8 +69,8 @@ pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::ops::repeat(self_, dims)
 }
 
-/// Per-output-index source positions of `repeat_interleave` along a dimension of size `n`.
-fn interleave_map(op: &str, n: i64, repeats: &[i64]) -> Result<Vec<Option<i64>>> {
+/// The checked output length of `repeat_interleave` along a dimension of size `n`.
+fn interleave_len(op: &str, n: i64, repeats: &[i64]) -> Result<i64> {
     if repeats.len() != 1 && repeats.len() as i64 != n {
         return Err(Error::invalid(
             op,
@@ -80,10 +80,17 @@ fn interleave_map(op: &str, n: i64, repeats: &[i64]) -> Result<Vec<Option<i64>>>
     if repeats.iter().any(|&r| r < 0) {
         return Err(Error::invalid(op, "repeats can not be negative"));
     }
-    let total = (0..n)
-        .map(|i| if repeats.len() == 1 { repeats[0] } else { repeats[i as usize] })
-        .try_fold(0i64, |a, r| a.checked_add(r))
-        .ok_or_else(|| size_overflow(op))?;
+    let total = if repeats.len() == 1 {
+        repeats[0].checked_mul(n)
+    } else {
+        repeats.iter().try_fold(0i64, |a, &r| a.checked_add(r))
+    };
+    total.ok_or_else(|| size_overflow(op))
+}
+
+/// Per-output-index source positions of `repeat_interleave` (`total` of them, from
+/// [`interleave_len`]).
+fn interleave_map(n: i64, repeats: &[i64], total: i64) -> Result<Vec<Option<i64>>> {
     let mut map = c10::size::try_vec(total as usize)?;
     for i in 0..n {
         let r = if repeats.len() == 1 { repeats[0] } else { repeats[i as usize] };
@@ -99,22 +106,20 @@ fn repeat_interleave_impl(t: &Tensor, repeats: &[i64], dim: Option<i64>, output_
         Some(d) => (t.clone(), wrap_dim(op, d, t.dim())?),
     };
     let src = if src.dim() == 0 { crate::ops::reshape(&src, &[1])? } else { src };
-    let map = interleave_map(op, src.sizes()[d], repeats)?;
+    let total = interleave_len(op, src.sizes()[d], repeats)?;
     if let Some(os) = output_size {
-        if os != map.len() as i64 {
-            return Err(Error::invalid(
-                op,
-                format!("allocated size does not match required size: {os} vs {}", map.len()),
-            ));
+        if os != total {
+            return Err(Error::invalid(op, format!("allocated size does not match required size: {os} vs {total}")));
         }
     }
-    if src.numel() == 0 || map.is_empty() {
+    if src.numel() == 0 || total == 0 {
+        // No positions to map: `[0, 4]` repeated 2^40 times along dim 1 is an empty `[0, 2^42]`.
         let mut out = src.sizes().to_vec();
-        out[d] = map.len() as i64;
+        out[d] = total;
         return zeros_of(&out, src.dtype());
     }
     let mut maps = identity_maps(&src)?;
-    maps[d] = map;
+    maps[d] = interleave_map(src.sizes()[d], repeats, total)?;
     remap(&src, &maps, Scalar::Int(0))
 }
 
@@ -159,16 +164,17 @@ pub fn repeat_interleave_tensor(repeats: &Tensor, output_size: Option<i64>) -> R
     if repeats.dim() != 1 {
         return Err(Error::invalid("repeat_interleave", "repeat_interleave only accept 1D vector as repeat"));
     }
-    let map = interleave_map("repeat_interleave", r.len() as i64, &r)?;
-    let v: Vec<i64> = map.into_iter().flatten().collect();
+    let n = r.len() as i64;
+    let total = interleave_len("repeat_interleave", n, &r)?;
     if let Some(os) = output_size {
-        if os != v.len() as i64 {
+        if os != total {
             return Err(Error::invalid(
                 "repeat_interleave",
-                format!("allocated size does not match required size: {os} vs {}", v.len()),
+                format!("allocated size does not match required size: {os} vs {total}"),
             ));
         }
     }
+    let v: Vec<i64> = interleave_map(n, &r, total)?.into_iter().flatten().collect();
     let n = v.len() as i64;
     let out = Tensor::from_vec(v, &[n])?;
     crate::native::copy::to_dtype(&out, repeats.dtype())

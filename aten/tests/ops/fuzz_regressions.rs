@@ -227,3 +227,19 @@ fn losses_and_norms_of_huge_empty_inputs() {
     let y = ops::instance_norm(&x, Some(&w), Some(&w), None, None, true, 0.1, 1e-5, false).unwrap();
     assert_eq!(y.sizes(), &[1 << 40, 3, 0]);
 }
+
+/// `repeat_interleave` of an empty input built its index map (one entry per output position)
+/// before noticing there was nothing to copy: `[0, 4]` repeated 2^28 times along dim 1 ran for
+/// minutes (found by the ten-minute op_surface run as a timeout).
+#[test]
+fn repeat_interleave_of_empty_inputs_builds_no_map() {
+    let x = ops::empty(&[0, 4], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let y = ops::repeat_interleave_self_int(&x, 1 << 40, Some(1), None).unwrap();
+    assert_eq!(y.sizes(), &[0, 1 << 42]);
+    let e = ops::repeat_interleave_self_int(&x, i64::MAX, Some(1), None).unwrap_err().to_string();
+    assert!(e.contains("overflow"), "{e}");
+    let e = ops::repeat_interleave_self_int(&x, 2, Some(1), Some(7)).unwrap_err().to_string();
+    assert!(e.contains("allocated size does not match required size: 7 vs 8"), "{e}");
+    let r = Tensor::from_vec(vec![2i64, 0, 1], &[3]).unwrap();
+    assert_eq!(ops::repeat_interleave(&r, None).unwrap().to_vec::<i64>().unwrap(), vec![0, 0, 2]);
+}
