@@ -1,6 +1,7 @@
 //! The one error type of the framework. Variants are grouped by kind and carry the operator
 //! name and the offending shapes, dtypes or devices, with messages a PyTorch user recognises.
 
+use crate::cuda_caching_allocator::format_size;
 use crate::{DeviceType, ScalarType};
 
 /// Result alias used by every fallible API in the workspace.
@@ -115,6 +116,40 @@ pub enum Error {
         /// Bytes requested.
         nbytes: usize,
     },
+
+    /// The CUDA caching allocator found no room on the device, even after returning its cached
+    /// segments to the driver (See Note [CUDA caching allocator policy]). PyTorch's message.
+    #[error(
+        "CUDA out of memory. Tried to allocate {}. GPU {device} has a total capacity of {} of which {} is free. {}Of the allocated memory {} is allocated by PyTorch, and {} is reserved by PyTorch but unallocated.",
+        format_size(*requested),
+        format_size(*total),
+        format_size(*free),
+        allowed.map(|a| format!("{} allowed; ", format_size(a))).unwrap_or_default(),
+        format_size(*allocated),
+        format_size(*reserved_unallocated)
+    )]
+    CudaOutOfMemory {
+        /// The device index.
+        device: i8,
+        /// Bytes the allocator asked the driver for: the segment size for the request, which is
+        /// what PyTorch reports (2 MiB for a small request).
+        requested: usize,
+        /// Total memory of the device.
+        total: usize,
+        /// Free memory of the device as the driver reports it.
+        free: usize,
+        /// The limit set by `set_memory_fraction`, if any.
+        allowed: Option<usize>,
+        /// Bytes in blocks the allocator has handed out.
+        allocated: usize,
+        /// Bytes the allocator holds from the driver but has not handed out.
+        reserved_unallocated: usize,
+    },
+    /// A CUDA driver call, kernel launch or device selection failed for a reason other than the
+    /// caching allocator running out of memory; the message is complete ("CUDA error: invalid
+    /// device ordinal", "Found no NVIDIA driver on your system...").
+    #[error("{0}")]
+    Cuda(String),
 
     // ---- dispatcher ---------------------------------------------------------------------------
     /// No operator of that name is registered.

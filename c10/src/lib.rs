@@ -7,6 +7,7 @@
 
 pub mod allocator;
 pub mod caching_allocator;
+pub mod cuda_caching_allocator;
 pub mod device;
 pub mod dispatch_key;
 pub mod dispatch_key_set;
@@ -18,6 +19,7 @@ pub mod scalar_type;
 pub mod set_once;
 pub mod size;
 pub mod storage;
+pub mod stream;
 pub mod tensor_impl;
 
 pub use allocator::{Allocator, CpuAllocator, DataPtr};
@@ -31,6 +33,7 @@ pub use scalar::Scalar;
 pub use scalar_type::{promote_types, Element, ResultTypeState, ScalarType};
 pub use set_once::SetOnce;
 pub use storage::Storage;
+pub use stream::{DeviceGuard, Event, Stream, StreamGuard};
 pub use tensor_impl::{AutogradMetaInterface, TensorImpl, VersionCounter};
 
 /// The element types re-exported for users: IEEE half and bfloat16 from the `half` crate.

@@ -779,15 +779,18 @@ fn coalesce(shape: &mut DimVec, strides: &mut SmallVec<[SmallVec<[isize; 6]>; 4]
     }
     let mut prev = 0usize;
     for d in 1..shape.len() {
-        let can =
-            |s: &SmallVec<[isize; 6]>| shape[prev] == 1 || shape[d] == 1 || s[d] == shape[prev] as isize * s[prev];
+        // Checked and saturating: an empty iteration (a zero in another dim) may have dims whose
+        // products pass int64; its loops never run.
+        let can = |s: &SmallVec<[isize; 6]>| {
+            shape[prev] == 1 || shape[d] == 1 || (shape[prev] as isize).checked_mul(s[prev]) == Some(s[d])
+        };
         if strides.iter().all(can) {
             if shape[prev] == 1 {
                 for s in strides.iter_mut() {
                     s[prev] = s[d];
                 }
             }
-            shape[prev] *= shape[d];
+            shape[prev] = shape[prev].saturating_mul(shape[d]);
         } else {
             prev += 1;
             if prev != d {

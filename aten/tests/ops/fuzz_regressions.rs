@@ -243,3 +243,14 @@ fn repeat_interleave_of_empty_inputs_builds_no_map() {
     let r = Tensor::from_vec(vec![2i64, 0, 1], &[3]).unwrap();
     assert_eq!(ops::repeat_interleave(&r, None).unwrap().to_vec::<i64>().unwrap(), vec![0, 0, 2]);
 }
+
+/// TensorIterator merged the two 2^40 dims of an empty `[2^40, 2^40, 0]` into one of 2^80
+/// (found by the ten-minute op_surface run through clamp_min): the product now saturates, and an
+/// empty iteration never runs its loops.
+#[test]
+fn elementwise_ops_of_empty_tensors_with_huge_dims() {
+    let x = ops::empty(&[1 << 40, 1 << 40, 0], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let zero = Tensor::from_vec(vec![0.0f32], &[]).unwrap();
+    assert_eq!(ops::clamp_min_tensor(&x, &zero).unwrap().sizes(), &[1 << 40, 1 << 40, 0]);
+    assert_eq!(ops::neg(&x).unwrap().sizes(), &[1 << 40, 1 << 40, 0]);
+}

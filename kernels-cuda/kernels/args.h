@@ -1,0 +1,42 @@
+// Kernel argument structs shared by the `.cu` kernels and Rust: this header is the one
+// definition; kernels-cuda/build.rs mirrors it into Rust with bindgen (OUT_DIR/args.rs), so
+// the two sides cannot drift apart. Plain C: fixed-width integers, no pointers, 8-byte aligned.
+#ifndef KERNELS_CUDA_ARGS_H
+#define KERNELS_CUDA_ARGS_H
+
+#include <stdint.h>
+
+// Most dims an operand may have after coalescing (PyTorch's MAX_DIMS is 25; ours is smaller so
+// the struct stays well below the 4 KiB kernel parameter limit).
+#define KC_MAX_DIMS 12
+// Operands of one elementwise launch: the output and up to three inputs.
+#define KC_MAX_OPERANDS 4
+
+// The geometry of an elementwise launch, like PyTorch's OffsetCalculator: `numel` elements
+// over `ndim` dims (sizes[0] innermost, after the iterator sorted and coalesced them), and the
+// stride of every operand in every dim, in elements. Operand 0 is the output. A broadcast
+// input has stride 0 in the broadcast dims.
+typedef struct KcGeometry {
+    int32_t ndim;
+    int32_t noperands;
+    int64_t numel;
+    int64_t sizes[KC_MAX_DIMS];
+    int64_t strides[KC_MAX_OPERANDS][KC_MAX_DIMS];
+} KcGeometry;
+
+// The geometry of a reduction: `outputs` results, each reducing `reduced` elements. The output
+// index maps to an input offset through `outer_sizes`/`outer_strides` (sizes innermost first),
+// and the reduced index through `inner_sizes`/`inner_strides`. Strides in elements.
+typedef struct KcReduction {
+    int32_t outer_ndim;
+    int32_t inner_ndim;
+    int64_t outputs;
+    int64_t reduced;
+    int64_t outer_sizes[KC_MAX_DIMS];
+    int64_t outer_strides[KC_MAX_DIMS];
+    int64_t out_strides[KC_MAX_DIMS];
+    int64_t inner_sizes[KC_MAX_DIMS];
+    int64_t inner_strides[KC_MAX_DIMS];
+} KcReduction;
+
+#endif

@@ -1,0 +1,194 @@
+// Elementwise kernels over any strides and broadcasting: fill, casting copy, binary arithmetic
+// and comparisons, unary math. One grid-stride loop per kernel; every operand's element offset
+// comes from the launch's KcGeometry (kc::offsets), so views, transposes and expanded inputs
+// need no copies. Arithmetic runs in kc::Acc<T> (float for f16/bf16), as PyTorch's opmath.
+#include "scalar.cuh"
+
+namespace {
+
+__device__ __forceinline__ int64_t first_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t grid_stride() { return (int64_t)blockDim.x * gridDim.x; }
+
+template <typename T> __device__ void fill(const KcGeometry& g, T* out, T value) {
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) out[kc::offsets(g, i).at[0]] = value;
+}
+
+template <typename S, typename D> __device__ void cast_copy(const KcGeometry& g, D* out, const S* in) {
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        kc::Offsets o = kc::offsets(g, i);
+        out[o.at[0]] = kc::convert<D>(in[o.at[1]]);
+    }
+}
+
+template <typename T, typename Op> __device__ void binary(const KcGeometry& g, T* out, const T* a, const T* b, Op op) {
+    typedef typename kc::Acc<T>::type A;
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        kc::Offsets o = kc::offsets(g, i);
+        out[o.at[0]] = kc::convert<T>(op(kc::convert<A>(a[o.at[1]]), kc::convert<A>(b[o.at[2]])));
+    }
+}
+
+template <typename T, typename Op> __device__ void compare(const KcGeometry& g, bool* out, const T* a, const T* b, Op op) {
+    typedef typename kc::Acc<T>::type A;
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        kc::Offsets o = kc::offsets(g, i);
+        out[o.at[0]] = op(kc::convert<A>(a[o.at[1]]), kc::convert<A>(b[o.at[2]]));
+    }
+}
+
+template <typename T, typename Op> __device__ void unary(const KcGeometry& g, T* out, const T* a, Op op) {
+    typedef typename kc::Acc<T>::type A;
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        kc::Offsets o = kc::offsets(g, i);
+        out[o.at[0]] = kc::convert<T>(op(kc::convert<A>(a[o.at[1]])));
+    }
+}
+
+// `a + alpha * b` and `a - alpha * b`. For floats alpha is a double narrowed to the opmath type
+// (as PyTorch); integers use the integer alpha with wrapping arithmetic.
+template <typename A> struct AddOp {
+    A alpha;
+    __device__ A operator()(A x, A y) const { return x + alpha * y; }
+};
+template <typename A> struct SubOp {
+    A alpha;
+    __device__ A operator()(A x, A y) const { return x - alpha * y; }
+};
+// Integer add/sub wrap like PyTorch's (two's complement), computed unsigned to avoid C++'s
+// signed-overflow undefined behaviour.
+template <typename A> struct IntAddOp {
+    A alpha;
+    __device__ A operator()(A x, A y) const {
+        typedef unsigned long long U;
+        return (A)((U)(long long)x + (U)(long long)alpha * (U)(long long)y);
+    }
+};
+template <typename A> struct IntSubOp {
+    A alpha;
+    __device__ A operator()(A x, A y) const {
+        typedef unsigned long long U;
+        return (A)((U)(long long)x - (U)(long long)alpha * (U)(long long)y);
+    }
+};
+struct MulOp {
+    template <typename A> __device__ A operator()(A x, A y) const { return x * y; }
+};
+struct IntMulOp {
+    template <typename A> __device__ A operator()(A x, A y) const {
+        typedef unsigned long long U;
+        return (A)((U)(long long)x * (U)(long long)y);
+    }
+};
+struct DivOp {
+    template <typename A> __device__ A operator()(A x, A y) const { return x / y; }
+};
+// maximum/minimum propagate NaN (PyTorch's torch.maximum).
+struct MaxOp {
+    template <typename A> __device__ A operator()(A x, A y) const { return (x != x || x > y) ? x : (y != y ? y : (x > y ? x : y)); }
+};
+struct MinOp {
+    template <typename A> __device__ A operator()(A x, A y) const { return (x != x || x < y) ? x : (y != y ? y : (x < y ? x : y)); }
+};
+struct EqOp { template <typename A> __device__ bool operator()(A x, A y) const { return x == y; } };
+struct NeOp { template <typename A> __device__ bool operator()(A x, A y) const { return x != y; } };
+struct LtOp { template <typename A> __device__ bool operator()(A x, A y) const { return x < y; } };
+struct LeOp { template <typename A> __device__ bool operator()(A x, A y) const { return x <= y; } };
+struct GtOp { template <typename A> __device__ bool operator()(A x, A y) const { return x > y; } };
+struct GeOp { template <typename A> __device__ bool operator()(A x, A y) const { return x >= y; } };
+
+struct NegOp { template <typename A> __device__ A operator()(A x) const { return -x; } };
+struct IntNegOp {
+    template <typename A> __device__ A operator()(A x) const { return (A)(0ull - (unsigned long long)(long long)x); }
+};
+struct AbsOp { template <typename A> __device__ A operator()(A x) const { return x < 0 ? -x : (x == 0 ? (A)0 : x); } };
+struct IntAbsOp {
+    // Written so unsigned types compile without a "comparison with zero" warning.
+    template <typename A> __device__ A operator()(A x) const { return (x > (A)0 || x == (A)0) ? x : IntNegOp()(x); }
+};
+struct ExpOp { template <typename A> __device__ A operator()(A x) const { return exp(x); } };
+struct LogOp { template <typename A> __device__ A operator()(A x) const { return log(x); } };
+struct SqrtOp { template <typename A> __device__ A operator()(A x) const { return sqrt(x); } };
+struct SinOp { template <typename A> __device__ A operator()(A x) const { return sin(x); } };
+struct CosOp { template <typename A> __device__ A operator()(A x) const { return cos(x); } };
+struct TanhOp { template <typename A> __device__ A operator()(A x) const { return tanh(x); } };
+struct SigmoidOp { template <typename A> __device__ A operator()(A x) const { return (A)1 / ((A)1 + exp(-x)); } };
+// relu keeps NaN (PyTorch's clamp_min(0) semantics).
+struct ReluOp { template <typename A> __device__ A operator()(A x) const { return x > (A)0 || x != x ? x : (A)0; } };
+
+}  // namespace
+
+// ---- entry points ------------------------------------------------------------------------------
+
+#define KC_FILL(sfx, T) \
+    extern "C" __global__ void fill_##sfx(KcGeometry g, T* out, T value) { fill<T>(g, out, value); }
+KC_FOR_ALL_TYPES(KC_FILL)
+
+// cast_<src>_<dst>: the strided copy with dtype conversion behind copy_ and .to().
+#define KC_CAST_TO(dsfx, D, ssfx, S)                                                       \
+    extern "C" __global__ void cast_##ssfx##_##dsfx(KcGeometry g, D* out, const S* in) {   \
+        cast_copy<S, D>(g, out, in);                                                       \
+    }
+#define KC_CAST_FROM(ssfx, S)                                                                     \
+    KC_CAST_TO(f32, float, ssfx, S) KC_CAST_TO(f64, double, ssfx, S) KC_CAST_TO(f16, __half, ssfx, S) \
+    KC_CAST_TO(bf16, __nv_bfloat16, ssfx, S) KC_CAST_TO(u8, uint8_t, ssfx, S) KC_CAST_TO(i8, int8_t, ssfx, S) \
+    KC_CAST_TO(i16, int16_t, ssfx, S) KC_CAST_TO(i32, int32_t, ssfx, S) KC_CAST_TO(i64, int64_t, ssfx, S)  \
+    KC_CAST_TO(b8, bool, ssfx, S)
+KC_FOR_ALL_TYPES(KC_CAST_FROM)
+
+#define KC_FLOAT_BINARY(sfx, T)                                                                          \
+    extern "C" __global__ void add_##sfx(KcGeometry g, T* out, const T* a, const T* b, double alpha) {   \
+        AddOp<kc::Acc<T>::type> op = {(kc::Acc<T>::type)alpha};                                          \
+        binary(g, out, a, b, op);                                                                        \
+    }                                                                                                    \
+    extern "C" __global__ void sub_##sfx(KcGeometry g, T* out, const T* a, const T* b, double alpha) {   \
+        SubOp<kc::Acc<T>::type> op = {(kc::Acc<T>::type)alpha};                                          \
+        binary(g, out, a, b, op);                                                                        \
+    }                                                                                                    \
+    extern "C" __global__ void mul_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MulOp()); } \
+    extern "C" __global__ void div_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, DivOp()); } \
+    extern "C" __global__ void maximum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MaxOp()); } \
+    extern "C" __global__ void minimum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MinOp()); }
+KC_FOR_FLOAT_TYPES(KC_FLOAT_BINARY)
+
+#define KC_INT_BINARY(sfx, T)                                                                            \
+    extern "C" __global__ void add_##sfx(KcGeometry g, T* out, const T* a, const T* b, int64_t alpha) {  \
+        IntAddOp<T> op = {(T)alpha};                                                                     \
+        binary(g, out, a, b, op);                                                                        \
+    }                                                                                                    \
+    extern "C" __global__ void sub_##sfx(KcGeometry g, T* out, const T* a, const T* b, int64_t alpha) {  \
+        IntSubOp<T> op = {(T)alpha};                                                                     \
+        binary(g, out, a, b, op);                                                                        \
+    }                                                                                                    \
+    extern "C" __global__ void mul_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, IntMulOp()); } \
+    extern "C" __global__ void maximum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MaxOp()); } \
+    extern "C" __global__ void minimum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MinOp()); }
+KC_FOR_INT_TYPES(KC_INT_BINARY)
+
+#define KC_COMPARE(sfx, T)                                                                                      \
+    extern "C" __global__ void eq_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, EqOp()); } \
+    extern "C" __global__ void ne_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, NeOp()); } \
+    extern "C" __global__ void lt_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, LtOp()); } \
+    extern "C" __global__ void le_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, LeOp()); } \
+    extern "C" __global__ void gt_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, GtOp()); } \
+    extern "C" __global__ void ge_##sfx(KcGeometry g, bool* out, const T* a, const T* b) { compare(g, out, a, b, GeOp()); }
+KC_FOR_FLOAT_TYPES(KC_COMPARE)
+KC_FOR_INT_TYPES(KC_COMPARE)
+
+#define KC_FLOAT_UNARY(sfx, T)                                                                           \
+    extern "C" __global__ void neg_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, NegOp()); }         \
+    extern "C" __global__ void abs_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, AbsOp()); }         \
+    extern "C" __global__ void exp_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, ExpOp()); }         \
+    extern "C" __global__ void log_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, LogOp()); }         \
+    extern "C" __global__ void sqrt_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, SqrtOp()); }       \
+    extern "C" __global__ void sin_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, SinOp()); }         \
+    extern "C" __global__ void cos_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, CosOp()); }         \
+    extern "C" __global__ void tanh_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, TanhOp()); }       \
+    extern "C" __global__ void sigmoid_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, SigmoidOp()); } \
+    extern "C" __global__ void relu_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, ReluOp()); }
+KC_FOR_FLOAT_TYPES(KC_FLOAT_UNARY)
+
+#define KC_INT_UNARY(sfx, T)                                                                             \
+    extern "C" __global__ void neg_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, IntNegOp()); } \
+    extern "C" __global__ void abs_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, IntAbsOp()); } \
+    extern "C" __global__ void relu_##sfx(KcGeometry g, T* out, const T* a) { unary(g, out, a, ReluOp()); }
+KC_FOR_INT_TYPES(KC_INT_UNARY)

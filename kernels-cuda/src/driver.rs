@@ -1,0 +1,207 @@
+//! The driver seam: everything the CUDA backend asks of a device, behind one trait with two
+//! implementations, the real driver (`cudarc`) and the emulated device ([`crate::emu`]).
+//!
+//! Note [Choosing the driver]: the driver is chosen once per process, at first use:
+//! `TORCH_CUDA_DRIVER=emulator` (or [`select`] with [`DriverKind::Emulator`] before any CUDA
+//! call) picks the emulated device; `TORCH_CUDA_DRIVER=cuda` or nothing picks the real driver,
+//! which reports "no CUDA driver" as an error on a machine without one. The emulator is never
+//! chosen silently: a program that asked for a GPU and has none must not run on the CPU while
+//! believing it uses a GPU. Tests select it explicitly, so the same tests run on the real
+//! device on a machine with a GPU (`TORCH_CUDA_DRIVER=cuda`).
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use c10::{Error, Result};
+
+/// A device address (`CUdeviceptr`).
+pub type DevicePtr = u64;
+
+/// A stream of one device. `0` is the device's default stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub u64);
+
+impl StreamId {
+    /// The default stream.
+    pub const DEFAULT: StreamId = StreamId(0);
+}
+
+/// An event handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventId(pub u64);
+
+/// A failed device allocation: out of memory (the caching allocator frees its cache and retries)
+/// or any other driver error. The caching allocator's type, so drivers plug into it directly.
+pub use c10::cuda_caching_allocator::DriverError as MallocError;
+
+/// A kernel launch: grid and block dimensions, dynamic shared memory and stream.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u32,
+    /// The stream to launch on.
+    pub stream: StreamId,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `blocks` blocks of `threads` threads on `stream`.
+    pub fn linear(blocks: u32, threads: u32, stream: StreamId) -> LaunchConfig {
+        LaunchConfig { grid: [blocks, 1, 1], block: [threads, 1, 1], shared_bytes: 0, stream }
+    }
+}
+
+/// What the CUDA backend needs from a device. Addresses are [`DevicePtr`]s on both drivers (the
+/// emulated device hands out host addresses), copies name the stream they are ordered on, and
+/// kernels are launched by name with `cuLaunchKernel`'s argument contract: `params[i]` points
+/// at the value of the kernel's i-th parameter.
+pub trait Driver: Send + Sync {
+    /// "cuda" or "emulator", for messages.
+    fn name(&self) -> &'static str;
+    /// Number of devices.
+    fn device_count(&self) -> usize;
+    /// The device's name (`cuDeviceGetName`).
+    fn device_name(&self, device: usize) -> Result<String>;
+    /// `(free, total)` bytes of device memory.
+    fn mem_info(&self, device: usize) -> Result<(usize, usize)>;
+    /// Allocates `nbytes` (> 0) on `device`.
+    fn malloc(&self, device: usize, nbytes: usize) -> std::result::Result<DevicePtr, MallocError>;
+    /// Frees an allocation of [`Driver::malloc`].
+    fn free(&self, device: usize, ptr: DevicePtr);
+    /// Copies host bytes to the device, ordered on `stream`; returns when `src` may be reused.
+    fn copy_htod(&self, device: usize, dst: DevicePtr, src: &[u8], stream: StreamId) -> Result<()>;
+    /// Copies device bytes to the host, ordered on `stream`; returns when `dst` is written.
+    fn copy_dtoh(&self, device: usize, dst: &mut [u8], src: DevicePtr, stream: StreamId) -> Result<()>;
+    /// Copies `nbytes` between two allocations of the same device, ordered on `stream`.
+    fn copy_dtod(&self, device: usize, dst: DevicePtr, src: DevicePtr, nbytes: usize, stream: StreamId) -> Result<()>;
+    /// Copies `nbytes` from one device to another (`cuMemcpyPeerAsync`).
+    fn copy_peer(
+        &self,
+        dst_device: usize,
+        dst: DevicePtr,
+        src_device: usize,
+        src: DevicePtr,
+        nbytes: usize,
+    ) -> Result<()>;
+    /// Sets `nbytes` bytes to `value`, ordered on `stream`.
+    fn memset(&self, device: usize, dst: DevicePtr, value: u8, nbytes: usize, stream: StreamId) -> Result<()>;
+    /// Launches the kernel `name` with `cfg` on `device`.
+    ///
+    /// # Safety
+    /// `params` must hold one pointer per kernel parameter, each pointing at a value of that
+    /// parameter's type, and every device pointer among them must be valid for the accesses the
+    /// kernel makes.
+    unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()>;
+    /// Creates a stream on `device`.
+    fn stream_create(&self, device: usize) -> Result<StreamId>;
+    /// Destroys a stream of [`Driver::stream_create`].
+    fn stream_destroy(&self, device: usize, stream: StreamId);
+    /// Blocks until all work on `stream` finished.
+    fn stream_synchronize(&self, device: usize, stream: StreamId) -> Result<()>;
+    /// Makes later work on `stream` wait for `event`.
+    fn stream_wait_event(&self, device: usize, stream: StreamId, event: EventId) -> Result<()>;
+    /// Creates an event; `timing` enables [`Driver::event_elapsed_ms`].
+    fn event_create(&self, device: usize, timing: bool) -> Result<EventId>;
+    /// Destroys an event.
+    fn event_destroy(&self, event: EventId);
+    /// Records `event` on `stream`.
+    fn event_record(&self, event: EventId, device: usize, stream: StreamId) -> Result<()>;
+    /// Whether all work before the event's last record finished.
+    fn event_query(&self, event: EventId) -> Result<bool>;
+    /// Blocks until the event's work finished.
+    fn event_synchronize(&self, event: EventId) -> Result<()>;
+    /// Milliseconds between two recorded events.
+    fn event_elapsed_ms(&self, start: EventId, end: EventId) -> Result<f32>;
+    /// Blocks until all work on `device` finished.
+    fn device_synchronize(&self, device: usize) -> Result<()>;
+}
+
+/// Which driver to use (Note [Choosing the driver]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverKind {
+    /// The real CUDA driver (libcuda, loaded at run time).
+    Cuda,
+    /// The emulated device: the same kernels, compiled for and run on the CPU.
+    Emulator,
+}
+
+static SELECTED: OnceLock<DriverKind> = OnceLock::new();
+static DRIVER: OnceLock<std::result::Result<Box<dyn Driver>, Error>> = OnceLock::new();
+
+/// Chooses the driver for this process. Must come before the first CUDA call; choosing again
+/// the same kind is a no-op, another kind is an error.
+pub fn select(kind: DriverKind) -> Result<()> {
+    let chosen = *SELECTED.get_or_init(|| kind);
+    if chosen != kind {
+        return Err(Error::Cuda(format!(
+            "the CUDA driver was already chosen ({chosen:?}); it cannot change to {kind:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The kind chosen by [`select`], else by `TORCH_CUDA_DRIVER` (`cuda` or `emulator`), else the
+/// real driver.
+pub fn selected() -> Result<DriverKind> {
+    if let Some(k) = SELECTED.get() {
+        return Ok(*k);
+    }
+    let kind = match std::env::var("TORCH_CUDA_DRIVER").as_deref() {
+        Err(_) | Ok("") | Ok("cuda") => DriverKind::Cuda,
+        Ok("emulator") => DriverKind::Emulator,
+        Ok(other) => {
+            return Err(Error::Cuda(format!("TORCH_CUDA_DRIVER={other}: expected \"cuda\" or \"emulator\"")));
+        }
+    };
+    Ok(*SELECTED.get_or_init(|| kind))
+}
+
+/// The process's driver, created at first use.
+pub fn driver() -> Result<&'static dyn Driver> {
+    let d = DRIVER.get_or_init(|| {
+        Ok(match selected()? {
+            DriverKind::Emulator => Box::new(crate::emu::EmulatedDriver::new()) as Box<dyn Driver>,
+            DriverKind::Cuda => crate::real::open()?,
+        })
+    });
+    match d {
+        Ok(d) => Ok(d.as_ref()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// The argument array of a launch: each value is boxed so its address stays put while more are
+/// pushed, and [`KernelArgs::params`] hands out the pointers `cuLaunchKernel` expects.
+#[derive(Default)]
+pub struct KernelArgs {
+    values: Vec<Box<[u64]>>,
+}
+
+impl KernelArgs {
+    /// An empty argument list.
+    pub fn new() -> KernelArgs {
+        KernelArgs::default()
+    }
+
+    /// Appends one argument by value (a device pointer, a scalar or a `#[repr(C)]` struct
+    /// mirrored from the kernels' header). The storage is 8-byte aligned, which covers every
+    /// kernel parameter type we use.
+    pub fn push<T: Copy + 'static>(&mut self, value: T) -> &mut Self {
+        assert!(std::mem::align_of::<T>() <= 8, "kernel arguments are at most 8-byte aligned");
+        let words = std::mem::size_of::<T>().div_ceil(8).max(1);
+        let mut slot = vec![0u64; words].into_boxed_slice();
+        // SAFETY: the slot has at least size_of::<T>() bytes and 8-byte alignment; T is Copy,
+        // so a bitwise copy is a valid value.
+        unsafe { std::ptr::write(slot.as_mut_ptr().cast::<T>(), value) };
+        self.values.push(slot);
+        self
+    }
+
+    /// The parameter pointers, valid while `self` is alive and not pushed to.
+    pub fn params(&mut self) -> Vec<*mut c_void> {
+        self.values.iter_mut().map(|v| v.as_mut_ptr().cast::<c_void>()).collect()
+    }
+}

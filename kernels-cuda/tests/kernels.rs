@@ -1,0 +1,505 @@
+//! Every shipped kernel family run on a device and compared with a CPU reference: the c10
+//! conversions our CPU kernels use (`Element::cast`), Rust's float math, and closed forms.
+//!
+//! The device is the one `TORCH_CUDA_DRIVER` names; without it, the emulated device (so the
+//! suite runs in CI without a GPU; on a machine with one, `TORCH_CUDA_DRIVER=cuda` runs the same
+//! tests on it). `CUDA_EMU_SCHED` varies the emulator's scheduling order.
+#![cfg(feature = "cuda")]
+
+use std::ffi::c_void;
+
+use c10::{bf16, f16, Element};
+use kernels_cuda::args::KcGeometry;
+use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, LaunchConfig, StreamId};
+use kernels_cuda::geometry;
+
+fn dev() -> &'static dyn Driver {
+    if std::env::var_os("TORCH_CUDA_DRIVER").is_none() {
+        driver::select(DriverKind::Emulator).unwrap();
+    }
+    driver::driver().unwrap()
+}
+
+/// A device allocation holding elements of `T`, freed on drop.
+struct Buf<T> {
+    ptr: DevicePtr,
+    len: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy + Default> Buf<T> {
+    fn zeroed(len: usize) -> Buf<T> {
+        let nbytes = (len * std::mem::size_of::<T>()).max(1);
+        let ptr = dev().malloc(0, nbytes).unwrap();
+        dev().memset(0, ptr, 0, nbytes, StreamId::DEFAULT).unwrap();
+        Buf { ptr, len, _t: std::marker::PhantomData }
+    }
+
+    fn from(v: &[T]) -> Buf<T> {
+        let b = Buf::zeroed(v.len());
+        // SAFETY: plain old data viewed as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        dev().copy_htod(0, b.ptr, bytes, StreamId::DEFAULT).unwrap();
+        b
+    }
+
+    fn read(&self) -> Vec<T> {
+        let mut v = vec![T::default(); self.len];
+        // SAFETY: plain old data viewed as bytes; every bit pattern the kernels write is valid.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), self.len * std::mem::size_of::<T>()) };
+        dev().copy_dtoh(0, bytes, self.ptr, StreamId::DEFAULT).unwrap();
+        v
+    }
+}
+
+impl<T> Drop for Buf<T> {
+    fn drop(&mut self) {
+        dev().free(0, self.ptr);
+    }
+}
+
+thread_local! {
+    /// Names of the kernels launched successfully on this thread (for the coverage test).
+    static LAUNCHED: std::cell::RefCell<std::collections::BTreeSet<String>> = Default::default();
+}
+
+fn launch(name: &str, cfg: &LaunchConfig, args: &mut KernelArgs) -> c10::Result<()> {
+    let mut params: Vec<*mut c_void> = args.params();
+    LAUNCHED.with(|l| l.borrow_mut().insert(name.to_string()));
+    // SAFETY: every test passes the kernel's parameters in order, with live buffers.
+    unsafe { dev().launch(0, name, cfg, &mut params) }
+}
+
+fn contiguous_geometry(n: usize, operands: usize) -> KcGeometry {
+    let strides: Vec<[i64; 1]> = vec![[1]; operands];
+    let refs: Vec<&[i64]> = strides.iter().map(|s| &s[..]).collect();
+    geometry::elementwise(&[n as i64], &refs).unwrap()
+}
+
+fn cfg(g: &KcGeometry) -> LaunchConfig {
+    geometry::elementwise_launch(g.numel, StreamId::DEFAULT)
+}
+
+/// The dtype suffix of the kernels' names.
+trait Suffix: Element {
+    const SFX: &'static str;
+}
+macro_rules! suffix {
+    ($($t:ty => $s:literal),*) => { $(impl Suffix for $t { const SFX: &'static str = $s; })* };
+}
+/// Wrapping integer arithmetic, the CPU reference of the integer kernels.
+trait IntOps: Copy {
+    fn wrapping_add(self, o: Self) -> Self;
+    fn wrapping_sub(self, o: Self) -> Self;
+    fn wrapping_mul(self, o: Self) -> Self;
+    fn wrapping_neg(self) -> Self;
+}
+macro_rules! int_ops {
+    ($($t:ty),*) => {$(impl IntOps for $t {
+        fn wrapping_add(self, o: Self) -> Self { <$t>::wrapping_add(self, o) }
+        fn wrapping_sub(self, o: Self) -> Self { <$t>::wrapping_sub(self, o) }
+        fn wrapping_mul(self, o: Self) -> Self { <$t>::wrapping_mul(self, o) }
+        fn wrapping_neg(self) -> Self { <$t>::wrapping_neg(self) }
+    })*};
+}
+int_ops!(u8, i8, i16, i32, i64);
+suffix!(f32 => "f32", f64 => "f64", f16 => "f16", bf16 => "bf16", u8 => "u8", i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64", bool => "b8");
+
+/// Values that exercise a conversion from `S`: signs, fractions, the edges of every integer
+/// type, and for floats NaN and infinities.
+fn probe_values<S: Element>() -> Vec<S> {
+    let ints: [i64; 12] = [0, 1, -1, 7, 127, 128, -128, -129, 255, 256, 40_000, -2_000_000_000];
+    let mut v: Vec<S> = ints.iter().map(|&i| S::from_i64(i)).collect();
+    if S::DTYPE.is_floating_point() {
+        for f in
+            [2.5, -2.5, 0.75, -0.999, 300.7, -129.5, 65504.0, 1e10, -3e9, f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
+        {
+            v.push(S::from_f64(f));
+        }
+    }
+    if S::DTYPE == c10::ScalarType::I64 {
+        v.extend([i64::MAX, i64::MIN, 1 << 40].map(S::from_i64));
+    }
+    v
+}
+
+fn check_cast<S: Suffix, D: Suffix>() {
+    let src = probe_values::<S>();
+    let n = src.len();
+    let input = Buf::from(&src);
+    let out = Buf::<D>::zeroed(n);
+    let g = contiguous_geometry(n, 2);
+    let name = format!("cast_{}_{}", S::SFX, D::SFX);
+    launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(input.ptr)).unwrap();
+    let got = out.read();
+    for (i, s) in src.iter().enumerate() {
+        let want: D = s.cast();
+        let same = got[i] == want || (got[i].to_f64().is_nan() && want.to_f64().is_nan());
+        assert!(same, "{name}({s:?}) = {:?}, want {want:?}", got[i]);
+    }
+}
+
+macro_rules! cast_from {
+    ($s:ty) => {
+        check_cast::<$s, f32>();
+        check_cast::<$s, f64>();
+        check_cast::<$s, f16>();
+        check_cast::<$s, bf16>();
+        check_cast::<$s, u8>();
+        check_cast::<$s, i8>();
+        check_cast::<$s, i16>();
+        check_cast::<$s, i32>();
+        check_cast::<$s, i64>();
+        check_cast::<$s, bool>();
+    };
+}
+
+fn casts_between_every_pair_of_dtypes_match_the_cpu() {
+    cast_from!(f32);
+    cast_from!(f64);
+    cast_from!(f16);
+    cast_from!(bf16);
+    cast_from!(u8);
+    cast_from!(i8);
+    cast_from!(i16);
+    cast_from!(i32);
+    cast_from!(i64);
+    cast_from!(bool);
+}
+
+fn fill_writes_only_the_strided_positions() {
+    // Every third element of 3 rows of 7: a [3, 3] view with strides [7, 3] (from offset 0).
+    let out = Buf::<f32>::zeroed(21);
+    let g = geometry::elementwise(&[3, 3], &[&[7, 3]]).unwrap();
+    launch("fill_f32", &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(2.5f32)).unwrap();
+    let got = out.read();
+    for (i, v) in got.iter().enumerate() {
+        let inside = i % 7 % 3 == 0 && i % 7 < 9;
+        assert_eq!(*v, if inside { 2.5 } else { 0.0 }, "element {i}");
+    }
+    fn every<T: Suffix>(v: T) {
+        let out = Buf::<T>::zeroed(5);
+        let g = contiguous_geometry(5, 1);
+        launch(&format!("fill_{}", T::SFX), &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(v)).unwrap();
+        assert_eq!(out.read(), vec![v; 5], "fill_{}", T::SFX);
+    }
+    every(-1.5f32);
+    every(1e300f64);
+    every(f16::from_f64(-0.125));
+    every(bf16::from_f64(3.0));
+    every(200u8);
+    every(-100i8);
+    every(i16::MIN);
+    every(i32::MAX);
+    every(i64::MIN);
+    every(true);
+}
+
+/// Sizes around block and warp boundaries, and one that needs the grid-stride loop.
+fn tails_and_grid_stride_loops_cover_every_element() {
+    for n in [1usize, 31, 32, 33, 255, 256, 257, 1000, 65_537] {
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let (ba, bb, out) = (Buf::from(&a), Buf::from(&a), Buf::<f32>::zeroed(n));
+        let g = contiguous_geometry(n, 3);
+        launch("add_f32", &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(ba.ptr).push(bb.ptr).push(1.0f64))
+            .unwrap();
+        assert_eq!(out.read(), a.iter().map(|x| 2.0 * x).collect::<Vec<_>>(), "n = {n}");
+    }
+    // Two blocks of 32 threads for 1000 elements: each thread loops 15 or 16 times.
+    let n = 1000;
+    let a: Vec<i32> = (0..n).collect();
+    let (ba, out) = (Buf::from(&a), Buf::<i32>::zeroed(n as usize));
+    let g = contiguous_geometry(n as usize, 2);
+    let small = LaunchConfig::linear(2, 32, StreamId::DEFAULT);
+    launch("neg_i32", &small, KernelArgs::new().push(g).push(out.ptr).push(ba.ptr)).unwrap();
+    assert_eq!(out.read(), a.iter().map(|x| -x).collect::<Vec<_>>());
+}
+
+/// `a [3, 1] op b [1, 4]` broadcast to `[3, 4]`, with `a` stored transposed-strided.
+fn broadcast_binary<T: Suffix>(name: &str, alpha: Option<(f64, i64)>, reference: impl Fn(T, T) -> T) {
+    let a: Vec<T> = [-2.0, 0.5, 7.0].iter().map(|&x| T::from_f64(x)).collect();
+    let b: Vec<T> = [3.0, -1.0, 0.0, 2.0].iter().map(|&x| T::from_f64(x)).collect();
+    let (ba, bb, out) = (Buf::from(&a), Buf::from(&b), Buf::<T>::zeroed(12));
+    let g = geometry::elementwise(&[3, 4], &[&[4, 1], &[1, 0], &[0, 1]]).unwrap();
+    let kernel = format!("{name}_{}", T::SFX);
+    let mut args = KernelArgs::new();
+    args.push(g).push(out.ptr).push(ba.ptr).push(bb.ptr);
+    if let Some((fa, ia)) = alpha {
+        if T::DTYPE.is_floating_point() {
+            args.push(fa);
+        } else {
+            args.push(ia);
+        }
+    }
+    launch(&kernel, &cfg(&g), &mut args).unwrap();
+    let got = out.read();
+    for i in 0..3 {
+        for j in 0..4 {
+            let want = reference(a[i], b[j]);
+            let v = got[i * 4 + j];
+            assert!(
+                v == want || (v.to_f64().is_nan() && want.to_f64().is_nan()),
+                "{kernel}({:?}, {:?}) = {v:?}, want {want:?}",
+                a[i],
+                b[j]
+            );
+        }
+    }
+}
+
+/// The reference of a float op on `T`: computed in f32 for f16/bf16 (the kernels' opmath) and
+/// in the type itself otherwise, rounded once to `T`.
+fn via_f64<T: Element>(f: impl Fn(f64, f64) -> f64) -> impl Fn(T, T) -> T {
+    move |x: T, y: T| {
+        let r = f(x.to_f64(), y.to_f64());
+        if matches!(T::DTYPE, c10::ScalarType::F32 | c10::ScalarType::F16 | c10::ScalarType::BF16) {
+            T::from_f64(r as f32 as f64)
+        } else {
+            T::from_f64(r)
+        }
+    }
+}
+
+fn float_binary_ops_broadcast_and_match_the_cpu() {
+    fn all<T: Suffix>() {
+        broadcast_binary::<T>("add", Some((2.0, 2)), via_f64(|x, y| x + 2.0 * y));
+        broadcast_binary::<T>("sub", Some((0.5, 0)), via_f64(|x, y| x - 0.5 * y));
+        broadcast_binary::<T>("mul", None, via_f64(|x, y| x * y));
+        broadcast_binary::<T>("div", None, via_f64(|x, y| x / y));
+        broadcast_binary::<T>("maximum", None, via_f64(f64::max));
+        broadcast_binary::<T>("minimum", None, via_f64(f64::min));
+    }
+    all::<f32>();
+    all::<f64>();
+    all::<f16>();
+    all::<bf16>();
+}
+
+fn integer_binary_ops_wrap_like_the_cpu() {
+    fn all<T: Suffix + IntOps>() {
+        broadcast_binary::<T>("add", Some((0.0, 3)), |x, y| x.wrapping_add(T::from_i64(3).wrapping_mul(y)));
+        broadcast_binary::<T>("sub", Some((0.0, -2)), |x, y| x.wrapping_sub(T::from_i64(-2).wrapping_mul(y)));
+        broadcast_binary::<T>("mul", None, |x, y| x.wrapping_mul(y));
+        broadcast_binary::<T>("maximum", None, |x, y| if x >= y { x } else { y });
+        broadcast_binary::<T>("minimum", None, |x, y| if x <= y { x } else { y });
+    }
+    all::<u8>();
+    all::<i8>();
+    all::<i16>();
+    all::<i32>();
+    all::<i64>();
+    // Overflow wraps (two's complement), as on the CPU.
+    let a = Buf::from(&[i64::MAX, i64::MIN]);
+    let out = Buf::<i64>::zeroed(2);
+    let g = contiguous_geometry(2, 3);
+    launch("add_i64", &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(a.ptr).push(a.ptr).push(1i64)).unwrap();
+    assert_eq!(out.read(), vec![-2, 0]);
+}
+
+fn comparisons_write_bools_and_nan_compares_false() {
+    fn run<T: Suffix>(a: &[T], b: &[T], cases: &[(&str, [bool; 4])]) {
+        let (ba, bb) = (Buf::from(a), Buf::from(b));
+        let g = contiguous_geometry(4, 3);
+        for (op, want) in cases {
+            let out = Buf::<bool>::zeroed(4);
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(ba.ptr).push(bb.ptr)).unwrap();
+            assert_eq!(out.read(), *want, "{name}({a:?}, {b:?})");
+        }
+    }
+    // NaN is unordered and unequal to itself; -0.0 == 0.0.
+    let cases: [(&str, [bool; 4]); 6] = [
+        ("eq", [true, false, false, true]),
+        ("ne", [false, true, true, false]),
+        ("lt", [false, false, true, false]),
+        ("le", [true, false, true, true]),
+        ("gt", [false, false, false, false]),
+        ("ge", [true, false, false, true]),
+    ];
+    fn floats<T: Suffix>(cases: &[(&str, [bool; 4])]) {
+        let a: Vec<T> = [1.0, f64::NAN, 2.0, -0.0].map(T::from_f64).to_vec();
+        let b: Vec<T> = [1.0, f64::NAN, 3.0, 0.0].map(T::from_f64).to_vec();
+        run(&a, &b, cases);
+    }
+    floats::<f32>(&cases);
+    floats::<f64>(&cases);
+    floats::<f16>(&cases);
+    floats::<bf16>(&cases);
+    // Integers: equal, greater, less, equal at the type's extremes.
+    let int_cases: [(&str, [bool; 4]); 6] = [
+        ("eq", [true, false, false, true]),
+        ("ne", [false, true, true, false]),
+        ("lt", [false, false, true, false]),
+        ("le", [true, false, true, true]),
+        ("gt", [false, true, false, false]),
+        ("ge", [true, true, false, true]),
+    ];
+    fn ints<T: Suffix>(cases: &[(&str, [bool; 4])], max: i64) {
+        let a: Vec<T> = [5, 9, 0, max].map(T::from_i64).to_vec();
+        let b: Vec<T> = [5, 3, 7, max].map(T::from_i64).to_vec();
+        run(&a, &b, cases);
+    }
+    ints::<u8>(&int_cases, 255);
+    ints::<i8>(&int_cases, 127);
+    ints::<i16>(&int_cases, i16::MAX as i64);
+    ints::<i32>(&int_cases, i32::MAX as i64);
+    ints::<i64>(&int_cases, i64::MAX);
+}
+
+/// A unary kernel's name and its CPU reference.
+type UnaryCase<T> = (&'static str, fn(T) -> T);
+
+fn unary_float_ops_match_rust_math() {
+    let xs: Vec<f64> = vec![-3.5, -1.0, -0.25, 0.0, 0.3, 1.0, 2.0, 10.0, f64::NAN];
+    let ops: [UnaryCase<f64>; 10] = [
+        ("neg", |x| -x),
+        ("abs", f64::abs),
+        ("exp", f64::exp),
+        ("log", f64::ln),
+        ("sqrt", f64::sqrt),
+        ("sin", f64::sin),
+        ("cos", f64::cos),
+        ("tanh", f64::tanh),
+        ("sigmoid", |x| 1.0 / (1.0 + (-x).exp())),
+        ("relu", |x| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
+    ];
+    fn run<T: Suffix>(xs: &[f64], op: &str, f: fn(f64) -> f64, rel: f64) {
+        let input: Vec<T> = xs.iter().map(|&x| T::from_f64(x)).collect();
+        let (bi, out) = (Buf::from(&input), Buf::<T>::zeroed(xs.len()));
+        let g = contiguous_geometry(xs.len(), 2);
+        let name = format!("{op}_{}", T::SFX);
+        launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(bi.ptr)).unwrap();
+        for (x, v) in input.iter().zip(out.read()) {
+            let want = f(x.to_f64());
+            let v = v.to_f64();
+            let ok = (v.is_nan() && want.is_nan()) || v == want || (v - want).abs() <= rel * want.abs().max(1e-30);
+            assert!(ok, "{name}({x:?}) = {v}, want {want}");
+        }
+    }
+    for (op, f) in ops {
+        run::<f64>(&xs, op, f, 1e-15);
+        run::<f32>(&xs, op, f, 1e-6);
+        // One rounding to 8 (bf16) or 11 (f16) significant bits.
+        run::<f16>(&xs, op, f, 1e-3);
+        run::<bf16>(&xs, op, f, 8e-3);
+    }
+}
+
+fn unary_integer_ops_wrap_like_the_cpu() {
+    fn run<T: Suffix + IntOps>() {
+        let xs: Vec<T> = [0i64, 1, -1, 5, -7, i64::MIN, i64::MAX].map(T::from_i64).to_vec();
+        let ops: [UnaryCase<T>; 3] = [
+            ("neg", |x| x.wrapping_neg()),
+            ("abs", |x| if x < T::default() { x.wrapping_neg() } else { x }),
+            ("relu", |x| if x > T::default() { x } else { T::default() }),
+        ];
+        let (bi, g) = (Buf::from(&xs), contiguous_geometry(xs.len(), 2));
+        for (op, f) in ops {
+            let out = Buf::<T>::zeroed(xs.len());
+            let name = format!("{op}_{}", T::SFX);
+            launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(bi.ptr)).unwrap();
+            assert_eq!(out.read(), xs.iter().map(|&x| f(x)).collect::<Vec<_>>(), "{name}");
+        }
+    }
+    run::<u8>();
+    run::<i8>();
+    run::<i16>();
+    run::<i32>();
+    run::<i64>();
+}
+
+fn launch_errors_are_values() {
+    let g = contiguous_geometry(4, 1);
+    let out = Buf::<f32>::zeroed(4);
+    let e = launch("no_such_kernel", &cfg(&g), KernelArgs::new().push(g)).unwrap_err().to_string();
+    assert!(e.contains("named symbol not found") && e.contains("no_such_kernel"), "{e}");
+    let too_big = LaunchConfig { grid: [1, 1, 1], block: [2048, 1, 1], shared_bytes: 0, stream: StreamId::DEFAULT };
+    let e = launch("fill_f32", &too_big, KernelArgs::new().push(g).push(out.ptr).push(1.0f32)).unwrap_err().to_string();
+    assert!(e.contains("fill_f32"), "{e}");
+    assert_eq!(out.read(), vec![0.0; 4]);
+}
+
+/// The emulated device checks copies against its live allocations (the GPU reports such
+/// accesses asynchronously, or not at all inside an allocation's rounding).
+fn emulated_copies_outside_allocations_are_errors() {
+    let drv = kernels_cuda::emu::EmulatedDriver::with_devices(1, 1 << 20);
+    let p = drv.malloc(0, 16).unwrap();
+    let e = drv.copy_htod(0, p + 8, &[0u8; 16], StreamId::DEFAULT).unwrap_err().to_string();
+    assert!(e.contains("illegal memory access"), "{e}");
+    let mut back = [1u8; 16];
+    drv.copy_dtoh(0, &mut back, p + 1, StreamId::DEFAULT).unwrap_err();
+    drv.memset(0, p, 0, 16, StreamId::DEFAULT).unwrap();
+    drv.copy_dtoh(0, &mut back, p, StreamId::DEFAULT).unwrap();
+    assert_eq!(back, [0u8; 16]);
+    // Over the capacity: out of memory, which the caching allocator turns into PyTorch's error.
+    assert_eq!(drv.malloc(0, 2 << 20), Err(kernels_cuda::driver::MallocError::OutOfMemory));
+    assert!(drv.malloc(1, 16).is_err());
+    drv.free(0, p);
+    assert_eq!(drv.mem_info(0).unwrap(), (1 << 20, 1 << 20));
+}
+
+// ---- the suite ---------------------------------------------------------------------------------
+
+mod suite {
+    #[test]
+    fn casts_between_every_pair_of_dtypes_match_the_cpu() {
+        super::casts_between_every_pair_of_dtypes_match_the_cpu();
+    }
+    #[test]
+    fn fill_writes_only_the_strided_positions() {
+        super::fill_writes_only_the_strided_positions();
+    }
+    #[test]
+    fn tails_and_grid_stride_loops_cover_every_element() {
+        super::tails_and_grid_stride_loops_cover_every_element();
+    }
+    #[test]
+    fn float_binary_ops_broadcast_and_match_the_cpu() {
+        super::float_binary_ops_broadcast_and_match_the_cpu();
+    }
+    #[test]
+    fn integer_binary_ops_wrap_like_the_cpu() {
+        super::integer_binary_ops_wrap_like_the_cpu();
+    }
+    #[test]
+    fn comparisons_write_bools_and_nan_compares_false() {
+        super::comparisons_write_bools_and_nan_compares_false();
+    }
+    #[test]
+    fn unary_float_ops_match_rust_math() {
+        super::unary_float_ops_match_rust_math();
+    }
+    #[test]
+    fn unary_integer_ops_wrap_like_the_cpu() {
+        super::unary_integer_ops_wrap_like_the_cpu();
+    }
+    #[test]
+    fn launch_errors_are_values() {
+        super::launch_errors_are_values();
+    }
+    #[test]
+    fn emulated_copies_outside_allocations_are_errors() {
+        super::emulated_copies_outside_allocations_are_errors();
+    }
+}
+
+/// Every kernel the crate ships is launched by the suite above (so a new kernel without a test
+/// fails here): runs the whole suite on this thread and compares what it launched with the
+/// emulator's table of kernels.
+#[test]
+fn every_shipped_kernel_is_tested() {
+    casts_between_every_pair_of_dtypes_match_the_cpu();
+    fill_writes_only_the_strided_positions();
+    tails_and_grid_stride_loops_cover_every_element();
+    float_binary_ops_broadcast_and_match_the_cpu();
+    integer_binary_ops_wrap_like_the_cpu();
+    comparisons_write_bools_and_nan_compares_false();
+    unary_float_ops_match_rust_math();
+    unary_integer_ops_wrap_like_the_cpu();
+    launch_errors_are_values();
+    let launched = LAUNCHED.with(|l| l.borrow().clone());
+    let untested: Vec<&str> =
+        kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();
+    assert!(untested.is_empty(), "kernels without a test: {untested:?}");
+}
