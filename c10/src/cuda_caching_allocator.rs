@@ -89,7 +89,8 @@ pub enum DriverError {
     /// The device has no room for the allocation (`CUDA_ERROR_OUT_OF_MEMORY`); the allocator
     /// frees its cache and retries.
     OutOfMemory,
-    /// Any other failure, with the driver's description; reported as [`Error::Cuda`].
+    /// Any other failure, with the driver's complete message ("CUDA error: ..."); reported as
+    /// [`Error::Cuda`].
     Other(String),
 }
 
@@ -1189,7 +1190,7 @@ mod tests {
         fn malloc(&self, _device: i8, nbytes: usize) -> std::result::Result<u64, DriverError> {
             let mut st = self.st();
             if st.fail_other {
-                return Err(DriverError::Other("unspecified launch failure".into()));
+                return Err(DriverError::Other("CUDA error: unspecified launch failure".into()));
             }
             if st.used + nbytes > self.capacity {
                 return Err(DriverError::OutOfMemory);

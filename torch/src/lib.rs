@@ -73,6 +73,42 @@ pub mod dispatch {
     pub use c10::{DispatchKey, DispatchKeySet};
 }
 
+/// `torch.cuda`: devices, streams, events and the caching allocator's statistics. Built without
+/// the `cuda` feature (the default, which needs no CUDA toolchain), `is_available()` is false
+/// and `device_count()` is 0, as in a CPU-only PyTorch build.
+///
+/// ```
+/// if !torch::cuda::is_available() {
+///     assert_eq!(torch::cuda::device_count(), 0);
+/// }
+/// ```
+pub mod cuda {
+    pub use c10::{DeviceGuard, Event, Stream, StreamGuard};
+    #[cfg(feature = "cuda")]
+    pub use kernels_cuda::runtime::{
+        current_device, current_stream, empty_cache, max_memory_allocated, memory_allocated, memory_reserved,
+        memory_stats, record_stream, set_device, synchronize,
+    };
+    #[cfg(feature = "cuda")]
+    pub use kernels_cuda::{driver::select as select_driver, driver::DriverKind};
+
+    /// Whether a CUDA device can be used (a driver, real or emulated, with at least one device).
+    pub fn is_available() -> bool {
+        #[cfg(feature = "cuda")]
+        return kernels_cuda::runtime::is_available();
+        #[cfg(not(feature = "cuda"))]
+        return false;
+    }
+
+    /// Number of CUDA devices.
+    pub fn device_count() -> usize {
+        #[cfg(feature = "cuda")]
+        return kernels_cuda::runtime::device_count();
+        #[cfg(not(feature = "cuda"))]
+        return 0;
+    }
+}
+
 /// Dtype constants under PyTorch's names: `torch::kind::float32`.
 pub mod kind {
     #![allow(non_upper_case_globals)]
