@@ -340,7 +340,11 @@ pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     match self_.dim() {
         1 => {
-            let n = self_.sizes()[0] + diagonal.abs();
+            // Checked: |i64::MIN| and the sum overflow.
+            let n = diagonal
+                .checked_abs()
+                .and_then(|a| self_.sizes()[0].checked_add(a))
+                .ok_or_else(|| size_overflow("diag"))?;
             let out = zeros_of(&[n, n], self_.dtype())?;
             let d = crate::native::shape::diagonal(&out, diagonal, 0, 1)?;
             crate::native::copy::copy_into(&d, self_)?;
@@ -363,7 +367,7 @@ pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<T
         return Err(Error::invalid("diag_embed", format!("diagonal dimensions cannot be identical {dim1}, {dim2}")));
     }
     let last = if self_.dim() == 0 { 1 } else { self_.sizes()[self_.dim() - 1] };
-    let m = last + offset.abs();
+    let m = offset.checked_abs().and_then(|a| last.checked_add(a)).ok_or_else(|| size_overflow("diag_embed"))?;
     let mut rest: Vec<i64> = if self_.dim() == 0 { vec![] } else { self_.sizes()[..self_.dim() - 1].to_vec() };
     let mut shape = Vec::with_capacity(n);
     for i in 0..n {

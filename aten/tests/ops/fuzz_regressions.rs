@@ -254,3 +254,18 @@ fn elementwise_ops_of_empty_tensors_with_huge_dims() {
     assert_eq!(ops::clamp_min_tensor(&x, &zero).unwrap().sizes(), &[1 << 40, 1 << 40, 0]);
     assert_eq!(ops::neg(&x).unwrap().sizes(), &[1 << 40, 1 << 40, 0]);
 }
+
+/// `diag_embed` and `diag` with an offset of `i64::MIN` negated it (found by the ten-minute
+/// op_surface run); the output size `n + |offset|` is checked.
+#[test]
+fn diag_offsets_at_the_int64_limits() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    for off in [i64::MIN, i64::MAX] {
+        let e = ops::diag_embed(&x, off, -2, -1).unwrap_err().to_string();
+        assert!(e.contains("overflow"), "{e}");
+        let e = ops::diag(&x, off).unwrap_err().to_string();
+        assert!(e.contains("overflow"), "{e}");
+    }
+    let y = ops::diag_embed(&x, -1, -2, -1).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.0]);
+}
