@@ -17,7 +17,16 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 EMU=$(dirname "$HERE")
 KERNELS=$(cd "$EMU/../kernels" && pwd)
-CUDA_ROOT=${CUDA_ROOT:-/work/cuda-venv/lib/python3.11/site-packages/nvidia/cu13}
+# The pip wheels kernels-cuda/setup-cuda.sh installs into <workspace>/.cuda/venv, as build.rs.
+if [[ -z "${CUDA_ROOT:-}" ]]; then
+    for cand in "$EMU"/../../.cuda/venv/lib/python3*/site-packages/nvidia/cu13; do
+        if [[ -f "$cand/include/cuda_fp16.h" ]]; then CUDA_ROOT=$(cd "$cand" && pwd); fi
+    done
+fi
+if [[ -z "${CUDA_ROOT:-}" ]]; then
+    echo "no CUDA headers: run kernels-cuda/setup-cuda.sh, or set CUDA_ROOT to the directory holding include/cuda_fp16.h" >&2
+    exit 2
+fi
 CXX=${CXX:-g++}
 OWN_OUT=0
 if [[ -z "${OUT:-}" ]]; then
