@@ -55,7 +55,13 @@ status=0
     -print_final_stats=1 "$@" || status=$?
 
 after=$(ls "artifacts/${target}" | sort)
-new=$(comm -13 <(echo "${before}") <(echo "${after}") | sed '/^$/d')
+added=$(comm -13 <(echo "${before}") <(echo "${after}") | sed '/^$/d')
+# libFuzzer also saves inputs slower than 10 s (-report_slow_units) as slow-unit-*: reported,
+# not failures (a unit over -timeout is a timeout-* and fails).
+for f in $(echo "${added}" | grep '^slow-unit-' || true); do
+    echo "note: an input slower than 10 s (not a failure; over 60 s is a timeout): $(pwd)/artifacts/${target}/${f}" >&2
+done
+new=$(echo "${added}" | grep -v '^slow-unit-' || true)
 if [ "${status}" -ne 0 ] || [ -n "${new}" ]; then
     echo "fuzz target ${target} FAILED (exit ${status})" >&2
     for f in ${new}; do
