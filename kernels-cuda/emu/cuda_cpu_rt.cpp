@@ -272,6 +272,11 @@ cuda_emu_switch_stack:
 
 // Makes `c` start fiber_main when it is next switched to.
 void init_fresh_context(Ctx* c) {
+#if CUDA_EMU_ASAN
+    // A pooled stack keeps the poison of the frames the previous fiber left on it (ASan poisons a
+    // frame's redzones and does not see the switch away); the new fiber starts from a clean stack.
+    ASAN_UNPOISON_MEMORY_REGION(c->stack_lo, static_cast<std::size_t>(c->top - c->stack_lo));
+#endif
 #if CUDA_EMU_USE_UCONTEXT
     getcontext(&c->uc);
     c->uc.uc_stack.ss_sp = c->stack_lo;
