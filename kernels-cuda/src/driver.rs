@@ -119,6 +119,11 @@ pub trait Driver: Send + Sync {
     fn device_synchronize(&self, device: usize) -> Result<()>;
 }
 
+/// The driver's error for a device index past the last device (`CUDA_ERROR_INVALID_DEVICE`).
+pub fn invalid_device(device: usize, count: usize) -> Error {
+    Error::Cuda(format!("CUDA error: invalid device ordinal (device {device} requested, {count} available)"))
+}
+
 /// Which driver to use (Note [Choosing the driver]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverKind {

@@ -1,6 +1,6 @@
 //! The emulated device: the crate's `.cu` kernels compiled for the host (Note [Two builds of
 //! every kernel] in build.rs) and run by the fiber runtime in `emu/`, one fiber per CUDA thread,
-//! scheduled warp by warp (`docs/src/cuda.md`, `../shared/reference/cuda-emulation.md`).
+//! scheduled warp by warp (`docs/src/cuda.md`).
 //!
 //! Device memory is host memory aligned to 256 bytes, and every copy and memset is checked
 //! against the live allocations of its device, so a bad address is an error value as on the
@@ -135,9 +135,7 @@ impl EmulatedDriver {
     }
 
     fn device(&self, device: usize) -> Result<&Device> {
-        self.devices.get(device).ok_or_else(|| {
-            Error::Cuda(format!("CUDA error: invalid device ordinal (device {device} of {})", self.devices.len()))
-        })
+        self.devices.get(device).ok_or_else(|| crate::driver::invalid_device(device, self.devices.len()))
     }
 
     /// Checks that `[ptr, ptr + nbytes)` lies inside one live allocation of `device`.

@@ -67,9 +67,7 @@ pub fn open() -> Result<Box<dyn Driver>> {
 impl CudaDriver {
     /// Makes `device`'s context current on this thread.
     fn enter(&self, device: usize) -> Result<&Device> {
-        let d = self.devices.get(device).ok_or_else(|| {
-            Error::Cuda(format!("CUDA error: invalid device ordinal (device {device} of {})", self.devices.len()))
-        })?;
+        let d = self.devices.get(device).ok_or_else(|| crate::driver::invalid_device(device, self.devices.len()))?;
         // SAFETY: the context was retained in `open` and is released only on drop.
         unsafe { result::ctx::set_current(d.ctx) }.map_err(|e| cuda_error("cuCtxSetCurrent", e))?;
         Ok(d)

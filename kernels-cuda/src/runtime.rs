@@ -51,10 +51,7 @@ fn index(device: Device) -> Result<usize> {
     let d = checked_driver()?;
     let i = if device.index < 0 { current_index() } else { device.index as usize };
     if i >= d.device_count() {
-        return Err(Error::Cuda(format!(
-            "CUDA error: invalid device ordinal (device {i} requested, {} available)",
-            d.device_count()
-        )));
+        return Err(crate::driver::invalid_device(i, d.device_count()));
     }
     Ok(i)
 }
