@@ -92,6 +92,8 @@ impl IValue {
             IValue::OptionalTensorList(v) => {
                 v.iter().flatten().fold(c10::DispatchKeySet::EMPTY, |s, t| s | t.key_set())
             }
+            // Note [Device arguments dispatch] (codegen).
+            IValue::Device(d) => c10::DispatchKeySet::of_device(*d),
             _ => c10::DispatchKeySet::EMPTY,
         }
     }

@@ -277,7 +277,8 @@ impl Tensor {
     /// Copies the elements out in row-major order, converting to `T` with PyTorch's cast rules.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if !self.device().is_cpu() {
-            return Err(Error::invalid("to_vec", format!("tensor is on {}, copy it to the CPU first", self.device())));
+            // Through the device's copy kernel (PyTorch's `tolist()` works on any device).
+            return crate::ops::_to_copy(self, None, None, Some(Device::CPU), None, false, None)?.to_vec();
         }
         // An expanded tensor can have far more elements than memory holds: an error, not an abort.
         let mut out = c10::size::try_vec(self.numel() as usize)?;

@@ -74,6 +74,13 @@ impl std::fmt::Debug for DataPtr {
 pub trait Allocator: Send + Sync {
     /// Allocates `nbytes` bytes (contents unspecified). Zero bytes gives a valid dangling pointer.
     fn allocate(&self, nbytes: usize) -> Result<DataPtr>;
+
+    /// Allocates `nbytes` on `device` (an index of -1 means the current device). Allocators of
+    /// device types with one device (the CPU) keep this default.
+    fn allocate_on(&self, device: Device, nbytes: usize) -> Result<DataPtr> {
+        let _ = device;
+        self.allocate(nbytes)
+    }
 }
 
 /// The default CPU allocator: `std::alloc` with 64-byte alignment.

@@ -67,6 +67,17 @@ impl DispatchKeySet {
         DispatchKeySet(1 << (b as u32))
     }
 
+    /// The backend key of a device (its `Dense` key): what a `Device` argument contributes to the
+    /// dispatch keys, as PyTorch's `BackendSelect` computes a factory's key from its options, so
+    /// `zeros(..., device=cuda)` and `_to_copy(cpu_tensor, device=cuda)` reach the CUDA kernel.
+    #[inline]
+    pub const fn of_device(d: crate::Device) -> Self {
+        DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend_const(
+            DispatchKey::Dense,
+            crate::tensor_impl::backend_of(d.ty),
+        ))
+    }
+
     /// The union of several keys.
     pub fn from_keys(keys: &[DispatchKey]) -> Self {
         keys.iter().fold(Self::EMPTY, |s, &k| s | Self::from_key(k))

@@ -20,7 +20,7 @@ pub struct Storage(Arc<StorageImpl>);
 impl Storage {
     /// Allocates `nbytes` uninitialised bytes on `device` through the registered allocator.
     pub fn new(nbytes: usize, device: Device) -> Result<Storage> {
-        let data = get_allocator(device.ty)?.allocate(nbytes)?;
+        let data = get_allocator(device.ty)?.allocate_on(device, nbytes)?;
         Ok(Storage::from_data_ptr(data, nbytes))
     }
 

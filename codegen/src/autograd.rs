@@ -14,7 +14,7 @@
 //! In scope: `grad` (the gradient of the single output, `&Tensor`), `grads[i]` (of output
 //! `i`), every argument by its schema name (`self` included; tensors as `&Tensor`,
 //! `Option<&Tensor>` or `&[Tensor]`, other arguments as the operator's Rust types), `result` /
-//! `resultN` (the outputs), `X.sizes()`, `X.scalar_type()`, `X.dim()` and `X.numel()` of tensor
+//! `resultN` (the outputs), `X.sizes()`, `X.scalar_type()`, `X.device()`, `X.dim()` and `X.numel()` of tensor
 //! arguments, and everything in `autograd::formulas` and `aten::ops`.
 //!
 //! Note [Saved variables from formula text]: what a node keeps is computed from the names its
@@ -228,6 +228,7 @@ const META: &[(&str, &str)] = &[
     (".sym_sizes()", "sizes"),
     (".scalar_type()", "scalar_type"),
     (".dtype()", "scalar_type"),
+    (".device()", "device"),
     (".dim()", "dim"),
     (".numel()", "numel"),
 ];
@@ -537,6 +538,8 @@ fn meta_field_ty(kind: &str, list: bool) -> &'static str {
         ("sizes", true) => "Vec<Vec<i64>>",
         ("scalar_type", false) => "ScalarType",
         ("scalar_type", true) => "Vec<ScalarType>",
+        ("device", false) => "c10::Device",
+        ("device", true) => "Vec<c10::Device>",
         ("dim", false) => "usize",
         ("dim", true) => "Vec<usize>",
         (_, false) => "i64",
@@ -548,6 +551,7 @@ fn meta_save_expr(ident: &str, kind: &str, list: bool) -> String {
     let one = match kind {
         "sizes" => "t.sizes().to_vec()",
         "scalar_type" => "t.scalar_type()",
+        "device" => "t.device()",
         "dim" => "t.dim()",
         _ => "t.numel()",
     };

@@ -316,7 +316,12 @@ impl Op<'_> {
         let sep = if tys.is_empty() { "" } else { ", " };
         format!("fn(DispatchKeySet{sep}{}) -> Result<{}>", tys.join(", "), self.ret_ty)
     }
-    /// Expression for the union of the key sets of the tensor arguments.
+    /// Expression for the union of the key sets of the tensor and device arguments.
+    ///
+    /// Note [Device arguments dispatch]: a `Device` argument contributes its backend's key, the
+    /// way PyTorch's `BackendSelect` derives a factory's key from its `TensorOptions`: `empty(...,
+    /// device=cuda)` runs the CUDA kernel, and `_to_copy(cpu_tensor, device=cuda)` too (CUDA
+    /// outranks the CPU), which is the kernel that can reach both memories.
     fn key_set_expr(&self) -> String {
         let mut parts = Vec::new();
         for ((n, _), a) in self.args.iter().zip(&self.f.func.arguments) {
@@ -330,6 +335,11 @@ impl Op<'_> {
                 }
                 Type::List(e, _) if e.is_tensor_like() => {
                     parts.push(format!("{n}.iter().flatten().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())"))
+                }
+                // A device argument adds its backend (Note [Device arguments dispatch]).
+                Type::Device => parts.push(format!("DispatchKeySet::of_device({n})")),
+                Type::Optional(i) if **i == Type::Device => {
+                    parts.push(format!("{n}.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device)"))
                 }
                 _ => {}
             }

@@ -9,6 +9,12 @@
 #![warn(missing_docs)]
 
 pub mod generated;
+pub mod native;
+
+#[cfg(feature = "cuda")]
+mod copies;
+#[cfg(feature = "cuda")]
+mod loops;
 
 #[cfg(feature = "cuda")]
 pub mod driver;
@@ -56,7 +62,10 @@ pub mod device_code {
 /// Registers this crate's kernels with the dispatcher (run once, at its first use).
 fn register_kernels_cuda(d: &aten::Dispatcher) {
     #[cfg(feature = "cuda")]
-    runtime::init();
+    {
+        runtime::init();
+        loops::register();
+    }
     generated::registrations::register_cuda(d);
 }
 

@@ -220,7 +220,11 @@ static CUDA_ALLOCATOR: CudaAllocator = CudaAllocator;
 
 impl Allocator for CudaAllocator {
     fn allocate(&self, nbytes: usize) -> Result<DataPtr> {
-        let i = index(Device::cuda(-1))?;
+        self.allocate_on(Device::cuda(-1), nbytes)
+    }
+    /// On `device` (the current one for index -1), ordered on that device's current stream.
+    fn allocate_on(&self, device: Device, nbytes: usize) -> Result<DataPtr> {
+        let i = index(device)?;
         Ok(caching_allocator()?.allocate(i as i8, nbytes, stream_of(i))?.into_data_ptr())
     }
 }

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 use c10::{bf16, f16, Element};
-use kernels_cuda::args::KcGeometry;
+use kernels_cuda::args::{KcGeometry, KcReduction};
 use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, LaunchConfig, StreamId};
 use kernels_cuda::geometry;
 
@@ -439,6 +439,160 @@ fn emulated_copies_outside_allocations_are_errors() {
     assert_eq!(drv.mem_info(0).unwrap(), (1 << 20, 1 << 20));
 }
 
+// ---- reductions (kernels/reduce.cu) -----------------------------------------------------------
+
+/// The geometry of reducing a contiguous `[rows, cols]` input over dim 1 (`over_cols`, inner
+/// stride 1) or dim 0 (inner stride `cols`), into a contiguous output.
+fn matrix_reduction(rows: i64, cols: i64, over_cols: bool) -> KcReduction {
+    let mut r = KcReduction { outer_ndim: 1, inner_ndim: 1, ..Default::default() };
+    if over_cols {
+        (r.outputs, r.reduced) = (rows, cols);
+        (r.outer_sizes[0], r.outer_strides[0], r.inner_sizes[0], r.inner_strides[0]) = (rows, cols, cols, 1);
+    } else {
+        (r.outputs, r.reduced) = (cols, rows);
+        (r.outer_sizes[0], r.outer_strides[0], r.inner_sizes[0], r.inner_strides[0]) = (cols, 1, rows, cols);
+    }
+    r.out_strides[0] = 1;
+    r
+}
+
+/// Launches a reduction kernel over `r` with 256-thread blocks (what `KC_REDUCE_THREADS` says).
+fn launch_reduction(name: &str, r: &KcReduction, blocks: u32, outs: &[DevicePtr], input: DevicePtr) {
+    let mut args = KernelArgs::new();
+    args.push(*r);
+    for &o in outs {
+        args.push(o);
+    }
+    args.push(input);
+    launch(name, &LaunchConfig::linear(blocks, 256, StreamId::DEFAULT), &mut args).unwrap();
+}
+
+/// Values of the input matrix, element (i, j), chosen so sums and products stay finite.
+fn reduction_input<T: Element>(rows: usize, cols: usize) -> Vec<T> {
+    (0..rows * cols)
+        .map(|k| T::from_f64(((k * 37 % 29) as f64 - 14.0) / 16.0 + if k % 5 == 0 { 1.0 } else { 0.0 }))
+        .collect()
+}
+
+fn reduction_sums_and_products_match_f64_folds() {
+    fn run<T: Suffix>(tol: f64) {
+        let (rows, cols) = (3usize, 300usize);
+        let x = reduction_input::<T>(rows, cols);
+        let input = Buf::from(&x);
+        for over_cols in [true, false] {
+            let r = matrix_reduction(rows as i64, cols as i64, over_cols);
+            let n = r.outputs as usize;
+            let at = |o: usize, k: usize| if over_cols { x[o * cols + k] } else { x[k * cols + o] };
+            for (op, identity, f) in [("sum", 0.0, (|a, b| a + b) as fn(f64, f64) -> f64), ("prod", 1.0, |a, b| a * b)]
+            {
+                let out = Buf::<T>::zeroed(n);
+                // Two blocks for many outputs: the kernels loop over the rest.
+                launch_reduction(&format!("{op}_{}", T::SFX), &r, 2, &[out.ptr], input.ptr);
+                for (o, g) in out.read().iter().enumerate() {
+                    // Products of values below 1 in magnitude shrink fast; compare in absolute terms near 0.
+                    let want = (0..r.reduced as usize).fold(identity, |a, k| f(a, at(o, k).to_f64()));
+                    let g = g.to_f64();
+                    assert!((g - want).abs() <= tol * want.abs().max(1.0), "{op}_{}[{o}] = {g}, want {want}", T::SFX);
+                }
+            }
+        }
+    }
+    run::<f32>(1e-5);
+    run::<f64>(1e-12);
+    run::<f16>(2e-2);
+    run::<bf16>(2e-2);
+    // int64 sums and products wrap.
+    let x: Vec<i64> = vec![i64::MAX, 1, 7, -3, 1 << 40, 1 << 30];
+    let input = Buf::from(&x);
+    let r = matrix_reduction(2, 3, true);
+    let out = Buf::<i64>::zeroed(2);
+    launch_reduction("sum_i64", &r, 1, &[out.ptr], input.ptr);
+    assert_eq!(out.read(), vec![i64::MAX.wrapping_add(8), (1i64 << 40) + (1 << 30) - 3]);
+    launch_reduction("prod_i64", &r, 1, &[out.ptr], input.ptr);
+    assert_eq!(out.read(), vec![i64::MAX.wrapping_mul(7), (-3i64).wrapping_mul(1 << 40).wrapping_mul(1 << 30)]);
+}
+
+fn reduction_extremes_take_the_first_index_and_propagate_nan() {
+    fn run<T: Suffix>() {
+        let (rows, cols) = (4usize, 300usize);
+        let mut x = reduction_input::<T>(rows, cols);
+        if T::DTYPE.is_floating_point() {
+            x[cols + 250] = T::from_f64(f64::NAN);
+            x[cols + 270] = T::from_f64(f64::NAN);
+        }
+        let input = Buf::from(&x);
+        for over_cols in [true, false] {
+            let r = matrix_reduction(rows as i64, cols as i64, over_cols);
+            let n = r.outputs as usize;
+            let at = |o: usize, k: usize| if over_cols { x[o * cols + k] } else { x[k * cols + o] };
+            for max in [true, false] {
+                let (vals, idx) = (Buf::<T>::zeroed(n), Buf::<i64>::zeroed(n));
+                let name = format!("{}_{}", if max { "max" } else { "min" }, T::SFX);
+                launch_reduction(&name, &r, 3, &[vals.ptr, idx.ptr], input.ptr);
+                let (gv, gi) = (vals.read(), idx.read());
+                for o in 0..n {
+                    // The reference: the first NaN, else the first extreme.
+                    let row: Vec<f64> = (0..r.reduced as usize).map(|k| at(o, k).to_f64()).collect();
+                    let want = row.iter().position(|v| v.is_nan()).unwrap_or_else(|| {
+                        let best = row.iter().copied().fold(if max { f64::MIN } else { f64::MAX }, |a, b| {
+                            if max {
+                                a.max(b)
+                            } else {
+                                a.min(b)
+                            }
+                        });
+                        row.iter().position(|&v| v == best).unwrap()
+                    });
+                    assert_eq!(gi[o], want as i64, "{name}[{o}] index");
+                    let same = gv[o] == at(o, want) || (gv[o].to_f64().is_nan() && row[want].is_nan());
+                    assert!(same, "{name}[{o}] = {:?}", gv[o]);
+                }
+            }
+        }
+    }
+    run::<f32>();
+    run::<f64>();
+    run::<f16>();
+    run::<bf16>();
+    run::<u8>();
+    run::<i8>();
+    run::<i16>();
+    run::<i32>();
+    run::<i64>();
+}
+
+fn softmax_rows_sum_to_one_and_match_closed_forms() {
+    fn run<T: Suffix>(tol: f64) {
+        let (rows, cols) = (3usize, 300usize);
+        let x = reduction_input::<T>(rows, cols);
+        let input = Buf::from(&x);
+        for over_cols in [true, false] {
+            let r = matrix_reduction(rows as i64, cols as i64, over_cols);
+            for log in [false, true] {
+                let out = Buf::<T>::zeroed(rows * cols);
+                let name = format!("{}softmax_{}", if log { "log_" } else { "" }, T::SFX);
+                launch_reduction(&name, &r, 2, &[out.ptr], input.ptr);
+                let got = out.read();
+                for o in 0..r.outputs as usize {
+                    let pos = |k: usize| if over_cols { o * cols + k } else { k * cols + o };
+                    let row: Vec<f64> = (0..r.reduced as usize).map(|k| x[pos(k)].to_f64()).collect();
+                    let m = row.iter().copied().fold(f64::MIN, f64::max);
+                    let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
+                    for (k, v) in row.iter().enumerate() {
+                        let want = if log { v - m - s.ln() } else { (v - m).exp() / s };
+                        let g = got[pos(k)].to_f64();
+                        assert!((g - want).abs() <= tol * want.abs().max(1e-3), "{name}[{o}, {k}] = {g}, want {want}");
+                    }
+                }
+            }
+        }
+    }
+    run::<f32>(1e-5);
+    run::<f64>(1e-12);
+    run::<f16>(1e-2);
+    run::<bf16>(2e-2);
+}
+
 // ---- the suite ---------------------------------------------------------------------------------
 
 mod suite {
@@ -479,6 +633,18 @@ mod suite {
         super::launch_errors_are_values();
     }
     #[test]
+    fn reduction_sums_and_products_match_f64_folds() {
+        super::reduction_sums_and_products_match_f64_folds();
+    }
+    #[test]
+    fn reduction_extremes_take_the_first_index_and_propagate_nan() {
+        super::reduction_extremes_take_the_first_index_and_propagate_nan();
+    }
+    #[test]
+    fn softmax_rows_sum_to_one_and_match_closed_forms() {
+        super::softmax_rows_sum_to_one_and_match_closed_forms();
+    }
+    #[test]
     fn emulated_copies_outside_allocations_are_errors() {
         super::emulated_copies_outside_allocations_are_errors();
     }
@@ -498,6 +664,9 @@ fn every_shipped_kernel_is_tested() {
     unary_float_ops_match_rust_math();
     unary_integer_ops_wrap_like_the_cpu();
     launch_errors_are_values();
+    reduction_sums_and_products_match_f64_folds();
+    reduction_extremes_take_the_first_index_and_propagate_nan();
+    softmax_rows_sum_to_one_and_match_closed_forms();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();

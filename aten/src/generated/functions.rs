@@ -438,7 +438,7 @@ pub fn copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor>
     crate::handles::copy_::call(self_, src, non_blocking)
 }
 
-/// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:351)
+/// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:352)
 #[inline]
 pub fn _to_copy(
     self_: &Tensor,
@@ -452,7 +452,7 @@ pub fn _to_copy(
     crate::handles::_to_copy::call(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
 }
 
-/// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:355)
+/// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:356)
 #[inline]
 pub fn to(
     self_: &Tensor,
@@ -464,151 +464,164 @@ pub fn to(
     crate::handles::to_dtype::call(self_, dtype, non_blocking, copy, memory_format)
 }
 
-/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:360)
+/// `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:361)
+#[inline]
+pub fn to_device(
+    self_: &Tensor,
+    device: Device,
+    dtype: ScalarType,
+    non_blocking: bool,
+    copy: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::handles::to_device::call(self_, device, dtype, non_blocking, copy, memory_format)
+}
+
+/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:366)
 #[inline]
 pub fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
     crate::handles::clone::call(self_, memory_format)
 }
 
-/// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:364)
+/// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:370)
 #[inline]
 pub fn contiguous(self_: &Tensor, memory_format: MemoryFormat) -> Result<Tensor> {
     crate::handles::contiguous::call(self_, memory_format)
 }
 
-/// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:370)
+/// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:376)
 #[inline]
 pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::view::call(self_, size)
 }
 
-/// `_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)` (aten/native_functions.yaml:375)
+/// `_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)` (aten/native_functions.yaml:381)
 #[inline]
 pub fn _reshape_alias(self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
     crate::handles::_reshape_alias::call(self_, size, stride)
 }
 
-/// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:379)
+/// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:385)
 #[inline]
 pub fn reshape(self_: &Tensor, shape: &[i64]) -> Result<Tensor> {
     crate::handles::reshape::call(self_, shape)
 }
 
-/// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:384)
+/// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:390)
 #[inline]
 pub fn as_strided(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     crate::handles::as_strided::call(self_, size, stride, storage_offset)
 }
 
-/// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:389)
+/// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:395)
 #[inline]
 pub fn transpose(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_int::call(self_, dim0, dim1)
 }
 
-/// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:394)
+/// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:400)
 #[inline]
 pub fn t(self_: &Tensor) -> Result<Tensor> {
     crate::handles::t::call(self_)
 }
 
-/// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:399)
+/// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:405)
 #[inline]
 pub fn permute(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::permute::call(self_, dims)
 }
 
-/// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:404)
+/// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:410)
 #[inline]
 pub fn expand(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     crate::handles::expand::call(self_, size, implicit)
 }
 
-/// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:409)
+/// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:415)
 #[inline]
 pub fn expand_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::expand_as::call(self_, other)
 }
 
-/// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:414)
+/// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:420)
 #[inline]
 pub fn squeeze(self_: &Tensor) -> Result<Tensor> {
     crate::handles::squeeze::call(self_)
 }
 
-/// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:419)
+/// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:425)
 #[inline]
 pub fn squeeze_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_dim::call(self_, dim)
 }
 
-/// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:424)
+/// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:430)
 #[inline]
 pub fn squeeze_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::squeeze_dims::call(self_, dim)
 }
 
-/// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:429)
+/// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:435)
 #[inline]
 pub fn unsqueeze(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze::call(self_, dim)
 }
 
-/// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:434)
+/// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:440)
 #[inline]
 pub fn flatten(self_: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     crate::handles::flatten_using_ints::call(self_, start_dim, end_dim)
 }
 
-/// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:439)
+/// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:445)
 #[inline]
 pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow::call(self_, dim, start, length)
 }
 
-/// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:444)
+/// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:450)
 #[inline]
 pub fn slice(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
     crate::handles::slice_tensor::call(self_, dim, start, end, step)
 }
 
-/// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:449)
+/// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:455)
 #[inline]
 pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_int::call(self_, dim, index)
 }
 
-/// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:454)
+/// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:460)
 #[inline]
 pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal::call(self_, offset, dim1, dim2)
 }
 
-/// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:459)
+/// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:465)
 #[inline]
 pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold::call(self_, dimension, size, step)
 }
 
-/// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:464)
+/// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:470)
 #[inline]
 pub fn alias(self_: &Tensor) -> Result<Tensor> {
     crate::handles::alias::call(self_)
 }
 
-/// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:469)
+/// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:475)
 #[inline]
 pub fn view_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::view_as::call(self_, other)
 }
 
-/// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:474)
+/// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:480)
 #[inline]
 pub fn reshape_as(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::reshape_as::call(self_, other)
 }
 
-/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:480)
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:486)
 #[inline]
 pub fn empty(
     size: &[i64],
@@ -621,7 +634,7 @@ pub fn empty(
     crate::handles::empty_memory_format::call(size, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:485)
+/// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:491)
 #[inline]
 pub fn empty_strided(
     size: &[i64],
@@ -634,7 +647,7 @@ pub fn empty_strided(
     crate::handles::empty_strided::call(size, stride, dtype, layout, device, pin_memory)
 }
 
-/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:490)
+/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:496)
 #[inline]
 pub fn zeros(
     size: &[i64],
@@ -646,7 +659,7 @@ pub fn zeros(
     crate::handles::zeros::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:495)
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:501)
 #[inline]
 pub fn ones(
     size: &[i64],
@@ -658,7 +671,7 @@ pub fn ones(
     crate::handles::ones::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:500)
+/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:506)
 #[inline]
 pub fn full(
     size: &[i64],
@@ -671,7 +684,7 @@ pub fn full(
     crate::handles::full::call(size, fill_value, dtype, layout, device, pin_memory)
 }
 
-/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:505)
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:511)
 #[inline]
 pub fn arange(
     end: Scalar,
@@ -683,7 +696,7 @@ pub fn arange(
     crate::handles::arange::call(end, dtype, layout, device, pin_memory)
 }
 
-/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:510)
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:516)
 #[inline]
 pub fn arange_start(
     start: Scalar,
@@ -696,7 +709,7 @@ pub fn arange_start(
     crate::handles::arange_start::call(start, end, dtype, layout, device, pin_memory)
 }
 
-/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:515)
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:521)
 #[inline]
 pub fn arange_start_step(
     start: Scalar,
@@ -710,7 +723,7 @@ pub fn arange_start_step(
     crate::handles::arange_start_step::call(start, end, step, dtype, layout, device, pin_memory)
 }
 
-/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:520)
+/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:526)
 #[inline]
 pub fn linspace(
     start: Scalar,
@@ -724,7 +737,7 @@ pub fn linspace(
     crate::handles::linspace::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:525)
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:531)
 #[inline]
 pub fn eye(
     n: i64,
@@ -736,7 +749,7 @@ pub fn eye(
     crate::handles::eye::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:530)
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:536)
 #[inline]
 pub fn eye_m(
     n: i64,
@@ -749,7 +762,7 @@ pub fn eye_m(
     crate::handles::eye_m::call(n, m, dtype, layout, device, pin_memory)
 }
 
-/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:535)
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:541)
 #[inline]
 pub fn empty_like(
     self_: &Tensor,
@@ -762,7 +775,7 @@ pub fn empty_like(
     crate::handles::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:540)
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:546)
 #[inline]
 pub fn zeros_like(
     self_: &Tensor,
@@ -775,7 +788,7 @@ pub fn zeros_like(
     crate::handles::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:545)
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:551)
 #[inline]
 pub fn ones_like(
     self_: &Tensor,
@@ -788,7 +801,7 @@ pub fn ones_like(
     crate::handles::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:550)
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:556)
 #[inline]
 pub fn full_like(
     self_: &Tensor,
@@ -802,97 +815,97 @@ pub fn full_like(
     crate::handles::full_like::call(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:555)
+/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:561)
 #[inline]
 pub fn fill_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::fill_scalar_::call(self_, value)
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:560)
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:566)
 #[inline]
 pub fn zero_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::zero_::call(self_)
 }
 
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:567)
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:573)
 #[inline]
 pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::uniform_::call(self_, from, to, generator)
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:572)
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:578)
 #[inline]
 pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_::call(self_, mean, std, generator)
 }
 
-/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:577)
+/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:583)
 #[inline]
 pub fn random_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_from_::call(self_, from, to, generator)
 }
 
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:582)
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:588)
 #[inline]
 pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_to_::call(self_, to, generator)
 }
 
-/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:587)
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:593)
 #[inline]
 pub fn random_op_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::random_::call(self_, generator)
 }
 
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:592)
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:598)
 #[inline]
 pub fn bernoulli_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_float_::call(self_, p, generator)
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:597)
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:603)
 #[inline]
 pub fn bernoulli_tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_tensor_::call(self_, p, generator)
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:602)
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:608)
 #[inline]
 pub fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli::call(self_, generator)
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:607)
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:613)
 #[inline]
 pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::bernoulli_p::call(self_, p, generator)
 }
 
-/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:612)
+/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:618)
 #[inline]
 pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::exponential_::call(self_, lambd, generator)
 }
 
-/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:617)
+/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:623)
 #[inline]
 pub fn normal(mean: &Tensor, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_float::call(mean, std, generator)
 }
 
-/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:622)
+/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:628)
 #[inline]
 pub fn normal_float_tensor(mean: f64, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_float_tensor::call(mean, std, generator)
 }
 
-/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:627)
+/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:633)
 #[inline]
 pub fn normal_tensor_tensor(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::normal_tensor_tensor::call(mean, std, generator)
 }
 
-/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:632)
+/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:638)
 #[inline]
 pub fn normal_float_float(
     mean: f64,
@@ -907,7 +920,7 @@ pub fn normal_float_float(
     crate::handles::normal_float_float::call(mean, std, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:637)
+/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:643)
 #[inline]
 pub fn randperm(
     n: i64,
@@ -919,7 +932,7 @@ pub fn randperm(
     crate::handles::randperm::call(n, dtype, layout, device, pin_memory)
 }
 
-/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:642)
+/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:648)
 #[inline]
 pub fn randperm_generator(
     n: i64,
@@ -932,7 +945,7 @@ pub fn randperm_generator(
     crate::handles::randperm_generator::call(n, generator, dtype, layout, device, pin_memory)
 }
 
-/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:647)
+/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:653)
 #[inline]
 pub fn multinomial(
     self_: &Tensor,
@@ -943,7 +956,7 @@ pub fn multinomial(
     crate::handles::multinomial::call(self_, num_samples, replacement, generator)
 }
 
-/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:652)
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:658)
 #[inline]
 pub fn rand(
     size: &[i64],
@@ -955,7 +968,7 @@ pub fn rand(
     crate::handles::rand::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:657)
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:663)
 #[inline]
 pub fn rand_generator(
     size: &[i64],
@@ -968,7 +981,7 @@ pub fn rand_generator(
     crate::handles::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:662)
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:668)
 #[inline]
 pub fn randn(
     size: &[i64],
@@ -980,7 +993,7 @@ pub fn randn(
     crate::handles::randn::call(size, dtype, layout, device, pin_memory)
 }
 
-/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:667)
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:673)
 #[inline]
 pub fn randn_generator(
     size: &[i64],
@@ -993,7 +1006,7 @@ pub fn randn_generator(
     crate::handles::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:672)
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:678)
 #[inline]
 pub fn randint(
     high: i64,
@@ -1006,7 +1019,7 @@ pub fn randint(
     crate::handles::randint::call(high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:677)
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:683)
 #[inline]
 pub fn randint_generator(
     high: i64,
@@ -1020,7 +1033,7 @@ pub fn randint_generator(
     crate::handles::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:682)
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:688)
 #[inline]
 pub fn randint_low(
     low: i64,
@@ -1034,7 +1047,7 @@ pub fn randint_low(
     crate::handles::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
 }
 
-/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:687)
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:693)
 #[inline]
 pub fn randint_low_generator(
     low: i64,
@@ -1049,7 +1062,7 @@ pub fn randint_low_generator(
     crate::handles::randint_low_generator::call(low, high, size, generator, dtype, layout, device, pin_memory)
 }
 
-/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:692)
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:698)
 #[inline]
 pub fn rand_like(
     self_: &Tensor,
@@ -1062,7 +1075,7 @@ pub fn rand_like(
     crate::handles::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:697)
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:703)
 #[inline]
 pub fn randn_like(
     self_: &Tensor,
@@ -1075,805 +1088,805 @@ pub fn randn_like(
     crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:704)
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:710)
 #[inline]
 pub fn exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp::call(self_)
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:709)
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:715)
 #[inline]
 pub fn exp_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp_::call(self_)
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:714)
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:720)
 #[inline]
 pub fn exp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp_out::call(self_, out)
 }
 
-/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:718)
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:724)
 #[inline]
 pub fn exp2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2::call(self_)
 }
 
-/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:723)
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:729)
 #[inline]
 pub fn exp2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_::call(self_)
 }
 
-/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:728)
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:734)
 #[inline]
 pub fn exp2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::exp2_out::call(self_, out)
 }
 
-/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:732)
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:738)
 #[inline]
 pub fn expm1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1::call(self_)
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:737)
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:743)
 #[inline]
 pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_::call(self_)
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:742)
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:748)
 #[inline]
 pub fn expm1_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::expm1_out::call(self_, out)
 }
 
-/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:746)
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:752)
 #[inline]
 pub fn log(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log::call(self_)
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:751)
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:757)
 #[inline]
 pub fn log_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_::call(self_)
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:756)
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:762)
 #[inline]
 pub fn log_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log_out::call(self_, out)
 }
 
-/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:760)
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:766)
 #[inline]
 pub fn log2(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2::call(self_)
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:765)
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:771)
 #[inline]
 pub fn log2_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log2_::call(self_)
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:770)
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:776)
 #[inline]
 pub fn log2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log2_out::call(self_, out)
 }
 
-/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:774)
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:780)
 #[inline]
 pub fn log10(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10::call(self_)
 }
 
-/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:779)
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:785)
 #[inline]
 pub fn log10_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log10_::call(self_)
 }
 
-/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:784)
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:790)
 #[inline]
 pub fn log10_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log10_out::call(self_, out)
 }
 
-/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:788)
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:794)
 #[inline]
 pub fn log1p(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p::call(self_)
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:793)
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:799)
 #[inline]
 pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_::call(self_)
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:798)
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:804)
 #[inline]
 pub fn log1p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::log1p_out::call(self_, out)
 }
 
-/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:802)
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:808)
 #[inline]
 pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt::call(self_)
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:807)
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:813)
 #[inline]
 pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_::call(self_)
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:812)
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:818)
 #[inline]
 pub fn sqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sqrt_out::call(self_, out)
 }
 
-/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:816)
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:822)
 #[inline]
 pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt::call(self_)
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:821)
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:827)
 #[inline]
 pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_::call(self_)
 }
 
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:826)
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:832)
 #[inline]
 pub fn rsqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::rsqrt_out::call(self_, out)
 }
 
-/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:830)
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:836)
 #[inline]
 pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal::call(self_)
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:835)
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:841)
 #[inline]
 pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_::call(self_)
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:840)
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:846)
 #[inline]
 pub fn reciprocal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::reciprocal_out::call(self_, out)
 }
 
-/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:844)
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:850)
 #[inline]
 pub fn sin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin::call(self_)
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:849)
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:855)
 #[inline]
 pub fn sin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sin_::call(self_)
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:854)
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:860)
 #[inline]
 pub fn sin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sin_out::call(self_, out)
 }
 
-/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:858)
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:864)
 #[inline]
 pub fn cos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos::call(self_)
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:863)
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:869)
 #[inline]
 pub fn cos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cos_::call(self_)
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:868)
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:874)
 #[inline]
 pub fn cos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cos_out::call(self_, out)
 }
 
-/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:872)
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:878)
 #[inline]
 pub fn tan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan::call(self_)
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:877)
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:883)
 #[inline]
 pub fn tan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tan_::call(self_)
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:882)
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:888)
 #[inline]
 pub fn tan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tan_out::call(self_, out)
 }
 
-/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:886)
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:892)
 #[inline]
 pub fn asin(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin::call(self_)
 }
 
-/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:891)
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:897)
 #[inline]
 pub fn asin_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asin_::call(self_)
 }
 
-/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:896)
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:902)
 #[inline]
 pub fn asin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asin_out::call(self_, out)
 }
 
-/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:900)
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:906)
 #[inline]
 pub fn acos(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos::call(self_)
 }
 
-/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:905)
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:911)
 #[inline]
 pub fn acos_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acos_::call(self_)
 }
 
-/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:910)
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:916)
 #[inline]
 pub fn acos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acos_out::call(self_, out)
 }
 
-/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:914)
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:920)
 #[inline]
 pub fn atan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan::call(self_)
 }
 
-/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:919)
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:925)
 #[inline]
 pub fn atan_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atan_::call(self_)
 }
 
-/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:924)
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:930)
 #[inline]
 pub fn atan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atan_out::call(self_, out)
 }
 
-/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:928)
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:934)
 #[inline]
 pub fn sinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh::call(self_)
 }
 
-/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:933)
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:939)
 #[inline]
 pub fn sinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_::call(self_)
 }
 
-/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:938)
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:944)
 #[inline]
 pub fn sinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sinh_out::call(self_, out)
 }
 
-/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:942)
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:948)
 #[inline]
 pub fn cosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh::call(self_)
 }
 
-/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:947)
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:953)
 #[inline]
 pub fn cosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_::call(self_)
 }
 
-/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:952)
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:958)
 #[inline]
 pub fn cosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::cosh_out::call(self_, out)
 }
 
-/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:956)
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:962)
 #[inline]
 pub fn tanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh::call(self_)
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:961)
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:967)
 #[inline]
 pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_::call(self_)
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:966)
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:972)
 #[inline]
 pub fn tanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::tanh_out::call(self_, out)
 }
 
-/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:970)
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:976)
 #[inline]
 pub fn asinh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh::call(self_)
 }
 
-/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:975)
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:981)
 #[inline]
 pub fn asinh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_::call(self_)
 }
 
-/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:980)
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:986)
 #[inline]
 pub fn asinh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::asinh_out::call(self_, out)
 }
 
-/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:984)
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:990)
 #[inline]
 pub fn acosh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh::call(self_)
 }
 
-/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:989)
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:995)
 #[inline]
 pub fn acosh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_::call(self_)
 }
 
-/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:994)
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1000)
 #[inline]
 pub fn acosh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::acosh_out::call(self_, out)
 }
 
-/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:998)
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1004)
 #[inline]
 pub fn atanh(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh::call(self_)
 }
 
-/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1003)
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1009)
 #[inline]
 pub fn atanh_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_::call(self_)
 }
 
-/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1008)
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1014)
 #[inline]
 pub fn atanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::atanh_out::call(self_, out)
 }
 
-/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1012)
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1018)
 #[inline]
 pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid::call(self_)
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1017)
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1023)
 #[inline]
 pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_::call(self_)
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1022)
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1028)
 #[inline]
 pub fn sigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sigmoid_out::call(self_, out)
 }
 
-/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1026)
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1032)
 #[inline]
 pub fn erf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf::call(self_)
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1031)
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1037)
 #[inline]
 pub fn erf_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erf_::call(self_)
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1036)
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1042)
 #[inline]
 pub fn erf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erf_out::call(self_, out)
 }
 
-/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1040)
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1046)
 #[inline]
 pub fn erfc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc::call(self_)
 }
 
-/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1045)
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1051)
 #[inline]
 pub fn erfc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_::call(self_)
 }
 
-/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1050)
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1056)
 #[inline]
 pub fn erfc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfc_out::call(self_, out)
 }
 
-/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1054)
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1060)
 #[inline]
 pub fn floor(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor::call(self_)
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1059)
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1065)
 #[inline]
 pub fn floor_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::floor_::call(self_)
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1064)
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1070)
 #[inline]
 pub fn floor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_out::call(self_, out)
 }
 
-/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1068)
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1074)
 #[inline]
 pub fn ceil(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil::call(self_)
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1073)
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1079)
 #[inline]
 pub fn ceil_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_::call(self_)
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1078)
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1084)
 #[inline]
 pub fn ceil_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::ceil_out::call(self_, out)
 }
 
-/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1082)
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1088)
 #[inline]
 pub fn trunc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc::call(self_)
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1087)
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1093)
 #[inline]
 pub fn trunc_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_::call(self_)
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1092)
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1098)
 #[inline]
 pub fn trunc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::trunc_out::call(self_, out)
 }
 
-/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1096)
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1102)
 #[inline]
 pub fn round(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round::call(self_)
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1101)
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1107)
 #[inline]
 pub fn round_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::round_::call(self_)
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1106)
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1112)
 #[inline]
 pub fn round_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_out::call(self_, out)
 }
 
-/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1110)
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1116)
 #[inline]
 pub fn sign(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign::call(self_)
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1115)
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1121)
 #[inline]
 pub fn sign_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sign_::call(self_)
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1120)
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1126)
 #[inline]
 pub fn sign_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sign_out::call(self_, out)
 }
 
-/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1124)
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1130)
 #[inline]
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu::call(self_)
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1129)
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1135)
 #[inline]
 pub fn relu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu_::call(self_)
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1134)
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1140)
 #[inline]
 pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::relu_out::call(self_, out)
 }
 
-/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1138)
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1144)
 #[inline]
 pub fn frac(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac::call(self_)
 }
 
-/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1143)
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1149)
 #[inline]
 pub fn frac_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::frac_::call(self_)
 }
 
-/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1148)
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1154)
 #[inline]
 pub fn frac_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::frac_out::call(self_, out)
 }
 
-/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1152)
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1158)
 #[inline]
 pub fn silu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu::call(self_)
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1157)
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1163)
 #[inline]
 pub fn silu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::silu_::call(self_)
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1162)
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1168)
 #[inline]
 pub fn silu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::silu_out::call(self_, out)
 }
 
-/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1166)
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1172)
 #[inline]
 pub fn mish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish::call(self_)
 }
 
-/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1171)
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1177)
 #[inline]
 pub fn mish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::mish_::call(self_)
 }
 
-/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1176)
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1182)
 #[inline]
 pub fn mish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mish_out::call(self_, out)
 }
 
-/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1180)
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1186)
 #[inline]
 pub fn hardsigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid::call(self_)
 }
 
-/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1185)
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1191)
 #[inline]
 pub fn hardsigmoid_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_::call(self_)
 }
 
-/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1190)
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1196)
 #[inline]
 pub fn hardsigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardsigmoid_out::call(self_, out)
 }
 
-/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1194)
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
 #[inline]
 pub fn hardswish(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish::call(self_)
 }
 
-/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1199)
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1205)
 #[inline]
 pub fn hardswish_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_::call(self_)
 }
 
-/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1204)
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1210)
 #[inline]
 pub fn hardswish_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hardswish_out::call(self_, out)
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1210)
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1216)
 #[inline]
 pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::maximum::call(self_, other)
 }
 
-/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1215)
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1221)
 #[inline]
 pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::minimum::call(self_, other)
 }
 
-/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1220)
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1226)
 #[inline]
 pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::atan2::call(self_, other)
 }
 
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1225)
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1231)
 #[inline]
 pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmod_tensor::call(self_, other)
 }
 
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1230)
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1236)
 #[inline]
 pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::remainder_tensor::call(self_, other)
 }
 
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1235)
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1241)
 #[inline]
 pub fn pow(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::pow_tensor_tensor::call(self_, exponent)
 }
 
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1240)
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1246)
 #[inline]
 pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::pow_tensor_scalar::call(self_, exponent)
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1245)
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1251)
 #[inline]
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_and::call(self_, other)
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1250)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1256)
 #[inline]
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logical_not::call(self_)
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1255)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1261)
 #[inline]
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isnan::call(self_)
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1260)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1266)
 #[inline]
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     crate::handles::lerp_scalar::call(self_, end, weight)
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1265)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1271)
 #[inline]
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul::call(self_, tensor1, tensor2, value)
 }
 
-/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1270)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1276)
 #[inline]
 pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
     crate::handles::threshold_backward::call(grad_output, self_, threshold)
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1274)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
 #[inline]
 pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul_::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1279)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1285)
 #[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1290)
 #[inline]
 pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv_::call(self_, tensor1, tensor2, value)
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1289)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1295)
 #[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp::call(self_, min, max)
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1294)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1300)
 #[inline]
 pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::masked_fill_scalar::call(self_, mask, value)
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1299)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1305)
 #[inline]
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     crate::handles::leaky_relu::call(self_, negative_slope)
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1304)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1310)
 #[inline]
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     crate::handles::hardtanh::call(self_, min_val, max_val)
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1309)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1315)
 #[inline]
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     crate::handles::elu::call(self_, alpha, scale, input_scale)
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1314)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1320)
 #[inline]
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     crate::handles::softplus::call(self_, beta, threshold)
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1319)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1325)
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     crate::handles::gelu::call(self_, approximate)
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1324)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1330)
 #[inline]
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1331)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
 #[inline]
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::sum::call(self_, dtype)
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1336)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
 #[inline]
 pub fn sum_dim_intlist(
     self_: &Tensor,
@@ -1884,217 +1897,217 @@ pub fn sum_dim_intlist(
     crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
 #[inline]
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean::call(self_, dtype)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
 #[inline]
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
 #[inline]
 pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1356)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1362)
 #[inline]
 pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1361)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
 #[inline]
 pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1366)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1372)
 #[inline]
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     crate::handles::max::call(self_)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1371)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::max_dim::call(self_, dim, keepdim)
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1382)
 #[inline]
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     crate::handles::min::call(self_)
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1387)
 #[inline]
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::min_dim::call(self_, dim, keepdim)
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1386)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
 #[inline]
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amax::call(self_, dim, keepdim)
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1391)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
 #[inline]
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amin::call(self_, dim, keepdim)
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
 #[inline]
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmax::call(self_, dim, keepdim)
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
 #[inline]
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmin::call(self_, dim, keepdim)
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
 #[inline]
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::logsumexp::call(self_, dim, keepdim)
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1411)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1417)
 #[inline]
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     crate::handles::all::call(self_)
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1416)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
 #[inline]
 pub fn any(self_: &Tensor) -> Result<Tensor> {
     crate::handles::any::call(self_)
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1421)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1427)
 #[inline]
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dim::call(self_, dim, keepdim)
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1426)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
 #[inline]
 pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dim::call(self_, dim, keepdim)
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1431)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
 #[inline]
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumsum::call(self_, dim, dtype)
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1436)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
 #[inline]
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumprod::call(self_, dim, dtype)
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
 #[inline]
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::softmax_int::call(self_, dim, dtype)
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
 #[inline]
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1454)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1460)
 #[inline]
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::cat::call(tensors, dim)
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1458)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1464)
 #[inline]
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::cat_out::call(tensors, dim, out)
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1462)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1468)
 #[inline]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::stack::call(tensors, dim)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1466)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1472)
 #[inline]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::stack_out::call(tensors, dim, out)
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1470)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
 #[inline]
 pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_tensor::call(self_, split_size, dim)
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1475)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
 #[inline]
 pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes::call(self_, split_sizes, dim)
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::chunk::call(self_, chunks, dim)
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
 #[inline]
 pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_int::call(self_, dim)
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1490)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1496)
 #[inline]
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid::call(tensors)
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1494)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1500)
 #[inline]
 pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1498)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1504)
 #[inline]
 pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     crate::handles::repeat::call(self_, repeats)
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1503)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1509)
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::tile::call(self_, dims)
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1508)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1514)
 #[inline]
 pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
     crate::handles::repeat_interleave_tensor::call(repeats, output_size)
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1512)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
 #[inline]
 pub fn repeat_interleave_self_tensor(
     self_: &Tensor,
@@ -2105,7 +2118,7 @@ pub fn repeat_interleave_self_tensor(
     crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1517)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
 #[inline]
 pub fn repeat_interleave_self_int(
     self_: &Tensor,
@@ -2116,223 +2129,223 @@ pub fn repeat_interleave_self_int(
     crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1522)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1528)
 #[inline]
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::flip::call(self_, dims)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1527)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1533)
 #[inline]
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     crate::handles::roll::call(self_, shifts, dims)
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1532)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1538)
 #[inline]
 pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     crate::handles::rot90::call(self_, k_, dims)
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1537)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1543)
 #[inline]
 pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril::call(self_, diagonal)
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1542)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1548)
 #[inline]
 pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril_::call(self_, diagonal)
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1547)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1553)
 #[inline]
 pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::tril_out::call(self_, diagonal, out)
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1551)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1557)
 #[inline]
 pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu::call(self_, diagonal)
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1556)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1562)
 #[inline]
 pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu_::call(self_, diagonal)
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1561)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1567)
 #[inline]
 pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::triu_out::call(self_, diagonal, out)
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1565)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1571)
 #[inline]
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::diag::call(self_, diagonal)
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1570)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1576)
 #[inline]
 pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diag_embed::call(self_, offset, dim1, dim2)
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1575)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1581)
 #[inline]
 pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::broadcast_to::call(self_, size)
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1580)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1586)
 #[inline]
 pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     crate::handles::movedim_intlist::call(self_, source, destination)
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1585)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1591)
 #[inline]
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     crate::handles::movedim_int::call(self_, source, destination)
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1590)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1596)
 #[inline]
 pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     crate::handles::unflatten_int::call(self_, dim, sizes)
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1595)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1601)
 #[inline]
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     crate::handles::pad::call(self_, pad, mode, value)
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1599)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1605)
 #[inline]
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     crate::handles::constant_pad_nd::call(self_, pad, value)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1603)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1609)
 #[inline]
 pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     crate::handles::index_select::call(self_, dim, index)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1608)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1614)
 #[inline]
 pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::index_select_out::call(self_, dim, index, out)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1612)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1618)
 #[inline]
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     crate::handles::gather::call(self_, dim, index, sparse_grad)
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1617)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1623)
 #[inline]
 pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
     crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1621)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1627)
 #[inline]
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     crate::handles::take::call(self_, index)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1626)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1632)
 #[inline]
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src::call(self_, dim, index, src)
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1631)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1637)
 #[inline]
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_::call(self_, dim, index, src)
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1636)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1642)
 #[inline]
 pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_out::call(self_, dim, index, src, out)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1640)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1646)
 #[inline]
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value::call(self_, dim, index, value)
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1645)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1651)
 #[inline]
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value_::call(self_, dim, index, value)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1650)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1656)
 #[inline]
 pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1655)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1661)
 #[inline]
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1666)
 #[inline]
 pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1671)
 #[inline]
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1670)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1676)
 #[inline]
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add::call(self_, dim, index, src)
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1675)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1681)
 #[inline]
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_::call(self_, dim, index, src)
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1680)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1686)
 #[inline]
 pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_out::call(self_, dim, index, src, out)
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1684)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1690)
 #[inline]
 pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1689)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1695)
 #[inline]
 pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add_::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1694)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1700)
 #[inline]
 pub fn index_add_out(
     self_: &Tensor,
@@ -2345,103 +2358,103 @@ pub fn index_add_out(
     crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1698)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1704)
 #[inline]
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy::call(self_, dim, index, source)
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1703)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1709)
 #[inline]
 pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy_::call(self_, dim, index, source)
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1708)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1714)
 #[inline]
 pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1713)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1719)
 #[inline]
 pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1718)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1724)
 #[inline]
 pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1729)
 #[inline]
 pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1728)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1734)
 #[inline]
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     crate::handles::index_tensor::call(self_, indices)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1733)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1739)
 #[inline]
 pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put::call(self_, indices, values, accumulate)
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1738)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1744)
 #[inline]
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put_::call(self_, indices, values, accumulate)
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1743)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1749)
 #[inline]
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::masked_select::call(self_, mask)
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1748)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1754)
 #[inline]
 pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter::call(self_, mask, source)
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1753)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1759)
 #[inline]
 pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter_::call(self_, mask, source)
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1758)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1764)
 #[inline]
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero::call(self_)
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1763)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1769)
 #[inline]
 pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1767)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1773)
 #[inline]
 pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1772)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1778)
 #[inline]
 pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1777)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1783)
 #[inline]
 pub fn embedding(
     weight: &Tensor,
@@ -2453,73 +2466,73 @@ pub fn embedding(
     crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1781)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1787)
 #[inline]
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     crate::handles::one_hot::call(self_, num_classes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1785)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
 #[inline]
 pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort::call(self_, dim, descending)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1790)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
 #[inline]
 pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort_stable::call(self_, stable, dim, descending)
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1795)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1801)
 #[inline]
 pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort::call(self_, dim, descending)
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1800)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
 #[inline]
 pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort_stable::call(self_, stable, dim, descending)
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1805)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
 #[inline]
 pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::topk::call(self_, k_, dim, largest, sorted)
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1810)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
 #[inline]
 pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::kthvalue::call(self_, k_, dim, keepdim)
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1815)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1821)
 #[inline]
 pub fn median(self_: &Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
 #[inline]
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::median_dim::call(self_, dim, keepdim)
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1825)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
 #[inline]
 pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
 #[inline]
 pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1835)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1841)
 #[inline]
 pub fn _unique2(
     self_: &Tensor,
@@ -2530,19 +2543,19 @@ pub fn _unique2(
     crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1839)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1845)
 #[inline]
 pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::norm_scalar::call(self_, p)
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1844)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1850)
 #[inline]
 pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1849)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1855)
 #[inline]
 pub fn norm_scalaropt_dim_dtype(
     self_: &Tensor,
@@ -2554,103 +2567,103 @@ pub fn norm_scalaropt_dim_dtype(
     crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1854)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
 #[inline]
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1862)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1868)
 #[inline]
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1867)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1873)
 #[inline]
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mm_out::call(self_, mat2, out)
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1871)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1877)
 #[inline]
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1876)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1882)
 #[inline]
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bmm_out::call(self_, mat2, out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1880)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
 #[inline]
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1885)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
 #[inline]
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
 #[inline]
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1895)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1901)
 #[inline]
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1900)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1906)
 #[inline]
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1905)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1911)
 #[inline]
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1910)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1916)
 #[inline]
 pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1921)
 #[inline]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1920)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1926)
 #[inline]
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::linear::call(input, weight, bias)
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1924)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1930)
 #[inline]
 pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
     crate::handles::tensordot::call(self_, other, dims_self, dims_other)
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1928)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1934)
 #[inline]
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::einsum::call(equation, tensors, path)
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1932)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1938)
 #[inline]
 pub fn convolution(
     input: &Tensor,
@@ -2676,7 +2689,7 @@ pub fn convolution(
     )
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1936)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1942)
 #[inline]
 pub fn _convolution_weight_backward(
     grad_output: &Tensor,
@@ -2698,7 +2711,7 @@ pub fn _convolution_weight_backward(
     )
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1940)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1946)
 #[inline]
 pub fn conv1d(
     input: &Tensor,
@@ -2712,7 +2725,7 @@ pub fn conv1d(
     crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1944)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1950)
 #[inline]
 pub fn conv2d(
     input: &Tensor,
@@ -2726,7 +2739,7 @@ pub fn conv2d(
     crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1948)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1954)
 #[inline]
 pub fn conv3d(
     input: &Tensor,
@@ -2740,7 +2753,7 @@ pub fn conv3d(
     crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1952)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1958)
 #[inline]
 pub fn conv1d_padding(
     input: &Tensor,
@@ -2754,7 +2767,7 @@ pub fn conv1d_padding(
     crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1956)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1962)
 #[inline]
 pub fn conv2d_padding(
     input: &Tensor,
@@ -2768,7 +2781,7 @@ pub fn conv2d_padding(
     crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1960)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1966)
 #[inline]
 pub fn conv3d_padding(
     input: &Tensor,
@@ -2782,7 +2795,7 @@ pub fn conv3d_padding(
     crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1964)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1970)
 #[inline]
 pub fn conv_transpose1d(
     input: &Tensor,
@@ -2797,7 +2810,7 @@ pub fn conv_transpose1d(
     crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1968)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1974)
 #[inline]
 pub fn conv_transpose2d(
     input: &Tensor,
@@ -2812,7 +2825,7 @@ pub fn conv_transpose2d(
     crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1972)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1978)
 #[inline]
 pub fn conv_transpose3d(
     input: &Tensor,
@@ -2827,7 +2840,7 @@ pub fn conv_transpose3d(
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1976)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1982)
 #[inline]
 pub fn max_pool1d(
     self_: &Tensor,
@@ -2840,7 +2853,7 @@ pub fn max_pool1d(
     crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1980)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1986)
 #[inline]
 pub fn max_pool2d(
     self_: &Tensor,
@@ -2853,7 +2866,7 @@ pub fn max_pool2d(
     crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1984)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1990)
 #[inline]
 pub fn max_pool3d(
     self_: &Tensor,
@@ -2866,7 +2879,7 @@ pub fn max_pool3d(
     crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1988)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1994)
 #[inline]
 pub fn max_pool1d_with_indices(
     self_: &Tensor,
@@ -2879,7 +2892,7 @@ pub fn max_pool1d_with_indices(
     crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1992)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1998)
 #[inline]
 pub fn max_pool2d_with_indices(
     self_: &Tensor,
@@ -2892,7 +2905,7 @@ pub fn max_pool2d_with_indices(
     crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:1996)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2002)
 #[inline]
 pub fn max_pool2d_with_indices_backward(
     grad_output: &Tensor,
@@ -2916,7 +2929,7 @@ pub fn max_pool2d_with_indices_backward(
     )
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2000)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2006)
 #[inline]
 pub fn max_pool3d_with_indices(
     self_: &Tensor,
@@ -2929,7 +2942,7 @@ pub fn max_pool3d_with_indices(
     crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2004)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2010)
 #[inline]
 pub fn avg_pool1d(
     self_: &Tensor,
@@ -2942,7 +2955,7 @@ pub fn avg_pool1d(
     crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2008)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2014)
 #[inline]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -2964,7 +2977,7 @@ pub fn avg_pool2d(
     )
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2012)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2018)
 #[inline]
 pub fn avg_pool3d(
     self_: &Tensor,
@@ -2986,43 +2999,43 @@ pub fn avg_pool3d(
     )
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2016)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2022)
 #[inline]
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2020)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2026)
 #[inline]
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2024)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2030)
 #[inline]
 pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool3d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2028)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2034)
 #[inline]
 pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2032)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2038)
 #[inline]
 pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2036)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2042)
 #[inline]
 pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool3d::call(self_, output_size)
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2040)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2046)
 #[inline]
 pub fn upsample_nearest1d(
     input: &Tensor,
@@ -3032,7 +3045,7 @@ pub fn upsample_nearest1d(
     crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2044)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2050)
 #[inline]
 pub fn upsample_nearest2d(
     input: &Tensor,
@@ -3042,7 +3055,7 @@ pub fn upsample_nearest2d(
     crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2048)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2054)
 #[inline]
 pub fn upsample_nearest3d(
     input: &Tensor,
@@ -3052,7 +3065,7 @@ pub fn upsample_nearest3d(
     crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2052)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2058)
 #[inline]
 pub fn upsample_bilinear2d(
     input: &Tensor,
@@ -3063,19 +3076,19 @@ pub fn upsample_bilinear2d(
     crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2056)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2062)
 #[inline]
 pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2060)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2066)
 #[inline]
 pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2064)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2070)
 #[inline]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -3092,7 +3105,7 @@ pub fn scaled_dot_product_attention(
     )
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2071)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2077)
 #[inline]
 pub fn native_layer_norm(
     input: &Tensor,
@@ -3104,7 +3117,7 @@ pub fn native_layer_norm(
     crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2075)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2081)
 #[inline]
 pub fn layer_norm(
     input: &Tensor,
@@ -3117,7 +3130,7 @@ pub fn layer_norm(
     crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2079)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2085)
 #[inline]
 pub fn native_batch_norm(
     input: &Tensor,
@@ -3132,7 +3145,7 @@ pub fn native_batch_norm(
     crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2083)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2089)
 #[inline]
 pub fn batch_norm(
     input: &Tensor,
@@ -3158,7 +3171,7 @@ pub fn batch_norm(
     )
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2087)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2093)
 #[inline]
 pub fn instance_norm(
     input: &Tensor,
@@ -3184,7 +3197,7 @@ pub fn instance_norm(
     )
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2091)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2097)
 #[inline]
 pub fn native_group_norm(
     input: &Tensor,
@@ -3199,7 +3212,7 @@ pub fn native_group_norm(
     crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2095)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2101)
 #[inline]
 pub fn group_norm(
     input: &Tensor,
@@ -3212,31 +3225,31 @@ pub fn group_norm(
     crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2100)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2106)
 #[inline]
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::mse_loss::call(self_, target, reduction)
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2104)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
 #[inline]
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::l1_loss::call(self_, target, reduction)
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2108)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2114)
 #[inline]
 pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
     crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2112)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2118)
 #[inline]
 pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
     crate::handles::huber_loss::call(self_, target, reduction, delta)
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2116)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2122)
 #[inline]
 pub fn binary_cross_entropy(
     self_: &Tensor,
@@ -3247,7 +3260,7 @@ pub fn binary_cross_entropy(
     crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2120)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2126)
 #[inline]
 pub fn binary_cross_entropy_with_logits(
     self_: &Tensor,
@@ -3259,13 +3272,13 @@ pub fn binary_cross_entropy_with_logits(
     crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2124)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2130)
 #[inline]
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     crate::handles::kl_div::call(self_, target, reduction, log_target)
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2128)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2134)
 #[inline]
 pub fn margin_ranking_loss(
     input1: &Tensor,
@@ -3277,7 +3290,7 @@ pub fn margin_ranking_loss(
     crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2132)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2138)
 #[inline]
 pub fn cosine_embedding_loss(
     input1: &Tensor,
@@ -3289,7 +3302,7 @@ pub fn cosine_embedding_loss(
     crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2136)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2142)
 #[inline]
 pub fn triplet_margin_loss(
     anchor: &Tensor,
@@ -3304,7 +3317,7 @@ pub fn triplet_margin_loss(
     crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2140)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2146)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3316,7 +3329,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2144)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2150)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3328,7 +3341,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2148)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2154)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3340,7 +3353,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2152)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2158)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3353,169 +3366,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2157)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2163)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2161)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2167)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2165)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2171)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2169)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2175)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2173)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2179)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2177)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2183)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2181)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2187)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2185)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2191)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2189)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2195)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2194)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2200)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2199)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2205)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2204)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2210)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2208)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2214)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2213)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2219)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2218)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2224)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2222)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2227)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2233)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2238)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2236)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2242)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2240)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2246)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2245)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2255)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2261)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2259)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2264)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2268)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2274)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2273)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2279)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2278)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2284)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3527,529 +3540,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2282)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2288)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2287)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2293)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2292)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2298)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2296)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2301)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2307)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2312)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2310)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2316)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2315)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2321)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2319)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2325)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2324)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2330)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2329)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2335)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2333)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2339)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2338)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2344)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2343)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2349)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2348)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2353)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2359)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2357)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2361)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2367)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2366)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2372)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2371)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2377)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2376)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2381)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2387)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2385)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2389)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2395)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2393)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2399)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2397)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2403)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2401)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2407)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2405)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2411)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2409)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2415)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2413)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2419)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2417)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2423)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2421)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2427)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2426)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2432)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2430)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2436)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2434)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2440)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2439)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2445)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2443)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2448)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2454)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2452)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2457)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2463)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2462)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2468)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2466)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2472)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2471)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2477)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2476)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2482)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2480)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2486)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2485)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2491)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2490)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2496)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2501)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2500)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2506)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2504)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2510)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2509)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2515)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2514)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2519)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2525)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2528)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2534)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2533)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2538)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2544)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2542)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2547)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2553)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2558)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2556)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2561)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2566)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2572)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2570)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2575)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2584)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2589)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2594)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2598)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2603)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2609)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2612)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2618)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2617)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2622)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2628)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2626)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2630)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2635)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2641)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2644)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2650)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2649)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2654)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2660)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2658)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2664)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2662)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2668)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2667)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2672)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2678)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2676)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2682)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2680)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2686)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4060,19 +4073,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2684)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2690)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2688)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2694)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2692)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2698)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,

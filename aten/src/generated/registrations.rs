@@ -84,6 +84,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::copy_::SCHEMA).expect("generated schema parses");
     d.def(handles::_to_copy::SCHEMA).expect("generated schema parses");
     d.def(handles::to_dtype::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_device::SCHEMA).expect("generated schema parses");
     d.def(handles::clone::SCHEMA).expect("generated schema parses");
     d.def(handles::contiguous::SCHEMA).expect("generated schema parses");
     d.def(handles::view::SCHEMA).expect("generated schema parses");
@@ -7796,6 +7797,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::to_dtype::kernel(|_ks, self_, dtype, non_blocking, copy, memory_format| {
             crate::native::copy::to_dtype_op(self_, dtype, non_blocking, copy, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_device::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_device::kernel(|_ks, self_, device, dtype, non_blocking, copy, memory_format| {
+            crate::native::copy::to_device_op(self_, device, dtype, non_blocking, copy, memory_format)
         }),
     )
     .expect("generated registration");

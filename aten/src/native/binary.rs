@@ -4,6 +4,7 @@
 use c10::{Error, Result, Scalar, ScalarType};
 
 use crate::native::opmath::OpMath;
+use crate::native::stub;
 use crate::native::tensor_iterator::{binary_loop, TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
@@ -30,6 +31,10 @@ fn run_binary(
 
 /// `a + alpha * b` in the common dtype.
 fn add_kernel(iter: &TensorIterator, alpha: Scalar) -> Result<()> {
+    if !iter.is_cpu() {
+        // `sub` is `add` with the negated alpha.
+        return stub::run("add", iter, &[alpha]);
+    }
     let dt = iter.common_dtype();
     match_float!(dt, T, A => {
         let al = alpha.to_f64() as A;
@@ -118,6 +123,9 @@ pub fn sub_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
 }
 
 fn mul_kernel(iter: &TensorIterator) -> Result<()> {
+    if !iter.is_cpu() {
+        return stub::run("mul", iter, &[]);
+    }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(iter, |a, b| T::from_acc(a.to_acc() * b.to_acc()));
         Ok(())
@@ -186,6 +194,14 @@ fn div_floor_f<F: num_traits::Float>(a: F, b: F) -> F {
 }
 
 fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
+    if !iter.is_cpu() {
+        let kernel = match mode {
+            Rounding::True => "div",
+            Rounding::Trunc => "div_trunc",
+            Rounding::Floor => "div_floor",
+        };
+        return stub::run(kernel, iter, &[]);
+    }
     let dt = iter.common_dtype();
     match_float!(dt, T, A => {
         match mode {

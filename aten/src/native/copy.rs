@@ -41,40 +41,42 @@ pub fn empty_like_layout(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     crate::native::factory::empty_like(t, Some(dtype), None, None, None, None)
 }
 
-fn check_cpu(op: &str, device: Option<Device>) -> Result<()> {
-    match device {
-        Some(d) if !d.is_cpu() => {
-            Err(Error::NotImplemented { op: op.into(), msg: format!("copies to {d} need that device's backend") })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
+/// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)` on the CPU (both
+/// tensors on the CPU: a copy that involves another device dispatches to that device's kernel).
 pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor> {
     copy_into(self_, src)?;
     Ok(self_.clone())
 }
 
 /// `_to_copy(Tensor self, *, ScalarType? dtype, Layout? layout, Device? device, bool? pin_memory,
-/// bool non_blocking=False, MemoryFormat? memory_format) -> Tensor`
+/// bool non_blocking=False, MemoryFormat? memory_format) -> Tensor`: a new tensor on `device`
+/// (default: `self`'s) then `copy_`, which dispatches to the kernel that reaches both devices.
+/// Registered for every backend that has a `copy_` (Note [Device-generic operators]).
 pub fn to_copy(
     self_: &Tensor,
     dtype: Option<ScalarType>,
-    _layout: Option<Layout>,
+    layout: Option<Layout>,
     device: Option<Device>,
-    _pin_memory: Option<bool>,
-    _non_blocking: bool,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
-    check_cpu("_to_copy", device)?;
+    const OP: &str = "_to_copy";
+    crate::native::factory::check_layout_and_pinning(OP, layout, pin_memory)?;
     let dtype = dtype.unwrap_or(self_.dtype());
+    let device = device.unwrap_or(self_.device());
     let out = match memory_format {
-        None | Some(MemoryFormat::Preserve) => empty_like_layout(self_, dtype)?,
-        Some(MemoryFormat::Contiguous) => Tensor::empty_uninit(self_.sizes(), dtype, self_.device())?,
-        Some(m) => return Err(Error::NotImplemented { op: "_to_copy".into(), msg: format!("memory format {m:?}") }),
+        None | Some(MemoryFormat::Preserve) => {
+            crate::native::factory::empty_like(self_, Some(dtype), None, Some(device), None, None)?
+        }
+        Some(MemoryFormat::Contiguous) => Tensor::empty_uninit(self_.sizes(), dtype, device)?,
+        Some(m) => return Err(Error::NotImplemented { op: OP.into(), msg: format!("memory format {m:?}") }),
     };
-    copy_into(&out, self_)?;
+    if device.is_cpu() && self_.device().is_cpu() {
+        copy_into(&out, self_)?;
+    } else {
+        crate::ops::copy_(&out, self_, non_blocking)?;
+    }
     Ok(out)
 }
 
@@ -110,7 +112,58 @@ pub fn to_dtype_op(
     crate::ops::_to_copy(self_, Some(dtype), None, None, None, non_blocking, memory_format)
 }
 
+/// `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool
+/// copy=False, MemoryFormat? memory_format=None) -> Tensor(a)`: the tensor itself when device,
+/// dtype and layout already match.
+pub fn to_device_op(
+    self_: &Tensor,
+    device: Device,
+    dtype: ScalarType,
+    non_blocking: bool,
+    copy: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if same_device(self_.device(), device)
+        && dtype == self_.dtype()
+        && !copy
+        && matches!(memory_format, None | Some(MemoryFormat::Preserve))
+    {
+        return Ok(self_.clone());
+    }
+    crate::ops::_to_copy(self_, Some(dtype), None, Some(device), None, non_blocking, memory_format)
+}
+
+/// Whether a tensor on `have` is already on the requested device (`cuda` without an index
+/// means the current device, as in PyTorch's `to`).
+fn same_device(have: Device, want: Device) -> bool {
+    if have.ty != want.ty {
+        false
+    } else if have.ty == c10::DeviceType::Cpu {
+        true
+    } else if want.index >= 0 {
+        have.index == want.index
+    } else {
+        c10::stream::device_guard_impl(want.ty).and_then(|g| g.current_device()).is_ok_and(|cur| cur == have)
+    }
+}
+
 impl Tensor {
+    /// `self` on `device` (PyTorch's `tensor.to(device)`): the tensor itself when it is there
+    /// already, else a copy with the same dtype and layout.
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        crate::ops::to_device(self, device, self.dtype(), false, false, None)
+    }
+
+    /// `self` on CUDA device `index` (PyTorch's `tensor.cuda(index)`).
+    pub fn cuda(&self, index: i8) -> Result<Tensor> {
+        self.to_device(Device::cuda(index))
+    }
+
+    /// `self` on the CPU (PyTorch's `tensor.cpu()`).
+    pub fn cpu(&self) -> Result<Tensor> {
+        self.to_device(Device::CPU)
+    }
+
     /// A deep copy (PyTorch's `clone()`), laid out like `self` when dense. (`clone()` itself is
     /// `Clone::clone`, which shares the data like a new Python reference.)
     pub fn clone_tensor(&self) -> Result<Tensor> {

@@ -18,17 +18,24 @@ pub(crate) fn check_factory_options(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<()> {
-    if let Some(l) = layout {
-        if l != Layout::Strided {
-            return Err(Error::NotImplemented { op: op.into(), msg: format!("layout {l:?}") });
-        }
-    }
     if let Some(d) = device {
         if !d.is_cpu() {
             return Err(Error::NotImplemented {
                 op: op.into(),
                 msg: format!("this is the CPU kernel; it cannot create a tensor on device '{d}'"),
             });
+        }
+    }
+    check_layout_and_pinning(op, layout, pin_memory)
+}
+
+/// The options check of the allocating factories (`empty`, `empty_strided`, `empty_like`),
+/// which work on every device: they touch no memory, and the dispatcher only runs them for a
+/// device whose backend registered them (Note [Device arguments dispatch] in codegen).
+pub(crate) fn check_layout_and_pinning(op: &str, layout: Option<Layout>, pin_memory: Option<bool>) -> Result<()> {
+    if let Some(l) = layout {
+        if l != Layout::Strided {
+            return Err(Error::NotImplemented { op: op.into(), msg: format!("layout {l:?}") });
         }
     }
     if pin_memory == Some(true) {
@@ -299,14 +306,14 @@ pub fn empty_memory_format(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     const OP: &str = "empty";
-    check_factory_options(OP, layout, device, pin_memory)?;
+    check_layout_and_pinning(OP, layout, pin_memory)?;
     check_size_nonnegative(OP, size)?;
     let dtype = dtype.unwrap_or(ScalarType::default_float());
     // Every memory format spans the contiguous byte count; checking it first keeps the stride
     // products below from wrapping (See Note [Checked sizes]).
     c10::size::contiguous_nbytes(OP, size, dtype.size())?;
     let strides = strides_for_memory_format(OP, size, memory_format.unwrap_or_default())?;
-    Tensor::empty_strided_uninit(size, &strides, dtype, Device::CPU)
+    Tensor::empty_strided_uninit(size, &strides, dtype, device.unwrap_or(Device::CPU))
 }
 
 /// `empty_strided`: an uninitialised tensor with the given strides (non-negative).
@@ -319,7 +326,7 @@ pub fn empty_strided(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     const OP: &str = "empty_strided";
-    check_factory_options(OP, layout, device, pin_memory)?;
+    check_layout_and_pinning(OP, layout, pin_memory)?;
     if size.len() != stride.len() {
         return Err(Error::shape(
             OP,
@@ -333,7 +340,12 @@ pub fn empty_strided(
             format!("Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"),
         ));
     }
-    Tensor::empty_strided_uninit(size, stride, dtype.unwrap_or(ScalarType::default_float()), Device::CPU)
+    Tensor::empty_strided_uninit(
+        size,
+        stride,
+        dtype.unwrap_or(ScalarType::default_float()),
+        device.unwrap_or(Device::CPU),
+    )
 }
 
 // ---- zeros / ones / full -------------------------------------------------------------------------
@@ -660,18 +672,19 @@ pub fn empty_like(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     const OP: &str = "empty_like";
-    check_factory_options(OP, layout, Some(device.unwrap_or(self_.device())), pin_memory)?;
+    check_layout_and_pinning(OP, layout, pin_memory)?;
     let dtype = dtype.unwrap_or(self_.dtype());
+    let device = device.unwrap_or(self_.device());
     match memory_format.unwrap_or(MemoryFormat::Preserve) {
         MemoryFormat::Preserve => {
             let (sizes, strides) = (self_.sizes(), self_.strides());
             if crate::memory_overlap::is_non_overlapping_and_dense(sizes, strides) {
-                Tensor::empty_strided_uninit(sizes, strides, dtype, Device::CPU)
+                Tensor::empty_strided_uninit(sizes, strides, dtype, device)
             } else {
-                Tensor::empty_strided_uninit(sizes, &infer_dense_strides(sizes, strides), dtype, Device::CPU)
+                Tensor::empty_strided_uninit(sizes, &infer_dense_strides(sizes, strides), dtype, device)
             }
         }
-        mf => empty_memory_format(self_.sizes(), Some(dtype), layout, device, pin_memory, Some(mf)),
+        mf => empty_memory_format(self_.sizes(), Some(dtype), layout, Some(device), pin_memory, Some(mf)),
     }
 }
 
@@ -725,8 +738,17 @@ pub fn full_like(
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
 pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     const OP: &str = "fill_";
-    check_cpu(OP, self_)?;
     crate::memory_overlap::assert_no_internal_overlap(OP, self_)?;
+    if !self_.device().is_cpu() {
+        // The value must fit the dtype on every device (the CPU checks it below).
+        c10::dispatch_all_types!(self_.dtype(), T => {
+            checked_scalar_to::<T>(OP, value)?;
+        });
+        // Note [Device-generic operators]: an output-only iteration; the loop gets the value.
+        let iter = crate::native::tensor_iterator::TensorIteratorConfig::new(OP).add_output(Some(self_)).build()?;
+        crate::native::stub::run("fill", &iter, &[value])?;
+        return Ok(self_.clone());
+    }
     c10::dispatch_all_types!(self_.dtype(), T => {
         let v = checked_scalar_to::<T>(OP, value)?;
         write_indexed::<T>(self_, |_| v)?;

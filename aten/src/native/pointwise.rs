@@ -51,6 +51,10 @@ fn binary_iter<'a>(op: &'static str, a: &'a Tensor, b: &'a Tensor, int_to_float:
 
 fn min_max(op: &'static str, a: &Tensor, b: &Tensor, take_max: bool) -> Result<Tensor> {
     let iter = binary_iter(op, a, b, false)?;
+    if !iter.is_cpu() {
+        crate::native::stub::run(op, &iter, &[])?;
+        return iter.output(0);
+    }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, move |x, y| {
             let (p, q) = (x.to_acc(), y.to_acc());

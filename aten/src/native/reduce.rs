@@ -176,6 +176,48 @@ fn fast_sum(t: &Tensor, red: &[bool], keepdim: bool, divide: bool) -> Result<Opt
     .map(Some)
 }
 
+// ---- other devices (Note [Device-generic operators]) -------------------------------------------
+
+/// `t`'s sizes with 1 at the reduced dims (the shape of a `keepdim` result).
+fn keepdim_shape(t: &Tensor, red: &[bool]) -> Vec<i64> {
+    t.sizes().iter().zip(red).map(|(&s, &r)| if r { 1 } else { s }).collect()
+}
+
+/// A `keepdim` result viewed without the reduced dims unless `keepdim`.
+fn drop_reduced(r: Tensor, red: &[bool], keepdim: bool) -> Result<Tensor> {
+    if keepdim {
+        return Ok(r);
+    }
+    let shape: Vec<i64> = r.sizes().iter().zip(red).filter(|(_, &x)| !x).map(|(&s, _)| s).collect();
+    crate::ops::reshape(&r, &shape)
+}
+
+fn convert(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t.clone())
+    } else {
+        crate::ops::_to_copy(t, Some(dtype), None, None, None, false, None)
+    }
+}
+
+/// `sum`/`prod` on a device: folded in the output dtype when it is floating, in int64 otherwise
+/// (as on the CPU), by the device's `sum`/`prod` loop.
+fn device_fold(
+    op: &'static str,
+    kernel: &'static str,
+    t: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    out_dtype: ScalarType,
+) -> Result<Tensor> {
+    let work = if out_dtype.is_floating_point() { out_dtype } else { ScalarType::I64 };
+    let src = convert(t, work)?;
+    let red = reduced_dims(op, &src, dims)?;
+    let out = Tensor::empty_uninit(&keepdim_shape(&src, &red), work, src.device())?;
+    crate::native::stub::run_reduction(op, kernel, &src, &red, &[&out])?;
+    convert(&drop_reduced(out, &red, keepdim)?, out_dtype)
+}
+
 /// sum/prod of the rows in the output dtype.
 fn sum_prod(
     op: &'static str,
@@ -186,6 +228,9 @@ fn sum_prod(
     prod: bool,
 ) -> Result<Tensor> {
     let out_dtype = dtype.unwrap_or(if t.dtype().is_floating_point() { t.dtype() } else { ScalarType::I64 });
+    if !t.device().is_cpu() {
+        return device_fold(op, if prod { "prod" } else { "sum" }, t, dims, keepdim, out_dtype);
+    }
     let src = if out_dtype.is_floating_point() && !t.dtype().is_floating_point() {
         crate::native::copy::to_dtype(t, out_dtype)?
     } else {
@@ -241,6 +286,14 @@ fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<Scal
             "mean",
             format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", out.cpp_name()),
         ));
+    }
+    if !t.device().is_cpu() {
+        // The sum in at least single precision, divided, then rounded once to `out`.
+        let work = if out == ScalarType::F64 { out } else { ScalarType::F32 };
+        let red = reduced_dims("mean", t, dims)?;
+        let count = t.sizes().iter().zip(&red).filter(|(_, &r)| r).fold(1i64, |n, (&s, _)| n.saturating_mul(s));
+        let s = device_fold("mean", "sum", t, dims, keepdim, work)?;
+        return convert(&crate::ops::div_scalar(&s, Scalar::Float(count as f64))?, out);
     }
     if out == t.dtype() {
         if let Some(r) = fast_sum(t, &reduced_dims("mean", t, dims)?, keepdim, true)? {
@@ -349,6 +402,13 @@ fn extreme(op: &'static str, t: &Tensor, dims: Option<&[i64]>, keepdim: bool, ma
         // An empty input reduced over non-empty dims gives empty results; only reducing over a
         // zero-size dim has no identity to return.
         return Err(Error::invalid(op, format!("{op}(): Expected reduction dim {d} to have non-zero size.")));
+    }
+    if !t.device().is_cpu() {
+        let shape = keepdim_shape(t, &red);
+        let vals = Tensor::empty_uninit(&shape, t.dtype(), t.device())?;
+        let idx = Tensor::empty_uninit(&shape, ScalarType::I64, t.device())?;
+        crate::native::stub::run_reduction(op, if max { "max" } else { "min" }, t, &red, &[&vals, &idx])?;
+        return Ok((drop_reduced(vals, &red, keepdim)?, drop_reduced(idx, &red, keepdim)?));
     }
     let r = rows(t, &red, keepdim)?;
     let mut idx = c10::size::try_vec(r.rows)?;
@@ -531,6 +591,19 @@ fn softmax_impl(op: &'static str, t: &Tensor, dim: i64, dtype: Option<ScalarType
     let out = dtype.unwrap_or(t.dtype());
     if !out.is_floating_point() {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: out });
+    }
+    if !t.device().is_cpu() {
+        // The loop writes an output laid out like its (contiguous) input.
+        let src = crate::ops::contiguous(&convert(t, out)?, c10::MemoryFormat::Contiguous)?;
+        let mut red = vec![false; src.dim()];
+        if src.dim() > 0 {
+            red[wrap_dim(op, dim, src.dim())?] = true;
+        } else {
+            wrap_dim(op, dim, 0)?;
+        }
+        let y = Tensor::empty_uninit(src.sizes(), out, src.device())?;
+        crate::native::stub::run_reduction(op, if log { "log_softmax" } else { "softmax" }, &src, &red, &[&y])?;
+        return Ok(y);
     }
     if let Some(r) = fast_softmax(op, t, dim, out, log)? {
         return Ok(r);

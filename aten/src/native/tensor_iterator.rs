@@ -290,24 +290,33 @@ impl<'a> TensorIterator<'a> {
     #[inline(never)]
     fn build_general(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
         let op = cfg.op;
-        // Devices: everything on one device (the CPU for now).
-        let dev =
-            cfg.inputs.first().map(|t| t.device()).or_else(|| cfg.outputs.iter().flatten().next().map(|t| t.device()));
-        for t in cfg.inputs.iter().chain(cfg.outputs.iter().flatten()) {
-            if Some(t.device()) != dev {
-                return Err(Error::DeviceMismatch {
-                    op: op.into(),
-                    a: dev.map(|d| d.to_string()).unwrap_or_default(),
-                    b: t.device().to_string(),
-                });
+        // Devices: every operand on one device, except that a 0-dim CPU input may join tensors
+        // of another device (PyTorch's CPU scalars); it is copied there below.
+        let cpu_scalar = |t: &Tensor| t.dim() == 0 && t.device().is_cpu();
+        let all = || cfg.outputs.iter().flatten().chain(cfg.inputs.iter());
+        let dev = all().find(|t| !cpu_scalar(t)).or_else(|| all().next()).map(|t| t.device());
+        let device = dev.unwrap_or(c10::Device::CPU);
+        for o in cfg.outputs.iter().flatten() {
+            if o.device() != device {
+                return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: o.device().to_string() });
             }
         }
-        let device = dev.unwrap_or(c10::Device::CPU);
+        for t in &cfg.inputs {
+            if t.device() != device && !cpu_scalar(t) {
+                return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() });
+            }
+        }
 
         // Shape.
         let mut shape = DimVec::new();
         for t in &cfg.inputs {
             shape = broadcast_shapes(op, &shape, t.sizes())?;
+        }
+        if cfg.inputs.is_empty() {
+            // An output-only iteration (fill): the output's shape.
+            if let Some(o) = cfg.outputs.iter().flatten().next() {
+                shape = DimVec::from_slice(o.sizes());
+            }
         }
         for o in cfg.outputs.iter().flatten() {
             if o.sizes() != shape.as_slice() {
@@ -387,8 +396,16 @@ impl<'a> TensorIterator<'a> {
             }
         }
         for &t in &cfg.inputs {
-            operands.push(Some(if cfg.promote_inputs_to_common_dtype && t.dtype() != common {
-                Operand::Owned(crate::native::copy::to_dtype(t, common)?)
+            let dtype = if cfg.promote_inputs_to_common_dtype { common } else { t.dtype() };
+            operands.push(Some(if t.device() != device {
+                // A CPU scalar joining another device (checked above).
+                Operand::Owned(crate::ops::_to_copy(t, Some(dtype), None, Some(device), None, false, None)?)
+            } else if dtype != t.dtype() {
+                Operand::Owned(if device.is_cpu() {
+                    crate::native::copy::to_dtype(t, dtype)?
+                } else {
+                    crate::ops::_to_copy(t, Some(dtype), None, None, None, false, None)?
+                })
             } else {
                 Operand::Borrowed(t)
             }));
@@ -522,12 +539,38 @@ impl<'a> TensorIterator<'a> {
     pub fn shape(&self) -> &[i64] {
         &self.shape
     }
+    /// Operand `k`'s byte strides over [`Self::shape`] (dimension 0 fastest).
+    pub fn strides(&self, k: usize) -> &[isize] {
+        let nd = self.shape.len();
+        &self.strides[k * nd..(k + 1) * nd]
+    }
+    /// Number of operands, outputs first.
+    pub fn noperands(&self) -> usize {
+        self.operands.len()
+    }
+    /// Number of outputs.
+    pub fn noutputs(&self) -> usize {
+        self.num_outputs
+    }
+    /// The device every operand is on (Note [Device-generic operators]).
+    pub fn device(&self) -> c10::Device {
+        self.operands[0].device()
+    }
+    /// Whether the loops run on the CPU; otherwise the operator runs its device loop
+    /// ([`crate::native::stub::run`]).
+    #[inline]
+    pub fn is_cpu(&self) -> bool {
+        self.operands[0].device().is_cpu()
+    }
 
     /// Runs `f` over every 1-d run, in parallel above [`GRAIN_SIZE`] elements.
     pub fn for_each(&self, f: impl Fn(&Ptrs, &Strides, usize) + Sync) {
         if self.numel == 0 {
             return;
         }
+        // An internal invariant, not an input check: operators on other devices run their
+        // device loop instead (Note [Device-generic operators]).
+        assert!(self.is_cpu(), "{}: a CPU loop over {} memory", self.op, self.device());
         let mut base: Ptrs = [std::ptr::null_mut(); MAX_OPERANDS];
         for (i, t) in self.operands.iter().enumerate() {
             base[i] = t.data_ptr();
@@ -731,7 +774,11 @@ impl<'a> TensorIterator<'a> {
     pub(crate) fn take_output(&mut self, i: usize) -> Result<Tensor> {
         for &(j, user) in &self.write_back {
             if j == i {
-                crate::native::copy::copy_into(user, &self.operands[i])?;
+                if user.device().is_cpu() {
+                    crate::native::copy::copy_into(user, &self.operands[i])?;
+                } else {
+                    crate::ops::copy_(user, &self.operands[i], false)?;
+                }
                 return Ok(user.clone());
             }
         }

@@ -4,6 +4,7 @@
 use c10::{Element, Error, Result};
 
 use crate::native::opmath::OpMath;
+use crate::native::stub;
 use crate::native::tensor_iterator::{unary_loop, TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
@@ -14,8 +15,22 @@ fn run_unary(
     kernel: impl FnOnce(&TensorIterator) -> Result<()>,
 ) -> Result<Tensor> {
     let iter = TensorIteratorConfig::new(op).add_output(out).add_input(a).promote_all().build()?;
-    kernel(&iter)?;
+    if iter.is_cpu() {
+        kernel(&iter)?;
+    } else {
+        if op.starts_with("neg") && iter.common_dtype() == c10::ScalarType::Bool {
+            return Err(neg_bool_error());
+        }
+        stub::run(stub::kernel_name(op), &iter, &[])?;
+    }
     iter.output(0)
+}
+
+fn neg_bool_error() -> Error {
+    Error::invalid(
+        "neg",
+        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+    )
 }
 
 fn neg_kernel(iter: &TensorIterator) -> Result<()> {
@@ -25,10 +40,7 @@ fn neg_kernel(iter: &TensorIterator) -> Result<()> {
     }, other => match_int!(other, T => {
         unary_loop::<T, T>(iter, |a| (0 as T).wrapping_sub(a));
         Ok(())
-    }, _ => Err(Error::invalid(
-        "neg",
-        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-    ))))
+    }, _ => Err(neg_bool_error())))
 }
 
 /// `neg(Tensor self) -> Tensor`
@@ -115,6 +127,10 @@ pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Re
         .promote_all()
         .promote_integer_inputs_to_float(true)
         .build()?;
+    if !iter.is_cpu() {
+        stub::run(Op::NAME, &iter, &[])?;
+        return iter.output(0);
+    }
     match_float!(iter.common_dtype(), T, A => {
         unary_loop::<T, T>(&iter, |x| T::from_acc(<A as ApplyFloat>::apply::<Op>(x.to_acc())));
     }, d => return Err(Error::UnsupportedDtype { op: Op::NAME.into(), dtype: d }));
@@ -194,6 +210,14 @@ macro_rules! same_dtype_unary {
         #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
         fn $imp(out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
             let iter = TensorIteratorConfig::new($name).add_output(out).add_input(a).promote_all().build()?;
+            if !iter.is_cpu() {
+                if iter.common_dtype() == c10::ScalarType::Bool {
+                    let on_bool: Result<()> = $bbody;
+                    on_bool?;
+                }
+                stub::run($name, &iter, &[])?;
+                return iter.output(0);
+            }
             match_float!(iter.common_dtype(), T, A => {
                 unary_loop::<T, T>(&iter, |v| { let $x: A = v.to_acc(); T::from_acc($fbody) });
             }, other => match_int!(other, T => {

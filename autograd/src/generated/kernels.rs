@@ -544,7 +544,7 @@ pub(crate) fn _to_copy(
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ToCopyBackward0 { core, self_scalar_type: self_.scalar_type() }))
+        Some(Arc::new(ToCopyBackward0 { core, self_device: self_.device(), self_scalar_type: self_.scalar_type() }))
     } else {
         None
     };

@@ -452,6 +452,7 @@ impl Node for CloneBackward0 {
 /// Backward of `_to_copy` (autograd/derivatives.yaml:49).
 pub struct ToCopyBackward0 {
     pub(crate) core: NodeCore,
+    pub(crate) self_device: c10::Device,
     pub(crate) self_scalar_type: ScalarType,
 }
 
@@ -471,10 +472,11 @@ impl Node for ToCopyBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
+        let self_device = self.self_device;
         let self_scalar_type = self.self_scalar_type;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::to(grad, self_scalar_type, false, false, None)?);
+            out[at] = Some(ops::to_device(grad, self_device, self_scalar_type, false, false, None)?);
         }
         at += 1;
         Ok(out)

@@ -1,0 +1,90 @@
+//! Device loops of device-generic operators (PyTorch's `DispatchStub`).
+//!
+//! Note [Device-generic operators]: an elementwise operator is written once, in aten: argument
+//! checks, type promotion, broadcasting and output allocation happen in the operator function
+//! and the [`TensorIterator`] it builds, which allocates on the inputs' device. Only the loop
+//! over the built iterator is per device. On the CPU it is the typed loop right next to the
+//! operator; for another device type the operator calls [`run`] with its kernel's name, which
+//! finds the loop a backend crate registered with [`register`] (kernels-cuda registers the CUDA
+//! launches at its initialisation). The operator function itself is registered for every
+//! backend that has its loops (`CPU, CUDA: binary::add` in `native_functions.yaml`), as PyTorch
+//! registers `add_out` for both and lets `add_stub` pick the loop.
+//!
+//! A kernel that has no loop for the iterator's device is an error naming both, never a CPU loop
+//! over device memory.
+
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+use c10::{DeviceType, Error, Result, Scalar};
+
+use crate::native::tensor_iterator::TensorIterator;
+use crate::Tensor;
+
+/// The loop of one kernel on one device type. `extra` carries the kernel's scalar arguments
+/// (`add`'s alpha, `fill_`'s value), as documented where the kernel name is used.
+pub type DeviceLoop = fn(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()>;
+
+/// A reduction's loop on one device type: `kernel` folds `input` over the dims flagged in
+/// `reduced` into `outputs`, which the operator allocated with `input`'s rank and size 1 at the
+/// reduced dims (the `keepdim` shape). `max`/`min` write values then int64 indices; `softmax`
+/// and `log_softmax` reduce one dim and write an output laid out like `input`.
+pub type ReduceLoop = fn(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()>;
+
+/// Loops by kernel name and device type.
+struct Loops<F: Copy>(OnceLock<RwLock<HashMap<(&'static str, DeviceType), F>>>);
+
+impl<F: Copy> Loops<F> {
+    const fn new() -> Self {
+        Loops(OnceLock::new())
+    }
+    fn map(&self) -> &RwLock<HashMap<(&'static str, DeviceType), F>> {
+        self.0.get_or_init(|| RwLock::new(HashMap::new()))
+    }
+    fn insert(&self, kernel: &'static str, ty: DeviceType, f: F) {
+        self.map().write().unwrap_or_else(|e| e.into_inner()).insert((kernel, ty), f);
+    }
+    /// The loop, or the error naming the operator, kernel, device and dtype.
+    fn get(&self, op: &str, kernel: &'static str, ty: DeviceType, dtype: c10::ScalarType) -> Result<F> {
+        let f = self.map().read().unwrap_or_else(|e| e.into_inner()).get(&(kernel, ty)).copied();
+        f.ok_or_else(|| Error::NotImplemented {
+            op: op.into(),
+            msg: format!("there is no {} kernel for `{kernel}` with dtype {dtype}", ty.name()),
+        })
+    }
+}
+
+static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
+static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
+
+/// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
+/// same pair replaces the earlier one).
+pub fn register(kernel: &'static str, ty: DeviceType, f: DeviceLoop) {
+    ELEMENTWISE.insert(kernel, ty, f);
+}
+
+/// The kernel name of an operator name: in-place variants (`add_`) share their operator's loop.
+pub fn kernel_name(op: &'static str) -> &'static str {
+    op.strip_suffix('_').unwrap_or(op)
+}
+
+/// Runs `kernel`'s loop for the iterator's device (not the CPU: CPU loops are called directly).
+pub fn run(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    ELEMENTWISE.get(iter.op(), kernel, iter.device().ty, iter.common_dtype())?(iter, extra)
+}
+
+/// Registers the reduction loop of `kernel` on devices of type `ty`.
+pub fn register_reduction(kernel: &'static str, ty: DeviceType, f: ReduceLoop) {
+    REDUCTIONS.insert(kernel, ty, f);
+}
+
+/// Runs the reduction loop of `kernel` for `input`'s device (see [`ReduceLoop`]).
+pub fn run_reduction(
+    op: &str,
+    kernel: &'static str,
+    input: &Tensor,
+    reduced: &[bool],
+    outputs: &[&Tensor],
+) -> Result<()> {
+    REDUCTIONS.get(op, kernel, input.device().ty, input.dtype())?(kernel, input, reduced, outputs)
+}

@@ -1,0 +1,225 @@
+//! The CUDA loops of aten's device-generic elementwise operators (Note [Device-generic
+//! operators] in `aten::native::stub`): each takes the operator's built `TensorIterator` (its
+//! operands already broadcast, promoted and allocated on the device), turns the iteration into
+//! a [`KcGeometry`] and launches the `.cu` kernel for the dtype.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use aten::native::stub;
+use aten::native::tensor_iterator::TensorIterator;
+use aten::Tensor;
+use c10::{bf16, f16, DeviceType, Error, Result, Scalar, ScalarType};
+
+use crate::args::{KcGeometry, KcReduction, KC_MAX_DIMS, KC_MAX_OPERANDS};
+use crate::driver::{driver, KernelArgs, LaunchConfig, StreamId};
+use crate::geometry::elementwise_launch;
+
+/// Registers every loop with aten (at the backend's registration).
+pub(crate) fn register() {
+    let cuda = DeviceType::Cuda;
+    stub::register("fill", cuda, fill);
+    stub::register("add", cuda, add);
+    for k in ["mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+        stub::register(k, cuda, same_name);
+    }
+    for k in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu"] {
+        stub::register(k, cuda, same_name);
+    }
+    for k in ["sum", "prod", "max", "min", "softmax", "log_softmax"] {
+        stub::register_reduction(k, cuda, reduction);
+    }
+}
+
+/// The kernels' dtype suffix (`add_f32`, `cast_i64_b8`).
+pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
+    match dtype {
+        ScalarType::F32 => "f32",
+        ScalarType::F64 => "f64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        ScalarType::U8 => "u8",
+        ScalarType::I8 => "i8",
+        ScalarType::I16 => "i16",
+        ScalarType::I32 => "i32",
+        ScalarType::I64 => "i64",
+        ScalarType::Bool => "b8",
+    }
+}
+
+/// Whether kernels-cuda has a kernel of that name (the same set on both drivers: the emulator's
+/// registry is built from the very `.cu` files nvcc compiles).
+pub(crate) fn has_kernel(name: &str) -> bool {
+    static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| crate::emu::kernel_names().into_iter().collect()).contains(name)
+}
+
+/// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error.
+fn kernel_for(op: &str, base: &str, dtype: ScalarType) -> Result<String> {
+    let name = format!("{base}_{}", suffix(dtype));
+    if has_kernel(&name) {
+        Ok(name)
+    } else {
+        Err(Error::UnsupportedDtype { op: op.into(), dtype })
+    }
+}
+
+/// The geometry of a built iterator: its shape (dimension 0 fastest, as the kernels want) and
+/// every operand's strides in elements.
+fn geometry(iter: &TensorIterator<'_>) -> Result<KcGeometry> {
+    let (shape, nops) = (iter.shape(), iter.noperands());
+    if nops > KC_MAX_OPERANDS as usize || shape.len() > KC_MAX_DIMS as usize {
+        return Err(Error::Cuda(format!(
+            "{}: the CUDA kernels take at most {KC_MAX_OPERANDS} operands and {KC_MAX_DIMS} dims, got {nops} and {}",
+            iter.op(),
+            shape.len()
+        )));
+    }
+    let mut g =
+        KcGeometry { ndim: shape.len() as i32, noperands: nops as i32, numel: iter.numel(), ..Default::default() };
+    for (d, &s) in shape.iter().enumerate() {
+        g.sizes[d] = s;
+    }
+    for k in 0..nops {
+        let elem = iter.operand(k).dtype().size() as isize;
+        for (d, &s) in iter.strides(k).iter().enumerate() {
+            g.strides[k][d] = (s / elem) as i64;
+        }
+    }
+    Ok(g)
+}
+
+/// Launches `name` over the iterator: the geometry, one device pointer per operand (outputs
+/// first), then the kernel's scalar arguments pushed by `scalars`, on the device's current
+/// stream.
+fn launch(iter: &TensorIterator<'_>, name: &str, scalars: impl FnOnce(&mut KernelArgs)) -> Result<()> {
+    if iter.numel() == 0 {
+        return Ok(());
+    }
+    let device = iter.device();
+    let g = geometry(iter)?;
+    let mut args = KernelArgs::new();
+    args.push(g);
+    for k in 0..iter.noperands() {
+        args.push(iter.operand(k).data_ptr() as u64);
+    }
+    scalars(&mut args);
+    let stream = StreamId(crate::runtime::current_stream(device)?.id);
+    let mut params = args.params();
+    // SAFETY: the kernels of this file take (KcGeometry, out, inputs..., scalars...) in that
+    // order with the dtypes the names encode; the pointers are the operands' element 0 on
+    // `device`, live for the call, and the geometry addresses only elements inside them.
+    unsafe { driver()?.launch(device.index as usize, name, &elementwise_launch(g.numel, stream), &mut params) }
+}
+
+/// Launches `name`, a kernel with no scalar arguments, over the iterator.
+pub(crate) fn launch_named(iter: &TensorIterator<'_>, name: &str) -> Result<()> {
+    launch(iter, name, |_| {})
+}
+
+/// Kernels named like their operator, whose dtype is the common dtype (`mul_f32`, `eq_i64`,
+/// `exp_bf16`): binary and unary arithmetic and comparisons.
+fn same_name(iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
+    let base = stub::kernel_name(iter.op());
+    let compare = matches!(base, "eq" | "ne" | "lt" | "le" | "gt" | "ge");
+    if compare && iter.output_dtype() != ScalarType::Bool {
+        return Err(Error::NotImplemented {
+            op: iter.op().into(),
+            msg: format!("an in-place comparison into {} on CUDA", iter.output_dtype()),
+        });
+    }
+    let name = kernel_for(iter.op(), base, iter.common_dtype())?;
+    launch(iter, &name, |_| {})
+}
+
+/// `add_<T>(g, out, a, b, alpha)`: alpha is a double for floating kernels, an int64 otherwise.
+fn add(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let dtype = iter.common_dtype();
+    let name = kernel_for(iter.op(), "add", dtype)?;
+    let alpha = extra.first().copied().unwrap_or(Scalar::Int(1));
+    launch(iter, &name, |a| {
+        if dtype.is_floating_point() {
+            a.push(alpha.to_f64());
+        } else {
+            a.push(alpha.to_i64());
+        }
+    })
+}
+
+/// `fill_<T>(g, out, value)`, the value converted to the output's dtype (its range was checked
+/// by `fill_`).
+fn fill(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let dtype = iter.output_dtype();
+    let name = kernel_for(iter.op(), "fill", dtype)?;
+    let v = extra.first().copied().unwrap_or(Scalar::Int(0));
+    launch(iter, &name, |a| {
+        match dtype {
+            ScalarType::F32 => a.push(v.to_f64() as f32),
+            ScalarType::F64 => a.push(v.to_f64()),
+            ScalarType::F16 => a.push(f16::from_f64(v.to_f64())),
+            ScalarType::BF16 => a.push(bf16::from_f64(v.to_f64())),
+            ScalarType::U8 => a.push(v.to_i64() as u8),
+            ScalarType::I8 => a.push(v.to_i64() as i8),
+            ScalarType::I16 => a.push(v.to_i64() as i16),
+            ScalarType::I32 => a.push(v.to_i64() as i32),
+            ScalarType::Bool => a.push(v.to_bool()),
+            _ => a.push(v.to_i64()),
+        };
+    })
+}
+
+/// Threads per block of the reduction kernels (`KC_REDUCE_THREADS` in `kernels/reduce.cu`).
+const REDUCE_THREADS: u32 = 256;
+/// At most this many blocks; the kernels loop over further outputs.
+const REDUCE_MAX_BLOCKS: i64 = 65_535;
+
+/// The reduction loop (`aten::native::stub::ReduceLoop`): the kept dims of `input` become the
+/// outer dims of a [`KcReduction`] (with the outputs' strides), the reduced dims its inner dims,
+/// both innermost first and without size-1 dims; one block per output.
+fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[&Tensor]) -> Result<()> {
+    let name = kernel_for(kernel, kernel, input.dtype())?;
+    let out0 = outputs.first().ok_or_else(|| Error::Cuda(format!("{kernel}: a reduction needs an output")))?;
+    let mut r = KcReduction::default();
+    let (mut nout, mut nred) = (1i64, 1i64);
+    let overflow = || Error::Cuda(format!("{kernel}: the sizes {:?} overflow int64", input.sizes()));
+    let too_many = |what: &str| Error::Cuda(format!("{kernel}: more than {KC_MAX_DIMS} {what} dims"));
+    for d in (0..input.dim()).rev() {
+        let (size, stride) = (input.sizes()[d], input.strides()[d]);
+        if reduced[d] {
+            nred = nred.checked_mul(size).ok_or_else(overflow)?;
+            if size != 1 {
+                let k = r.inner_ndim as usize;
+                *r.inner_sizes.get_mut(k).ok_or_else(|| too_many("reduced"))? = size;
+                r.inner_strides[k] = stride;
+                r.inner_ndim += 1;
+            }
+        } else {
+            nout = nout.checked_mul(size).ok_or_else(overflow)?;
+            if size != 1 {
+                let k = r.outer_ndim as usize;
+                *r.outer_sizes.get_mut(k).ok_or_else(|| too_many("kept"))? = size;
+                (r.outer_strides[k], r.out_strides[k]) = (stride, out0.strides()[d]);
+                r.outer_ndim += 1;
+            }
+        }
+    }
+    r.outputs = nout;
+    r.reduced = nred;
+    if nout == 0 {
+        return Ok(());
+    }
+    let device = input.device();
+    let mut args = KernelArgs::new();
+    args.push(r);
+    for o in outputs {
+        args.push(o.data_ptr() as u64);
+    }
+    args.push(input.data_ptr() as u64);
+    let stream = StreamId(crate::runtime::current_stream(device)?.id);
+    let cfg = LaunchConfig::linear(nout.min(REDUCE_MAX_BLOCKS) as u32, REDUCE_THREADS, stream);
+    let mut params = args.params();
+    // SAFETY: the reduction kernels take (KcReduction, outputs..., input) with the dtypes their
+    // names encode (values in the input's dtype, int64 indices); every offset the geometry
+    // produces lies inside the tensors, which are live for the call.
+    unsafe { driver()?.launch(device.index as usize, &name, &cfg, &mut params) }
+}

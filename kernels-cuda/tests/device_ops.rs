@@ -1,0 +1,426 @@
+//! Operators on CUDA tensors through the dispatcher, as a user calls them: `to(device)`, the
+//! factories with `device=cuda`, copies in every direction, and the elementwise operators, each
+//! compared with the same call on the CPU (the reference: aten's CPU kernels, which the parity
+//! suite checks against PyTorch). Runs on the device `TORCH_CUDA_DRIVER` names, the emulated
+//! one by default (as `kernels.rs`).
+#![cfg(feature = "cuda")]
+
+use aten::{ops, Tensor};
+use c10::{Device, Error, Scalar, ScalarType};
+use kernels_cuda::driver::{self, DriverKind};
+
+fn setup() -> Device {
+    if std::env::var_os("TORCH_CUDA_DRIVER").is_none() {
+        driver::select(DriverKind::Emulator).unwrap();
+    }
+    kernels_cuda::runtime::init();
+    Device::cuda(0)
+}
+
+const GPU: Device = Device::cuda(0);
+
+/// Values with signs, fractions and a zero, as `dtype`, in `shape`.
+fn sample(shape: &[i64], dtype: ScalarType, seed: i64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| (((i * 7 + seed * 13) % 23) - 11) as f64 * 0.375).collect();
+    let t = Tensor::from_vec(v, shape).unwrap();
+    ops::_to_copy(&t, Some(dtype), None, None, None, false, None).unwrap()
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap()
+}
+
+/// Same shape, dtype and values (NaN equal to NaN), `rel` relative tolerance.
+fn assert_close(got: &Tensor, want: &Tensor, rel: f64, what: &str) {
+    assert_eq!(got.sizes(), want.sizes(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    for (i, (g, w)) in values(got).iter().zip(values(want)).enumerate() {
+        let ok = g == &w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1e-30);
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn to_device_round_trips_every_dtype() {
+    setup();
+    for dt in [
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::F16,
+        ScalarType::BF16,
+        ScalarType::U8,
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::Bool,
+    ] {
+        let cpu = sample(&[3, 5], dt, 1);
+        let gpu = cpu.cuda(0).unwrap();
+        assert_eq!(gpu.device(), GPU);
+        assert_eq!(gpu.dtype(), dt);
+        assert_eq!(gpu.sizes(), &[3, 5]);
+        let back = gpu.cpu().unwrap();
+        assert!(back.device().is_cpu());
+        assert_close(&back, &cpu, 0.0, &format!("round trip {dt}"));
+        // `to` on the same device is the tensor itself; `to_vec` copies through the device kernel.
+        assert!(gpu.to_device(GPU).unwrap().is_same(&gpu));
+        assert_eq!(gpu.to_vec::<f64>().unwrap(), values(&cpu));
+    }
+}
+
+#[test]
+fn copies_convert_and_follow_strides_in_every_direction() {
+    setup();
+    let src = sample(&[4, 6], ScalarType::F64, 2);
+    // Host to a transposed device view, with a conversion to f32.
+    let dst = ops::zeros(&[6, 4], Some(ScalarType::F32), None, Some(GPU), None).unwrap();
+    let dst_t = ops::transpose(&dst, 0, 1).unwrap();
+    ops::copy_(&dst_t, &src, false).unwrap();
+    let want =
+        ops::_to_copy(&ops::transpose(&src, 0, 1).unwrap(), Some(ScalarType::F32), None, None, None, false, None)
+            .unwrap();
+    assert_close(&dst.cpu().unwrap(), &want, 0.0, "H2D strided");
+
+    // Device (a column slice, non-contiguous) to a strided host view, converting to i32.
+    let gsrc = src.cuda(0).unwrap();
+    let col = ops::slice(&gsrc, 1, Some(1), Some(5), 2).unwrap();
+    let host = ops::zeros(&[2, 4], Some(ScalarType::I32), None, None, None).unwrap();
+    let host_t = ops::transpose(&host, 0, 1).unwrap();
+    ops::copy_(&host_t, &col, false).unwrap();
+    let want = ops::_to_copy(
+        &ops::slice(&src, 1, Some(1), Some(5), 2).unwrap(),
+        Some(ScalarType::I32),
+        None,
+        None,
+        None,
+        false,
+        None,
+    )
+    .unwrap();
+    assert_close(&ops::transpose(&host, 0, 1).unwrap(), &want, 0.0, "D2H strided");
+
+    // Broadcasting a row into a device matrix, within the device, f64 -> f16.
+    let row = ops::slice(&gsrc, 0, Some(2), Some(3), 1).unwrap();
+    let m = ops::empty(&[3, 6], Some(ScalarType::F16), None, Some(GPU), None, None).unwrap();
+    ops::copy_(&m, &row, false).unwrap();
+    let cpu_m = ops::empty(&[3, 6], Some(ScalarType::F16), None, None, None, None).unwrap();
+    ops::copy_(&cpu_m, &ops::slice(&src, 0, Some(2), Some(3), 1).unwrap(), false).unwrap();
+    assert_close(&m.cpu().unwrap(), &cpu_m, 0.0, "D2D broadcast");
+
+    // Between the two emulated devices.
+    if kernels_cuda::runtime::device_count() > 1 {
+        let on1 = gsrc.cuda(1).unwrap();
+        assert_eq!(on1.device(), Device::cuda(1));
+        assert_close(&on1.cpu().unwrap(), &src, 0.0, "peer copy");
+        let t1 = ops::transpose(&on1, 0, 1).unwrap();
+        let back = ops::empty(&[6, 4], Some(ScalarType::I64), None, Some(GPU), None, None).unwrap();
+        ops::copy_(&back, &t1, false).unwrap();
+        let want =
+            ops::_to_copy(&ops::transpose(&src, 0, 1).unwrap(), Some(ScalarType::I64), None, None, None, false, None)
+                .unwrap();
+        assert_close(&back.cpu().unwrap(), &want, 0.0, "peer strided");
+    }
+
+    // A source that cannot broadcast is an error, and nothing is written.
+    let e = ops::copy_(&dst, &ops::zeros(&[5], None, None, None, None).unwrap(), false).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+}
+
+#[test]
+fn factories_create_on_the_device() {
+    setup();
+    let z = ops::zeros(&[2, 3], Some(ScalarType::I64), None, Some(GPU), None).unwrap();
+    assert_eq!((z.device(), z.dtype()), (GPU, ScalarType::I64));
+    assert_eq!(z.to_vec::<i64>().unwrap(), vec![0; 6]);
+    let o = ops::ones(&[4], None, None, Some(GPU), None).unwrap();
+    assert_eq!((o.device(), o.dtype()), (GPU, ScalarType::F32));
+    assert_eq!(o.to_vec::<f32>().unwrap(), vec![1.0; 4]);
+    let f = ops::full(&[2, 2], Scalar::Float(2.5), None, None, Some(GPU), None).unwrap();
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![2.5; 4]);
+    let fb = ops::full(&[3], Scalar::Bool(true), None, None, Some(GPU), None).unwrap();
+    assert_eq!((fb.dtype(), fb.to_vec::<bool>().unwrap()), (ScalarType::Bool, vec![true; 3]));
+    let like = ops::full_like(&o, Scalar::Int(-3), Some(ScalarType::I8), None, None, None, None).unwrap();
+    assert_eq!((like.device(), like.to_vec::<i8>().unwrap()), (GPU, vec![-3i8; 4]));
+    let zl = ops::zeros_like(&sample(&[3], ScalarType::F64, 0), None, None, Some(GPU), None, None).unwrap();
+    assert_eq!((zl.device(), zl.to_vec::<f64>().unwrap()), (GPU, vec![0.0; 3]));
+    // fill_ on a strided view writes only the view's elements.
+    let m = ops::zeros(&[3, 4], None, None, Some(GPU), None).unwrap();
+    ops::fill_(&ops::slice(&m, 1, Some(0), Some(4), 2).unwrap(), Scalar::Float(7.0)).unwrap();
+    assert_eq!(m.to_vec::<f32>().unwrap(), [7.0, 0.0, 7.0, 0.0].repeat(3));
+    // The value must fit the dtype, as on the CPU.
+    let e = ops::fill_(&ops::zeros(&[2], Some(ScalarType::U8), None, Some(GPU), None).unwrap(), Scalar::Int(300))
+        .unwrap_err();
+    let c =
+        ops::fill_(&ops::zeros(&[2], Some(ScalarType::U8), None, None, None).unwrap(), Scalar::Int(300)).unwrap_err();
+    assert_eq!(e.to_string(), c.to_string());
+    // Factories without a CUDA kernel say so instead of touching device memory from the CPU.
+    let e = ops::arange(Scalar::Int(5), None, None, Some(GPU), None).unwrap_err().to_string();
+    assert!(e.contains("CUDA"), "{e}");
+}
+
+type Binary = fn(&Tensor, &Tensor) -> c10::Result<Tensor>;
+
+#[test]
+fn binary_operators_broadcast_and_promote_like_the_cpu() {
+    setup();
+    let ops_: [(&str, Binary); 8] = [
+        ("add", |a, b| ops::add(a, b, Scalar::Int(2))),
+        ("sub", |a, b| ops::sub(a, b, Scalar::Int(1))),
+        ("mul", ops::mul),
+        ("div", ops::div),
+        ("maximum", ops::maximum),
+        ("minimum", ops::minimum),
+        ("add_float_alpha", |a, b| ops::add(a, b, Scalar::Float(0.5))),
+        ("add_cpu_scalar", |a, _| ops::add_scalar(a, Scalar::Float(1.25), Scalar::Int(1))),
+    ];
+    let dtypes = [
+        (ScalarType::F32, ScalarType::F32),
+        (ScalarType::F64, ScalarType::F32),
+        (ScalarType::I32, ScalarType::I64),
+        (ScalarType::I64, ScalarType::F16),
+        (ScalarType::BF16, ScalarType::BF16),
+        (ScalarType::U8, ScalarType::I8),
+    ];
+    for (da, db) in dtypes {
+        // a: [4, 1, 3] transposed from [3, 1, 4]; b: [5, 1] broadcast along the other dims.
+        let a = ops::permute(&sample(&[3, 1, 4], da, 3), &[2, 1, 0]).unwrap();
+        let b = sample(&[5, 1], db, 4);
+        let (ga, gb) = (a.cuda(0).unwrap(), b.cuda(0).unwrap());
+        for (name, f) in ops_ {
+            let int_alpha_float = name == "add_float_alpha" && !(da.is_floating_point() || db.is_floating_point());
+            let want = f(&a, &b);
+            let got = f(&ga, &gb);
+            match (want, got) {
+                (Ok(w), Ok(g)) => {
+                    assert_eq!(g.device(), GPU, "{name}");
+                    let rel = if w.dtype() == ScalarType::F16 || w.dtype() == ScalarType::BF16 { 1e-2 } else { 1e-6 };
+                    assert_close(&g.cpu().unwrap(), &w, rel, &format!("{name}({da}, {db})"));
+                }
+                (Err(w), Err(g)) => {
+                    assert!(int_alpha_float || name == "div", "{name}({da}, {db}) failed on both: {w}");
+                    assert_eq!(std::mem::discriminant(&w), std::mem::discriminant(&g), "{name}: {w} vs {g}");
+                }
+                (w, g) => panic!("{name}({da}, {db}): cpu {w:?}, cuda {g:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn in_place_and_out_variants_write_the_given_tensor() {
+    setup();
+    let a = sample(&[4, 6], ScalarType::F32, 5);
+    let b = sample(&[6], ScalarType::F32, 6);
+    let ga = a.cuda(0).unwrap();
+    // In place on a strided view: only the view changes.
+    let view = ops::slice(&ga, 1, Some(0), Some(6), 2).unwrap();
+    let cpu_view = ops::slice(&a, 1, Some(0), Some(6), 2).unwrap();
+    let bb = ops::slice(&b, 0, Some(0), Some(3), 1).unwrap();
+    ops::mul_(&view, &bb.cuda(0).unwrap()).unwrap();
+    ops::mul_(&cpu_view, &bb).unwrap();
+    assert_close(&ga.cpu().unwrap(), &a, 0.0, "mul_ on a view");
+    // out= of another dtype: computed in the common dtype, then cast into out.
+    let out = ops::empty(&[4, 6], Some(ScalarType::F64), None, Some(GPU), None, None).unwrap();
+    ops::add_out(&ga, &b.cuda(0).unwrap(), Scalar::Int(1), &out).unwrap();
+    let want = ops::add(&a, &b, Scalar::Int(1)).unwrap();
+    let want = ops::_to_copy(&want, Some(ScalarType::F64), None, None, None, false, None).unwrap();
+    assert_close(&out.cpu().unwrap(), &want, 0.0, "add.out f64");
+    // An unsafe cast into out is the CPU's error.
+    let iout = ops::empty(&[4, 6], Some(ScalarType::I32), None, Some(GPU), None, None).unwrap();
+    let e = ops::add_out(&ga, &ga, Scalar::Int(1), &iout).unwrap_err();
+    assert!(matches!(e, Error::UnsafeCast { .. }), "{e:?}");
+}
+
+#[test]
+fn comparisons_give_bool_tensors() {
+    setup();
+    let a = sample(&[3, 4], ScalarType::F32, 7);
+    let b = sample(&[4], ScalarType::I64, 8);
+    let (ga, gb) = (a.cuda(0).unwrap(), b.cuda(0).unwrap());
+    let fs: [(&str, Binary); 6] =
+        [("eq", ops::eq), ("ne", ops::ne), ("lt", ops::lt), ("le", ops::le), ("gt", ops::gt), ("ge", ops::ge)];
+    for (name, f) in fs {
+        let g = f(&ga, &gb).unwrap();
+        assert_eq!((g.device(), g.dtype()), (GPU, ScalarType::Bool), "{name}");
+        assert_close(&g.cpu().unwrap(), &f(&a, &b).unwrap(), 0.0, name);
+    }
+    let g = ops::lt_scalar(&ga, Scalar::Float(0.5)).unwrap();
+    assert_close(&g.cpu().unwrap(), &ops::lt_scalar(&a, Scalar::Float(0.5)).unwrap(), 0.0, "lt.Scalar");
+}
+
+type Unary = fn(&Tensor) -> c10::Result<Tensor>;
+
+#[test]
+fn unary_operators_match_the_cpu() {
+    setup();
+    let fs: [(&str, Unary); 10] = [
+        ("neg", ops::neg),
+        ("abs", ops::abs),
+        ("exp", ops::exp),
+        ("log", ops::log),
+        ("sqrt", ops::sqrt),
+        ("sin", ops::sin),
+        ("cos", ops::cos),
+        ("tanh", ops::tanh),
+        ("sigmoid", ops::sigmoid),
+        ("relu", ops::relu),
+    ];
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16, ScalarType::I32, ScalarType::I64] {
+        let a = ops::transpose(&sample(&[5, 3], dt, 9), 0, 1).unwrap();
+        let ga = a.cuda(0).unwrap();
+        for (name, f) in fs {
+            let (w, g) = (f(&a).unwrap(), f(&ga).unwrap());
+            assert_eq!(g.device(), GPU);
+            // Transcendentals may differ in the last place between libm implementations.
+            let rel = match w.dtype() {
+                ScalarType::F16 | ScalarType::BF16 => 1e-2,
+                ScalarType::F32 => 1e-6,
+                _ => 1e-14,
+            };
+            assert_close(&g.cpu().unwrap(), &w, rel, &format!("{name}({dt})"));
+        }
+    }
+    // In place.
+    let a = sample(&[7], ScalarType::F32, 10);
+    let ga = a.cuda(0).unwrap();
+    ops::relu_(&ga).unwrap();
+    assert_close(&ga.cpu().unwrap(), &ops::relu(&a).unwrap(), 0.0, "relu_");
+}
+
+#[test]
+fn errors_are_values_with_the_cpus_kinds() {
+    setup();
+    let ga = sample(&[3], ScalarType::F32, 1).cuda(0).unwrap();
+    // Tensors on two devices (a CPU tensor with dims is not a scalar).
+    let e = ops::add(&ga, &sample(&[3], ScalarType::F32, 2), Scalar::Int(1)).unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
+    if kernels_cuda::runtime::device_count() > 1 {
+        let e = ops::mul(&ga, &ga.cuda(1).unwrap()).unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
+    }
+    // A dtype without a CUDA kernel, an operator without one, a rounding mode without one.
+    let gb = ops::full(&[3], Scalar::Bool(true), None, None, Some(GPU), None).unwrap();
+    assert!(matches!(ops::relu(&gb).unwrap_err(), Error::UnsupportedDtype { .. }));
+    let e = ops::neg(&gb).unwrap_err().to_string();
+    assert!(e.contains("Negation, the `-` operator, on a bool tensor is not supported"), "{e}");
+    let e = ops::cumsum(&ga, 0, None).unwrap_err().to_string();
+    assert!(e.contains("CUDA"), "{e}");
+    let e = ops::div_tensor_mode(&ga, &ga, Some("floor")).unwrap_err();
+    assert!(matches!(e, Error::NotImplemented { .. }), "{e:?}");
+    // The tensors are intact after the errors.
+    assert_eq!(ga.to_vec::<f64>().unwrap(), values(&sample(&[3], ScalarType::F32, 1)));
+}
+
+#[test]
+fn reductions_over_any_dims_match_the_cpu() {
+    setup();
+    // [4, 3, 5] seen through a permutation, so the reduced dims are strided.
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16, ScalarType::I32, ScalarType::I64] {
+        let a = ops::permute(&sample(&[5, 4, 3], dt, 11), &[1, 2, 0]).unwrap();
+        let ga = a.cuda(0).unwrap();
+        let rel = match dt {
+            ScalarType::F16 | ScalarType::BF16 => 1e-2,
+            ScalarType::F32 => 1e-5,
+            _ => 1e-12,
+        };
+        for dims in [vec![], vec![0], vec![1], vec![2], vec![0, 2], vec![-1, -2], vec![0, 1, 2]] {
+            for keepdim in [false, true] {
+                let what = format!("{dt} dims {dims:?} keepdim {keepdim}");
+                let d = if dims.is_empty() { None } else { Some(&dims[..]) };
+                let (w, g) = (
+                    ops::sum_dim_intlist(&a, d, keepdim, None).unwrap(),
+                    ops::sum_dim_intlist(&ga, d, keepdim, None).unwrap(),
+                );
+                assert_close(&g.cpu().unwrap(), &w, rel, &format!("sum {what}"));
+                if dt.is_floating_point() {
+                    let (w, g) =
+                        (ops::mean_dim(&a, d, keepdim, None).unwrap(), ops::mean_dim(&ga, d, keepdim, None).unwrap());
+                    assert_close(&g.cpu().unwrap(), &w, rel, &format!("mean {what}"));
+                }
+                if dims.len() > 1 {
+                    let (w, g) = (ops::amax(&a, &dims, keepdim).unwrap(), ops::amax(&ga, &dims, keepdim).unwrap());
+                    assert_close(&g.cpu().unwrap(), &w, 0.0, &format!("amax {what}"));
+                }
+            }
+        }
+        for dim in [0i64, 1, 2] {
+            let (w, g) = (ops::prod(&a, dim, false, None).unwrap(), ops::prod(&ga, dim, false, None).unwrap());
+            assert_close(&g.cpu().unwrap(), &w, rel, &format!("prod {dt} {dim}"));
+            let ((wv, wi), (gv, gi)) = (ops::max_dim(&a, dim, true).unwrap(), ops::max_dim(&ga, dim, true).unwrap());
+            assert_close(&gv.cpu().unwrap(), &wv, 0.0, &format!("max values {dt} {dim}"));
+            assert_close(&gi.cpu().unwrap(), &wi, 0.0, &format!("max indices {dt} {dim}"));
+            let ((wv, wi), (gv, gi)) = (ops::min_dim(&a, dim, false).unwrap(), ops::min_dim(&ga, dim, false).unwrap());
+            assert_close(&gv.cpu().unwrap(), &wv, 0.0, &format!("min values {dt} {dim}"));
+            assert_close(&gi.cpu().unwrap(), &wi, 0.0, &format!("min indices {dt} {dim}"));
+            let (w, g) = (ops::argmax(&a, Some(dim), false).unwrap(), ops::argmax(&ga, Some(dim), false).unwrap());
+            assert_close(&g.cpu().unwrap(), &w, 0.0, &format!("argmax {dt} {dim}"));
+        }
+        let (w, g) = (ops::argmin(&a, None, false).unwrap(), ops::argmin(&ga, None, false).unwrap());
+        assert_close(&g.cpu().unwrap(), &w, 0.0, &format!("argmin {dt}"));
+        let (w, g) = (ops::sum(&a, Some(ScalarType::F64)).unwrap(), ops::sum(&ga, Some(ScalarType::F64)).unwrap());
+        assert_close(&g.cpu().unwrap(), &w, 1e-12, &format!("sum to f64 {dt}"));
+    }
+}
+
+#[test]
+fn reductions_handle_ties_nan_large_rows_and_empty_inputs() {
+    setup();
+    // Ties: the first index; NaN: propagates with the first NaN's index.
+    let t = Tensor::from_vec(vec![1.0f32, 3.0, 3.0, -1.0, f32::NAN, 2.0, f32::NAN, 0.0], &[2, 4]).unwrap();
+    let (v, i) = ops::max_dim(&t.cuda(0).unwrap(), 1, false).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 0]);
+    let v = v.to_vec::<f32>().unwrap();
+    assert_eq!(v[0], 3.0);
+    assert!(v[1].is_nan());
+    // A row longer than a block, with a tie between threads far apart.
+    let n = 5000;
+    let mut x = vec![0.0f64; n];
+    x[4321] = 9.0;
+    x[300] = 9.0;
+    let g = Tensor::from_vec(x, &[n as i64]).unwrap().cuda(0).unwrap();
+    assert_eq!(ops::argmax(&g, None, false).unwrap().item::<i64>().unwrap(), 300);
+    assert_eq!(ops::sum(&g, None).unwrap().item::<f64>().unwrap(), 18.0);
+    // Integer sums wrap in int64 and give int64 for narrower inputs.
+    let ints = Tensor::from_vec(vec![i32::MAX, i32::MAX, 5], &[3]).unwrap().cuda(0).unwrap();
+    let s = ops::sum(&ints, None).unwrap();
+    assert_eq!((s.dtype(), s.item::<i64>().unwrap()), (ScalarType::I64, 2 * i32::MAX as i64 + 5));
+    // Empty reductions: sum 0, prod 1, mean NaN; max over an empty dim is the CPU's error.
+    let e = ops::zeros(&[3, 0], None, None, Some(GPU), None).unwrap();
+    assert_eq!(ops::sum_dim_intlist(&e, Some(&[1]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    assert_eq!(ops::prod(&e, 1, false, None).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    assert!(ops::mean(&e, None).unwrap().item::<f32>().unwrap().is_nan());
+    let (ge, ce) = (ops::max_dim(&e, 1, false).unwrap_err(), ops::max_dim(&e.cpu().unwrap(), 1, false).unwrap_err());
+    assert_eq!(ge.to_string(), ce.to_string());
+    assert_eq!(ops::sum_dim_intlist(&e, Some(&[0]), false, None).unwrap().sizes(), &[0]);
+}
+
+#[test]
+fn softmax_and_log_softmax_match_the_cpu() {
+    setup();
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16] {
+        let a = ops::transpose(&sample(&[6, 3, 4], dt, 12), 0, 2).unwrap();
+        let ga = a.cuda(0).unwrap();
+        let rel = match dt {
+            ScalarType::F16 | ScalarType::BF16 => 2e-2,
+            ScalarType::F32 => 1e-5,
+            _ => 1e-12,
+        };
+        for dim in [0i64, 1, -1] {
+            let (w, g) = (ops::softmax(&a, dim, None).unwrap(), ops::softmax(&ga, dim, None).unwrap());
+            assert_close(&g.cpu().unwrap(), &w, rel, &format!("softmax {dt} {dim}"));
+            let (w, g) = (ops::log_softmax(&a, dim, None).unwrap(), ops::log_softmax(&ga, dim, None).unwrap());
+            assert_close(&g.cpu().unwrap(), &w, rel, &format!("log_softmax {dt} {dim}"));
+        }
+    }
+    // A row longer than a block; -inf entries; an integer input is the CPU's error.
+    let mut x: Vec<f32> = (0..3000).map(|i| (i % 17) as f32 * 0.25).collect();
+    x[7] = f32::NEG_INFINITY;
+    let t = Tensor::from_vec(x, &[1, 3000]).unwrap();
+    let (w, g) = (ops::softmax(&t, 1, None).unwrap(), ops::softmax(&t.cuda(0).unwrap(), 1, None).unwrap());
+    assert_close(&g.cpu().unwrap(), &w, 1e-5, "long softmax");
+    let i = sample(&[3], ScalarType::I64, 0);
+    let (ce, ge) = (ops::softmax(&i, 0, None).unwrap_err(), ops::softmax(&i.cuda(0).unwrap(), 0, None).unwrap_err());
+    assert_eq!(ce.to_string(), ge.to_string());
+}
