@@ -658,15 +658,20 @@ pub trait Module: Send + Sync {
         self.apply_tensors(&mut |t| if t.is_floating_point() { t.to(dtype) } else { Ok(t.clone()) })
     }
 
-    /// `module.to(device)`.
+    /// `module.to(device)`: every parameter and buffer (and every parameter's `.grad`) on
+    /// `device`; tensors already there are kept as they are.
     fn to_device(&mut self, device: Device) -> Result<()> {
-        self.apply_tensors(&mut |t| {
-            if t.device() == device {
-                Ok(t.clone())
-            } else {
-                aten::ops::_to_copy(t, None, None, Some(device), None, false, None)
-            }
-        })
+        self.apply_tensors(&mut |t| t.to_device(device))
+    }
+
+    /// `module.cuda()`: [`Module::to_device`] with the current CUDA device.
+    fn cuda(&mut self) -> Result<()> {
+        self.to_device(Device::new(c10::DeviceType::Cuda, -1))
+    }
+
+    /// `module.cpu()`: [`Module::to_device`] with the CPU.
+    fn cpu(&mut self) -> Result<()> {
+        self.to_device(Device::CPU)
     }
 
     /// `register_forward_pre_hook`: `hook(input)` runs before `forward` when the module is
