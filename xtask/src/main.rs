@@ -4,6 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+// Links the CUDA backend, whose registrar adds its kernels (and, with the `cuda` feature, its
+// allocator) at the dispatcher's first use.
+use kernels_cuda as _;
 
 mod bench;
 mod codegen_cmd;

@@ -14,7 +14,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aten::IValue;
+use aten::{IValue, Tensor};
+use c10::Device;
 
 mod args;
 mod cases;
@@ -46,6 +47,35 @@ pub struct Args {
     /// Rewrites the --ratchet file with the cases that pass.
     #[arg(long, requires = "ratchet")]
     pub update_ratchet: bool,
+    /// The device to run on (`cpu`, `cuda`, `cuda:N`): tensor arguments are moved there, the
+    /// operator runs there and its results are compared on the CPU. A case whose operator (or
+    /// dtype) has no kernel for the device runs on the CPU instead and is counted in the
+    /// `device:` line.
+    #[arg(long, default_value = "cpu", value_parser = parse_device)]
+    pub device: Device,
+}
+
+/// Parses `--device`.
+fn parse_device(s: &str) -> Result<Device, String> {
+    match s {
+        "cpu" => Ok(Device::CPU),
+        "cuda" => Ok(Device::cuda(0)),
+        _ => s
+            .strip_prefix("cuda:")
+            .and_then(|i| i.parse::<i8>().ok())
+            .filter(|i| *i >= 0)
+            .map(Device::cuda)
+            .ok_or_else(|| format!("expected cpu, cuda or cuda:N, got {s:?}")),
+    }
+}
+
+/// Where a case's operator ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// On the requested device (the CPU when that is the device).
+    Device,
+    /// On the CPU, because the device has no kernel for the operator or its dtypes.
+    Fallback,
 }
 
 /// How one case ended.
@@ -77,6 +107,8 @@ pub struct Report {
     pub all_ids: Vec<String>,
     /// Case id, outcome and gradient status of the cases that ran.
     pub results: Vec<(String, Outcome, GradStatus)>,
+    /// Where each case that ran was executed (parallel to `results`).
+    pub placements: Vec<Placement>,
 }
 
 impl Report {
@@ -108,6 +140,13 @@ impl Report {
         }
     }
 
+    /// The `device:` line of a run on another device than the CPU.
+    pub fn device_line(&self, device: Device) -> String {
+        let on = self.placements.iter().filter(|p| **p == Placement::Device).count();
+        let name = device.ty.name();
+        format!("device: {on} on {name}, {} without a {name} kernel", self.placements.len() - on)
+    }
+
     /// The final `ops:` line.
     pub fn ops_line(&self) -> String {
         format!("ops: {} passed, {} failed", self.passed(), self.failed())
@@ -121,8 +160,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Some(path) => Some(read_ratchet(path, a.update_ratchet)?),
         None => None,
     };
+    if !a.device.is_cpu() {
+        check_device(a.device)?;
+    }
     let mut out = std::io::stdout().lock();
-    let report = run_dir(&a.dir, a.filter.as_deref(), &mut out)?;
+    let report = run_dir_on(&a.dir, a.filter.as_deref(), a.device, &mut out)?;
     let (Some(path), Some(listed)) = (&a.ratchet, listed) else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -156,25 +198,55 @@ fn selected(id: &str, filter: Option<&str>) -> bool {
     filter.is_none_or(|f| id.contains(f))
 }
 
-/// Reads `dir/cases.json` and `dir/tensors.safetensors` and runs the cases (see [`run_cases`]).
+/// Whether `device` can hold tensors in this build, with the way to get it when not.
+fn check_device(device: Device) -> Result<(), String> {
+    // The backends register their allocators at the dispatcher's first use.
+    let _ = aten::dispatcher();
+    if c10::allocator::get_allocator(device.ty).is_err() {
+        return Err(format!(
+            "--device {device}: this xtask has no {} backend; build it with `--features cuda` \
+             (`cargo run -p xtask --features cuda -- parity ...`, with TORCH_CUDA_DRIVER=emulator on a machine without a GPU)",
+            device.ty.name()
+        ));
+    }
+    let probe =
+        aten::ops::zeros(&[1], None, None, Some(device), None).map_err(|e| format!("--device {device}: {e}"))?;
+    drop(probe);
+    Ok(())
+}
+
+/// Reads `dir/cases.json` and `dir/tensors.safetensors` and runs the cases on the CPU (see
+/// [`run_cases`]).
+#[cfg(test)]
 pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<Report, String> {
+    run_dir_on(dir, filter, Device::CPU, out)
+}
+
+/// [`run_dir`] on `device`.
+pub fn run_dir_on(dir: &Path, filter: Option<&str>, device: Device, out: &mut dyn Write) -> Result<Report, String> {
     let cases = cases::load_cases(&dir.join("cases.json"))?;
-    run_cases(dir, &cases, filter, out)
+    run_cases(dir, &cases, filter, device, out)
 }
 
 /// Runs the cases whose id contains `filter` against `dir/tensors.safetensors`, writing a
 /// `FAIL` line per failing case as it happens, then the `grads:` and `ops:` summary lines.
 /// Errors only when the tensor file cannot be read or the output cannot be written.
-fn run_cases(dir: &Path, cases: &[Case], filter: Option<&str>, out: &mut dyn Write) -> Result<Report, String> {
+fn run_cases(
+    dir: &Path,
+    cases: &[Case],
+    filter: Option<&str>,
+    device: Device,
+    out: &mut dyn Write,
+) -> Result<Report, String> {
     let path = dir.join("tensors.safetensors");
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let store = TensorStore::new(&path, &bytes)?;
     let write_err = |e: std::io::Error| format!("writing the report: {e}");
-    let mut report = Report { all_ids: cases.iter().map(|c| c.id.clone()).collect(), results: Vec::new() };
+    let mut report = Report { all_ids: cases.iter().map(|c| c.id.clone()).collect(), ..Default::default() };
     {
         let _quiet = panics::QuietPanics::install();
         for case in cases.iter().filter(|c| selected(&c.id, filter)) {
-            let (outcome, grads) = run_case(case, &store);
+            let (outcome, grads, placement) = run_case(case, &store, device);
             if let Outcome::Fail(reason) = &outcome {
                 writeln!(out, "FAIL {}: {reason}", case.id).map_err(write_err)?;
             }
@@ -182,9 +254,13 @@ fn run_cases(dir: &Path, cases: &[Case], filter: Option<&str>, out: &mut dyn Wri
                 writeln!(out, "FAIL-GRAD {}: {reason}", case.id).map_err(write_err)?;
             }
             report.results.push((case.id.clone(), outcome, grads));
+            report.placements.push(placement);
         }
     }
     writeln!(out, "{}", report.grads_line()).map_err(write_err)?;
+    if !device.is_cpu() {
+        writeln!(out, "{}", report.device_line(device)).map_err(write_err)?;
+    }
     writeln!(out, "{}", report.ops_line()).map_err(write_err)?;
     Ok(report)
 }
@@ -194,30 +270,105 @@ fn one_line(s: &str) -> String {
     s.trim().lines().map(str::trim).collect::<Vec<_>>().join(" | ")
 }
 
-/// Runs one case under [`panics::catch`]: the values first, then (if they pass) the gradients.
-fn run_case(case: &Case, store: &TensorStore<'_>) -> (Outcome, GradStatus) {
+/// Runs one case under [`panics::catch`]: the values first, then (if they pass) the gradients,
+/// on `device` when it has the kernels, else on the CPU.
+fn run_case(case: &Case, store: &TensorStore<'_>, device: Device) -> (Outcome, GradStatus, Placement) {
     let unchecked = if case.grad.is_some() { GradStatus::NotRun } else { GradStatus::None };
-    let (resolved, n_outputs) = match panics::catch(|| check_values(case, store)) {
+    let mut placement = Placement::Device;
+    let checked = panics::catch(|| check_values(case, store, device, &mut placement));
+    let (resolved, n_outputs) = match checked {
         Ok(Some(call)) => call,
-        Ok(None) => return (Outcome::Pass, GradStatus::None),
-        Err(reason) => return (Outcome::Fail(one_line(&reason)), unchecked),
+        Ok(None) => return (Outcome::Pass, GradStatus::None, placement),
+        Err(reason) => return (Outcome::Fail(one_line(&reason)), unchecked, placement),
     };
-    match panics::catch(|| Ok(grad::check_grad(case, &resolved, n_outputs, Some(store)))) {
-        Ok(None) => (Outcome::Pass, unchecked),
-        Ok(Some(Ok(()))) => (Outcome::Pass, GradStatus::Passed),
-        Ok(Some(Err(reason))) | Err(reason) => (Outcome::Pass, GradStatus::Failed(one_line(&reason))),
+    let grads = |args: &ResolvedArgs| match panics::catch(|| Ok(grad::check_grad(case, args, n_outputs, Some(store)))) {
+        Ok(r) => r,
+        Err(reason) => Some(Err(grad::GradError::Check(reason))),
+    };
+    let mut result = grads(&resolved);
+    if let Some(Err(grad::GradError::Call(e))) = &result {
+        // A backward without a device kernel: the gradients are checked on the CPU instead.
+        if lacks_device_kernel(e, device) && !device.is_cpu() {
+            placement = Placement::Fallback;
+            result = match args_on(&resolved, Device::CPU) {
+                Ok(cpu) => grads(&cpu),
+                Err(e) => Some(Err(grad::GradError::Check(e))),
+            };
+        }
+    }
+    let status = match result {
+        None => unchecked,
+        Some(Ok(())) => GradStatus::Passed,
+        Some(Err(e)) => GradStatus::Failed(one_line(&e.to_string())),
+    };
+    (Outcome::Pass, status, placement)
+}
+
+/// `v` with every tensor in it moved to `device`.
+fn value_on(v: &IValue, device: Device) -> Result<IValue, String> {
+    let to = |t: &Tensor| t.to_device(device).map_err(|e| format!("moving an argument to {device}: {e}"));
+    Ok(match v {
+        IValue::Tensor(t) => IValue::Tensor(to(t)?),
+        IValue::TensorList(ts) => IValue::TensorList(ts.iter().map(to).collect::<Result<_, _>>()?),
+        IValue::OptionalTensorList(ts) => {
+            IValue::OptionalTensorList(ts.iter().map(|t| t.as_ref().map(to).transpose()).collect::<Result<_, _>>()?)
+        }
+        other => other.clone(),
+    })
+}
+
+/// The arguments with every tensor moved to `device`.
+fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
+    Ok(ResolvedArgs {
+        positional: r.positional.iter().map(|v| value_on(v, device)).collect::<Result<_, _>>()?,
+        kwargs: r.kwargs.iter().map(|(k, v)| Ok((k.clone(), value_on(v, device)?))).collect::<Result<_, String>>()?,
+    })
+}
+
+/// Whether a call on a device failed only because the device lacks a kernel (for the operator,
+/// one it calls, or the dtype): the case then runs on the CPU.
+fn lacks_device_kernel(e: &c10::Error, device: Device) -> bool {
+    let name = device.ty.name();
+    match e {
+        c10::Error::MissingKernel { key, .. } => key.to_lowercase().contains(name),
+        c10::Error::NotImplemented { msg, .. } => msg.contains(&format!("there is no {name} kernel")),
+        c10::Error::UnsupportedDtype { .. } => true,
+        _ => false,
     }
 }
 
 /// Looks up the operator, builds the stack, calls, and checks the returns against the expected
 /// tensors, or that the call failed for an `expect_error` case (then `Ok(None)`). Returns the
 /// resolved arguments and the number of returned values for the gradient check.
-fn check_values(case: &Case, store: &TensorStore<'_>) -> Result<Option<(ResolvedArgs, usize)>, String> {
+fn check_values(
+    case: &Case,
+    store: &TensorStore<'_>,
+    device: Device,
+    placement: &mut Placement,
+) -> Result<Option<(ResolvedArgs, usize)>, String> {
     let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
-    let resolved = resolve_args(&schema, &case.args, &case.kwargs, &load)?;
-    let mut stack = fill_stack(&schema, resolved.clone())?;
-    let result = op.call_boxed(&mut stack);
+    let mut resolved = resolve_args(&schema, &case.args, &case.kwargs, &load)?;
+    let mut attempt = None;
+    if !device.is_cpu() {
+        let moved = args_on(&resolved, device)?;
+        let mut stack = fill_stack(&schema, moved.clone())?;
+        match op.call_boxed(&mut stack) {
+            Err(e) if lacks_device_kernel(&e, device) => *placement = Placement::Fallback,
+            result => {
+                resolved = moved;
+                attempt = Some((stack, result));
+            }
+        }
+    }
+    let (stack, result) = match attempt {
+        Some(a) => a,
+        None => {
+            let mut stack = fill_stack(&schema, resolved.clone())?;
+            let result = op.call_boxed(&mut stack);
+            (stack, result)
+        }
+    };
     if case.expect_error {
         return match result {
             Ok(()) => Err("expected an error, but the call succeeded".to_string()),
@@ -256,7 +407,8 @@ fn check_outputs(
             return Err(format!("output {i}: returned {}, expected a tensor", value.kind()));
         };
         let expected = store.tensor(key, false)?;
-        compare_tensors(ours, &expected, tol).map_err(|e| format!("output {i}: {e}"))?;
+        let ours = ours.cpu().map_err(|e| format!("output {i}: copying it to the CPU: {e}"))?;
+        compare_tensors(&ours, &expected, tol).map_err(|e| format!("output {i}: {e}"))?;
     }
     Ok(())
 }

@@ -78,14 +78,39 @@ pub fn check_grad(
     args: &ResolvedArgs,
     n_outputs: usize,
     store: Option<&TensorStore<'_>>,
-) -> Option<Result<(), String>> {
+) -> Option<Result<(), GradError>> {
     match GradPlan::new(case, args, n_outputs)? {
-        Err(e) => Some(Err(e)),
+        Err(e) => Some(Err(GradError::Check(e))),
         Ok(plan) => store.map(|s| run_plan(case, args, &plan, s)),
     }
 }
 
-fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &TensorStore<'_>) -> Result<(), String> {
+/// Why a gradient check failed: an operator call (forward or backward) returned an error, or
+/// the check itself failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GradError {
+    /// The call's error, kept typed so a device run can tell a missing kernel from a bug.
+    Call(c10::Error),
+    /// A mismatch or a malformed case.
+    Check(String),
+}
+
+impl From<String> for GradError {
+    fn from(s: String) -> Self {
+        GradError::Check(s)
+    }
+}
+
+impl std::fmt::Display for GradError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GradError::Call(e) => write!(f, "{e}"),
+            GradError::Check(s) => f.write_str(s),
+        }
+    }
+}
+
+fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &TensorStore<'_>) -> Result<(), GradError> {
     let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     // Fresh leaves sharing the inputs' data, so nothing recorded by the value check leaks in.
     let mut leaves: Vec<(Tensor, Tensor)> = Vec::new();
@@ -111,19 +136,20 @@ fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &Tenso
         kwargs: args.kwargs.iter().map(|(k, v)| (k.clone(), swap(v))).collect(),
     };
     let mut stack = fill_stack(&schema, swapped)?;
-    op.call_boxed(&mut stack).map_err(|e| e.to_string())?;
+    op.call_boxed(&mut stack).map_err(GradError::Call)?;
     let returned = flatten_returns(stack);
     let mut outs = Vec::new();
     let mut gos = Vec::new();
     for (&i, key) in plan.spec.outputs.iter().zip(&plan.spec.grad_outputs) {
         let IValue::Tensor(t) = &returned[i] else {
-            return Err(format!("output {i} is not a tensor"));
+            return Err(format!("output {i} is not a tensor").into());
         };
         if !t.requires_grad() {
             continue;
         }
         outs.push(t.clone());
-        gos.push(Some(store.tensor(key, false)?));
+        // The output's gradient lives where the output does.
+        gos.push(Some(store.tensor(key, false)?.to_device(t.device()).map_err(GradError::Call)?));
     }
     let inputs: Vec<Tensor> = plan
         .inputs
@@ -133,13 +159,13 @@ fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &Tenso
     let grads = if outs.is_empty() {
         vec![None; inputs.len()]
     } else {
-        autograd::grad(&outs, &inputs, &gos, None, false, true).map_err(|e| e.to_string())?
+        autograd::grad(&outs, &inputs, &gos, None, false, true).map_err(GradError::Call)?
     };
     let tol = Tolerance { rtol: plan.spec.rtol, atol: plan.spec.atol };
     for (j, (g, key)) in grads.iter().zip(&plan.spec.expected).enumerate() {
         let expected = store.tensor(key, false)?;
         let ours = match g {
-            Some(g) => g.clone(),
+            Some(g) => g.cpu().map_err(GradError::Call)?,
             None => aten::ops::zeros_like(&expected, None, None, None, None, None).map_err(|e| e.to_string())?,
         };
         compare_tensors(&ours, &expected, tol).map_err(|e| format!("gradient of input {j}: {e}"))?;
@@ -184,13 +210,13 @@ mod tests {
         let mut c = case(specs.clone(), 4);
         c.kwargs = vec![("w".into(), ArgSpec::tensor("w"))];
         assert_eq!(check_grad(&c, &args, 1, None), None);
-        let e = check_grad(&c, &args, 0, None).unwrap().unwrap_err();
+        let e = check_grad(&c, &args, 0, None).unwrap().unwrap_err().to_string();
         assert!(e.contains("differentiates output 0"), "{e}");
 
         specs[1] = ArgSpec::tensor("b");
         let mut c = case(specs, 4);
         c.kwargs = vec![("w".into(), ArgSpec::tensor("w"))];
-        let e = check_grad(&c, &args, 1, None).unwrap().unwrap_err();
+        let e = check_grad(&c, &args, 1, None).unwrap().unwrap_err().to_string();
         assert!(e.contains("4 expected gradients, but the call has 5"), "{e}");
 
         let mut no_grad = case(vec![], 0);

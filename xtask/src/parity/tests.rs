@@ -277,6 +277,7 @@ fn ratchet_catches_regressions_and_updates() {
         filter: Some("add/".into()),
         ratchet: Some(file.clone()),
         update_ratchet: update,
+        device: Device::CPU,
     };
     std::fs::write(&file, "# known good\nadd/ok\nadd/wrong\n").unwrap();
     assert_eq!(run(args(false)).unwrap(), ExitCode::FAILURE);
@@ -318,4 +319,23 @@ fn unreadable_files_are_errors_naming_the_file() {
     let e = run_dir(&dir, None, &mut out).unwrap_err();
     assert!(e.contains("tensors.safetensors"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn devices_parse_and_the_device_line_counts_fallbacks() {
+    assert_eq!(parse_device("cpu").unwrap(), Device::CPU);
+    assert_eq!(parse_device("cuda").unwrap(), Device::cuda(0));
+    assert_eq!(parse_device("cuda:1").unwrap(), Device::cuda(1));
+    for bad in ["gpu", "cuda:-1", "cuda:x", ""] {
+        assert!(parse_device(bad).unwrap_err().contains("expected cpu, cuda or cuda:N"), "{bad}");
+    }
+    let report =
+        Report { placements: vec![Placement::Device, Placement::Fallback, Placement::Device], ..Default::default() };
+    assert_eq!(report.device_line(Device::cuda(0)), "device: 2 on cuda, 1 without a cuda kernel");
+    // Only errors that mean "no kernel here" send a case back to the CPU.
+    let cuda = Device::cuda(0);
+    let missing = Error::MissingKernel { op: "aten::x".into(), key: "CUDA".into(), available: "CPU".into() };
+    assert!(lacks_device_kernel(&missing, cuda));
+    assert!(!lacks_device_kernel(&Error::invalid("x", "bad argument"), cuda));
+    assert!(!lacks_device_kernel(&Error::Cuda("CUDA error: an illegal memory access".into()), cuda));
 }
