@@ -3,9 +3,10 @@
 
 use c10::{Error, Result, Scalar, ScalarType};
 
+use crate::native::cpu::loops::binary_loop;
 use crate::native::opmath::OpMath;
 use crate::native::stub;
-use crate::native::tensor_iterator::{binary_loop, TensorIterator, TensorIteratorConfig};
+use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 /// Builds the iterator of a binary op, runs `kernel`, and returns the output.

@@ -3,7 +3,8 @@
 
 use c10::{Element, Result, Scalar, ScalarType};
 
-use crate::native::tensor_iterator::{binary_loop, TensorIterator, TensorIteratorConfig};
+use crate::native::cpu::loops::binary_loop;
+use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 /// Which comparison.

@@ -3,7 +3,8 @@
 
 use c10::{Device, Element, Error, Layout, MemoryFormat, Result, ScalarType};
 
-use crate::native::tensor_iterator::{unary_loop, TensorIteratorConfig};
+use crate::native::cpu::loops::unary_loop;
+use crate::native::tensor_iterator::TensorIteratorConfig;
 use crate::Tensor;
 
 /// Writes `src` (broadcast to `dst`'s shape, converted to its dtype) into `dst`. No version

@@ -11,10 +11,9 @@
 use c10::size::{numel, try_vec_filled};
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
+use crate::native::cpu::loops::{binary_loop, ternary_loop};
 use crate::native::normalization::tensor_from_f64;
-use crate::native::tensor_iterator::{
-    binary_loop, broadcast_shapes, ternary_loop, TensorIterator, TensorIteratorConfig,
-};
+use crate::native::tensor_iterator::{broadcast_shapes, TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 /// PyTorch's `at::Reduction`.

@@ -8,8 +8,9 @@
 
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
+use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_loop};
 use crate::native::opmath::OpMath;
-use crate::native::tensor_iterator::{binary_loop, ternary_loop, unary_loop, TensorIterator, TensorIteratorConfig};
+use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 /// `out = f(x)` in f64 for floating dtypes (Note [Pointwise computation type]).

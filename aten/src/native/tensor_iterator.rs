@@ -1,6 +1,9 @@
-//! `TensorIterator`: the shared machinery of elementwise kernels — broadcasting, type promotion,
-//! output allocation that inherits the inputs' layout, dimension reordering and coalescing, and
-//! splitting the work over threads (rayon, grain 32768 elements).
+//! `TensorIterator`: the device-generic machinery of elementwise kernels — broadcasting, type
+//! promotion, output allocation on the operands' device that inherits the inputs' layout,
+//! dimension reordering and coalescing — and, on the CPU, splitting the work over threads
+//! (rayon, grain 32768 elements). The typed CPU loops over it live in `native/cpu/loops.rs`;
+//! other devices read its shape and strides and launch their own (Note [Device-generic
+//! operators] in `native/stub.rs`).
 //!
 //! Note [Iteration order]: after `build`, dimension 0 of the iterator is the *fastest* one (the
 //! smallest strides), as in PyTorch. Kernels receive 1-d runs along it: one data pointer and one
@@ -860,104 +863,6 @@ pub fn binary_result_dtype(a: &Tensor, b: &Tensor) -> ScalarType {
     st.update(a.dtype(), a.dim(), a.is_wrapped_number());
     st.update(b.dtype(), b.dim(), b.is_wrapped_number());
     st.result().unwrap_or_else(|| promote_types(a.dtype(), b.dtype()))
-}
-
-// ---- typed loops ------------------------------------------------------------------------------
-
-/// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
-pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
-    let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
-    iter.for_each(|p, s, n| {
-        // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
-        // scalars (an `alpha`, a threshold) otherwise stay behind a pointer that the output
-        // stores might alias, so they are reloaded per element and the loop is not vectorised.
-        let kernel = f;
-        let (o, a) = (p[0] as *mut O, p[1] as *const A);
-        // SAFETY: the iterator hands out pointers to n elements along byte strides s[0], s[1]
-        // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
-        // allows the output to alias the input (in-place ops).
-        unsafe {
-            if n == 1 {
-                // Note [One-element runs]: a one-element operation would otherwise run the
-                // set-up of the vectorised loop below (overlap checks, a remainder loop), a tenth
-                // of all its instructions.
-                *o = kernel(*a);
-            } else if s[0] == so && s[1] == sa {
-                for i in 0..n {
-                    *o.add(i) = kernel(*a.add(i));
-                }
-            } else if s[0] == so && s[1] == 0 {
-                let v = kernel(*a);
-                for i in 0..n {
-                    *o.add(i) = v;
-                }
-            } else {
-                for i in 0..n as isize {
-                    *(o as *mut u8).offset(i * s[0]).cast::<O>() =
-                        kernel(*(a as *const u8).offset(i * s[1]).cast::<A>());
-                }
-            }
-        }
-    });
-}
-
-/// `out = f(a, b)` over an iterator with one output and two inputs.
-pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
-    iter: &TensorIterator,
-    f: impl Fn(A, B) -> O + Sync + Copy,
-) {
-    let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
-    iter.for_each(|p, s, n| {
-        let kernel = f; // Note [Kernel closures in registers]
-        let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
-        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
-        unsafe {
-            if n == 1 {
-                // Note [One-element runs].
-                *o = kernel(*a, *b);
-            } else if s[0] == so && s[1] == sa && s[2] == sb {
-                for i in 0..n {
-                    *o.add(i) = kernel(*a.add(i), *b.add(i));
-                }
-            } else if s[0] == so && s[1] == sa && s[2] == 0 {
-                let bv = *b;
-                for i in 0..n {
-                    *o.add(i) = kernel(*a.add(i), bv);
-                }
-            } else if s[0] == so && s[1] == 0 && s[2] == sb {
-                let av = *a;
-                for i in 0..n {
-                    *o.add(i) = kernel(av, *b.add(i));
-                }
-            } else {
-                for i in 0..n as isize {
-                    let x = *(a as *const u8).offset(i * s[1]).cast::<A>();
-                    let y = *(b as *const u8).offset(i * s[2]).cast::<B>();
-                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = kernel(x, y);
-                }
-            }
-        }
-    });
-}
-
-/// `out = f(a, b, c)` over an iterator with one output and three inputs.
-pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::Element>(
-    iter: &TensorIterator,
-    f: impl Fn(A, B, C) -> O + Sync + Copy,
-) {
-    iter.for_each(|p, s, n| {
-        // Note [Kernel closures in registers]
-        let kernel = f;
-        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
-        unsafe {
-            for i in 0..n as isize {
-                let x = *p[1].offset(i * s[1]).cast::<A>();
-                let y = *p[2].offset(i * s[2]).cast::<B>();
-                let z = *p[3].offset(i * s[3]).cast::<C>();
-                *p[0].offset(i * s[0]).cast::<O>() = kernel(x, y, z);
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 
 use c10::{Error, Result, ScalarType};
 
-use crate::native::tensor_iterator::{ternary_loop, TensorIteratorConfig};
+use crate::native::cpu::loops::ternary_loop;
+use crate::native::tensor_iterator::TensorIteratorConfig;
 use crate::Tensor;
 
 fn where_impl(condition: &Tensor, self_: &Tensor, other: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {

@@ -3,9 +3,10 @@
 
 use c10::{Element, Error, Result};
 
+use crate::native::cpu::loops::unary_loop;
 use crate::native::opmath::OpMath;
 use crate::native::stub;
-use crate::native::tensor_iterator::{unary_loop, TensorIterator, TensorIteratorConfig};
+use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 fn run_unary(

@@ -1,5 +1,9 @@
-//! Strided iteration helpers shared by the CPU kernels: visiting every element offset of a
-//! strided tensor in row-major logical order without allocating per element.
+//! The CPU's loops: the typed elementwise loops over a built [`TensorIterator`] (the CPU half
+//! of every device-generic elementwise operator, Note [Device-generic operators]) and strided
+//! iteration helpers (visiting every element offset of a strided tensor in row-major logical
+//! order without allocating per element).
+
+use crate::native::tensor_iterator::TensorIterator;
 
 /// Calls `f(offset)` for every element of a tensor with these sizes and strides (both in
 /// elements), in row-major logical order. Offsets are relative to element 0.
@@ -55,4 +59,102 @@ mod tests {
         for_each_offset(&[3, 0], &[1, 1], |_| n += 1);
         assert_eq!(n, 1);
     }
+}
+
+// ---- typed loops over a TensorIterator ------------------------------------------------------------------------------
+
+/// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
+pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
+    let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
+    iter.for_each(|p, s, n| {
+        // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
+        // scalars (an `alpha`, a threshold) otherwise stay behind a pointer that the output
+        // stores might alias, so they are reloaded per element and the loop is not vectorised.
+        let kernel = f;
+        let (o, a) = (p[0] as *mut O, p[1] as *const A);
+        // SAFETY: the iterator hands out pointers to n elements along byte strides s[0], s[1]
+        // inside live storage of the right dtypes (Note [Iteration order]); raw-pointer access
+        // allows the output to alias the input (in-place ops).
+        unsafe {
+            if n == 1 {
+                // Note [One-element runs]: a one-element operation would otherwise run the
+                // set-up of the vectorised loop below (overlap checks, a remainder loop), a tenth
+                // of all its instructions.
+                *o = kernel(*a);
+            } else if s[0] == so && s[1] == sa {
+                for i in 0..n {
+                    *o.add(i) = kernel(*a.add(i));
+                }
+            } else if s[0] == so && s[1] == 0 {
+                let v = kernel(*a);
+                for i in 0..n {
+                    *o.add(i) = v;
+                }
+            } else {
+                for i in 0..n as isize {
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() =
+                        kernel(*(a as *const u8).offset(i * s[1]).cast::<A>());
+                }
+            }
+        }
+    });
+}
+
+/// `out = f(a, b)` over an iterator with one output and two inputs.
+pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
+    iter: &TensorIterator,
+    f: impl Fn(A, B) -> O + Sync + Copy,
+) {
+    let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
+    iter.for_each(|p, s, n| {
+        let kernel = f; // Note [Kernel closures in registers]
+        let (o, a, b) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
+        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        unsafe {
+            if n == 1 {
+                // Note [One-element runs].
+                *o = kernel(*a, *b);
+            } else if s[0] == so && s[1] == sa && s[2] == sb {
+                for i in 0..n {
+                    *o.add(i) = kernel(*a.add(i), *b.add(i));
+                }
+            } else if s[0] == so && s[1] == sa && s[2] == 0 {
+                let bv = *b;
+                for i in 0..n {
+                    *o.add(i) = kernel(*a.add(i), bv);
+                }
+            } else if s[0] == so && s[1] == 0 && s[2] == sb {
+                let av = *a;
+                for i in 0..n {
+                    *o.add(i) = kernel(av, *b.add(i));
+                }
+            } else {
+                for i in 0..n as isize {
+                    let x = *(a as *const u8).offset(i * s[1]).cast::<A>();
+                    let y = *(b as *const u8).offset(i * s[2]).cast::<B>();
+                    *(o as *mut u8).offset(i * s[0]).cast::<O>() = kernel(x, y);
+                }
+            }
+        }
+    });
+}
+
+/// `out = f(a, b, c)` over an iterator with one output and three inputs.
+pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::Element>(
+    iter: &TensorIterator,
+    f: impl Fn(A, B, C) -> O + Sync + Copy,
+) {
+    iter.for_each(|p, s, n| {
+        // Note [Kernel closures in registers]
+        let kernel = f;
+        // SAFETY: as in `unary_loop`: n elements along the given byte strides of live storage.
+        unsafe {
+            for i in 0..n as isize {
+                let x = *p[1].offset(i * s[1]).cast::<A>();
+                let y = *p[2].offset(i * s[2]).cast::<B>();
+                let z = *p[3].offset(i * s[3]).cast::<C>();
+                *p[0].offset(i * s[0]).cast::<O>() = kernel(x, y, z);
+            }
+        }
+    });
 }
