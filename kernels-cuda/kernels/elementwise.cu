@@ -13,6 +13,21 @@ template <typename T> __device__ void fill(const KcGeometry& g, T* out, T value)
     for (int64_t i = first_index(); i < g.numel; i += grid_stride()) out[kc::offsets(g, i).at[0]] = value;
 }
 
+// arange: element i is `start + i * step`, computed in the accumulation type (float for the
+// 16- and 32-bit floats, double for double, as PyTorch's CUDA kernel), rounded once.
+template <typename T, typename A> __device__ void arange(const KcGeometry& g, T* out, A start, A step) {
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        out[kc::offsets(g, i).at[0]] = kc::convert<T>((A)(start + (A)i * step));
+    }
+}
+// Integers: in int64 with wrapping arithmetic (computed unsigned), then narrowed.
+template <typename T> __device__ void int_arange(const KcGeometry& g, T* out, int64_t start, int64_t step) {
+    typedef unsigned long long U;
+    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
+        out[kc::offsets(g, i).at[0]] = (T)(int64_t)((U)start + (U)i * (U)step);
+    }
+}
+
 template <typename S, typename D> __device__ void cast_copy(const KcGeometry& g, D* out, const S* in) {
     for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
         kc::Offsets o = kc::offsets(g, i);
@@ -122,6 +137,15 @@ struct ReluOp { template <typename A> __device__ A operator()(A x) const { retur
 #define KC_FILL(sfx, T) \
     extern "C" __global__ void fill_##sfx(KcGeometry g, T* out, T value) { fill<T>(g, out, value); }
 KC_FOR_ALL_TYPES(KC_FILL)
+
+#define KC_FLOAT_ARANGE(sfx, T)                                                                                   \
+    extern "C" __global__ void arange_##sfx(KcGeometry g, T* out, kc::Acc<T>::type start, kc::Acc<T>::type step) { \
+        arange<T, kc::Acc<T>::type>(g, out, start, step);                                                       \
+    }
+KC_FOR_FLOAT_TYPES(KC_FLOAT_ARANGE)
+#define KC_INT_ARANGE(sfx, T) \
+    extern "C" __global__ void arange_##sfx(KcGeometry g, T* out, int64_t start, int64_t step) { int_arange<T>(g, out, start, step); }
+KC_FOR_INT_TYPES(KC_INT_ARANGE)
 
 // cast_<src>_<dst>: the strided copy with dtype conversion behind copy_ and .to().
 #define KC_CAST_TO(dsfx, D, ssfx, S)                                                       \

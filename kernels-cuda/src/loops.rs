@@ -19,6 +19,7 @@ use crate::geometry::elementwise_launch;
 pub(crate) fn register() {
     let cuda = DeviceType::Cuda;
     stub::register("fill", cuda, fill);
+    stub::register("arange", cuda, arange);
     stub::register("add", cuda, add);
     for k in ["mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
         stub::register(k, cuda, same_name);
@@ -222,4 +223,27 @@ fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[
     // names encode (values in the input's dtype, int64 indices); every offset the geometry
     // produces lies inside the tensors, which are live for the call.
     unsafe { driver()?.launch(device.index as usize, &name, &cfg, &mut params) }
+}
+
+/// `arange_<T>(g, out, start, step)`: start and step in the kernel's accumulation type (float
+/// for float32/float16/bfloat16, double for float64, int64 for integers), as PyTorch's CUDA
+/// `arange` computes.
+fn arange(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let dtype = iter.output_dtype();
+    let name = kernel_for(iter.op(), "arange", dtype)?;
+    let (start, step) = match extra {
+        [a, b] => (*a, *b),
+        _ => return Err(Error::Cuda("arange: the loop takes start and step".into())),
+    };
+    launch(iter, &name, |a| match dtype {
+        ScalarType::F64 => {
+            a.push(start.to_f64()).push(step.to_f64());
+        }
+        ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 => {
+            a.push(start.to_f64() as f32).push(step.to_f64() as f32);
+        }
+        _ => {
+            a.push(start.to_i64()).push(step.to_i64());
+        }
+    })
 }

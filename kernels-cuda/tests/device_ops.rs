@@ -156,8 +156,31 @@ fn factories_create_on_the_device() {
         ops::fill_(&ops::zeros(&[2], Some(ScalarType::U8), None, None, None).unwrap(), Scalar::Int(300)).unwrap_err();
     assert_eq!(e.to_string(), c.to_string());
     // Factories without a CUDA kernel say so instead of touching device memory from the CPU.
-    let e = ops::arange(Scalar::Int(5), None, None, Some(GPU), None).unwrap_err().to_string();
+    let e = ops::linspace(Scalar::Int(0), Scalar::Int(1), 5, None, None, Some(GPU), None).unwrap_err().to_string();
     assert!(e.contains("CUDA"), "{e}");
+    // arange: integer ranges exactly, floating ones as PyTorch's CUDA kernel computes them
+    // (start + i * step in float for float32), close to the CPU's double arithmetic.
+    let r =
+        ops::arange_start_step(Scalar::Int(-3), Scalar::Int(20), Scalar::Int(4), None, None, Some(GPU), None).unwrap();
+    assert_eq!((r.device(), r.dtype()), (GPU, ScalarType::I64));
+    assert_eq!(r.to_vec::<i64>().unwrap(), vec![-3, 1, 5, 9, 13, 17]);
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16, ScalarType::I32, ScalarType::U8] {
+        let (s, e, st) = if dt.is_floating_point() {
+            (Scalar::Float(-1.5), Scalar::Float(7.0), Scalar::Float(0.25))
+        } else {
+            (Scalar::Int(2), Scalar::Int(200), Scalar::Int(3))
+        };
+        let w = ops::arange_start_step(s, e, st, Some(dt), None, None, None).unwrap();
+        let g = ops::arange_start_step(s, e, st, Some(dt), None, Some(GPU), None).unwrap();
+        assert_close(&g.cpu().unwrap(), &w, if dt.is_floating_point() { 1e-6 } else { 0.0 }, &format!("arange {dt}"));
+    }
+    // The CPU's errors, before any allocation on the device.
+    let (ge, ce) = (
+        ops::arange_start_step(Scalar::Int(0), Scalar::Int(5), Scalar::Int(0), None, None, Some(GPU), None)
+            .unwrap_err(),
+        ops::arange_start_step(Scalar::Int(0), Scalar::Int(5), Scalar::Int(0), None, None, None, None).unwrap_err(),
+    );
+    assert_eq!(ge.to_string(), ce.to_string());
 }
 
 type Binary = fn(&Tensor, &Tensor) -> c10::Result<Tensor>;

@@ -196,6 +196,51 @@ fn fill_writes_only_the_strided_positions() {
     every(true);
 }
 
+fn arange_computes_start_plus_i_step_in_the_accumulation_type() {
+    /// `reference(i, fused)`: the value without and with a fused multiply-add (nvcc and the
+    /// host compiler may contract `start + i * step`; both are one rounding of the same formula).
+    fn floats<T: Suffix, A: Copy + 'static>(start: A, step: A, reference: impl Fn(usize, bool) -> T) {
+        let n = 300;
+        let out = Buf::<T>::zeroed(n);
+        let g = contiguous_geometry(n, 1);
+        let name = format!("arange_{}", T::SFX);
+        launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(start).push(step)).unwrap();
+        for (i, v) in out.read().into_iter().enumerate() {
+            assert!(
+                v == reference(i, false) || v == reference(i, true),
+                "{name}[{i}] = {v:?}, want {:?}",
+                reference(i, false)
+            );
+        }
+    }
+    // float32/16-bit: start + i * step in float, rounded once; float64 in double.
+    let f32_at =
+        |i: usize, fused: bool| if fused { (i as f32).mul_add(0.1, -1.5) } else { -1.5f32 + i as f32 * 0.1f32 };
+    floats::<f32, f32>(-1.5, 0.1, f32_at);
+    floats::<f64, f64>(-1.5, 0.1, |i, fused| if fused { (i as f64).mul_add(0.1, -1.5) } else { -1.5 + i as f64 * 0.1 });
+    let half_at =
+        |i: usize, fused: bool| if fused { (i as f32).mul_add(0.3, 2.0) } else { 2.0f32 + i as f32 * 0.3f32 } as f64;
+    floats::<f16, f32>(2.0, 0.3, |i, fused| f16::from_f64(half_at(i, fused)));
+    floats::<bf16, f32>(2.0, 0.3, |i, fused| bf16::from_f64(half_at(i, fused)));
+    fn ints<T: Suffix>(start: i64, step: i64) {
+        let n = 300;
+        let out = Buf::<T>::zeroed(n);
+        let g = contiguous_geometry(n, 1);
+        let name = format!("arange_{}", T::SFX);
+        launch(&name, &cfg(&g), KernelArgs::new().push(g).push(out.ptr).push(start).push(step)).unwrap();
+        for (i, v) in out.read().into_iter().enumerate() {
+            // Wrapping int64 arithmetic, then two's-complement narrowing.
+            let want = T::from_i64(start.wrapping_add((i as i64).wrapping_mul(step)));
+            assert_eq!(v, want, "{name}[{i}]");
+        }
+    }
+    ints::<u8>(250, 1);
+    ints::<i8>(-100, 3);
+    ints::<i16>(30_000, 7);
+    ints::<i32>(-5, -1_000_000);
+    ints::<i64>(i64::MAX - 100, 1 << 40);
+}
+
 /// Sizes around block and warp boundaries, and one that needs the grid-stride loop.
 fn tails_and_grid_stride_loops_cover_every_element() {
     for n in [1usize, 31, 32, 33, 255, 256, 257, 1000, 65_537] {
@@ -633,6 +678,10 @@ mod suite {
         super::launch_errors_are_values();
     }
     #[test]
+    fn arange_computes_start_plus_i_step_in_the_accumulation_type() {
+        super::arange_computes_start_plus_i_step_in_the_accumulation_type();
+    }
+    #[test]
     fn reduction_sums_and_products_match_f64_folds() {
         super::reduction_sums_and_products_match_f64_folds();
     }
@@ -664,6 +713,7 @@ fn every_shipped_kernel_is_tested() {
     unary_float_ops_match_rust_math();
     unary_integer_ops_wrap_like_the_cpu();
     launch_errors_are_values();
+    arange_computes_start_plus_i_step_in_the_accumulation_type();
     reduction_sums_and_products_match_f64_folds();
     reduction_extremes_take_the_first_index_and_propagate_nan();
     softmax_rows_sum_to_one_and_match_closed_forms();

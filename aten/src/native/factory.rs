@@ -447,7 +447,9 @@ pub fn arange_start_step(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     const OP: &str = "arange";
-    check_factory_options(OP, layout, device, pin_memory)?;
+    // Every device: the values come from the device's `arange` loop below.
+    check_layout_and_pinning(OP, layout, pin_memory)?;
+    let device = device.unwrap_or(Device::CPU);
     let all_integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
     let dtype = dtype.unwrap_or(if all_integral { ScalarType::I64 } else { ScalarType::default_float() });
 
@@ -503,7 +505,21 @@ pub fn arange_start_step(
         return Err(Error::invalid(OP, "invalid size, possible overflow?"));
     }
     let size = size_d as i64;
-    let out = Tensor::empty_uninit(&[size], dtype, Device::CPU)?;
+    let out = Tensor::empty_uninit(&[size], dtype, device)?;
+    if !device.is_cpu() {
+        // Note [Device-generic operators]: an output-only iteration; the loop gets `start` and
+        // `step` in the accumulation type (the device's own, e.g. float for float32 on CUDA).
+        let (s, st) = match acc {
+            ArangeAcc::Int { start, step } => (Scalar::Int(start), Scalar::Int(step)),
+            ArangeAcc::Float { start, step } => (Scalar::Float(start as f64), Scalar::Float(step as f64)),
+            ArangeAcc::Double { start, step } => (Scalar::Float(start), Scalar::Float(step)),
+        };
+        {
+            let iter = crate::native::tensor_iterator::TensorIteratorConfig::new(OP).add_output(Some(&out)).build()?;
+            crate::native::stub::run("arange", &iter, &[s, st])?;
+        }
+        return Ok(out);
+    }
     // See Note [Vectorised fill emulation].
     let lanes = vector_lanes(dtype);
     c10::dispatch_all_types!(dtype, T => match acc {

@@ -44,23 +44,6 @@ pub fn for_each_offset(sizes: &[i64], strides: &[i64], mut f: impl FnMut(isize))
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn visits_transposed_in_logical_order() {
-        let mut v = Vec::new();
-        for_each_offset(&[2, 3], &[1, 2], |o| v.push(o));
-        assert_eq!(v, vec![0, 2, 4, 1, 3, 5]);
-        let mut n = 0;
-        for_each_offset(&[], &[], |_| n += 1);
-        assert_eq!(n, 1);
-        for_each_offset(&[3, 0], &[1, 1], |_| n += 1);
-        assert_eq!(n, 1);
-    }
-}
-
 // ---- typed loops over a TensorIterator ------------------------------------------------------------------------------
 
 /// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
@@ -157,4 +140,21 @@ pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::E
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visits_transposed_in_logical_order() {
+        let mut v = Vec::new();
+        for_each_offset(&[2, 3], &[1, 2], |o| v.push(o));
+        assert_eq!(v, vec![0, 2, 4, 1, 3, 5]);
+        let mut n = 0;
+        for_each_offset(&[], &[], |_| n += 1);
+        assert_eq!(n, 1);
+        for_each_offset(&[3, 0], &[1, 1], |_| n += 1);
+        assert_eq!(n, 1);
+    }
 }
