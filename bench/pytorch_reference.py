@@ -12,7 +12,7 @@ Usage: python3 bench/pytorch_reference.py [--threads N] [--filter SUBSTR] [--onl
        python3 bench/pytorch_reference.py --serve
 
 With --serve it first prints {"ready": VERSION} once `import torch` is done, then reads one
-request per line from stdin, `THREADS ID SECONDS`, and answers each with one JSON line (as
+request per line from stdin, `THREADS ID SECONDS [DEVICE]`, and answers each with one JSON line (as
 above, or {"error": ...}). `cargo xtask bench` keeps one such process
 and asks it for each workload right after measuring its own, so that both sides of a row are
 measured seconds apart (Note [Interleaved reference] in xtask/src/bench.rs).
@@ -145,8 +145,28 @@ def unary(make_a, op):
     return run
 
 
+# The device the next workload is built on (a request's DEVICE; the CPU by default).
+DEVICE = "cpu"
+
+
 def randn(*size):
-    return lambda: torch.randn(*size, dtype=torch.float32)
+    # Generated on the CPU and moved, as the Rust side does (Note [Device workloads]).
+    return lambda: torch.randn(*size, dtype=torch.float32).to(DEVICE)
+
+
+def on_device(setup):
+    """The workload's callable, synchronising the device after every call on a GPU, so a
+    call times the work and not only its launch (as the Rust side does)."""
+    run = setup()
+    if DEVICE == "cpu":
+        return run
+
+    def synced():
+        out = run()
+        torch.cuda.synchronize()
+        return out
+
+    return synced
 
 
 def matmul_square(n):
@@ -230,21 +250,25 @@ WORKLOADS = {
 
 
 def serve():
-    """Says it is ready, then answers `THREADS ID SECONDS` requests from stdin, one JSON line
-    each, until EOF."""
+    """Says it is ready, then answers `THREADS ID SECONDS [DEVICE]` requests from stdin, one
+    JSON line each, until EOF."""
+    global DEVICE
     print(json.dumps({"ready": torch.__version__}), flush=True)
     for line in sys.stdin:
         parts = line.split()
         if not parts:
             continue
         try:
-            if len(parts) != 3:
-                raise ValueError("expected THREADS ID SECONDS")
+            if len(parts) not in (3, 4):
+                raise ValueError("expected THREADS ID SECONDS [DEVICE]")
             threads, wid, budget = int(parts[0]), parts[1], float(parts[2])
+            DEVICE = parts[3] if len(parts) == 4 else "cpu"
+            if DEVICE != "cpu" and not torch.cuda.is_available():
+                raise RuntimeError(f"PyTorch has no CUDA device for {DEVICE}")
             if wid not in WORKLOADS:
                 raise KeyError(f"unknown workload {wid}")
             torch.set_num_threads(threads)
-            s = measure(WORKLOADS[wid](), budget)
+            s = measure(on_device(WORKLOADS[wid]), budget)
             out = {"workload": wid, "threads": threads, "median_s": s["median_s"]}
         except Exception as e:  # noqa: BLE001 -- every failure is reported to the caller
             out = {"error": f"{type(e).__name__}: {e}", "request": line.strip()}

@@ -104,6 +104,11 @@ struct MaxOp {
 struct MinOp {
     template <typename A> __device__ A operator()(A x, A y) const { return (x != x || x < y) ? x : (y != y ? y : (x < y ? x : y)); }
 };
+// ReLU's gradient: the incoming gradient where the input is above the threshold, else 0.
+template <typename A> struct ThresholdBackwardOp {
+    A threshold;
+    __device__ A operator()(A grad, A x) const { return x > threshold ? grad : (A)0; }
+};
 struct EqOp { template <typename A> __device__ bool operator()(A x, A y) const { return x == y; } };
 struct NeOp { template <typename A> __device__ bool operator()(A x, A y) const { return x != y; } };
 struct LtOp { template <typename A> __device__ bool operator()(A x, A y) const { return x < y; } };
@@ -171,7 +176,11 @@ KC_FOR_ALL_TYPES(KC_CAST_FROM)
     extern "C" __global__ void mul_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MulOp()); } \
     extern "C" __global__ void div_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, DivOp()); } \
     extern "C" __global__ void maximum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MaxOp()); } \
-    extern "C" __global__ void minimum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MinOp()); }
+    extern "C" __global__ void minimum_##sfx(KcGeometry g, T* out, const T* a, const T* b) { binary(g, out, a, b, MinOp()); } \
+    extern "C" __global__ void threshold_backward_##sfx(KcGeometry g, T* out, const T* grad, const T* x, double threshold) { \
+        ThresholdBackwardOp<kc::Acc<T>::type> op = {(kc::Acc<T>::type)threshold};                       \
+        binary(g, out, grad, x, op);                                                                     \
+    }
 KC_FOR_FLOAT_TYPES(KC_FLOAT_BINARY)
 
 #define KC_INT_BINARY(sfx, T)                                                                            \

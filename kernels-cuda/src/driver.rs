@@ -54,6 +54,40 @@ impl LaunchConfig {
     }
 }
 
+/// A strided batched matrix product with cuBLAS's contract (`cublasGemmStridedBatchedEx`):
+/// column-major matrices; for each of `batch` batches, `C = alpha * op(A) op(B) + beta * C`
+/// where `op(X)` is `X` or its transpose (`trans_*`), `op(A)` is `m x k`, `op(B)` is `k x n`
+/// and `C` is `m x n`. Leading dimensions and batch strides are in elements. A, B and C share
+/// `dtype` (f32, f64, f16, bf16); 16-bit types compute in f32, as cuBLAS's `COMPUTE_32F`.
+/// When `beta` is 0, C is not read (NaN in it does not propagate), as in cuBLAS.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm {
+    /// The element type of A, B and C.
+    pub dtype: c10::ScalarType,
+    /// Whether A is transposed.
+    pub trans_a: bool,
+    /// Whether B is transposed.
+    pub trans_b: bool,
+    /// Rows of op(A) and C.
+    pub m: i64,
+    /// Columns of op(B) and C.
+    pub n: i64,
+    /// Columns of op(A), rows of op(B).
+    pub k: i64,
+    /// The factor of the product.
+    pub alpha: f64,
+    /// A's address, leading dimension and batch stride.
+    pub a: (DevicePtr, i64, i64),
+    /// B's address, leading dimension and batch stride.
+    pub b: (DevicePtr, i64, i64),
+    /// The factor of C's old value.
+    pub beta: f64,
+    /// C's address, leading dimension and batch stride.
+    pub c: (DevicePtr, i64, i64),
+    /// Number of products.
+    pub batch: i64,
+}
+
 /// What the CUDA backend needs from a device. Addresses are [`DevicePtr`]s on both drivers (the
 /// emulated device hands out host addresses), copies name the stream they are ordered on, and
 /// kernels are launched by name with `cuLaunchKernel`'s argument contract: `params[i]` points
@@ -95,6 +129,13 @@ pub trait Driver: Send + Sync {
     /// parameter's type, and every device pointer among them must be valid for the accesses the
     /// kernel makes.
     unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()>;
+    /// Runs a [`Gemm`] on `device`, ordered on `stream` (cuBLAS on the real device, a host
+    /// implementation of the same contract on the emulated one).
+    ///
+    /// # Safety
+    /// The addresses must be device memory of `device` holding every element the leading
+    /// dimensions, batch strides and sizes address.
+    unsafe fn gemm(&self, device: usize, g: &Gemm, stream: StreamId) -> Result<()>;
     /// Creates a stream on `device`.
     fn stream_create(&self, device: usize) -> Result<StreamId>;
     /// Destroys a stream of [`Driver::stream_create`].

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use c10::{Error, Result};
 
-use crate::driver::{DevicePtr, Driver, EventId, LaunchConfig, MallocError, StreamId};
+use crate::driver::{DevicePtr, Driver, EventId, Gemm, LaunchConfig, MallocError, StreamId};
 
 /// Alignment of emulated device allocations (cudaMalloc guarantees at least 256 bytes).
 const ALIGN: usize = 256;
@@ -65,6 +65,68 @@ pub fn kernel_names() -> Vec<&'static str> {
     let mut v: Vec<_> = kernels().keys().copied().collect();
     v.sort_unstable();
     v
+}
+
+/// cuBLAS's argument checks (`CUBLAS_STATUS_INVALID_VALUE`): non-negative sizes and batch,
+/// leading dimensions at least the stored rows (and at least 1).
+pub(crate) fn check_gemm(g: &Gemm) -> Result<()> {
+    let rows_a = if g.trans_a { g.k } else { g.m };
+    let rows_b = if g.trans_b { g.n } else { g.k };
+    let bad = g.m < 0
+        || g.n < 0
+        || g.k < 0
+        || g.batch < 0
+        || g.a.1 < rows_a.max(1)
+        || g.b.1 < rows_b.max(1)
+        || g.c.1 < g.m.max(1);
+    if bad {
+        return Err(Error::Cuda(format!("CUBLAS_STATUS_INVALID_VALUE: gemm {g:?}")));
+    }
+    Ok(())
+}
+
+/// The host implementation of [`Gemm`]: column-major, each dot product accumulated in `A`
+/// (f32 for f32 and the 16-bit types, f64 for f64) over `l = 0..k` in order.
+///
+/// # Safety
+/// The matrices must be valid for the addresses the sizes, leading dimensions and strides name;
+/// C must not overlap A or B.
+unsafe fn host_gemm<T: c10::Element, A: num_traits::Float + 'static>(g: &Gemm)
+where
+    f64: num_traits::AsPrimitive<A>,
+{
+    use num_traits::AsPrimitive;
+    let (alpha, beta): (A, A) = (g.alpha.as_(), g.beta.as_());
+    let at = |x: T| -> A { x.to_f64().as_() };
+    for bi in 0..g.batch {
+        let (a, b, c) = (
+            (g.a.0 as *const T).wrapping_offset((bi * g.a.2) as isize),
+            (g.b.0 as *const T).wrapping_offset((bi * g.b.2) as isize),
+            (g.c.0 as *mut T).wrapping_offset((bi * g.c.2) as isize),
+        );
+        for j in 0..g.n {
+            for i in 0..g.m {
+                let mut acc = A::zero();
+                for l in 0..g.k {
+                    let ai = if g.trans_a { l + i * g.a.1 } else { i + l * g.a.1 };
+                    let bj = if g.trans_b { j + l * g.b.1 } else { l + j * g.b.1 };
+                    // SAFETY: inside the checked ranges (the caller's contract).
+                    acc = acc + unsafe { at(*a.offset(ai as isize)) * at(*b.offset(bj as isize)) };
+                }
+                // SAFETY: as above.
+                let cp = unsafe { c.offset((i + j * g.c.1) as isize) };
+                let old = if beta == A::zero() {
+                    A::zero()
+                } else {
+                    // SAFETY: as above.
+                    beta * unsafe { at(*cp) }
+                };
+                let v: f64 = num_traits::cast(alpha * acc + old).unwrap_or(f64::NAN);
+                // SAFETY: as above.
+                unsafe { *cp = T::from_f64(v) };
+            }
+        }
+    }
 }
 
 /// The order in which the emulator runs warps and lanes (Note [Schedules find races]).
@@ -257,6 +319,42 @@ impl Driver for EmulatedDriver {
         self.check_range(device, dst, nbytes, "memset")?;
         // SAFETY: the range is inside a live allocation (checked).
         unsafe { std::ptr::write_bytes(dst as *mut u8, value, nbytes) };
+        Ok(())
+    }
+
+    unsafe fn gemm(&self, device: usize, g: &Gemm, _stream: StreamId) -> Result<()> {
+        self.device(device)?;
+        check_gemm(g)?;
+        if g.m == 0 || g.n == 0 || g.batch == 0 {
+            return Ok(());
+        }
+        let elem = g.dtype.size();
+        // Every matrix must lie inside one allocation (what the real device would fault on).
+        let (rows_a, cols_a) = if g.trans_a { (g.k, g.m) } else { (g.m, g.k) };
+        let (rows_b, cols_b) = if g.trans_b { (g.n, g.k) } else { (g.k, g.n) };
+        for (what, (ptr, ld, stride), rows, cols) in
+            [("gemm A", g.a, rows_a, cols_a), ("gemm B", g.b, rows_b, cols_b), ("gemm C", g.c, g.m, g.n)]
+        {
+            if rows == 0 || cols == 0 {
+                continue;
+            }
+            let last = (g.batch - 1) * stride + (cols - 1) * ld + rows - 1;
+            self.check_range(device, ptr, (last as usize + 1) * elem, what)?;
+        }
+        macro_rules! run {
+            ($T:ty, $A:ty) => {{
+                // SAFETY: the ranges were checked against live allocations; C may alias neither
+                // A nor B (the callers allocate it), and the reads of A and B are plain loads.
+                unsafe { host_gemm::<$T, $A>(g) };
+            }};
+        }
+        match g.dtype {
+            c10::ScalarType::F32 => run!(f32, f32),
+            c10::ScalarType::F64 => run!(f64, f64),
+            c10::ScalarType::F16 => run!(c10::f16, f32),
+            c10::ScalarType::BF16 => run!(c10::bf16, f32),
+            d => return Err(Error::UnsupportedDtype { op: "gemm".into(), dtype: d }),
+        }
         Ok(())
     }
 

@@ -12,6 +12,8 @@ pub mod generated;
 pub mod native;
 
 #[cfg(feature = "cuda")]
+mod blas;
+#[cfg(feature = "cuda")]
 mod copies;
 #[cfg(feature = "cuda")]
 mod loops;

@@ -20,6 +20,7 @@ pub(crate) fn register() {
     let cuda = DeviceType::Cuda;
     stub::register("fill", cuda, fill);
     stub::register("arange", cuda, arange);
+    stub::register("threshold_backward", cuda, threshold_backward);
     stub::register("add", cuda, add);
     for k in ["mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
         stub::register(k, cuda, same_name);
@@ -30,6 +31,7 @@ pub(crate) fn register() {
     for k in ["sum", "prod", "max", "min", "softmax", "log_softmax"] {
         stub::register_reduction(k, cuda, reduction);
     }
+    stub::register_gemm(cuda, crate::blas::gemm);
 }
 
 /// The kernels' dtype suffix (`add_f32`, `cast_i64_b8`).
@@ -245,5 +247,15 @@ fn arange(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
         _ => {
             a.push(start.to_i64()).push(step.to_i64());
         }
+    })
+}
+
+/// `threshold_backward_<T>(g, out, grad, x, threshold)`: the threshold as a double (floating
+/// kernels only, as on the CPU).
+fn threshold_backward(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let name = kernel_for(iter.op(), "threshold_backward", iter.common_dtype())?;
+    let threshold = extra.first().map_or(0.0, |s| s.to_f64());
+    launch(iter, &name, |a| {
+        a.push(threshold);
     })
 }

@@ -11,10 +11,11 @@ use std::ffi::{c_void, CString};
 use std::sync::Mutex;
 
 use c10::{Error, Result};
+use cudarc::cublas;
 use cudarc::driver::{result, sys, DriverError};
 
 use crate::device_code::{FATBINS, HAS_DEVICE_CODE};
-use crate::driver::{DevicePtr, Driver, EventId, LaunchConfig, MallocError, StreamId};
+use crate::driver::{DevicePtr, Driver, EventId, Gemm, LaunchConfig, MallocError, StreamId};
 
 /// PyTorch's message when no driver can be loaded.
 const NO_DRIVER: &str = "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx";
@@ -30,6 +31,8 @@ struct Device {
     ctx: sys::CUcontext,
     functions: Mutex<Option<HashMap<String, sys::CUfunction>>>,
     modules: Mutex<Vec<sys::CUmodule>>,
+    /// The device's cuBLAS handle, created at its first product (cuBLAS is loaded then).
+    cublas: Mutex<Option<cublas::sys::cublasHandle_t>>,
 }
 
 /// [`Driver`] over libcuda.
@@ -59,7 +62,13 @@ pub fn open() -> Result<Box<dyn Driver>> {
         // SAFETY: `ordinal` came from cuDeviceGet.
         let ctx =
             unsafe { result::primary_ctx::retain(ordinal) }.map_err(|e| cuda_error("cuDevicePrimaryCtxRetain", e))?;
-        devices.push(Device { ordinal, ctx, functions: Mutex::new(None), modules: Mutex::new(Vec::new()) });
+        devices.push(Device {
+            ordinal,
+            ctx,
+            functions: Mutex::new(None),
+            modules: Mutex::new(Vec::new()),
+            cublas: Mutex::new(None),
+        });
     }
     Ok(Box::new(CudaDriver { devices }))
 }
@@ -203,6 +212,77 @@ impl Driver for CudaDriver {
         self.enter(device)?;
         // SAFETY: the range lies in a live allocation of this device (the caller's contract).
         unsafe { result::memset_d8_async(dst, value, nbytes, stream(s)) }.map_err(|e| cuda_error("cuMemsetD8Async", e))
+    }
+
+    unsafe fn gemm(&self, device: usize, g: &Gemm, s: StreamId) -> Result<()> {
+        use cublas::sys::{cublasComputeType_t as Compute, cublasOperation_t as Op, cudaDataType as Ty};
+        crate::emu::check_gemm(g)?;
+        if g.m == 0 || g.n == 0 || g.batch == 0 {
+            return Ok(());
+        }
+        let int = |v: i64, what: &str| {
+            i32::try_from(v).map_err(|_| Error::Cuda(format!("gemm: {what} = {v} does not fit cuBLAS's int")))
+        };
+        let (m, n, k, batch) = (int(g.m, "m")?, int(g.n, "n")?, int(g.k, "k")?, int(g.batch, "batch")?);
+        let (lda, ldb, ldc) = (int(g.a.1, "lda")?, int(g.b.1, "ldb")?, int(g.c.1, "ldc")?);
+        let (ty, compute) = match g.dtype {
+            c10::ScalarType::F32 => (Ty::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
+            c10::ScalarType::F64 => (Ty::CUDA_R_64F, Compute::CUBLAS_COMPUTE_64F),
+            c10::ScalarType::F16 => (Ty::CUDA_R_16F, Compute::CUBLAS_COMPUTE_32F),
+            c10::ScalarType::BF16 => (Ty::CUDA_R_16BF, Compute::CUBLAS_COMPUTE_32F),
+            d => return Err(Error::UnsupportedDtype { op: "gemm".into(), dtype: d }),
+        };
+        let d = self.enter(device)?;
+        let mut handle = d.cublas.lock().expect("cublas handle");
+        if handle.is_none() {
+            // SAFETY: only probes whether libcublas can be loaded (cudarc's loader panics
+            // without it).
+            if !unsafe { cublas::sys::is_culib_present() } {
+                return Err(Error::Cuda("CUDA error: libcublas could not be loaded".into()));
+            }
+            *handle = Some(cublas::result::create_handle().map_err(|e| Error::Cuda(format!("cublasCreate: {e:?}")))?);
+        }
+        let h = handle.expect("created above");
+        let op = |t: bool| if t { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
+        // alpha and beta in the compute type.
+        let (a32, b32) = (g.alpha as f32, g.beta as f32);
+        let (alpha, beta): (*const c_void, *const c_void) = if compute == Compute::CUBLAS_COMPUTE_64F {
+            ((&g.alpha as *const f64).cast(), (&g.beta as *const f64).cast())
+        } else {
+            ((&a32 as *const f32).cast(), (&b32 as *const f32).cast())
+        };
+        // SAFETY: the handle belongs to this device's (current) context; the caller guarantees
+        // the matrices; alpha and beta live across the call, which only enqueues the work.
+        unsafe {
+            cublas::result::set_stream(h, stream(s) as cublas::sys::cudaStream_t)
+                .map_err(|e| Error::Cuda(format!("cublasSetStream: {e:?}")))?;
+            cublas::result::gemm_strided_batched_ex(
+                h,
+                op(g.trans_a),
+                op(g.trans_b),
+                m,
+                n,
+                k,
+                alpha,
+                g.a.0 as *const c_void,
+                ty,
+                lda,
+                g.a.2,
+                g.b.0 as *const c_void,
+                ty,
+                ldb,
+                g.b.2,
+                beta,
+                g.c.0 as *mut c_void,
+                ty,
+                ldc,
+                g.c.2,
+                batch,
+                compute,
+                cublas::sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| Error::Cuda(format!("cublasGemmStridedBatchedEx: {e:?}")))
     }
 
     unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {

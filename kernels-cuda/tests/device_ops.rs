@@ -447,3 +447,79 @@ fn softmax_and_log_softmax_match_the_cpu() {
     let (ce, ge) = (ops::softmax(&i, 0, None).unwrap_err(), ops::softmax(&i.cuda(0).unwrap(), 0, None).unwrap_err());
     assert_eq!(ce.to_string(), ge.to_string());
 }
+
+#[test]
+fn matrix_products_map_onto_the_column_major_gemm() {
+    setup();
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16] {
+        let rel = match dt {
+            ScalarType::F16 | ScalarType::BF16 => 2e-2,
+            ScalarType::F32 => 1e-5,
+            _ => 1e-12,
+        };
+        let a = sample(&[5, 7], dt, 21);
+        let b = sample(&[7, 3], dt, 22);
+        // Every layout of each operand: row-major, transposed (column-major) and sliced.
+        let layouts = |t: &Tensor| -> Vec<Tensor> {
+            let g = t.cuda(0).unwrap();
+            let tt = ops::transpose(
+                &ops::contiguous(&ops::transpose(&g, 0, 1).unwrap(), c10::MemoryFormat::Contiguous).unwrap(),
+                0,
+                1,
+            )
+            .unwrap();
+            let wide = ops::zeros(&[t.sizes()[0], 2 * t.sizes()[1]], Some(dt), None, Some(GPU), None).unwrap();
+            let sliced = ops::slice(&wide, 1, Some(0), None, 2).unwrap();
+            ops::copy_(&sliced, &g, false).unwrap();
+            vec![g, tt, sliced]
+        };
+        let want = ops::mm(&a, &b).unwrap();
+        for ga in layouts(&a) {
+            for gb in layouts(&b) {
+                let got = ops::mm(&ga, &gb).unwrap();
+                assert_eq!(got.device(), GPU);
+                assert_close(
+                    &got.cpu().unwrap(),
+                    &want,
+                    rel,
+                    &format!("mm {dt} {:?} {:?}", ga.strides(), gb.strides()),
+                );
+            }
+        }
+        // addmm with a broadcast bias, alpha and beta; beta 0 ignores NaN in self.
+        let bias = sample(&[3], dt, 23);
+        let w = ops::addmm(&bias, &a, &b, Scalar::Float(0.5), Scalar::Float(2.0)).unwrap();
+        let g = ops::addmm(
+            &bias.cuda(0).unwrap(),
+            &a.cuda(0).unwrap(),
+            &b.cuda(0).unwrap(),
+            Scalar::Float(0.5),
+            Scalar::Float(2.0),
+        )
+        .unwrap();
+        assert_close(&g.cpu().unwrap(), &w, rel, &format!("addmm {dt}"));
+        let nan = ops::full(&[5, 3], Scalar::Float(f64::NAN), Some(dt), None, Some(GPU), None).unwrap();
+        let g = ops::addmm(&nan, &a.cuda(0).unwrap(), &b.cuda(0).unwrap(), Scalar::Int(0), Scalar::Int(1)).unwrap();
+        assert_close(&g.cpu().unwrap(), &want, rel, &format!("addmm beta=0 {dt}"));
+        // bmm and matmul with a broadcast batch.
+        let x = sample(&[4, 2, 6], dt, 24);
+        let y = sample(&[4, 6, 5], dt, 25);
+        let (w, g) = (ops::bmm(&x, &y).unwrap(), ops::bmm(&x.cuda(0).unwrap(), &y.cuda(0).unwrap()).unwrap());
+        assert_close(&g.cpu().unwrap(), &w, rel, &format!("bmm {dt}"));
+        let y2 = sample(&[6, 5], dt, 26);
+        let (w, g) = (ops::matmul(&x, &y2).unwrap(), ops::matmul(&x.cuda(0).unwrap(), &y2.cuda(0).unwrap()).unwrap());
+        assert_close(&g.cpu().unwrap(), &w, rel, &format!("matmul {dt}"));
+    }
+    // An empty inner dimension gives zeros (and beta * self for addmm).
+    let e = ops::mm(
+        &ops::zeros(&[2, 0], None, None, Some(GPU), None).unwrap(),
+        &ops::zeros(&[0, 3], None, None, Some(GPU), None).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(e.to_vec::<f32>().unwrap(), vec![0.0; 6]);
+    // Integer products have no CUDA kernel (as in PyTorch), and devices must match.
+    let i = sample(&[2, 2], ScalarType::I64, 0).cuda(0).unwrap();
+    assert!(matches!(ops::mm(&i, &i).unwrap_err(), Error::UnsupportedDtype { .. }));
+    let f = sample(&[2, 2], ScalarType::F32, 0);
+    assert!(matches!(ops::mm(&f.cuda(0).unwrap(), &f).unwrap_err(), Error::DeviceMismatch { .. }));
+}

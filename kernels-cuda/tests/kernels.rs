@@ -314,6 +314,8 @@ fn float_binary_ops_broadcast_and_match_the_cpu() {
         broadcast_binary::<T>("div", None, via_f64(|x, y| x / y));
         broadcast_binary::<T>("maximum", None, via_f64(f64::max));
         broadcast_binary::<T>("minimum", None, via_f64(f64::min));
+        // The "alpha" slot carries the threshold.
+        broadcast_binary::<T>("threshold_backward", Some((0.5, 0)), via_f64(|g, x| if x > 0.5 { g } else { 0.0 }));
     }
     all::<f32>();
     all::<f64>();
@@ -638,6 +640,102 @@ fn softmax_rows_sum_to_one_and_match_closed_forms() {
     run::<bf16>(2e-2);
 }
 
+// ---- the GEMM behind cuBLAS's contract (Driver::gemm) ------------------------------------------
+
+/// `C = alpha op(A) op(B) + beta C`, column-major with padded leading dimensions and two
+/// batches, every transpose combination, against a direct f64 evaluation of the contract.
+fn gemm_follows_the_cublas_contract() {
+    use kernels_cuda::driver::Gemm;
+    let (m, n, k, batch) = (3i64, 4i64, 5i64, 2i64);
+    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (ra, ca) = if ta { (k, m) } else { (m, k) };
+        let (rb, cb) = if tb { (n, k) } else { (k, n) };
+        let (lda, ldb, ldc) = (ra + 2, rb + 1, m + 3);
+        let (sa, sb, sc) = (lda * ca + 7, ldb * cb, ldc * n + 1);
+        let a: Vec<f32> = (0..sa * batch).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.5).collect();
+        let b: Vec<f32> = (0..sb * batch).map(|i| ((i * 5 % 13) as f32 - 6.0) * 0.25).collect();
+        let c0: Vec<f32> = (0..sc * batch).map(|i| (i % 3) as f32).collect();
+        let (ba, bb, bc) = (Buf::from(&a), Buf::from(&b), Buf::from(&c0));
+        let g = Gemm {
+            dtype: c10::ScalarType::F32,
+            trans_a: ta,
+            trans_b: tb,
+            m,
+            n,
+            k,
+            alpha: 1.5,
+            a: (ba.ptr, lda, sa),
+            b: (bb.ptr, ldb, sb),
+            beta: -0.5,
+            c: (bc.ptr, ldc, sc),
+            batch,
+        };
+        // SAFETY: the buffers hold every element the sizes, leading dims and strides address.
+        unsafe { dev().gemm(0, &g, StreamId::DEFAULT) }.unwrap();
+        let got = bc.read();
+        for bi in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    let mut acc = 0.0f64;
+                    for l in 0..k {
+                        let av =
+                            if ta { a[(bi * sa + l + i * lda) as usize] } else { a[(bi * sa + i + l * lda) as usize] };
+                        let bv =
+                            if tb { b[(bi * sb + j + l * ldb) as usize] } else { b[(bi * sb + l + j * ldb) as usize] };
+                        acc += av as f64 * bv as f64;
+                    }
+                    let at = (bi * sc + i + j * ldc) as usize;
+                    let want = 1.5 * acc - 0.5 * c0[at] as f64;
+                    assert!(
+                        (got[at] as f64 - want).abs() < 1e-4,
+                        "gemm {ta} {tb} [{bi}, {i}, {j}] = {}, want {want}",
+                        got[at]
+                    );
+                }
+            }
+        }
+        // The padding between columns and batches is untouched.
+        for (at, (&g, &c)) in got.iter().zip(&c0).enumerate() {
+            let (bi, r) = (at as i64 / sc, at as i64 % sc);
+            if bi >= batch || r % ldc >= m || r / ldc >= n {
+                assert_eq!(g, c, "gemm wrote padding at {at}");
+            }
+        }
+    }
+    // beta = 0: C is not read (NaN in it does not propagate); a leading dimension below the
+    // rows is cuBLAS's invalid-value error; a matrix outside the allocation is an illegal access.
+    let (a, b) = (Buf::from(&[1.0f64, 2.0]), Buf::from(&[3.0f64, 4.0]));
+    let c = Buf::from(&[f64::NAN]);
+    let mut g = Gemm {
+        dtype: c10::ScalarType::F64,
+        trans_a: false,
+        trans_b: false,
+        m: 1,
+        n: 1,
+        k: 2,
+        alpha: 1.0,
+        a: (a.ptr, 1, 0),
+        b: (b.ptr, 2, 0),
+        beta: 0.0,
+        c: (c.ptr, 1, 0),
+        batch: 1,
+    };
+    // SAFETY: as above.
+    unsafe { dev().gemm(0, &g, StreamId::DEFAULT) }.unwrap();
+    assert_eq!(c.read(), vec![11.0]);
+    g.b.1 = 1;
+    // SAFETY: rejected before any access.
+    let e = unsafe { dev().gemm(0, &g, StreamId::DEFAULT) }.unwrap_err().to_string();
+    assert!(e.contains("INVALID_VALUE"), "{e}");
+    if dev().name() == "emulator" {
+        g.b.1 = 3;
+        g.k = 3;
+        // SAFETY: the emulator checks the ranges before it reads (the point of the test).
+        let e = unsafe { dev().gemm(0, &g, StreamId::DEFAULT) }.unwrap_err().to_string();
+        assert!(e.contains("illegal memory access"), "{e}");
+    }
+}
+
 // ---- the suite ---------------------------------------------------------------------------------
 
 mod suite {
@@ -676,6 +774,10 @@ mod suite {
     #[test]
     fn launch_errors_are_values() {
         super::launch_errors_are_values();
+    }
+    #[test]
+    fn gemm_follows_the_cublas_contract() {
+        super::gemm_follows_the_cublas_contract();
     }
     #[test]
     fn arange_computes_start_plus_i_step_in_the_accumulation_type() {

@@ -88,3 +88,42 @@ fn modules_move_parameters_buffers_and_gradients() {
     assert!(e.contains("invalid device ordinal"), "{e}");
     assert!(m.parameters().iter().all(|p| p.tensor().device().is_cpu()));
 }
+
+#[test]
+fn a_training_step_on_the_device_matches_the_cpu() {
+    use torch::nn::{Forward, ReLU, Sequential};
+    use torch::optim::{Optimizer, SGDOptions, SGD};
+    let gpu = setup();
+    torch::manual_seed(7);
+    let build = || Sequential::new().add(Linear::new(4, 8).unwrap()).add(ReLU::new()).add(Linear::new(8, 2).unwrap());
+    let cpu_net = build();
+    let mut gpu_net = build();
+    // The same initial weights on both.
+    for (d, s) in gpu_net.parameters().iter().zip(cpu_net.parameters()) {
+        let _g = torch::no_grad();
+        ops::copy_(d.tensor(), s.tensor(), false).unwrap();
+    }
+    gpu_net.cuda().unwrap();
+    let x = Tensor::from_vec((0..12).map(|i| (i as f32 - 6.0) * 0.3).collect::<Vec<_>>(), &[3, 4]).unwrap();
+    let step = |net: &Sequential, x: &Tensor| -> Tensor {
+        let mut opt = SGD::new(net.parameters(), SGDOptions { lr: 0.1, ..Default::default() }).unwrap();
+        opt.zero_grad(true).unwrap();
+        let y = net.forward(x).unwrap();
+        let loss = ops::sum(&ops::mul(&y, &y).unwrap(), None).unwrap();
+        loss.backward().unwrap();
+        opt.step().unwrap();
+        loss
+    };
+    let lc = step(&cpu_net, &x);
+    let lg = step(&gpu_net, &x.cuda(0).unwrap());
+    assert_eq!(lg.device(), gpu);
+    let (a, b) = (lg.item::<f64>().unwrap(), lc.item::<f64>().unwrap());
+    assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "loss: cuda {a}, cpu {b}");
+    for (pg, pc) in gpu_net.parameters().iter().zip(cpu_net.parameters()) {
+        assert_eq!(pg.tensor().device(), gpu);
+        let (g, c) = (pg.tensor().to_vec::<f64>().unwrap(), pc.tensor().to_vec::<f64>().unwrap());
+        for (p, q) in g.iter().zip(&c) {
+            assert!((p - q).abs() <= 1e-5 * q.abs().max(1.0), "updated parameter: cuda {p}, cpu {q}");
+        }
+    }
+}

@@ -22,7 +22,10 @@ use workloads::Workload;
 fn rerun_optimized() -> Result<ExitCode, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = std::process::Command::new(cargo)
-        .args(["run", "--quiet", "--release", "-p", "xtask", "--"])
+        .args(["run", "--quiet", "--release", "-p", "xtask"])
+        // The same backends in the release build (`cargo xtask-cuda bench --device cuda`).
+        .args(if cfg!(feature = "cuda") { &["--features", "cuda"][..] } else { &[] })
+        .arg("--")
         .args(std::env::args_os().skip(1))
         .current_dir(crate::workspace_root())
         .status()
@@ -54,6 +57,11 @@ pub struct Args {
     /// Skip the PyTorch column even if torch is installed.
     #[arg(long)]
     pub no_pytorch: bool,
+    /// Run the W2/W4 workloads on this device (`cuda`, `cuda:N`), with PyTorch on the same
+    /// device as the reference (Note [Device workloads]). Needs a GPU (or, for checking and
+    /// not for timing, TORCH_CUDA_DRIVER=emulator) and the `cuda` feature (`cargo xtask-cuda`).
+    #[arg(long, default_value = "cpu", value_parser = crate::parity::parse_device)]
+    pub device: c10::Device,
 }
 
 /// Note [Interleaved reference]: this VM's speed drifts with its host's load, by up to 1.9x
@@ -78,7 +86,24 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if cfg!(debug_assertions) {
         return rerun_optimized();
     }
-    let selected = workloads::select(workloads::registry(), a.filter.as_deref());
+    let mut no_pytorch = a.no_pytorch;
+    let all = if a.device.is_cpu() {
+        workloads::registry()
+    } else {
+        crate::parity::check_device(a.device).map_err(|e| {
+            format!("{e}\nno usable CUDA device, so there is nothing to time: the CUDA workloads need a GPU")
+        })?;
+        if std::env::var("TORCH_CUDA_DRIVER").as_deref() == Ok("emulator") {
+            eprintln!(
+                "warning: {} is the EMULATED device: these timings measure the CPU running the CUDA kernels, \
+                 not a GPU; there is no PyTorch reference for it",
+                a.device
+            );
+            no_pytorch = true;
+        }
+        workloads::device_registry(a.device)
+    };
+    let selected = workloads::select(all, a.filter.as_deref());
     if selected.is_empty() {
         let ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
         return Err(format!("no workload matches {:?}; known: {}", a.filter.unwrap_or_default(), ids.join(", ")));
@@ -97,10 +122,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let round_time = a.time / a.rounds as f64;
     let cfg = Config::with_budget(round_time);
     let root = crate::workspace_root();
-    let reference = if a.no_pytorch { None } else { reference::Reference::detect(&root) };
+    let reference = if no_pytorch { None } else { reference::Reference::detect(&root) };
     match &reference {
         Some(r) => eprintln!("PyTorch {} found: the reference column runs bench/pytorch_reference.py", r.torch_version),
-        None if a.no_pytorch => {}
+        None if no_pytorch => {}
         None => eprintln!("PyTorch not importable from python3: the reference column is n/a"),
     }
     let mut server = match &reference {
@@ -125,7 +150,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             let _ = std::io::stderr().flush();
             // On the pool: the workload's body (built once per row) cannot leave its thread.
             let (ours, pytorch_median_s) =
-                pool.install(|| measure_row(w, &cfg, a.rounds, round_time, n, server.as_mut()));
+                pool.install(|| measure_row(w, &cfg, a.rounds, round_time, n, a.device, server.as_mut()));
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }
@@ -175,6 +200,7 @@ fn measure_row(
     rounds: usize,
     round_time: f64,
     threads: usize,
+    device: c10::Device,
     mut server: Option<&mut reference::Server>,
 ) -> (Result<stats::Summary, String>, Option<f64>) {
     let (mut ours_rounds, mut pytorch_rounds) = (Vec::new(), Vec::new());
@@ -200,7 +226,7 @@ fn measure_row(
             }
         }
         if let (Some(server), None) = (server.as_deref_mut(), &pytorch_error) {
-            match server.median(w.id, threads, round_time) {
+            match server.median(w.id, threads, round_time, device) {
                 Ok(m) => {
                     eprint!(", PyTorch {}", report::format_seconds(m));
                     pytorch_rounds.push(m);

@@ -56,7 +56,7 @@ pub struct Args {
 }
 
 /// Parses `--device`.
-fn parse_device(s: &str) -> Result<Device, String> {
+pub(crate) fn parse_device(s: &str) -> Result<Device, String> {
     match s {
         "cpu" => Ok(Device::CPU),
         "cuda" => Ok(Device::cuda(0)),
@@ -199,13 +199,13 @@ fn selected(id: &str, filter: Option<&str>) -> bool {
 }
 
 /// Whether `device` can hold tensors in this build, with the way to get it when not.
-fn check_device(device: Device) -> Result<(), String> {
+pub(crate) fn check_device(device: Device) -> Result<(), String> {
     // The backends register their allocators at the dispatcher's first use.
     let _ = aten::dispatcher();
     if c10::allocator::get_allocator(device.ty).is_err() {
         return Err(format!(
-            "--device {device}: this xtask has no {} backend; build it with `--features cuda` \
-             (`cargo run -p xtask --features cuda -- parity ...`, with TORCH_CUDA_DRIVER=emulator on a machine without a GPU)",
+            "--device {device}: this xtask has no {} backend; run `cargo xtask-cuda ...` (xtask with \
+             its `cuda` feature; TORCH_CUDA_DRIVER=emulator selects the emulated device on a machine without a GPU)",
             device.ty.name()
         ));
     }

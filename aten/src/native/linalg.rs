@@ -559,6 +559,11 @@ fn geometry(out: &Tensor, a: &Tensor, b: &Tensor) -> Batch3 {
 /// f16/bf16 compute in f32 (See Note [Strided GEMM]).
 pub(crate) fn bmm_into(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()> {
     debug_assert!(out.dim() == 3 && a.dim() == 3 && b.dim() == 3);
+    if !out.device().is_cpu() {
+        // Note [Device-generic operators]: the checks and allocations above this are shared;
+        // the product is the device's (cuBLAS on CUDA).
+        return crate::native::stub::run_gemm("bmm", out, a, b, alpha, beta);
+    }
     let g = geometry(out, a, b);
     if g.count == 0 || g.m == 0 || g.n == 0 {
         return Ok(());
@@ -625,6 +630,24 @@ fn check_cpu(op: &str, ts: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Every tensor on the first one's device (the products run on any device with a GEMM loop).
+fn check_same_device(op: &str, ts: &[&Tensor]) -> Result<()> {
+    let d = ts[0].device();
+    match ts.iter().find(|t| t.device() != d) {
+        Some(t) => Err(Error::DeviceMismatch { op: op.into(), a: d.to_string(), b: t.device().to_string() }),
+        None => Ok(()),
+    }
+}
+
+/// `dst.copy_(src)` on any device (the CPU's copy directly, others through dispatch).
+fn copy_any(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.device().is_cpu() && src.device().is_cpu() {
+        crate::native::copy::copy_into(dst, src)
+    } else {
+        ops::copy_(dst, src, false).map(|_| ())
+    }
+}
+
 fn check_same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() != b.dtype() {
         return Err(Error::invalid(
@@ -671,7 +694,7 @@ fn as_batch(t: &Tensor) -> Tensor {
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    check_cpu("mm", &[self_, mat2])?;
+    check_same_device("mm", &[self_, mat2])?;
     check_matrix("mm", self_, "self")?;
     check_matrix("mm", mat2, "mat2")?;
     check_mm_shapes("mm", self_, mat2)?;
@@ -705,12 +728,12 @@ fn write_out(op: &str, r: &Tensor, out: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
-    crate::native::copy::copy_into(out, r)?;
+    copy_any(out, r)?;
     Ok(out.clone())
 }
 
 fn check_bmm(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
-    check_cpu(op, &[a, b])?;
+    check_same_device(op, &[a, b])?;
     if a.dim() != 3 {
         return Err(Error::shape(op, "batch1 must be a 3D tensor"));
     }
@@ -777,13 +800,13 @@ fn broadcast_copy(op: &str, self_: &Tensor, shape: &[i64], dtype: ScalarType) ->
         )
     })?;
     let out = Tensor::empty_uninit(shape, dtype, self_.device())?;
-    crate::native::copy::copy_into(&out, &e)?;
+    copy_any(&out, &e)?;
     Ok(out)
 }
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-    check_cpu("addmm", &[self_, mat1, mat2])?;
+    check_same_device("addmm", &[self_, mat1, mat2])?;
     check_matrix("addmm", mat1, "mat1")?;
     check_matrix("addmm", mat2, "mat2")?;
     check_mm_shapes("addmm", mat1, mat2)?;
@@ -813,6 +836,7 @@ pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
 /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     check_bmm("baddbmm", batch1, batch2)?;
+    check_same_device("baddbmm", &[batch1, self_])?;
     if self_.dtype() != batch1.dtype() {
         return Err(Error::invalid(
             "baddbmm",
@@ -839,6 +863,7 @@ pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, a
 /// `beta * self + alpha * sum_i batch1[i] @ batch2[i]`.
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     check_bmm("addbmm", batch1, batch2)?;
+    check_same_device("addbmm", &[batch1, self_])?;
     if self_.dtype() != batch1.dtype() {
         return Err(Error::invalid(
             "addbmm",

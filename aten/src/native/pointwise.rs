@@ -245,6 +245,10 @@ pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scala
         return Ok(out);
     }
     let iter = binary_iter("threshold_backward", grad_output, self_, false)?;
+    if !iter.is_cpu() {
+        crate::native::stub::run("threshold_backward", &iter, &[threshold])?;
+        return iter.output(0);
+    }
     float_zip(&iter, "threshold_backward", move |g, x| if x > th { g } else { 0.0 })?;
     iter.output(0)
 }

@@ -54,8 +54,14 @@ impl<F: Copy> Loops<F> {
     }
 }
 
+/// A batched matrix product's loop on one device type: `out[i] = alpha * a[i] @ b[i] + beta *
+/// out[i]` for 3-d tensors of one dtype (`[batch, m, k] @ [batch, k, n]` into the `[batch, m,
+/// n]` output the operator allocated). With `beta` `None` or 0, `out` is not read.
+pub type GemmLoop = fn(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
+static GEMMS: Loops<GemmLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -87,4 +93,14 @@ pub fn run_reduction(
     outputs: &[&Tensor],
 ) -> Result<()> {
     REDUCTIONS.get(op, kernel, input.device().ty, input.dtype())?(kernel, input, reduced, outputs)
+}
+
+/// Registers the batched matrix product of devices of type `ty`.
+pub fn register_gemm(ty: DeviceType, f: GemmLoop) {
+    GEMMS.insert("bmm", ty, f);
+}
+
+/// Runs the batched matrix product for `out`'s device (see [`GemmLoop`]).
+pub fn run_gemm(op: &str, out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()> {
+    GEMMS.get(op, "bmm", out.device().ty, out.dtype())?(out, a, b, alpha, beta)
 }

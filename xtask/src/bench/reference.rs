@@ -112,11 +112,12 @@ impl Reference {
 }
 
 impl Server {
-    /// PyTorch's median seconds per iteration of workload `id` on `threads` threads, measured
-    /// now for `budget_s` seconds.
-    pub fn median(&mut self, id: &str, threads: usize, budget_s: f64) -> Result<f64, String> {
+    /// PyTorch's median seconds per iteration of workload `id` on `threads` threads and
+    /// `device`, measured now for `budget_s` seconds.
+    pub fn median(&mut self, id: &str, threads: usize, budget_s: f64, device: c10::Device) -> Result<f64, String> {
         let stdin = self.stdin.as_mut().ok_or("the reference process has ended")?;
-        writeln!(stdin, "{threads} {id} {budget_s}")
+        // PyTorch spells the device as we print it (`cpu`, `cuda:0`).
+        writeln!(stdin, "{threads} {id} {budget_s} {device}")
             .and_then(|()| stdin.flush())
             .map_err(|e| format!("cannot send a request to the reference process: {e}"))?;
         let mut line = String::new();

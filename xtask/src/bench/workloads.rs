@@ -177,6 +177,56 @@ fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
     }))
 }
 
+/// The W2 (elementwise) and W4 (reduction) workloads on `device` (Note [Device workloads]):
+/// the same ids, shapes and operations as [`registry`], the inputs generated on the CPU and
+/// moved to the device, and every iteration ending with the device synchronised, so it times
+/// the work and not only its launch (PyTorch's side calls `torch.cuda.synchronize()` likewise).
+///
+/// Note [Device workloads]: only the families whose operators have device kernels (the
+/// elementwise arithmetic and the reductions) are defined on a device; the others would fail
+/// with a missing-kernel error.
+pub fn device_registry(device: c10::Device) -> Vec<Workload> {
+    let on = move |shape: &[i64]| randn(shape)?.to_device(device);
+    let sync = move || c10::stream::device_guard_impl(device.ty)?.synchronize_device(device);
+    let timed = move |mut f: Box<dyn FnMut() -> Result<Tensor>>| -> Body {
+        Box::new(move || {
+            black_box(f()?);
+            sync()
+        })
+    };
+    let binary = move |a: Vec<i64>, b: Vec<i64>, transpose: bool| -> Result<Body> {
+        let (a, b) = (on(&a)?, on(&b)?);
+        Ok(timed(Box::new(move || if transpose { &a.t()? + &b } else { &a + &b })))
+    };
+    let reduce = move |shape: Vec<i64>, f: fn(&Tensor) -> Result<Tensor>| -> Result<Body> {
+        let a = on(&shape)?;
+        Ok(timed(Box::new(move || f(&a))))
+    };
+    vec![
+        Workload::new("W2.add_1M", "out-of-place add of two contiguous [1048576] f32 tensors", move || {
+            binary(vec![1 << 20], vec![1 << 20], false)
+        }),
+        Workload::new("W2.add_16M", "out-of-place add of two contiguous [16777216] f32 tensors", move || {
+            binary(vec![1 << 24], vec![1 << 24], false)
+        }),
+        Workload::new("W2.bcast_add", "[4096,4096] + [4096] f32 (broadcast over rows)", move || {
+            binary(vec![4096, 4096], vec![4096], false)
+        }),
+        Workload::new("W2.transposed_add", "A.t() + B, [4096,4096] f32", move || {
+            binary(vec![4096, 4096], vec![4096, 4096], true)
+        }),
+        Workload::new("W4.sum_16M", "sum of a contiguous [16777216] f32 tensor", move || {
+            reduce(vec![1 << 24], |a| a.sum())
+        }),
+        Workload::new("W4.softmax", "softmax over the last dim of [4096,1024] f32", move || {
+            reduce(vec![4096, 1024], |a| a.softmax(-1))
+        }),
+        Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", move || {
+            reduce(vec![4096, 1024], |a| a.log_softmax(-1))
+        }),
+    ]
+}
+
 /// A standard-normal f32 tensor of `shape` from the default generator.
 fn randn(shape: &[i64]) -> Result<Tensor> {
     aten::ops::randn(shape, Some(c10::ScalarType::F32), None, None, None)
