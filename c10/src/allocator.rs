@@ -118,6 +118,31 @@ impl Allocator for CpuAllocator {
     }
 }
 
+/// Page-locked ("pinned") host memory, which an accelerator backend provides (CUDA's
+/// `cuMemHostAlloc`): host-to-device copies from it need no staging buffer. Tensors in it are CPU
+/// tensors (PyTorch's `pin_memory()` / `is_pinned()`).
+pub trait PinnedMemory: Send + Sync {
+    /// Allocates `nbytes` of pinned host memory (a CPU [`DataPtr`]).
+    fn allocate(&self, nbytes: usize) -> Result<DataPtr>;
+    /// Whether `ptr` points into pinned memory of this provider.
+    fn is_pinned(&self, ptr: *const u8) -> bool;
+}
+
+static PINNED: AtomicPtr<&'static dyn PinnedMemory> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Registers the provider of pinned memory (the CUDA backend does at its initialisation).
+pub fn set_pinned_memory(p: &'static dyn PinnedMemory) {
+    let slot = Box::into_raw(Box::new(p));
+    PINNED.store(slot, Ordering::Release);
+}
+
+/// The provider of pinned memory, if an accelerator backend registered one.
+pub fn pinned_memory() -> Option<&'static dyn PinnedMemory> {
+    let p = PINNED.load(Ordering::Acquire);
+    // SAFETY: a non-null slot is a leaked Box written once by `set_pinned_memory`.
+    (!p.is_null()).then(|| unsafe { *p })
+}
+
 static CPU_ALLOCATOR: crate::caching_allocator::CachingCpuAllocator = crate::caching_allocator::CachingCpuAllocator;
 
 /// One registry slot per device type: a leaked `&'static dyn Allocator` behind an atomic

@@ -136,6 +136,13 @@ pub trait Driver: Send + Sync {
     /// The addresses must be device memory of `device` holding every element the leading
     /// dimensions, batch strides and sizes address.
     unsafe fn gemm(&self, device: usize, g: &Gemm, stream: StreamId) -> Result<()>;
+    /// Allocates `nbytes` (> 0) of page-locked host memory (`cuMemHostAlloc`).
+    fn host_alloc(&self, nbytes: usize) -> Result<*mut u8>;
+    /// Frees memory of [`Driver::host_alloc`].
+    ///
+    /// # Safety
+    /// `ptr` must come from `host_alloc` of this driver and not be used afterwards.
+    unsafe fn host_free(&self, ptr: *mut u8);
     /// Creates a stream on `device`.
     fn stream_create(&self, device: usize) -> Result<StreamId>;
     /// Destroys a stream of [`Driver::stream_create`].

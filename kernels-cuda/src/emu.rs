@@ -175,6 +175,8 @@ pub struct EmulatedDriver {
     devices: Vec<Device>,
     next_handle: AtomicU64,
     events: Mutex<HashMap<u64, Option<Instant>>>,
+    /// Live "pinned" host allocations (address → layout): plain page-aligned host memory.
+    pinned: Mutex<HashMap<usize, Layout>>,
 }
 
 impl EmulatedDriver {
@@ -193,6 +195,7 @@ impl EmulatedDriver {
                 .collect(),
             next_handle: AtomicU64::new(1),
             events: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -356,6 +359,26 @@ impl Driver for EmulatedDriver {
             d => return Err(Error::UnsupportedDtype { op: "gemm".into(), dtype: d }),
         }
         Ok(())
+    }
+
+    fn host_alloc(&self, nbytes: usize) -> Result<*mut u8> {
+        let oom = || Error::OutOfMemory { device: c10::DeviceType::Cpu, nbytes };
+        // Page-aligned, as cuMemHostAlloc's memory is.
+        let layout = Layout::from_size_align(nbytes.max(1), 4096).map_err(|_| oom())?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc(layout) };
+        if p.is_null() {
+            return Err(oom());
+        }
+        self.pinned.lock().expect("pinned table").insert(p as usize, layout);
+        Ok(p)
+    }
+
+    unsafe fn host_free(&self, ptr: *mut u8) {
+        if let Some(layout) = self.pinned.lock().expect("pinned table").remove(&(ptr as usize)) {
+            // SAFETY: a live allocation of `host_alloc` with this layout.
+            unsafe { std::alloc::dealloc(ptr, layout) };
+        }
     }
 
     unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {

@@ -285,6 +285,22 @@ impl Driver for CudaDriver {
         .map_err(|e| Error::Cuda(format!("cublasGemmStridedBatchedEx: {e:?}")))
     }
 
+    fn host_alloc(&self, nbytes: usize) -> Result<*mut u8> {
+        // Portable pinned memory in device 0's primary context (CU_MEMHOSTALLOC_PORTABLE = 1:
+        // every context may use it for fast copies).
+        self.enter(0)?;
+        // SAFETY: a plain allocation call with a context current.
+        let p = unsafe { result::malloc_host(nbytes, 1) }.map_err(|e| cuda_error("cuMemHostAlloc", e))?;
+        Ok(p.cast())
+    }
+
+    unsafe fn host_free(&self, ptr: *mut u8) {
+        if self.enter(0).is_ok() {
+            // SAFETY: the caller passes memory of host_alloc.
+            let _ = unsafe { result::free_host(ptr.cast()) };
+        }
+    }
+
     unsafe fn launch(&self, device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
         let f = self.function(device, name)?;
         let [gx, gy, gz] = cfg.grid;

@@ -21,6 +21,7 @@ pub fn init() {
     ONCE.get_or_init(|| {
         c10::stream::set_device_guard_impl(&CUDA_GUARD);
         c10::allocator::set_allocator(DeviceType::Cuda, &CUDA_ALLOCATOR);
+        c10::allocator::set_pinned_memory(&PINNED);
     });
 }
 
@@ -226,6 +227,39 @@ impl Allocator for CudaAllocator {
     fn allocate_on(&self, device: Device, nbytes: usize) -> Result<DataPtr> {
         let i = index(device)?;
         Ok(caching_allocator()?.allocate(i as i8, nbytes, stream_of(i))?.into_data_ptr())
+    }
+}
+
+/// Pinned host memory from the driver (`Tensor::pin_memory`): every live block is recorded
+/// (start → size) so `is_pinned` can answer for any address inside one.
+struct Pinned {
+    blocks: std::sync::Mutex<std::collections::BTreeMap<usize, usize>>,
+}
+static PINNED: Pinned = Pinned { blocks: std::sync::Mutex::new(std::collections::BTreeMap::new()) };
+
+/// The deleter of pinned blocks.
+unsafe fn free_pinned(data: *mut u8, _ctx: *mut ()) {
+    PINNED.blocks.lock().unwrap_or_else(|e| e.into_inner()).remove(&(data as usize));
+    if let Ok(d) = driver() {
+        // SAFETY: `data` came from this driver's host_alloc (PINNED.allocate) and is released
+        // once, by its DataPtr.
+        unsafe { d.host_free(data) };
+    }
+}
+
+impl c10::allocator::PinnedMemory for Pinned {
+    fn allocate(&self, nbytes: usize) -> Result<DataPtr> {
+        let p = checked_driver()?.host_alloc(nbytes.max(1))?;
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(p as usize, nbytes.max(1));
+        let ptr = std::ptr::NonNull::new(p).ok_or_else(|| Error::Cuda("cuMemHostAlloc returned null".into()))?;
+        // SAFETY: `p` is a live pinned block of at least `nbytes` bytes, freed by the deleter.
+        Ok(unsafe { DataPtr::from_raw(ptr, std::ptr::null_mut(), Some(free_pinned), Device::CPU) })
+    }
+
+    fn is_pinned(&self, ptr: *const u8) -> bool {
+        let a = ptr as usize;
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.range(..=a).next_back().is_some_and(|(&start, &len)| a < start + len)
     }
 }
 

@@ -523,3 +523,30 @@ fn matrix_products_map_onto_the_column_major_gemm() {
     let f = sample(&[2, 2], ScalarType::F32, 0);
     assert!(matches!(ops::mm(&f.cuda(0).unwrap(), &f).unwrap_err(), Error::DeviceMismatch { .. }));
 }
+
+#[test]
+fn pinned_host_memory_holds_cpu_tensors_that_copy_to_the_device() {
+    setup();
+    let t = sample(&[3, 4], ScalarType::F32, 30);
+    assert!(!t.is_pinned());
+    let p = ops::transpose(&t, 0, 1).unwrap().pin_memory().unwrap();
+    assert!(p.is_pinned() && p.device().is_cpu() && p.is_contiguous());
+    assert_close(&p, &ops::transpose(&t, 0, 1).unwrap(), 0.0, "pinned copy");
+    // Pinning a pinned tensor is the tensor itself; views of it are pinned too.
+    assert!(p.pin_memory().unwrap().is_same(&p));
+    assert!(ops::select(&p, 0, 1).unwrap().is_pinned());
+    // A non-blocking copy from pinned memory, and back into pinned memory.
+    let g = ops::empty(&[4, 3], Some(ScalarType::F32), None, Some(GPU), None, None).unwrap();
+    ops::copy_(&g, &p, true).unwrap();
+    let back = ops::zeros(&[4, 3], None, None, None, None).unwrap().pin_memory().unwrap();
+    ops::copy_(&back, &g, true).unwrap();
+    kernels_cuda::runtime::synchronize(GPU).unwrap();
+    assert_close(&back, &p, 0.0, "round trip through pinned memory");
+    // Only CPU tensors can be pinned.
+    let e = g.pin_memory().unwrap_err().to_string();
+    assert!(e.contains("only dense CPU tensors can be pinned"), "{e}");
+    // The memory goes back when the last tensor using it is dropped.
+    let addr = p.storage().data_ptr();
+    drop((p, back));
+    assert!(!c10::allocator::pinned_memory().unwrap().is_pinned(addr));
+}

@@ -165,6 +165,44 @@ impl Tensor {
         self.to_device(Device::CPU)
     }
 
+    /// Whether `self` lives in page-locked host memory (PyTorch's `is_pinned()`); false without
+    /// an accelerator backend.
+    pub fn is_pinned(&self) -> bool {
+        self.device().is_cpu()
+            && c10::allocator::pinned_memory().is_some_and(|p| p.is_pinned(self.storage().data_ptr()))
+    }
+
+    /// A copy of `self` in page-locked host memory, or `self` when it is pinned already
+    /// (PyTorch's `pin_memory()`): copies from it to a device need no staging. A contiguous
+    /// copy; differentiable like any copy.
+    pub fn pin_memory(&self) -> Result<Tensor> {
+        const OP: &str = "pin_memory";
+        if !self.device().is_cpu() {
+            return Err(Error::invalid(
+                OP,
+                format!("cannot pin '{}' only dense CPU tensors can be pinned", self.device()),
+            ));
+        }
+        if self.is_pinned() {
+            return Ok(self.clone());
+        }
+        let pinned = c10::allocator::pinned_memory().ok_or_else(|| Error::NotImplemented {
+            op: OP.into(),
+            msg: "Cannot access accelerator device when none is available.".into(),
+        })?;
+        let nbytes = c10::size::contiguous_nbytes(OP, self.sizes(), self.dtype().size())?;
+        let storage = c10::Storage::from_data_ptr(pinned.allocate(nbytes)?, nbytes);
+        let out = Tensor::from_storage(
+            storage,
+            self.sizes(),
+            c10::tensor_impl::contiguous_strides(self.sizes()),
+            0,
+            self.dtype(),
+        );
+        crate::ops::copy_(&out, self, false)?;
+        Ok(out)
+    }
+
     /// A deep copy (PyTorch's `clone()`), laid out like `self` when dense. (`clone()` itself is
     /// `Clone::clone`, which shares the data like a new Python reference.)
     pub fn clone_tensor(&self) -> Result<Tensor> {

@@ -123,3 +123,17 @@ fn large_parallel_add_matches_serial() {
     let c = (&a + &b).unwrap().to_vec::<f32>().unwrap();
     assert!(c.iter().enumerate().all(|(i, &v)| v == (3 * i) as f32));
 }
+
+/// Without an accelerator backend (this test binary links none): no tensor is pinned, pinning
+/// is PyTorch's error, and moving to a device without a backend is an error, not a crash.
+#[test]
+fn pinning_and_devices_without_a_backend_are_errors() {
+    let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    assert!(!t.is_pinned());
+    let e = t.pin_memory().unwrap_err().to_string();
+    assert!(e.contains("Cannot access accelerator device when none is available."), "{e}");
+    assert!(t.cuda(0).is_err());
+    // The CPU is where the tensor is: `to_device(cpu)` is the tensor itself.
+    assert!(t.to_device(c10::Device::CPU).unwrap().is_same(&t));
+    assert!(t.cpu().unwrap().is_same(&t));
+}
