@@ -1,7 +1,9 @@
 // Elementwise kernels over any strides and broadcasting: fill, casting copy, binary arithmetic
 // and comparisons, unary math. One grid-stride loop per kernel; every operand's element offset
-// comes from the launch's KcGeometry (kc::offsets), so views, transposes and expanded inputs
-// need no copies. Arithmetic runs in kc::Acc<T> (float for f16/bf16), as PyTorch's opmath.
+// comes from the launch's KcGeometry (kc::offsets, or kc::offsets32 when every offset fits in
+// 32 bits), so views, transposes and expanded inputs need no copies; operands that are all
+// contiguous and aligned are read and written KC_VEC elements at a time. Arithmetic runs in
+// kc::Acc<T> (float for f16/bf16), as PyTorch's opmath.
 #include "scalar.cuh"
 
 namespace {
@@ -9,8 +11,33 @@ namespace {
 __device__ __forceinline__ int64_t first_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t grid_stride() { return (int64_t)blockDim.x * gridDim.x; }
 
+// Visits every element of the geometry with its operands' offsets, in a grid-stride loop: with
+// 32-bit index math when every offset fits (kc::fits_32_bits, the common case; PyTorch's
+// OffsetCalculator does the same), 64-bit otherwise.
+template <typename F> __device__ __forceinline__ void for_each_element(const KcGeometry& g, F f) {
+    if (kc::fits_32_bits(g)) {
+        for (int64_t i = first_index(); i < g.numel; i += grid_stride()) f(kc::offsets32(g, (uint32_t)i));
+    } else {
+        for (int64_t i = first_index(); i < g.numel; i += grid_stride()) f(kc::offsets(g, i));
+    }
+}
+
+// Vectorised access on contiguous operands: VEC elements per load and store.
+#define KC_VEC 4
+template <typename T> struct alignas(sizeof(T) * KC_VEC) Pack {
+    T v[KC_VEC];
+};
+template <typename T> __device__ __forceinline__ bool pack_aligned(const void* p) {
+    return ((uintptr_t)p % sizeof(Pack<T>)) == 0;
+}
+// Whether the vectorised path applies: one contiguous dim for every operand and pointers
+// aligned to a whole pack (a view starting mid-pack takes the general path).
+template <typename O, typename I> __device__ __forceinline__ bool vectorisable(const KcGeometry& g, const O* out, const I* in) {
+    return kc::is_contiguous(g) && pack_aligned<O>(out) && pack_aligned<I>(in);
+}
+
 template <typename T> __device__ void fill(const KcGeometry& g, T* out, T value) {
-    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) out[kc::offsets(g, i).at[0]] = value;
+    for_each_element(g, [&](const kc::Offsets& o) { out[o.at[0]] = value; });
 }
 
 // arange: element i is `start + i * step`, computed in the accumulation type (float for the
@@ -28,35 +55,76 @@ template <typename T> __device__ void int_arange(const KcGeometry& g, T* out, in
     }
 }
 
-template <typename S, typename D> __device__ void cast_copy(const KcGeometry& g, D* out, const S* in) {
-    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
-        kc::Offsets o = kc::offsets(g, i);
-        out[o.at[0]] = kc::convert<D>(in[o.at[1]]);
+// The contiguous path of a one-input kernel: `out[i] = f(in[i])`, a pack at a time, then the
+// tail. The caller checked `vectorisable`.
+template <typename O, typename I, typename F> __device__ __forceinline__ void map_packs(const KcGeometry& g, O* out, const I* in, F f) {
+    const int64_t packs = g.numel / KC_VEC;
+    const Pack<I>* src = reinterpret_cast<const Pack<I>*>(in);
+    Pack<O>* dst = reinterpret_cast<Pack<O>*>(out);
+    for (int64_t p = first_index(); p < packs; p += grid_stride()) {
+        const Pack<I> x = src[p];
+        Pack<O> r;
+#pragma unroll
+        for (int j = 0; j < KC_VEC; ++j) r.v[j] = f(x.v[j]);
+        dst[p] = r;
     }
+    for (int64_t i = packs * KC_VEC + first_index(); i < g.numel; i += grid_stride()) out[i] = f(in[i]);
+}
+
+// The contiguous path of a two-input kernel: `out[i] = f(a[i], b[i])`.
+template <typename O, typename I, typename F>
+__device__ __forceinline__ void zip_packs(const KcGeometry& g, O* out, const I* a, const I* b, F f) {
+    const int64_t packs = g.numel / KC_VEC;
+    const Pack<I>* pa = reinterpret_cast<const Pack<I>*>(a);
+    const Pack<I>* pb = reinterpret_cast<const Pack<I>*>(b);
+    Pack<O>* dst = reinterpret_cast<Pack<O>*>(out);
+    for (int64_t p = first_index(); p < packs; p += grid_stride()) {
+        const Pack<I> x = pa[p];
+        const Pack<I> y = pb[p];
+        Pack<O> r;
+#pragma unroll
+        for (int j = 0; j < KC_VEC; ++j) r.v[j] = f(x.v[j], y.v[j]);
+        dst[p] = r;
+    }
+    for (int64_t i = packs * KC_VEC + first_index(); i < g.numel; i += grid_stride()) out[i] = f(a[i], b[i]);
+}
+
+template <typename S, typename D> __device__ void cast_copy(const KcGeometry& g, D* out, const S* in) {
+    if (vectorisable(g, out, in)) {
+        map_packs(g, out, in, [](S x) { return kc::convert<D>(x); });
+        return;
+    }
+    for_each_element(g, [&](const kc::Offsets& o) { out[o.at[0]] = kc::convert<D>(in[o.at[1]]); });
 }
 
 template <typename T, typename Op> __device__ void binary(const KcGeometry& g, T* out, const T* a, const T* b, Op op) {
     typedef typename kc::Acc<T>::type A;
-    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
-        kc::Offsets o = kc::offsets(g, i);
-        out[o.at[0]] = kc::convert<T>(op(kc::convert<A>(a[o.at[1]]), kc::convert<A>(b[o.at[2]])));
+    auto f = [&](T x, T y) { return kc::convert<T>(op(kc::convert<A>(x), kc::convert<A>(y))); };
+    if (vectorisable(g, out, a) && pack_aligned<T>(b)) {
+        zip_packs(g, out, a, b, f);
+        return;
     }
+    for_each_element(g, [&](const kc::Offsets& o) { out[o.at[0]] = f(a[o.at[1]], b[o.at[2]]); });
 }
 
 template <typename T, typename Op> __device__ void compare(const KcGeometry& g, bool* out, const T* a, const T* b, Op op) {
     typedef typename kc::Acc<T>::type A;
-    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
-        kc::Offsets o = kc::offsets(g, i);
-        out[o.at[0]] = op(kc::convert<A>(a[o.at[1]]), kc::convert<A>(b[o.at[2]]));
+    auto f = [&](T x, T y) { return (bool)op(kc::convert<A>(x), kc::convert<A>(y)); };
+    if (vectorisable(g, out, a) && pack_aligned<T>(b)) {
+        zip_packs(g, out, a, b, f);
+        return;
     }
+    for_each_element(g, [&](const kc::Offsets& o) { out[o.at[0]] = f(a[o.at[1]], b[o.at[2]]); });
 }
 
 template <typename T, typename Op> __device__ void unary(const KcGeometry& g, T* out, const T* a, Op op) {
     typedef typename kc::Acc<T>::type A;
-    for (int64_t i = first_index(); i < g.numel; i += grid_stride()) {
-        kc::Offsets o = kc::offsets(g, i);
-        out[o.at[0]] = kc::convert<T>(op(kc::convert<A>(a[o.at[1]])));
+    auto f = [&](T x) { return kc::convert<T>(op(kc::convert<A>(x))); };
+    if (vectorisable(g, out, a)) {
+        map_packs(g, out, a, f);
+        return;
     }
+    for_each_element(g, [&](const kc::Offsets& o) { out[o.at[0]] = f(a[o.at[1]]); });
 }
 
 // `a + alpha * b` and `a - alpha * b`. For floats alpha is a double narrowed to the opmath type

@@ -104,6 +104,42 @@ __device__ __forceinline__ Offsets offsets(const KcGeometry& g, int64_t linear) 
     return o;
 }
 
+// Whether every offset of the geometry fits in 32 bits (then kc::offsets32 computes them with
+// 32-bit division, several times cheaper on the GPU). Strides are non-negative.
+__device__ __forceinline__ bool fits_32_bits(const KcGeometry& g) {
+    const int64_t limit = 2147483647;
+    if (g.numel > limit) return false;
+    for (int k = 0; k < g.noperands; ++k) {
+        int64_t extent = 0;
+        for (int d = 0; d < g.ndim; ++d) extent += (g.sizes[d] - 1) * g.strides[k][d];
+        if (extent > limit) return false;
+    }
+    return true;
+}
+
+// kc::offsets with 32-bit index math; only for geometries that kc::fits_32_bits accepts.
+__device__ __forceinline__ Offsets offsets32(const KcGeometry& g, uint32_t linear) {
+    uint32_t at[KC_MAX_OPERANDS] = {};
+    for (int d = 0; d < g.ndim; ++d) {
+        const uint32_t size = (uint32_t)g.sizes[d];
+        const uint32_t idx = linear % size;
+        linear /= size;
+        for (int k = 0; k < g.noperands; ++k) at[k] += idx * (uint32_t)g.strides[k][d];
+    }
+    Offsets o;
+    for (int k = 0; k < KC_MAX_OPERANDS; ++k) o.at[k] = at[k];
+    return o;
+}
+
+// Whether every operand walks the elements contiguously (one dim of stride 1 after coalescing).
+__device__ __forceinline__ bool is_contiguous(const KcGeometry& g) {
+    if (g.ndim > 1) return false;
+    for (int k = 0; k < g.noperands; ++k) {
+        if (g.ndim == 1 && g.strides[k][0] != 1) return false;
+    }
+    return true;
+}
+
 }  // namespace kc
 
 // One name per element type, used to stamp out `extern "C"` entry points from templates:

@@ -241,6 +241,42 @@ fn arange_computes_start_plus_i_step_in_the_accumulation_type() {
     ints::<i64>(i64::MAX - 100, 1 << 40);
 }
 
+/// Contiguous operands take the vectorised path when their addresses are aligned to a pack and
+/// the element path when one starts mid-pack (a view at an odd offset); both give the same
+/// values, tails included.
+fn aligned_and_misaligned_contiguous_operands_agree() {
+    for n in [1usize, 3, 4, 5, 8, 13, 1027] {
+        let a: Vec<f32> = (0..n + 1).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let b: Vec<f32> = (0..n + 1).map(|i| 7.0 - i as f32).collect();
+        let (ba, bb) = (Buf::from(&a), Buf::from(&b));
+        let g = contiguous_geometry(n, 3);
+        for shift in [0u64, 1] {
+            let out = Buf::<f32>::zeroed(n + 1);
+            let at = |p: DevicePtr| p + shift * 4;
+            launch("mul_f32", &cfg(&g), KernelArgs::new().push(g).push(at(out.ptr)).push(at(ba.ptr)).push(at(bb.ptr)))
+                .unwrap();
+            let got = out.read();
+            for i in 0..n {
+                let k = i + shift as usize;
+                assert_eq!(got[k], a[k] * b[k], "mul_f32 n={n} shift={shift} [{i}]");
+            }
+            // Nothing outside the n elements is written.
+            let outside = if shift == 0 { n } else { 0 };
+            assert_eq!(got[outside], 0.0, "mul_f32 n={n} shift={shift} wrote outside");
+            // A one-input kernel and a converting copy on the same layouts.
+            let c = Buf::<f64>::zeroed(n + 1);
+            let gc = contiguous_geometry(n, 2);
+            launch("cast_f32_f64", &cfg(&gc), KernelArgs::new().push(gc).push(c.ptr + shift * 8).push(at(ba.ptr)))
+                .unwrap();
+            let got = c.read();
+            for i in 0..n {
+                let k = i + shift as usize;
+                assert_eq!(got[k], a[k] as f64, "cast n={n} shift={shift} [{i}]");
+            }
+        }
+    }
+}
+
 /// Sizes around block and warp boundaries, and one that needs the grid-stride loop.
 fn tails_and_grid_stride_loops_cover_every_element() {
     for n in [1usize, 31, 32, 33, 255, 256, 257, 1000, 65_537] {
@@ -774,6 +810,10 @@ mod suite {
     #[test]
     fn launch_errors_are_values() {
         super::launch_errors_are_values();
+    }
+    #[test]
+    fn aligned_and_misaligned_contiguous_operands_agree() {
+        super::aligned_and_misaligned_contiguous_operands_agree();
     }
     #[test]
     fn gemm_follows_the_cublas_contract() {
