@@ -83,6 +83,9 @@ pub struct Args {
 ///
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if !a.device.is_cpu() && !cfg!(feature = "cuda") {
+        return crate::rerun_with_cuda();
+    }
     if cfg!(debug_assertions) {
         return rerun_optimized();
     }

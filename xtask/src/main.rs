@@ -42,6 +42,22 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// Runs this same command again from an xtask built with the `cuda` feature (the CUDA backend,
+/// which needs the CUDA headers of kernels-cuda/setup-cuda.sh): what `parity --device cuda`
+/// and `bench --device cuda` do when this build has no CUDA backend, so `cargo xtask ...
+/// --device cuda` works as written.
+pub fn rerun_with_cuda() -> Result<ExitCode, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("--device cuda: running xtask with its `cuda` feature (cargo xtask-cuda)");
+    let status = std::process::Command::new(cargo)
+        .args(["run", "--quiet", "-p", "xtask", "--features", "cuda", "--"])
+        .args(std::env::args_os().skip(1))
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("running xtask with the cuda feature: {e}"))?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {

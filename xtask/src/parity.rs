@@ -156,6 +156,9 @@ impl Report {
 /// Runs `cargo xtask parity`: exit 0 when the run completes (failing cases included), exit 1
 /// when the ratchet is broken, an error when the files cannot be read.
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if !a.device.is_cpu() && !cfg!(feature = "cuda") {
+        return crate::rerun_with_cuda();
+    }
     let listed = match &a.ratchet {
         Some(path) => Some(read_ratchet(path, a.update_ratchet)?),
         None => None,
@@ -204,8 +207,8 @@ pub(crate) fn check_device(device: Device) -> Result<(), String> {
     let _ = aten::dispatcher();
     if c10::allocator::get_allocator(device.ty).is_err() {
         return Err(format!(
-            "--device {device}: this xtask has no {} backend; run `cargo xtask-cuda ...` (xtask with \
-             its `cuda` feature; TORCH_CUDA_DRIVER=emulator selects the emulated device on a machine without a GPU)",
+            "--device {device}: this xtask has no {} backend (it needs xtask's `cuda` feature, and \
+             TORCH_CUDA_DRIVER=emulator on a machine without a GPU)",
             device.ty.name()
         ));
     }
