@@ -58,7 +58,11 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<(
     })?;
     let (dd, sd) = (dst.device(), src.device());
     match (dd.is_cpu(), sd.is_cpu()) {
-        (false, false) if dd == sd => same_device(dst, &src),
+        (false, false) if dd == sd => {
+            // As the CPU's copy: a source that partly overlaps the destination is an error.
+            aten::memory_overlap::assert_no_partial_overlap(OP, dst, &src)?;
+            same_device(dst, &src)
+        }
         (false, false) => {
             // Contiguous on the source device, then a peer copy of its bytes.
             let contiguous = aten::ops::contiguous(&src, MemoryFormat::Contiguous)?;

@@ -123,6 +123,16 @@ fn copies_convert_and_follow_strides_in_every_direction() {
         assert_close(&back.cpu().unwrap(), &want, 0.0, "peer strided");
     }
 
+    // A source that partly overlaps the destination is the CPU's error.
+    let buf = ops::arange(Scalar::Int(8), Some(ScalarType::F32), None, Some(GPU), None).unwrap();
+    let (lo, hi) =
+        (ops::slice(&buf, 0, Some(0), Some(6), 1).unwrap(), ops::slice(&buf, 0, Some(2), Some(8), 1).unwrap());
+    let cpu = ops::arange(Scalar::Int(8), Some(ScalarType::F32), None, None, None).unwrap();
+    let (clo, chi) =
+        (ops::slice(&cpu, 0, Some(0), Some(6), 1).unwrap(), ops::slice(&cpu, 0, Some(2), Some(8), 1).unwrap());
+    let (ge, ce) = (ops::copy_(&lo, &hi, false).unwrap_err(), ops::copy_(&clo, &chi, false).unwrap_err());
+    assert_eq!(ge.to_string(), ce.to_string());
+    assert_eq!(buf.to_vec::<f32>().unwrap(), (0..8).map(|i| i as f32).collect::<Vec<_>>());
     // A source that cannot broadcast is an error, and nothing is written.
     let e = ops::copy_(&dst, &ops::zeros(&[5], None, None, None, None).unwrap(), false).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e:?}");
