@@ -171,8 +171,8 @@ def on_device(setup):
 
 def matmul_square(n):
     def setup():
-        a = torch.randn(n, n, dtype=torch.float32)
-        b = torch.randn(n, n, dtype=torch.float32)
+        a = torch.randn(n, n, dtype=torch.float32).to(DEVICE)
+        b = torch.randn(n, n, dtype=torch.float32).to(DEVICE)
 
         def run():
             return torch.matmul(a, b)

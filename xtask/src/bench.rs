@@ -57,7 +57,7 @@ pub struct Args {
     /// Skip the PyTorch column even if torch is installed.
     #[arg(long)]
     pub no_pytorch: bool,
-    /// Run the W2/W4 workloads on this device (`cuda`, `cuda:N`), with PyTorch on the same
+    /// Run the W2/W3/W4 workloads on this device (`cuda`, `cuda:N`), with PyTorch on the same
     /// device as the reference (Note [Device workloads]). Needs a GPU (or, for checking and
     /// not for timing, TORCH_CUDA_DRIVER=emulator) and the `cuda` feature (`cargo xtask-cuda`).
     #[arg(long, default_value = "cpu", value_parser = crate::parity::parse_device)]

@@ -177,13 +177,14 @@ fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
     }))
 }
 
-/// The W2 (elementwise) and W4 (reduction) workloads on `device` (Note [Device workloads]):
+/// The W2 (elementwise), W4 (reduction) and large W3 (matrix product) workloads on `device`
+/// (Note [Device workloads]):
 /// the same ids, shapes and operations as [`registry`], the inputs generated on the CPU and
 /// moved to the device, and every iteration ending with the device synchronised, so it times
 /// the work and not only its launch (PyTorch's side calls `torch.cuda.synchronize()` likewise).
 ///
 /// Note [Device workloads]: only the families whose operators have device kernels (the
-/// elementwise arithmetic and the reductions) are defined on a device; the others would fail
+/// elementwise arithmetic, the reductions and the products) are defined on a device; the others would fail
 /// with a missing-kernel error.
 pub fn device_registry(device: c10::Device) -> Vec<Workload> {
     let on = move |shape: &[i64]| randn(shape)?.to_device(device);
@@ -223,6 +224,15 @@ pub fn device_registry(device: c10::Device) -> Vec<Workload> {
         }),
         Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", move || {
             reduce(vec![4096, 1024], |a| a.log_softmax(-1))
+        }),
+        // The products run on the device's GEMM (cuBLAS).
+        Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", move || {
+            let (a, b) = (on(&[1024, 1024])?, on(&[1024, 1024])?);
+            Ok(timed(Box::new(move || aten::ops::matmul(&a, &b))))
+        }),
+        Workload::new("W3.matmul_2048", "matmul of two [2048, 2048] f32 tensors", move || {
+            let (a, b) = (on(&[2048, 2048])?, on(&[2048, 2048])?);
+            Ok(timed(Box::new(move || aten::ops::matmul(&a, &b))))
         }),
     ]
 }
