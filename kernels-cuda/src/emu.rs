@@ -60,6 +60,11 @@ fn kernels() -> &'static HashMap<&'static str, Entry> {
     })
 }
 
+/// Whether kernels-cuda has a kernel of that name.
+pub fn has_kernel(name: &str) -> bool {
+    kernels().contains_key(name)
+}
+
 /// The names of the kernels the emulator can run, sorted.
 pub fn kernel_names() -> Vec<&'static str> {
     let mut v: Vec<_> = kernels().keys().copied().collect();

@@ -3,9 +3,6 @@
 //! operands already broadcast, promoted and allocated on the device), turns the iteration into
 //! a [`KcGeometry`] and launches the `.cu` kernel for the dtype.
 
-use std::collections::HashSet;
-use std::sync::OnceLock;
-
 use aten::native::stub;
 use aten::native::tensor_iterator::TensorIterator;
 use aten::Tensor;
@@ -22,8 +19,11 @@ pub(crate) fn register() {
     stub::register("arange", cuda, arange);
     stub::register("threshold_backward", cuda, threshold_backward);
     stub::register("add", cuda, add);
-    for k in ["mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+    for k in ["mul", "div", "maximum", "minimum"] {
         stub::register(k, cuda, same_name);
+    }
+    for k in ["eq", "ne", "lt", "le", "gt", "ge"] {
+        stub::register(k, cuda, compare);
     }
     for k in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu"] {
         stub::register(k, cuda, same_name);
@@ -50,17 +50,12 @@ pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
     }
 }
 
-/// Whether kernels-cuda has a kernel of that name (the same set on both drivers: the emulator's
-/// registry is built from the very `.cu` files nvcc compiles).
-pub(crate) fn has_kernel(name: &str) -> bool {
-    static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    NAMES.get_or_init(|| crate::emu::kernel_names().into_iter().collect()).contains(name)
-}
-
 /// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error.
 fn kernel_for(op: &str, base: &str, dtype: ScalarType) -> Result<String> {
     let name = format!("{base}_{}", suffix(dtype));
-    if has_kernel(&name) {
+    // The same set on both drivers: the emulator's table is built from the very `.cu` files
+    // nvcc compiles.
+    if crate::emu::has_kernel(&name) {
         Ok(name)
     } else {
         Err(Error::UnsupportedDtype { op: op.into(), dtype })
@@ -120,25 +115,29 @@ pub(crate) fn launch_named(iter: &TensorIterator<'_>, name: &str) -> Result<()> 
     launch(iter, name, |_| {})
 }
 
-/// Kernels named like their operator, whose dtype is the common dtype (`mul_f32`, `eq_i64`,
-/// `exp_bf16`): binary and unary arithmetic and comparisons.
-fn same_name(iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
-    let base = stub::kernel_name(iter.op());
-    let compare = matches!(base, "eq" | "ne" | "lt" | "le" | "gt" | "ge");
-    if compare && iter.output_dtype() != ScalarType::Bool {
+/// Kernels named like their operator, whose dtype is the common dtype (`mul_f32`,
+/// `exp_bf16`): binary and unary arithmetic.
+fn same_name(kernel: &'static str, iter: &TensorIterator<'_>, _extra: &[Scalar]) -> Result<()> {
+    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
+    launch(iter, &name, |_| {})
+}
+
+/// Comparisons (`eq_i64`): inputs of the common dtype, a Bool output (the kernels write no other
+/// dtype, so an in-place comparison into a non-bool tensor has no CUDA kernel yet).
+fn compare(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    if iter.output_dtype() != ScalarType::Bool {
         return Err(Error::NotImplemented {
             op: iter.op().into(),
             msg: format!("an in-place comparison into {} on CUDA", iter.output_dtype()),
         });
     }
-    let name = kernel_for(iter.op(), base, iter.common_dtype())?;
-    launch(iter, &name, |_| {})
+    same_name(kernel, iter, extra)
 }
 
 /// `add_<T>(g, out, a, b, alpha)`: alpha is a double for floating kernels, an int64 otherwise.
-fn add(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn add(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.common_dtype();
-    let name = kernel_for(iter.op(), "add", dtype)?;
+    let name = kernel_for(iter.op(), kernel, dtype)?;
     let alpha = extra.first().copied().unwrap_or(Scalar::Int(1));
     launch(iter, &name, |a| {
         if dtype.is_floating_point() {
@@ -151,9 +150,9 @@ fn add(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
 
 /// `fill_<T>(g, out, value)`, the value converted to the output's dtype (its range was checked
 /// by `fill_`).
-fn fill(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn fill(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.output_dtype();
-    let name = kernel_for(iter.op(), "fill", dtype)?;
+    let name = kernel_for(iter.op(), kernel, dtype)?;
     let v = extra.first().copied().unwrap_or(Scalar::Int(0));
     launch(iter, &name, |a| {
         match dtype {
@@ -230,9 +229,9 @@ fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[
 /// `arange_<T>(g, out, start, step)`: start and step in the kernel's accumulation type (float
 /// for float32/float16/bfloat16, double for float64, int64 for integers), as PyTorch's CUDA
 /// `arange` computes.
-fn arange(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+fn arange(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
     let dtype = iter.output_dtype();
-    let name = kernel_for(iter.op(), "arange", dtype)?;
+    let name = kernel_for(iter.op(), kernel, dtype)?;
     let (start, step) = match extra {
         [a, b] => (*a, *b),
         _ => return Err(Error::Cuda("arange: the loop takes start and step".into())),
@@ -252,8 +251,8 @@ fn arange(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
 
 /// `threshold_backward_<T>(g, out, grad, x, threshold)`: the threshold as a double (floating
 /// kernels only, as on the CPU).
-fn threshold_backward(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
-    let name = kernel_for(iter.op(), "threshold_backward", iter.common_dtype())?;
+fn threshold_backward(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    let name = kernel_for(iter.op(), kernel, iter.common_dtype())?;
     let threshold = extra.first().map_or(0.0, |s| s.to_f64());
     launch(iter, &name, |a| {
         a.push(threshold);

@@ -21,9 +21,10 @@ use c10::{DeviceType, Error, Result, Scalar};
 use crate::native::tensor_iterator::TensorIterator;
 use crate::Tensor;
 
-/// The loop of one kernel on one device type. `extra` carries the kernel's scalar arguments
-/// (`add`'s alpha, `fill_`'s value), as documented where the kernel name is used.
-pub type DeviceLoop = fn(iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()>;
+/// The loop of one kernel on one device type, called with the kernel's name (one loop may serve
+/// several kernels). `extra` carries the kernel's scalar arguments (`add`'s alpha, `fill_`'s
+/// value), as documented where the kernel name is used.
+pub type DeviceLoop = fn(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()>;
 
 /// A reduction's loop on one device type: `kernel` folds `input` over the dims flagged in
 /// `reduced` into `outputs`, which the operator allocated with `input`'s rank and size 1 at the
@@ -76,7 +77,7 @@ pub fn kernel_name(op: &'static str) -> &'static str {
 
 /// Runs `kernel`'s loop for the iterator's device (not the CPU: CPU loops are called directly).
 pub fn run(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
-    ELEMENTWISE.get(iter.op(), kernel, iter.device().ty, iter.common_dtype())?(iter, extra)
+    ELEMENTWISE.get(iter.op(), kernel, iter.device().ty, iter.common_dtype())?(kernel, iter, extra)
 }
 
 /// Registers the reduction loop of `kernel` on devices of type `ty`.
