@@ -1,5 +1,12 @@
-//! `Generator`: a seeded random-number engine per device (PyTorch's `CPUGeneratorImpl`), shared
-//! by handle, with `manual_seed` and a process-wide default generator per device.
+//! `Generator`: a seeded random-number engine per device, shared by handle, with `manual_seed`
+//! and a process-wide default generator per device.
+//!
+//! A CPU generator is PyTorch's `CPUGeneratorImpl`: an mt19937 engine drawn from in order. A
+//! device generator is its `CUDAGeneratorImpl`: a seed and a Philox offset. Device kernels are
+//! counter-based (Note [Philox streams] in `kernels-cuda/kernels/random.cu`): each launch
+//! reserves the counters it will use ([`Generator::philox_reserve`]) and every element derives
+//! its numbers from `(seed, counter)` alone, so results do not depend on the launch shape or
+//! on the order threads run in.
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -66,6 +73,8 @@ pub struct GeneratorState {
     pub engine: Mt19937,
     /// Box-Muller keeps its second sample for the next call (as PyTorch's generator does).
     pub next_normal: Option<f64>,
+    /// A device generator's next unused Philox counter (PyTorch's `philox_offset_per_thread`).
+    pub philox_offset: u64,
 }
 
 impl GeneratorState {
@@ -97,6 +106,7 @@ impl Generator {
                 seed: DEFAULT_SEED,
                 engine: Mt19937::new(DEFAULT_SEED),
                 next_normal: None,
+                philox_offset: 0,
             })),
         }
     }
@@ -112,6 +122,16 @@ impl Generator {
         s.seed = seed;
         s.engine = Mt19937::new(seed);
         s.next_normal = None;
+        s.philox_offset = 0;
+    }
+
+    /// For a device kernel that uses `counters` Philox blocks: the seed and the first counter
+    /// it owns; the next launch starts after them (PyTorch's `philox_cuda_state(increment)`).
+    pub fn philox_reserve(&self, counters: u64) -> (u64, u64) {
+        let mut s = self.lock();
+        let offset = s.philox_offset;
+        s.philox_offset = offset.wrapping_add(counters);
+        (s.seed, offset)
     }
 
     /// The seed last set (`initial_seed`).
@@ -125,20 +145,78 @@ impl Generator {
     }
 }
 
-/// The default generator of a device (one per device type and index).
+/// The CUDA default generators made so far, by device index, and the seed a new one starts
+/// with (PyTorch's default seed until [`manual_seed`] or [`cuda_manual_seed_all`] sets another,
+/// as PyTorch queues `manual_seed_all` until CUDA initialises).
+struct DeviceGenerators {
+    made: Vec<Option<Generator>>,
+    seed: u64,
+}
+
+fn cuda_generators() -> MutexGuard<'static, DeviceGenerators> {
+    static CUDA: OnceLock<Mutex<DeviceGenerators>> = OnceLock::new();
+    CUDA.get_or_init(|| Mutex::new(DeviceGenerators { made: Vec::new(), seed: DEFAULT_SEED }))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The explicit index of a CUDA device: `cuda` (index -1) is the current device, device 0 while
+/// no CUDA backend is linked (seeding works before and without CUDA, as in PyTorch).
+fn cuda_index(device: Device) -> usize {
+    if device.index >= 0 {
+        return device.index as usize;
+    }
+    c10::stream::device_guard_impl(DeviceType::Cuda)
+        .and_then(|g| g.current_device())
+        .map_or(0, |d| d.index.max(0) as usize)
+}
+
+/// The default generator of a device: one for the CPU, one per CUDA device index (made on
+/// first use; `cuda` without an index is the current device's).
 pub fn default_generator(device: Device) -> Result<Generator> {
     static CPU: OnceLock<Generator> = OnceLock::new();
     match device.ty {
         DeviceType::Cpu => Ok(CPU.get_or_init(|| Generator::new(Device::CPU)).clone()),
+        DeviceType::Cuda => {
+            let index = cuda_index(device);
+            let mut gens = cuda_generators();
+            let seed = gens.seed;
+            if gens.made.len() <= index {
+                gens.made.resize(index + 1, None);
+            }
+            let g = gens.made[index].get_or_insert_with(|| {
+                let g = Generator::new(Device::cuda(index as i8));
+                g.manual_seed(seed);
+                g
+            });
+            Ok(g.clone())
+        }
         other => {
             Err(Error::NotImplemented { op: "default_generator".into(), msg: format!("no generator for {other}") })
         }
     }
 }
 
-/// Seeds the default CPU generator (`torch.manual_seed`).
+/// Seeds the default generator of every device, the CPU's and every CUDA device's
+/// (`torch.manual_seed`).
 pub fn manual_seed(seed: u64) {
     default_generator(Device::CPU).expect("the CPU always has a generator").manual_seed(seed);
+    cuda_manual_seed_all(seed);
+}
+
+/// Seeds the default generator of the current CUDA device (`torch.cuda.manual_seed`).
+pub fn cuda_manual_seed(seed: u64) {
+    default_generator(Device::cuda(-1)).expect("every CUDA index has a generator").manual_seed(seed);
+}
+
+/// Seeds the default generators of all CUDA devices, including those not used yet
+/// (`torch.cuda.manual_seed_all`).
+pub fn cuda_manual_seed_all(seed: u64) {
+    let mut gens = cuda_generators();
+    gens.seed = seed;
+    for g in gens.made.iter().flatten() {
+        g.manual_seed(seed);
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ mod tensor_ops;
 pub use dispatcher::{dispatcher, Dispatcher, KernelFunction, OperatorEntry};
 pub use generated::functions as ops;
 pub use generated::handles;
-pub use generator::{default_generator, manual_seed, Generator};
+pub use generator::{cuda_manual_seed, cuda_manual_seed_all, default_generator, manual_seed, Generator};
 pub use ivalue::{IValue, Stack};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use tensor::{Tensor, WeakTensor};

@@ -5,7 +5,7 @@
 
 use aten::native::stub;
 use aten::native::tensor_iterator::TensorIterator;
-use aten::Tensor;
+use aten::{Generator, Tensor};
 use c10::{bf16, f16, DeviceType, Error, Result, Scalar, ScalarType};
 
 use crate::args::{KcGeometry, KcReduction, KC_MAX_DIMS, KC_MAX_OPERANDS};
@@ -32,6 +32,9 @@ pub(crate) fn register() {
         stub::register_reduction(k, cuda, reduction);
     }
     stub::register_gemm(cuda, crate::blas::gemm);
+    for k in ["uniform", "normal", "exponential", "bernoulli", "bernoulli_tensor", "random"] {
+        stub::register_random(k, cuda, random);
+    }
 }
 
 /// The kernels' dtype suffix (`add_f32`, `cast_i64_b8`).
@@ -256,5 +259,48 @@ fn threshold_backward(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[
     let threshold = extra.first().map_or(0.0, |s| s.to_f64());
     launch(iter, &name, |a| {
         a.push(threshold);
+    })
+}
+
+/// The random loop (`aten::native::stub::RandomLoop`, Note [Philox streams] in
+/// `kernels/random.cu`): reserves the Philox counters the launch uses from `generator`, then
+/// launches `<kernel>_<T>(g, out, [p,] seed, offset, params...)`:
+/// - `uniform` (from, to), `normal` (mean, std), `exponential` (lambd): doubles;
+/// - `bernoulli` (p): a double;
+/// - `bernoulli_tensor`: no parameters, the probabilities are the iterator's input (of the
+///   output's dtype);
+/// - `random` (range as the bits of an int64, 0 for 2^64; base; whether to draw 64 bits).
+fn random(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()> {
+    let dtype = iter.output_dtype();
+    let name = kernel_for(iter.op(), kernel, dtype)?;
+    let wide = kernel == "random" && params.get(2).is_some_and(|w| w.to_bool());
+    // Elements per Philox block: 2 where an element takes two 32-bit words.
+    let per: i64 = match kernel {
+        "bernoulli" => 2,
+        "random" if wide => 2,
+        "random" => 4,
+        _ if dtype == ScalarType::F64 => 2,
+        _ => 4,
+    };
+    let counters = (iter.numel() + per - 1) / per;
+    if counters == 0 {
+        return Ok(());
+    }
+    let (seed, offset) = generator.philox_reserve(counters as u64);
+    let floats: Vec<f64> = params.iter().map(|p| p.to_f64()).collect();
+    launch(iter, &name, |a| {
+        a.push(seed).push(offset);
+        match kernel {
+            "random" => {
+                let range = params.first().map_or(0, |r| r.to_i64()) as u64;
+                let base = params.get(1).map_or(0, |b| b.to_i64());
+                a.push(range).push(base).push(wide);
+            }
+            _ => {
+                for &f in &floats {
+                    a.push(f);
+                }
+            }
+        }
     })
 }

@@ -560,3 +560,160 @@ fn pinned_host_memory_holds_cpu_tensors_that_copy_to_the_device() {
     drop((p, back));
     assert!(!c10::allocator::pinned_memory().unwrap().is_pinned(addr));
 }
+
+/// Mean and (population) variance of a tensor's values.
+fn moments(t: &Tensor) -> (f64, f64) {
+    let v = values(t);
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    (mean, v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n)
+}
+
+/// The random operators on the device, each drawing from an explicit CUDA generator (the
+/// default generator is the next test's): the samples' range and moments against the
+/// distributions' closed forms (tolerances of at least 5 standard errors), reproducibility
+/// under a seed, fresh numbers on the next call, the CPU's memory order for strided outputs,
+/// and the generator's device checked.
+#[test]
+fn random_operators_sample_on_the_device_from_a_cuda_generator() {
+    setup();
+    let g = aten::Generator::new(GPU);
+    g.manual_seed(7);
+    let n = 20_000i64;
+    let a = ops::rand_generator(&[n], Some(&g), None, None, Some(GPU), None).unwrap();
+    assert_eq!((a.device(), a.dtype(), a.sizes()), (GPU, ScalarType::F32, &[n][..]));
+    assert!(values(&a).iter().all(|x| (0.0..1.0).contains(x)));
+    let (mean, var) = moments(&a);
+    assert!((mean - 0.5).abs() < 0.011 && (var - 1.0 / 12.0).abs() < 0.004, "uniform moments {mean} {var}");
+    let next = ops::rand_generator(&[n], Some(&g), None, None, Some(GPU), None).unwrap();
+    assert_ne!(values(&a), values(&next), "the generator moves on");
+    g.manual_seed(7);
+    let again = ops::rand_generator(&[n], Some(&g), None, None, Some(GPU), None).unwrap();
+    assert_eq!(values(&a), values(&again), "a seed gives the same numbers");
+
+    for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16] {
+        let z = ops::randn_generator(&[n], Some(&g), Some(dt), None, Some(GPU), None).unwrap();
+        assert_eq!((z.device(), z.dtype()), (GPU, dt));
+        let (mean, var) = moments(&z);
+        assert!(mean.abs() < 0.04 && (var - 1.0).abs() < 0.06, "randn {dt}: moments {mean} {var}");
+        let u = ops::empty(&[n], Some(dt), None, Some(GPU), None, None).unwrap();
+        ops::uniform_(&u, -2.0, 3.0, Some(&g)).unwrap();
+        assert!(values(&u).iter().all(|x| (-2.0..3.0).contains(x)), "uniform_ {dt} in [-2, 3)");
+        let (mean, _) = moments(&u);
+        assert!((mean - 0.5).abs() < 0.06, "uniform_ {dt}: mean {mean}");
+        let e = ops::empty(&[n], Some(dt), None, Some(GPU), None, None).unwrap();
+        ops::exponential_(&e, 2.0, Some(&g)).unwrap();
+        let (mean, var) = moments(&e);
+        assert!((mean - 0.5).abs() < 0.02 && (var - 0.25).abs() < 0.04, "exponential_ {dt}: moments {mean} {var}");
+    }
+    let t = ops::normal_float_float(3.0, 0.5, &[n], Some(&g), Some(ScalarType::F64), None, Some(GPU), None).unwrap();
+    let (mean, var) = moments(&t);
+    assert!((mean - 3.0).abs() < 0.02 && (var - 0.25).abs() < 0.015, "normal(3, 0.5): moments {mean} {var}");
+
+    // A transposed output is filled in memory order, as on the CPU: its storage holds what a
+    // contiguous fill from the same seed holds.
+    g.manual_seed(11);
+    let contiguous = ops::empty(&[40, 25], None, None, Some(GPU), None, None).unwrap();
+    ops::normal_(&contiguous, 0.0, 1.0, Some(&g)).unwrap();
+    g.manual_seed(11);
+    let transposed = ops::t(&ops::empty(&[40, 25], None, None, Some(GPU), None, None).unwrap()).unwrap();
+    ops::normal_(&transposed, 0.0, 1.0, Some(&g)).unwrap();
+    assert_eq!(values(&ops::t(&transposed).unwrap()), values(&contiguous));
+
+    // Integers: randint in [low, high), random_ over a dtype's range and over all of int64.
+    let r = ops::randint_low_generator(-5, 5, &[n], Some(&g), None, None, Some(GPU), None).unwrap();
+    assert_eq!((r.device(), r.dtype()), (GPU, ScalarType::I64));
+    let ints = values(&r);
+    for k in -5..5 {
+        let count = ints.iter().filter(|&&x| x == k as f64).count() as f64;
+        assert!((count - n as f64 / 10.0).abs() < 5.0 * (n as f64 * 0.09).sqrt(), "randint: {k} drawn {count} times");
+    }
+    assert!(ints.iter().all(|x| (-5.0..5.0).contains(x)));
+    let bytes = ops::empty(&[n], Some(ScalarType::U8), None, Some(GPU), None, None).unwrap();
+    ops::random_op_(&bytes, Some(&g)).unwrap();
+    let b = values(&bytes);
+    assert!(b.contains(&0.0) && b.contains(&255.0), "random_ on uint8 covers 0..=255");
+    let wide = ops::empty(&[1000], Some(ScalarType::I64), None, Some(GPU), None, None).unwrap();
+    ops::random_(&wide, i64::MIN, None, Some(&g)).unwrap();
+    let w = wide.to_vec::<i64>().unwrap();
+    assert!(w.iter().any(|&x| x < -(1 << 62)) && w.iter().any(|&x| x > 1 << 62), "the full int64 range");
+
+    // Bernoulli with a probability and with a tensor of them (in a narrower output dtype).
+    let m = ops::empty(&[n], None, None, Some(GPU), None, None).unwrap();
+    ops::bernoulli_(&m, 0.25, Some(&g)).unwrap();
+    let ones = values(&m).iter().filter(|&&x| x == 1.0).count() as f64;
+    assert!(values(&m).iter().all(|&x| x == 0.0 || x == 1.0));
+    assert!((ones / n as f64 - 0.25).abs() < 0.016, "bernoulli_(0.25): {ones} ones");
+    let p = Tensor::from_vec((0..n).map(|i| [0.0, 1.0, 0.5][i as usize % 3]).collect::<Vec<f64>>(), &[n])
+        .unwrap()
+        .cuda(0)
+        .unwrap();
+    let draws = ops::bernoulli(&p, Some(&g)).unwrap();
+    assert_eq!((draws.device(), draws.dtype()), (GPU, ScalarType::F64));
+    let d = values(&draws);
+    assert!(d.iter().step_by(3).all(|&x| x == 0.0) && d.iter().skip(1).step_by(3).all(|&x| x == 1.0));
+    let half: f64 = d.iter().skip(2).step_by(3).sum::<f64>() / (n / 3) as f64;
+    assert!((half - 0.5).abs() < 0.03, "bernoulli(p = 0.5): mean {half}");
+    let narrow = ops::empty(&[n], Some(ScalarType::U8), None, Some(GPU), None, None).unwrap();
+    ops::bernoulli_tensor_(&narrow, &p, Some(&g)).unwrap();
+    assert!(values(&narrow).iter().step_by(3).all(|&x| x == 0.0));
+
+    // Errors leave the output as it was.
+    let kept = ops::zeros(&[3], None, None, Some(GPU), None).unwrap();
+    let bad_p = Tensor::from_vec(vec![0.5f32, 1.5, 0.0], &[3]).unwrap().cuda(0).unwrap();
+    let err = ops::bernoulli_tensor_(&kept, &bad_p, Some(&g)).unwrap_err();
+    assert!(err.to_string().contains("Expected p_in >= 0 && p_in <= 1"), "{err}");
+    let nan_p = Tensor::from_vec(vec![f32::NAN; 3], &[3]).unwrap().cuda(0).unwrap();
+    assert!(matches!(ops::bernoulli_tensor_(&kept, &nan_p, Some(&g)), Err(Error::InvalidArgument { .. })));
+    let cpu_p = Tensor::from_vec(vec![0.5f32; 3], &[3]).unwrap();
+    assert!(matches!(ops::bernoulli_tensor_(&kept, &cpu_p, Some(&g)), Err(Error::DeviceMismatch { .. })));
+    assert_eq!(values(&kept), vec![0.0; 3]);
+    let cpu_gen = aten::Generator::new(Device::CPU);
+    let err = ops::uniform_(&kept, 0.0, 1.0, Some(&cpu_gen)).unwrap_err();
+    assert!(err.to_string().contains("Expected a 'cuda' device type for generator but found 'cpu'"), "{err}");
+    let err = ops::uniform_(&Tensor::zeros(&[3], ScalarType::F32).unwrap(), 0.0, 1.0, Some(&g)).unwrap_err();
+    assert!(err.to_string().contains("Expected a 'cpu' device type for generator but found 'cuda'"), "{err}");
+    assert!(matches!(ops::normal_(&kept, 0.0, -1.0, Some(&g)), Err(Error::InvalidArgument { .. })));
+    assert_eq!(values(&kept), vec![0.0; 3]);
+}
+
+/// The default CUDA generators: `manual_seed` seeds the CPU and every CUDA device,
+/// `cuda_manual_seed` only the current CUDA device; `rand_like`, `randn` and dropout draw from
+/// the default generator of their tensor's device. (The only test of this binary that uses the
+/// default CUDA generator, so no other test draws from it in between.)
+#[test]
+fn default_cuda_generators_follow_manual_seed_and_drive_dropout() {
+    setup();
+    aten::manual_seed(3);
+    let a = ops::rand(&[100], None, None, Some(GPU), None).unwrap();
+    assert_eq!(aten::default_generator(GPU).unwrap().initial_seed(), 3);
+    aten::manual_seed(3);
+    let b = ops::rand(&[100], None, None, Some(GPU), None).unwrap();
+    assert_eq!(values(&a), values(&b));
+    aten::cuda_manual_seed(3);
+    let c = ops::rand_like(&a, None, None, None, None, None).unwrap();
+    assert_eq!((c.device(), values(&c)), (GPU, values(&a)));
+    // cuda_manual_seed leaves the CPU generator alone.
+    aten::manual_seed(5);
+    let x1 = ops::rand(&[8], None, None, None, None).unwrap();
+    aten::manual_seed(5);
+    aten::cuda_manual_seed(9);
+    let x2 = ops::rand(&[8], None, None, None, None).unwrap();
+    assert_eq!(values(&x1), values(&x2));
+    assert_eq!(aten::default_generator(GPU).unwrap().initial_seed(), 9);
+
+    // Dropout on the device: zeros and scaled survivors, about p of them dropped.
+    let x = ops::ones(&[10_000], None, None, Some(GPU), None).unwrap();
+    let y = ops::dropout(&x, 0.2, true).unwrap();
+    assert_eq!(y.device(), GPU);
+    let v = values(&y);
+    assert!(v.iter().all(|&e| e == 0.0 || e == 1.25), "dropout keeps x / (1 - p)");
+    let dropped = v.iter().filter(|&&e| e == 0.0).count() as f64 / 10_000.0;
+    assert!((dropped - 0.2).abs() < 0.02, "dropped {dropped}");
+    let (out, mask) = ops::native_dropout(&x, 0.5, Some(true)).unwrap();
+    assert_eq!((out.device(), mask.device(), mask.dtype()), (GPU, GPU, ScalarType::Bool));
+    let kept: Vec<f64> = values(&mask);
+    for (o, k) in values(&out).iter().zip(&kept) {
+        assert_eq!(*o, if *k == 1.0 { 2.0 } else { 0.0 });
+    }
+}

@@ -774,6 +774,239 @@ fn gemm_follows_the_cublas_contract() {
 
 // ---- the suite ---------------------------------------------------------------------------------
 
+/// Philox4x32-10 on the host (Salmon et al., SC'11), the reference of the random kernels.
+fn philox4x32(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    let (mut c, mut k) = (ctr, key);
+    for round in 0..10 {
+        if round > 0 {
+            k[0] = k[0].wrapping_add(0x9E37_79B9);
+            k[1] = k[1].wrapping_add(0xBB67_AE85);
+        }
+        let p0 = 0xD251_1F53u64 * c[0] as u64;
+        let p1 = 0xCD9E_8D57u64 * c[2] as u64;
+        c = [(p1 >> 32) as u32 ^ c[1] ^ k[0], p1 as u32, (p0 >> 32) as u32 ^ c[3] ^ k[1], p0 as u32];
+    }
+    c
+}
+
+/// The block of counter `counter` under `seed` (Note [Philox streams] in kernels/random.cu).
+fn philox_block(counter: u64, seed: u64) -> [u32; 4] {
+    philox4x32([counter as u32, (counter >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])
+}
+
+fn u24(w: u32) -> f32 {
+    (w & 0xFF_FFFF) as f32 / 16_777_216.0
+}
+fn u53(hi: u32, lo: u32) -> f64 {
+    ((((hi as u64) << 32) | lo as u64) & ((1 << 53) - 1)) as f64 / 9_007_199_254_740_992.0
+}
+
+/// The host reference agrees with published known-answer vectors: Random123's `kat_vectors`
+/// for Philox4x32-10 (zero, all-ones and pi-digit inputs) and, for counters and keys in the
+/// layout the kernels use, randomgen 2.5.1's `Philox(number=4, width=32)`.
+fn philox_reference_matches_known_answers() {
+    assert_eq!(philox4x32([0; 4], [0; 2]), [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]);
+    assert_eq!(philox4x32([u32::MAX; 4], [u32::MAX; 2]), [0x408f_276d, 0x41c8_3b0e, 0xa20b_c7c6, 0x6d54_51fd]);
+    assert_eq!(
+        philox4x32([0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344], [0xa409_3822, 0x299f_31d0]),
+        [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
+    );
+    assert_eq!(philox_block(1, 0), [0xf8e4_cca4, 0x5cb2_00db, 0xb1a5_74eb, 0x097e_ff67]);
+    assert_eq!(philox_block((1 << 32) + 5, 42), [0x131a_8a04, 0x494e_fee7, 0xe24f_0e03, 0x5128_a584]);
+    assert_eq!(philox_block(0, 67_280_421_310_721), [0x64a3_e0f6, 0xd72e_25ab, 0x0be1_367b, 0x53ec_cf2d]);
+}
+
+/// Every random kernel against the host Philox: element `j` of a launch with `offset` takes
+/// block `offset + j / per` (Note [Philox streams]); integer, uniform and Bernoulli samples
+/// exactly, normal and exponential ones within the device math's ulps. Also: the result does
+/// not depend on the launch shape.
+fn random_kernels_follow_the_philox_streams() {
+    const SEED: u64 = 0x1234_5678_9abc;
+    const OFFSET: u64 = 5;
+    const N: usize = 37; // not a whole number of groups
+    fn words(j: usize, per: usize) -> [u32; 4] {
+        philox_block(OFFSET + (j / per) as u64, SEED)
+    }
+    fn run<T: Suffix>(name: &str, input: Option<DevicePtr>, push: impl Fn(&mut KernelArgs)) -> Vec<T> {
+        let out = Buf::<T>::zeroed(N);
+        let g = contiguous_geometry(N, 1 + input.is_some() as usize);
+        let mut args = KernelArgs::new();
+        args.push(g).push(out.ptr);
+        if let Some(p) = input {
+            args.push(p);
+        }
+        args.push(SEED).push(OFFSET);
+        push(&mut args);
+        launch(name, &cfg(&g), &mut args).unwrap();
+        out.read()
+    }
+    fn close(got: f64, want: f64, rel: f64) -> bool {
+        (got - want).abs() <= rel * want.abs().max(1.0)
+    }
+
+    // random_: bits % range + base, narrow (32-bit words, 4 per block) for every dtype.
+    fn ints<T: Suffix>(range: u64, base: i64) {
+        let name = format!("random_{}", T::SFX);
+        let got = run::<T>(&name, None, |a| {
+            a.push(range).push(base).push(false);
+        });
+        for (j, v) in got.into_iter().enumerate() {
+            let w = words(j, 4)[j % 4] as u64;
+            assert_eq!(v, T::from_i64((w % range) as i64 + base), "{name}[{j}]");
+        }
+    }
+    ints::<f32>(100, -3);
+    ints::<f64>(100, -3);
+    ints::<f16>(100, -3);
+    ints::<bf16>(100, -3);
+    ints::<u8>(200, 5);
+    ints::<i8>(100, -50);
+    ints::<i16>(1000, -7);
+    ints::<i32>(1 << 30, 11);
+    ints::<i64>(3, i64::MIN);
+    ints::<bool>(2, 0);
+    // Wide: 64-bit draws (2 per block); range 0 is the full 64-bit range.
+    for (range, base) in [(0u64, 0i64), ((1 << 40) + 7, -5)] {
+        let got = run::<i64>("random_i64", None, |a| {
+            a.push(range).push(base).push(true);
+        });
+        for (j, v) in got.into_iter().enumerate() {
+            let w = words(j, 2);
+            let bits = ((w[2 * (j % 2)] as u64) << 32) | w[2 * (j % 2) + 1] as u64;
+            let want = if range == 0 { bits } else { bits % range }.wrapping_add(base as u64) as i64;
+            assert_eq!(v, want, "random_i64 wide range {range} [{j}]");
+        }
+    }
+
+    // uniform_ in [-2, 3): one fused multiply-add in float (double for double), then rounded.
+    fn uniform<T: Suffix>(want: impl Fn(usize) -> f64) {
+        let name = format!("uniform_{}", T::SFX);
+        let got = run::<T>(&name, None, |a| {
+            a.push(-2.0f64).push(3.0f64);
+        });
+        for (j, v) in got.into_iter().enumerate() {
+            let mut w = T::from_f64(want(j));
+            if w == T::from_f64(3.0) {
+                w = T::from_f64(-2.0);
+            }
+            assert_eq!(v, w, "{name}[{j}]");
+            assert!((-2.0..3.0).contains(&v.to_f64()), "{name}[{j}] = {v:?} outside [-2, 3)");
+        }
+    }
+    let uniform_f32 = |j: usize| u24(words(j, 4)[j % 4]).mul_add(5.0, -2.0) as f64;
+    uniform::<f32>(uniform_f32);
+    uniform::<f16>(uniform_f32);
+    uniform::<bf16>(uniform_f32);
+    uniform::<f64>(|j| {
+        let w = words(j, 2);
+        u53(w[2 * (j % 2)], w[2 * (j % 2) + 1]).mul_add(5.0, -2.0)
+    });
+
+    // normal_(1, 2): Box-Muller, cosine sample first; exponential_(0.5): -log1p(-u) / 0.5.
+    fn approx<T: Suffix>(name: &str, rel: f64, push: impl Fn(&mut KernelArgs), want: impl Fn(usize) -> f64) {
+        let got = run::<T>(name, None, push);
+        for (j, v) in got.into_iter().enumerate() {
+            assert!(close(v.to_f64(), want(j), rel), "{name}[{j}] = {v:?}, want {}", want(j));
+        }
+    }
+    let normal_f32 = |j: usize| {
+        let (w, k) = (words(j, 4), j % 4);
+        let pair = k / 2;
+        let (u1, u2) = (u24(w[2 * pair]), u24(w[2 * pair + 1]));
+        let r = (-2.0f32 * (-u2).ln_1p()).sqrt();
+        let theta = 2.0f32 * std::f32::consts::PI * u1;
+        let z = if k % 2 == 0 { r * theta.cos() } else { r * theta.sin() };
+        (z * 2.0 + 1.0) as f64
+    };
+    let normal_args = |a: &mut KernelArgs| {
+        a.push(1.0f64).push(2.0f64);
+    };
+    approx::<f32>("normal_f32", 1e-5, normal_args, normal_f32);
+    approx::<f16>("normal_f16", 2e-3, normal_args, normal_f32);
+    approx::<bf16>("normal_bf16", 1e-2, normal_args, normal_f32);
+    approx::<f64>("normal_f64", 1e-12, normal_args, |j| {
+        let w = words(j, 2);
+        let (u1, u2) = (u53(w[0], w[1]), u53(w[2], w[3]));
+        let r = (-2.0 * (-u2).ln_1p()).sqrt();
+        let theta = 2.0 * std::f64::consts::PI * u1;
+        (if j % 2 == 0 { r * theta.cos() } else { r * theta.sin() }) * 2.0 + 1.0
+    });
+    let exp_args = |a: &mut KernelArgs| {
+        a.push(0.5f64);
+    };
+    let exp_f32 = |j: usize| (-(-u24(words(j, 4)[j % 4])).ln_1p() / 0.5f32) as f64;
+    approx::<f32>("exponential_f32", 1e-5, exp_args, exp_f32);
+    approx::<f16>("exponential_f16", 2e-3, exp_args, exp_f32);
+    approx::<bf16>("exponential_bf16", 1e-2, exp_args, exp_f32);
+    approx::<f64>("exponential_f64", 1e-12, exp_args, |j| {
+        let w = words(j, 2);
+        -(-u53(w[2 * (j % 2)], w[2 * (j % 2) + 1])).ln_1p() / 0.5
+    });
+
+    // bernoulli_(0.3): a 53-bit uniform below p, for every dtype.
+    fn bernoulli<T: Suffix>() {
+        let name = format!("bernoulli_{}", T::SFX);
+        let got = run::<T>(&name, None, |a| {
+            a.push(0.3f64);
+        });
+        for (j, v) in got.into_iter().enumerate() {
+            let w = words(j, 2);
+            assert_eq!(v, T::from_bool(u53(w[2 * (j % 2)], w[2 * (j % 2) + 1]) < 0.3), "{name}[{j}]");
+        }
+    }
+    bernoulli::<f32>();
+    bernoulli::<f64>();
+    bernoulli::<f16>();
+    bernoulli::<bf16>();
+    bernoulli::<u8>();
+    bernoulli::<i8>();
+    bernoulli::<i16>();
+    bernoulli::<i32>();
+    bernoulli::<i64>();
+    bernoulli::<bool>();
+
+    // bernoulli_(p tensor): p cycles through 0, 1/4, 1/2, 3/4, 1; a 24-bit float uniform below
+    // p, a 53-bit one for double.
+    fn bernoulli_tensor<T: Suffix>() {
+        let name = format!("bernoulli_tensor_{}", T::SFX);
+        let p: Vec<T> = (0..N).map(|j| T::from_f64((j % 5) as f64 / 4.0)).collect();
+        let pb = Buf::from(&p);
+        let got = run::<T>(&name, Some(pb.ptr), |_| {});
+        for (j, v) in got.into_iter().enumerate() {
+            let q = p[j].to_f64();
+            let want = if T::DTYPE == c10::ScalarType::F64 {
+                let w = words(j, 2);
+                u53(w[2 * (j % 2)], w[2 * (j % 2) + 1]) < q
+            } else {
+                u24(words(j, 4)[j % 4]) < q as f32
+            };
+            assert_eq!(v, T::from_bool(want), "{name}[{j}] with p {q}");
+        }
+    }
+    bernoulli_tensor::<f32>();
+    bernoulli_tensor::<f64>();
+    bernoulli_tensor::<f16>();
+    bernoulli_tensor::<bf16>();
+
+    // The same numbers from one block of 32 threads (a grid-stride loop) as from the default
+    // launch shape.
+    let n = 1000;
+    let g = contiguous_geometry(n, 1);
+    let mut outs = Vec::new();
+    for cfg in [cfg(&g), LaunchConfig::linear(1, 32, StreamId::DEFAULT)] {
+        let out = Buf::<f32>::zeroed(n);
+        launch(
+            "uniform_f32",
+            &cfg,
+            KernelArgs::new().push(g).push(out.ptr).push(SEED).push(OFFSET).push(0.0f64).push(1.0f64),
+        )
+        .unwrap();
+        outs.push(out.read());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0][999], u24(words(999, 4)[3]));
+}
+
 mod suite {
     #[test]
     fn casts_between_every_pair_of_dtypes_match_the_cpu() {
@@ -836,6 +1069,14 @@ mod suite {
         super::softmax_rows_sum_to_one_and_match_closed_forms();
     }
     #[test]
+    fn philox_reference_matches_known_answers() {
+        super::philox_reference_matches_known_answers();
+    }
+    #[test]
+    fn random_kernels_follow_the_philox_streams() {
+        super::random_kernels_follow_the_philox_streams();
+    }
+    #[test]
     fn emulated_copies_outside_allocations_are_errors() {
         super::emulated_copies_outside_allocations_are_errors();
     }
@@ -859,6 +1100,7 @@ fn every_shipped_kernel_is_tested() {
     reduction_sums_and_products_match_f64_folds();
     reduction_extremes_take_the_first_index_and_propagate_nan();
     softmax_rows_sum_to_one_and_match_closed_forms();
+    random_kernels_follow_the_philox_streams();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();

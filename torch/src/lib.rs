@@ -107,6 +107,22 @@ pub mod cuda {
         #[cfg(not(feature = "cuda"))]
         return 0;
     }
+
+    /// Seeds the current CUDA device's default generator (`torch.cuda.manual_seed`); works
+    /// before CUDA is used. `torch::manual_seed` seeds every device.
+    pub fn manual_seed(seed: u64) {
+        aten::cuda_manual_seed(seed)
+    }
+
+    /// Seeds every CUDA device's default generator (`torch.cuda.manual_seed_all`).
+    pub fn manual_seed_all(seed: u64) {
+        aten::cuda_manual_seed_all(seed)
+    }
+
+    /// The seed of the current CUDA device's default generator (`torch.cuda.initial_seed`).
+    pub fn initial_seed() -> u64 {
+        aten::default_generator(c10::Device::cuda(-1)).map_or(aten::generator::DEFAULT_SEED, |g| g.initial_seed())
+    }
 }
 
 /// Dtype constants under PyTorch's names: `torch::kind::float32`.

@@ -1,7 +1,7 @@
 //! Dropout: `dropout`, `feature_dropout`, `alpha_dropout`, `feature_alpha_dropout` (and their
 //! in-place forms), and `native_dropout` (output and keep-mask). Written with other operators
 //! (PyTorch's CompositeImplicitAutograd `_dropout_impl`); the noise comes from `bernoulli_` on
-//! the default generator, so `manual_seed` makes it reproducible.
+//! the default generator of the input's device, so `manual_seed` makes it reproducible.
 
 use c10::{Error, Result, Scalar, ScalarType};
 
@@ -43,9 +43,9 @@ fn noise_like(op: &str, input: &Tensor, kind: Kind) -> Result<Tensor> {
         let mut shape = vec![1i64; input.dim()];
         shape[0] = input.sizes()[0];
         shape[1] = input.sizes()[1];
-        crate::ops::empty(&shape, Some(input.dtype()), None, None, None, None)
+        crate::ops::empty(&shape, Some(input.dtype()), None, Some(input.device()), None, None)
     } else {
-        crate::ops::empty(input.sizes(), Some(input.dtype()), None, None, None, None)
+        crate::ops::empty(input.sizes(), Some(input.dtype()), None, Some(input.device()), None, None)
     }
 }
 
@@ -129,7 +129,7 @@ pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Ten
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     const OP: &str = "native_dropout";
     check_p(OP, p)?;
-    let mask = crate::ops::empty(input.sizes(), Some(ScalarType::Bool), None, None, None, None)?;
+    let mask = crate::ops::empty(input.sizes(), Some(ScalarType::Bool), None, Some(input.device()), None, None)?;
     if input.numel() == 0 {
         return Ok((input.clone_tensor()?, mask));
     }

@@ -1,6 +1,13 @@
-//! Random operators on the CPU (`uniform_`, `normal_`, `random_`, `bernoulli_`, `rand`, `randn`,
-//! `randint`, `*_like`), drawing from the mt19937 `Generator` exactly as PyTorch's CPU kernels do,
-//! so a seed gives PyTorch's numbers.
+//! Random operators (`uniform_`, `normal_`, `random_`, `bernoulli_`, `exponential_`, `rand`,
+//! `randn`, `randint`, `*_like`). On the CPU they draw from the mt19937 `Generator` exactly as
+//! PyTorch's CPU kernels do, so a seed gives PyTorch's numbers.
+//!
+//! Note [Random ops on devices]: the argument checks are device-generic. Off the CPU the samples
+//! come from the device's random loop (`stub::run_random`) over an output-only iteration, which
+//! visits the output in memory order as the CPU does; the loop draws from the device's
+//! generator (a seed and a Philox offset, Note [Philox streams] in `kernels-cuda`). A seed gives
+//! reproducible numbers on a device, not the CPU's numbers (nor PyTorch's CUDA ones, which depend
+//! on the GPU's launch shape).
 //!
 //! Note [Random fill order]: PyTorch fills through a TensorIterator, which visits a strided
 //! output in memory order (innermost = smallest stride), not in logical order. We do the same
@@ -15,23 +22,48 @@ use crate::generator::GeneratorState;
 use crate::memory_overlap::assert_no_internal_overlap;
 use crate::native::cpu::loops::for_each_offset;
 use crate::native::factory::{
-    check_cpu, check_factory_options, check_size_nonnegative, dtype_lowest, dtype_max, empty_like, empty_memory_format,
-    fmt_g, stride_order,
+    check_cpu, check_factory_options, check_layout_and_pinning, check_size_nonnegative, dtype_lowest, dtype_max,
+    empty_like, empty_memory_format, fmt_g, stride_order,
 };
+use crate::native::stub;
+use crate::native::tensor_iterator::TensorIteratorConfig;
 use crate::{default_generator, Generator, Tensor};
 
 // ---- plumbing ------------------------------------------------------------------------------------
 
-/// The generator to draw from: the given one (which must be a CPU generator) or the default CPU
-/// generator.
-fn cpu_generator(op: &str, generator: Option<&Generator>) -> Result<Generator> {
+/// The generator to draw from for a tensor on `device`: the given one, which must be a generator
+/// of that device type (PyTorch's `check_generator`), or the device's default generator.
+fn generator_for(op: &str, generator: Option<&Generator>, device: Device) -> Result<Generator> {
     match generator {
-        Some(g) if !g.device().is_cpu() => {
-            Err(Error::invalid(op, format!("Expected a 'cpu' device type for generator but found '{}'", g.device().ty)))
-        }
+        Some(g) if g.device().ty != device.ty => Err(Error::invalid(
+            op,
+            format!("Expected a '{}' device type for generator but found '{}'", device.ty, g.device().ty),
+        )),
         Some(g) => Ok(g.clone()),
-        None => default_generator(Device::CPU),
+        None => default_generator(device),
     }
+}
+
+/// Fills `self_`, a tensor off the CPU that passed the operator's checks, with the device's
+/// random loop `kernel` (Note [Random ops on devices]); `input` is an operand after the output
+/// (the probabilities of `bernoulli_tensor`).
+fn device_fill(
+    op: &'static str,
+    kernel: &'static str,
+    self_: &Tensor,
+    input: Option<&Tensor>,
+    generator: Option<&Generator>,
+    params: &[Scalar],
+) -> Result<Tensor> {
+    let gen = generator_for(op, generator, self_.device())?;
+    let mut config =
+        TensorIteratorConfig::new(op).add_output(Some(self_)).check_all_same_dtype(false).common_dtype(self_.dtype());
+    if let Some(p) = input {
+        config = config.add_input(p);
+    }
+    let iter = config.build()?;
+    stub::run_random(kernel, &iter, &gen, params)?;
+    Ok(self_.clone())
 }
 
 /// Calls `f(offset)` for every element of a tensor in memory order (TensorIterator's order; see
@@ -350,7 +382,6 @@ fn normal_fill<T: Element, A: Opmath>(t: &Tensor, mean: f64, std: f64, g: &mut G
 /// and `to - from` overflowing the dtype.
 pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "uniform_";
-    check_cpu(OP, self_)?;
     let dtype = self_.dtype();
     if !dtype.is_floating_point() {
         return Err(Error::UnsupportedDtype { op: "check_uniform_bounds".into(), dtype });
@@ -385,7 +416,10 @@ pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator
         return Ok(self_.clone());
     }
     assert_no_internal_overlap(OP, self_)?;
-    let gen = cpu_generator(OP, generator)?;
+    if !self_.device().is_cpu() {
+        return device_fill(OP, "uniform", self_, None, generator, &[Scalar::Float(from), Scalar::Float(to)]);
+    }
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || uniform_sample::<T>(&mut g, from, to)))?;
     Ok(self_.clone())
@@ -399,7 +433,6 @@ pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator
 /// generator), in memory order.
 pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "normal_";
-    check_cpu(OP, self_)?;
     if std.is_nan() || std < 0.0 {
         return Err(Error::invalid(OP, format!("normal expects std >= 0.0, but found std {}", fmt_g(std))));
     }
@@ -411,7 +444,10 @@ pub fn normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator
         return Ok(self_.clone());
     }
     assert_no_internal_overlap(OP, self_)?;
-    let gen = cpu_generator(OP, generator)?;
+    if !self_.device().is_cpu() {
+        return device_fill(OP, "normal", self_, None, generator, &[Scalar::Float(mean), Scalar::Float(std)]);
+    }
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     c10::dispatch_all_types!(dtype, T => {
         if self_.numel() >= 16 && self_.is_contiguous() {
@@ -467,16 +503,42 @@ fn check_from_to_in_range(op: &str, from: i64, to_inc: i64, dtype: ScalarType) -
     Ok(())
 }
 
+/// Writes `(bits % range) + base` into every element, with 64 random bits per element when
+/// `wide`, else 32; `range` 0 stands for 2^64 (no modulus). The value must fit the dtype (the
+/// callers check).
+fn random_fill(
+    op: &'static str,
+    self_: &Tensor,
+    range: u64,
+    base: i64,
+    wide: bool,
+    generator: Option<&Generator>,
+) -> Result<()> {
+    if !self_.device().is_cpu() {
+        let params = [Scalar::Int(range as i64), Scalar::Int(base), Scalar::Bool(wide)];
+        return device_fill(op, "random", self_, None, generator, &params).map(|_| ());
+    }
+    let gen = generator_for(op, generator, Device::CPU)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(self_.dtype(), T => write_memory_order::<T>(self_, || {
+        let v = if wide { g.random64() } else { g.random() as u64 };
+        let v = if range == 0 { v } else { v % range };
+        T::from_i64(v.wrapping_add(base as u64) as i64)
+    }))
+}
+
 /// `uniform_int_from_to_distribution<T>`: `(bits % range) + base`, with 64 random bits for
 /// int64/double/float/bfloat16 when `range >= 2^32`, else 32.
-fn random_from_to_kernel(self_: &Tensor, range: u64, base: i64, g: &mut GeneratorState) -> Result<()> {
-    let dtype = self_.dtype();
-    let wide =
-        range >= 1u64 << 32 && matches!(dtype, ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16);
-    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
-        let v = if wide { g.random64() } else { g.random() as u64 };
-        T::from_i64((v % range).wrapping_add(base as u64) as i64)
-    }))
+fn random_from_to_kernel(
+    op: &'static str,
+    self_: &Tensor,
+    range: u64,
+    base: i64,
+    generator: Option<&Generator>,
+) -> Result<()> {
+    let wide = range >= 1u64 << 32
+        && matches!(self_.dtype(), ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16);
+    random_fill(op, self_, range, base, wide, generator)
 }
 
 /// `random_.from`: integers uniform in `[from, to)`; with `to` None, in `[from, max]` where `max`
@@ -485,10 +547,8 @@ fn random_from_to_kernel(self_: &Tensor, range: u64, base: i64, g: &mut Generato
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
 pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "random_";
-    check_cpu(OP, self_)?;
     let dtype = self_.dtype();
     let mut from = from;
-    let gen = cpu_generator(OP, generator)?;
     if let Some(to) = to {
         let mut to = to;
         if from >= to {
@@ -518,7 +578,7 @@ pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Optio
         }
         assert_no_internal_overlap(OP, self_)?;
         let range = (to as u64).wrapping_sub(from as u64);
-        random_from_to_kernel(self_, range, from, &mut gen.lock())?;
+        random_from_to_kernel(OP, self_, range, from, generator)?;
     } else if from != i64::MIN {
         let to_inc = if dtype.is_floating_point() {
             let to_inc = if digits(dtype) >= 63 { i64::MAX } else { 1i64 << digits(dtype) };
@@ -542,7 +602,7 @@ pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Optio
         }
         assert_no_internal_overlap(OP, self_)?;
         let range = (to_inc as u64).wrapping_sub(from as u64).wrapping_add(1);
-        random_from_to_kernel(self_, range, from, &mut gen.lock())?;
+        random_from_to_kernel(OP, self_, range, from, generator)?;
     } else {
         if !matches!(dtype, ScalarType::I64 | ScalarType::F64 | ScalarType::F32 | ScalarType::BF16) {
             return Err(Error::UnsupportedDtype { op: "random_full_64_bits_range_kernel_cpu".into(), dtype });
@@ -551,8 +611,7 @@ pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Optio
             return Ok(self_.clone());
         }
         assert_no_internal_overlap(OP, self_)?;
-        let mut g = gen.lock();
-        c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || T::from_i64(g.random64() as i64)))?;
+        random_fill(OP, self_, 0, 0, true, generator)?;
     }
     Ok(self_.clone())
 }
@@ -567,7 +626,6 @@ pub fn random_to_(self_: &Tensor, to: i64, generator: Option<&Generator>) -> Res
 /// (`2^digits` for floating dtypes, 1 for bool), as `uniform_int_distribution<T>`.
 pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "random_";
-    check_cpu(OP, self_)?;
     if self_.numel() == 0 {
         return Ok(self_.clone());
     }
@@ -580,12 +638,7 @@ pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> 
         d if d.is_floating_point() => (1u64 << digits(d)) + 1,
         d => dtype_max(d) as u64 + 1,
     };
-    let gen = cpu_generator(OP, generator)?;
-    let mut g = gen.lock();
-    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
-        let v = if wide { g.random64() } else { g.random() as u64 };
-        T::from_i64((v % modulus) as i64)
-    }))?;
+    random_fill(OP, self_, modulus, 0, wide, generator)?;
     Ok(self_.clone())
 }
 
@@ -594,7 +647,6 @@ pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> 
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
 pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "bernoulli_";
-    check_cpu(OP, self_)?;
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::invalid(OP, format!("bernoulli_ expects p to be in [0, 1], but got p={}", fmt_g(p))));
     }
@@ -602,7 +654,10 @@ pub fn bernoulli_float_(self_: &Tensor, p: f64, generator: Option<&Generator>) -
         return Ok(self_.clone());
     }
     assert_no_internal_overlap(OP, self_)?;
-    let gen = cpu_generator(OP, generator)?;
+    if !self_.device().is_cpu() {
+        return device_fill(OP, "bernoulli", self_, None, generator, &[Scalar::Float(p)]);
+    }
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     c10::dispatch_all_types!(self_.dtype(), T => write_memory_order::<T>(self_, || T::from_bool(uniform_f64(&mut g) < p)))?;
     Ok(self_.clone())
@@ -619,7 +674,8 @@ fn empty_for(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    check_factory_options(op, layout, device, pin_memory)?;
+    // Any device whose backend registered the factory: the fill picks the device's loop.
+    check_layout_and_pinning(op, layout, pin_memory)?;
     check_size_nonnegative(op, size)?;
     empty_memory_format(size, Some(dtype), layout, device, pin_memory, None)
 }
@@ -770,7 +826,6 @@ pub fn randn_like(
 /// kernel: `-1/lambd * log1p(-u)` on a 53-bit uniform `u`, in double, cast to the dtype.
 pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "exponential_";
-    check_cpu(OP, self_)?;
     if lambd.is_nan() || lambd <= 0.0 {
         return Err(Error::invalid(
             OP,
@@ -792,7 +847,10 @@ pub fn exponential_(self_: &Tensor, lambd: f64, generator: Option<&Generator>) -
         return Ok(self_.clone());
     }
     assert_no_internal_overlap(OP, self_)?;
-    let gen = cpu_generator(OP, generator)?;
+    if !self_.device().is_cpu() {
+        return device_fill(OP, "exponential", self_, None, generator, &[Scalar::Float(lambd)]);
+    }
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || {
         T::from_f64(-1.0 / lambd * (-uniform_f64(&mut g)).ln_1p())
@@ -815,8 +873,6 @@ fn values_in_memory_order_of(t: &Tensor, order: &Tensor) -> Result<Vec<f64>> {
 #[allow(non_snake_case)] // `name_` + `_overload`, the codegen's naming of in-place overloads
 pub fn bernoulli_Tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "bernoulli_";
-    check_cpu(OP, self_)?;
-    check_cpu(OP, p)?;
     if !p.dtype().is_floating_point() {
         return Err(Error::UnsupportedDtype { op: "bernoulli_tensor_cpu_p_".into(), dtype: p.dtype() });
     }
@@ -825,12 +881,16 @@ pub fn bernoulli_Tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generato
         return Ok(self_.clone());
     }
     assert_no_internal_overlap(OP, self_)?;
+    if !self_.device().is_cpu() {
+        return bernoulli_tensor_device(self_, p, &expanded, generator);
+    }
+    check_cpu(OP, p)?;
     let probs = values_in_memory_order_of(&expanded, self_)?;
     if probs.iter().any(|v| !(0.0..=1.0).contains(v)) {
         return Err(Error::invalid(OP, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
     }
     let wide = p.dtype() == ScalarType::F64;
-    let gen = cpu_generator(OP, generator)?;
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     let mut next = probs.iter();
     c10::dispatch_all_types!(self_.dtype(), T => write_memory_order::<T>(self_, || {
@@ -838,6 +898,35 @@ pub fn bernoulli_Tensor_(self_: &Tensor, p: &Tensor, generator: Option<&Generato
         T::from_bool(if wide { uniform_f64(&mut g) < q } else { uniform_f32(&mut g) < q as f32 })
     }))?;
     Ok(self_.clone())
+}
+
+/// `bernoulli_.Tensor` off the CPU (Note [Random ops on devices]): the probabilities, on the
+/// output's device, are checked before anything is written; the kernel compares them in their
+/// own dtype, so an output of another dtype is filled through a temporary of `p`'s.
+fn bernoulli_tensor_device(
+    self_: &Tensor,
+    p: &Tensor,
+    expanded: &Tensor,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    const OP: &str = "bernoulli_";
+    if p.device() != self_.device() {
+        return Err(Error::DeviceMismatch { op: OP.into(), a: self_.device().to_string(), b: p.device().to_string() });
+    }
+    let in_range = |t: Tensor, lo: bool| -> Result<bool> {
+        let v = t.item::<f64>()?;
+        Ok(if lo { v >= 0.0 } else { v <= 1.0 })
+    };
+    // NaN fails both (max and min propagate it).
+    if !(in_range(crate::ops::min(p)?, true)? && in_range(crate::ops::max(p)?, false)?) {
+        return Err(Error::invalid(OP, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
+    }
+    if self_.dtype() == p.dtype() {
+        return device_fill(OP, "bernoulli_tensor", self_, Some(expanded), generator, &[]);
+    }
+    let tmp = empty_like(self_, Some(p.dtype()), None, None, None, Some(MemoryFormat::Preserve))?;
+    device_fill(OP, "bernoulli_tensor", &tmp, Some(expanded), generator, &[])?;
+    crate::ops::copy_(self_, &tmp, false)
 }
 
 /// `bernoulli`: a new tensor of 0s and 1s, 1 with probability `self_[i]` (a floating tensor).
@@ -948,7 +1037,7 @@ pub fn randperm_generator(
             return Err(Error::invalid(OP, msg));
         }
     }
-    let gen = cpu_generator(OP, generator)?;
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     let len = n as usize;
     let mut perm: Vec<i64> = c10::size::try_vec(len)?;
@@ -1073,7 +1162,7 @@ pub fn multinomial(
     if n_cat == 0 && n_dist > 0 {
         return Err(Error::invalid(OP, "invalid multinomial distribution (sum of probabilities <= 0)"));
     }
-    let gen = cpu_generator(OP, generator)?;
+    let gen = generator_for(OP, generator, Device::CPU)?;
     let mut g = gen.lock();
     let total = c10::size::checked_mul(OP, n_dist as i64, num_samples)?;
     let mut out = c10::size::try_vec(total as usize)?;

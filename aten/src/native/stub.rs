@@ -19,7 +19,7 @@ use std::sync::{OnceLock, RwLock};
 use c10::{DeviceType, Error, Result, Scalar};
 
 use crate::native::tensor_iterator::TensorIterator;
-use crate::Tensor;
+use crate::{Generator, Tensor};
 
 /// The loop of one kernel on one device type, called with the kernel's name (one loop may serve
 /// several kernels). `extra` carries the kernel's scalar arguments (`add`'s alpha, `fill_`'s
@@ -60,9 +60,17 @@ impl<F: Copy> Loops<F> {
 /// n]` output the operator allocated). With `beta` `None` or 0, `out` is not read.
 pub type GemmLoop = fn(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()>;
 
+/// A random fill's loop on one device type: writes samples of `kernel`'s distribution into the
+/// iterator's output (after it, for `bernoulli_tensor`, the probabilities), drawing from
+/// `generator`, a generator of the output's device type. `params` are the distribution's
+/// parameters, as documented where the kernel name is used.
+pub type RandomLoop =
+    fn(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
+static RANDOM: Loops<RandomLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -104,4 +112,19 @@ pub fn register_gemm(ty: DeviceType, f: GemmLoop) {
 /// Runs the batched matrix product for `out`'s device (see [`GemmLoop`]).
 pub fn run_gemm(op: &str, out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()> {
     GEMMS.get(op, "bmm", out.device().ty, out.dtype())?(out, a, b, alpha, beta)
+}
+
+/// Registers the random loop of `kernel` on devices of type `ty`.
+pub fn register_random(kernel: &'static str, ty: DeviceType, f: RandomLoop) {
+    RANDOM.insert(kernel, ty, f);
+}
+
+/// Runs the random loop of `kernel` for the iterator's device (see [`RandomLoop`]).
+pub fn run_random(
+    kernel: &'static str,
+    iter: &TensorIterator<'_>,
+    generator: &Generator,
+    params: &[Scalar],
+) -> Result<()> {
+    RANDOM.get(iter.op(), kernel, iter.device().ty, iter.output_dtype())?(kernel, iter, generator, params)
 }
