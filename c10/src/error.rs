@@ -200,6 +200,33 @@ pub enum Error {
     /// I/O, parsing or serialisation problems, with the file involved.
     #[error("{0}")]
     Io(String),
+
+    // ---- distributed (the `distributed` crate) -----------------------------------------------
+    /// A store or collective did not complete within its timeout (PyTorch's `DistStoreError`
+    /// from a store's `wait`/`get`).
+    #[error("{op}: {msg}")]
+    DistTimeout {
+        /// The operation (`get`, `wait`, `TCPStore`).
+        op: String,
+        /// What was waited for, and how long.
+        msg: String,
+    },
+    /// A peer could not be reached, or the connection to it broke (`DistNetworkError`).
+    #[error("{op}: {msg}")]
+    DistNetwork {
+        /// The operation.
+        op: String,
+        /// The address and what went wrong.
+        msg: String,
+    },
+    /// Any other distributed failure (`DistError`, `DistStoreError`).
+    #[error("{op}: {msg}")]
+    Distributed {
+        /// The operation.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
 }
 
 /// PyTorch's out-of-memory wording per device type.
