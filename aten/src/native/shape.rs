@@ -351,13 +351,19 @@ pub fn slice(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, ste
     };
     let s = clamp(start.unwrap_or(0));
     let e = clamp(end.unwrap_or(i64::MAX));
-    let e = e.max(s);
-    let len = (e - s + step - 1) / step;
+    // ceil((e - s) / step) without `e - s + step - 1`, which overflows for a huge step.
+    let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
     let mut sizes = DimVec::from_slice(self_.sizes());
     let mut strides = DimVec::from_slice(self_.strides());
-    let offset = self_.storage_offset() + s * strides[d];
+    let overflow = || Error::invalid("slice", format!("the view's strides or offset overflow int64 (step {step})"));
+    let offset = s.checked_mul(strides[d]).and_then(|o| o.checked_add(self_.storage_offset())).ok_or_else(overflow)?;
     sizes[d] = len;
-    strides[d] *= step;
+    // A dim of at most one element never steps, so it keeps its stride: `stride * step` may not
+    // fit (`x[::2**62]`), and loops that advance past the last element must not overflow.
+    // (PyTorch reports `stride * step` there; the values are the same.)
+    if len > 1 {
+        strides[d] = strides[d].checked_mul(step).ok_or_else(overflow)?;
+    }
     Ok(make_view(self_, &sizes, &strides, offset))
 }
 
