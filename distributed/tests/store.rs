@@ -17,6 +17,11 @@ fn client(port: u16) -> TcpStore {
     TcpStore::new("127.0.0.1", port, TcpStoreOptions::default()).unwrap()
 }
 
+/// A port no one listens on (the system's pick, released again).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 fn temp_path(name: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("torch-filestore-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&p);
@@ -136,10 +141,7 @@ fn prefix_store_semantics_and_isolation() {
 #[test]
 fn tcp_store_with_many_clients_counts_and_waits_for_workers() {
     // A master that waits for 4 ranks returns once the 3 others connected.
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let opts = |is_master| TcpStoreOptions {
         is_master,
         world_size: Some(4),
@@ -174,10 +176,7 @@ fn tcp_store_with_many_clients_counts_and_waits_for_workers() {
 #[test]
 fn tcp_store_failures_are_errors_within_the_timeout() {
     // No server: connecting gives up after the timeout.
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let start = Instant::now();
     let opts = TcpStoreOptions { timeout: Duration::from_millis(300), ..Default::default() };
     let err = TcpStore::new("127.0.0.1", port, opts).err().expect("no server to connect to");

@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{parse_counter, timeout_error, Error, Result, Store, TimeoutCell, DEFAULT_STORE_TIMEOUT, INTERNAL_PREFIX};
+use super::{
+    added, compare_set_outcome, timeout_error, Error, Result, Store, TimeoutCell, DEFAULT_STORE_TIMEOUT,
+    INTERNAL_PREFIX,
+};
 
 const SET: u8 = 0;
 const DELETE: u8 = 1;
@@ -177,23 +180,15 @@ impl Store for FileStore {
     }
     fn add(&self, key: &str, amount: i64) -> Result<i64> {
         self.locked(|log, path| {
-            let current = match log.table.get(key) {
-                Some(v) => parse_counter(key, v)?,
-                None => 0,
-            };
-            let sum = current.wrapping_add(amount);
+            let sum = added(&log.table, key, amount)?;
             log.append(path, SET, key, Some(sum.to_string().as_bytes()))?;
             Ok(sum)
         })
     }
     fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
         self.locked(|log, path| {
-            let swap = match log.table.get(key) {
-                None => expected.is_empty(),
-                Some(current) => current.as_slice() == expected,
-            };
-            if !swap {
-                return Ok(log.table.get(key).cloned().unwrap_or_else(|| expected.to_vec()));
+            if let Some(kept) = compare_set_outcome(&log.table, key, expected) {
+                return Ok(kept);
             }
             log.append(path, SET, key, Some(desired))?;
             Ok(desired.to_vec())

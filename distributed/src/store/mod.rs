@@ -84,6 +84,26 @@ pub(crate) fn parse_counter(key: &str, value: &[u8]) -> Result<i64> {
     std::str::from_utf8(value).ok().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| not_an_integer(key, value))
 }
 
+/// The sum `add(key, amount)` stores, from the table's current value (see Note [Store
+/// semantics]); shared by every store's `add`.
+pub(crate) fn added(map: &HashMap<String, Vec<u8>>, key: &str, amount: i64) -> Result<i64> {
+    let current = match map.get(key) {
+        Some(v) => parse_counter(key, v)?,
+        None => 0,
+    };
+    Ok(current.wrapping_add(amount))
+}
+
+/// Whether `compare_set(key, expected, _)` swaps, and otherwise the value it returns.
+pub(crate) fn compare_set_outcome(map: &HashMap<String, Vec<u8>>, key: &str, expected: &[u8]) -> Option<Vec<u8>> {
+    match map.get(key) {
+        None if expected.is_empty() => None,
+        None => Some(expected.to_vec()),
+        Some(current) if current.as_slice() == expected => None,
+        Some(current) => Some(current.clone()),
+    }
+}
+
 /// The in-memory table behind [`HashStore`] and the [`TcpStore`] server: the map, and a
 /// condition variable notified on every change so waiters re-check.
 #[derive(Default)]
@@ -109,11 +129,7 @@ impl Table {
 
     pub(crate) fn add(&self, key: &str, amount: i64) -> Result<i64> {
         let mut map = self.lock();
-        let current = match map.get(key) {
-            Some(v) => parse_counter(key, v)?,
-            None => 0,
-        };
-        let sum = current.wrapping_add(amount);
+        let sum = added(&map, key, amount)?;
         map.insert(key.to_string(), sum.to_string().into_bytes());
         drop(map);
         self.changed.notify_all();
@@ -122,12 +138,8 @@ impl Table {
 
     pub(crate) fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Vec<u8> {
         let mut map = self.lock();
-        let swap = match map.get(key) {
-            None => expected.is_empty(),
-            Some(current) => current.as_slice() == expected,
-        };
-        if !swap {
-            return map.get(key).cloned().unwrap_or_else(|| expected.to_vec());
+        if let Some(kept) = compare_set_outcome(&map, key, expected) {
+            return kept;
         }
         map.insert(key.to_string(), desired.to_vec());
         drop(map);
