@@ -913,12 +913,9 @@ fn bernoulli_tensor_device(
     if p.device() != self_.device() {
         return Err(Error::DeviceMismatch { op: OP.into(), a: self_.device().to_string(), b: p.device().to_string() });
     }
-    let in_range = |t: Tensor, lo: bool| -> Result<bool> {
-        let v = t.item::<f64>()?;
-        Ok(if lo { v >= 0.0 } else { v <= 1.0 })
-    };
-    // NaN fails both (max and min propagate it).
-    if !(in_range(crate::ops::min(p)?, true)? && in_range(crate::ops::max(p)?, false)?) {
+    // NaN fails the check (max and min propagate it).
+    let (lo, hi) = (crate::ops::min(p)?.item::<f64>()?, crate::ops::max(p)?.item::<f64>()?);
+    if !((0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi)) {
         return Err(Error::invalid(OP, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."));
     }
     if self_.dtype() == p.dtype() {
