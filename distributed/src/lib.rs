@@ -1,15 +1,32 @@
 //! `torch.distributed`, following c10d's layering: a [`store::Store`] that processes use to find
 //! each other and exchange small values (rendezvous), process groups with collectives above it.
 //!
-//! This crate has the stores so far: [`store::HashStore`] (in one process), [`store::TcpStore`]
-//! (a server on the master rank, a client on every rank), [`store::FileStore`] (a file on a
-//! shared file system) and [`store::PrefixStore`] (a namespace inside another store); the
-//! [`rendezvous`] of `init_process_group`'s `env://`, `tcp://` and `file://` methods; and the
-//! `launch` binary, which starts a job's ranks as `torchrun` does.
-#![forbid(unsafe_code)]
+//! - Stores: [`store::HashStore`] (in one process), [`store::TcpStore`] (a server on the master
+//!   rank, a client on every rank), [`store::FileStore`] (a file on a shared file system) and
+//!   [`store::PrefixStore`] (a namespace inside another store); the [`rendezvous`] of
+//!   `init_process_group`'s `env://`, `tcp://` and `file://` methods.
+//! - Process groups: [`init_process_group`] and the default group, [`new_group`], the
+//!   collectives ([`all_reduce`], [`broadcast`], ...; asynchronous through [`ProcessGroup`]'s
+//!   methods, which return a [`Work`]). The backend is MPI (the `mpi` feature; start the ranks
+//!   with `mpirun -np N`).
+//! - The `launch` binary starts a job's ranks as `torchrun` does.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod api;
+#[cfg(feature = "mpi")]
+mod mpi;
+mod process_group;
 pub mod rendezvous;
 pub mod store;
+mod work;
 
+pub use api::{
+    all_gather, all_gather_into_tensor, all_gather_object, all_gather_object_in, all_reduce, all_to_all, barrier,
+    broadcast, broadcast_object_list, default_group, destroy_process_group, gather, get_backend, get_rank,
+    get_world_size, init_process_group, init_process_group_with, irecv, is_initialized, is_mpi_available, isend,
+    new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send, InitOptions, DEFAULT_PG_TIMEOUT,
+};
+pub use process_group::{ProcessGroup, ReduceOp};
 pub use store::{FileStore, HashStore, PrefixStore, Store, TcpStore, TcpStoreOptions, DEFAULT_STORE_TIMEOUT};
+pub use work::Work;

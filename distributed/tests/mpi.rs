@@ -1,0 +1,489 @@
+//! The MPI process groups, run for real: each test starts `mpirun -np N` on this test binary,
+//! whose ranks run one of the `rank_*` tests (ignored in a normal run: they need mpirun).
+//! Needs the `mpi` feature and Open MPI (`.ci/run` installs `openmpi-bin libopenmpi-dev`):
+//! `cargo test --workspace --features distributed/mpi --test mpi`.
+#![cfg(feature = "mpi")]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aten::Tensor;
+use c10::{Error, ScalarType};
+use distributed::{self as dist, InitOptions, ReduceOp};
+
+/// Runs the ignored test `rank_test` on `np` ranks under mpirun and checks that every rank
+/// ran it to the end ([`done`]).
+fn mpirun(np: usize, rank_test: &str) {
+    let dir = std::env::temp_dir().join(format!("torch-mpi-test-{}-{rank_test}-{np}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ok, out) = mpirun_status(np, rank_test, &dir, Duration::from_secs(300));
+    let finished = (0..np).filter(|r| dir.join(format!("rank{r}")).exists()).count();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(ok, "mpirun -np {np} {rank_test} failed:\n{out}");
+    assert_eq!(finished, np, "expected {np} ranks to finish {rank_test}:\n{out}");
+}
+
+/// Called by a rank at the end of its test.
+fn done(rank: usize) {
+    let dir = std::env::var("TORCH_DIST_TEST_DIR").expect("started by mpirun");
+    std::fs::write(std::path::Path::new(&dir).join(format!("rank{rank}")), b"").unwrap();
+}
+
+/// Runs `rank_test` on `np` ranks; whether mpirun succeeded, and its output. Fails the test if
+/// mpirun does not end within `limit`.
+fn mpirun_status(np: usize, rank_test: &str, dir: &std::path::Path, limit: Duration) -> (bool, String) {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("mpirun")
+        .args(["-np", &np.to_string(), "--oversubscribe", "--bind-to", "none"])
+        .arg(exe)
+        .args([rank_test, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
+        // Containers run as root; Open MPI refuses that unless told.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Shared memory without cross-memory attach, which containers often forbid.
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("TORCH_DIST_TEST_RANKS", np.to_string())
+        .env("TORCH_DIST_TEST_DIR", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun is needed for the MPI tests (Debian: openmpi-bin)");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "mpirun {rank_test} did not end within {limit:?}:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// Initialises the default group in a rank started by [`mpirun`].
+fn init() -> (usize, usize) {
+    let np: usize = std::env::var("TORCH_DIST_TEST_RANKS")
+        .expect("this test is one rank of an MPI test: it is started by mpirun from another test")
+        .parse()
+        .unwrap();
+    dist::init_process_group("mpi").unwrap();
+    let (rank, size) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    assert_eq!(size, np);
+    (rank, size)
+}
+
+// ---- the mpirun launches -------------------------------------------------------------------
+
+#[test]
+fn collectives_on_2_ranks() {
+    mpirun(2, "rank_collectives");
+}
+
+#[test]
+fn collectives_on_4_ranks() {
+    mpirun(4, "rank_collectives");
+}
+
+#[test]
+fn point_to_point_async_and_objects_on_4_ranks() {
+    mpirun(4, "rank_point_to_point");
+}
+
+#[test]
+fn groups_and_errors_on_4_ranks() {
+    mpirun(4, "rank_groups_and_errors");
+}
+
+#[test]
+fn a_rank_that_does_not_arrive_is_a_timeout() {
+    mpirun(2, "rank_timeout");
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job_with_an_error() {
+    let dir = std::env::temp_dir().join(format!("torch-mpi-test-{}-rank_dies", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ok, out) = mpirun_status(2, "rank_dies", &dir, Duration::from_secs(120));
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!ok, "mpirun succeeded although rank 1 exited with status 3:\n{out}");
+}
+
+// ---- values computed on one rank -----------------------------------------------------------
+
+/// Element `i` of rank `r`'s input: 1..=3 (0/1 for bool), so sums, products and the bitwise
+/// operations stay exact in every dtype with 4 ranks.
+fn value(dtype: ScalarType, r: usize, i: usize) -> f64 {
+    if dtype == ScalarType::Bool {
+        ((r + i) % 2) as f64
+    } else {
+        (1 + (r + i) % 3) as f64
+    }
+}
+
+fn input(dtype: ScalarType, r: usize, n: usize) -> Tensor {
+    let v: Vec<f64> = (0..n).map(|i| value(dtype, r, i)).collect();
+    Tensor::from_vec(v, &[n as i64]).unwrap().to(dtype).unwrap()
+}
+
+/// The reduction of element `i` over `size` ranks, in f64.
+fn reduced(dtype: ScalarType, op: ReduceOp, size: usize, i: usize) -> f64 {
+    let vals: Vec<f64> = (0..size).map(|r| value(dtype, r, i)).collect();
+    let ints = || vals.iter().map(|&v| v as i64);
+    let bool_ = dtype == ScalarType::Bool;
+    match op {
+        ReduceOp::Sum if bool_ => vals.iter().cloned().fold(0.0, f64::max),
+        ReduceOp::Sum => vals.iter().sum(),
+        ReduceOp::Avg if dtype.is_floating_point() => vals.iter().sum::<f64>() / size as f64,
+        ReduceOp::Avg => (vals.iter().sum::<f64>() as i64 / size as i64) as f64,
+        ReduceOp::Product if bool_ => vals.iter().cloned().fold(1.0, f64::min),
+        ReduceOp::Product => vals.iter().product(),
+        ReduceOp::Min => vals.iter().cloned().fold(f64::INFINITY, f64::min),
+        ReduceOp::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+        ReduceOp::BAnd => ints().fold(-1, |a, b| a & b) as f64,
+        ReduceOp::BOr => ints().fold(0, |a, b| a | b) as f64,
+        ReduceOp::BXor => ints().fold(0, |a, b| a ^ b) as f64,
+    }
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap()
+}
+
+const OPS: [ReduceOp; 8] = [
+    ReduceOp::Sum,
+    ReduceOp::Avg,
+    ReduceOp::Product,
+    ReduceOp::Min,
+    ReduceOp::Max,
+    ReduceOp::BAnd,
+    ReduceOp::BOr,
+    ReduceOp::BXor,
+];
+
+fn op_applies(op: ReduceOp, dtype: ScalarType) -> bool {
+    match op {
+        ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor => dtype.is_integral(true),
+        ReduceOp::Avg => dtype != ScalarType::Bool,
+        _ => true,
+    }
+}
+
+// ---- the ranks -----------------------------------------------------------------------------
+
+#[test]
+#[ignore = "one rank of collectives_on_N_ranks (started by mpirun)"]
+fn rank_collectives() {
+    let (rank, size) = init();
+    let n = 7;
+    for dtype in ScalarType::ALL {
+        let ctx = |what: &str| format!("{what} {} on rank {rank}", dtype.name());
+        // all_reduce with every reduction that applies.
+        for op in OPS.into_iter().filter(|op| op_applies(*op, dtype)) {
+            let t = input(dtype, rank, n);
+            dist::all_reduce(&t, op).unwrap();
+            let want: Vec<f64> = (0..n).map(|i| reduced(dtype, op, size, i)).collect();
+            assert_eq!(values(&t), want, "{}", ctx(&format!("all_reduce {op:?}")));
+            assert_eq!(t.dtype(), dtype);
+        }
+        // broadcast from the last rank.
+        let t = input(dtype, rank, n);
+        dist::broadcast(&t, size - 1).unwrap();
+        assert_eq!(values(&t), values(&input(dtype, size - 1, n)), "{}", ctx("broadcast"));
+        // reduce into rank 1: the others' tensors are unchanged.
+        let t = input(dtype, rank, n);
+        let op = if dtype == ScalarType::Bool { ReduceOp::Max } else { ReduceOp::Sum };
+        dist::reduce(&t, 1, op).unwrap();
+        let want: Vec<f64> = if rank == 1 {
+            (0..n).map(|i| reduced(dtype, op, size, i)).collect()
+        } else {
+            values(&input(dtype, rank, n))
+        };
+        assert_eq!(values(&t), want, "{}", ctx("reduce"));
+        // all_gather into a list and into one tensor (2-d inputs).
+        let x = input(dtype, rank, 6).view(&[2, 3]).unwrap();
+        let outs: Vec<Tensor> = (0..size).map(|_| input(dtype, 0, 6).view(&[2, 3]).unwrap().zero_().unwrap()).collect();
+        dist::all_gather(&outs, &x).unwrap();
+        for (r, o) in outs.iter().enumerate() {
+            assert_eq!(o.sizes(), &[2, 3]);
+            assert_eq!(values(o), values(&input(dtype, r, 6)), "{}", ctx("all_gather"));
+        }
+        let big = input(dtype, 0, 6 * size).view(&[2 * size as i64, 3]).unwrap();
+        dist::all_gather_into_tensor(&big, &x).unwrap();
+        let want: Vec<f64> = (0..size).flat_map(|r| values(&input(dtype, r, 6))).collect();
+        assert_eq!(values(&big), want, "{}", ctx("all_gather_into_tensor"));
+        // gather into rank 0, scatter from rank 0.
+        let outs: Vec<Tensor> = (0..size).map(|_| input(dtype, 0, n).zero_().unwrap()).collect();
+        dist::gather(&input(dtype, rank, n), (rank == 0).then_some(&outs[..]), 0).unwrap();
+        if rank == 0 {
+            for (r, o) in outs.iter().enumerate() {
+                assert_eq!(values(o), values(&input(dtype, r, n)), "{}", ctx("gather"));
+            }
+        }
+        let ins: Vec<Tensor> = (0..size).map(|r| input(dtype, r + 10, n)).collect();
+        let out = input(dtype, 0, n).zero_().unwrap();
+        dist::scatter(&out, (rank == 0).then_some(&ins[..]), 0).unwrap();
+        assert_eq!(values(&out), values(&input(dtype, rank + 10, n)), "{}", ctx("scatter"));
+        // reduce_scatter: block j of every rank's input is reduced into rank j.
+        let op = if dtype == ScalarType::Bool { ReduceOp::BOr } else { ReduceOp::Sum };
+        let ins: Vec<Tensor> = (0..size).map(|j| input(dtype, rank + j, n)).collect();
+        let out = input(dtype, 0, n).zero_().unwrap();
+        dist::reduce_scatter(&out, &ins, op).unwrap();
+        let want: Vec<f64> = (0..n)
+            .map(|i| {
+                let vals = (0..size).map(|r| value(dtype, r + rank, i));
+                if dtype == ScalarType::Bool {
+                    vals.fold(0.0, f64::max)
+                } else {
+                    vals.sum()
+                }
+            })
+            .collect();
+        assert_eq!(values(&out), want, "{}", ctx("reduce_scatter"));
+        let flat = Tensor::from_vec(
+            (0..size * n).map(|k| value(dtype, rank + k / n, k % n)).collect::<Vec<f64>>(),
+            &[(size * n) as i64],
+        )
+        .unwrap()
+        .to(dtype)
+        .unwrap();
+        let out = input(dtype, 0, n).zero_().unwrap();
+        dist::reduce_scatter_tensor(&out, &flat, op).unwrap();
+        assert_eq!(values(&out), want, "{}", ctx("reduce_scatter_tensor"));
+        // all_to_all with a different size for every pair: rank r sends r + j + 1 elements of
+        // value 10 r + j to rank j.
+        let fill = |len: usize, v: usize| {
+            let v = if dtype == ScalarType::Bool { (v % 2) as f64 } else { (v % 50) as f64 };
+            Tensor::from_vec(vec![v; len], &[len as i64]).unwrap().to(dtype).unwrap()
+        };
+        let ins: Vec<Tensor> = (0..size).map(|j| fill(rank + j + 1, 10 * rank + j)).collect();
+        let outs: Vec<Tensor> = (0..size).map(|j| fill(rank + j + 1, 0)).collect();
+        dist::all_to_all(&outs, &ins).unwrap();
+        for (j, o) in outs.iter().enumerate() {
+            assert_eq!(values(o), values(&fill(rank + j + 1, 10 * j + rank)), "{}", ctx("all_to_all"));
+        }
+    }
+    // A large all_reduce: the result is exact.
+    let m = 1 << 20;
+    let t = Tensor::from_vec(vec![(rank + 1) as f32; m], &[m as i64]).unwrap();
+    dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    let want = (size * (size + 1) / 2) as f32;
+    assert!(t.to_vec::<f32>().unwrap().iter().all(|&v| v == want));
+    dist::barrier().unwrap();
+    dist::destroy_process_group().unwrap();
+    assert!(!dist::is_initialized());
+    // The group can be made again (MPI stays initialised until exit).
+    dist::init_process_group("mpi").unwrap();
+    let t = Tensor::from_vec(vec![1i64], &[1]).unwrap();
+    dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(t.item::<i64>().unwrap(), size as i64);
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
+#[test]
+#[ignore = "one rank of point_to_point_async_and_objects_on_4_ranks (started by mpirun)"]
+fn rank_point_to_point() {
+    let (rank, size) = init();
+    // A ring: every rank posts its send before receiving, which must not deadlock.
+    let next = (rank + 1) % size;
+    let prev = (rank + size - 1) % size;
+    let out = Tensor::from_vec(vec![rank as f64; 5], &[5]).unwrap();
+    let w = dist::isend(&out, next).unwrap();
+    let inp = Tensor::from_vec(vec![-1.0f64; 5], &[5]).unwrap();
+    assert_eq!(dist::recv(&inp, Some(prev)).unwrap(), prev);
+    w.wait().unwrap();
+    assert!(w.is_completed() && w.is_success());
+    assert_eq!(inp.to_vec::<f64>().unwrap(), vec![prev as f64; 5]);
+    // Rank 0 receives from any source, and learns who sent each message (tag 5: later messages
+    // from the same ranks must not match).
+    let g = dist::default_group().unwrap();
+    if rank == 0 {
+        let mut seen = Vec::new();
+        for _ in 1..size {
+            let t = Tensor::from_vec(vec![0i32; 2], &[2]).unwrap();
+            let src = g.recv(&t, None, 5).unwrap().source_rank().unwrap();
+            assert_eq!(t.to_vec::<i32>().unwrap(), vec![src as i32 * 7; 2]);
+            seen.push(src);
+        }
+        seen.sort();
+        assert_eq!(seen, (1..size).collect::<Vec<_>>());
+    } else {
+        g.send(&Tensor::from_vec(vec![rank as i32 * 7; 2], &[2]).unwrap(), 0, 5).unwrap().wait().unwrap();
+    }
+    // Tags keep messages apart.
+    if rank == 0 {
+        let a = Tensor::from_vec(vec![0u8; 1], &[1]).unwrap();
+        let b = Tensor::from_vec(vec![0u8; 1], &[1]).unwrap();
+        let wb = g.recv(&b, Some(1), 2).unwrap();
+        let wa = g.recv(&a, Some(1), 1).unwrap();
+        wa.wait().unwrap();
+        wb.wait().unwrap();
+        assert_eq!((a.item::<u8>().unwrap(), b.item::<u8>().unwrap()), (11, 22));
+    } else if rank == 1 {
+        g.send(&Tensor::from_vec(vec![11u8], &[1]).unwrap(), 0, 1).unwrap().wait().unwrap();
+        g.send(&Tensor::from_vec(vec![22u8], &[1]).unwrap(), 0, 2).unwrap().wait().unwrap();
+    }
+    // A receive whose tensor is larger than the message is an error, not a partial result.
+    if rank == 0 {
+        let t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+        let err = dist::recv(&t, Some(1)).unwrap_err();
+        assert!(err.to_string().contains("has 3 elements"), "{err}");
+    } else if rank == 1 {
+        dist::send(&Tensor::from_vec(vec![1f32; 3], &[3]).unwrap(), 0).unwrap();
+    }
+    // Asynchronous collectives: issue several, then wait.
+    let ts: Vec<Tensor> = (0..3).map(|k| Tensor::from_vec(vec![(rank + k) as f32; 1000], &[1000]).unwrap()).collect();
+    let works: Vec<_> = ts.iter().map(|t| g.all_reduce(t, ReduceOp::Max).unwrap()).collect();
+    for (k, (w, t)) in works.iter().zip(&ts).enumerate() {
+        w.wait().unwrap();
+        assert!(w.is_completed());
+        assert!(w.exception().is_none());
+        assert_eq!(t.to_vec::<f32>().unwrap()[999], (size - 1 + k) as f32);
+    }
+    // Objects.
+    let mine = (rank, format!("rank {rank}"), vec![rank as f64 * 0.5; rank]);
+    let all = dist::all_gather_object(&mine).unwrap();
+    for (r, o) in all.iter().enumerate() {
+        assert_eq!(o, &(r, format!("rank {r}"), vec![r as f64 * 0.5; r]));
+    }
+    let mut objs: Vec<Option<String>> =
+        if rank == 2 { vec![Some("a".into()), None, Some("ccc".into())] } else { vec![None, None, None] };
+    dist::broadcast_object_list(&mut objs, 2).unwrap();
+    assert_eq!(objs, vec![Some("a".to_string()), None, Some("ccc".to_string())]);
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
+#[test]
+#[ignore = "one rank of groups_and_errors_on_4_ranks (started by mpirun)"]
+fn rank_groups_and_errors() {
+    let (rank, size) = init();
+    assert_eq!(size, 4);
+    // new_group sorts the ranks; non-members get a group whose operations are errors.
+    let g = dist::new_group(&[3, 1]).unwrap();
+    assert_eq!(g.ranks(), &[1, 3]);
+    assert_eq!(g.size(), 2);
+    let t = Tensor::from_vec(vec![rank as i64 + 1], &[1]).unwrap();
+    if rank == 1 || rank == 3 {
+        assert_eq!(g.rank(), Some(rank / 2));
+        g.all_reduce(&t, ReduceOp::Sum).unwrap().wait().unwrap();
+        assert_eq!(t.item::<i64>().unwrap(), 2 + 4);
+        // Group ranks: broadcast from group rank 1 (global rank 3).
+        let b = Tensor::from_vec(vec![rank as i64], &[1]).unwrap();
+        g.broadcast(&b, 1).unwrap().wait().unwrap();
+        assert_eq!(b.item::<i64>().unwrap(), 3);
+        assert_eq!(g.global_rank(1).unwrap(), 3);
+        assert_eq!(g.group_rank(1).unwrap(), 0);
+    } else {
+        assert!(!g.is_member());
+        assert_eq!(g.rank(), None);
+        let err = g.all_reduce(&t, ReduceOp::Sum).unwrap_err();
+        assert!(err.to_string().contains("not a member"), "{err}");
+    }
+    // Errors every rank finds alone leave the group usable.
+    let nc = Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[2, 3]).unwrap().transpose(0, 1).unwrap();
+    let err = dist::all_reduce(&nc, ReduceOp::Sum).unwrap_err();
+    assert!(err.to_string().contains("Tensors must be contiguous"), "{err}");
+    let f = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+    let err = dist::all_reduce(&f, ReduceOp::BAnd).unwrap_err();
+    assert!(err.to_string().contains("Cannot use ReduceOp.BAND with float32"), "{err}");
+    let b = Tensor::from_vec(vec![true], &[1]).unwrap();
+    assert!(dist::all_reduce(&b, ReduceOp::Avg).is_err());
+    assert!(dist::broadcast(&f, 4).unwrap_err().to_string().contains("invalid source rank 4"));
+    let err = dist::all_gather(std::slice::from_ref(&f), &f).unwrap_err();
+    assert!(err.to_string().contains("expected the group size 4"), "{err}");
+    let err = dist::gather(&f, Some(&[f.clone(), f.clone(), f.clone(), f.clone()]), (rank + 1) % 4).unwrap_err();
+    assert!(err.to_string().contains("must NOT be specified"), "{err}");
+    let err = dist::all_gather_into_tensor(&f, &f).unwrap_err();
+    assert!(err.to_string().contains("world_size times input tensor size"), "{err}");
+    // Sizes that differ between ranks: an error on every rank, naming each rank's call, and
+    // nothing is transferred.
+    let n = if rank == 2 { 5 } else { 4 };
+    let t = Tensor::from_vec(vec![rank as f32; n], &[n as i64]).unwrap();
+    let err = dist::all_reduce(&t, ReduceOp::Sum).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Distributed { .. }), "{err:?}");
+    assert!(msg.contains("rank 2 called all_reduce of 5 float32 elements"), "{msg}");
+    assert!(msg.contains("rank 0 called all_reduce of 4 float32 elements"), "{msg}");
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![rank as f32; n]);
+    // Different dtypes and different collectives, too.
+    let t = if rank == 0 {
+        Tensor::from_vec(vec![1i32; 4], &[4]).unwrap()
+    } else {
+        Tensor::from_vec(vec![1i64; 4], &[4]).unwrap()
+    };
+    let err = dist::all_reduce(&t, ReduceOp::Sum).unwrap_err();
+    assert!(err.to_string().contains("int32") && err.to_string().contains("int64"), "{err}");
+    let t = Tensor::from_vec(vec![1f32; 4], &[4]).unwrap();
+    let err = if rank == 3 { dist::broadcast(&t, 0) } else { dist::all_reduce(&t, ReduceOp::Sum) }.unwrap_err();
+    assert!(err.to_string().contains("rank 3 called broadcast"), "{err}");
+    // all_to_all whose sizes disagree between a pair.
+    let ins: Vec<Tensor> = (0..4).map(|_| Tensor::from_vec(vec![1f32; 2], &[2]).unwrap()).collect();
+    let outs: Vec<Tensor> = (0..4)
+        .map(|j| {
+            let len = if rank == 1 && j == 0 { 3 } else { 2 };
+            Tensor::from_vec(vec![0f32; len], &[len as i64]).unwrap()
+        })
+        .collect();
+    let err = dist::all_to_all(&outs, &ins).unwrap_err();
+    assert!(err.to_string().contains("rank 0 sends 2 elements to rank 1, which expects 3"), "{err}");
+    // After all that, the group still works.
+    let t = Tensor::from_vec(vec![1f32; 4], &[4]).unwrap();
+    dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![4.0; 4]);
+    // A second init is an error; so is an MPI world size that is not the one asked for.
+    assert!(dist::init_process_group("mpi").unwrap_err().to_string().contains("twice"));
+    dist::destroy_process_group().unwrap();
+    let err = dist::init_process_group_with(InitOptions::new("mpi").world_size(3)).unwrap_err();
+    assert!(err.to_string().contains("mpirun"), "{err}");
+    assert!(dist::init_process_group("nccl").is_err());
+    assert!(dist::get_rank().unwrap_err().to_string().contains("has not been initialized"));
+    done(rank);
+}
+
+#[test]
+#[ignore = "one rank of a_rank_that_does_not_arrive_is_a_timeout (started by mpirun)"]
+fn rank_timeout() {
+    let np: usize = std::env::var("TORCH_DIST_TEST_RANKS").expect("started by mpirun").parse().unwrap();
+    assert_eq!(np, 2);
+    dist::init_process_group_with(InitOptions::new("mpi").timeout(Duration::from_millis(1500))).unwrap();
+    let rank = dist::get_rank().unwrap();
+    let t = Tensor::from_vec(vec![1f32; 3], &[3]).unwrap();
+    if rank == 0 {
+        let start = Instant::now();
+        let err = dist::all_reduce(&t, ReduceOp::Sum).unwrap_err();
+        let waited = start.elapsed();
+        assert!(matches!(err, Error::DistTimeout { .. }), "{err:?}");
+        assert!(waited >= Duration::from_millis(1400) && waited < Duration::from_secs(10), "{waited:?}");
+    } else {
+        // Arrive late: after rank 0 gave up, so that the job can end cleanly.
+        std::thread::sleep(Duration::from_secs(3));
+        dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    }
+    // The late all_reduce completes, then the barrier.
+    dist::default_group().unwrap().barrier().unwrap().wait_timeout(Duration::from_secs(30)).unwrap();
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}
+
+#[test]
+#[ignore = "one rank of a_rank_that_dies_ends_the_job_with_an_error (started by mpirun)"]
+fn rank_dies() {
+    let (rank, _) = init();
+    if rank == 1 {
+        std::process::exit(3);
+    }
+    let t = Tensor::from_vec(vec![1f32; 3], &[3]).unwrap();
+    // Never completes: mpirun ends the job when rank 1 exits.
+    let _ = dist::all_reduce(&t, ReduceOp::Sum);
+}
