@@ -9,11 +9,14 @@
 //!   collectives ([`all_reduce`], [`broadcast`], ...; asynchronous through [`ProcessGroup`]'s
 //!   methods, which return a [`Work`]). The backend is MPI (the `mpi` feature; start the ranks
 //!   with `mpirun -np N`).
+//! - [`DistributedDataParallel`]: gradients averaged over the ranks in buckets whose
+//!   all-reduces overlap the backward pass.
 //! - The `launch` binary starts a job's ranks as `torchrun` does.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod api;
+pub mod ddp;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod process_group;
@@ -27,6 +30,7 @@ pub use api::{
     get_world_size, init_process_group, init_process_group_with, irecv, is_initialized, is_mpi_available, isend,
     new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send, InitOptions, DEFAULT_PG_TIMEOUT,
 };
+pub use ddp::{DdpOptions, DistributedDataParallel};
 pub use process_group::{ProcessGroup, ReduceOp};
 pub use store::{FileStore, HashStore, PrefixStore, Store, TcpStore, TcpStoreOptions, DEFAULT_STORE_TIMEOUT};
 pub use work::Work;
