@@ -51,6 +51,13 @@ pub mod serialize {
 pub mod autograd {
     pub use ::autograd::*;
 }
+
+/// `torch.distributed`: process groups, collectives, stores, `DistributedDataParallel` (the
+/// MPI backend needs the `mpi` feature).
+pub mod distributed {
+    pub use ::distributed::*;
+}
+
 pub use c10::{bf16, f16, Device, DeviceType, Error, Result, Scalar, ScalarType};
 
 /// The dispatcher and the boxed calling convention: call any operator by schema name, inspect
