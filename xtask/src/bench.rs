@@ -2,6 +2,7 @@
 //! `BENCHMARKS.md` on 1 and 2 threads, and the same workloads in PyTorch when `python3` can
 //! import `torch`, and prints a table with the ratio. See Note [Bench timing method].
 
+mod distributed;
 mod reference;
 mod report;
 mod stats;
@@ -88,6 +89,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     if cfg!(debug_assertions) {
         return rerun_optimized();
+    }
+    if a.filter.as_deref().is_some_and(|f| f.contains("W8")) {
+        // Several processes per workload: its own runner (it needs MPI, so only when asked).
+        if a.rounds == 0 || !(a.time.is_finite() && a.time > 0.0) {
+            return Err("--rounds and --time must be positive".into());
+        }
+        return distributed::run(&crate::workspace_root(), a.time.max(3.0), a.rounds, a.no_pytorch);
     }
     let mut no_pytorch = a.no_pytorch;
     let all = if a.device.is_cpu() {

@@ -1,0 +1,115 @@
+//! `cargo xtask bench W8`: the distributed workloads, which need several processes. Ours run
+//! under `mpirun -np 2` (`distributed/examples/w8.rs`, built here with the `mpi` feature),
+//! PyTorch's under its own launcher on the gloo backend (`bench/pytorch_distributed.py`), and
+//! the engine alone (Open MPI's all-reduce without our process group) under `mpirun` too.
+//! Each round runs the three one after the other, never at the same time; a row shows each
+//! side's median round (Note [Measurement rounds]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+/// Every rank prints one `{"id", "median_s", "iters"}` line per workload on rank 0.
+fn parse(out: &str) -> BTreeMap<String, f64> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .filter_map(|v| Some((v.get("id")?.as_str()?.to_string(), v.get("median_s")?.as_f64()?)))
+        .collect()
+}
+
+fn run_ranks(cmd: &mut Command, what: &str) -> Result<BTreeMap<String, f64>, String> {
+    let out = cmd.output().map_err(|e| format!("cannot start {what}: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!("{what} failed:\n{text}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(parse(&text))
+}
+
+fn mpirun(root: &Path, extra: &[&str], time: f64) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["-np", "2", "--oversubscribe", "--bind-to", "none"])
+        .arg(root.join("target/release/examples/w8"))
+        .args(extra)
+        .args(["--time", &time.to_string()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(root);
+    c
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied()
+}
+
+fn seconds(s: Option<f64>) -> String {
+    match s {
+        Some(s) if s < 1e-3 => format!("{:.1} µs", s * 1e6),
+        Some(s) => format!("{:.2} ms", s * 1e3),
+        None => "n/a".into(),
+    }
+}
+
+/// Runs W8: `time` seconds of measurement per workload and side, in `rounds` rounds.
+pub fn run(root: &Path, time: f64, rounds: usize, no_pytorch: bool) -> Result<ExitCode, String> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        return Err("W8 needs mpirun (Debian: openmpi-bin libopenmpi-dev)".into());
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--release", "-p", "distributed", "--features", "mpi", "--example", "w8"])
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("building the W8 ranks: {e}"))?;
+    if !status.success() {
+        return Err("building distributed/examples/w8.rs with the mpi feature failed".into());
+    }
+    // From bench/, so that the workspace's `torch/` directory does not shadow the package.
+    let bench_dir = root.join("bench");
+    let torch = !no_pytorch
+        && Command::new("python3")
+            .args(["-c", "import torch.distributed as d; assert d.is_gloo_available()"])
+            .current_dir(&bench_dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !torch {
+        eprintln!("PyTorch with gloo not importable from python3: the reference column is n/a");
+    }
+    let per_round = time / rounds as f64;
+    let (mut ours, mut theirs, mut engine) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let push = |into: &mut BTreeMap<String, Vec<f64>>, got: BTreeMap<String, f64>| {
+        for (k, v) in got {
+            into.entry(k).or_default().push(v);
+        }
+    };
+    for round in 0..rounds {
+        eprintln!("W8 round {}/{rounds}: ours, PyTorch, Open MPI alone", round + 1);
+        push(&mut ours, run_ranks(&mut mpirun(root, &[], per_round), "mpirun w8")?);
+        if torch {
+            let mut py = Command::new("python3");
+            py.args(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "pytorch_distributed.py"])
+                .args(["--time", &per_round.to_string()])
+                .current_dir(&bench_dir);
+            push(&mut theirs, run_ranks(&mut py, "PyTorch's W8")?);
+        }
+        push(&mut engine, run_ranks(&mut mpirun(root, &["--raw"], per_round), "mpirun w8 --raw")?);
+    }
+    println!("| workload | ours | PyTorch (gloo) | ratio | Open MPI alone | our overhead |");
+    println!("|---|---|---|---|---|---|");
+    for (id, v) in &ours {
+        let o = median(v.clone());
+        let t = theirs.get(id).and_then(|v| median(v.clone()));
+        let e = engine.get(&format!("{id}.openmpi")).and_then(|v| median(v.clone()));
+        let ratio = o.zip(t).map_or("n/a".into(), |(o, t)| format!("{:.2}", o / t));
+        let overhead = o.zip(e).map_or("".into(), |(o, e)| format!("{:+.1}%", 100.0 * (o / e - 1.0)));
+        println!("| {id} | {} | {} | {ratio} | {} | {overhead} |", seconds(o), seconds(t), seconds(e));
+    }
+    for (id, v) in &engine {
+        if let Some(e) = median(v.clone()) {
+            let bytes = if id.contains("64M") { 64 << 20 } else { 1 << 20 };
+            println!("{id}: {:.2} GB/s algorithm bandwidth", bytes as f64 / e / 1e9);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
