@@ -57,6 +57,7 @@ impl ReduceOp {
         }
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn code(self) -> i64 {
         self as i64
     }
@@ -81,6 +82,8 @@ impl ReduceOp {
 
 /// A buffer-level operation, as a backend runs it (see Note [Process group layering]). All
 /// tensors are contiguous host tensors.
+// Without a backend (no `mpi` feature) nothing reads the fields.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) enum Collective {
     AllReduce {
         buf: Tensor,
