@@ -272,17 +272,14 @@ fn flat(dtype: ScalarType, n: i64) -> Result<Tensor> {
     aten::ops::empty(&[n], Some(dtype), None, Some(Device::CPU), None, None)
 }
 
-/// Block `i` of `n` elements of a flat buffer, shaped as `like`.
-fn block(flat: &Tensor, i: usize, n: i64, like: &Tensor) -> Result<Tensor> {
-    flat.narrow(0, i as i64 * n, n)?.view(like.sizes())
-}
-
-/// Copies `list` into consecutive blocks of a new flat buffer.
-fn pack(list: &[Tensor], like: &Tensor) -> Result<Tensor> {
-    let n = like.numel();
-    let buf = flat(like.dtype(), n * list.len() as i64)?;
-    for (i, t) in list.iter().enumerate() {
-        block(&buf, i, n, t)?.copy_(t)?;
+/// Copies `list` (on any device) into consecutive runs of a new flat host buffer of `dtype`.
+fn pack(list: &[Tensor], dtype: ScalarType) -> Result<Tensor> {
+    let buf = flat(dtype, list.iter().map(|t| t.numel()).sum())?;
+    let mut start = 0;
+    for t in list {
+        let n = t.numel();
+        buf.narrow(0, start, n)?.view(t.sizes())?.copy_(t)?;
+        start += n;
     }
     Ok(buf)
 }
@@ -512,7 +509,7 @@ impl ProcessGroup {
                     ));
                 }
                 check_list(name, "a scatter list tensor", ins, output)?;
-                Some(pack(&host_list(ins)?, output)?)
+                Some(pack(ins, output.dtype())?)
             }
             None => None,
         };
@@ -534,7 +531,7 @@ impl ProcessGroup {
         }
         check_list(name, "an input tensor", inputs, output)?;
         let so = Staged::new(name, output)?;
-        let input = pack(&host_list(inputs)?, output)?;
+        let input = pack(inputs, output.dtype())?;
         let out = so.host.clone();
         let finish = so.device.is_some().then(|| Box::new(move || so.copy_back()) as Finish);
         self.submit(Collective::ReduceScatter { input, output: out, op }, finish)
@@ -588,8 +585,7 @@ impl ProcessGroup {
         }
         let send_counts: Vec<usize> = inputs.iter().map(|t| t.numel() as usize).collect();
         let recv_counts: Vec<usize> = outputs.iter().map(|t| t.numel() as usize).collect();
-        let input = flat(dtype, send_counts.iter().sum::<usize>() as i64)?;
-        unpack_into_flat(&input, &host_list(inputs)?)?;
+        let input = pack(inputs, dtype)?;
         let output = flat(dtype, recv_counts.iter().sum::<usize>() as i64)?;
         let outs = outputs.to_vec();
         let o2 = output.clone();
@@ -675,20 +671,4 @@ fn check_same_dtype(op: &str, output: &Tensor, input: &Tensor) -> Result<()> {
 /// A host copy of a device tensor.
 fn to_host(t: &Tensor) -> Result<Tensor> {
     aten::ops::to_device(t, Device::CPU, t.dtype(), false, false, None)
-}
-
-/// Host versions of `list` (device tensors copied to the host).
-fn host_list(list: &[Tensor]) -> Result<Vec<Tensor>> {
-    list.iter().map(|t| if t.device().is_cpu() { Ok(t.clone()) } else { to_host(t) }).collect()
-}
-
-/// Copies `list` into consecutive runs of the flat buffer `buf`.
-fn unpack_into_flat(buf: &Tensor, list: &[Tensor]) -> Result<()> {
-    let mut start = 0;
-    for t in list {
-        let n = t.numel();
-        buf.narrow(0, start, n)?.view(t.sizes())?.copy_(t)?;
-        start += n;
-    }
-    Ok(())
 }
