@@ -23,16 +23,17 @@ pub const DEFAULT_PG_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The arguments of [`init_process_group_with`] (`torch.distributed.init_process_group`).
 #[derive(Clone)]
 pub struct InitOptions {
-    /// `mpi` (CPU tensors; CUDA tensors are staged through host memory).
+    /// `mpi` (CPU tensors; CUDA tensors are staged through host memory) or `nccl` (CUDA
+    /// tensors on real GPUs; the `cuda` feature).
     pub backend: String,
     /// `env://` (the default), `tcp://host:port` or `file:///path`; not used by MPI, whose
     /// ranks come from `mpirun`.
     pub init_method: Option<String>,
     /// A store to rendezvous through instead of `init_method`.
     pub store: Option<Arc<dyn Store>>,
-    /// This process's rank; checked against MPI's.
+    /// This process's rank (MPI: checked against MPI's).
     pub rank: Option<usize>,
-    /// The number of processes; checked against MPI's.
+    /// The number of processes (MPI: checked against MPI's).
     pub world_size: Option<usize>,
     /// The timeout of the group's operations (default 30 minutes).
     pub timeout: Duration,
@@ -88,6 +89,12 @@ pub fn is_mpi_available() -> bool {
     cfg!(feature = "mpi")
 }
 
+/// Whether the crate was built with the NCCL backend (the `cuda` feature). NCCL itself
+/// (`libnccl.so.2`) and a GPU are looked for at `init_process_group`.
+pub fn is_nccl_available() -> bool {
+    cfg!(feature = "cuda")
+}
+
 /// Initialises the default process group with `backend` and the default options.
 pub fn init_process_group(backend: &str) -> Result<()> {
     init_process_group_with(InitOptions::new(backend))
@@ -102,11 +109,12 @@ pub fn init_process_group_with(options: InitOptions) -> Result<()> {
     }
     let group = match options.backend.to_ascii_lowercase().as_str() {
         "mpi" => init_mpi(&options)?,
-        "nccl" | "gloo" | "ucc" => {
+        "nccl" => init_nccl(&options)?,
+        "gloo" | "ucc" => {
             return Err(dist_error(
                 name,
                 format!(
-                    "the {} backend is not available in this build; use \"mpi\" (the `mpi` feature)",
+                    "the {} backend is not available; use \"mpi\" (the `mpi` feature) or \"nccl\" (the `cuda` feature)",
                     options.backend
                 ),
             ))
@@ -145,6 +153,37 @@ fn init_mpi(_options: &InitOptions) -> Result<ProcessGroup> {
         "init_process_group",
         "Distributed package doesn't have MPI built in: build the `distributed` crate with its `mpi` feature \
          (it needs an MPI implementation, e.g. Debian's openmpi-bin and libopenmpi-dev)",
+    ))
+}
+
+/// The NCCL world: a rendezvous through `options.store` or `options.init_method` (default
+/// `env://`), then one communicator per rank (Note [The NCCL backend]).
+#[cfg(feature = "cuda")]
+fn init_nccl(options: &InitOptions) -> Result<ProcessGroup> {
+    let name = "init_process_group";
+    let (store, rank, size) = match &options.store {
+        Some(store) => {
+            let need = |v: Option<usize>, what: &str| {
+                v.ok_or_else(|| dist_error(name, format!("{what} must be given with an explicit store")))
+            };
+            (store.clone(), need(options.rank, "rank")?, need(options.world_size, "world_size")?)
+        }
+        None => {
+            let method = options.init_method.as_deref().unwrap_or("env://");
+            let r = crate::rendezvous::rendezvous(method, options.rank, options.world_size, options.timeout)?;
+            (r.store, r.rank, r.world_size)
+        }
+    };
+    let backend = crate::nccl::world(&*store, rank, size)?;
+    Ok(ProcessGroup::new(backend, (0..size).collect(), options.timeout))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn init_nccl(_options: &InitOptions) -> Result<ProcessGroup> {
+    Err(dist_error(
+        "init_process_group",
+        "Distributed package doesn't have NCCL built in: build the `distributed` crate with its `cuda` feature \
+         (NCCL is loaded at run time and needs GPUs)",
     ))
 }
 

@@ -5,11 +5,13 @@
 //!   ranks in range, the reduction's dtype) and turns list arguments into flat buffers, so a
 //!   backend sees a few buffer-level operations ([`Collective`]). Errors found here are
 //!   returned before anything is sent, and the group stays usable.
-//! - A backend (MPI; NCCL behind `cuda`) runs the operations in the order they were issued on
-//!   its own thread, and first checks that all ranks issued the same collective with the same
-//!   sizes: a mismatch is an error on every rank, never a hang or garbage.
+//! - A backend runs the operations in the order they were issued. MPI (Note [The MPI thread])
+//!   runs them on its own thread and first checks that all ranks issued the same collective
+//!   with the same sizes: a mismatch is an error on every rank, never a hang or garbage. NCCL
+//!   (Note [The NCCL backend]) enqueues them on the tensors' CUDA stream.
 //! - Outputs given as lists are filled from the flat buffer when the transfer is done, before
-//!   the [`Work`] completes. Tensors on a device are staged through host memory.
+//!   the [`Work`] completes. For MPI, tensors on a device are staged through host memory; NCCL
+//!   takes device buffers ([`Backend::device_buffers`]), and lists are packed on the device.
 //! - Ranks passed to a group's methods are ranks *in that group*; the module-level functions
 //!   work on the default group, where group ranks and global ranks are the same.
 
@@ -57,7 +59,7 @@ impl ReduceOp {
         }
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
     pub(crate) fn code(self) -> i64 {
         self as i64
     }
@@ -81,9 +83,10 @@ impl ReduceOp {
 }
 
 /// A buffer-level operation, as a backend runs it (see Note [Process group layering]). All
-/// tensors are contiguous host tensors.
-// Without a backend (no `mpi` feature) nothing reads the fields.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+/// tensors are contiguous, on the host unless the backend takes device buffers
+/// ([`Backend::device_buffers`]).
+// Without a backend (neither `mpi` nor `cuda`) nothing reads the fields.
+#[cfg_attr(not(any(feature = "mpi", feature = "cuda")), allow(dead_code))]
 pub(crate) enum Collective {
     AllReduce {
         buf: Tensor,
@@ -174,6 +177,11 @@ pub(crate) trait Backend: Send + Sync {
     fn rank(&self) -> usize;
     /// Queues `c`; `finish` runs after it succeeded. The work's `wait` gives up after `timeout`.
     fn submit(&self, c: Collective, finish: Option<Finish>, timeout: Duration) -> Work;
+    /// Whether the backend works on device tensors where they are (NCCL); otherwise the
+    /// process group stages them through host memory (MPI).
+    fn device_buffers(&self) -> bool {
+        false
+    }
     /// A backend for the group of `ranks` (sorted, distinct, ranks of this group). Every rank of
     /// this group must call it; those outside `ranks` get `None`.
     fn split(&self, ranks: &[usize], timeout: Duration) -> Result<Option<Arc<dyn Backend>>>;
@@ -214,9 +222,10 @@ struct Staged {
 }
 
 impl Staged {
-    fn new(op: &str, t: &Tensor) -> Result<Staged> {
+    /// `t` itself when it is on the host or `stage` is false, else a host copy of it.
+    fn new(op: &str, t: &Tensor, stage: bool) -> Result<Staged> {
         check_contiguous(op, t)?;
-        if t.device().is_cpu() {
+        if t.device().is_cpu() || !stage {
             return Ok(Staged { host: t.clone(), device: None });
         }
         let host = to_host(t)?;
@@ -267,14 +276,15 @@ fn check_list(op: &str, what: &str, list: &[Tensor], like: &Tensor) -> Result<()
     Ok(())
 }
 
-/// A flat host buffer of `n` elements of `dtype`.
-fn flat(dtype: ScalarType, n: i64) -> Result<Tensor> {
-    aten::ops::empty(&[n], Some(dtype), None, Some(Device::CPU), None, None)
+/// A flat buffer of `n` elements of `dtype` on `device`.
+fn flat(dtype: ScalarType, n: i64, device: Device) -> Result<Tensor> {
+    aten::ops::empty(&[n], Some(dtype), None, Some(device), None, None)
 }
 
-/// Copies `list` (on any device) into consecutive runs of a new flat host buffer of `dtype`.
-fn pack(list: &[Tensor], dtype: ScalarType) -> Result<Tensor> {
-    let buf = flat(dtype, list.iter().map(|t| t.numel()).sum())?;
+/// Copies `list` (on any device) into consecutive runs of a new flat buffer of `dtype` on
+/// `device`.
+fn pack(list: &[Tensor], dtype: ScalarType, device: Device) -> Result<Tensor> {
+    let buf = flat(dtype, list.iter().map(|t| t.numel()).sum(), device)?;
     let mut start = 0;
     for t in list {
         let n = t.numel();
@@ -368,6 +378,25 @@ impl ProcessGroup {
         Ok(())
     }
 
+    /// Whether device tensors go through host memory (see [`Backend::device_buffers`]).
+    fn stages(&self) -> bool {
+        self.inner.backend.as_ref().is_none_or(|b| !b.device_buffers())
+    }
+
+    /// `t`, or its host copy when the backend needs one.
+    fn stage(&self, op: &str, t: &Tensor) -> Result<Staged> {
+        Staged::new(op, t, self.stages())
+    }
+
+    /// Where the backend wants the buffers of an operation on tensors like `like`.
+    fn buffer_device(&self, like: &Tensor) -> Device {
+        if self.stages() {
+            Device::CPU
+        } else {
+            like.device()
+        }
+    }
+
     fn submit(&self, c: Collective, finish: Option<Finish>) -> Result<Work> {
         let b = self.backend(c.name())?;
         Ok(b.submit(c, finish, self.inner.timeout))
@@ -377,7 +406,7 @@ impl ProcessGroup {
     pub fn all_reduce(&self, tensor: &Tensor, op: ReduceOp) -> Result<Work> {
         let name = "all_reduce";
         op.check(name, tensor.dtype())?;
-        let s = Staged::new(name, tensor)?;
+        let s = self.stage(name, tensor)?;
         let buf = s.host.clone();
         self.submit(
             Collective::AllReduce { buf, op },
@@ -389,7 +418,7 @@ impl ProcessGroup {
     pub fn broadcast(&self, tensor: &Tensor, src: usize) -> Result<Work> {
         let name = "broadcast";
         self.check_rank(name, "source", src)?;
-        let s = Staged::new(name, tensor)?;
+        let s = self.stage(name, tensor)?;
         let buf = s.host.clone();
         let writes = self.rank() != Some(src) && s.device.is_some();
         self.submit(Collective::Broadcast { buf, root: src }, writes.then(|| Box::new(move || s.copy_back()) as Finish))
@@ -400,7 +429,7 @@ impl ProcessGroup {
         let name = "reduce";
         self.check_rank(name, "destination", dst)?;
         op.check(name, tensor.dtype())?;
-        let s = Staged::new(name, tensor)?;
+        let s = self.stage(name, tensor)?;
         let buf = s.host.clone();
         let writes = self.rank() == Some(dst) && s.device.is_some();
         self.submit(
@@ -420,8 +449,8 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "an output tensor", outputs, input)?;
-        let s = Staged::new(name, input)?;
-        let buf = flat(input.dtype(), input.numel() * size as i64)?;
+        let s = self.stage(name, input)?;
+        let buf = flat(input.dtype(), input.numel() * size as i64, self.buffer_device(input))?;
         let outs = outputs.to_vec();
         let b2 = buf.clone();
         self.submit(Collective::AllGather { input: s.host, output: buf }, Some(Box::new(move || unpack(&b2, &outs))))
@@ -443,8 +472,8 @@ impl ProcessGroup {
                 ),
             ));
         }
-        let si = Staged::new(name, input)?;
-        let so = Staged::new(name, output)?;
+        let si = self.stage(name, input)?;
+        let so = self.stage(name, output)?;
         let out = so.host.reshape(&[-1])?;
         let finish = so.device.is_some().then(|| Box::new(move || so.copy_back()) as Finish);
         self.submit(Collective::AllGather { input: si.host, output: out }, finish)
@@ -455,7 +484,7 @@ impl ProcessGroup {
     pub fn gather(&self, input: &Tensor, outputs: Option<&[Tensor]>, dst: usize) -> Result<Work> {
         let name = "gather";
         self.check_rank(name, "destination", dst)?;
-        let s = Staged::new(name, input)?;
+        let s = self.stage(name, input)?;
         let is_root = self.rank() == Some(dst);
         match (is_root, outputs) {
             (true, None) => return Err(dist_error(name, "the destination rank needs a gather list")),
@@ -477,7 +506,7 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "a gather list tensor", outs, input)?;
-        let buf = flat(input.dtype(), input.numel() * self.size() as i64)?;
+        let buf = flat(input.dtype(), input.numel() * self.size() as i64, self.buffer_device(input))?;
         let outs = outs.to_vec();
         let b2 = buf.clone();
         self.submit(
@@ -499,7 +528,7 @@ impl ProcessGroup {
             }
             _ => {}
         }
-        let so = Staged::new(name, output)?;
+        let so = self.stage(name, output)?;
         let input = match inputs {
             Some(ins) => {
                 if ins.len() != self.size() {
@@ -509,7 +538,7 @@ impl ProcessGroup {
                     ));
                 }
                 check_list(name, "a scatter list tensor", ins, output)?;
-                Some(pack(ins, output.dtype())?)
+                Some(pack(ins, output.dtype(), self.buffer_device(output))?)
             }
             None => None,
         };
@@ -530,8 +559,8 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "an input tensor", inputs, output)?;
-        let so = Staged::new(name, output)?;
-        let input = pack(inputs, output.dtype())?;
+        let so = self.stage(name, output)?;
+        let input = pack(inputs, output.dtype(), self.buffer_device(output))?;
         let out = so.host.clone();
         let finish = so.device.is_some().then(|| Box::new(move || so.copy_back()) as Finish);
         self.submit(Collective::ReduceScatter { input, output: out, op }, finish)
@@ -554,8 +583,8 @@ impl ProcessGroup {
                 ),
             ));
         }
-        let si = Staged::new(name, input)?;
-        let so = Staged::new(name, output)?;
+        let si = self.stage(name, input)?;
+        let so = self.stage(name, output)?;
         let out = so.host.clone();
         let finish = so.device.is_some().then(|| Box::new(move || so.copy_back()) as Finish);
         self.submit(Collective::ReduceScatter { input: si.host.reshape(&[-1])?, output: out, op }, finish)
@@ -585,8 +614,9 @@ impl ProcessGroup {
         }
         let send_counts: Vec<usize> = inputs.iter().map(|t| t.numel() as usize).collect();
         let recv_counts: Vec<usize> = outputs.iter().map(|t| t.numel() as usize).collect();
-        let input = pack(inputs, dtype)?;
-        let output = flat(dtype, recv_counts.iter().sum::<usize>() as i64)?;
+        let device = self.buffer_device(&inputs[0]);
+        let input = pack(inputs, dtype, device)?;
+        let output = flat(dtype, recv_counts.iter().sum::<usize>() as i64, device)?;
         let outs = outputs.to_vec();
         let o2 = output.clone();
         self.submit(
@@ -610,7 +640,7 @@ impl ProcessGroup {
                 "Invalid destination rank: should not be the same as rank of the current process.",
             ));
         }
-        let s = Staged::new(name, tensor)?;
+        let s = self.stage(name, tensor)?;
         self.submit(Collective::Send { buf: s.host, dst, tag }, None)
     }
 
@@ -627,7 +657,7 @@ impl ProcessGroup {
                 ));
             }
         }
-        let s = Staged::new(name, tensor)?;
+        let s = self.stage(name, tensor)?;
         let buf = s.host.clone();
         let finish = s.device.is_some().then(|| Box::new(move || s.copy_back()) as Finish);
         self.submit(Collective::Recv { buf, src, tag }, finish)

@@ -676,3 +676,72 @@ fn rank_ddp() {
     dist::destroy_process_group().unwrap();
     done(rank);
 }
+
+// ---- CUDA tensors through MPI ---------------------------------------------------------------
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_tensors_are_staged_through_host_memory_on_2_ranks() {
+    mpirun(2, "rank_cuda_staging");
+}
+
+/// CUDA tensors (on the emulated device) in every kind of operation: the process group copies
+/// them to the host, MPI moves the host copies, and the results land back on the device.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "one rank of cuda_tensors_are_staged_through_host_memory_on_2_ranks (started by mpirun)"]
+fn rank_cuda_staging() {
+    kernels_cuda::driver::select(kernels_cuda::driver::DriverKind::Emulator).unwrap();
+    kernels_cuda::runtime::init();
+    let (rank, size) = init();
+    let cuda = c10::Device::cuda(0);
+    let on_device = |v: Vec<f32>| {
+        let n = v.len() as i64;
+        let t = Tensor::from_vec(v, &[n]).unwrap().cuda(0).unwrap();
+        assert_eq!(t.device(), cuda);
+        t
+    };
+    let host = |t: &Tensor| {
+        assert_eq!(t.device(), cuda, "the result stays on the device");
+        t.cpu().unwrap().to_vec::<f32>().unwrap()
+    };
+    let r = rank as f32;
+
+    // all_reduce, synchronous and asynchronous.
+    let t = on_device(vec![r + 1.0, 10.0 * (r + 1.0), -r]);
+    dist::all_reduce(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(host(&t), [3.0, 30.0, -1.0]);
+    let t = on_device(vec![r + 1.0; 4]);
+    dist::default_group().unwrap().all_reduce(&t, ReduceOp::Max).unwrap().wait().unwrap();
+    assert_eq!(host(&t), [2.0; 4]);
+
+    // broadcast from rank 1.
+    let t = on_device(vec![r * 5.0, 7.0]);
+    dist::broadcast(&t, 1).unwrap();
+    assert_eq!(host(&t), [5.0, 7.0]);
+
+    // all_gather into a list of device tensors, and into one device tensor.
+    let outs: Vec<Tensor> = (0..size).map(|_| on_device(vec![0.0; 2])).collect();
+    dist::all_gather(&outs, &on_device(vec![r, r + 0.5])).unwrap();
+    assert_eq!(outs.iter().map(host).collect::<Vec<_>>(), [vec![0.0, 0.5], vec![1.0, 1.5]]);
+    let out = on_device(vec![0.0; 4]);
+    dist::all_gather_into_tensor(&out, &on_device(vec![r, -r])).unwrap();
+    assert_eq!(host(&out), [0.0, 0.0, 1.0, -1.0]);
+
+    // reduce_scatter from a list of device tensors.
+    let out = on_device(vec![0.0; 2]);
+    let ins = [on_device(vec![r, 1.0]), on_device(vec![2.0 * r, 3.0])];
+    dist::reduce_scatter(&out, &ins, ReduceOp::Sum).unwrap();
+    assert_eq!(host(&out), if rank == 0 { [1.0, 2.0] } else { [2.0, 6.0] });
+
+    // send and recv.
+    if rank == 0 {
+        dist::send(&on_device(vec![4.0, 5.0, 6.0]), 1).unwrap();
+    } else {
+        let t = on_device(vec![0.0; 3]);
+        assert_eq!(dist::recv(&t, Some(0)).unwrap(), 0);
+        assert_eq!(host(&t), [4.0, 5.0, 6.0]);
+    }
+    dist::destroy_process_group().unwrap();
+    done(rank);
+}

@@ -165,6 +165,12 @@ pub trait Driver: Send + Sync {
     fn event_elapsed_ms(&self, start: EventId, end: EventId) -> Result<f32>;
     /// Blocks until all work on `device` finished.
     fn device_synchronize(&self, device: usize) -> Result<()>;
+    /// Makes `device`'s context current on the calling thread, for libraries that find their
+    /// device through the CUDA runtime (NCCL). Nothing to do on the emulated device.
+    fn make_current(&self, device: usize) -> Result<()> {
+        let _ = device;
+        Ok(())
+    }
 }
 
 /// The driver's error for a device index past the last device (`CUDA_ERROR_INVALID_DEVICE`).

@@ -338,6 +338,10 @@ impl Driver for CudaDriver {
             .map_err(|e| cuda_error("cuStreamWaitEvent", e))
     }
 
+    fn make_current(&self, device: usize) -> Result<()> {
+        self.enter(device).map(|_| ())
+    }
+
     fn event_create(&self, device: usize, timing: bool) -> Result<EventId> {
         self.enter(device)?;
         let flags =

@@ -188,7 +188,7 @@ fn batch_sampler_groups_and_drops_last() {
 }
 
 #[test]
-fn distributed_sampler_matches_pytorch() {
+fn distributed_sampler_examples_and_errors() {
     // DistributedSampler(range(11), num_replicas=2, rank=r, shuffle=True, seed=5); epochs 0 and 1.
     let expected = [([9, 0, 10, 3, 7, 4], [2, 8, 1, 5, 3, 10]), ([5, 8, 2, 6, 1, 9], [0, 7, 4, 9, 6, 2])];
     for (rank, (e0, e1)) in expected.iter().enumerate() {
@@ -213,6 +213,39 @@ fn distributed_sampler_matches_pytorch() {
     let e = err_text(DistributedSampler::new(11, 2, 2, true, 0, false));
     assert!(e.contains("Invalid rank 2, rank should be in the interval [0, 1]"), "{e}");
     assert!(DistributedSampler::new(11, 0, 0, true, 0, false).is_err());
+}
+
+/// Every case of `distributed_sampler_expected.txt` (PyTorch's orders, written by
+/// `gen_distributed_sampler.py`): lengths 0 to 30 over 1 to 7 replicas, with and without
+/// `drop_last`, in order and shuffled with two seeds at epochs 0, 1 and 7.
+#[test]
+fn distributed_sampler_matches_pytorch() {
+    let text = include_str!("distributed_sampler_expected.txt");
+    let mut cases = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let parts: Vec<&str> = line.split(':').map(str::trim).collect();
+        assert_eq!(parts.len(), 3, "malformed line {line:?}");
+        let p: Vec<u64> = parts[0].split_whitespace().map(|v| v.parse().unwrap()).collect();
+        let &[data_len, replicas, rank, shuffle, drop_last, seed, epoch] = p.as_slice() else {
+            panic!("malformed settings in {line:?}")
+        };
+        let len: usize = parts[1].parse().unwrap();
+        let expected: Vec<usize> = parts[2].split_whitespace().map(|v| v.parse().unwrap()).collect();
+        let s = DistributedSampler::new(
+            data_len as usize,
+            replicas as usize,
+            rank as usize,
+            shuffle == 1,
+            seed,
+            drop_last == 1,
+        )
+        .unwrap();
+        s.set_epoch(epoch);
+        assert_eq!(s.len(), len, "len of {line:?}");
+        assert_eq!(s.indices().unwrap(), expected, "indices of {line:?}");
+        cases += 1;
+    }
+    assert_eq!(cases, 10 * 17 * 2 * 7, "cases in distributed_sampler_expected.txt");
 }
 
 #[test]
