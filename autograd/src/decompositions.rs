@@ -203,8 +203,10 @@ pub fn native_group_norm(
     Ok((out, mean_out, rstd_out))
 }
 
-/// `avg_pool2d` as a grouped convolution with a ones kernel (divided by the window size, the
-/// count of real elements, or `divisor_override`). `ceil_mode` windows are not decomposed.
+/// `avg_pool2d` as a grouped convolution with a ones kernel, divided by `divisor_override` or
+/// by each window's count of cells: those inside the padded input (`count_include_pad`) or
+/// inside the input. `ceil_mode`'s last windows, which may start in the padding and end past
+/// it, get extra zeros on the bottom and right (counted by neither divisor).
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -215,13 +217,7 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    aten::native::pool::check_avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, divisor_override)?;
-    if ceil_mode {
-        return Err(c10::Error::NotImplemented {
-            op: "avg_pool2d".into(),
-            msg: "the derivative of avg_pool2d with ceil_mode=True is not implemented.".into(),
-        });
-    }
+    let out = aten::native::pool::check_avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, divisor_override)?;
     let two = |v: &[i64], d: i64| -> Vec<i64> {
         match v.len() {
             0 => vec![d; 2],
@@ -234,23 +230,29 @@ pub fn avg_pool2d(
     let p = two(padding, 0);
     let batched = self_.dim() == 4;
     let x = if batched { self_.clone() } else { ops::unsqueeze(self_, 0)? };
-    let c = x.sizes()[1];
-    let w = ops::ones(&[c, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
-    let sum = ops::convolution(&x, &w, None, &s, &p, &[1, 1], false, &[0, 0], c)?;
-    let out = if let Some(d) = divisor_override {
+    let (c, h, w) = (x.sizes()[1], x.sizes()[2], x.sizes()[3]);
+    // The windows span (out - 1) * stride + kernel cells; past the padded input, zeros.
+    let extra = |i: usize, n: i64| ((out[i] - 1) * s[i] + k[i] - (n + 2 * p[i])).max(0);
+    let (eh, ew) = (extra(0, h), extra(1, w));
+    let window = |t: &Tensor, groups: i64| -> Result<Tensor> {
+        let kernel = ops::ones(&[groups, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
+        ops::convolution(t, &kernel, None, &s, &[0, 0], &[1, 1], false, &[0, 0], groups)
+    };
+    let xp = ops::constant_pad_nd(&x, &[p[1], p[1] + ew, p[0], p[0] + eh], Scalar::Int(0))?;
+    let sum = window(&xp, c)?;
+    let result = if let Some(d) = divisor_override {
         scale(&sum, 1.0 / d as f64)?
-    } else if count_include_pad {
-        scale(&sum, 1.0 / (k[0] * k[1]) as f64)?
     } else {
-        let plane = ops::ones(&[1, 1, x.sizes()[2], x.sizes()[3]], Some(x.dtype()), None, None, None)?;
-        let kw = ops::ones(&[1, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
-        let count = ops::convolution(&plane, &kw, None, &s, &p, &[1, 1], false, &[0, 0], 1)?;
-        ops::div(&sum, &count)?
+        let plane = ops::ones(&[1, 1, h, w], Some(x.dtype()), None, None, None)?;
+        let fill = if count_include_pad { 1.0 } else { 0.0 };
+        let plane = ops::constant_pad_nd(&plane, &[p[1], p[1], p[0], p[0]], Scalar::Float(fill))?;
+        let plane = ops::constant_pad_nd(&plane, &[0, ew, 0, eh], Scalar::Int(0))?;
+        ops::div(&sum, &window(&plane, 1)?)?
     };
     if batched {
-        Ok(out)
+        Ok(result)
     } else {
-        ops::squeeze_dim(&out, 0)
+        ops::squeeze_dim(&result, 0)
     }
 }
 
@@ -307,6 +309,111 @@ pub fn upsample_nearest2d(
         x = ops::index_select(&x, d as i64, &Tensor::from_vec(idx, &[out])?)?;
     }
     Ok(x)
+}
+
+/// The `[out, in]` interpolation matrix of one dimension of `upsample_bilinear2d`, from the
+/// kernel's source indices and weights.
+fn interpolation_matrix(plan: &[(usize, usize, f64, f64)], input: i64, like: &Tensor) -> Result<Tensor> {
+    let out = plan.len();
+    let mut m = c10::size::try_vec_filled(0.0f64, out * input as usize)?;
+    for (o, &(i0, i1, l0, l1)) in plan.iter().enumerate() {
+        m[o * input as usize + i0] += l0;
+        m[o * input as usize + i1] += l1;
+    }
+    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype())
+}
+
+/// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights.
+pub fn upsample_bilinear2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let [hp, wp] = aten::native::pool::bilinear_plan(input, output_size, align_corners, scale_factors)?;
+    let ah = interpolation_matrix(&hp, input.sizes()[2], input)?;
+    let aw = interpolation_matrix(&wp, input.sizes()[3], input)?;
+    ops::matmul(&ops::matmul(&ah, input)?, &ops::t(&aw)?)
+}
+
+/// `prelu` as `where(x > 0, x, w * x)`, the weight shaped as the kernel shapes it.
+pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let w = aten::native::pointwise::prelu_weight(self_, weight)?;
+    let positive = ops::gt_scalar(self_, Scalar::Int(0))?;
+    ops::where_self(&positive, self_, &ops::mul(self_, &w)?)
+}
+
+/// `binary_cross_entropy` as PyTorch defines it: `-(t log x + (1 - t) log(1 - x))` with each log
+/// clamped at -100, times `weight`, reduced.
+pub fn binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    aten::native::loss::check_binary_cross_entropy(self_, target, weight, reduction)?;
+    let log_x = ops::clamp_min(&ops::log(self_)?, Scalar::Int(-100))?;
+    let log_1mx = ops::clamp_min(&ops::log(&ops::rsub(self_, Scalar::Int(1), Scalar::Int(1))?)?, Scalar::Int(-100))?;
+    let one_minus_t = ops::rsub(target, Scalar::Int(1), Scalar::Int(1))?;
+    let mut loss = ops::neg(&ops::add(&ops::mul(target, &log_x)?, &ops::mul(&one_minus_t, &log_1mx)?, one())?)?;
+    if let Some(w) = weight {
+        loss = ops::mul(&loss, w)?;
+    }
+    match reduction {
+        0 => Ok(loss),
+        2 => ops::sum(&loss, None),
+        _ => ops::mean(&loss, None),
+    }
+}
+
+/// `instance_norm` as PyTorch composes it: `batch_norm` of the input viewed as one sample of
+/// `N * C` channels, with the affine parameters and running statistics repeated `N` times;
+/// the running statistics then get the mean over `N` of what `batch_norm` wrote.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    aten::native::normalization::check_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats)?;
+    let sizes = input.sizes().to_vec();
+    let (n, c) = (sizes[0], sizes[1]);
+    let repeat = |t: Option<&Tensor>| t.map(|t| ops::repeat(t, &[n])).transpose();
+    let (w, b) = (repeat(weight)?, repeat(bias)?);
+    let (rm, rv) = {
+        let _off = crate::grad_mode::no_grad();
+        (repeat(running_mean)?, repeat(running_var)?)
+    };
+    let mut shape = sizes.clone();
+    shape[0] = 1;
+    shape[1] = n * c;
+    let x = ops::reshape(input, &shape)?;
+    let out = ops::batch_norm(
+        &x,
+        w.as_ref(),
+        b.as_ref(),
+        rm.as_ref(),
+        rv.as_ref(),
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )?;
+    if use_input_stats {
+        let _off = crate::grad_mode::no_grad();
+        for (running, updated) in [(running_mean, &rm), (running_var, &rv)] {
+            if let (Some(running), Some(updated)) = (running, updated) {
+                running.copy_(&ops::mean_dim(&ops::reshape(updated, &[n, c])?, Some(&[0]), false, None)?)?;
+            }
+        }
+    }
+    ops::reshape(&out, &sizes)
 }
 
 /// Repeats the head dimension (`-3`) `r` times, each head kept together (`repeat_interleave`).

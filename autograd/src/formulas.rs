@@ -640,6 +640,18 @@ pub fn max_pool_backward(grad: &Tensor, sizes: &[i64], indices: &Tensor, spatial
     ops::reshape(&ops::scatter_add(&z, lead as i64, &i, &g)?, sizes)
 }
 
+/// Gradient of adaptive max pooling over the last two dimensions: each output's gradient added
+/// at its maximum (`indices` are flat positions within each input plane).
+pub fn adaptive_max_pool_backward(grad: &Tensor, self_: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    let lead = self_.dim() - 2;
+    let mut flat: Vec<i64> = self_.sizes()[..lead].to_vec();
+    flat.push(-1);
+    let zeros = ops::reshape(&zeros_like(self_)?, &flat)?;
+    let g = ops::reshape(grad, &flat)?;
+    let i = ops::reshape(indices, &flat)?;
+    ops::reshape(&ops::scatter_add(&zeros, lead as i64, &i, &g)?, self_.sizes())
+}
+
 /// Gradient of `max_pool*_with_indices_backward` for `grad_output`: the incoming gradient (of
 /// the input's shape) read back at the positions of the maxima.
 pub fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, spatial: usize) -> Result<Tensor> {

@@ -325,17 +325,19 @@ pub fn all_gather_object_in<T: Serialize + DeserializeOwned>(group: &ProcessGrou
     let name = "all_gather_object";
     let bytes = serde_json::to_vec(obj).map_err(|e| serde_error(name, e))?;
     let size = group.size();
-    let len = Tensor::from_vec(vec![bytes.len() as i64], &[1])?;
-    let lens = Tensor::from_vec(vec![0i64; size], &[size as i64])?;
+    // On the backend's device (the GPU for NCCL), as PyTorch does.
+    let on = |t: Tensor| group.to_backend_device(t);
+    let len = on(Tensor::from_vec(vec![bytes.len() as i64], &[1])?)?;
+    let lens = on(Tensor::from_vec(vec![0i64; size], &[size as i64])?)?;
     group.all_gather_into_tensor(&lens, &len)?.wait()?;
-    let lens = lens.to_vec::<i64>()?;
+    let lens = lens.cpu()?.to_vec::<i64>()?;
     let max = lens.iter().copied().max().unwrap_or(0) as usize;
     let mut padded = bytes;
     padded.resize(max, 0);
-    let input = Tensor::from_vec(padded, &[max as i64])?;
-    let output = Tensor::from_vec(vec![0u8; max * size], &[(max * size) as i64])?;
+    let input = on(Tensor::from_vec(padded, &[max as i64])?)?;
+    let output = on(Tensor::from_vec(vec![0u8; max * size], &[(max * size) as i64])?)?;
     group.all_gather_into_tensor(&output, &input)?.wait()?;
-    let all = output.to_vec::<u8>()?;
+    let all = output.cpu()?.to_vec::<u8>()?;
     lens.iter()
         .enumerate()
         .map(|(r, &n)| serde_json::from_slice(&all[r * max..r * max + n as usize]).map_err(|e| serde_error(name, e)))
@@ -349,13 +351,14 @@ pub fn broadcast_object_list<T: Serialize + DeserializeOwned>(objs: &mut [T], sr
     let group = default_group()?;
     let is_src = group.rank() == Some(src);
     let bytes = if is_src { serde_json::to_vec(&*objs).map_err(|e| serde_error(name, e))? } else { Vec::new() };
-    let len = Tensor::from_vec(vec![bytes.len() as i64], &[1])?;
+    let on = |t: Tensor| group.to_backend_device(t);
+    let len = on(Tensor::from_vec(vec![bytes.len() as i64], &[1])?)?;
     group.broadcast(&len, src)?.wait()?;
-    let n = len.item::<i64>()? as usize;
-    let buf = Tensor::from_vec(if is_src { bytes } else { vec![0u8; n] }, &[n as i64])?;
+    let n = len.cpu()?.item::<i64>()? as usize;
+    let buf = on(Tensor::from_vec(if is_src { bytes } else { vec![0u8; n] }, &[n as i64])?)?;
     group.broadcast(&buf, src)?.wait()?;
     if !is_src {
-        let got: Vec<T> = serde_json::from_slice(&buf.to_vec::<u8>()?).map_err(|e| serde_error(name, e))?;
+        let got: Vec<T> = serde_json::from_slice(&buf.cpu()?.to_vec::<u8>()?).map_err(|e| serde_error(name, e))?;
         if got.len() != objs.len() {
             return Err(dist_error(
                 name,

@@ -264,9 +264,9 @@ impl Reducer {
         let globally_used = if self.find_unused {
             let used: Vec<i32> = st.locally_used.iter().map(|&u| u as i32).collect();
             let n = used.len() as i64;
-            let t = Tensor::from_vec(used, &[n])?;
+            let t = self.group.to_backend_device(Tensor::from_vec(used, &[n])?)?;
             self.group.all_reduce(&t, ReduceOp::Max)?.wait()?;
-            t.to_vec::<i32>()?.into_iter().map(|u| u != 0).collect()
+            t.cpu()?.to_vec::<i32>()?.into_iter().map(|u| u != 0).collect()
         } else {
             vec![true; self.params.len()]
         };

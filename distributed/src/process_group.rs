@@ -165,8 +165,9 @@ impl Collective {
     }
 }
 
-/// Runs on the backend's thread after the transfer succeeded, before the work completes:
-/// copies flat buffers into the caller's list outputs and staged buffers back to the device.
+/// Copies flat buffers into the caller's list outputs and staged buffers back to the device.
+/// MPI runs it on its thread after the transfer succeeded, before the work completes; NCCL
+/// enqueues it right after the operation, on the same stream.
 pub(crate) type Finish = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// What a process-group backend provides (see Note [Process group layering]).
@@ -181,6 +182,11 @@ pub(crate) trait Backend: Send + Sync {
     /// process group stages them through host memory (MPI).
     fn device_buffers(&self) -> bool {
         false
+    }
+    /// Where the backend exchanges small host values (object collectives, DDP's flags): the
+    /// host for MPI, the group's GPU for NCCL.
+    fn device(&self) -> Device {
+        Device::CPU
     }
     /// A backend for the group of `ranks` (sorted, distinct, ranks of this group). Every rank of
     /// this group must call it; those outside `ranks` get `None`.
@@ -388,6 +394,29 @@ impl ProcessGroup {
         Staged::new(op, t, self.stages())
     }
 
+    /// For a backend that takes device buffers: every tensor of `list` is on `like`'s device
+    /// (PyTorch's NCCL backend rejects the others too).
+    fn check_devices(&self, op: &str, list: &[Tensor], like: &Tensor) -> Result<()> {
+        if self.stages() {
+            return Ok(());
+        }
+        match list.iter().find(|t| t.device() != like.device()) {
+            Some(t) => {
+                Err(dist_error(op, format!("Tensors must be on the same device: {} and {}", like.device(), t.device())))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `t` on the device where the backend exchanges small values ([`Backend::device`]).
+    pub(crate) fn to_backend_device(&self, t: Tensor) -> Result<Tensor> {
+        let device = self.inner.backend.as_ref().map_or(Device::CPU, |b| b.device());
+        if t.device() == device {
+            return Ok(t);
+        }
+        aten::ops::to_device(&t, device, t.dtype(), false, false, None)
+    }
+
     /// Where the backend wants the buffers of an operation on tensors like `like`.
     fn buffer_device(&self, like: &Tensor) -> Device {
         if self.stages() {
@@ -449,6 +478,7 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "an output tensor", outputs, input)?;
+        self.check_devices(name, outputs, input)?;
         let s = self.stage(name, input)?;
         let buf = flat(input.dtype(), input.numel() * size as i64, self.buffer_device(input))?;
         let outs = outputs.to_vec();
@@ -472,6 +502,7 @@ impl ProcessGroup {
                 ),
             ));
         }
+        self.check_devices(name, std::slice::from_ref(output), input)?;
         let si = self.stage(name, input)?;
         let so = self.stage(name, output)?;
         let out = so.host.reshape(&[-1])?;
@@ -506,6 +537,7 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "a gather list tensor", outs, input)?;
+        self.check_devices(name, outs, input)?;
         let buf = flat(input.dtype(), input.numel() * self.size() as i64, self.buffer_device(input))?;
         let outs = outs.to_vec();
         let b2 = buf.clone();
@@ -538,6 +570,7 @@ impl ProcessGroup {
                     ));
                 }
                 check_list(name, "a scatter list tensor", ins, output)?;
+                self.check_devices(name, ins, output)?;
                 Some(pack(ins, output.dtype(), self.buffer_device(output))?)
             }
             None => None,
@@ -559,6 +592,7 @@ impl ProcessGroup {
             ));
         }
         check_list(name, "an input tensor", inputs, output)?;
+        self.check_devices(name, inputs, output)?;
         let so = self.stage(name, output)?;
         let input = pack(inputs, output.dtype(), self.buffer_device(output))?;
         let out = so.host.clone();
@@ -583,6 +617,7 @@ impl ProcessGroup {
                 ),
             ));
         }
+        self.check_devices(name, std::slice::from_ref(output), input)?;
         let si = self.stage(name, input)?;
         let so = self.stage(name, output)?;
         let out = so.host.clone();
@@ -612,6 +647,8 @@ impl ProcessGroup {
                 return Err(dist_error(name, "Tensors must have the same type"));
             }
         }
+        self.check_devices(name, inputs, &inputs[0])?;
+        self.check_devices(name, outputs, &inputs[0])?;
         let send_counts: Vec<usize> = inputs.iter().map(|t| t.numel() as usize).collect();
         let recv_counts: Vec<usize> = outputs.iter().map(|t| t.numel() as usize).collect();
         let device = self.buffer_device(&inputs[0]);

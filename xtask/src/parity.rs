@@ -6,8 +6,11 @@
 //!
 //! A case passes because the operator is right: the runner knows nothing about particular
 //! operators. Arguments are built from the schema alone ([`args`]), tensors are decoded from
-//! the file ([`store`]), returns are compared elementwise ([`compare`]); gradient blocks are
-//! validated but not run until autograd exists ([`grad`]).
+//! the file ([`store`]), returns are compared elementwise ([`compare`]); gradient blocks run
+//! backward through autograd and compare the input gradients ([`grad`]).
+//!
+//! The ratchet ([`ratchet`]) lists the cases known to pass and, as `ID#grad`, the gradient
+//! checks known to pass: a regression of either fails the run.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -105,6 +108,8 @@ pub enum GradStatus {
 pub struct Report {
     /// The id of every case in the file, run or filtered out.
     pub all_ids: Vec<String>,
+    /// The ratchet id ([`grad_id`]) of every gradient check in the file, run or filtered out.
+    pub grad_ids: Vec<String>,
     /// Case id, outcome and gradient status of the cases that ran.
     pub results: Vec<(String, Outcome, GradStatus)>,
     /// Where each case that ran was executed (parallel to `results`).
@@ -153,6 +158,24 @@ impl Report {
     }
 }
 
+/// The ratchet id of case `id`'s gradient check.
+pub(crate) fn grad_id(id: &str) -> String {
+    format!("{id}{}", ratchet::GRAD_SUFFIX)
+}
+
+/// The ratchet's view of a run: every case that ran with whether it passed, then, for each
+/// case with a gradient check, [`grad_id`] with whether the check ran and passed.
+fn ratchet_results(report: &Report) -> Vec<(String, bool)> {
+    let mut results = Vec::with_capacity(2 * report.results.len());
+    for (id, outcome, grads) in &report.results {
+        results.push((id.clone(), *outcome == Outcome::Pass));
+        if *grads != GradStatus::None {
+            results.push((grad_id(id), *grads == GradStatus::Passed));
+        }
+    }
+    results
+}
+
 /// Runs `cargo xtask parity`: exit 0 when the run completes (failing cases included), exit 1
 /// when the ratchet is broken, an error when the files cannot be read.
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -171,10 +194,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let (Some(path), Some(listed)) = (&a.ratchet, listed) else {
         return Ok(ExitCode::SUCCESS);
     };
-    let all_ids: HashSet<&str> = report.all_ids.iter().map(String::as_str).collect();
-    let results: Vec<(String, bool)> =
-        report.results.iter().map(|(id, o, _)| (id.clone(), *o == Outcome::Pass)).collect();
-    let verdict = ratchet::Verdict::new(&listed, &results, &all_ids, |id| selected(id, a.filter.as_deref()));
+    let all_ids: HashSet<&str> = report.all_ids.iter().chain(&report.grad_ids).map(String::as_str).collect();
+    let results = ratchet_results(&report);
+    let verdict = ratchet::Verdict::new(&listed, &results, &all_ids, |id| {
+        selected(id.strip_suffix(ratchet::GRAD_SUFFIX).unwrap_or(id), a.filter.as_deref())
+    });
     for line in verdict.lines() {
         writeln!(out, "{line}").map_err(|e| format!("writing the report: {e}"))?;
     }
@@ -245,7 +269,11 @@ fn run_cases(
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let store = TensorStore::new(&path, &bytes)?;
     let write_err = |e: std::io::Error| format!("writing the report: {e}");
-    let mut report = Report { all_ids: cases.iter().map(|c| c.id.clone()).collect(), ..Default::default() };
+    let mut report = Report {
+        all_ids: cases.iter().map(|c| c.id.clone()).collect(),
+        grad_ids: cases.iter().filter(|c| c.grad.is_some()).map(|c| grad_id(&c.id)).collect(),
+        ..Default::default()
+    };
     {
         let _quiet = panics::QuietPanics::install();
         for case in cases.iter().filter(|c| selected(&c.id, filter)) {

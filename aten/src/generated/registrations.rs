@@ -6530,14 +6530,6 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
-        handles::avg_pool1d::NAME,
-        DispatchKey::CPU,
-        handles::avg_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad| {
-            crate::native::pool::avg_pool1d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
         handles::avg_pool2d::NAME,
         DispatchKey::CPU,
         handles::avg_pool2d::kernel(
@@ -6571,14 +6563,6 @@ pub fn register_cpu(d: &Dispatcher) {
                 )
             },
         ),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::adaptive_avg_pool1d::NAME,
-        DispatchKey::CPU,
-        handles::adaptive_avg_pool1d::kernel(|_ks, self_, output_size| {
-            crate::native::pool::adaptive_avg_pool1d(self_, output_size)
-        }),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -6765,30 +6749,6 @@ pub fn register_cpu(d: &Dispatcher) {
         DispatchKey::CPU,
         handles::kl_div::kernel(|_ks, self_, target, reduction, log_target| {
             crate::native::loss::kl_div(self_, target, reduction, log_target)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::margin_ranking_loss::NAME,
-        DispatchKey::CPU,
-        handles::margin_ranking_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
-            crate::native::loss::margin_ranking_loss(input1, input2, target, margin, reduction)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::cosine_embedding_loss::NAME,
-        DispatchKey::CPU,
-        handles::cosine_embedding_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
-            crate::native::loss::cosine_embedding_loss(input1, input2, target, margin, reduction)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::triplet_margin_loss::NAME,
-        DispatchKey::CPU,
-        handles::triplet_margin_loss::kernel(|_ks, anchor, positive, negative, margin, p, eps, swap, reduction| {
-            crate::native::loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
         }),
     )
     .expect("generated registration");
@@ -8064,6 +8024,22 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::avg_pool1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::avg_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad| {
+            crate::native::pool::avg_pool1d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::adaptive_avg_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::pixel_shuffle::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::pixel_shuffle::kernel(|_ks, self_, upscale_factor| {
@@ -8120,6 +8096,30 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::l1_loss::kernel(|_ks, self_, target, reduction| {
             crate::native::loss::l1_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::margin_ranking_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::margin_ranking_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::margin_ranking_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosine_embedding_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cosine_embedding_loss::kernel(|_ks, input1, input2, target, margin, reduction| {
+            crate::native::loss::cosine_embedding_loss(input1, input2, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triplet_margin_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::triplet_margin_loss::kernel(|_ks, anchor, positive, negative, margin, p, eps, swap, reduction| {
+            crate::native::loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
         }),
     )
     .expect("generated registration");

@@ -8,12 +8,11 @@
 //! [Pointwise computation type]); the classification losses fuse log-softmax, the target gather,
 //! weighting, label smoothing and the reduction into one pass over `[N, C, spatial]`.
 
-use c10::size::{numel, try_vec_filled};
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
 use crate::native::cpu::loops::{binary_loop, ternary_loop};
 use crate::native::normalization::tensor_from_f64;
-use crate::native::tensor_iterator::{broadcast_shapes, TensorIterator, TensorIteratorConfig};
+use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::Tensor;
 
 /// PyTorch's `at::Reduction`.
@@ -158,7 +157,22 @@ pub fn binary_cross_entropy(
     reduction_: i64,
 ) -> Result<Tensor> {
     const OP: &str = "binary_cross_entropy";
+    check_binary_cross_entropy(self_, target, weight, reduction_)?;
     let r = reduction(OP, reduction_)?;
+    let loss = pointwise2(OP, self_, target, |x, t| (t - 1.0) * (1.0 - x).ln().max(-100.0) - t * x.ln().max(-100.0))?;
+    apply_reduction(times_weight(loss, weight)?, r)
+}
+
+/// The checks of `binary_cross_entropy` (also run by autograd's decomposition): the reduction,
+/// equal sizes, a floating input with every element in [0, 1].
+pub fn check_binary_cross_entropy(
+    self_: &Tensor,
+    target: &Tensor,
+    _weight: Option<&Tensor>,
+    reduction_: i64,
+) -> Result<()> {
+    const OP: &str = "binary_cross_entropy";
+    reduction(OP, reduction_)?;
     if self_.sizes() != target.sizes() {
         return Err(Error::shape(
             OP,
@@ -173,8 +187,7 @@ pub fn binary_cross_entropy(
     if self_.to_vec::<f64>()?.iter().any(|x| !(0.0..=1.0).contains(x)) {
         return Err(Error::invalid(OP, "all elements of input should be between 0 and 1"));
     }
-    let loss = pointwise2(OP, self_, target, |x, t| (t - 1.0) * (1.0 - x).ln().max(-100.0) - t * x.ln().max(-100.0))?;
-    apply_reduction(times_weight(loss, weight)?, r)
+    Ok(())
 }
 
 /// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor`
@@ -233,26 +246,15 @@ pub fn margin_ranking_loss(
     margin: f64,
     reduction_: i64,
 ) -> Result<Tensor> {
-    const OP: &str = "margin_ranking_loss";
-    let r = reduction(OP, reduction_)?;
-    let loss = pointwise3(OP, input1, input2, target, true, move |a, b, t| {
-        let v = -t * (a - b) + margin;
-        if v.is_nan() {
-            v
-        } else {
-            v.max(0.0)
-        }
-    })?;
-    apply_reduction(loss, r)
+    // A composite, as in PyTorch: `(-target * (input1 - input2) + margin).clamp_min(0)`.
+    let r = reduction("margin_ranking_loss", reduction_)?;
+    let diff = crate::ops::sub(input1, input2, Scalar::Int(1))?;
+    let v = crate::ops::mul(&crate::ops::neg(target)?, &diff)?;
+    let v = crate::ops::add_scalar(&v, Scalar::Float(margin), Scalar::Int(1))?;
+    apply_reduction(crate::ops::clamp_min(&v, Scalar::Int(0))?, r)
 }
 
 // ---- row-wise losses -----------------------------------------------------------------------------
-
-/// Broadcasts two tensors to one shape (views).
-fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
-    let shape = broadcast_shapes(op, a.sizes(), b.sizes())?;
-    Ok((crate::ops::expand(a, &shape, false)?, crate::ops::expand(b, &shape, false)?))
-}
 
 fn promoted_float(op: &str, a: &Tensor, b: &Tensor) -> Result<ScalarType> {
     let d = crate::native::tensor_iterator::binary_result_dtype(a, b);
@@ -299,62 +301,21 @@ pub fn cosine_embedding_loss(
             ),
         ));
     }
-    let dtype = promoted_float(OP, input1, input2)?;
-    let (a, b) = broadcast_pair(OP, input1, input2)?;
-    let d = *a.sizes().last().unwrap_or(&1) as usize;
-    let rows_shape: Vec<i64> = a.sizes()[..a.dim() - 1].to_vec();
-    let rows: usize = rows_shape.iter().product::<i64>() as usize;
-    let t = crate::ops::expand(target, &rows_shape, false)?.to_vec::<f64>()?;
-    let (x1, x2) = (a.to_vec::<f64>()?, b.to_vec::<f64>()?);
-    let loss: Vec<f64> = (0..rows)
-        .map(|i| {
-            let (r1, r2) = (&x1[i * d..(i + 1) * d], &x2[i * d..(i + 1) * d]);
-            let dot: f64 = r1.iter().zip(r2).map(|(p, q)| p * q).sum();
-            let m1: f64 = r1.iter().map(|p| p * p).sum::<f64>() + EPSILON;
-            let m2: f64 = r2.iter().map(|q| q * q).sum::<f64>() + EPSILON;
-            let cos = dot / (m1 * m2).sqrt();
-            if t[i] == 1.0 {
-                1.0 - cos
-            } else if t[i] == -1.0 {
-                let v = cos - margin;
-                if v.is_nan() {
-                    v
-                } else {
-                    v.max(0.0)
-                }
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    apply_reduction(tensor_from_f64(&loss, &rows_shape, dtype)?, r)
-}
-
-/// The p-norm of every row (last dimension) of `x - y + eps` (`pairwise_distance`).
-fn pairwise_distance(op: &'static str, x: &Tensor, y: &Tensor, p: f64, eps: f64) -> Result<(Vec<f64>, Vec<i64>)> {
-    let diff = pointwise2(op, x, y, move |a, b| a - b + eps)?;
-    let d = *diff.sizes().last().unwrap_or(&1) as usize;
-    let shape: Vec<i64> = diff.sizes()[..diff.dim().saturating_sub(1)].to_vec();
-    let v = diff.to_vec::<f64>()?;
-    let norm = |row: &[f64]| -> f64 {
-        if p == f64::INFINITY {
-            row.iter().fold(0.0, |m: f64, x| m.max(x.abs()))
-        } else if p == f64::NEG_INFINITY {
-            row.iter().fold(f64::INFINITY, |m: f64, x| m.min(x.abs()))
-        } else if p == 0.0 {
-            row.iter().filter(|x| **x != 0.0).count() as f64
-        } else if p == 1.0 {
-            row.iter().map(|x| x.abs()).sum()
-        } else if p == 2.0 {
-            row.iter().map(|x| x * x).sum::<f64>().sqrt()
-        } else {
-            row.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
-        }
-    };
-    let out =
-        // Rows of an empty last dim are not in `v`: `[2^50, 0]` has 2^50 of them.
-        if d == 0 { try_vec_filled(norm(&[]), numel(op, &shape)? as usize)? } else { v.chunks(d).map(norm).collect() };
-    Ok((out, shape))
+    // A composite, as in PyTorch, over the last dimension.
+    use crate::ops;
+    promoted_float(OP, input1, input2)?;
+    let last = [-1i64];
+    let sum_last = |t: &Tensor| ops::sum_dim_intlist(t, Some(&last), false, None);
+    let prod_sum = sum_last(&ops::mul(input1, input2)?)?;
+    let mag1 = ops::add_scalar(&sum_last(&ops::mul(input1, input1)?)?, Scalar::Float(EPSILON), Scalar::Int(1))?;
+    let mag2 = ops::add_scalar(&sum_last(&ops::mul(input2, input2)?)?, Scalar::Float(EPSILON), Scalar::Int(1))?;
+    let cos = ops::div(&prod_sum, &ops::sqrt(&ops::mul(&mag1, &mag2)?)?)?;
+    let zeros = ops::zeros_like(&cos, None, None, None, None, None)?;
+    let pos = ops::rsub(&cos, Scalar::Int(1), Scalar::Int(1))?;
+    let neg = ops::clamp_min(&ops::sub_scalar(&cos, Scalar::Float(margin), Scalar::Int(1))?, Scalar::Int(0))?;
+    let out_pos = ops::where_self(&ops::eq_scalar(target, Scalar::Int(1))?, &pos, &zeros)?;
+    let out_neg = ops::where_self(&ops::eq_scalar(target, Scalar::Int(-1))?, &neg, &zeros)?;
+    apply_reduction(ops::add(&out_pos, &out_neg, Scalar::Int(1))?, r)
 }
 
 /// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor`
@@ -381,36 +342,20 @@ pub fn triplet_margin_loss(
     if ad == 0 {
         return Err(Error::shape(OP, "triplet_margin_loss expects at least 1D inputs, got 0D inputs"));
     }
-    let dtype = promoted_float(OP, anchor, positive)?;
-    let (dpos, shape) = pairwise_distance(OP, anchor, positive, p, eps)?;
-    let (mut dneg, shape_n) = pairwise_distance(OP, anchor, negative, p, eps)?;
-    if shape != shape_n {
-        return Err(Error::shape(OP, format!("distances of shapes {shape:?} and {shape_n:?} do not match")));
-    }
+    // A composite, as in PyTorch: distances are `norm(x - y + eps, p)` over the last dimension.
+    use crate::ops;
+    promoted_float(OP, anchor, positive)?;
+    let distance = |x: &Tensor, y: &Tensor| -> Result<Tensor> {
+        let d = ops::add_scalar(&ops::sub(x, y, Scalar::Int(1))?, Scalar::Float(eps), Scalar::Int(1))?;
+        ops::norm_scalaropt_dim(&d, Some(Scalar::Float(p)), &[-1], false)
+    };
+    let dpos = distance(anchor, positive)?;
+    let mut dneg = distance(anchor, negative)?;
     if swap {
-        let (dswap, shape_s) = pairwise_distance(OP, positive, negative, p, eps)?;
-        if shape_s != shape {
-            return Err(Error::shape(OP, format!("distances of shapes {shape:?} and {shape_s:?} do not match")));
-        }
-        for (n, s) in dneg.iter_mut().zip(dswap) {
-            if s < *n || s.is_nan() {
-                *n = s;
-            }
-        }
+        dneg = ops::minimum(&dneg, &distance(positive, negative)?)?;
     }
-    let loss: Vec<f64> = dpos
-        .iter()
-        .zip(&dneg)
-        .map(|(dp, dn)| {
-            let v = margin + dp - dn;
-            if v.is_nan() {
-                v
-            } else {
-                v.max(0.0)
-            }
-        })
-        .collect();
-    apply_reduction(tensor_from_f64(&loss, &shape, dtype)?, r)
+    let v = ops::add_scalar(&ops::sub(&dpos, &dneg, Scalar::Int(1))?, Scalar::Float(margin), Scalar::Int(1))?;
+    apply_reduction(ops::clamp_min(&v, Scalar::Int(0))?, r)
 }
 
 // ---- classification losses ----------------------------------------------------------------------

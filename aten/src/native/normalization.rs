@@ -342,6 +342,36 @@ pub fn batch_norm(
     Ok(crate::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)?.0)
 }
 
+/// The checks of `instance_norm` (also run by autograd's decomposition); the values of the
+/// weight, bias and running statistics given.
+pub fn check_instance_norm(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+) -> Result<[Option<Vec<f64>>; 4]> {
+    const OP: &str = "instance_norm";
+    if !use_input_stats && (running_mean.is_none() || running_var.is_none()) {
+        return Err(Error::invalid(
+            OP,
+            "Expected running_mean and running_var to be defined when use_input_stats is false",
+        ));
+    }
+    if input.dim() < 2 {
+        return Err(Error::shape(OP, format!("Expected 2D or higher input (got {}D input)", input.dim())));
+    }
+    check_float(OP, input)?;
+    let c = input.sizes()[1] as usize;
+    Ok([
+        param(OP, "weight", weight, c)?,
+        param(OP, "bias", bias, c)?,
+        param(OP, "running_mean", running_mean, c)?,
+        param(OP, "running_var", running_var, c)?,
+    ])
+}
+
 /// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
 ///
 /// Batch norm of `input` viewed as `[1, N*C, *]`; the running statistics (per channel) are
@@ -359,23 +389,10 @@ pub fn instance_norm(
     _cudnn_enabled: bool,
 ) -> Result<Tensor> {
     const OP: &str = "instance_norm";
-    if !use_input_stats && (running_mean.is_none() || running_var.is_none()) {
-        return Err(Error::invalid(
-            OP,
-            "Expected running_mean and running_var to be defined when use_input_stats is false",
-        ));
-    }
-    if input.dim() < 2 {
-        return Err(Error::shape(OP, format!("Expected 2D or higher input (got {}D input)", input.dim())));
-    }
-    check_float(OP, input)?;
+    let [w, b, rm, rv] = check_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats)?;
     let sizes = input.sizes();
     let (n, c) = (sizes[0] as usize, sizes[1] as usize);
     let inner: usize = c10::size::sub_numel(&sizes[2..]);
-    let w = param(OP, "weight", weight, c)?;
-    let b = param(OP, "bias", bias, c)?;
-    let rm = param(OP, "running_mean", running_mean, c)?;
-    let rv = param(OP, "running_var", running_var, c)?;
     if input.numel() == 0 {
         // Nothing to normalise, and the statistics tiled over `N` (which may be huge) are not
         // needed; the running statistics are left as they are.

@@ -640,6 +640,17 @@ pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
 /// one per channel (dimension 1).
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     const OP: &str = "prelu";
+    let w = prelu_weight(self_, weight)?;
+    let iter = binary_iter(OP, self_, &w, false)?;
+    float_zip(&iter, OP, |x, a| if x > 0.0 { x } else { a * x })?;
+    iter.output(0)
+}
+
+/// `prelu`'s weight shaped to broadcast against `self_`: a scalar for one parameter, else one
+/// per channel (dimension 1). Checks its size as PyTorch does; autograd's decomposition uses
+/// it too.
+pub fn prelu_weight(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    const OP: &str = "prelu";
     if weight.dim() > 1 {
         return Err(Error::shape(
             OP,
@@ -647,25 +658,21 @@ pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
         ));
     }
     let nw = weight.numel();
-    let w = if nw == 1 {
-        crate::ops::reshape(weight, &[])?
-    } else {
-        let channels = if self_.dim() >= 2 { self_.sizes()[1] } else { 1 };
-        if nw != channels {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "Mismatch of parameter numbers and input channel size. Found parameter numbers = {nw} and channel size = {channels}."
-                ),
-            ));
-        }
-        let mut shape = vec![1i64; self_.dim()];
-        shape[1] = nw;
-        crate::ops::reshape(weight, &shape)?
-    };
-    let iter = binary_iter(OP, self_, &w, false)?;
-    float_zip(&iter, OP, |x, a| if x > 0.0 { x } else { a * x })?;
-    iter.output(0)
+    if nw == 1 {
+        return crate::ops::reshape(weight, &[]);
+    }
+    let channels = if self_.dim() >= 2 { self_.sizes()[1] } else { 1 };
+    if nw != channels {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers = {nw} and channel size = {channels}."
+            ),
+        ));
+    }
+    let mut shape = vec![1i64; self_.dim()];
+    shape[1] = nw;
+    crate::ops::reshape(weight, &shape)
 }
 
 /// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)`: `log(sigmoid(x))`

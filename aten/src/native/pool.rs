@@ -599,18 +599,35 @@ pub fn check_avg_pool2d(
     padding: &[i64],
     ceil_mode: bool,
     divisor_override: Option<i64>,
-) -> Result<()> {
+) -> Result<Vec<i64>> {
     let op = "avg_pool2d";
     if divisor_override == Some(0) {
         return Err(Error::invalid(op, "divisor must be not zero"));
     }
     let a = pool_args(op, 2, kernel_size, stride, padding, &[1])?;
     check_pool_input(op, self_, 2)?;
-    out_sizes(op, &self_.sizes()[self_.dim() - 2..], &a, ceil_mode)?;
-    Ok(())
+    out_sizes(op, &self_.sizes()[self_.dim() - 2..], &a, ceil_mode)
+}
+
+/// The source rows of `upsample_bilinear2d` along height and width, as its kernel computes
+/// them: per output index, the two input indices and their weights. Checks the arguments as the
+/// kernel does; autograd's decomposition builds its interpolation matrices from these.
+#[allow(clippy::type_complexity)]
+pub fn bilinear_plan(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<[Vec<(usize, usize, f64, f64)>; 2]> {
+    let (o, scales) = upsample_sizes("upsample_bilinear2d", input, 2, output_size, scale_factors)?;
+    let (ih, iw) = (input.sizes()[2], input.sizes()[3]);
+    Ok([linear_weights(ih, o[0], align_corners, scales[0]), linear_weights(iw, o[1], align_corners, scales[1])])
 }
 
 /// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor`
+///
+/// A composite, as in PyTorch: `avg_pool2d` over the input with a unit height (so autograd
+/// differentiates it through `avg_pool2d`).
 pub fn avg_pool1d(
     self_: &Tensor,
     kernel_size: &[i64],
@@ -619,7 +636,25 @@ pub fn avg_pool1d(
     ceil_mode: bool,
     count_include_pad: bool,
 ) -> Result<Tensor> {
-    avg_pool_nd("avg_pool1d", 1, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+    const OP: &str = "avg_pool1d";
+    if self_.dim() != 2 && self_.dim() != 3 {
+        return Err(Error::shape(
+            OP,
+            format!("Expected 2D or 3D (batch mode) tensor for avg_pool1d, but got input of size {:?}", self_.sizes()),
+        ));
+    }
+    let one = |v: &[i64], what: &str| -> Result<i64> {
+        match v {
+            [x] => Ok(*x),
+            _ => Err(Error::invalid(OP, format!("{what} must be a single int, got {v:?}"))),
+        }
+    };
+    let k = one(kernel_size, "kernel_size")?;
+    let s = if stride.is_empty() { k } else { one(stride, "stride")? };
+    let p = one(padding, "padding")?;
+    let x = ops::unsqueeze(self_, -2)?;
+    let out = ops::avg_pool2d(&x, &[1, k], &[1, s], &[0, p], ceil_mode, count_include_pad, None)?;
+    ops::squeeze_dim(&out, -2)
 }
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 pub fn avg_pool2d(
@@ -682,8 +717,21 @@ pub fn check_adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<
 }
 
 /// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor`
+///
+/// A composite, as in PyTorch: `adaptive_avg_pool2d` over the input with a unit height.
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    Ok(adaptive_nd("adaptive_avg_pool1d", 1, self_, output_size, AVG)?.0)
+    const OP: &str = "adaptive_avg_pool1d";
+    if self_.dim() != 2 && self_.dim() != 3 {
+        return Err(Error::shape(
+            OP,
+            format!("adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {:?}", self_.sizes()),
+        ));
+    }
+    let [o] = output_size else {
+        return Err(Error::invalid(OP, format!("adaptive_avg_pool1d: output_size must be 1, got {output_size:?}")));
+    };
+    let out = ops::adaptive_avg_pool2d(&ops::unsqueeze(self_, -2)?, &[1, *o])?;
+    ops::squeeze_dim(&out, -2)
 }
 /// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor`
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {

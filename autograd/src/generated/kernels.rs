@@ -5420,7 +5420,126 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
+pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
+        return crate::decompositions::prelu(self_, weight);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
+}
+
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+pub(crate) fn binary_cross_entropy(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_), Some(target), weight]) {
+        return crate::decompositions::binary_cross_entropy(self_, target, weight, reduction);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::binary_cross_entropy::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        target,
+        weight,
+        reduction,
+    )
+}
+
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+pub(crate) fn instance_norm(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+    cudnn_enabled: bool,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(input), weight, bias, running_mean, running_var]) {
+        return crate::decompositions::instance_norm(
+            input,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            use_input_stats,
+            momentum,
+            eps,
+            cudnn_enabled,
+        );
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::instance_norm::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
+}
+
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+pub(crate) fn upsample_bilinear2d_vec(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(input)]) {
+        return crate::decompositions::upsample_bilinear2d(input, output_size, align_corners, scale_factors);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::upsample_bilinear2d_vec::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        output_size,
+        align_corners,
+        scale_factors,
+    )
+}
+
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:526).
+pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AdaptiveMaxPool2dBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::adaptive_max_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:530): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5455,7 +5574,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:533): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -5464,7 +5583,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:536): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5483,7 +5602,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:539): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -5514,7 +5633,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:542): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5535,7 +5654,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:545): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5556,7 +5675,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:532).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:548).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5582,7 +5701,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:532).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:548).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5612,7 +5731,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:535).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:551).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5632,7 +5751,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:535).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:551).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5656,7 +5775,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:538).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:554).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5676,7 +5795,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:538).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:554).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5704,7 +5823,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:541).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:557).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5724,7 +5843,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:541).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:557).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5752,7 +5871,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:544).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:560).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5772,7 +5891,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:544).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:560).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5800,7 +5919,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:547).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:563).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5822,7 +5941,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:547).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:563).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5851,7 +5970,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:550).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:566).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5871,7 +5990,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:554).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:570).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5891,7 +6010,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:558).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:574).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5911,7 +6030,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:577).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5931,7 +6050,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:564).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:580).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5951,7 +6070,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:567).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:583).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5988,7 +6107,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:570).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:586).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6012,7 +6131,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:573).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:589).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6032,7 +6151,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:576).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:592).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6054,7 +6173,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:579).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:595).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6090,7 +6209,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:582).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:598).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6126,7 +6245,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:585).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:601).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6164,7 +6283,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:588).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:604).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6200,7 +6319,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:591).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:607).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6236,7 +6355,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:594).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:610).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6272,7 +6391,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:597).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:613).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6292,7 +6411,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:600).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:616).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6312,7 +6431,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:603).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:619).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6344,7 +6463,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:606).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:622).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6369,7 +6488,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:609).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:625).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -6394,7 +6513,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:612).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:628).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6419,7 +6538,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:615).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:631).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6439,7 +6558,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:618).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6459,7 +6578,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:618).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6994,6 +7113,32 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::native_group_norm::NAME,
         DispatchKey::Autograd,
         handles::native_group_norm::kernel(native_group_norm),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::prelu::NAME, DispatchKey::Autograd, handles::prelu::kernel(prelu))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::binary_cross_entropy::NAME,
+        DispatchKey::Autograd,
+        handles::binary_cross_entropy::kernel(binary_cross_entropy),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::instance_norm::NAME,
+        DispatchKey::Autograd,
+        handles::instance_norm::kernel(instance_norm),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_bilinear2d_vec::NAME,
+        DispatchKey::Autograd,
+        handles::upsample_bilinear2d_vec::kernel(upsample_bilinear2d_vec),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool2d::NAME,
+        DispatchKey::Autograd,
+        handles::adaptive_max_pool2d::kernel(adaptive_max_pool2d),
     )
     .expect("generated registration");
     d.register_kernel(handles::avg_pool2d::NAME, DispatchKey::Autograd, handles::avg_pool2d::kernel(avg_pool2d))

@@ -5773,7 +5773,47 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:532).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:526).
+pub struct AdaptiveMaxPool2dBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for AdaptiveMaxPool2dBackward0 {
+    fn name(&self) -> String {
+        "AdaptiveMaxPool2dBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "AdaptiveMaxPool2dBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(adaptive_max_pool_backward(grad, self_, result1)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result1.reset();
+    }
+}
+
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:548).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5809,7 +5849,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:535).
+/// Backward of `selu` (autograd/derivatives.yaml:551).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5846,7 +5886,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:538).
+/// Backward of `celu` (autograd/derivatives.yaml:554).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5884,7 +5924,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:541).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:557).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5922,7 +5962,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:544).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:560).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5960,7 +6000,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:547).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:563).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6000,7 +6040,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:550).
+/// Backward of `fmax` (autograd/derivatives.yaml:566).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6044,7 +6084,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:554).
+/// Backward of `fmin` (autograd/derivatives.yaml:570).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6088,7 +6128,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:558).
+/// Backward of `glu` (autograd/derivatives.yaml:574).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6126,7 +6166,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:561).
+/// Backward of `rot90` (autograd/derivatives.yaml:577).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -6161,7 +6201,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:564).
+/// Backward of `diag` (autograd/derivatives.yaml:580).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6196,7 +6236,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:567).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:583).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6233,7 +6273,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:570).
+/// Backward of `masked_select` (autograd/derivatives.yaml:586).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6273,7 +6313,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:573).
+/// Backward of `take` (autograd/derivatives.yaml:589).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6311,7 +6351,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:576).
+/// Backward of `median` (autograd/derivatives.yaml:592).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6351,7 +6391,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:579).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:595).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6376,7 +6416,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:582).
+/// Backward of `ones_like` (autograd/derivatives.yaml:598).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6401,7 +6441,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:585).
+/// Backward of `full_like` (autograd/derivatives.yaml:601).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6426,7 +6466,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:588).
+/// Backward of `empty_like` (autograd/derivatives.yaml:604).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6451,7 +6491,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:591).
+/// Backward of `rand_like` (autograd/derivatives.yaml:607).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6476,7 +6516,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:594).
+/// Backward of `randn_like` (autograd/derivatives.yaml:610).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6501,7 +6541,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:597).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:613).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6526,7 +6566,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:600).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:616).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6551,7 +6591,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:603).
+/// Backward of `multinomial` (autograd/derivatives.yaml:619).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6576,7 +6616,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:606).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:622).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6601,7 +6641,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:609).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:625).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6626,7 +6666,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:612).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:628).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -6651,7 +6691,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:615).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:631).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6676,7 +6716,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:618).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }

@@ -1,12 +1,18 @@
 //! The ratchet: a text file listing the parity cases known to pass, one id per line (`#` starts
-//! a comment line). A listed case that fails, or that no longer exists, is a regression.
+//! a comment line), and the gradient checks known to pass as the case id with [`GRAD_SUFFIX`].
+//! A listed case or gradient check that fails, or that no longer exists, is a regression.
 
 use std::collections::{BTreeSet, HashSet};
 
+/// The suffix of a gradient check's id: `add.Tensor/0#grad` is the gradient check of case
+/// `add.Tensor/0`.
+pub const GRAD_SUFFIX: &str = "#grad";
+
 /// The comment written at the top of a regenerated ratchet file.
 pub const HEADER: &str = "\
-# Parity cases known to pass, one id per line. `cargo xtask parity DIR --ratchet FILE` fails
-# when one of them fails; `--update-ratchet` rewrites this file from the cases that pass.
+# Parity cases known to pass, one id per line, and (as ID#grad) the gradient checks known to
+# pass. `cargo xtask parity DIR --ratchet FILE` fails when one of them fails;
+# `--update-ratchet` rewrites this file from the cases and gradient checks that pass.
 ";
 
 /// The ids listed in a ratchet file: trimmed lines, without blank lines and `#` comment lines.

@@ -285,6 +285,8 @@ fn ratchet_catches_regressions_and_updates() {
 
     assert_eq!(run(args(true)).unwrap(), ExitCode::FAILURE);
     let ids = ratchet::parse(&std::fs::read_to_string(&file).unwrap());
+    // The passing cases, and add/ok's gradient check (add/grad_block's fails: the test op has
+    // no derivative).
     assert_eq!(
         ids,
         [
@@ -294,15 +296,23 @@ fn ratchet_catches_regressions_and_updates() {
             "add/int_alpha",
             "add/noncontig",
             "add/noncontig_1d",
-            "add/ok"
+            "add/ok",
+            "add/ok#grad"
         ]
     );
     assert_eq!(run(args(false)).unwrap(), ExitCode::SUCCESS);
 
+    // A gradient check listed as passing that fails breaks the ratchet though its case passes;
+    // so does one that does not exist.
+    for listed in ["add/grad_block#grad", "add/alpha#grad"] {
+        std::fs::write(&file, format!("add/ok\nadd/ok#grad\n{listed}\n")).unwrap();
+        assert_eq!(run(args(false)).unwrap(), ExitCode::FAILURE, "{listed}");
+    }
+
     std::fs::remove_file(&file).unwrap();
     assert!(run(args(false)).unwrap_err().contains("ratchet.txt"));
     assert_eq!(run(args(true)).unwrap(), ExitCode::SUCCESS);
-    assert_eq!(ratchet::parse(&std::fs::read_to_string(&file).unwrap()).len(), 7);
+    assert_eq!(ratchet::parse(&std::fs::read_to_string(&file).unwrap()).len(), 8);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
