@@ -206,7 +206,7 @@ pub fn native_group_norm(
 /// `avg_pool2d` as a grouped convolution with a ones kernel, divided by `divisor_override` or
 /// by each window's count of cells: those inside the padded input (`count_include_pad`) or
 /// inside the input. `ceil_mode`'s last windows, which may start in the padding and end past
-/// it, get extra zeros on the bottom and right (counted by neither divisor).
+/// it, get extra zeros on the far sides (counted by neither divisor).
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -217,36 +217,74 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    let out = aten::native::pool::check_avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, divisor_override)?;
-    let two = |v: &[i64], d: i64| -> Vec<i64> {
+    avg_pool_nd(2, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+
+/// `avg_pool3d` as [`avg_pool2d`], over three spatial dimensions.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    avg_pool_nd(3, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn avg_pool_nd(
+    nsp: usize,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let out =
+        aten::native::pool::check_avg_pool(nsp, self_, kernel_size, stride, padding, ceil_mode, divisor_override)?;
+    let per_dim = |v: &[i64], d: i64| -> Vec<i64> {
         match v.len() {
-            0 => vec![d; 2],
-            1 => vec![v[0]; 2],
+            0 => vec![d; nsp],
+            1 => vec![v[0]; nsp],
             _ => v.to_vec(),
         }
     };
-    let k = two(kernel_size, 1);
-    let s = if stride.is_empty() { k.clone() } else { two(stride, 1) };
-    let p = two(padding, 0);
-    let batched = self_.dim() == 4;
+    let k = per_dim(kernel_size, 1);
+    let s = if stride.is_empty() { k.clone() } else { per_dim(stride, 1) };
+    let p = per_dim(padding, 0);
+    let batched = self_.dim() == nsp + 2;
     let x = if batched { self_.clone() } else { ops::unsqueeze(self_, 0)? };
-    let (c, h, w) = (x.sizes()[1], x.sizes()[2], x.sizes()[3]);
+    let c = x.sizes()[1];
+    let sp = x.sizes()[2..].to_vec();
     // The windows span (out - 1) * stride + kernel cells; past the padded input, zeros.
-    let extra = |i: usize, n: i64| ((out[i] - 1) * s[i] + k[i] - (n + 2 * p[i])).max(0);
-    let (eh, ew) = (extra(0, h), extra(1, w));
-    let window = |t: &Tensor, groups: i64| -> Result<Tensor> {
-        let kernel = ops::ones(&[groups, 1, k[0], k[1]], Some(x.dtype()), None, None, None)?;
-        ops::convolution(t, &kernel, None, &s, &[0, 0], &[1, 1], false, &[0, 0], groups)
+    let extra: Vec<i64> = (0..nsp).map(|i| ((out[i] - 1) * s[i] + k[i] - (sp[i] + 2 * p[i])).max(0)).collect();
+    // constant_pad_nd takes (before, after) pairs from the last dimension back.
+    let pads = |before: &dyn Fn(usize) -> i64, after: &dyn Fn(usize) -> i64| -> Vec<i64> {
+        (0..nsp).rev().flat_map(|i| [before(i), after(i)]).collect()
     };
-    let xp = ops::constant_pad_nd(&x, &[p[1], p[1] + ew, p[0], p[0] + eh], Scalar::Int(0))?;
+    let window = |t: &Tensor, groups: i64| -> Result<Tensor> {
+        let mut shape = vec![groups, 1];
+        shape.extend(&k);
+        let kernel = ops::ones(&shape, Some(x.dtype()), None, None, None)?;
+        let zeros = vec![0; nsp];
+        ops::convolution(t, &kernel, None, &s, &zeros, &vec![1; nsp], false, &zeros, groups)
+    };
+    let xp = ops::constant_pad_nd(&x, &pads(&|i| p[i], &|i| p[i] + extra[i]), Scalar::Int(0))?;
     let sum = window(&xp, c)?;
     let result = if let Some(d) = divisor_override {
         scale(&sum, 1.0 / d as f64)?
     } else {
-        let plane = ops::ones(&[1, 1, h, w], Some(x.dtype()), None, None, None)?;
+        let mut shape = vec![1, 1];
+        shape.extend(&sp);
+        let plane = ops::ones(&shape, Some(x.dtype()), None, None, None)?;
         let fill = if count_include_pad { 1.0 } else { 0.0 };
-        let plane = ops::constant_pad_nd(&plane, &[p[1], p[1], p[0], p[0]], Scalar::Float(fill))?;
-        let plane = ops::constant_pad_nd(&plane, &[0, ew, 0, eh], Scalar::Int(0))?;
+        let plane = ops::constant_pad_nd(&plane, &pads(&|i| p[i], &|i| p[i]), Scalar::Float(fill))?;
+        let plane = ops::constant_pad_nd(&plane, &pads(&|_| 0, &|i| extra[i]), Scalar::Int(0))?;
         ops::div(&sum, &window(&plane, 1)?)?
     };
     if batched {
@@ -254,6 +292,19 @@ pub fn avg_pool2d(
     } else {
         ops::squeeze_dim(&result, 0)
     }
+}
+
+/// `max_pool3d` as the values of `max_pool3d_with_indices` (whose derivative scatters the
+/// gradient to the maxima).
+pub fn max_pool3d(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(ops::max_pool3d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
 }
 
 /// The `[out, in]` matrix averaging each adaptive-pooling window.
@@ -274,7 +325,7 @@ fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
 
 /// `adaptive_avg_pool2d` as `A_h @ x @ A_w^T` with averaging matrices.
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    let output_size = &aten::native::pool::check_adaptive_avg_pool2d(self_, output_size)?;
+    let output_size = &aten::native::pool::check_adaptive_avg_pool(2, self_, output_size)?;
     let nd = self_.dim();
     let (h, w) = (self_.sizes()[nd - 2], self_.sizes()[nd - 1]);
     let ah = adaptive_matrix(h, output_size[0], self_)?;
@@ -282,33 +333,64 @@ pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor
     ops::matmul(&ops::matmul(&ah, self_)?, &ops::t(&aw)?)
 }
 
-/// `upsample_nearest2d.vec` as two `index_select`s with PyTorch's source indices
-/// (`floor(dst * scale)`, `scale = in / out` or `1 / scale_factor`).
+/// `adaptive_avg_pool3d` as an averaging matrix applied along each of the three dimensions.
+pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let output_size = aten::native::pool::check_adaptive_avg_pool(3, self_, output_size)?;
+    let nd = self_.dim() as i64;
+    let mut x = self_.clone();
+    for (k, &o) in output_size.iter().enumerate() {
+        // Dimension `nd - 3 + k` to the second-to-last place, averaged there, and back.
+        let d = nd - 3 + k as i64;
+        let moved = ops::transpose(&x, d, nd - 2)?;
+        let a = adaptive_matrix(moved.sizes()[(nd - 2) as usize], o, self_)?;
+        x = ops::transpose(&ops::matmul(&a, &moved)?, d, nd - 2)?;
+    }
+    Ok(x)
+}
+
+/// `upsample_nearest{1,2,3}d` as one `index_select` per spatial dimension with the kernel's
+/// source indices.
+fn upsample_nearest_nd(
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    let plan = aten::native::pool::nearest_plan(nsp, input, output_size, scale_factors)?;
+    let mut x = input.clone();
+    for (k, idx) in plan.into_iter().enumerate() {
+        let n = idx.len() as i64;
+        let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
+        x = ops::index_select(&x, (2 + k) as i64, &Tensor::from_vec(idx, &[n])?)?;
+    }
+    Ok(x)
+}
+
+/// `upsample_nearest1d.vec` (see [`upsample_nearest_nd`]).
+pub fn upsample_nearest1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_nd(1, input, output_size, scale_factors)
+}
+
+/// `upsample_nearest2d.vec` (see [`upsample_nearest_nd`]).
 pub fn upsample_nearest2d(
     input: &Tensor,
     output_size: Option<&[i64]>,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
-    aten::native::pool::check_upsample_nearest2d(input, output_size, scale_factors)?;
-    let nd = input.dim();
-    let mut x = input.clone();
-    for k in 0..2 {
-        let d = nd - 2 + k;
-        let size = input.sizes()[d];
-        let (out, scale_) = match (output_size, scale_factors) {
-            (Some(o), _) => (o[k], size as f64 / o[k] as f64),
-            (None, Some(f)) => (((size as f64) * f[k]).floor() as i64, 1.0 / f[k]),
-            (None, None) => {
-                return Err(c10::Error::invalid(
-                    "upsample_nearest2d",
-                    "either output_size or scale_factors must be given",
-                ))
-            }
-        };
-        let idx: Vec<i64> = (0..out).map(|o| (((o as f64) * scale_).floor() as i64).min(size - 1)).collect();
-        x = ops::index_select(&x, d as i64, &Tensor::from_vec(idx, &[out])?)?;
-    }
-    Ok(x)
+    upsample_nearest_nd(2, input, output_size, scale_factors)
+}
+
+/// `upsample_nearest3d.vec` (see [`upsample_nearest_nd`]).
+pub fn upsample_nearest3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_nd(3, input, output_size, scale_factors)
 }
 
 /// The `[out, in]` interpolation matrix of one dimension of `upsample_bilinear2d`, from the

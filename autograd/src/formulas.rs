@@ -640,18 +640,6 @@ pub fn max_pool_backward(grad: &Tensor, sizes: &[i64], indices: &Tensor, spatial
     ops::reshape(&ops::scatter_add(&z, lead as i64, &i, &g)?, sizes)
 }
 
-/// Gradient of adaptive max pooling over the last two dimensions: each output's gradient added
-/// at its maximum (`indices` are flat positions within each input plane).
-pub fn adaptive_max_pool_backward(grad: &Tensor, self_: &Tensor, indices: &Tensor) -> Result<Tensor> {
-    let lead = self_.dim() - 2;
-    let mut flat: Vec<i64> = self_.sizes()[..lead].to_vec();
-    flat.push(-1);
-    let zeros = ops::reshape(&zeros_like(self_)?, &flat)?;
-    let g = ops::reshape(grad, &flat)?;
-    let i = ops::reshape(indices, &flat)?;
-    ops::reshape(&ops::scatter_add(&zeros, lead as i64, &i, &g)?, self_.sizes())
-}
-
 /// Gradient of `max_pool*_with_indices_backward` for `grad_output`: the incoming gradient (of
 /// the input's shape) read back at the positions of the maxima.
 pub fn max_pool_double_backward(grad: &Tensor, indices: &Tensor, spatial: usize) -> Result<Tensor> {
@@ -985,4 +973,162 @@ pub fn diag_backward(grad: &Tensor, sizes: &[i64], diagonal: i64) -> Result<Tens
 pub fn copysign_backward(grad: &Tensor, self_: &Tensor, result: &Tensor) -> Result<Tensor> {
     let g = ops::mul(grad, &ops::div(result, self_)?)?;
     ops::masked_fill(&g, &ops::eq_scalar(self_, Scalar::Int(0))?, Scalar::Int(0))
+}
+
+/// Gradient of `diagonal` for `self`: `grad` on that diagonal of zeros, built out of place
+/// (`diag_embed`, then each of the two dimensions cut or zero-padded to the input's size) so
+/// that it is differentiable again.
+pub fn diagonal_backward(grad: &Tensor, sizes: &[i64], offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let n = sizes.len() as i64;
+    let (d1, d2) = (dim1.rem_euclid(n), dim2.rem_euclid(n));
+    let mut out = ops::diag_embed(grad, offset, d1, d2)?;
+    for d in [d1, d2] {
+        let (have, want) = (out.sizes()[d as usize], sizes[d as usize]);
+        if have > want {
+            out = ops::narrow(&out, d, 0, want)?;
+        } else if have < want {
+            // constant_pad_nd pads from the last dimension back: (before, after) for dim d.
+            let mut pad = vec![0i64; 2 * (n - d) as usize];
+            pad[2 * (n - 1 - d) as usize + 1] = want - have;
+            out = ops::constant_pad_nd(&out, &pad, Scalar::Int(0))?;
+        }
+    }
+    Ok(out)
+}
+
+/// Gradient of `div(self, other, rounding_mode)` for `self`: `grad / other` without rounding,
+/// zero with it (a rounded quotient is piecewise constant), as in PyTorch.
+pub fn rounding_div_backward(grad: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    match rounding_mode {
+        None => div(grad, other),
+        Some(_) => zeros_like(grad),
+    }
+}
+
+/// Gradient of `div(self, other, rounding_mode)` for `other`.
+pub fn rounding_div_other_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    match rounding_mode {
+        None => div_tensor_other_backward(grad, self_, other),
+        Some(_) => zeros_like(grad),
+    }
+}
+
+/// Gradient of `div(self, scalar, rounding_mode)` for `self`.
+pub fn rounding_div_scalar_backward(grad: &Tensor, other: &Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    match rounding_mode {
+        None => ops::div_scalar(grad, *other),
+        Some(_) => zeros_like(grad),
+    }
+}
+
+/// `grad` (`[n, p]`) repeated over `b` batches (`[b, n, p]`): `addbmm`'s sum over the batch
+/// undone.
+pub fn expand_batches(grad: &Tensor, b: i64) -> Result<Tensor> {
+    let mut sizes = vec![b];
+    sizes.extend(grad.sizes());
+    ops::expand(&ops::unsqueeze(grad, 0)?, &sizes, false)
+}
+
+/// Every dimension of `t`.
+pub fn all_dims(t: &Tensor) -> Vec<i64> {
+    (0..t.dim() as i64).collect()
+}
+
+/// Where `self` lies within the tensor bounds given (`clamp.Tensor` passes it through).
+fn within(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Option<Tensor>> {
+    let lo = min.map(|m| ops::ge(self_, m)).transpose()?;
+    let hi = max.map(|m| ops::le(self_, m)).transpose()?;
+    Ok(match (lo, hi) {
+        (Some(l), Some(h)) => Some(ops::logical_and(&l, &h)?),
+        (l, h) => l.or(h),
+    })
+}
+
+/// `grad` where `mask`, else 0.
+fn where_grad(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    ops::where_self(mask, grad, &zeros_like(grad)?)
+}
+
+/// Gradient of `clamp(self, min, max)` (tensor bounds) for `self`: `grad` where `self` is within
+/// the bounds.
+pub fn clamp_tensor_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    match within(self_, min, max)? {
+        Some(mask) => where_grad(grad, &mask),
+        None => Ok(grad.clone()),
+    }
+}
+
+/// Gradient of `clamp(self, min, max)` for `min`: `grad` where `self < min` and `min < max`
+/// (where `min > max` the result is `max`), as PyTorch's `clamp_backward_min_max`.
+pub fn clamp_tensor_min_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    let Some(min) = min else { return zeros_like(grad) };
+    let mut mask = ops::lt(self_, min)?;
+    if let Some(max) = max {
+        mask = ops::logical_and(&mask, &ops::lt(min, max)?)?;
+    }
+    where_grad(grad, &mask)
+}
+
+/// Gradient of `clamp(self, min, max)` for `max`: `grad` where `self > max` or `max < min`.
+pub fn clamp_tensor_max_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    let Some(max) = max else { return zeros_like(grad) };
+    let mut mask = ops::gt(self_, max)?;
+    if let Some(min) = min {
+        mask = ops::logical_or(&mask, &ops::lt(max, min)?)?;
+    }
+    where_grad(grad, &mask)
+}
+
+/// Gradient of `native_dropout` for `input`: `grad * mask / (1 - p)` in training (the mask's
+/// kept elements scaled as the forward scaled them), `grad` otherwise.
+pub fn native_dropout_backward(grad: &Tensor, mask: &Tensor, p: f64, train: Option<bool>) -> Result<Tensor> {
+    if train == Some(false) {
+        return Ok(grad.clone());
+    }
+    let kept = ops::mul(grad, &mask.to(grad.dtype())?)?;
+    if p >= 1.0 {
+        return zeros_like(grad);
+    }
+    scale(&kept, 1.0 / (1.0 - p))
+}
+
+/// Gradient of `index_copy` for `source`: the rows of `grad` at `index` (a zero-dim source gets
+/// the one element).
+pub fn index_source_backward(grad: &Tensor, dim: i64, index: &Tensor, source_dim: usize) -> Result<Tensor> {
+    let g = ops::index_select(grad, dim, index)?;
+    if source_dim == 0 {
+        ops::reshape(&g, &[])
+    } else {
+        Ok(g)
+    }
+}
+
+/// Gradient of `masked_scatter` for `source`: the masked elements of `grad` in order, then
+/// zeros for the source elements the mask did not use, in `source`'s shape.
+pub fn masked_scatter_backward(grad: &Tensor, mask: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let taken = ops::masked_select(grad, mask)?;
+    let total: i64 = sizes.iter().product();
+    let rest = total - taken.numel();
+    let flat = if rest > 0 { ops::cat(&[taken, zeros_of(&[rest], grad)?], 0)? } else { taken };
+    ops::reshape(&flat, sizes)
 }

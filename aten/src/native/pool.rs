@@ -589,10 +589,12 @@ fn avg_pool_nd(
     .0)
 }
 
-/// The argument checks of `avg_pool2d` (divisor, kernel size, stride, padding, rank, dtype,
-/// output size) without the pooling: autograd's decomposition runs them first, so a bad call
-/// fails with the kernel's message instead of indexing sizes the input does not have.
-pub fn check_avg_pool2d(
+/// The argument checks of `avg_pool{nsp}d` (2 or 3 spatial dimensions: divisor, kernel size,
+/// stride, padding, rank, dtype, output size) without the pooling, returning the output's
+/// spatial sizes: autograd's decomposition runs them first, so a bad call fails with the
+/// kernel's message instead of indexing sizes the input does not have.
+pub fn check_avg_pool(
+    nsp: usize,
     self_: &Tensor,
     kernel_size: &[i64],
     stride: &[i64],
@@ -600,13 +602,13 @@ pub fn check_avg_pool2d(
     ceil_mode: bool,
     divisor_override: Option<i64>,
 ) -> Result<Vec<i64>> {
-    let op = "avg_pool2d";
+    let op = format!("avg_pool{nsp}d");
     if divisor_override == Some(0) {
-        return Err(Error::invalid(op, "divisor must be not zero"));
+        return Err(Error::invalid(&op, "divisor must be not zero"));
     }
-    let a = pool_args(op, 2, kernel_size, stride, padding, &[1])?;
-    check_pool_input(op, self_, 2)?;
-    out_sizes(op, &self_.sizes()[self_.dim() - 2..], &a, ceil_mode)
+    let a = pool_args(&op, nsp, kernel_size, stride, padding, &[1])?;
+    check_pool_input(&op, self_, nsp)?;
+    out_sizes(&op, &self_.sizes()[self_.dim() - nsp..], &a, ceil_mode)
 }
 
 /// The source rows of `upsample_bilinear2d` along height and width, as its kernel computes
@@ -699,20 +701,20 @@ fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduc
 
 const AVG: Reduce = Reduce::Avg { include_pad: false, divisor: None };
 
-/// The argument checks of `adaptive_avg_pool2d` (`output_size` of one or two non-negative
-/// sizes, a 3-D or 4-D input with non-empty non-batch dims) without the pooling; returns the
-/// output size with both entries: autograd's
-/// decomposition runs them first, as for [`check_avg_pool2d`].
-pub fn check_adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Vec<i64>> {
-    let op = "adaptive_avg_pool2d";
-    let o = param(op, "output_size", output_size, 2, None)?;
+/// The argument checks of `adaptive_avg_pool{nsp}d` (`output_size` of one or `nsp`
+/// non-negative sizes, an input of rank `nsp + 1` or `nsp + 2` with non-empty non-batch dims)
+/// without the pooling; returns the output size with every entry, for autograd's
+/// decomposition (see [`check_avg_pool`]).
+pub fn check_adaptive_avg_pool(nsp: usize, self_: &Tensor, output_size: &[i64]) -> Result<Vec<i64>> {
+    let op = &format!("adaptive_avg_pool{nsp}d");
+    let o = param(op, "output_size", output_size, nsp, None)?;
     if o.iter().any(|&v| v < 0) {
         return Err(Error::invalid(
             op,
             format!("{op}: elements of output_size must be greater than or equal to 0 but received {o:?}"),
         ));
     }
-    check_pool_input(op, self_, 2)?;
+    check_pool_input(op, self_, nsp)?;
     Ok(o.to_vec())
 }
 
@@ -830,15 +832,19 @@ fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
         .collect()
 }
 
-/// The argument checks of `upsample_nearest2d` (rank, exactly one of `output_size` and
-/// `scale_factors`, their lengths, positive sizes) without the resampling: autograd's
-/// decomposition runs them first, as for [`check_avg_pool2d`].
-pub fn check_upsample_nearest2d(
+/// The source index of every output position of `upsample_nearest{nsp}d`, per spatial
+/// dimension, as the kernel computes them (after its checks): autograd's decomposition gathers
+/// with these.
+pub fn nearest_plan(
+    nsp: usize,
     input: &Tensor,
     output_size: Option<&[i64]>,
     scale_factors: Option<&[f64]>,
-) -> Result<()> {
-    upsample_sizes("upsample_nearest2d", input, 2, output_size, scale_factors).map(|_| ())
+) -> Result<Vec<Vec<usize>>> {
+    let op = format!("upsample_nearest{nsp}d");
+    let (o, scales) = upsample_sizes(&op, input, nsp, output_size, scale_factors)?;
+    let sp = &input.sizes()[2..];
+    Ok((0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect())
 }
 
 fn upsample_nearest_nd(

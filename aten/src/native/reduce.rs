@@ -5,8 +5,8 @@
 //! Note [Reference reductions]: these kernels move the reduced dimensions last, copy to a
 //! contiguous block and reduce each row, accumulating floating inputs in f64 and integers in
 //! i64. They are exact references for PyTorch's semantics (dtypes, shapes, keepdim, empty
-//! inputs, NaN propagation, first index on ties); the vectorised TensorIterator reductions are
-//! the operator-library issue's performance work.
+//! inputs, NaN propagation, first index on ties). Sums and means over trailing or leading
+//! dimensions take the vectorised path of Note [Fast sums] first.
 
 use c10::{Error, Result, Scalar, ScalarType};
 

@@ -1,5 +1,5 @@
-//! Unary elementwise operators on the TensorIterator (this issue: `neg` and `abs`; the full
-//! family follows the same pattern).
+//! Unary elementwise operators on the TensorIterator: `neg`, `abs` and the sign family by hand,
+//! the floating functions (`exp`, `sin`, `sigmoid`, ...) one `float_unary!` row each.
 
 use c10::{Element, Error, Result};
 
@@ -269,7 +269,7 @@ float_unary!(floating_only Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 
 float_unary!(floating_only Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5).clamp(0.0, 1.0));
 float_unary!(floating_only Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);
 
-// ---- more unary operators (normalisation/losses issue) ------------------------------------------
+// ---- more unary operators: special functions and activations -----------------------------------
 
 /// `erfinv` in f64: a rational first guess refined by Newton steps on `erf(y) - x`, which
 /// converge quadratically (two steps reach f64 precision from the guess's ~1e-3).

@@ -5520,7 +5520,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
         Some(Arc::new(AdaptiveMaxPool2dBackward0 {
             core,
-            self_: SavedVariable::new(self_)?,
+            self_sizes: self_.sizes().to_vec(),
             result1: SavedVariable::default(),
         }))
     } else {
@@ -5539,7 +5539,1184 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:530): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:530).
+pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AdaptiveMaxPool1dBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::adaptive_max_pool1d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:534).
+pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AdaptiveMaxPool3dBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::adaptive_max_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:538).
+pub(crate) fn max_pool3d_with_indices(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaxPool3dWithIndicesBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::max_pool3d_with_indices::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:542): the decomposition when an input requires grad.
+pub(crate) fn max_pool3d(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::max_pool3d(self_, kernel_size, stride, padding, dilation, ceil_mode);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::max_pool3d::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )
+}
+
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+pub(crate) fn div_tensor_mode(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(DivBackward2 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: SavedVariable::new(other)?,
+            rounding_mode: rounding_mode.map(|v| v.to_string()),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::div_tensor_mode::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, rounding_mode)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+pub(crate) fn div_tensor_mode_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(DivBackward2 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(&ks_::original_self(self_)?)? } else { SavedVariable::default() },
+            other: SavedVariable::new(other)?,
+            rounding_mode: rounding_mode.map(|v| v.to_string()),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::div_tensor_mode_::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            other,
+            rounding_mode,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:549).
+pub(crate) fn div_scalar_mode(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    other: Scalar,
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(DivBackward3 { core, other: other.clone(), rounding_mode: rounding_mode.map(|v| v.to_string()) }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::div_scalar_mode::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other, rounding_mode)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:552).
+pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(DiagonalBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::diagonal::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, offset, dim1, dim2)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:555).
+pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(DiagEmbedBackward0 { core, offset: offset, dim1: dim1, dim2: dim2 }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::diag_embed::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, offset, dim1, dim2)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:558).
+pub(crate) fn movedim_intlist(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    source: &[i64],
+    destination: &[i64],
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MovedimBackward0 { core, source: source.to_vec(), destination: destination.to_vec() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::movedim_intlist::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, source, destination)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:561).
+pub(crate) fn baddbmm(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), Some(batch1), Some(batch2)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_batch1_ = core.next_edges()[2].is_valid();
+        let keep_batch2_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(BaddbmmBackward0 {
+            core,
+            batch1: if keep_batch1_ { SavedVariable::new(batch1)? } else { SavedVariable::default() },
+            batch2: if keep_batch2_ { SavedVariable::new(batch2)? } else { SavedVariable::default() },
+            beta: beta.clone(),
+            alpha: alpha.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::baddbmm::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, batch1, batch2, beta, alpha)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:566).
+pub(crate) fn addbmm(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), Some(batch1), Some(batch2)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_batch1_ = core.next_edges()[2].is_valid();
+        let keep_batch2_ = core.next_edges()[1].is_valid();
+        Some(Arc::new(AddbmmBackward0 {
+            core,
+            batch1: if keep_batch1_ { SavedVariable::new(batch1)? } else { SavedVariable::default() },
+            batch1_sizes: batch1.sizes().to_vec(),
+            batch2: if keep_batch2_ { SavedVariable::new(batch2)? } else { SavedVariable::default() },
+            beta: beta.clone(),
+            alpha: alpha.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::addbmm::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, batch1, batch2, beta, alpha)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:571).
+pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_self_ = core.next_edges()[1].is_valid();
+        let keep_other_ = core.next_edges()[0].is_valid();
+        Some(Arc::new(VdotBackward0 {
+            core,
+            self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            other: if keep_other_ { SavedVariable::new(other)? } else { SavedVariable::default() },
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::vdot::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:575).
+pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NormBackward1 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            p: p.clone(),
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::norm_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, p)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:578).
+pub(crate) fn clamp_tensor(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), min, max];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampBackward1 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            min: SavedVariable::new_opt(min)?,
+            max: SavedVariable::new_opt(max)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::clamp_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:578).
+pub(crate) fn clamp_tensor_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), min, max];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampBackward1 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            min: SavedVariable::new_opt(min)?,
+            max: SavedVariable::new_opt(max)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::clamp_tensor_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
+pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMinBackward0 { core, self_: SavedVariable::new(self_)?, min: SavedVariable::new(min)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::clamp_min_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
+pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMinBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            min: SavedVariable::new(min)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::clamp_min_tensor_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, min)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
+pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMaxBackward0 { core, self_: SavedVariable::new(self_)?, max: SavedVariable::new(max)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::clamp_max_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
+pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ClampMaxBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            max: SavedVariable::new(max)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::clamp_max_tensor_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, max)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:591).
+pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(RoundBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::round_decimals::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, decimals)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:591).
+pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(RoundBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::round_decimals_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, decimals)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:594).
+pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CopysignBackward0 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::copysign_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:594).
+pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CopysignBackward0 {
+            core,
+            self_: SavedVariable::new(&ks_::original_self(self_)?)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::copysign_scalar_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+        f.result.set_output(self_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:597).
+pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LogSigmoidForwardBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::log_sigmoid_forward::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:601).
+pub(crate) fn native_dropout(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(input)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NativeDropoutBackward0 { core, p: p, train: train, result1: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::native_dropout::redispatch(ks & DispatchKeySet::after_autograd_keyset(), input, p, train)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:605).
+pub(crate) fn index_copy(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexCopyBackward0 {
+            core,
+            dim: dim,
+            index: SavedVariable::new(index)?,
+            source_dim: source.dim(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::index_copy::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, source)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:605).
+pub(crate) fn index_copy_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexCopyBackward0 {
+            core,
+            dim: dim,
+            index: SavedVariable::new(index)?,
+            source_dim: source.dim(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::index_copy_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, source)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+pub(crate) fn index_fill_int_scalar(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexFillBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::index_fill_int_scalar::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            index,
+            value,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+pub(crate) fn index_fill_int_scalar_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexFillBackward0 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::index_fill_int_scalar_::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            index,
+            value,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+pub(crate) fn index_fill_int_tensor(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(value)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexFillBackward1 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::index_fill_int_tensor::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            index,
+            value,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+pub(crate) fn index_fill_int_tensor_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: &Tensor,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(value)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndexFillBackward1 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::index_fill_int_tensor_::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            index,
+            value,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:616).
+pub(crate) fn scatter_value(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ScatterBackward1 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::scatter_value::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, value)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:616).
+pub(crate) fn scatter_value_(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ScatterBackward1 { core, dim: dim, index: SavedVariable::new(index)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::scatter_value_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, index, value)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:619).
+pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaskedScatterBackward0 {
+            core,
+            mask: SavedVariable::new(mask)?,
+            source_sizes: source.sizes().to_vec(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::masked_scatter::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask, source)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:619).
+pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    if needs_ {
+        ks_::check_inplace(self_)?;
+    }
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(MaskedScatterBackward0 {
+            core,
+            mask: SavedVariable::new(mask)?,
+            source_sizes: source.sizes().to_vec(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_autograd();
+        handles::masked_scatter_::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask, source)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::rebase_history(self_, &node)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:623).
+pub(crate) fn sort_stable(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    stable: Option<bool>,
+    dim: i64,
+    descending: bool,
+) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SortBackward1 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            dim: dim,
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::sort_stable::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, stable, dim, descending)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:627).
+pub(crate) fn split_with_sizes(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    split_sizes: &[i64],
+    dim: i64,
+) -> Result<Vec<Tensor>> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SplitWithSizesBackward0 { core, dim: dim }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::split_with_sizes::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, split_sizes, dim)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        for (i, t) in result_.iter().enumerate() {
+            ks_::set_history(t, &node, i as u32, true)?;
+        }
+    }
+    for t in result_.iter() {
+        ks_::mark_view(t, self_)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:630): the decomposition when an input requires grad.
+pub(crate) fn avg_pool3d(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::avg_pool3d(
+            self_,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        );
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::avg_pool3d::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+}
+
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:633): the decomposition when an input requires grad.
+pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_)]) {
+        return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
+}
+
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
+pub(crate) fn upsample_nearest1d_vec(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(input)]) {
+        return crate::decompositions::upsample_nearest1d(input, output_size, scale_factors);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::upsample_nearest1d_vec::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        output_size,
+        scale_factors,
+    )
+}
+
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
+pub(crate) fn upsample_nearest3d_vec(
+    ks: DispatchKeySet,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(input)]) {
+        return crate::decompositions::upsample_nearest3d(input, output_size, scale_factors);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::upsample_nearest3d_vec::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        input,
+        output_size,
+        scale_factors,
+    )
+}
+
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5574,7 +6751,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:533): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -5583,7 +6760,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:536): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5602,7 +6779,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:539): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -5633,7 +6810,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:542): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5654,7 +6831,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:545): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5675,7 +6852,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:548).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:660).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5701,7 +6878,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:548).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:660).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5731,7 +6908,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:551).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:663).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5751,7 +6928,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:551).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:663).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5775,7 +6952,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:554).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:666).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5795,7 +6972,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:554).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:666).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5823,13 +7000,13 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:557).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:669).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ClampMinBackward0 { core, self_: SavedVariable::new(self_)?, min: min.clone() }))
+        Some(Arc::new(ClampMinBackward1 { core, self_: SavedVariable::new(self_)?, min: min.clone() }))
     } else {
         None
     };
@@ -5843,7 +7020,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:557).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:669).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5852,7 +7029,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ClampMinBackward0 {
+        Some(Arc::new(ClampMinBackward1 {
             core,
             self_: SavedVariable::new(&ks_::original_self(self_)?)?,
             min: min.clone(),
@@ -5871,13 +7048,13 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:560).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:672).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ClampMaxBackward0 { core, self_: SavedVariable::new(self_)?, max: max.clone() }))
+        Some(Arc::new(ClampMaxBackward1 { core, self_: SavedVariable::new(self_)?, max: max.clone() }))
     } else {
         None
     };
@@ -5891,7 +7068,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:560).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:672).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5900,7 +7077,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(ClampMaxBackward0 {
+        Some(Arc::new(ClampMaxBackward1 {
             core,
             self_: SavedVariable::new(&ks_::original_self(self_)?)?,
             max: max.clone(),
@@ -5919,13 +7096,13 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:563).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:675).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(CopysignBackward0 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
+        Some(Arc::new(CopysignBackward1 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
     } else {
         None
     };
@@ -5941,7 +7118,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:563).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:675).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5950,7 +7127,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(CopysignBackward0 {
+        Some(Arc::new(CopysignBackward1 {
             core,
             self_: SavedVariable::new(&ks_::original_self(self_)?)?,
             result: SavedVariable::default(),
@@ -5970,7 +7147,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:566).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:678).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5990,7 +7167,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:570).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:682).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6010,7 +7187,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:574).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:686).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6030,7 +7207,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:577).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:689).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6050,7 +7227,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:580).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:692).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6070,7 +7247,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:583).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:695).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6107,7 +7284,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:586).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:698).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6131,7 +7308,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:589).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:701).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6151,7 +7328,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:592).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:704).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6173,7 +7350,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:595).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:707).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6209,7 +7386,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:598).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:710).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6245,7 +7422,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:601).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:713).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6283,7 +7460,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:604).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:716).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6319,7 +7496,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:607).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:719).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6355,7 +7532,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:610).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:722).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6391,7 +7568,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:613).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:725).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6411,7 +7588,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:616).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:728).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6431,7 +7608,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:619).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:731).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6463,7 +7640,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:622).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:734).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6488,7 +7665,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:625).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:737).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -6513,7 +7690,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:628).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:740).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -6538,7 +7715,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:631).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:743).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6558,7 +7735,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6578,7 +7755,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7139,6 +8316,210 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::adaptive_max_pool2d::NAME,
         DispatchKey::Autograd,
         handles::adaptive_max_pool2d::kernel(adaptive_max_pool2d),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool1d::NAME,
+        DispatchKey::Autograd,
+        handles::adaptive_max_pool1d::kernel(adaptive_max_pool1d),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool3d::NAME,
+        DispatchKey::Autograd,
+        handles::adaptive_max_pool3d::kernel(adaptive_max_pool3d),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d_with_indices::NAME,
+        DispatchKey::Autograd,
+        handles::max_pool3d_with_indices::kernel(max_pool3d_with_indices),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::max_pool3d::NAME, DispatchKey::Autograd, handles::max_pool3d::kernel(max_pool3d))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode::NAME,
+        DispatchKey::Autograd,
+        handles::div_tensor_mode::kernel(div_tensor_mode),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode_::NAME,
+        DispatchKey::Autograd,
+        handles::div_tensor_mode_::kernel(div_tensor_mode_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_scalar_mode::NAME,
+        DispatchKey::Autograd,
+        handles::div_scalar_mode::kernel(div_scalar_mode),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::diagonal::NAME, DispatchKey::Autograd, handles::diagonal::kernel(diagonal))
+        .expect("generated registration");
+    d.register_kernel(handles::diag_embed::NAME, DispatchKey::Autograd, handles::diag_embed::kernel(diag_embed))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::movedim_intlist::NAME,
+        DispatchKey::Autograd,
+        handles::movedim_intlist::kernel(movedim_intlist),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::baddbmm::NAME, DispatchKey::Autograd, handles::baddbmm::kernel(baddbmm))
+        .expect("generated registration");
+    d.register_kernel(handles::addbmm::NAME, DispatchKey::Autograd, handles::addbmm::kernel(addbmm))
+        .expect("generated registration");
+    d.register_kernel(handles::vdot::NAME, DispatchKey::Autograd, handles::vdot::kernel(vdot))
+        .expect("generated registration");
+    d.register_kernel(handles::norm_scalar::NAME, DispatchKey::Autograd, handles::norm_scalar::kernel(norm_scalar))
+        .expect("generated registration");
+    d.register_kernel(handles::clamp_tensor::NAME, DispatchKey::Autograd, handles::clamp_tensor::kernel(clamp_tensor))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_::NAME,
+        DispatchKey::Autograd,
+        handles::clamp_tensor_::kernel(clamp_tensor_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor::NAME,
+        DispatchKey::Autograd,
+        handles::clamp_min_tensor::kernel(clamp_min_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_::NAME,
+        DispatchKey::Autograd,
+        handles::clamp_min_tensor_::kernel(clamp_min_tensor_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor::NAME,
+        DispatchKey::Autograd,
+        handles::clamp_max_tensor::kernel(clamp_max_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_::NAME,
+        DispatchKey::Autograd,
+        handles::clamp_max_tensor_::kernel(clamp_max_tensor_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals::NAME,
+        DispatchKey::Autograd,
+        handles::round_decimals::kernel(round_decimals),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_::NAME,
+        DispatchKey::Autograd,
+        handles::round_decimals_::kernel(round_decimals_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_scalar::NAME,
+        DispatchKey::Autograd,
+        handles::copysign_scalar::kernel(copysign_scalar),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_scalar_::NAME,
+        DispatchKey::Autograd,
+        handles::copysign_scalar_::kernel(copysign_scalar_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_sigmoid_forward::NAME,
+        DispatchKey::Autograd,
+        handles::log_sigmoid_forward::kernel(log_sigmoid_forward),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_dropout::NAME,
+        DispatchKey::Autograd,
+        handles::native_dropout::kernel(native_dropout),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::index_copy::NAME, DispatchKey::Autograd, handles::index_copy::kernel(index_copy))
+        .expect("generated registration");
+    d.register_kernel(handles::index_copy_::NAME, DispatchKey::Autograd, handles::index_copy_::kernel(index_copy_))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_scalar::NAME,
+        DispatchKey::Autograd,
+        handles::index_fill_int_scalar::kernel(index_fill_int_scalar),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_scalar_::NAME,
+        DispatchKey::Autograd,
+        handles::index_fill_int_scalar_::kernel(index_fill_int_scalar_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_tensor::NAME,
+        DispatchKey::Autograd,
+        handles::index_fill_int_tensor::kernel(index_fill_int_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_fill_int_tensor_::NAME,
+        DispatchKey::Autograd,
+        handles::index_fill_int_tensor_::kernel(index_fill_int_tensor_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value::NAME,
+        DispatchKey::Autograd,
+        handles::scatter_value::kernel(scatter_value),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_value_::NAME,
+        DispatchKey::Autograd,
+        handles::scatter_value_::kernel(scatter_value_),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_scatter::NAME,
+        DispatchKey::Autograd,
+        handles::masked_scatter::kernel(masked_scatter),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_scatter_::NAME,
+        DispatchKey::Autograd,
+        handles::masked_scatter_::kernel(masked_scatter_),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::sort_stable::NAME, DispatchKey::Autograd, handles::sort_stable::kernel(sort_stable))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::split_with_sizes::NAME,
+        DispatchKey::Autograd,
+        handles::split_with_sizes::kernel(split_with_sizes),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::avg_pool3d::NAME, DispatchKey::Autograd, handles::avg_pool3d::kernel(avg_pool3d))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool3d::NAME,
+        DispatchKey::Autograd,
+        handles::adaptive_avg_pool3d::kernel(adaptive_avg_pool3d),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest1d_vec::NAME,
+        DispatchKey::Autograd,
+        handles::upsample_nearest1d_vec::kernel(upsample_nearest1d_vec),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest3d_vec::NAME,
+        DispatchKey::Autograd,
+        handles::upsample_nearest3d_vec::kernel(upsample_nearest3d_vec),
     )
     .expect("generated registration");
     d.register_kernel(handles::avg_pool2d::NAME, DispatchKey::Autograd, handles::avg_pool2d::kernel(avg_pool2d))

@@ -5776,7 +5776,7 @@ impl Node for KlDivBackward0 {
 /// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:526).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
+    pub(crate) self_sizes: Vec<i64>,
     pub(crate) result1: SavedVariable,
 }
 
@@ -5796,32 +5796,31 @@ impl Node for AdaptiveMaxPool2dBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_sizes = &self.self_sizes[..];
         let result1_own = self.result1.unpack(name)?;
         let result1 = &result1_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(adaptive_max_pool_backward(grad, self_, result1)?);
+            out[at] = Some(max_pool_backward(grad, self_sizes, result1, 2)?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
-        self.self_.reset();
         self.result1.reset();
     }
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:548).
-pub struct NanToNumBackward0 {
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:530).
+pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) result1: SavedVariable,
 }
 
-impl Node for NanToNumBackward0 {
+impl Node for AdaptiveMaxPool1dBackward0 {
     fn name(&self) -> String {
-        "NanToNumBackward0".into()
+        "AdaptiveMaxPool1dBackward0".into()
     }
     fn core(&self) -> &NodeCore {
         &self.core
@@ -5831,33 +5830,35 @@ impl Node for NanToNumBackward0 {
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
-        let name = "NanToNumBackward0";
+        let name = "AdaptiveMaxPool1dBackward0";
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_sizes = &self.self_sizes[..];
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(masked(grad, &ops::isfinite(self_)?)?);
+            out[at] = Some(max_pool_backward(grad, self_sizes, result1, 1)?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
-        self.self_.reset();
+        self.result1.reset();
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:551).
-pub struct SeluBackward0 {
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:534).
+pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) result1: SavedVariable,
 }
 
-impl Node for SeluBackward0 {
+impl Node for AdaptiveMaxPool3dBackward0 {
     fn name(&self) -> String {
-        "SeluBackward0".into()
+        "AdaptiveMaxPool3dBackward0".into()
     }
     fn core(&self) -> &NodeCore {
         &self.core
@@ -5867,35 +5868,268 @@ impl Node for SeluBackward0 {
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
-        let name = "SeluBackward0";
+        let name = "AdaptiveMaxPool3dBackward0";
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let self_sizes = &self.self_sizes[..];
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] =
-                Some(elu_backward(grad, self_, &sf(1.673_263_242_354_377_3), &sf(1.050_700_987_355_480_5), &sf(1.0))?);
+            out[at] = Some(max_pool_backward(grad, self_sizes, result1, 3)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+}
+
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:538).
+pub struct MaxPool3dWithIndicesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for MaxPool3dWithIndicesBackward0 {
+    fn name(&self) -> String {
+        "MaxPool3dWithIndicesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MaxPool3dWithIndicesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(max_pool_backward(grad, self_sizes, result1, 3)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+}
+
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+pub struct DivBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward2 {
+    fn name(&self) -> String {
+        "DivBackward2".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DivBackward2";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack_opt(name)?;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let rounding_mode = self.rounding_mode.as_deref();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(rounding_div_backward(grad, other, rounding_mode)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(rounding_div_other_backward(grad, self_, other, rounding_mode)?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
         self.self_.reset();
+        self.other.reset();
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:554).
-pub struct CeluBackward0 {
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:549).
+pub struct DivBackward3 {
     pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
+    pub(crate) other: Scalar,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward3 {
+    fn name(&self) -> String {
+        "DivBackward3".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DivBackward3";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let other = self.other.clone();
+        let rounding_mode = self.rounding_mode.as_deref();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(rounding_div_scalar_backward(grad, &other, rounding_mode)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `diagonal` (autograd/derivatives.yaml:552).
+pub struct DiagonalBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalBackward0 {
+    fn name(&self) -> String {
+        "DiagonalBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DiagonalBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let offset = self.offset;
+        let dim1 = self.dim1;
+        let dim2 = self.dim2;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(diagonal_backward(grad, self_sizes, offset, dim1, dim2)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `diag_embed` (autograd/derivatives.yaml:555).
+pub struct DiagEmbedBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagEmbedBackward0 {
+    fn name(&self) -> String {
+        "DiagEmbedBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DiagEmbedBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let offset = self.offset;
+        let dim1 = self.dim1;
+        let dim2 = self.dim2;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::diagonal(grad, offset, dim1, dim2)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:558).
+pub struct MovedimBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) source: Vec<i64>,
+    pub(crate) destination: Vec<i64>,
+}
+
+impl Node for MovedimBackward0 {
+    fn name(&self) -> String {
+        "MovedimBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MovedimBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let source = &self.source[..];
+        let destination = &self.destination[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::movedim(grad, destination, source)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `baddbmm` (autograd/derivatives.yaml:561).
+pub struct BaddbmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) batch1: SavedVariable,
+    pub(crate) batch2: SavedVariable,
+    pub(crate) beta: Scalar,
     pub(crate) alpha: Scalar,
 }
 
-impl Node for CeluBackward0 {
+impl Node for BaddbmmBackward0 {
     fn name(&self) -> String {
-        "CeluBackward0".into()
+        "BaddbmmBackward0".into()
     }
     fn core(&self) -> &NodeCore {
         &self.core
@@ -5905,30 +6139,246 @@ impl Node for CeluBackward0 {
         if grads.iter().all(|g| g.is_none()) {
             return Ok(out);
         }
-        let name = "CeluBackward0";
+        let name = "BaddbmmBackward0";
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
-        let self_own = self.self_.unpack(name)?;
-        let self_ = &self_own;
+        let batch1_own = self.batch1.unpack_opt(name)?;
+        let batch2_own = self.batch2.unpack_opt(name)?;
+        let beta = self.beta.clone();
         let alpha = self.alpha.clone();
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(elu_backward(grad, self_, &alpha, &sf(1.0), &sf(1.0 / alpha.to_f64()))?);
+            out[at] = Some(maybe_multiply(grad, &beta)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let batch2 =
+                batch2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(maybe_multiply(&ops::bmm(grad, &ops::transpose(batch2, 1, 2)?)?, &alpha)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let batch1 =
+                batch1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(maybe_multiply(&ops::bmm(&ops::transpose(batch1, 1, 2)?, grad)?, &alpha)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.batch1.reset();
+        self.batch2.reset();
+    }
+}
+
+/// Backward of `addbmm` (autograd/derivatives.yaml:566).
+pub struct AddbmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) batch1: SavedVariable,
+    pub(crate) batch1_sizes: Vec<i64>,
+    pub(crate) batch2: SavedVariable,
+    pub(crate) beta: Scalar,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for AddbmmBackward0 {
+    fn name(&self) -> String {
+        "AddbmmBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "AddbmmBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let batch1_own = self.batch1.unpack_opt(name)?;
+        let batch1_sizes = &self.batch1_sizes[..];
+        let batch2_own = self.batch2.unpack_opt(name)?;
+        let beta = self.beta.clone();
+        let alpha = self.alpha.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(maybe_multiply(grad, &beta)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let batch2 =
+                batch2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(maybe_multiply(
+                &ops::bmm(&expand_batches(grad, batch1_sizes[0])?, &ops::transpose(batch2, 1, 2)?)?,
+                &alpha,
+            )?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let batch1 =
+                batch1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(maybe_multiply(
+                &ops::bmm(&ops::transpose(batch1, 1, 2)?, &expand_batches(grad, batch1_sizes[0])?)?,
+                &alpha,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.batch1.reset();
+        self.batch2.reset();
+    }
+}
+
+/// Backward of `vdot` (autograd/derivatives.yaml:571).
+pub struct VdotBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for VdotBackward0 {
+    fn name(&self) -> String {
+        "VdotBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "VdotBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack_opt(name)?;
+        let other_own = self.other.unpack_opt(name)?;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            let other =
+                other_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(mul(grad, other)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let self_ =
+                self_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(mul(grad, self_)?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
         self.self_.reset();
+        self.other.reset();
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:557).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:575).
+pub struct NormBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) p: Scalar,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for NormBackward1 {
+    fn name(&self) -> String {
+        "NormBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NormBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let p = self.p.clone();
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(norm_backward(grad, self_, &Some(p.clone()), result, &all_dims(self_), false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:578).
+pub struct ClampBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: SavedVariable,
+    pub(crate) max: SavedVariable,
+}
+
+impl Node for ClampBackward1 {
+    fn name(&self) -> String {
+        "ClampBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ClampBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let min_own = self.min.unpack_opt(name)?;
+        let min = min_own.as_ref();
+        let max_own = self.max.unpack_opt(name)?;
+        let max = max_own.as_ref();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(clamp_tensor_backward(grad, self_, min, max)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(clamp_tensor_min_backward(grad, self_, min, max)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(clamp_tensor_max_backward(grad, self_, min, max)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.min.reset();
+        self.max.reset();
+    }
+}
+
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
-    pub(crate) min: Scalar,
+    pub(crate) min: SavedVariable,
 }
 
 impl Node for ClampMinBackward0 {
@@ -5949,24 +6399,30 @@ impl Node for ClampMinBackward0 {
         let grads_0 = &grads[0];
         let self_own = self.self_.unpack(name)?;
         let self_ = &self_own;
-        let min = self.min.clone();
+        let min_own = self.min.unpack(name)?;
+        let min = &min_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(between_backward(grad, self_, Some(min.to_f64()), None, true)?);
+            out[at] = Some(clamp_tensor_backward(grad, self_, Some(min), None)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(clamp_tensor_min_backward(grad, self_, Some(min), None)?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
         self.self_.reset();
+        self.min.reset();
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:560).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
-    pub(crate) max: Scalar,
+    pub(crate) max: SavedVariable,
 }
 
 impl Node for ClampMaxBackward0 {
@@ -5987,20 +6443,57 @@ impl Node for ClampMaxBackward0 {
         let grads_0 = &grads[0];
         let self_own = self.self_.unpack(name)?;
         let self_ = &self_own;
-        let max = self.max.clone();
+        let max_own = self.max.unpack(name)?;
+        let max = &max_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(between_backward(grad, self_, None, Some(max.to_f64()), true)?);
+            out[at] = Some(clamp_tensor_backward(grad, self_, None, Some(max))?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(clamp_tensor_max_backward(grad, self_, None, Some(max))?);
         }
         at += 1;
         Ok(out)
     }
     fn release_variables(&self) {
         self.self_.reset();
+        self.max.reset();
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:563).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:591).
+pub struct RoundBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RoundBackward1 {
+    fn name(&self) -> String {
+        "RoundBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "RoundBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(zeros_like(grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:594).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6040,7 +6533,586 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:566).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:597).
+pub struct LogSigmoidForwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for LogSigmoidForwardBackward0 {
+    fn name(&self) -> String {
+        "LogSigmoidForwardBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LogSigmoidForwardBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::sigmoid(&ops::neg(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `native_dropout` (autograd/derivatives.yaml:601).
+pub struct NativeDropoutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) p: f64,
+    pub(crate) train: Option<bool>,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for NativeDropoutBackward0 {
+    fn name(&self) -> String {
+        "NativeDropoutBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NativeDropoutBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let p = self.p;
+        let train = self.train;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(native_dropout_backward(grad, result1, p, train)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+}
+
+/// Backward of `index_copy` (autograd/derivatives.yaml:605).
+pub struct IndexCopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+    pub(crate) source_dim: usize,
+}
+
+impl Node for IndexCopyBackward0 {
+    fn name(&self) -> String {
+        "IndexCopyBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndexCopyBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = self.dim;
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let source_dim = self.source_dim;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::index_fill(grad, dim, index, Scalar::Int(0))?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(index_source_backward(grad, dim, index, source_dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+pub struct IndexFillBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for IndexFillBackward0 {
+    fn name(&self) -> String {
+        "IndexFillBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndexFillBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = self.dim;
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::index_fill(grad, dim, index, Scalar::Int(0))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+pub struct IndexFillBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for IndexFillBackward1 {
+    fn name(&self) -> String {
+        "IndexFillBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndexFillBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = self.dim;
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::index_fill(grad, dim, index, Scalar::Int(0))?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::sum(&ops::index_select(grad, dim, index)?, None)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `scatter.value` (autograd/derivatives.yaml:616).
+pub struct ScatterBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward1 {
+    fn name(&self) -> String {
+        "ScatterBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ScatterBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = self.dim;
+        let index_own = self.index.unpack(name)?;
+        let index = &index_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::scatter_value(grad, dim, index, Scalar::Int(0))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+}
+
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:619).
+pub struct MaskedScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+    pub(crate) source_sizes: Vec<i64>,
+}
+
+impl Node for MaskedScatterBackward0 {
+    fn name(&self) -> String {
+        "MaskedScatterBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "MaskedScatterBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mask_own = self.mask.unpack(name)?;
+        let mask = &mask_own;
+        let source_sizes = &self.source_sizes[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::masked_fill(grad, mask, Scalar::Int(0))?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(masked_scatter_backward(grad, mask, source_sizes)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+}
+
+/// Backward of `sort.stable` (autograd/derivatives.yaml:623).
+pub struct SortBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) dim: i64,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for SortBackward1 {
+    fn name(&self) -> String {
+        "SortBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SortBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let dim = self.dim;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(value_selecting_reduction_backward(grad, dim, result1, self_sizes, true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+}
+
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:627).
+pub struct SplitWithSizesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitWithSizesBackward0 {
+    fn name(&self) -> String {
+        "SplitWithSizesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SplitWithSizesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grads_all = &grads[..];
+        let dim = self.dim;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(gather_pieces_backward(grads_all, dim, false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:660).
+pub struct NanToNumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for NanToNumBackward0 {
+    fn name(&self) -> String {
+        "NanToNumBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NanToNumBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(masked(grad, &ops::isfinite(self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `selu` (autograd/derivatives.yaml:663).
+pub struct SeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SeluBackward0 {
+    fn name(&self) -> String {
+        "SeluBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SeluBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] =
+                Some(elu_backward(grad, self_, &sf(1.673_263_242_354_377_3), &sf(1.050_700_987_355_480_5), &sf(1.0))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `celu` (autograd/derivatives.yaml:666).
+pub struct CeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for CeluBackward0 {
+    fn name(&self) -> String {
+        "CeluBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CeluBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let alpha = self.alpha.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(elu_backward(grad, self_, &alpha, &sf(1.0), &sf(1.0 / alpha.to_f64()))?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `clamp_min` (autograd/derivatives.yaml:669).
+pub struct ClampMinBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Scalar,
+}
+
+impl Node for ClampMinBackward1 {
+    fn name(&self) -> String {
+        "ClampMinBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ClampMinBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let min = self.min.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(between_backward(grad, self_, Some(min.to_f64()), None, true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `clamp_max` (autograd/derivatives.yaml:672).
+pub struct ClampMaxBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: Scalar,
+}
+
+impl Node for ClampMaxBackward1 {
+    fn name(&self) -> String {
+        "ClampMaxBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ClampMaxBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let max = self.max.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(between_backward(grad, self_, None, Some(max.to_f64()), true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:675).
+pub struct CopysignBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for CopysignBackward1 {
+    fn name(&self) -> String {
+        "CopysignBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CopysignBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(copysign_backward(grad, self_, result)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `fmax` (autograd/derivatives.yaml:678).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6084,7 +7156,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:570).
+/// Backward of `fmin` (autograd/derivatives.yaml:682).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6128,7 +7200,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:574).
+/// Backward of `glu` (autograd/derivatives.yaml:686).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6166,7 +7238,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:577).
+/// Backward of `rot90` (autograd/derivatives.yaml:689).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -6201,7 +7273,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:580).
+/// Backward of `diag` (autograd/derivatives.yaml:692).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6236,7 +7308,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:583).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:695).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6273,7 +7345,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:586).
+/// Backward of `masked_select` (autograd/derivatives.yaml:698).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6313,7 +7385,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:589).
+/// Backward of `take` (autograd/derivatives.yaml:701).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6351,7 +7423,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:592).
+/// Backward of `median` (autograd/derivatives.yaml:704).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6391,7 +7463,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:595).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:707).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6416,7 +7488,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:598).
+/// Backward of `ones_like` (autograd/derivatives.yaml:710).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6441,7 +7513,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:601).
+/// Backward of `full_like` (autograd/derivatives.yaml:713).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6466,7 +7538,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:604).
+/// Backward of `empty_like` (autograd/derivatives.yaml:716).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6491,7 +7563,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:607).
+/// Backward of `rand_like` (autograd/derivatives.yaml:719).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6516,7 +7588,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:610).
+/// Backward of `randn_like` (autograd/derivatives.yaml:722).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6541,7 +7613,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:613).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:725).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6566,7 +7638,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:616).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:728).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6591,7 +7663,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:619).
+/// Backward of `multinomial` (autograd/derivatives.yaml:731).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6616,7 +7688,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:622).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:734).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6641,7 +7713,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:625).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:737).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6666,7 +7738,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:628).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:740).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -6691,7 +7763,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:631).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:743).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -6716,7 +7788,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:634).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }

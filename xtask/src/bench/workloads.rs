@@ -15,8 +15,8 @@
 //! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
 //! `conv_small`) and W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
-//! steps/s is the inverse of the time per iteration). See
-//! `/work/shared/reference/cpu-performance.md` for the peers' figures.
+//! steps/s is the inverse of the time per iteration). The peers' figures on this machine (candle
+//! and others) are in BENCHMARKS.md, with how they were taken.
 
 use std::hint::black_box;
 
