@@ -936,6 +936,49 @@ pub fn repeat_interleave_backward(grad: &Tensor, sizes: &[i64], repeats: i64, di
     }
 }
 
+/// Gradient of `repeat_interleave` with a tensor of repeats: each output's gradient added to
+/// the element it repeats (`index_add` with the repeated positions).
+pub fn repeat_interleave_tensor_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    repeats: &Tensor,
+    dim: Option<i64>,
+) -> Result<Tensor> {
+    let (flat_sizes, d) = match dim {
+        None => (vec![sizes.iter().product::<i64>()], 0),
+        Some(d) => (sizes.to_vec(), if d < 0 { d + sizes.len() as i64 } else { d }),
+    };
+    let n = flat_sizes.get(d as usize).copied().unwrap_or(1);
+    let positions = ops::arange(Scalar::Int(n), Some(ScalarType::I64), None, Some(repeats.device()), None)?;
+    let index = ops::repeat_interleave_self_tensor(&positions, repeats, Some(0), None)?;
+    let z = zeros_of(&flat_sizes, grad)?;
+    ops::reshape(&ops::index_add(&z, d, &index, grad, one())?, sizes)
+}
+
+/// Gradient of `unfold(dimension, size, step)`: each window element's gradient added back at
+/// its position `window * step + k` along `dimension` (`index_add`, so overlapping windows
+/// add up).
+pub fn unfold_backward(grad: &Tensor, sizes: &[i64], dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    if sizes.is_empty() {
+        // A zero-dim input unfolds to one window of one element.
+        return ops::reshape(grad, &[]);
+    }
+    let n = sizes.len() as i64;
+    let d = if dimension < 0 { dimension + n } else { dimension };
+    // grad: sizes with `d` replaced by the window count, then `size`. Put the window's elements
+    // right after the window index and merge the two.
+    let windows = grad.sizes()[d as usize];
+    let g = ops::movedim(grad, &[n], &[d + 1])?;
+    let mut merged: Vec<i64> = g.sizes().to_vec();
+    merged[d as usize] = windows * size;
+    merged.remove(d as usize + 1);
+    let g = ops::reshape(&g, &merged)?;
+    let positions: Vec<i64> = (0..windows).flat_map(|w| (0..size).map(move |k| w * step + k)).collect();
+    let index = Tensor::from_vec(positions, &[windows * size])?;
+    let index = ops::to_device(&index, grad.device(), ScalarType::I64, false, false, None)?;
+    ops::index_add(&zeros_of(sizes, grad)?, d, &index, &g, one())
+}
+
 /// Gradient of `masked_select`: `grad` scattered back to the selected positions.
 pub fn masked_select_backward(grad: &Tensor, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let shape = aten::native::tensor_iterator::broadcast_shapes("masked_select", self_.sizes(), mask.sizes())?;

@@ -7284,7 +7284,71 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:698).
+pub(crate) fn repeat_interleave_self_tensor(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    repeats: &Tensor,
+    dim: Option<i64>,
+    output_size: Option<i64>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(RepeatInterleaveBackward1 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            repeats: SavedVariable::new(repeats)?,
+            dim: dim,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::repeat_interleave_self_tensor::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            repeats,
+            dim,
+            output_size,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:701).
+pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(UnfoldBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            dimension: dimension,
+            size: size,
+            step: step,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::unfold::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dimension, size, step)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:704).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7308,7 +7372,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:707).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7328,7 +7392,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:710).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7350,7 +7414,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:713).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7386,7 +7450,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:716).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7422,7 +7486,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:719).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7460,7 +7524,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:722).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7496,7 +7560,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:725).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7532,7 +7596,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:728).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7568,7 +7632,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:731).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7588,7 +7652,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:734).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7608,7 +7672,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:737).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7640,7 +7704,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:740).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7665,7 +7729,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:743).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7690,7 +7754,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:746).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7715,7 +7779,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:749).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7735,7 +7799,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7755,7 +7819,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8602,6 +8666,14 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::repeat_interleave_self_int::kernel(repeat_interleave_self_int),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::repeat_interleave_self_tensor::NAME,
+        DispatchKey::Autograd,
+        handles::repeat_interleave_self_tensor::kernel(repeat_interleave_self_tensor),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::unfold::NAME, DispatchKey::Autograd, handles::unfold::kernel(unfold))
+        .expect("generated registration");
     d.register_kernel(
         handles::masked_select::NAME,
         DispatchKey::Autograd,

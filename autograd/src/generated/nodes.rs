@@ -7345,7 +7345,86 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:698).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:698).
+pub struct RepeatInterleaveBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) repeats: SavedVariable,
+    pub(crate) dim: Option<i64>,
+}
+
+impl Node for RepeatInterleaveBackward1 {
+    fn name(&self) -> String {
+        "RepeatInterleaveBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "RepeatInterleaveBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let repeats_own = self.repeats.unpack(name)?;
+        let repeats = &repeats_own;
+        let dim = self.dim;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(repeat_interleave_tensor_backward(grad, self_sizes, repeats, dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.repeats.reset();
+    }
+}
+
+/// Backward of `unfold` (autograd/derivatives.yaml:701).
+pub struct UnfoldBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) dimension: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackward0 {
+    fn name(&self) -> String {
+        "UnfoldBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "UnfoldBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let dimension = self.dimension;
+        let size = self.size;
+        let step = self.step;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(unfold_backward(grad, self_sizes, dimension, size, step)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `masked_select` (autograd/derivatives.yaml:704).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7385,7 +7464,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:701).
+/// Backward of `take` (autograd/derivatives.yaml:707).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7423,7 +7502,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:704).
+/// Backward of `median` (autograd/derivatives.yaml:710).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7463,7 +7542,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:707).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:713).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7488,7 +7567,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:710).
+/// Backward of `ones_like` (autograd/derivatives.yaml:716).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7513,7 +7592,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:713).
+/// Backward of `full_like` (autograd/derivatives.yaml:719).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7538,7 +7617,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:716).
+/// Backward of `empty_like` (autograd/derivatives.yaml:722).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7563,7 +7642,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:719).
+/// Backward of `rand_like` (autograd/derivatives.yaml:725).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7588,7 +7667,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:722).
+/// Backward of `randn_like` (autograd/derivatives.yaml:728).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7613,7 +7692,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:725).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:731).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7638,7 +7717,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:728).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:734).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7663,7 +7742,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:731).
+/// Backward of `multinomial` (autograd/derivatives.yaml:737).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7688,7 +7767,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:734).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:740).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7713,7 +7792,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:737).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:743).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7738,7 +7817,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:740).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:746).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -7763,7 +7842,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:743).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:749).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7788,7 +7867,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:746).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }

@@ -188,6 +188,24 @@ fn views_products_clamps_indexing_and_sorting() {
     );
     both("sort.stable", &|t| Ok(vec![ops::sort_stable(&t[0], Some(true), 1, true)?.0]), &[distinct(&[3, 4], 42)]);
     both("split_with_sizes", &|t| ops::split_with_sizes(&t[0], &[1, 3], 1), std::slice::from_ref(&m));
+    both(
+        "unfold, overlapping windows",
+        &|t| Ok(vec![ops::unfold(&t[0], 1, 3, 2)?]),
+        &[leaf(&[2, 7, 3], 43, -1.0, 1.0)],
+    );
+    both("unfold, gaps", &|t| Ok(vec![ops::unfold(&t[0], -1, 2, 3)?]), &[leaf(&[3, 8], 44, -1.0, 1.0)]);
+    let reps = Tensor::from_vec(vec![2i64, 0, 3], &[3]).unwrap();
+    both(
+        "repeat_interleave tensor repeats",
+        &|t| Ok(vec![ops::repeat_interleave_self_tensor(&t[0], &reps, Some(1), None)?]),
+        &[leaf(&[2, 3], 45, -1.0, 1.0)],
+    );
+    let flat_reps = Tensor::from_vec(vec![1i64, 2, 0, 1, 3, 1], &[6]).unwrap();
+    both(
+        "repeat_interleave tensor repeats, flattened",
+        &|t| Ok(vec![ops::repeat_interleave_self_tensor(&t[0], &flat_reps, None, None)?]),
+        &[leaf(&[2, 3], 46, -1.0, 1.0)],
+    );
     first(
         "native_dropout",
         &|t| {
