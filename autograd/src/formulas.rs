@@ -1148,11 +1148,10 @@ pub fn native_dropout_backward(grad: &Tensor, mask: &Tensor, p: f64, train: Opti
     if train == Some(false) {
         return Ok(grad.clone());
     }
-    let kept = ops::mul(grad, &mask.to(grad.dtype())?)?;
     if p >= 1.0 {
         return zeros_like(grad);
     }
-    scale(&kept, 1.0 / (1.0 - p))
+    scale(&ops::mul(grad, &mask.to(grad.dtype())?)?, 1.0 / (1.0 - p))
 }
 
 /// Gradient of `index_copy` for `source`: the rows of `grad` at `index` (a zero-dim source gets

@@ -1,6 +1,6 @@
 """Writes modules.json and modules.safetensors beside this file: PyTorch's numbers for every
-`nn` module and optimizer this project ships, in the format of the shared parity set
-(../shared/parity/MODULES.md), so that `cargo xtask parity-modules tests/parity_modules` checks
+`nn` module and optimizer this project ships, in the format `cargo xtask parity-modules` reads
+(documented in xtask/src/parity_modules.rs), so that `cargo xtask parity-modules tests/parity_modules` checks
 every builder of xtask/src/parity_modules.rs from a clone with nothing beside it.
 
 Run with PyTorch installed, from anywhere but the workspace root (its `torch/` directory

@@ -1,5 +1,18 @@
 //! `cargo xtask parity-modules DIR`: the module and training-trajectory parity cases of
-//! `DIR/modules.json` + `DIR/modules.safetensors` (format: `DIR/MODULES.md`).
+//! `DIR/modules.json` + `DIR/modules.safetensors`.
+//!
+//! The format (`tests/parity_modules/gen.py` writes it; the shared parity set uses it too):
+//! `{"format": 1, "modules": [...], "trajectories": [...]}`, every tensor a key of the
+//! safetensors file.
+//! - A module case: `id`, `module` (PyTorch's class name), `config` (its constructor keywords),
+//!   `mode` (`train`/`eval`), `state` (state_dict name -> key), `inputs` and `outputs` (keys;
+//!   outputs flattened in order, `(out, (h, c))` gives three), optional `buffers_after`
+//!   (buffer name -> key), `grad` (`grad_outputs` keys, `params`: name -> expected gradient,
+//!   `inputs`: expected gradients of the first floating inputs), `rtol`/`atol` (gradients are
+//!   compared with ten times both).
+//! - A trajectory: `id`, `model` (`MLP` or `LeNet`, below), `optimizer` and its `config`,
+//!   `init` (state_dict), `x`/`y` (eight batches), `losses` (one per step of zero_grad, mean
+//!   cross entropy, backward, step), `final` (state_dict after the last step), `rtol`/`atol`.
 //!
 //! Each module case builds the `nn` layer from PyTorch's constructor kwargs, loads its state
 //! under the PyTorch state_dict names, runs the forward pass in the case's mode, and compares

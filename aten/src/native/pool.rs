@@ -950,11 +950,9 @@ pub fn upsample_bilinear2d(
     align_corners: bool,
     scale_factors: Option<&[f64]>,
 ) -> Result<Tensor> {
-    let op = "upsample_bilinear2d";
-    let (o, scales) = upsample_sizes(op, input, 2, output_size, scale_factors)?;
+    let [hw, ww] = bilinear_plan(input, output_size, align_corners, scale_factors)?;
     let (ih, iw) = (input.sizes()[2], input.sizes()[3]);
-    let hw = linear_weights(ih, o[0], align_corners, scales[0]);
-    let ww = linear_weights(iw, o[1], align_corners, scales[1]);
+    let o = [hw.len() as i64, ww.len() as i64];
     let x = ops::contiguous(input, c10::MemoryFormat::Contiguous)?;
     let shape = [input.sizes()[0], input.sizes()[1], o[0], o[1]];
     let out = Tensor::empty_uninit(&shape, x.dtype(), x.device())?;
@@ -985,7 +983,7 @@ pub fn upsample_bilinear2d(
             }
         }
         Ok(out)
-    }, d => Err(Error::UnsupportedDtype { op: op.into(), dtype: d }))
+    }, d => Err(Error::UnsupportedDtype { op: "upsample_bilinear2d".into(), dtype: d }))
 }
 
 // ---- pixel shuffle ----------------------------------------------------------------------------
