@@ -1009,20 +1009,26 @@ pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     let n = self_.dim();
     let s = self_.sizes();
     let (c, h, w) = (s[n - 3], s[n - 2], s[n - 1]);
-    if c % (r * r) != 0 {
+    // r * r larger than i64 is larger than any channel count, so only c == 0 divides by it.
+    let rr = r.checked_mul(r);
+    if rr.is_none_or(|rr| c % rr != 0) {
         return Err(Error::shape(
             op,
-            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r),
+            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r as i128 * r as i128),
         ));
     }
+    let rr = rr.unwrap_or(1);
+    let (Some(oh), Some(ow)) = (h.checked_mul(r), w.checked_mul(r)) else {
+        return Err(Error::shape(op, format!("pixel_shuffle: output size {h}*{r} x {w}*{r} overflows int64")));
+    };
     let lead = &s[..n - 3];
     let mut split: Vec<i64> = lead.to_vec();
-    split.extend([c / (r * r), r, r, h, w]);
+    split.extend([c / rr, r, r, h, w]);
     let b = lead.len() as i64;
     let mut perm: Vec<i64> = (0..b).collect();
     perm.extend([b, b + 3, b + 1, b + 4, b + 2]);
     let mut out_shape: Vec<i64> = lead.to_vec();
-    out_shape.extend([c / (r * r), h * r, w * r]);
+    out_shape.extend([c / rr, oh, ow]);
     let p = ops::permute(&ops::reshape(self_, &split)?, &perm)?;
     ops::reshape(&ops::clone(&p, Some(c10::MemoryFormat::Contiguous))?, &out_shape)
 }
@@ -1048,8 +1054,11 @@ pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> 
     let b = lead.len() as i64;
     let mut perm: Vec<i64> = (0..b).collect();
     perm.extend([b, b + 2, b + 4, b + 1, b + 3]);
+    let Some(oc) = c.checked_mul(r).and_then(|cr| cr.checked_mul(r)) else {
+        return Err(Error::shape(op, format!("pixel_unshuffle: output channels {c}*{r}*{r} overflow int64")));
+    };
     let mut out_shape: Vec<i64> = lead.to_vec();
-    out_shape.extend([c * r * r, h / r, w / r]);
+    out_shape.extend([oc, h / r, w / r]);
     let p = ops::permute(&ops::reshape(self_, &split)?, &perm)?;
     ops::reshape(&ops::clone(&p, Some(c10::MemoryFormat::Contiguous))?, &out_shape)
 }

@@ -288,3 +288,21 @@ fn slice_with_a_huge_step() {
     let two = ops::slice(&x, 1, Some(0), None, 2).unwrap();
     assert_eq!(two.to_vec::<f32>().unwrap(), vec![0.0, 2.0, 3.0, 5.0]);
 }
+
+/// `pixel_shuffle` with an upscale factor whose square overflows i64 multiplied with overflow
+/// checking on; the factor cannot divide any channel count, and empty channels with a factor
+/// that overflows the output's height are an error too (so is `pixel_unshuffle`'s `c * r * r`).
+#[test]
+fn pixel_shuffle_with_a_huge_factor() {
+    let x = ops::zeros(&[1, 4, 2, 2], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    let e = ops::pixel_shuffle(&x, 1 << 40).unwrap_err().to_string();
+    assert!(e.contains("divisible by the square of upscale_factor"), "{e}");
+    assert!(e.contains(&(1i128 << 80).to_string()), "{e}");
+    let empty = ops::zeros(&[1, 0, 2, 2], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    assert!(ops::pixel_shuffle(&empty, 1 << 62).is_err());
+    // A small factor still works: 4 channels of 2x2 become 1 channel of 4x4.
+    assert_eq!(ops::pixel_shuffle(&x, 2).unwrap().sizes(), &[1, 1, 4, 4]);
+    let y = ops::zeros(&[1, 1 << 62, 0, 0], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    let e = ops::pixel_unshuffle(&y, 4).unwrap_err().to_string();
+    assert!(e.contains("overflow"), "{e}");
+}
