@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask codegen [--check] | parity DIR | parity-modules DIR | bench [FILTER]`.
+//! Project automation: `cargo xtask codegen [--check] | parity DIR | parity-modules DIR | opinfo [DIR] | bench [FILTER]`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use kernels_cuda as _;
 
 mod bench;
 mod codegen_cmd;
+mod opinfo;
 mod parity;
 mod parity_modules;
 
@@ -33,6 +34,9 @@ enum Cmd {
     /// Runs the module and training-trajectory parity cases of DIR (modules.json +
     /// modules.safetensors).
     ParityModules(parity_modules::Args),
+    /// Runs PyTorch's OpInfo samples (tests/opinfo, written by its gen.py) and reports
+    /// coverage per op_db entry.
+    Opinfo(opinfo::Args),
     /// Runs the benchmark workloads and prints (and optionally records) a table.
     Bench(bench::Args),
 }
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Cmd::Codegen { check } => codegen_cmd::run(check),
         Cmd::Parity(a) => parity::run(a),
         Cmd::ParityModules(a) => parity_modules::run(a),
+        Cmd::Opinfo(a) => opinfo::run(a),
         Cmd::Bench(a) => bench::run(a),
     };
     match r {

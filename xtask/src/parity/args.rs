@@ -82,6 +82,11 @@ pub fn arg_to_ivalue(arg: &ArgSpec, ty: &Type, load: &LoadTensor<'_>) -> Result<
     }
     let value = match (ty, arg) {
         (Type::Tensor, ArgSpec::Tensor { key, noncontig, .. }) => IValue::Tensor(load(key, *noncontig)?),
+        // A Python number where the schema takes a Tensor: a wrapped number, as PyTorch's
+        // argument parser makes it (lowest priority in type promotion, never differentiated).
+        (Type::Tensor, ArgSpec::Int(i)) => IValue::Tensor(Tensor::wrapped_scalar(Scalar::Int(*i))),
+        (Type::Tensor, ArgSpec::Float(x)) => IValue::Tensor(Tensor::wrapped_scalar(Scalar::Float(*x))),
+        (Type::Tensor, ArgSpec::Bool(b)) => IValue::Tensor(Tensor::wrapped_scalar(Scalar::Bool(*b))),
         (Type::List(elem, _), ArgSpec::Tensors(keys)) if is_tensor(elem) => IValue::TensorList(load_all(keys)?),
         (Type::List(elem, _), ArgSpec::Tensors(keys)) if is_optional_tensor(elem) => {
             IValue::OptionalTensorList(load_all(keys)?.into_iter().map(Some).collect())

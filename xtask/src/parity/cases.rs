@@ -48,6 +48,21 @@ pub struct Case {
     /// The call must return an error.
     #[serde(default)]
     pub expect_error: bool,
+    /// What is compared of the outputs: values (the default) or, for random results, only
+    /// shapes and dtypes (`"compare": "meta"`).
+    #[serde(default)]
+    pub compare: Compare,
+}
+
+/// A case's `compare` field.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compare {
+    /// Shapes, dtypes and values.
+    #[default]
+    Values,
+    /// Shapes and dtypes only (random or uninitialised results).
+    Meta,
 }
 
 /// A case's `grad` block.
@@ -155,13 +170,36 @@ struct RawArg {
     tensors: Option<Vec<String>>,
     optional_tensors: Option<Vec<Option<String>>>,
     int: Option<i64>,
-    float: Option<f64>,
+    float: Option<FloatArg>,
     bool: Option<bool>,
     ints: Option<Vec<i64>>,
     floats: Option<Vec<f64>>,
     bools: Option<Vec<bool>>,
     str: Option<String>,
     dtype: Option<String>,
+}
+
+/// A `float` ARG: a JSON number, or `"inf"`, `"-inf"` or `"nan"` (JSON has no literal for
+/// them).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FloatArg {
+    Number(f64),
+    Named(String),
+}
+
+impl FloatArg {
+    fn value(self) -> Result<f64, String> {
+        match self {
+            FloatArg::Number(x) => Ok(x),
+            FloatArg::Named(s) => match s.as_str() {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                _ => Err(format!("a float ARG is a number, \"inf\", \"-inf\" or \"nan\", not {s:?}")),
+            },
+        }
+    }
 }
 
 impl TryFrom<Option<RawArg>> for ArgSpec {
@@ -179,7 +217,9 @@ impl TryFrom<Option<RawArg>> for ArgSpec {
         kinds.extend(r.tensors.map(ArgSpec::Tensors));
         kinds.extend(r.optional_tensors.map(ArgSpec::OptionalTensors));
         kinds.extend(r.int.map(ArgSpec::Int));
-        kinds.extend(r.float.map(ArgSpec::Float));
+        if let Some(x) = r.float {
+            kinds.push(ArgSpec::Float(x.value()?));
+        }
         kinds.extend(r.bool.map(ArgSpec::Bool));
         kinds.extend(r.ints.map(ArgSpec::Ints));
         kinds.extend(r.floats.map(ArgSpec::Floats));

@@ -100,6 +100,20 @@ pub fn compare_tensors(ours: &Tensor, expected: &Tensor, tol: Tolerance) -> Resu
     }
 }
 
+/// A returned number or list of ints as the tensor PyTorch's generators store for it: a 0-dim
+/// i64/f64/bool tensor, a 1-d i64 tensor for an `int[]`; `None` for other non-tensor values.
+pub fn value_as_tensor(v: &IValue) -> Option<Tensor> {
+    use c10::Scalar;
+    Some(match v {
+        IValue::Tensor(t) => t.clone(),
+        IValue::Int(i) | IValue::Scalar(Scalar::Int(i)) => Tensor::scalar_tensor(*i),
+        IValue::Double(x) | IValue::Scalar(Scalar::Float(x)) => Tensor::scalar_tensor(*x),
+        IValue::Bool(b) | IValue::Scalar(Scalar::Bool(b)) => Tensor::scalar_tensor(*b),
+        IValue::IntList(v) => Tensor::from_vec(v.clone(), &[v.len() as i64]).ok()?,
+        _ => return None,
+    })
+}
+
 /// The returns left on the stack, one entry per returned value: a `Tensor[]` (or a tuple)
 /// counts as its elements in order.
 pub fn flatten_returns(stack: Stack) -> Vec<IValue> {

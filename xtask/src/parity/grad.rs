@@ -44,7 +44,7 @@ impl<'c> GradPlan<'c> {
                 _ => {}
             }
         }
-        inputs.retain(Tensor::is_floating_point);
+        inputs.retain(|t| t.is_floating_point() && !t.is_wrapped_number());
         Some(Self::check(spec, inputs, n_outputs))
     }
 
