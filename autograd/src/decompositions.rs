@@ -183,15 +183,21 @@ pub fn native_group_norm(
     group: i64,
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    let (_, mean_out, rstd_out) = {
+    // The fused kernel checks the arguments (with PyTorch's messages); its results are
+    // recomputed from differentiable operators, the saved mean and rstd included: PyTorch
+    // differentiates all three outputs of native_group_norm.
+    {
         let _g = crate::grad_mode::no_grad();
-        ops::native_group_norm(input, weight, bias, n, c, hxw, group, eps)?
-    };
+        ops::native_group_norm(input, weight, bias, n, c, hxw, group, eps)?;
+    }
     let x = ops::reshape(input, &[n, group, -1])?;
     let mean = ops::mean_dim(&x, Some(&[2]), true, None)?;
     let xc = ops::sub(&x, &mean, one())?;
     let var = ops::mean_dim(&ops::mul(&xc, &xc)?, Some(&[2]), true, None)?;
-    let normed = ops::mul(&xc, &ops::rsqrt(&crate::formulas::add_s(&var, eps)?)?)?;
+    let rstd = ops::rsqrt(&crate::formulas::add_s(&var, eps)?)?;
+    let normed = ops::mul(&xc, &rstd)?;
+    let mean_out = ops::reshape(&mean, &[n, group])?;
+    let rstd_out = ops::reshape(&rstd, &[n, group])?;
     let mut out = ops::reshape(&normed, input.sizes())?;
     let shape = channel_shape(input);
     if let Some(w) = weight {

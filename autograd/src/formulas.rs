@@ -778,12 +778,34 @@ pub fn norm_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     let p = p.as_ref().map_or(2.0, |s| s.to_f64());
+    if p == 0.0 {
+        // The count of non-zeros is piecewise constant.
+        return ops::zeros_like(self_, None, None, None, None, None);
+    }
     let g = sum_backward(grad, self_.sizes(), Some(dims), keepdim)?;
     let r = sum_backward(result, self_.sizes(), Some(dims), keepdim)?;
+    if p.is_infinite() {
+        // The gradient is shared evenly by the elements whose magnitude is the norm.
+        let hit = ops::eq(&ops::abs(self_)?, &r)?;
+        let hit_f = ops::to(&hit, self_.dtype(), false, false, None)?;
+        let count = sum_backward(
+            &ops::sum_dim_intlist(&hit_f, Some(dims), keepdim, None)?,
+            self_.sizes(),
+            Some(dims),
+            keepdim,
+        )?;
+        let share = ops::div(&ops::mul(&ops::sgn(self_)?, &hit_f)?, &count)?;
+        return ops::mul(&g, &share);
+    }
     let d = if p == 2.0 {
         ops::div(self_, &r)?
     } else if p == 1.0 {
         ops::sgn(self_)?
+    } else if p < 1.0 {
+        // sgn(x) |x|^(p-1) / norm^(p-1), 0 at x == 0 (where |x|^(p-1) is infinite).
+        let num = ops::mul(&ops::sgn(self_)?, &ops::pow_tensor_scalar(&ops::abs(self_)?, sf(p - 1.0))?)?;
+        let num = ops::masked_fill(&num, &ops::eq_scalar(self_, Scalar::Int(0))?, Scalar::Int(0))?;
+        ops::div(&num, &ops::pow_tensor_scalar(&r, sf(p - 1.0))?)?
     } else {
         let num = ops::mul(self_, &ops::pow_tensor_scalar(&ops::abs(self_)?, sf(p - 2.0))?)?;
         ops::div(&num, &ops::pow_tensor_scalar(&r, sf(p - 1.0))?)?

@@ -45,10 +45,11 @@ fn is_keyword(s: &str) -> bool {
 pub(crate) fn arg_ident(name: &str) -> String {
     // Schema names such as `N`, `C` and `HxW` (`native_group_norm`) become lower-case Rust
     // identifiers, so the generated code passes `non_snake_case`. Names the generated bodies use
-    // for their own locals (`k` is the kernel, `ks` the key set, `op` the operator entry) get the
-    // same `_` suffix as keywords, so an argument such as `topk`'s `k` cannot shadow them.
+    // for their own locals (`k` is the kernel, `ks` the key set, `op` the operator entry, `a` the
+    // popped arguments, `r` the result) get the same `_` suffix as keywords, so an argument such as
+    // `topk`'s `k` or `linalg_diagonal`'s `A` cannot shadow them.
     let name = name.to_ascii_lowercase();
-    if is_keyword(&name) || matches!(name.as_str(), "k" | "ks" | "op" | "stack" | "f") {
+    if is_keyword(&name) || matches!(name.as_str(), "k" | "ks" | "op" | "stack" | "f" | "a" | "r") {
         format!("{name}_")
     } else {
         name
@@ -70,12 +71,15 @@ pub(crate) fn compute_names(fns: &[NativeFunction]) -> Result<Vec<Names>, LoadEr
     for (i, f) in fns.iter().enumerate() {
         let s = &f.func;
         let ov = s.overload.to_lowercase();
-        let inplace = s.name.ends_with('_') && !s.name.starts_with("__");
-        let stem = if inplace { s.name.trim_end_matches('_').to_string() } else { s.name.clone() };
+        // Rust names are snake case: `mT`, `matrix_H` and `numpy_T` become `mt`, `matrix_h`
+        // and `numpy_t` (a collision this makes is reported below).
+        let name = s.name.to_lowercase();
+        let inplace = name.ends_with('_') && !name.starts_with("__");
+        let stem = if inplace { name.trim_end_matches('_').to_string() } else { name.clone() };
         let module = {
             let m = match (ov.is_empty(), inplace) {
-                (true, _) => s.name.clone(),
-                (false, false) => format!("{}_{}", s.name, ov),
+                (true, _) => name.clone(),
+                (false, false) => format!("{name}_{ov}"),
                 (false, true) => format!("{stem}_{ov}_"),
             };
             if is_keyword(&m) {

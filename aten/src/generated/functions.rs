@@ -1778,115 +1778,121 @@ pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::pow_tensor_scalar::call(self_, exponent)
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1251)
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1251)
+#[inline]
+pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    crate::handles::pow_scalar::call(self_, exponent)
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1255)
 #[inline]
 pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_and::call(self_, other)
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1256)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1260)
 #[inline]
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logical_not::call(self_)
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1261)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1265)
 #[inline]
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isnan::call(self_)
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1266)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1270)
 #[inline]
 pub fn lerp(self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     crate::handles::lerp_scalar::call(self_, end, weight)
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1271)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
 #[inline]
 pub fn addcmul(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul::call(self_, tensor1, tensor2, value)
 }
 
-/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1276)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1280)
 #[inline]
 pub fn threshold_backward(grad_output: &Tensor, self_: &Tensor, threshold: Scalar) -> Result<Tensor> {
     crate::handles::threshold_backward::call(grad_output, self_, threshold)
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
 #[inline]
 pub fn addcmul_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcmul_::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1285)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
 #[inline]
 pub fn addcdiv(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv::call(self_, tensor1, tensor2, value)
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1290)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
 #[inline]
 pub fn addcdiv_(self_: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::addcdiv_::call(self_, tensor1, tensor2, value)
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1295)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
 #[inline]
 pub fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp::call(self_, min, max)
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1300)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1304)
 #[inline]
 pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::masked_fill_scalar::call(self_, mask, value)
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1305)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1309)
 #[inline]
 pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     crate::handles::leaky_relu::call(self_, negative_slope)
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1310)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1314)
 #[inline]
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     crate::handles::hardtanh::call(self_, min_val, max_val)
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1315)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1319)
 #[inline]
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     crate::handles::elu::call(self_, alpha, scale, input_scale)
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1320)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1324)
 #[inline]
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     crate::handles::softplus::call(self_, beta, threshold)
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1325)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1329)
 #[inline]
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     crate::handles::gelu::call(self_, approximate)
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1330)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
 #[inline]
 pub fn logit(self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::logit::call(self_, eps)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
 #[inline]
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::sum::call(self_, dtype)
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
 #[inline]
 pub fn sum_dim_intlist(
     self_: &Tensor,
@@ -1897,217 +1903,217 @@ pub fn sum_dim_intlist(
     crate::handles::sum_dim_intlist::call(self_, dim, keepdim, dtype)
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
 #[inline]
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean::call(self_, dtype)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
 #[inline]
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::mean_dim::call(self_, dim, keepdim, dtype)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
 #[inline]
 pub fn prod(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod_dim_int::call(self_, dim, keepdim, dtype)
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1362)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
 #[inline]
 pub fn var(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
 #[inline]
 pub fn std(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1372)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
 #[inline]
 pub fn max(self_: &Tensor) -> Result<Tensor> {
     crate::handles::max::call(self_)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
 #[inline]
 pub fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::max_dim::call(self_, dim, keepdim)
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1382)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1386)
 #[inline]
 pub fn min(self_: &Tensor) -> Result<Tensor> {
     crate::handles::min::call(self_)
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1387)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
 #[inline]
 pub fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::min_dim::call(self_, dim, keepdim)
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
 #[inline]
 pub fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amax::call(self_, dim, keepdim)
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
 #[inline]
 pub fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::amin::call(self_, dim, keepdim)
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
 #[inline]
 pub fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmax::call(self_, dim, keepdim)
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
 #[inline]
 pub fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     crate::handles::argmin::call(self_, dim, keepdim)
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
 #[inline]
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::logsumexp::call(self_, dim, keepdim)
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1417)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1421)
 #[inline]
 pub fn all(self_: &Tensor) -> Result<Tensor> {
     crate::handles::all::call(self_)
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1426)
 #[inline]
 pub fn any(self_: &Tensor) -> Result<Tensor> {
     crate::handles::any::call(self_)
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1427)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
 #[inline]
 pub fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dim::call(self_, dim, keepdim)
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
 #[inline]
 pub fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dim::call(self_, dim, keepdim)
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
 #[inline]
 pub fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumsum::call(self_, dim, dtype)
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
 #[inline]
 pub fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::cumprod::call(self_, dim, dtype)
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
 #[inline]
 pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::softmax_int::call(self_, dim, dtype)
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
 #[inline]
 pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::log_softmax_int::call(self_, dim, dtype)
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1460)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1464)
 #[inline]
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::cat::call(tensors, dim)
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1464)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1468)
 #[inline]
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::cat_out::call(tensors, dim, out)
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1468)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1472)
 #[inline]
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     crate::handles::stack::call(tensors, dim)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1472)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1476)
 #[inline]
 pub fn stack_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::stack_out::call(tensors, dim, out)
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
 #[inline]
 pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_tensor::call(self_, split_size, dim)
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
 #[inline]
 pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes::call(self_, split_sizes, dim)
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
 #[inline]
 pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::chunk::call(self_, chunks, dim)
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
 #[inline]
 pub fn unbind(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_int::call(self_, dim)
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1496)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1500)
 #[inline]
 pub fn meshgrid(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid::call(tensors)
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1500)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1504)
 #[inline]
 pub fn meshgrid_indexing(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1504)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1508)
 #[inline]
 pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     crate::handles::repeat::call(self_, repeats)
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1509)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1513)
 #[inline]
 pub fn tile(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::tile::call(self_, dims)
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1514)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
 #[inline]
 pub fn repeat_interleave(repeats: &Tensor, output_size: Option<i64>) -> Result<Tensor> {
     crate::handles::repeat_interleave_tensor::call(repeats, output_size)
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
 #[inline]
 pub fn repeat_interleave_self_tensor(
     self_: &Tensor,
@@ -2118,7 +2124,7 @@ pub fn repeat_interleave_self_tensor(
     crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
 #[inline]
 pub fn repeat_interleave_self_int(
     self_: &Tensor,
@@ -2129,223 +2135,223 @@ pub fn repeat_interleave_self_int(
     crate::handles::repeat_interleave_self_int::call(self_, repeats, dim, output_size)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1528)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1532)
 #[inline]
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::flip::call(self_, dims)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1533)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
 #[inline]
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     crate::handles::roll::call(self_, shifts, dims)
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1538)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
 #[inline]
 pub fn rot90(self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     crate::handles::rot90::call(self_, k_, dims)
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1543)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
 #[inline]
 pub fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril::call(self_, diagonal)
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1548)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
 #[inline]
 pub fn tril_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::tril_::call(self_, diagonal)
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1553)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
 #[inline]
 pub fn tril_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::tril_out::call(self_, diagonal, out)
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1557)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
 #[inline]
 pub fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu::call(self_, diagonal)
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1562)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
 #[inline]
 pub fn triu_(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::triu_::call(self_, diagonal)
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1567)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1571)
 #[inline]
 pub fn triu_out(self_: &Tensor, diagonal: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::triu_out::call(self_, diagonal, out)
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1571)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
 #[inline]
 pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     crate::handles::diag::call(self_, diagonal)
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1576)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
 #[inline]
 pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diag_embed::call(self_, offset, dim1, dim2)
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1581)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1585)
 #[inline]
 pub fn broadcast_to(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::broadcast_to::call(self_, size)
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1586)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1590)
 #[inline]
 pub fn movedim(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     crate::handles::movedim_intlist::call(self_, source, destination)
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1591)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1595)
 #[inline]
 pub fn movedim_int(self_: &Tensor, source: i64, destination: i64) -> Result<Tensor> {
     crate::handles::movedim_int::call(self_, source, destination)
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1596)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1600)
 #[inline]
 pub fn unflatten(self_: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     crate::handles::unflatten_int::call(self_, dim, sizes)
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1601)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1605)
 #[inline]
 pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     crate::handles::pad::call(self_, pad, mode, value)
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1605)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1609)
 #[inline]
 pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     crate::handles::constant_pad_nd::call(self_, pad, value)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1609)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1613)
 #[inline]
 pub fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     crate::handles::index_select::call(self_, dim, index)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1614)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1618)
 #[inline]
 pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::index_select_out::call(self_, dim, index, out)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1618)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
 #[inline]
 pub fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
     crate::handles::gather::call(self_, dim, index, sparse_grad)
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1623)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1627)
 #[inline]
 pub fn gather_out(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool, out: &Tensor) -> Result<Tensor> {
     crate::handles::gather_out::call(self_, dim, index, sparse_grad, out)
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1627)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1631)
 #[inline]
 pub fn take(self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     crate::handles::take::call(self_, index)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1632)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1636)
 #[inline]
 pub fn scatter(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src::call(self_, dim, index, src)
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1637)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1641)
 #[inline]
 pub fn scatter_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_::call(self_, dim, index, src)
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1642)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1646)
 #[inline]
 pub fn scatter_src_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_src_out::call(self_, dim, index, src, out)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1646)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1650)
 #[inline]
 pub fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value::call(self_, dim, index, value)
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1651)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1655)
 #[inline]
 pub fn scatter_value_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::scatter_value_::call(self_, dim, index, value)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1656)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
 #[inline]
 pub fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1661)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
 #[inline]
 pub fn scatter_reduce_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1666)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1670)
 #[inline]
 pub fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1671)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1675)
 #[inline]
 pub fn scatter_value_reduce_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
     crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1676)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1680)
 #[inline]
 pub fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add::call(self_, dim, index, src)
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1681)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1685)
 #[inline]
 pub fn scatter_add_(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_::call(self_, dim, index, src)
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1686)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1690)
 #[inline]
 pub fn scatter_add_out(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::scatter_add_out::call(self_, dim, index, src, out)
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1690)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
 #[inline]
 pub fn index_add(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1695)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
 #[inline]
 pub fn index_add_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::index_add_::call(self_, dim, index, source, alpha)
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1700)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1704)
 #[inline]
 pub fn index_add_out(
     self_: &Tensor,
@@ -2358,103 +2364,103 @@ pub fn index_add_out(
     crate::handles::index_add_out::call(self_, dim, index, source, alpha, out)
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1704)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1708)
 #[inline]
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy::call(self_, dim, index, source)
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1709)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1713)
 #[inline]
 pub fn index_copy_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::index_copy_::call(self_, dim, index, source)
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1714)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1718)
 #[inline]
 pub fn index_fill(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1719)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
 #[inline]
 pub fn index_fill_(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     crate::handles::index_fill_int_scalar_::call(self_, dim, index, value)
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1724)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1728)
 #[inline]
 pub fn index_fill_int_tensor(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor::call(self_, dim, index, value)
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1729)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1733)
 #[inline]
 pub fn index_fill_int_tensor_(self_: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::index_fill_int_tensor_::call(self_, dim, index, value)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1734)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1738)
 #[inline]
 pub fn index(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     crate::handles::index_tensor::call(self_, indices)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1739)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
 #[inline]
 pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put::call(self_, indices, values, accumulate)
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1744)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
 #[inline]
 pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::index_put_::call(self_, indices, values, accumulate)
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1749)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1753)
 #[inline]
 pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     crate::handles::masked_select::call(self_, mask)
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1754)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1758)
 #[inline]
 pub fn masked_scatter(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter::call(self_, mask, source)
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1759)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1763)
 #[inline]
 pub fn masked_scatter_(self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     crate::handles::masked_scatter_::call(self_, mask, source)
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1764)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1768)
 #[inline]
 pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero::call(self_)
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1769)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1773)
 #[inline]
 pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::nonzero_out::call(self_, out)
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1773)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
 #[inline]
 pub fn count_nonzero(self_: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::count_nonzero::call(self_, dim)
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1778)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1782)
 #[inline]
 pub fn count_nonzero_dim_intlist(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     crate::handles::count_nonzero_dim_intlist::call(self_, dim)
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1783)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1787)
 #[inline]
 pub fn embedding(
     weight: &Tensor,
@@ -2466,73 +2472,73 @@ pub fn embedding(
     crate::handles::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1787)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1791)
 #[inline]
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     crate::handles::one_hot::call(self_, num_classes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
 #[inline]
 pub fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort::call(self_, dim, descending)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
 #[inline]
 pub fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::sort_stable::call(self_, stable, dim, descending)
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1801)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
 #[inline]
 pub fn argsort(self_: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort::call(self_, dim, descending)
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
 #[inline]
 pub fn argsort_stable(self_: &Tensor, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
     crate::handles::argsort_stable::call(self_, stable, dim, descending)
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
 #[inline]
 pub fn topk(self_: &Tensor, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::topk::call(self_, k_, dim, largest, sorted)
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
 #[inline]
 pub fn kthvalue(self_: &Tensor, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::kthvalue::call(self_, k_, dim, keepdim)
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1821)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1825)
 #[inline]
 pub fn median(self_: &Tensor) -> Result<Tensor> {
     crate::handles::median::call(self_)
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
 #[inline]
 pub fn median_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::median_dim::call(self_, dim, keepdim)
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
 #[inline]
 pub fn cummax(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummax::call(self_, dim)
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1840)
 #[inline]
 pub fn cummin(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     crate::handles::cummin::call(self_, dim)
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1841)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1845)
 #[inline]
 pub fn _unique2(
     self_: &Tensor,
@@ -2543,19 +2549,19 @@ pub fn _unique2(
     crate::handles::_unique2::call(self_, sorted, return_inverse, return_counts)
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1845)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
 #[inline]
 pub fn norm(self_: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::norm_scalar::call(self_, p)
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1850)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
 #[inline]
 pub fn norm_scalaropt_dim(self_: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dim::call(self_, p, dim, keepdim)
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1855)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1859)
 #[inline]
 pub fn norm_scalaropt_dim_dtype(
     self_: &Tensor,
@@ -2567,103 +2573,103 @@ pub fn norm_scalaropt_dim_dtype(
     crate::handles::norm_scalaropt_dim_dtype::call(self_, p, dim, keepdim, dtype)
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
 #[inline]
 pub fn norm_scalaropt_dtype(self_: &Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
     crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1868)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1872)
 #[inline]
 pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::mm::call(self_, mat2)
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1873)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1877)
 #[inline]
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::mm_out::call(self_, mat2, out)
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1877)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1881)
 #[inline]
 pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     crate::handles::bmm::call(self_, mat2)
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1882)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1886)
 #[inline]
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bmm_out::call(self_, mat2, out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
 #[inline]
 pub fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmm::call(self_, mat1, mat2, beta, alpha)
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
 #[inline]
 pub fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::baddbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
 #[inline]
 pub fn addbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addbmm::call(self_, batch1, batch2, beta, alpha)
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1901)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1905)
 #[inline]
 pub fn mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     crate::handles::mv::call(self_, vec)
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1906)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1910)
 #[inline]
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     crate::handles::dot::call(self_, tensor)
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1911)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
 #[inline]
 pub fn vdot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::vdot::call(self_, other)
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1916)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1920)
 #[inline]
 pub fn outer(self_: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     crate::handles::outer::call(self_, vec2)
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1921)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1925)
 #[inline]
 pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::matmul::call(self_, other)
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1926)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1930)
 #[inline]
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::linear::call(input, weight, bias)
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1930)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1934)
 #[inline]
 pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: &[i64]) -> Result<Tensor> {
     crate::handles::tensordot::call(self_, other, dims_self, dims_other)
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1934)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1938)
 #[inline]
 pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::einsum::call(equation, tensors, path)
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1938)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1942)
 #[inline]
 pub fn convolution(
     input: &Tensor,
@@ -2689,7 +2695,7 @@ pub fn convolution(
     )
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1942)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1946)
 #[inline]
 pub fn _convolution_weight_backward(
     grad_output: &Tensor,
@@ -2711,7 +2717,7 @@ pub fn _convolution_weight_backward(
     )
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1946)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1950)
 #[inline]
 pub fn conv1d(
     input: &Tensor,
@@ -2725,7 +2731,7 @@ pub fn conv1d(
     crate::handles::conv1d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1954)
 #[inline]
 pub fn conv2d(
     input: &Tensor,
@@ -2739,7 +2745,7 @@ pub fn conv2d(
     crate::handles::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1954)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1958)
 #[inline]
 pub fn conv3d(
     input: &Tensor,
@@ -2753,7 +2759,7 @@ pub fn conv3d(
     crate::handles::conv3d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1958)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1962)
 #[inline]
 pub fn conv1d_padding(
     input: &Tensor,
@@ -2767,7 +2773,7 @@ pub fn conv1d_padding(
     crate::handles::conv1d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1962)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1966)
 #[inline]
 pub fn conv2d_padding(
     input: &Tensor,
@@ -2781,7 +2787,7 @@ pub fn conv2d_padding(
     crate::handles::conv2d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1966)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1970)
 #[inline]
 pub fn conv3d_padding(
     input: &Tensor,
@@ -2795,7 +2801,7 @@ pub fn conv3d_padding(
     crate::handles::conv3d_padding::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1970)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1974)
 #[inline]
 pub fn conv_transpose1d(
     input: &Tensor,
@@ -2810,7 +2816,7 @@ pub fn conv_transpose1d(
     crate::handles::conv_transpose1d::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1974)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1978)
 #[inline]
 pub fn conv_transpose2d(
     input: &Tensor,
@@ -2825,7 +2831,7 @@ pub fn conv_transpose2d(
     crate::handles::conv_transpose2d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1978)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1982)
 #[inline]
 pub fn conv_transpose3d(
     input: &Tensor,
@@ -2840,7 +2846,7 @@ pub fn conv_transpose3d(
     crate::handles::conv_transpose3d_input::call(input, weight, bias, stride, padding, output_padding, groups, dilation)
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1982)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1986)
 #[inline]
 pub fn max_pool1d(
     self_: &Tensor,
@@ -2853,7 +2859,7 @@ pub fn max_pool1d(
     crate::handles::max_pool1d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1986)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1990)
 #[inline]
 pub fn max_pool2d(
     self_: &Tensor,
@@ -2866,7 +2872,7 @@ pub fn max_pool2d(
     crate::handles::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1990)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1994)
 #[inline]
 pub fn max_pool3d(
     self_: &Tensor,
@@ -2879,7 +2885,7 @@ pub fn max_pool3d(
     crate::handles::max_pool3d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1994)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1998)
 #[inline]
 pub fn max_pool1d_with_indices(
     self_: &Tensor,
@@ -2892,7 +2898,7 @@ pub fn max_pool1d_with_indices(
     crate::handles::max_pool1d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1998)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2002)
 #[inline]
 pub fn max_pool2d_with_indices(
     self_: &Tensor,
@@ -2905,7 +2911,7 @@ pub fn max_pool2d_with_indices(
     crate::handles::max_pool2d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2002)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2006)
 #[inline]
 pub fn max_pool2d_with_indices_backward(
     grad_output: &Tensor,
@@ -2929,7 +2935,7 @@ pub fn max_pool2d_with_indices_backward(
     )
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2006)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2010)
 #[inline]
 pub fn max_pool3d_with_indices(
     self_: &Tensor,
@@ -2942,7 +2948,7 @@ pub fn max_pool3d_with_indices(
     crate::handles::max_pool3d_with_indices::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2010)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2014)
 #[inline]
 pub fn avg_pool1d(
     self_: &Tensor,
@@ -2955,7 +2961,7 @@ pub fn avg_pool1d(
     crate::handles::avg_pool1d::call(self_, kernel_size, stride, padding, ceil_mode, count_include_pad)
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2014)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2018)
 #[inline]
 pub fn avg_pool2d(
     self_: &Tensor,
@@ -2977,7 +2983,7 @@ pub fn avg_pool2d(
     )
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2018)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2022)
 #[inline]
 pub fn avg_pool3d(
     self_: &Tensor,
@@ -2999,43 +3005,43 @@ pub fn avg_pool3d(
     )
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2022)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2026)
 #[inline]
 pub fn adaptive_avg_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2026)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2030)
 #[inline]
 pub fn adaptive_avg_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2030)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2034)
 #[inline]
 pub fn adaptive_avg_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::adaptive_avg_pool3d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2034)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2038)
 #[inline]
 pub fn adaptive_max_pool1d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool1d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2038)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2042)
 #[inline]
 pub fn adaptive_max_pool2d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool2d::call(self_, output_size)
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2042)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2046)
 #[inline]
 pub fn adaptive_max_pool3d(self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     crate::handles::adaptive_max_pool3d::call(self_, output_size)
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2046)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2050)
 #[inline]
 pub fn upsample_nearest1d(
     input: &Tensor,
@@ -3045,7 +3051,7 @@ pub fn upsample_nearest1d(
     crate::handles::upsample_nearest1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2050)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2054)
 #[inline]
 pub fn upsample_nearest2d(
     input: &Tensor,
@@ -3055,7 +3061,7 @@ pub fn upsample_nearest2d(
     crate::handles::upsample_nearest2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2054)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2058)
 #[inline]
 pub fn upsample_nearest3d(
     input: &Tensor,
@@ -3065,7 +3071,7 @@ pub fn upsample_nearest3d(
     crate::handles::upsample_nearest3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2058)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2062)
 #[inline]
 pub fn upsample_bilinear2d(
     input: &Tensor,
@@ -3076,19 +3082,19 @@ pub fn upsample_bilinear2d(
     crate::handles::upsample_bilinear2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2062)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2066)
 #[inline]
 pub fn pixel_shuffle(self_: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_shuffle::call(self_, upscale_factor)
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2066)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2070)
 #[inline]
 pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     crate::handles::pixel_unshuffle::call(self_, downscale_factor)
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2070)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2074)
 #[inline]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -3105,7 +3111,7 @@ pub fn scaled_dot_product_attention(
     )
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2077)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2081)
 #[inline]
 pub fn native_layer_norm(
     input: &Tensor,
@@ -3117,7 +3123,7 @@ pub fn native_layer_norm(
     crate::handles::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2081)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2085)
 #[inline]
 pub fn layer_norm(
     input: &Tensor,
@@ -3130,7 +3136,7 @@ pub fn layer_norm(
     crate::handles::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2085)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2089)
 #[inline]
 pub fn native_batch_norm(
     input: &Tensor,
@@ -3145,7 +3151,7 @@ pub fn native_batch_norm(
     crate::handles::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2089)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2093)
 #[inline]
 pub fn batch_norm(
     input: &Tensor,
@@ -3171,7 +3177,7 @@ pub fn batch_norm(
     )
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2093)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2097)
 #[inline]
 pub fn instance_norm(
     input: &Tensor,
@@ -3197,7 +3203,7 @@ pub fn instance_norm(
     )
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2097)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2101)
 #[inline]
 pub fn native_group_norm(
     input: &Tensor,
@@ -3212,7 +3218,7 @@ pub fn native_group_norm(
     crate::handles::native_group_norm::call(input, weight, bias, n, c, hxw, group, eps)
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2101)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2105)
 #[inline]
 pub fn group_norm(
     input: &Tensor,
@@ -3225,31 +3231,31 @@ pub fn group_norm(
     crate::handles::group_norm::call(input, num_groups, weight, bias, eps, cudnn_enabled)
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2106)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
 #[inline]
 pub fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::mse_loss::call(self_, target, reduction)
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2114)
 #[inline]
 pub fn l1_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::l1_loss::call(self_, target, reduction)
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2114)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2118)
 #[inline]
 pub fn smooth_l1_loss(self_: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
     crate::handles::smooth_l1_loss::call(self_, target, reduction, beta)
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2118)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2122)
 #[inline]
 pub fn huber_loss(self_: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
     crate::handles::huber_loss::call(self_, target, reduction, delta)
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2122)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2126)
 #[inline]
 pub fn binary_cross_entropy(
     self_: &Tensor,
@@ -3260,7 +3266,7 @@ pub fn binary_cross_entropy(
     crate::handles::binary_cross_entropy::call(self_, target, weight, reduction)
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2126)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2130)
 #[inline]
 pub fn binary_cross_entropy_with_logits(
     self_: &Tensor,
@@ -3272,13 +3278,13 @@ pub fn binary_cross_entropy_with_logits(
     crate::handles::binary_cross_entropy_with_logits::call(self_, target, weight, pos_weight, reduction)
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2130)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2134)
 #[inline]
 pub fn kl_div(self_: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
     crate::handles::kl_div::call(self_, target, reduction, log_target)
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2134)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2138)
 #[inline]
 pub fn margin_ranking_loss(
     input1: &Tensor,
@@ -3290,7 +3296,7 @@ pub fn margin_ranking_loss(
     crate::handles::margin_ranking_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2138)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2142)
 #[inline]
 pub fn cosine_embedding_loss(
     input1: &Tensor,
@@ -3302,7 +3308,7 @@ pub fn cosine_embedding_loss(
     crate::handles::cosine_embedding_loss::call(input1, input2, target, margin, reduction)
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2142)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2146)
 #[inline]
 pub fn triplet_margin_loss(
     anchor: &Tensor,
@@ -3317,7 +3323,7 @@ pub fn triplet_margin_loss(
     crate::handles::triplet_margin_loss::call(anchor, positive, negative, margin, p, eps, swap, reduction)
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2146)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2150)
 #[inline]
 pub fn nll_loss(
     self_: &Tensor,
@@ -3329,7 +3335,7 @@ pub fn nll_loss(
     crate::handles::nll_loss::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2150)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2154)
 #[inline]
 pub fn nll_loss2d(
     self_: &Tensor,
@@ -3341,7 +3347,7 @@ pub fn nll_loss2d(
     crate::handles::nll_loss2d::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2154)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2158)
 #[inline]
 pub fn nll_loss_nd(
     self_: &Tensor,
@@ -3353,7 +3359,7 @@ pub fn nll_loss_nd(
     crate::handles::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2158)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2162)
 #[inline]
 pub fn cross_entropy_loss(
     self_: &Tensor,
@@ -3366,169 +3372,169 @@ pub fn cross_entropy_loss(
     crate::handles::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2163)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2167)
 #[inline]
 pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout::call(input, p, train)
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2167)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2171)
 #[inline]
 pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::dropout_::call(self_, p, train)
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2171)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2175)
 #[inline]
 pub fn feature_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout::call(input, p, train)
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2175)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2179)
 #[inline]
 pub fn feature_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_dropout_::call(self_, p, train)
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2179)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2183)
 #[inline]
 pub fn alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout::call(input, p, train)
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2183)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2187)
 #[inline]
 pub fn alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::alpha_dropout_::call(self_, p, train)
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2187)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2191)
 #[inline]
 pub fn feature_alpha_dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout::call(input, p, train)
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2191)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2195)
 #[inline]
 pub fn feature_alpha_dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     crate::handles::feature_alpha_dropout_::call(self_, p, train)
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2195)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2199)
 #[inline]
 pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::handles::native_dropout::call(input, p, train)
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2200)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
 #[inline]
 pub fn erfinv(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv::call(self_)
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2205)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
 #[inline]
 pub fn erfinv_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_::call(self_)
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2210)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2214)
 #[inline]
 pub fn erfinv_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::erfinv_out::call(self_, out)
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2214)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
 #[inline]
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn::call(self_)
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2219)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
 #[inline]
 pub fn sgn_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_::call(self_)
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2224)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2228)
 #[inline]
 pub fn sgn_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::sgn_out::call(self_, out)
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
 #[inline]
 pub fn square(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square::call(self_)
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2233)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2237)
 #[inline]
 pub fn square_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::square_::call(self_)
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2238)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2242)
 #[inline]
 pub fn selu(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu::call(self_)
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2242)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2246)
 #[inline]
 pub fn selu_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::selu_::call(self_)
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2246)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
 #[inline]
 pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isinf::call(self_)
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
 #[inline]
 pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isfinite::call(self_)
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
 #[inline]
 pub fn isposinf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf::call(self_)
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2261)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2265)
 #[inline]
 pub fn isposinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isposinf_out::call(self_, out)
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2269)
 #[inline]
 pub fn isneginf(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf::call(self_)
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2274)
 #[inline]
 pub fn isneginf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::isneginf_out::call(self_, out)
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2274)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
 #[inline]
 pub fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2279)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
 #[inline]
 pub fn nan_to_num_(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
     crate::handles::nan_to_num_::call(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2288)
 #[inline]
 pub fn nan_to_num_out(
     self_: &Tensor,
@@ -3540,529 +3546,529 @@ pub fn nan_to_num_out(
     crate::handles::nan_to_num_out::call(self_, nan, posinf, neginf, out)
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2288)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2292)
 #[inline]
 pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals::call(self_, decimals)
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2293)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2297)
 #[inline]
 pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
     crate::handles::round_decimals_::call(self_, decimals)
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2302)
 #[inline]
 pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
     crate::handles::round_decimals_out::call(self_, decimals, out)
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
 #[inline]
 pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not::call(self_)
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2307)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
 #[inline]
 pub fn bitwise_not_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_::call(self_)
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2312)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2316)
 #[inline]
 pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_not_out::call(self_, out)
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
 #[inline]
 pub fn clamp_(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     crate::handles::clamp_::call(self_, min, max)
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2321)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2325)
 #[inline]
 pub fn clamp_out(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_out::call(self_, min, max, out)
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2325)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
 #[inline]
 pub fn clamp_tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor::call(self_, min, max)
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2330)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
 #[inline]
 pub fn clamp_tensor_(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::clamp_tensor_::call(self_, min, max)
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2339)
 #[inline]
 pub fn clamp_tensor_out(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_tensor_out::call(self_, min, max, out)
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2339)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2343)
 #[inline]
 pub fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min::call(self_, min)
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2344)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2348)
 #[inline]
 pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor::call(self_, min)
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2349)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2353)
 #[inline]
 pub fn clamp_min_(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     crate::handles::clamp_min_::call(self_, min)
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
 #[inline]
 pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_::call(self_, min)
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2359)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
 #[inline]
 pub fn clamp_min_out(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_out::call(self_, min, out)
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2367)
 #[inline]
 pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_min_tensor_out::call(self_, min, out)
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2367)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2371)
 #[inline]
 pub fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max::call(self_, max)
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2372)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2376)
 #[inline]
 pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor::call(self_, max)
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2377)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2381)
 #[inline]
 pub fn clamp_max_(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     crate::handles::clamp_max_::call(self_, max)
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
 #[inline]
 pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_::call(self_, max)
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2387)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
 #[inline]
 pub fn clamp_max_out(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_out::call(self_, max, out)
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2395)
 #[inline]
 pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::clamp_max_tensor_out::call(self_, max, out)
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2395)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2399)
 #[inline]
 pub fn relu6(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6::call(self_)
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2399)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2403)
 #[inline]
 pub fn relu6_(self_: &Tensor) -> Result<Tensor> {
     crate::handles::relu6_::call(self_)
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2403)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2407)
 #[inline]
 pub fn celu(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu::call(self_, alpha)
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2407)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2411)
 #[inline]
 pub fn celu_(self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     crate::handles::celu_::call(self_, alpha)
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2411)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2415)
 #[inline]
 pub fn threshold(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold::call(self_, threshold, value)
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2415)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2419)
 #[inline]
 pub fn threshold_(self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     crate::handles::threshold_::call(self_, threshold, value)
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2419)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2423)
 #[inline]
 pub fn threshold_out(self_: &Tensor, threshold: Scalar, value: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::threshold_out::call(self_, threshold, value, out)
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2423)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2427)
 #[inline]
 pub fn glu(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::glu::call(self_, dim)
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2427)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2431)
 #[inline]
 pub fn prelu(self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::prelu::call(self_, weight)
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2432)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2436)
 #[inline]
 pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
     crate::handles::log_sigmoid::call(self_)
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2436)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2440)
 #[inline]
 pub fn log_sigmoid_forward(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::log_sigmoid_forward::call(self_)
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2440)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
 #[inline]
 pub fn fmax(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmax::call(self_, other)
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2445)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2449)
 #[inline]
 pub fn fmax_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmax_out::call(self_, other, out)
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2453)
 #[inline]
 pub fn fmin(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::fmin::call(self_, other)
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2454)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2458)
 #[inline]
 pub fn fmin_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::fmin_out::call(self_, other, out)
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
 #[inline]
 pub fn hypot(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot::call(self_, other)
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2463)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
 #[inline]
 pub fn hypot_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_::call(self_, other)
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2468)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2472)
 #[inline]
 pub fn hypot_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::hypot_out::call(self_, other, out)
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2472)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2476)
 #[inline]
 pub fn copysign(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor::call(self_, other)
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2477)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
 #[inline]
 pub fn copysign_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_tensor_::call(self_, other)
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2482)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2486)
 #[inline]
 pub fn copysign_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::copysign_out::call(self_, other, out)
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2486)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2490)
 #[inline]
 pub fn copysign_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar::call(self_, other)
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2491)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
 #[inline]
 pub fn copysign_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::copysign_scalar_::call(self_, other)
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2496)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2500)
 #[inline]
 pub fn floor_divide(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide::call(self_, other)
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2501)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
 #[inline]
 pub fn floor_divide_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_tensor_::call(self_, other)
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2506)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2510)
 #[inline]
 pub fn floor_divide_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::floor_divide_out::call(self_, other, out)
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2510)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2514)
 #[inline]
 pub fn floor_divide_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar::call(self_, other)
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2515)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2519)
 #[inline]
 pub fn floor_divide_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::floor_divide_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
 #[inline]
 pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor::call(self_, other)
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2525)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2529)
 #[inline]
 pub fn bitwise_and_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar::call(self_, other)
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2530)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2534)
 #[inline]
 pub fn bitwise_and_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2534)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
 #[inline]
 pub fn bitwise_and_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_::call(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
 #[inline]
 pub fn bitwise_and_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_and_scalar_::call(self_, other)
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2544)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2548)
 #[inline]
 pub fn bitwise_and_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_and_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
 #[inline]
 pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor::call(self_, other)
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2553)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2557)
 #[inline]
 pub fn bitwise_or_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar::call(self_, other)
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2558)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2562)
 #[inline]
 pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2566)
 #[inline]
 pub fn bitwise_or_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_::call(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
 #[inline]
 pub fn bitwise_or_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_or_scalar_::call(self_, other)
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2572)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2576)
 #[inline]
 pub fn bitwise_or_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_or_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
 #[inline]
 pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2585)
 #[inline]
 pub fn bitwise_xor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar::call(self_, other)
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2586)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
 #[inline]
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2594)
 #[inline]
 pub fn bitwise_xor_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_::call(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
 #[inline]
 pub fn bitwise_xor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_xor_scalar_::call(self_, other)
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2604)
 #[inline]
 pub fn bitwise_xor_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_xor_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
 #[inline]
 pub fn bitwise_left_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2609)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2614)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
 #[inline]
 pub fn bitwise_left_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2618)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
 #[inline]
 pub fn bitwise_left_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
 #[inline]
 pub fn bitwise_left_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2636)
 #[inline]
 pub fn bitwise_left_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_left_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
 #[inline]
 pub fn bitwise_right_shift(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2641)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2645)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar::call(self_, other)
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2646)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2650)
 #[inline]
 pub fn bitwise_right_shift_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_scalar_tensor::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2650)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2654)
 #[inline]
 pub fn bitwise_right_shift_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_::call(self_, other)
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_::call(self_, other)
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2660)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2664)
 #[inline]
 pub fn bitwise_right_shift_tensor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_out::call(self_, other, out)
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2664)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2668)
 #[inline]
 pub fn bitwise_right_shift_tensor_scalar_out(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
     crate::handles::bitwise_right_shift_tensor_scalar_out::call(self_, other, out)
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2668)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
 #[inline]
 pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_or::call(self_, other)
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
 #[inline]
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logical_xor::call(self_, other)
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2678)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2682)
 #[inline]
 pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean::call(self_, unbiased)
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2682)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2686)
 #[inline]
 pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::var_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2686)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2690)
 #[inline]
 pub fn var_mean_correction(
     self_: &Tensor,
@@ -4073,19 +4079,19 @@ pub fn var_mean_correction(
     crate::handles::var_mean_correction::call(self_, dim, correction, keepdim)
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2690)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2694)
 #[inline]
 pub fn std_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean::call(self_, unbiased)
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2694)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2698)
 #[inline]
 pub fn std_mean_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2698)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2702)
 #[inline]
 pub fn std_mean_correction(
     self_: &Tensor,
@@ -4094,4 +4100,818 @@ pub fn std_mean_correction(
     keepdim: bool,
 ) -> Result<(Tensor, Tensor)> {
     crate::handles::std_mean_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2707)
+#[inline]
+pub fn atleast_1d(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atleast_1d::call(self_)
+}
+
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2711)
+#[inline]
+pub fn atleast_2d(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atleast_2d::call(self_)
+}
+
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2715)
+#[inline]
+pub fn atleast_3d(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::atleast_3d::call(self_)
+}
+
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2719)
+#[inline]
+pub fn atleast_1d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::atleast_1d_sequence::call(tensors)
+}
+
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2723)
+#[inline]
+pub fn atleast_2d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::atleast_2d_sequence::call(tensors)
+}
+
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2727)
+#[inline]
+pub fn atleast_3d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::atleast_3d_sequence::call(tensors)
+}
+
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2731)
+#[inline]
+pub fn mt(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::mt::call(self_)
+}
+
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2735)
+#[inline]
+pub fn mh(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::mh::call(self_)
+}
+
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2739)
+#[inline]
+pub fn matrix_h(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::matrix_h::call(self_)
+}
+
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2743)
+#[inline]
+pub fn numpy_t(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::numpy_t::call(self_)
+}
+
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2747)
+#[inline]
+pub fn ravel(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::ravel::call(self_)
+}
+
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2751)
+#[inline]
+pub fn flipud(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::flipud::call(self_)
+}
+
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2755)
+#[inline]
+pub fn fliplr(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::fliplr::call(self_)
+}
+
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2759)
+#[inline]
+pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::hstack::call(tensors)
+}
+
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2763)
+#[inline]
+pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::vstack::call(tensors)
+}
+
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2767)
+#[inline]
+pub fn dstack(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::dstack::call(tensors)
+}
+
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2771)
+#[inline]
+pub fn column_stack(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::column_stack::call(tensors)
+}
+
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2775)
+#[inline]
+pub fn positive(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::positive::call(self_)
+}
+
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2779)
+#[inline]
+pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::resolve_neg::call(self_)
+}
+
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2783)
+#[inline]
+pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::resolve_conj::call(self_)
+}
+
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2787)
+#[inline]
+pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::conj_physical::call(self_)
+}
+
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2791)
+#[inline]
+pub fn real(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::real::call(self_)
+}
+
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2795)
+#[inline]
+pub fn isreal(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::isreal::call(self_)
+}
+
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2799)
+#[inline]
+pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::broadcast_tensors::call(tensors)
+}
+
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2803)
+#[inline]
+pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    crate::handles::view_copy::call(self_, size)
+}
+
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2807)
+#[inline]
+pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::unsqueeze_copy::call(self_, dim)
+}
+
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2811)
+#[inline]
+pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    crate::handles::unfold_copy::call(self_, dimension, size, step)
+}
+
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2815)
+#[inline]
+pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::unbind_copy_int::call(self_, dim)
+}
+
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2819)
+#[inline]
+pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    crate::handles::transpose_copy_int::call(self_, dim0, dim1)
+}
+
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2823)
+#[inline]
+pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    crate::handles::permute_copy::call(self_, dims)
+}
+
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2827)
+#[inline]
+pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    crate::handles::expand_copy::call(self_, size, implicit)
+}
+
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2831)
+#[inline]
+pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    crate::handles::diagonal_copy::call(self_, offset, dim1, dim2)
+}
+
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2835)
+#[inline]
+pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    crate::handles::as_strided_copy::call(self_, size, stride, storage_offset)
+}
+
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2839)
+#[inline]
+pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::split_with_sizes_copy::call(self_, split_sizes, dim)
+}
+
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2843)
+#[inline]
+pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::t_copy::call(self_)
+}
+
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2847)
+#[inline]
+pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::alias_copy::call(self_)
+}
+
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2851)
+#[inline]
+pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::squeeze_copy::call(self_)
+}
+
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2855)
+#[inline]
+pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::squeeze_copy_dim::call(self_, dim)
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2859)
+#[inline]
+pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    crate::handles::narrow_copy::call(self_, dim, start, length)
+}
+
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2863)
+#[inline]
+pub fn new_zeros(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::new_zeros::call(self_, size, dtype, layout, device, pin_memory)
+}
+
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2867)
+#[inline]
+pub fn new_ones(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::new_ones::call(self_, size, dtype, layout, device, pin_memory)
+}
+
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2871)
+#[inline]
+pub fn new_empty(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::new_empty::call(self_, size, dtype, layout, device, pin_memory)
+}
+
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2875)
+#[inline]
+pub fn new_full(
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::new_full::call(self_, size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2879)
+#[inline]
+pub fn new_empty_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::new_empty_strided::call(self_, size, stride, dtype, layout, device, pin_memory)
+}
+
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2883)
+#[inline]
+pub fn empty_permuted(
+    size: &[i64],
+    physical_layout: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::empty_permuted::call(size, physical_layout, dtype, layout, device, pin_memory)
+}
+
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2887)
+#[inline]
+pub fn scalar_tensor(
+    s: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::scalar_tensor::call(s, dtype, layout, device, pin_memory)
+}
+
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2891)
+#[inline]
+pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::min_other::call(self_, other)
+}
+
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2895)
+#[inline]
+pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::max_other::call(self_, other)
+}
+
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:2899)
+#[inline]
+pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::rad2deg::call(self_)
+}
+
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:2903)
+#[inline]
+pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::deg2rad::call(self_)
+}
+
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:2907)
+#[inline]
+pub fn signbit(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::signbit::call(self_)
+}
+
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2911)
+#[inline]
+pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logaddexp::call(self_, other)
+}
+
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2915)
+#[inline]
+pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::logaddexp2::call(self_, other)
+}
+
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:2919)
+#[inline]
+pub fn sinc(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::sinc::call(self_)
+}
+
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2923)
+#[inline]
+pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::xlogy_tensor::call(self_, other)
+}
+
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2927)
+#[inline]
+pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    crate::handles::xlogy_scalar_self::call(self_, other)
+}
+
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2931)
+#[inline]
+pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    crate::handles::xlogy_scalar_other::call(self_, other)
+}
+
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2935)
+#[inline]
+pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::special_xlog1py::call(self_, other)
+}
+
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2939)
+#[inline]
+pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::special_xlogy::call(self_, other)
+}
+
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:2943)
+#[inline]
+pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
+    crate::handles::heaviside::call(self_, values)
+}
+
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2947)
+#[inline]
+pub fn float_power(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    crate::handles::float_power_tensor_tensor::call(self_, exponent)
+}
+
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:2951)
+#[inline]
+pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    crate::handles::float_power_tensor_scalar::call(self_, exponent)
+}
+
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2955)
+#[inline]
+pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    crate::handles::float_power_scalar::call(self_, exponent)
+}
+
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2959)
+#[inline]
+pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::ldexp_tensor::call(self_, other)
+}
+
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:2963)
+#[inline]
+pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+    crate::handles::isclose::call(self_, other, rtol, atol, equal_nan)
+}
+
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2967)
+#[inline]
+pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
+    crate::handles::hardshrink::call(self_, lambd)
+}
+
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2971)
+#[inline]
+pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
+    crate::handles::softshrink::call(self_, lambd)
+}
+
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2975)
+#[inline]
+pub fn prod_op(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::prod::call(self_, dtype)
+}
+
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2979)
+#[inline]
+pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    crate::handles::var_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2983)
+#[inline]
+pub fn var_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    crate::handles::var::call(self_, unbiased)
+}
+
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2987)
+#[inline]
+pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    crate::handles::std_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2991)
+#[inline]
+pub fn std_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    crate::handles::std::call(self_, unbiased)
+}
+
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2995)
+#[inline]
+pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::nansum::call(self_, dim, keepdim, dtype)
+}
+
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2999)
+#[inline]
+pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::nanmean::call(self_, dim, keepdim, dtype)
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3003)
+#[inline]
+pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::aminmax::call(self_, dim, keepdim)
+}
+
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3007)
+#[inline]
+pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::logcumsumexp::call(self_, dim)
+}
+
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3011)
+#[inline]
+pub fn trace(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::trace::call(self_)
+}
+
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3015)
+#[inline]
+pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    crate::handles::sum_to_size::call(self_, size)
+}
+
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3019)
+#[inline]
+pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::inner::call(self_, other)
+}
+
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3023)
+#[inline]
+pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addmv::call(self_, mat, vec, beta, alpha)
+}
+
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3027)
+#[inline]
+pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    crate::handles::addr::call(self_, vec1, vec2, beta, alpha)
+}
+
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3031)
+#[inline]
+pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::linalg_cross::call(self_, other, dim)
+}
+
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3035)
+#[inline]
+pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    crate::handles::cross::call(self_, other, dim)
+}
+
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3039)
+#[inline]
+pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::kron::call(self_, other)
+}
+
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3043)
+#[inline]
+pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
+    crate::handles::dist::call(self_, other, p)
+}
+
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3047)
+#[inline]
+pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
+    crate::handles::pairwise_distance::call(x1, x2, p, eps, keepdim)
+}
+
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3051)
+#[inline]
+pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+    crate::handles::cosine_similarity::call(x1, x2, dim, eps)
+}
+
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3055)
+#[inline]
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
+    crate::handles::cdist::call(x1, x2, p, compute_mode)
+}
+
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3059)
+#[inline]
+pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
+    crate::handles::pdist::call(self_, p)
+}
+
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3063)
+#[inline]
+pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::soft_margin_loss::call(self_, target, reduction)
+}
+
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3067)
+#[inline]
+pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
+    crate::handles::hinge_embedding_loss::call(self_, target, margin, reduction)
+}
+
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3071)
+#[inline]
+pub fn poisson_nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    log_input: bool,
+    full: bool,
+    eps: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::poisson_nll_loss::call(input, target, log_input, full, eps, reduction)
+}
+
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3075)
+#[inline]
+pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
+    crate::handles::rms_norm::call(input, normalized_shape, weight, eps)
+}
+
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3079)
+#[inline]
+pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
+    crate::handles::channel_shuffle::call(self_, groups)
+}
+
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3083)
+#[inline]
+pub fn linalg_vector_norm(
+    self_: &Tensor,
+    ord: Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::linalg_vector_norm::call(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3087)
+#[inline]
+pub fn linalg_diagonal(a_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    crate::handles::linalg_diagonal::call(a_, offset, dim1, dim2)
+}
+
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3091)
+#[inline]
+pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
+    crate::handles::diagflat::call(self_, offset)
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3095)
+#[inline]
+pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::block_diag::call(tensors)
+}
+
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3099)
+#[inline]
+pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::cartesian_prod::call(tensors)
+}
+
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3103)
+#[inline]
+pub fn combinations(self_: &Tensor, r_: i64, with_replacement: bool) -> Result<Tensor> {
+    crate::handles::combinations::call(self_, r_, with_replacement)
+}
+
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3107)
+#[inline]
+pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::diff::call(self_, n, dim, prepend, append)
+}
+
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3111)
+#[inline]
+pub fn trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::trapezoid_x::call(y, x, dim)
+}
+
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3115)
+#[inline]
+pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
+    crate::handles::trapezoid_dx::call(y, dx, dim)
+}
+
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3119)
+#[inline]
+pub fn trapz(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::trapz_x::call(y, x, dim)
+}
+
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3123)
+#[inline]
+pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
+    crate::handles::trapz_dx::call(y, dx, dim)
+}
+
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3127)
+#[inline]
+pub fn cumulative_trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::cumulative_trapezoid_x::call(y, x, dim)
+}
+
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3131)
+#[inline]
+pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
+    crate::handles::cumulative_trapezoid_dx::call(y, dx, dim)
+}
+
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3135)
+#[inline]
+pub fn tensor_split(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::tensor_split_sections::call(self_, sections, dim)
+}
+
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3139)
+#[inline]
+pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::tensor_split_indices::call(self_, indices, dim)
+}
+
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3143)
+#[inline]
+pub fn tensor_split_tensor_indices_or_sections(
+    self_: &Tensor,
+    tensor_indices_or_sections: &Tensor,
+    dim: i64,
+) -> Result<Vec<Tensor>> {
+    crate::handles::tensor_split_tensor_indices_or_sections::call(self_, tensor_indices_or_sections, dim)
+}
+
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3147)
+#[inline]
+pub fn hsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::hsplit_int::call(self_, sections)
+}
+
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3151)
+#[inline]
+pub fn vsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::vsplit_int::call(self_, sections)
+}
+
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3155)
+#[inline]
+pub fn dsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::dsplit_int::call(self_, sections)
+}
+
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3159)
+#[inline]
+pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    crate::handles::hsplit_array::call(self_, indices)
+}
+
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3163)
+#[inline]
+pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    crate::handles::vsplit_array::call(self_, indices)
+}
+
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3167)
+#[inline]
+pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    crate::handles::dsplit_array::call(self_, indices)
+}
+
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3171)
+#[inline]
+pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::unsafe_split_tensor::call(self_, split_size, dim)
+}
+
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3175)
+#[inline]
+pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    crate::handles::unsafe_chunk::call(self_, chunks, dim)
+}
+
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3179)
+#[inline]
+pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    crate::handles::take_along_dim::call(self_, indices, dim)
+}
+
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3183)
+#[inline]
+pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::argwhere::call(self_)
+}
+
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3187)
+#[inline]
+pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+    crate::handles::narrow_tensor::call(self_, dim, start, length)
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3191)
+#[inline]
+pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    crate::handles::masked_fill_tensor::call(self_, mask, value)
+}
+
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3195)
+#[inline]
+pub fn logspace(
+    start: Scalar,
+    end: Scalar,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }

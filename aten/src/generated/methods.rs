@@ -1171,127 +1171,127 @@ impl Tensor {
         crate::handles::pow_tensor_scalar::call(self, exponent)
     }
 
-    /// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1251)
+    /// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1255)
     #[inline]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_and::call(self, other)
     }
 
-    /// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1256)
+    /// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1260)
     #[inline]
     pub fn logical_not(&self) -> Result<Tensor> {
         crate::handles::logical_not::call(self)
     }
 
-    /// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1261)
+    /// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1265)
     #[inline]
     pub fn isnan(&self) -> Result<Tensor> {
         crate::handles::isnan::call(self)
     }
 
-    /// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1266)
+    /// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1270)
     #[inline]
     pub fn lerp(&self, end: &Tensor, weight: Scalar) -> Result<Tensor> {
         crate::handles::lerp_scalar::call(self, end, weight)
     }
 
-    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1271)
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
     #[inline]
     pub fn addcmul(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcmul::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1271)
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
     #[inline]
     pub fn addcmul_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcmul::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
+    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
     #[inline]
     pub fn addcmul_(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcmul_::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1280)
+    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
     #[inline]
     pub fn addcmul_with_(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcmul_::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1285)
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
     #[inline]
     pub fn addcdiv(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcdiv::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1285)
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
     #[inline]
     pub fn addcdiv_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcdiv::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1290)
+    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
     #[inline]
     pub fn addcdiv_(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcdiv_::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1290)
+    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
     #[inline]
     pub fn addcdiv_with_(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcdiv_::call(self, tensor1, tensor2, value)
     }
 
-    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1295)
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
     #[inline]
     pub fn clamp(&self) -> Result<Tensor> {
         crate::handles::clamp::call(self, None, None)
     }
 
-    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1295)
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
     #[inline]
     pub fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp::call(self, min, max)
     }
 
-    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1300)
+    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1304)
     #[inline]
     pub fn masked_fill(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::masked_fill_scalar::call(self, mask, value)
     }
 
-    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1330)
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
     #[inline]
     pub fn logit(&self) -> Result<Tensor> {
         crate::handles::logit::call(self, None)
     }
 
-    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1330)
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
     #[inline]
     pub fn logit_with(&self, eps: Option<f64>) -> Result<Tensor> {
         crate::handles::logit::call(self, eps)
     }
 
-    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
     #[inline]
     pub fn sum(&self) -> Result<Tensor> {
         crate::handles::sum::call(self, None)
     }
 
-    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1337)
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
     #[inline]
     pub fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::sum::call(self, dtype)
     }
 
-    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
     #[inline]
     pub fn sum_dim_intlist(&self, dim: Option<&[i64]>) -> Result<Tensor> {
         crate::handles::sum_dim_intlist::call(self, dim, false, None)
     }
 
-    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
     #[inline]
     pub fn sum_dim_intlist_with(
         &self,
@@ -1302,313 +1302,313 @@ impl Tensor {
         crate::handles::sum_dim_intlist::call(self, dim, keepdim, dtype)
     }
 
-    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
     #[inline]
     pub fn mean(&self) -> Result<Tensor> {
         crate::handles::mean::call(self, None)
     }
 
-    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
     #[inline]
     pub fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::mean::call(self, dtype)
     }
 
-    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
     #[inline]
     pub fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
         crate::handles::mean_dim::call(self, dim, false, None)
     }
 
-    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
     #[inline]
     pub fn mean_dim_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::mean_dim::call(self, dim, keepdim, dtype)
     }
 
-    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
     #[inline]
     pub fn prod(&self, dim: i64) -> Result<Tensor> {
         crate::handles::prod_dim_int::call(self, dim, false, None)
     }
 
-    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
     #[inline]
     pub fn prod_with(&self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::prod_dim_int::call(self, dim, keepdim, dtype)
     }
 
-    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1362)
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
     #[inline]
     pub fn var(&self) -> Result<Tensor> {
         crate::handles::var_correction::call(self, None, None, false)
     }
 
-    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1362)
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
     #[inline]
     pub fn var_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
         crate::handles::var_correction::call(self, dim, correction, keepdim)
     }
 
-    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
     #[inline]
     pub fn std(&self) -> Result<Tensor> {
         crate::handles::std_correction::call(self, None, None, false)
     }
 
-    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
     #[inline]
     pub fn std_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
         crate::handles::std_correction::call(self, dim, correction, keepdim)
     }
 
-    /// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1372)
+    /// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
     #[inline]
     pub fn max(&self) -> Result<Tensor> {
         crate::handles::max::call(self)
     }
 
-    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
     #[inline]
     pub fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::max_dim::call(self, dim, false)
     }
 
-    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1377)
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
     #[inline]
     pub fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::max_dim::call(self, dim, keepdim)
     }
 
-    /// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1382)
+    /// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1386)
     #[inline]
     pub fn min(&self) -> Result<Tensor> {
         crate::handles::min::call(self)
     }
 
-    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1387)
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
     #[inline]
     pub fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::min_dim::call(self, dim, false)
     }
 
-    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1387)
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
     #[inline]
     pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::min_dim::call(self, dim, keepdim)
     }
 
-    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
     #[inline]
     pub fn amax(&self) -> Result<Tensor> {
         crate::handles::amax::call(self, &[], false)
     }
 
-    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1392)
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
     #[inline]
     pub fn amax_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::amax::call(self, dim, keepdim)
     }
 
-    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
     #[inline]
     pub fn amin(&self) -> Result<Tensor> {
         crate::handles::amin::call(self, &[], false)
     }
 
-    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
     #[inline]
     pub fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::amin::call(self, dim, keepdim)
     }
 
-    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
     #[inline]
     pub fn argmax(&self) -> Result<Tensor> {
         crate::handles::argmax::call(self, None, false)
     }
 
-    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
     #[inline]
     pub fn argmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         crate::handles::argmax::call(self, dim, keepdim)
     }
 
-    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
     #[inline]
     pub fn argmin(&self) -> Result<Tensor> {
         crate::handles::argmin::call(self, None, false)
     }
 
-    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
     #[inline]
     pub fn argmin_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         crate::handles::argmin::call(self, dim, keepdim)
     }
 
-    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
     #[inline]
     pub fn logsumexp(&self, dim: &[i64]) -> Result<Tensor> {
         crate::handles::logsumexp::call(self, dim, false)
     }
 
-    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
     #[inline]
     pub fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::logsumexp::call(self, dim, keepdim)
     }
 
-    /// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1417)
+    /// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1421)
     #[inline]
     pub fn all(&self) -> Result<Tensor> {
         crate::handles::all::call(self)
     }
 
-    /// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
+    /// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1426)
     #[inline]
     pub fn any(&self) -> Result<Tensor> {
         crate::handles::any::call(self)
     }
 
-    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1427)
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
     #[inline]
     pub fn any_dim(&self, dim: i64) -> Result<Tensor> {
         crate::handles::any_dim::call(self, dim, false)
     }
 
-    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1427)
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
     #[inline]
     pub fn any_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
         crate::handles::any_dim::call(self, dim, keepdim)
     }
 
-    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
     #[inline]
     pub fn all_dim(&self, dim: i64) -> Result<Tensor> {
         crate::handles::all_dim::call(self, dim, false)
     }
 
-    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
     #[inline]
     pub fn all_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
         crate::handles::all_dim::call(self, dim, keepdim)
     }
 
-    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
     #[inline]
     pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
         crate::handles::cumsum::call(self, dim, None)
     }
 
-    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1437)
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
     #[inline]
     pub fn cumsum_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::cumsum::call(self, dim, dtype)
     }
 
-    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
     #[inline]
     pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
         crate::handles::cumprod::call(self, dim, None)
     }
 
-    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
     #[inline]
     pub fn cumprod_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::cumprod::call(self, dim, dtype)
     }
 
-    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
     #[inline]
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
         crate::handles::softmax_int::call(self, dim, None)
     }
 
-    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
     #[inline]
     pub fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::softmax_int::call(self, dim, dtype)
     }
 
-    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
     #[inline]
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, None)
     }
 
-    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
     #[inline]
     pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, dtype)
     }
 
-    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
     #[inline]
     pub fn split(&self, split_size: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_tensor::call(self, split_size, 0)
     }
 
-    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1476)
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
     #[inline]
     pub fn split_with(&self, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_tensor::call(self, split_size, dim)
     }
 
-    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
     #[inline]
     pub fn split_with_sizes(&self, split_sizes: &[i64]) -> Result<Vec<Tensor>> {
         crate::handles::split_with_sizes::call(self, split_sizes, 0)
     }
 
-    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
     #[inline]
     pub fn split_with_sizes_with(&self, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_with_sizes::call(self, split_sizes, dim)
     }
 
-    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
     #[inline]
     pub fn chunk(&self, chunks: i64) -> Result<Vec<Tensor>> {
         crate::handles::chunk::call(self, chunks, 0)
     }
 
-    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
     #[inline]
     pub fn chunk_with(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::chunk::call(self, chunks, dim)
     }
 
-    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
     #[inline]
     pub fn unbind(&self) -> Result<Vec<Tensor>> {
         crate::handles::unbind_int::call(self, 0)
     }
 
-    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
     #[inline]
     pub fn unbind_with(&self, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::unbind_int::call(self, dim)
     }
 
-    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1504)
+    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1508)
     #[inline]
     pub fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
         crate::handles::repeat::call(self, repeats)
     }
 
-    /// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1509)
+    /// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1513)
     #[inline]
     pub fn tile(&self, dims: &[i64]) -> Result<Tensor> {
         crate::handles::tile::call(self, dims)
     }
 
-    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
     #[inline]
     pub fn repeat_interleave_self_tensor(&self, repeats: &Tensor) -> Result<Tensor> {
         crate::handles::repeat_interleave_self_tensor::call(self, repeats, None, None)
     }
 
-    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
     #[inline]
     pub fn repeat_interleave_self_tensor_with(
         &self,
@@ -1619,13 +1619,13 @@ impl Tensor {
         crate::handles::repeat_interleave_self_tensor::call(self, repeats, dim, output_size)
     }
 
-    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
     #[inline]
     pub fn repeat_interleave_self_int(&self, repeats: i64) -> Result<Tensor> {
         crate::handles::repeat_interleave_self_int::call(self, repeats, None, None)
     }
 
-    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
     #[inline]
     pub fn repeat_interleave_self_int_with(
         &self,
@@ -1636,475 +1636,475 @@ impl Tensor {
         crate::handles::repeat_interleave_self_int::call(self, repeats, dim, output_size)
     }
 
-    /// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1528)
+    /// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1532)
     #[inline]
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         crate::handles::flip::call(self, dims)
     }
 
-    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1533)
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
     #[inline]
     pub fn roll(&self, shifts: &[i64]) -> Result<Tensor> {
         crate::handles::roll::call(self, shifts, &[])
     }
 
-    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1533)
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
     #[inline]
     pub fn roll_with(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         crate::handles::roll::call(self, shifts, dims)
     }
 
-    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1538)
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
     #[inline]
     pub fn rot90(&self) -> Result<Tensor> {
         crate::handles::rot90::call(self, 1, &[0, 1])
     }
 
-    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1538)
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
     #[inline]
     pub fn rot90_with(&self, k_: i64, dims: &[i64]) -> Result<Tensor> {
         crate::handles::rot90::call(self, k_, dims)
     }
 
-    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1543)
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
     #[inline]
     pub fn tril(&self) -> Result<Tensor> {
         crate::handles::tril::call(self, 0)
     }
 
-    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1543)
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
     #[inline]
     pub fn tril_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::tril::call(self, diagonal)
     }
 
-    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1548)
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
     #[inline]
     pub fn tril_(&self) -> Result<Tensor> {
         crate::handles::tril_::call(self, 0)
     }
 
-    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1548)
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
     #[inline]
     pub fn tril_with_(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::tril_::call(self, diagonal)
     }
 
-    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1557)
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
     #[inline]
     pub fn triu(&self) -> Result<Tensor> {
         crate::handles::triu::call(self, 0)
     }
 
-    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1557)
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
     #[inline]
     pub fn triu_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::triu::call(self, diagonal)
     }
 
-    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1562)
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
     #[inline]
     pub fn triu_(&self) -> Result<Tensor> {
         crate::handles::triu_::call(self, 0)
     }
 
-    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1562)
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
     #[inline]
     pub fn triu_with_(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::triu_::call(self, diagonal)
     }
 
-    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1571)
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
     #[inline]
     pub fn diag(&self) -> Result<Tensor> {
         crate::handles::diag::call(self, 0)
     }
 
-    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1571)
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
     #[inline]
     pub fn diag_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::diag::call(self, diagonal)
     }
 
-    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1576)
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
     #[inline]
     pub fn diag_embed(&self) -> Result<Tensor> {
         crate::handles::diag_embed::call(self, 0, -2, -1)
     }
 
-    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1576)
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
     #[inline]
     pub fn diag_embed_with(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
         crate::handles::diag_embed::call(self, offset, dim1, dim2)
     }
 
-    /// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1581)
+    /// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1585)
     #[inline]
     pub fn broadcast_to(&self, size: &[i64]) -> Result<Tensor> {
         crate::handles::broadcast_to::call(self, size)
     }
 
-    /// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1586)
+    /// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1590)
     #[inline]
     pub fn movedim(&self, source: &[i64], destination: &[i64]) -> Result<Tensor> {
         crate::handles::movedim_intlist::call(self, source, destination)
     }
 
-    /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1591)
+    /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1595)
     #[inline]
     pub fn movedim_int(&self, source: i64, destination: i64) -> Result<Tensor> {
         crate::handles::movedim_int::call(self, source, destination)
     }
 
-    /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1596)
+    /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1600)
     #[inline]
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
         crate::handles::unflatten_int::call(self, dim, sizes)
     }
 
-    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1609)
+    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1613)
     #[inline]
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         crate::handles::index_select::call(self, dim, index)
     }
 
-    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1618)
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
     #[inline]
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         crate::handles::gather::call(self, dim, index, false)
     }
 
-    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1618)
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
     #[inline]
     pub fn gather_with(&self, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
         crate::handles::gather::call(self, dim, index, sparse_grad)
     }
 
-    /// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1627)
+    /// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1631)
     #[inline]
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
         crate::handles::take::call(self, index)
     }
 
-    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1632)
+    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1636)
     #[inline]
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_src::call(self, dim, index, src)
     }
 
-    /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1637)
+    /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1641)
     #[inline]
     pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_src_::call(self, dim, index, src)
     }
 
-    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1646)
+    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1650)
     #[inline]
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::scatter_value::call(self, dim, index, value)
     }
 
-    /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1651)
+    /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1655)
     #[inline]
     pub fn scatter_value_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::scatter_value_::call(self, dim, index, value)
     }
 
-    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1656)
+    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
     #[inline]
     pub fn scatter_reduce(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_reduce::call(self, dim, index, src, reduce)
     }
 
-    /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1661)
+    /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
     #[inline]
     pub fn scatter_reduce_(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_reduce_::call(self, dim, index, src, reduce)
     }
 
-    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1666)
+    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1670)
     #[inline]
     pub fn scatter_value_reduce(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_value_reduce::call(self, dim, index, value, reduce)
     }
 
-    /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1671)
+    /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1675)
     #[inline]
     pub fn scatter_value_reduce_(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_value_reduce_::call(self, dim, index, value, reduce)
     }
 
-    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1676)
+    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1680)
     #[inline]
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_add::call(self, dim, index, src)
     }
 
-    /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1681)
+    /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1685)
     #[inline]
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_add_::call(self, dim, index, src)
     }
 
-    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1690)
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
     #[inline]
     pub fn index_add(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_add::call(self, dim, index, source, Scalar::Int(1))
     }
 
-    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1690)
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
     #[inline]
     pub fn index_add_with(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
         crate::handles::index_add::call(self, dim, index, source, alpha)
     }
 
-    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1695)
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
     #[inline]
     pub fn index_add_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_add_::call(self, dim, index, source, Scalar::Int(1))
     }
 
-    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1695)
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
     #[inline]
     pub fn index_add_with_(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
         crate::handles::index_add_::call(self, dim, index, source, alpha)
     }
 
-    /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1704)
+    /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1708)
     #[inline]
     pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_copy::call(self, dim, index, source)
     }
 
-    /// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1709)
+    /// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1713)
     #[inline]
     pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_copy_::call(self, dim, index, source)
     }
 
-    /// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1714)
+    /// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1718)
     #[inline]
     pub fn index_fill(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::index_fill_int_scalar::call(self, dim, index, value)
     }
 
-    /// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1719)
+    /// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
     #[inline]
     pub fn index_fill_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::index_fill_int_scalar_::call(self, dim, index, value)
     }
 
-    /// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1724)
+    /// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1728)
     #[inline]
     pub fn index_fill_int_tensor(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
         crate::handles::index_fill_int_tensor::call(self, dim, index, value)
     }
 
-    /// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1729)
+    /// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1733)
     #[inline]
     pub fn index_fill_int_tensor_(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
         crate::handles::index_fill_int_tensor_::call(self, dim, index, value)
     }
 
-    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1734)
+    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1738)
     #[inline]
     pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
         crate::handles::index_tensor::call(self, indices)
     }
 
-    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1739)
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
     #[inline]
     pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
         crate::handles::index_put::call(self, indices, values, false)
     }
 
-    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1739)
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
     #[inline]
     pub fn index_put_with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         crate::handles::index_put::call(self, indices, values, accumulate)
     }
 
-    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1744)
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
     #[inline]
     pub fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
         crate::handles::index_put_::call(self, indices, values, false)
     }
 
-    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1744)
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
     #[inline]
     pub fn index_put_with_(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         crate::handles::index_put_::call(self, indices, values, accumulate)
     }
 
-    /// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1749)
+    /// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1753)
     #[inline]
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         crate::handles::masked_select::call(self, mask)
     }
 
-    /// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1754)
+    /// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1758)
     #[inline]
     pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::masked_scatter::call(self, mask, source)
     }
 
-    /// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1759)
+    /// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1763)
     #[inline]
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::masked_scatter_::call(self, mask, source)
     }
 
-    /// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1764)
+    /// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1768)
     #[inline]
     pub fn nonzero(&self) -> Result<Tensor> {
         crate::handles::nonzero::call(self)
     }
 
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1773)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
     #[inline]
     pub fn count_nonzero(&self) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, None)
     }
 
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1773)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
     #[inline]
     pub fn count_nonzero_with(&self, dim: Option<i64>) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, dim)
     }
 
-    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1778)
+    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1782)
     #[inline]
     pub fn count_nonzero_dim_intlist(&self, dim: &[i64]) -> Result<Tensor> {
         crate::handles::count_nonzero_dim_intlist::call(self, dim)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
     #[inline]
     pub fn sort(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, -1, false)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1791)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
     #[inline]
     pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, dim, descending)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
     #[inline]
     pub fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, -1, false)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
     #[inline]
     pub fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, dim, descending)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1801)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
     #[inline]
     pub fn argsort(&self) -> Result<Tensor> {
         crate::handles::argsort::call(self, -1, false)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1801)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
     #[inline]
     pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort::call(self, dim, descending)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
     #[inline]
     pub fn argsort_stable(&self, stable: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, -1, false)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
     #[inline]
     pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, dim, descending)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
     #[inline]
     pub fn topk(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, -1, true, true)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1811)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
     #[inline]
     pub fn topk_with(&self, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, dim, largest, sorted)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
     #[inline]
     pub fn kthvalue(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, -1, false)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
     #[inline]
     pub fn kthvalue_with(&self, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, dim, keepdim)
     }
 
-    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1821)
+    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1825)
     #[inline]
     pub fn median(&self) -> Result<Tensor> {
         crate::handles::median::call(self)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
     #[inline]
     pub fn median_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, false)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1826)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
     #[inline]
     pub fn median_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, keepdim)
     }
 
-    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
+    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
     #[inline]
     pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummax::call(self, dim)
     }
 
-    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
+    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1840)
     #[inline]
     pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummin::call(self, dim)
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1845)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
     #[inline]
     pub fn norm(&self) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, Scalar::Int(2))
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1845)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
     #[inline]
     pub fn norm_with(&self, p: Scalar) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, p)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1850)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn norm_scalaropt_dim(&self, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, false)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1850)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn norm_scalaropt_dim_with(&self, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, keepdim)
     }
 
-    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1855)
+    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1859)
     #[inline]
     pub fn norm_scalaropt_dim_dtype(
         &self,
@@ -2116,487 +2116,487 @@ impl Tensor {
         crate::handles::norm_scalaropt_dim_dtype::call(self, p, dim, keepdim, dtype)
     }
 
-    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
+    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
     #[inline]
     pub fn norm_scalaropt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dtype::call(self, p, dtype)
     }
 
-    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1868)
+    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1872)
     #[inline]
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::mm::call(self, mat2)
     }
 
-    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1877)
+    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1881)
     #[inline]
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::bmm::call(self, mat2)
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
     #[inline]
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1886)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
     #[inline]
     pub fn addmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
     #[inline]
     pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
     #[inline]
     pub fn baddbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
     #[inline]
     pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
     #[inline]
     pub fn addbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1901)
+    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1905)
     #[inline]
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
         crate::handles::mv::call(self, vec)
     }
 
-    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1906)
+    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1910)
     #[inline]
     pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
         crate::handles::dot::call(self, tensor)
     }
 
-    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1911)
+    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
     #[inline]
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::vdot::call(self, other)
     }
 
-    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1916)
+    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1920)
     #[inline]
     pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
         crate::handles::outer::call(self, vec2)
     }
 
-    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1921)
+    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1925)
     #[inline]
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::matmul::call(self, other)
     }
 
-    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2200)
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
     #[inline]
     pub fn erfinv(&self) -> Result<Tensor> {
         crate::handles::erfinv::call(self)
     }
 
-    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2205)
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
     #[inline]
     pub fn erfinv_(&self) -> Result<Tensor> {
         crate::handles::erfinv_::call(self)
     }
 
-    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2214)
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
     #[inline]
     pub fn sgn(&self) -> Result<Tensor> {
         crate::handles::sgn::call(self)
     }
 
-    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2219)
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
     #[inline]
     pub fn sgn_(&self) -> Result<Tensor> {
         crate::handles::sgn_::call(self)
     }
 
-    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2228)
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
     #[inline]
     pub fn square(&self) -> Result<Tensor> {
         crate::handles::square::call(self)
     }
 
-    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2233)
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2237)
     #[inline]
     pub fn square_(&self) -> Result<Tensor> {
         crate::handles::square_::call(self)
     }
 
-    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2246)
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
     #[inline]
     pub fn isinf(&self) -> Result<Tensor> {
         crate::handles::isinf::call(self)
     }
 
-    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
     #[inline]
     pub fn isfinite(&self) -> Result<Tensor> {
         crate::handles::isfinite::call(self)
     }
 
-    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
     #[inline]
     pub fn isposinf(&self) -> Result<Tensor> {
         crate::handles::isposinf::call(self)
     }
 
-    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2269)
     #[inline]
     pub fn isneginf(&self) -> Result<Tensor> {
         crate::handles::isneginf::call(self)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2274)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
     #[inline]
     pub fn nan_to_num(&self) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, None, None, None)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2274)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
     #[inline]
     pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, nan, posinf, neginf)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2279)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
     #[inline]
     pub fn nan_to_num_(&self) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, None, None, None)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2279)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
     #[inline]
     pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
     }
 
-    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2288)
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2292)
     #[inline]
     pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals::call(self, decimals)
     }
 
-    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2293)
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2297)
     #[inline]
     pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals_::call(self, decimals)
     }
 
-    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2302)
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
     #[inline]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         crate::handles::bitwise_not::call(self)
     }
 
-    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2307)
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
     #[inline]
     pub fn bitwise_not_(&self) -> Result<Tensor> {
         crate::handles::bitwise_not_::call(self)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
     #[inline]
     pub fn clamp_(&self) -> Result<Tensor> {
         crate::handles::clamp_::call(self, None, None)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
     #[inline]
     pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp_::call(self, min, max)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2325)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
     #[inline]
     pub fn clamp_tensor(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, None, None)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2325)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
     #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, min, max)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2330)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
     #[inline]
     pub fn clamp_tensor_(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, None, None)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2330)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
     #[inline]
     pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, min, max)
     }
 
-    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2339)
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2343)
     #[inline]
     pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min::call(self, min)
     }
 
-    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2344)
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2348)
     #[inline]
     pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor::call(self, min)
     }
 
-    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2349)
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2353)
     #[inline]
     pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min_::call(self, min)
     }
 
-    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
     #[inline]
     pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor_::call(self, min)
     }
 
-    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2367)
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2371)
     #[inline]
     pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max::call(self, max)
     }
 
-    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2372)
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2376)
     #[inline]
     pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor::call(self, max)
     }
 
-    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2377)
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2381)
     #[inline]
     pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max_::call(self, max)
     }
 
-    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
     #[inline]
     pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor_::call(self, max)
     }
 
-    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2427)
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2431)
     #[inline]
     pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
         crate::handles::prelu::call(self, weight)
     }
 
-    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2440)
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
     #[inline]
     pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmax::call(self, other)
     }
 
-    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2453)
     #[inline]
     pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmin::call(self, other)
     }
 
-    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
     #[inline]
     pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot::call(self, other)
     }
 
-    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2463)
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
     #[inline]
     pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot_::call(self, other)
     }
 
-    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2472)
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2476)
     #[inline]
     pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor::call(self, other)
     }
 
-    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2477)
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
     #[inline]
     pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor_::call(self, other)
     }
 
-    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2486)
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2490)
     #[inline]
     pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar::call(self, other)
     }
 
-    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2491)
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
     #[inline]
     pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar_::call(self, other)
     }
 
-    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2496)
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2500)
     #[inline]
     pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide::call(self, other)
     }
 
-    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2501)
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
     #[inline]
     pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide_tensor_::call(self, other)
     }
 
-    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2510)
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2514)
     #[inline]
     pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar::call(self, other)
     }
 
-    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2515)
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2519)
     #[inline]
     pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar_::call(self, other)
     }
 
-    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2520)
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
     #[inline]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor::call(self, other)
     }
 
-    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2525)
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2529)
     #[inline]
     pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar::call(self, other)
     }
 
-    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2534)
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
     #[inline]
     pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor_::call(self, other)
     }
 
-    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
     #[inline]
     pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar_::call(self, other)
     }
 
-    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2548)
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
     #[inline]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor::call(self, other)
     }
 
-    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2553)
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2557)
     #[inline]
     pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar::call(self, other)
     }
 
-    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2562)
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2566)
     #[inline]
     pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor_::call(self, other)
     }
 
-    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
     #[inline]
     pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar_::call(self, other)
     }
 
-    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2576)
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
     #[inline]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor::call(self, other)
     }
 
-    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2581)
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2585)
     #[inline]
     pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar::call(self, other)
     }
 
-    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2590)
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2594)
     #[inline]
     pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor_::call(self, other)
     }
 
-    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
     #[inline]
     pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar_::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2604)
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
     #[inline]
     pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2609)
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2618)
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
     #[inline]
     pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2636)
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
     #[inline]
     pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2641)
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2645)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2650)
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2654)
     #[inline]
     pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2668)
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
     #[inline]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_or::call(self, other)
     }
 
-    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
     #[inline]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_xor::call(self, other)

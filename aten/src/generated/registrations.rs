@@ -268,6 +268,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::remainder_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::pow_tensor_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::pow_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::pow_scalar::SCHEMA).expect("generated schema parses");
     d.def(handles::logical_and::SCHEMA).expect("generated schema parses");
     d.def(handles::logical_not::SCHEMA).expect("generated schema parses");
     d.def(handles::isnan::SCHEMA).expect("generated schema parses");
@@ -583,6 +584,129 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::std_mean::SCHEMA).expect("generated schema parses");
     d.def(handles::std_mean_dim::SCHEMA).expect("generated schema parses");
     d.def(handles::std_mean_correction::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_1d_sequence::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_2d_sequence::SCHEMA).expect("generated schema parses");
+    d.def(handles::atleast_3d_sequence::SCHEMA).expect("generated schema parses");
+    d.def(handles::mt::SCHEMA).expect("generated schema parses");
+    d.def(handles::mh::SCHEMA).expect("generated schema parses");
+    d.def(handles::matrix_h::SCHEMA).expect("generated schema parses");
+    d.def(handles::numpy_t::SCHEMA).expect("generated schema parses");
+    d.def(handles::ravel::SCHEMA).expect("generated schema parses");
+    d.def(handles::flipud::SCHEMA).expect("generated schema parses");
+    d.def(handles::fliplr::SCHEMA).expect("generated schema parses");
+    d.def(handles::hstack::SCHEMA).expect("generated schema parses");
+    d.def(handles::vstack::SCHEMA).expect("generated schema parses");
+    d.def(handles::dstack::SCHEMA).expect("generated schema parses");
+    d.def(handles::column_stack::SCHEMA).expect("generated schema parses");
+    d.def(handles::positive::SCHEMA).expect("generated schema parses");
+    d.def(handles::resolve_neg::SCHEMA).expect("generated schema parses");
+    d.def(handles::resolve_conj::SCHEMA).expect("generated schema parses");
+    d.def(handles::conj_physical::SCHEMA).expect("generated schema parses");
+    d.def(handles::real::SCHEMA).expect("generated schema parses");
+    d.def(handles::isreal::SCHEMA).expect("generated schema parses");
+    d.def(handles::broadcast_tensors::SCHEMA).expect("generated schema parses");
+    d.def(handles::view_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::unsqueeze_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::unfold_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::unbind_copy_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::transpose_copy_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::permute_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::expand_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::diagonal_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::as_strided_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::split_with_sizes_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::t_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::alias_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::squeeze_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::squeeze_copy_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::narrow_copy::SCHEMA).expect("generated schema parses");
+    d.def(handles::new_zeros::SCHEMA).expect("generated schema parses");
+    d.def(handles::new_ones::SCHEMA).expect("generated schema parses");
+    d.def(handles::new_empty::SCHEMA).expect("generated schema parses");
+    d.def(handles::new_full::SCHEMA).expect("generated schema parses");
+    d.def(handles::new_empty_strided::SCHEMA).expect("generated schema parses");
+    d.def(handles::empty_permuted::SCHEMA).expect("generated schema parses");
+    d.def(handles::scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::min_other::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_other::SCHEMA).expect("generated schema parses");
+    d.def(handles::rad2deg::SCHEMA).expect("generated schema parses");
+    d.def(handles::deg2rad::SCHEMA).expect("generated schema parses");
+    d.def(handles::signbit::SCHEMA).expect("generated schema parses");
+    d.def(handles::logaddexp::SCHEMA).expect("generated schema parses");
+    d.def(handles::logaddexp2::SCHEMA).expect("generated schema parses");
+    d.def(handles::sinc::SCHEMA).expect("generated schema parses");
+    d.def(handles::xlogy_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::xlogy_scalar_self::SCHEMA).expect("generated schema parses");
+    d.def(handles::xlogy_scalar_other::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_xlog1py::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_xlogy::SCHEMA).expect("generated schema parses");
+    d.def(handles::heaviside::SCHEMA).expect("generated schema parses");
+    d.def(handles::float_power_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::float_power_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::float_power_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::ldexp_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::isclose::SCHEMA).expect("generated schema parses");
+    d.def(handles::hardshrink::SCHEMA).expect("generated schema parses");
+    d.def(handles::softshrink::SCHEMA).expect("generated schema parses");
+    d.def(handles::prod::SCHEMA).expect("generated schema parses");
+    d.def(handles::var_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::var::SCHEMA).expect("generated schema parses");
+    d.def(handles::std_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::std::SCHEMA).expect("generated schema parses");
+    d.def(handles::nansum::SCHEMA).expect("generated schema parses");
+    d.def(handles::nanmean::SCHEMA).expect("generated schema parses");
+    d.def(handles::aminmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::logcumsumexp::SCHEMA).expect("generated schema parses");
+    d.def(handles::trace::SCHEMA).expect("generated schema parses");
+    d.def(handles::sum_to_size::SCHEMA).expect("generated schema parses");
+    d.def(handles::inner::SCHEMA).expect("generated schema parses");
+    d.def(handles::addmv::SCHEMA).expect("generated schema parses");
+    d.def(handles::addr::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_cross::SCHEMA).expect("generated schema parses");
+    d.def(handles::cross::SCHEMA).expect("generated schema parses");
+    d.def(handles::kron::SCHEMA).expect("generated schema parses");
+    d.def(handles::dist::SCHEMA).expect("generated schema parses");
+    d.def(handles::pairwise_distance::SCHEMA).expect("generated schema parses");
+    d.def(handles::cosine_similarity::SCHEMA).expect("generated schema parses");
+    d.def(handles::cdist::SCHEMA).expect("generated schema parses");
+    d.def(handles::pdist::SCHEMA).expect("generated schema parses");
+    d.def(handles::soft_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::hinge_embedding_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::poisson_nll_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::rms_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::channel_shuffle::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_vector_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_diagonal::SCHEMA).expect("generated schema parses");
+    d.def(handles::diagflat::SCHEMA).expect("generated schema parses");
+    d.def(handles::block_diag::SCHEMA).expect("generated schema parses");
+    d.def(handles::cartesian_prod::SCHEMA).expect("generated schema parses");
+    d.def(handles::combinations::SCHEMA).expect("generated schema parses");
+    d.def(handles::diff::SCHEMA).expect("generated schema parses");
+    d.def(handles::trapezoid_x::SCHEMA).expect("generated schema parses");
+    d.def(handles::trapezoid_dx::SCHEMA).expect("generated schema parses");
+    d.def(handles::trapz_x::SCHEMA).expect("generated schema parses");
+    d.def(handles::trapz_dx::SCHEMA).expect("generated schema parses");
+    d.def(handles::cumulative_trapezoid_x::SCHEMA).expect("generated schema parses");
+    d.def(handles::cumulative_trapezoid_dx::SCHEMA).expect("generated schema parses");
+    d.def(handles::tensor_split_sections::SCHEMA).expect("generated schema parses");
+    d.def(handles::tensor_split_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::tensor_split_tensor_indices_or_sections::SCHEMA).expect("generated schema parses");
+    d.def(handles::hsplit_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::vsplit_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::dsplit_int::SCHEMA).expect("generated schema parses");
+    d.def(handles::hsplit_array::SCHEMA).expect("generated schema parses");
+    d.def(handles::vsplit_array::SCHEMA).expect("generated schema parses");
+    d.def(handles::dsplit_array::SCHEMA).expect("generated schema parses");
+    d.def(handles::unsafe_split_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::unsafe_chunk::SCHEMA).expect("generated schema parses");
+    d.def(handles::take_along_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::argwhere::SCHEMA).expect("generated schema parses");
+    d.def(handles::narrow_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::masked_fill_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::logspace::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -4160,6 +4284,48 @@ pub fn register_backend_select(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::empty_permuted::NAME,
+        DispatchKey::BackendSelect,
+        handles::empty_permuted::kernel(|_ks, size, physical_layout, dtype, layout, device, pin_memory| {
+            handles::empty_permuted::redispatch(
+                crate::backend_key_set(device),
+                size,
+                physical_layout,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scalar_tensor::NAME,
+        DispatchKey::BackendSelect,
+        handles::scalar_tensor::kernel(|_ks, s, dtype, layout, device, pin_memory| {
+            handles::scalar_tensor::redispatch(crate::backend_key_set(device), s, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logspace::NAME,
+        DispatchKey::BackendSelect,
+        handles::logspace::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
+            handles::logspace::redispatch(
+                crate::backend_key_set(device),
+                start,
+                end,
+                steps,
+                base,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CPU` kernels.
@@ -5624,6 +5790,12 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::pow_tensor_scalar::kernel(|_ks, self_, exponent| {
             crate::native::pointwise::pow_tensor_scalar(self_, exponent)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_scalar::NAME,
+        DispatchKey::CPU,
+        handles::pow_scalar::kernel(|_ks, self_, exponent| crate::native::pointwise::pow_scalar(self_, exponent)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -8222,6 +8394,840 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::std_mean_dim::kernel(|_ks, self_, dim, unbiased, keepdim| {
             crate::native::reduce::std_mean_dim(self_, dim, unbiased, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_1d::kernel(|_ks, self_| crate::native::composite::atleast_1d(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_2d::kernel(|_ks, self_| crate::native::composite::atleast_2d(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_3d::kernel(|_ks, self_| crate::native::composite::atleast_3d(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_1d_sequence::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_1d_sequence::kernel(|_ks, tensors| crate::native::composite::atleast_1d_sequence(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_2d_sequence::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_2d_sequence::kernel(|_ks, tensors| crate::native::composite::atleast_2d_sequence(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atleast_3d_sequence::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::atleast_3d_sequence::kernel(|_ks, tensors| crate::native::composite::atleast_3d_sequence(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mt::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::mt::kernel(|_ks, self_| crate::native::composite::mt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mh::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::mh::kernel(|_ks, self_| crate::native::composite::mh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::matrix_h::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::matrix_h::kernel(|_ks, self_| crate::native::composite::matrix_h(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::numpy_t::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::numpy_t::kernel(|_ks, self_| crate::native::composite::numpy_t(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ravel::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::ravel::kernel(|_ks, self_| crate::native::composite::ravel(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::flipud::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::flipud::kernel(|_ks, self_| crate::native::composite::flipud(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fliplr::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fliplr::kernel(|_ks, self_| crate::native::composite::fliplr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hstack::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::hstack::kernel(|_ks, tensors| crate::native::composite::hstack(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::vstack::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::vstack::kernel(|_ks, tensors| crate::native::composite::vstack(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dstack::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dstack::kernel(|_ks, tensors| crate::native::composite::dstack(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::column_stack::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::column_stack::kernel(|_ks, tensors| crate::native::composite::column_stack(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::positive::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::positive::kernel(|_ks, self_| crate::native::composite::positive(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::resolve_neg::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::resolve_neg::kernel(|_ks, self_| crate::native::composite::resolve_neg(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::resolve_conj::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::resolve_conj::kernel(|_ks, self_| crate::native::composite::resolve_conj(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conj_physical::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conj_physical::kernel(|_ks, self_| crate::native::composite::conj_physical(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::real::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::real::kernel(|_ks, self_| crate::native::composite::real(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isreal::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::isreal::kernel(|_ks, self_| crate::native::composite::isreal(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::broadcast_tensors::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::broadcast_tensors::kernel(|_ks, tensors| crate::native::composite::broadcast_tensors(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::view_copy::kernel(|_ks, self_, size| crate::native::composite::view_copy(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unsqueeze_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unsqueeze_copy::kernel(|_ks, self_, dim| crate::native::composite::unsqueeze_copy(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unfold_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unfold_copy::kernel(|_ks, self_, dimension, size, step| {
+            crate::native::composite::unfold_copy(self_, dimension, size, step)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unbind_copy_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unbind_copy_int::kernel(|_ks, self_, dim| crate::native::composite::unbind_copy(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::transpose_copy_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::transpose_copy_int::kernel(|_ks, self_, dim0, dim1| {
+            crate::native::composite::transpose_copy(self_, dim0, dim1)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::permute_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::permute_copy::kernel(|_ks, self_, dims| crate::native::composite::permute_copy(self_, dims)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expand_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::expand_copy::kernel(|_ks, self_, size, implicit| {
+            crate::native::composite::expand_copy(self_, size, implicit)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diagonal_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::diagonal_copy::kernel(|_ks, self_, offset, dim1, dim2| {
+            crate::native::composite::diagonal_copy(self_, offset, dim1, dim2)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::as_strided_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::as_strided_copy::kernel(|_ks, self_, size, stride, storage_offset| {
+            crate::native::composite::as_strided_copy(self_, size, stride, storage_offset)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::split_with_sizes_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::split_with_sizes_copy::kernel(|_ks, self_, split_sizes, dim| {
+            crate::native::composite::split_with_sizes_copy(self_, split_sizes, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::t_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::t_copy::kernel(|_ks, self_| crate::native::composite::t_copy(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::alias_copy::kernel(|_ks, self_| crate::native::composite::alias_copy(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::squeeze_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::squeeze_copy::kernel(|_ks, self_| crate::native::composite::squeeze_copy(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::squeeze_copy_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::squeeze_copy_dim::kernel(|_ks, self_, dim| crate::native::composite::squeeze_copy_dim(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::narrow_copy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::narrow_copy::kernel(|_ks, self_, dim, start, length| {
+            crate::native::composite::narrow_copy(self_, dim, start, length)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::new_zeros::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::new_zeros::kernel(|_ks, self_, size, dtype, layout, device, pin_memory| {
+            crate::native::composite::new_zeros(self_, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::new_ones::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::new_ones::kernel(|_ks, self_, size, dtype, layout, device, pin_memory| {
+            crate::native::composite::new_ones(self_, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::new_empty::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::new_empty::kernel(|_ks, self_, size, dtype, layout, device, pin_memory| {
+            crate::native::composite::new_empty(self_, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::new_full::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::new_full::kernel(|_ks, self_, size, fill_value, dtype, layout, device, pin_memory| {
+            crate::native::composite::new_full(self_, size, fill_value, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::new_empty_strided::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::new_empty_strided::kernel(|_ks, self_, size, stride, dtype, layout, device, pin_memory| {
+            crate::native::composite::new_empty_strided(self_, size, stride, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_permuted::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::empty_permuted::kernel(|_ks, size, physical_layout, dtype, layout, device, pin_memory| {
+            crate::native::composite::empty_permuted(size, physical_layout, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scalar_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::scalar_tensor::kernel(|_ks, s, dtype, layout, device, pin_memory| {
+            crate::native::composite::scalar_tensor(s, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::min_other::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::min_other::kernel(|_ks, self_, other| crate::native::composite::min_other(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_other::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::max_other::kernel(|_ks, self_, other| crate::native::composite::max_other(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rad2deg::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rad2deg::kernel(|_ks, self_| crate::native::composite::rad2deg(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::deg2rad::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::deg2rad::kernel(|_ks, self_| crate::native::composite::deg2rad(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::signbit::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::signbit::kernel(|_ks, self_| crate::native::composite::signbit(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logaddexp::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::logaddexp::kernel(|_ks, self_, other| crate::native::composite::logaddexp(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logaddexp2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::logaddexp2::kernel(|_ks, self_, other| crate::native::composite::logaddexp2(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinc::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sinc::kernel(|_ks, self_| crate::native::composite::sinc(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::xlogy_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::xlogy_tensor::kernel(|_ks, self_, other| crate::native::composite::xlogy(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::xlogy_scalar_self::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::xlogy_scalar_self::kernel(|_ks, self_, other| {
+            crate::native::composite::xlogy_scalar_self(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::xlogy_scalar_other::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::xlogy_scalar_other::kernel(|_ks, self_, other| {
+            crate::native::composite::xlogy_scalar_other(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_xlog1py::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::special_xlog1py::kernel(|_ks, self_, other| crate::native::composite::special_xlog1py(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_xlogy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::special_xlogy::kernel(|_ks, self_, other| crate::native::composite::special_xlogy(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::heaviside::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::heaviside::kernel(|_ks, self_, values| crate::native::composite::heaviside(self_, values)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::float_power_tensor_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::float_power_tensor_tensor::kernel(|_ks, self_, exponent| {
+            crate::native::composite::float_power_tensor_tensor(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::float_power_tensor_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::float_power_tensor_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::composite::float_power_tensor_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::float_power_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::float_power_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::composite::float_power_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ldexp_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::ldexp_tensor::kernel(|_ks, self_, other| crate::native::composite::ldexp(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isclose::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::isclose::kernel(|_ks, self_, other, rtol, atol, equal_nan| {
+            crate::native::composite::isclose(self_, other, rtol, atol, equal_nan)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardshrink::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::hardshrink::kernel(|_ks, self_, lambd| crate::native::composite::hardshrink(self_, lambd)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::softshrink::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::softshrink::kernel(|_ks, self_, lambd| crate::native::composite::softshrink(self_, lambd)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::prod::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::prod::kernel(|_ks, self_, dtype| crate::native::composite::prod_all(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::var_dim::kernel(|_ks, self_, dim, unbiased, keepdim| {
+            crate::native::composite::var_dim(self_, dim, unbiased, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::var::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::var::kernel(|_ks, self_, unbiased| crate::native::composite::var_all(self_, unbiased)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::std_dim::kernel(|_ks, self_, dim, unbiased, keepdim| {
+            crate::native::composite::std_dim(self_, dim, unbiased, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::std::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::std::kernel(|_ks, self_, unbiased| crate::native::composite::std_all(self_, unbiased)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nansum::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nansum::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::composite::nansum(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nanmean::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nanmean::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::composite::nanmean(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::aminmax::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::aminmax::kernel(|_ks, self_, dim, keepdim| crate::native::composite::aminmax(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logcumsumexp::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::logcumsumexp::kernel(|_ks, self_, dim| crate::native::composite::logcumsumexp(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trace::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::trace::kernel(|_ks, self_| crate::native::composite::trace(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum_to_size::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sum_to_size::kernel(|_ks, self_, size| crate::native::composite::sum_to_size(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::inner::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::inner::kernel(|_ks, self_, other| crate::native::composite::inner(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmv::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::addmv::kernel(|_ks, self_, mat, vec, beta, alpha| {
+            crate::native::composite::addmv(self_, mat, vec, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addr::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::addr::kernel(|_ks, self_, vec1, vec2, beta, alpha| {
+            crate::native::composite::addr(self_, vec1, vec2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cross::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_cross::kernel(|_ks, self_, other, dim| {
+            crate::native::composite::linalg_cross(self_, other, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cross::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cross::kernel(|_ks, self_, other, dim| crate::native::composite::cross(self_, other, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::kron::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::kron::kernel(|_ks, self_, other| crate::native::composite::kron(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dist::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dist::kernel(|_ks, self_, other, p| crate::native::composite::dist(self_, other, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pairwise_distance::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pairwise_distance::kernel(|_ks, x1, x2, p, eps, keepdim| {
+            crate::native::composite::pairwise_distance(x1, x2, p, eps, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosine_similarity::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cosine_similarity::kernel(|_ks, x1, x2, dim, eps| {
+            crate::native::composite::cosine_similarity(x1, x2, dim, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cdist::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cdist::kernel(|_ks, x1, x2, p, compute_mode| crate::native::composite::cdist(x1, x2, p, compute_mode)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pdist::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pdist::kernel(|_ks, self_, p| crate::native::composite::pdist(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::soft_margin_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::soft_margin_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::composite::soft_margin_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hinge_embedding_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::hinge_embedding_loss::kernel(|_ks, self_, target, margin, reduction| {
+            crate::native::composite::hinge_embedding_loss(self_, target, margin, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::poisson_nll_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::poisson_nll_loss::kernel(|_ks, input, target, log_input, full, eps, reduction| {
+            crate::native::composite::poisson_nll_loss(input, target, log_input, full, eps, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rms_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rms_norm::kernel(|_ks, input, normalized_shape, weight, eps| {
+            crate::native::composite::rms_norm(input, normalized_shape, weight, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::channel_shuffle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::channel_shuffle::kernel(|_ks, self_, groups| crate::native::composite::channel_shuffle(self_, groups)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_vector_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_vector_norm::kernel(|_ks, self_, ord, dim, keepdim, dtype| {
+            crate::native::composite::linalg_vector_norm(self_, ord, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_diagonal::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_diagonal::kernel(|_ks, a_, offset, dim1, dim2| {
+            crate::native::composite::linalg_diagonal(a_, offset, dim1, dim2)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diagflat::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::diagflat::kernel(|_ks, self_, offset| crate::native::composite::diagflat(self_, offset)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::block_diag::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::block_diag::kernel(|_ks, tensors| crate::native::composite::block_diag(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cartesian_prod::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cartesian_prod::kernel(|_ks, tensors| crate::native::composite::cartesian_prod(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::combinations::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::combinations::kernel(|_ks, self_, r_, with_replacement| {
+            crate::native::composite::combinations(self_, r_, with_replacement)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diff::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::diff::kernel(|_ks, self_, n, dim, prepend, append| {
+            crate::native::composite::diff(self_, n, dim, prepend, append)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trapezoid_x::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::trapezoid_x::kernel(|_ks, y, x, dim| crate::native::composite::trapezoid_x(y, x, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trapezoid_dx::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::trapezoid_dx::kernel(|_ks, y, dx, dim| crate::native::composite::trapezoid_dx(y, dx, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trapz_x::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::trapz_x::kernel(|_ks, y, x, dim| crate::native::composite::trapz_x(y, x, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trapz_dx::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::trapz_dx::kernel(|_ks, y, dx, dim| crate::native::composite::trapz_dx(y, dx, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cumulative_trapezoid_x::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cumulative_trapezoid_x::kernel(|_ks, y, x, dim| {
+            crate::native::composite::cumulative_trapezoid_x(y, x, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cumulative_trapezoid_dx::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cumulative_trapezoid_dx::kernel(|_ks, y, dx, dim| {
+            crate::native::composite::cumulative_trapezoid_dx(y, dx, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tensor_split_sections::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tensor_split_sections::kernel(|_ks, self_, sections, dim| {
+            crate::native::composite::tensor_split_sections(self_, sections, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tensor_split_indices::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tensor_split_indices::kernel(|_ks, self_, indices, dim| {
+            crate::native::composite::tensor_split_indices(self_, indices, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tensor_split_tensor_indices_or_sections::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tensor_split_tensor_indices_or_sections::kernel(|_ks, self_, tensor_indices_or_sections, dim| {
+            crate::native::composite::tensor_split_tensor(self_, tensor_indices_or_sections, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hsplit_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::hsplit_int::kernel(|_ks, self_, sections| crate::native::composite::hsplit_int(self_, sections)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::vsplit_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::vsplit_int::kernel(|_ks, self_, sections| crate::native::composite::vsplit_int(self_, sections)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dsplit_int::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dsplit_int::kernel(|_ks, self_, sections| crate::native::composite::dsplit_int(self_, sections)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hsplit_array::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::hsplit_array::kernel(|_ks, self_, indices| crate::native::composite::hsplit_array(self_, indices)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::vsplit_array::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::vsplit_array::kernel(|_ks, self_, indices| crate::native::composite::vsplit_array(self_, indices)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dsplit_array::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dsplit_array::kernel(|_ks, self_, indices| crate::native::composite::dsplit_array(self_, indices)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unsafe_split_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unsafe_split_tensor::kernel(|_ks, self_, split_size, dim| {
+            crate::native::composite::unsafe_split(self_, split_size, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unsafe_chunk::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unsafe_chunk::kernel(|_ks, self_, chunks, dim| {
+            crate::native::composite::unsafe_chunk(self_, chunks, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::take_along_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::take_along_dim::kernel(|_ks, self_, indices, dim| {
+            crate::native::composite::take_along_dim(self_, indices, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argwhere::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::argwhere::kernel(|_ks, self_| crate::native::composite::argwhere(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::narrow_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::narrow_tensor::kernel(|_ks, self_, dim, start, length| {
+            crate::native::composite::narrow_tensor(self_, dim, start, length)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::masked_fill_tensor::kernel(|_ks, self_, mask, value| {
+            crate::native::composite::masked_fill_tensor(self_, mask, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logspace::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::logspace::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
+            crate::native::composite::logspace(start, end, steps, base, dtype, layout, device, pin_memory)
         }),
     )
     .expect("generated registration");

@@ -71,7 +71,9 @@ pub fn to_copy(
             crate::native::factory::empty_like(self_, Some(dtype), None, Some(device), None, None)?
         }
         Some(MemoryFormat::Contiguous) => Tensor::empty_uninit(self_.sizes(), dtype, device)?,
-        Some(m) => return Err(Error::NotImplemented { op: OP.into(), msg: format!("memory format {m:?}") }),
+        Some(m) => {
+            crate::native::factory::empty_memory_format(self_.sizes(), Some(dtype), None, Some(device), None, Some(m))?
+        }
     };
     if device.is_cpu() && self_.device().is_cpu() {
         copy_into(&out, self_)?;

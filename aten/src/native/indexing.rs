@@ -97,13 +97,14 @@ pub fn index_select_out(self_: &Tensor, dim: i64, index: &Tensor, out: &Tensor) 
 /// rank of `self` (and of `src`), is no larger than `src`, and no larger than `self` outside
 /// `dim`.
 fn scatter_gather_check(op: &str, self_: &Tensor, dim: usize, index: &Tensor, src: Option<&Tensor>) -> Result<()> {
-    if index.dtype() != ScalarType::I64 {
-        return Err(Error::invalid(op, format!("{op}(): Expected dtype int64 for index")));
-    }
-    let (s, i) = (nonempty_sizes(self_), nonempty_sizes(index));
+    // An empty index is accepted whatever its dtype (PyTorch checks the dtype of a non-empty one).
     if index.numel() == 0 {
         return Ok(());
     }
+    if !matches!(index.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(op, format!("{op}(): Expected dtype int32/int64 for index")));
+    }
+    let (s, i) = (nonempty_sizes(self_), nonempty_sizes(index));
     if i.len() != s.len() {
         return Err(Error::shape(op, "Index tensor must have the same number of dimensions as input tensor"));
     }

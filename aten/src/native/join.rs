@@ -193,7 +193,7 @@ pub fn split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
             format!("split_size can only be 0 if dimension size is 0, but got dimension size of {size}"),
         ));
     }
-    let num = if split_size == 0 { 1 } else { ((size + split_size - 1) / split_size).max(1) };
+    let num = if split_size == 0 { 1 } else { (size / split_size + i64::from(size % split_size != 0)).max(1) };
     (0..num)
         .map(|i| {
             let start = i * split_size;
@@ -216,8 +216,9 @@ pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result
             format!("split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={split_sizes:?} (entry {bad})"),
         ));
     }
-    let total: i64 = split_sizes.iter().sum();
-    if total != size {
+    // Entries are non-negative, so a sum past i64::MAX cannot equal the size either.
+    let total = split_sizes.iter().try_fold(0i64, |acc, &s| acc.checked_add(s));
+    if total != Some(size) {
         return Err(Error::invalid(
             "split_with_sizes",
             format!("split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {dim}), but got split_sizes={split_sizes:?}"),
@@ -244,9 +245,12 @@ pub fn chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     }
     let d = wrap_dim("chunk", dim, self_.dim())?;
     let size = self_.sizes()[d];
-    let split_size = (size + chunks - 1) / chunks;
+    // ceil(size / chunks) without overflowing for chunks near i64::MAX.
+    let split_size = size / chunks + i64::from(size % chunks != 0);
     if split_size == 0 && size == 0 {
-        return crate::ops::split_with_sizes(self_, &vec![0; chunks as usize], dim);
+        // `chunks` empty tensors, as in PyTorch; a count no memory can hold is an error value.
+        let sizes = c10::size::try_vec_filled(0i64, usize::try_from(chunks).unwrap_or(usize::MAX))?;
+        return crate::ops::split_with_sizes(self_, &sizes, dim);
     }
     crate::ops::split(self_, split_size, dim)
 }

@@ -1112,10 +1112,17 @@ pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: 
     let mut cb = vec![false; nb];
     let mut ka = Vec::new();
     let mut kb = Vec::new();
+    // A contracted dimension of size 1 broadcasts against the other side's: that side is summed
+    // over it first (keeping it as size 1), as PyTorch does.
+    let (mut a, mut b) = (self_.clone(), other.clone());
     for (&x, &y) in dims_self.iter().zip(dims_other) {
         let (i, j) = (crate::wrap_dim("tensordot", x, na)?, crate::wrap_dim("tensordot", y, nb)?);
-        let (si, sj) = (self_.sizes()[i], other.sizes()[j]);
-        if si != sj {
+        let (si, sj) = (a.sizes()[i], b.sizes()[j]);
+        if si != sj && sj == 1 {
+            a = ops::sum_dim_intlist(&a, Some(&[i as i64]), true, Some(a.dtype()))?;
+        } else if si != sj && si == 1 {
+            b = ops::sum_dim_intlist(&b, Some(&[j as i64]), true, Some(b.dtype()))?;
+        } else if si != sj {
             return Err(Error::shape(
                 "tensordot",
                 format!("contracted dimensions need to match, but first has size {si} in dim {i} and second has size {sj} in dim {j}"),
@@ -1131,21 +1138,18 @@ pub fn tensordot(self_: &Tensor, other: &Tensor, dims_self: &[i64], dims_other: 
     }
     // Checked: the sizes of an empty operand can multiply past i64 ([2^40, 2^40, 0]).
     let sizes_of = |t: &Tensor, ds: &[i64]| ds.iter().map(|&d| t.sizes()[d as usize]).collect::<Vec<i64>>();
-    let csize = c10::size::numel("tensordot", &sizes_of(self_, &ka))?;
+    let csize = c10::size::numel("tensordot", &sizes_of(&a, &ka))?;
     let free_a: Vec<i64> = (0..na as i64).filter(|&d| !ca[d as usize]).collect();
     let free_b: Vec<i64> = (0..nb as i64).filter(|&d| !cb[d as usize]).collect();
-    let rows = c10::size::numel("tensordot", &sizes_of(self_, &free_a))?;
-    let cols = c10::size::numel("tensordot", &sizes_of(other, &free_b))?;
+    let rows = c10::size::numel("tensordot", &sizes_of(&a, &free_a))?;
+    let cols = c10::size::numel("tensordot", &sizes_of(&b, &free_b))?;
     let pa: Vec<i64> = free_a.iter().chain(&ka).copied().collect();
     let pb: Vec<i64> = kb.iter().chain(&free_b).copied().collect();
-    let a2 = ops::reshape(&ops::permute(self_, &pa)?, &[rows, csize])?;
-    let b2 = ops::reshape(&ops::permute(other, &pb)?, &[csize, cols])?;
+    let a2 = ops::reshape(&ops::permute(&a, &pa)?, &[rows, csize])?;
+    let b2 = ops::reshape(&ops::permute(&b, &pb)?, &[csize, cols])?;
     let r = ops::mm(&a2, &b2)?;
-    let shape: Vec<i64> = free_a
-        .iter()
-        .map(|&d| self_.sizes()[d as usize])
-        .chain(free_b.iter().map(|&d| other.sizes()[d as usize]))
-        .collect();
+    let shape: Vec<i64> =
+        free_a.iter().map(|&d| a.sizes()[d as usize]).chain(free_b.iter().map(|&d| b.sizes()[d as usize])).collect();
     ops::view(&r, &shape)
 }
 

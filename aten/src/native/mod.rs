@@ -67,6 +67,7 @@ macro_rules! match_int {
 pub mod attention;
 pub mod binary;
 pub mod compare;
+pub mod composite;
 pub mod conv;
 pub mod copy;
 pub mod cpu;

@@ -129,29 +129,64 @@ pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     iter.output(0)
 }
 
-fn pow_impl(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// Integer power with wrapping multiplication (squaring on the full exponent). A negative
+/// exponent gives `1 / a^-b` truncated: 1 for `a == 1`, ±1 for `a == -1`, else 0 (PyTorch's
+/// `powi`).
+fn powi<T: num_traits::PrimInt + num_traits::WrappingMul + num_traits::WrappingSub>(a: T, b: T) -> T {
+    let (zero, one) = (T::zero(), T::one());
+    if b < zero {
+        // Only signed types get here, where `zero - one` is -1.
+        let minus_one = zero.wrapping_sub(&one);
+        return if a == one {
+            one
+        } else if a == minus_one {
+            if b & one == one {
+                minus_one
+            } else {
+                one
+            }
+        } else {
+            zero
+        };
+    }
+    let (mut result, mut base, mut e) = (one, a, b);
+    while e > zero {
+        if e & one == one {
+            result = result.wrapping_mul(&base);
+        }
+        base = base.wrapping_mul(&base);
+        e = e >> 1;
+    }
+    result
+}
+
+fn pow_impl(a: &Tensor, b: &Tensor, scalar_exponent: bool) -> Result<Tensor> {
     let iter = binary_iter("pow", a, b, false)?;
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(&iter, |x, y| T::from_acc(x.to_acc().powf(y.to_acc())));
     }, other => match_int!(other, T => {
-        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
-        {
-            if iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
-                return Err(Error::invalid("pow", "Integers to negative integer powers are not allowed."));
-            }
-            binary_loop::<T, T, T>(&iter, |x, y| x.wrapping_pow(y as u32));
+        // Only a Scalar exponent is checked (pow.Tensor_Scalar); tensors of negative
+        // exponents follow `powi`.
+        if scalar_exponent && iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
+            return Err(Error::invalid("pow", "Integers to negative integer powers are not allowed."));
         }
+        binary_loop::<T, T, T>(&iter, powi::<T>);
     }, d => return Err(Error::UnsupportedDtype { op: "pow".into(), dtype: d })));
     iter.output(0)
 }
 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
 pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    pow_impl(self_, exponent)
+    pow_impl(self_, exponent, false)
 }
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
 pub fn pow_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    pow_impl(self_, &Tensor::wrapped_scalar(exponent))
+    let integral_base = !self_.dtype().is_floating_point() && self_.dtype() != ScalarType::Bool;
+    pow_impl(self_, &Tensor::wrapped_scalar(exponent), integral_base && matches!(exponent, Scalar::Int(_)))
+}
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`: the base as a wrapped number.
+pub fn pow_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    pow_impl(&Tensor::wrapped_scalar(self_), exponent, false)
 }
 
 // ---- logical and predicates --------------------------------------------------------------------
@@ -366,6 +401,10 @@ pub fn leaky_relu(self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
 }
 /// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor`
 pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() && self_.dtype() != ScalarType::Bool {
+        // Integer inputs clamp in their own dtype (PyTorch's hardtanh accepts them).
+        return crate::ops::clamp(self_, Some(min_val), Some(max_val));
+    }
     let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
     activation("hardtanh", self_, move |x| if x.is_nan() { x } else { x.max(lo).min(hi) })
 }

@@ -160,12 +160,13 @@ fn pool_kernel(
                                         }
                                     }
                                 }
+                                // A divisor_override may be negative (PyTorch only rejects 0).
                                 let div = match divisor {
-                                    Some(d) => d as usize,
-                                    None if include_pad => wd.padded_count * wh.padded_count * ww.padded_count,
-                                    None => wd.count * wh.count * ww.count,
+                                    Some(d) => d,
+                                    None if include_pad => (wd.padded_count * wh.padded_count * ww.padded_count) as i64,
+                                    None => (wd.count * wh.count * ww.count) as i64,
                                 };
-                                os[o] = T::from_acc(sum / num_traits::cast::<usize, A>(div).unwrap_or(A::one()));
+                                os[o] = T::from_acc(sum / num_traits::cast::<i64, A>(div).unwrap_or(A::one()));
                             }
                         }
                         o += 1;

@@ -519,7 +519,10 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
             "circular" => l > size || r > size,
             _ => size == 0,
         };
-        if bad || out <= 0 || l < 0 && mode != "circular" || r < 0 && mode != "circular" {
+        // Negative padding crops: allowed for circular and replicate (whose source index is
+        // clamped into the input), not for reflect.
+        let negative = (l < 0 || r < 0) && mode == "reflect";
+        if bad || out <= 0 || negative {
             return Err(Error::invalid(
                 "pad",
                 format!("Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({l}, {r}) at dimension {d} of input {:?}", self_.sizes()),

@@ -306,3 +306,29 @@ fn pixel_shuffle_with_a_huge_factor() {
     let e = ops::pixel_unshuffle(&y, 4).unwrap_err().to_string();
     assert!(e.contains("overflow"), "{e}");
 }
+
+/// `chunk` of an empty dimension into 2^40 chunks sized a `Vec` of 2^40 split sizes and
+/// aborted; it is an out-of-memory error value now. Split sizes near i64::MAX overflowed the
+/// ceiling division of `chunk` and `split` and the sum check of `split_with_sizes`.
+#[test]
+fn chunk_and_split_with_huge_counts() {
+    let empty = ops::zeros(&[0], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    assert_oom_list(ops::chunk(&empty, 1 << 40, 0));
+    assert_eq!(ops::chunk(&empty, 3, 0).unwrap().len(), 3);
+    let x = ops::zeros(&[5], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    let parts = ops::chunk(&x, i64::MAX, 0).unwrap();
+    assert_eq!(parts.iter().map(|t| t.sizes()[0]).collect::<Vec<_>>(), vec![1; 5]);
+    let parts = ops::split(&x, i64::MAX, 0).unwrap();
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].sizes(), &[5]);
+    let e = ops::split_with_sizes(&x, &[i64::MAX, i64::MAX, 7], 0).unwrap_err().to_string();
+    assert!(e.contains("to sum exactly to 5"), "{e}");
+}
+
+fn assert_oom_list(r: c10::Result<Vec<Tensor>>) {
+    match r {
+        Err(c10::Error::OutOfMemory { .. }) => {}
+        Err(e) => panic!("expected an out-of-memory error, got {e}"),
+        Ok(ts) => panic!("expected an out-of-memory error, got {} tensors", ts.len()),
+    }
+}

@@ -46,7 +46,9 @@ fn gather_scatter() {
     let idx = Tensor::from_vec(vec![2i64, 0, 1, 1], &[2, 2]).unwrap();
     assert_eq!(f32s(&ops::gather(&a, 1, &idx, false).unwrap()), vec![2.0, 0.0, 4.0, 4.0]);
     assert!(ops::gather(&a, 1, &Tensor::from_vec(vec![3i64], &[1, 1]).unwrap(), false).is_err());
-    assert!(ops::gather(&a, 1, &Tensor::from_vec(vec![0i32], &[1, 1]).unwrap(), false).is_err());
+    // int32 indices are accepted (as in PyTorch); other dtypes are not.
+    assert_eq!(f32s(&ops::gather(&a, 1, &Tensor::from_vec(vec![0i32], &[1, 1]).unwrap(), false).unwrap()), vec![0.0]);
+    assert!(ops::gather(&a, 1, &Tensor::from_vec(vec![0i16], &[1, 1]).unwrap(), false).is_err());
     assert!(ops::gather(&a, 1, &longs(&[0]), false).is_err(), "rank mismatch");
 
     let zeros = Tensor::from_vec(vec![0.0f32; 6], &[2, 3]).unwrap();

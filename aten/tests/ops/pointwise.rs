@@ -17,7 +17,12 @@ fn maximum_propagates_nan_and_mod_ops_follow_their_sign_rules() {
     assert_eq!(x.remainder(&y).unwrap().to_vec::<i64>().unwrap(), vec![2, -2]);
     let zero = Tensor::from_vec(vec![0i64, 1], &[2]).unwrap();
     assert!(x.remainder(&zero).is_err());
-    assert!(x.pow(&Tensor::from_vec(vec![-1i64, 2], &[2]).unwrap()).is_err());
+    // A tensor of negative integer exponents truncates 1 / x^-e (PyTorch's powi); a negative
+    // Scalar exponent of an integer tensor is an error.
+    let base = Tensor::from_vec(vec![2i64, 3, 1, -1, -1, 5], &[6]).unwrap();
+    let e = Tensor::from_vec(vec![-1i64, 2, -3, -3, -2, -1], &[6]).unwrap();
+    assert_eq!(base.pow(&e).unwrap().to_vec::<i64>().unwrap(), vec![0, 9, 1, -1, 1, 0]);
+    assert!(x.pow_tensor_scalar(Scalar::Int(-1)).is_err());
     assert_eq!(x.pow_tensor_scalar(Scalar::Int(2)).unwrap().to_vec::<i64>().unwrap(), vec![49, 49]);
     assert_eq!(x.pow_tensor_scalar(Scalar::Float(0.5)).unwrap().dtype(), ScalarType::F32);
 }

@@ -2718,7 +2718,34 @@ pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:232).
+/// Autograd kernel of `pow.Scalar` (autograd/derivatives.yaml:232).
+pub(crate) fn pow_scalar(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(exponent)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(PowBackward2 {
+            core,
+            self_: self_.clone(),
+            exponent: SavedVariable::new(exponent)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::pow_scalar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, exponent)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:235).
 pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(end)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2738,7 +2765,7 @@ pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weig
     Ok(result_)
 }
 
-/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:236).
+/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:239).
 pub(crate) fn addcmul(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2771,7 +2798,7 @@ pub(crate) fn addcmul(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:236).
+/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:239).
 pub(crate) fn addcmul_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2808,7 +2835,7 @@ pub(crate) fn addcmul_(
     Ok(result_)
 }
 
-/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:241).
+/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:244).
 pub(crate) fn addcdiv(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2841,7 +2868,7 @@ pub(crate) fn addcdiv(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:241).
+/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:244).
 pub(crate) fn addcdiv_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2878,7 +2905,7 @@ pub(crate) fn addcdiv_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp` (autograd/derivatives.yaml:246).
+/// Autograd kernel of `clamp` (autograd/derivatives.yaml:249).
 pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2898,7 +2925,7 @@ pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:246).
+/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:249).
 pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2927,7 +2954,7 @@ pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, ma
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:249).
+/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:252).
 pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2947,7 +2974,7 @@ pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:252).
+/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:255).
 pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2971,7 +2998,7 @@ pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:255).
+/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:258).
 pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2996,7 +3023,7 @@ pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_
     Ok(result_)
 }
 
-/// Autograd kernel of `elu` (autograd/derivatives.yaml:258).
+/// Autograd kernel of `elu` (autograd/derivatives.yaml:261).
 pub(crate) fn elu(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3028,7 +3055,7 @@ pub(crate) fn elu(
     Ok(result_)
 }
 
-/// Autograd kernel of `softplus` (autograd/derivatives.yaml:261).
+/// Autograd kernel of `softplus` (autograd/derivatives.yaml:264).
 pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3053,7 +3080,7 @@ pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, thresho
     Ok(result_)
 }
 
-/// Autograd kernel of `gelu` (autograd/derivatives.yaml:264).
+/// Autograd kernel of `gelu` (autograd/derivatives.yaml:267).
 pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3073,7 +3100,7 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold` (autograd/derivatives.yaml:267).
+/// Autograd kernel of `threshold` (autograd/derivatives.yaml:270).
 pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3093,7 +3120,7 @@ pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, v
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:267).
+/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:270).
 pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3121,7 +3148,7 @@ pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, 
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:270).
+/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:273).
 pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3141,7 +3168,7 @@ pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `hypot` (autograd/derivatives.yaml:273).
+/// Autograd kernel of `hypot` (autograd/derivatives.yaml:276).
 pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3170,7 +3197,7 @@ pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:273).
+/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:276).
 pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3202,7 +3229,7 @@ pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `where.self` (autograd/derivatives.yaml:277).
+/// Autograd kernel of `where.self` (autograd/derivatives.yaml:280).
 pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3222,7 +3249,7 @@ pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sum` (autograd/derivatives.yaml:281).
+/// Autograd kernel of `sum` (autograd/derivatives.yaml:284).
 pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3242,7 +3269,7 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
     Ok(result_)
 }
 
-/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:284).
+/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:287).
 pub(crate) fn sum_dim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3273,7 +3300,7 @@ pub(crate) fn sum_dim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `mean` (autograd/derivatives.yaml:287).
+/// Autograd kernel of `mean` (autograd/derivatives.yaml:290).
 pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3293,7 +3320,7 @@ pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>
     Ok(result_)
 }
 
-/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:290).
+/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:293).
 pub(crate) fn mean_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3324,7 +3351,7 @@ pub(crate) fn mean_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:293).
+/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:296).
 pub(crate) fn var_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3362,7 +3389,7 @@ pub(crate) fn var_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:296).
+/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:299).
 pub(crate) fn std_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3403,7 +3430,7 @@ pub(crate) fn std_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `max` (autograd/derivatives.yaml:299).
+/// Autograd kernel of `max` (autograd/derivatives.yaml:302).
 pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3425,7 +3452,7 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `min` (autograd/derivatives.yaml:302).
+/// Autograd kernel of `min` (autograd/derivatives.yaml:305).
 pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3447,7 +3474,7 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:305).
+/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:308).
 pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3476,7 +3503,7 @@ pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:309).
+/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:312).
 pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3505,7 +3532,7 @@ pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amax` (autograd/derivatives.yaml:313).
+/// Autograd kernel of `amax` (autograd/derivatives.yaml:316).
 pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3533,7 +3560,7 @@ pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amin` (autograd/derivatives.yaml:316).
+/// Autograd kernel of `amin` (autograd/derivatives.yaml:319).
 pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3561,7 +3588,7 @@ pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:319).
+/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:322).
 pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3589,7 +3616,7 @@ pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim
     Ok(result_)
 }
 
-/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:322).
+/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:325).
 pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3609,7 +3636,7 @@ pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option
     Ok(result_)
 }
 
-/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:325).
+/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:328).
 pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3631,7 +3658,7 @@ pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: O
     Ok(result_)
 }
 
-/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:328).
+/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:331).
 pub(crate) fn log_softmax_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3658,7 +3685,7 @@ pub(crate) fn log_softmax_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cat` (autograd/derivatives.yaml:331).
+/// Autograd kernel of `cat` (autograd/derivatives.yaml:334).
 pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3684,7 +3711,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `stack` (autograd/derivatives.yaml:334).
+/// Autograd kernel of `stack` (autograd/derivatives.yaml:337).
 pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3705,7 +3732,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:337).
+/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:340).
 pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3731,7 +3758,7 @@ pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, 
     Ok(result_)
 }
 
-/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:340).
+/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:343).
 pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3757,7 +3784,7 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `flip` (autograd/derivatives.yaml:343).
+/// Autograd kernel of `flip` (autograd/derivatives.yaml:346).
 pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3777,7 +3804,7 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `roll` (autograd/derivatives.yaml:346).
+/// Autograd kernel of `roll` (autograd/derivatives.yaml:349).
 pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3797,7 +3824,7 @@ pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i
     Ok(result_)
 }
 
-/// Autograd kernel of `tril` (autograd/derivatives.yaml:349).
+/// Autograd kernel of `tril` (autograd/derivatives.yaml:352).
 pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3817,7 +3844,7 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:349).
+/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:352).
 pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3841,7 +3868,7 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `triu` (autograd/derivatives.yaml:352).
+/// Autograd kernel of `triu` (autograd/derivatives.yaml:355).
 pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3861,7 +3888,7 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:352).
+/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:355).
 pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3885,7 +3912,7 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:355).
+/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:358).
 pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3905,7 +3932,7 @@ pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], v
     Ok(result_)
 }
 
-/// Autograd kernel of `index_select` (autograd/derivatives.yaml:358).
+/// Autograd kernel of `index_select` (autograd/derivatives.yaml:361).
 pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3930,7 +3957,7 @@ pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: 
     Ok(result_)
 }
 
-/// Autograd kernel of `gather` (autograd/derivatives.yaml:361).
+/// Autograd kernel of `gather` (autograd/derivatives.yaml:364).
 pub(crate) fn gather(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3961,7 +3988,7 @@ pub(crate) fn gather(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:364).
+/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:367).
 pub(crate) fn scatter_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3992,7 +4019,7 @@ pub(crate) fn scatter_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:364).
+/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:367).
 pub(crate) fn scatter_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4027,7 +4054,7 @@ pub(crate) fn scatter_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_add` (autograd/derivatives.yaml:368).
+/// Autograd kernel of `index_add` (autograd/derivatives.yaml:371).
 pub(crate) fn index_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4060,7 +4087,7 @@ pub(crate) fn index_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:368).
+/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:371).
 pub(crate) fn index_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4097,7 +4124,7 @@ pub(crate) fn index_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:372).
+/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:375).
 pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4117,7 +4144,7 @@ pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option
     Ok(result_)
 }
 
-/// Autograd kernel of `embedding` (autograd/derivatives.yaml:375).
+/// Autograd kernel of `embedding` (autograd/derivatives.yaml:378).
 pub(crate) fn embedding(
     ks: DispatchKeySet,
     weight: &Tensor,
@@ -4156,7 +4183,7 @@ pub(crate) fn embedding(
     Ok(result_)
 }
 
-/// Autograd kernel of `mm` (autograd/derivatives.yaml:378).
+/// Autograd kernel of `mm` (autograd/derivatives.yaml:381).
 pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4176,7 +4203,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `bmm` (autograd/derivatives.yaml:382).
+/// Autograd kernel of `bmm` (autograd/derivatives.yaml:385).
 pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4202,7 +4229,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `addmm` (autograd/derivatives.yaml:386).
+/// Autograd kernel of `addmm` (autograd/derivatives.yaml:389).
 pub(crate) fn addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4237,7 +4264,7 @@ pub(crate) fn addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `mv` (autograd/derivatives.yaml:391).
+/// Autograd kernel of `mv` (autograd/derivatives.yaml:394).
 pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(vec)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4263,7 +4290,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `dot` (autograd/derivatives.yaml:395).
+/// Autograd kernel of `dot` (autograd/derivatives.yaml:398).
 pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(tensor)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4289,7 +4316,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `convolution` (autograd/derivatives.yaml:399).
+/// Autograd kernel of `convolution` (autograd/derivatives.yaml:402).
 pub(crate) fn convolution(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4344,7 +4371,7 @@ pub(crate) fn convolution(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:404): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:407): the decomposition when an input requires grad.
 pub(crate) fn max_pool1d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4369,7 +4396,7 @@ pub(crate) fn max_pool1d(
     )
 }
 
-/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:407): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:410): the decomposition when an input requires grad.
 pub(crate) fn max_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4394,7 +4421,7 @@ pub(crate) fn max_pool2d(
     )
 }
 
-/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:410).
+/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:413).
 pub(crate) fn max_pool1d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4437,7 +4464,7 @@ pub(crate) fn max_pool1d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:414).
+/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:417).
 pub(crate) fn max_pool2d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4485,7 +4512,7 @@ pub(crate) fn max_pool2d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:418).
+/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:421).
 pub(crate) fn threshold_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4520,7 +4547,7 @@ pub(crate) fn threshold_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:422).
+/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:425).
 pub(crate) fn max_pool2d_with_indices_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4564,7 +4591,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:426): the decomposition when an input requires grad.
+/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:429): the decomposition when an input requires grad.
 pub(crate) fn native_layer_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4587,7 +4614,7 @@ pub(crate) fn native_layer_norm(
     )
 }
 
-/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:429).
+/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:432).
 pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4612,7 +4639,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
     Ok(result_)
 }
 
-/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:433).
+/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:436).
 pub(crate) fn binary_cross_entropy_with_logits(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4653,7 +4680,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:437).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:440).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4694,7 +4721,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:440).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:443).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4735,7 +4762,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:443).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:446).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4776,7 +4803,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:446): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:449): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4808,7 +4835,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:449).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:452).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4843,7 +4870,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:453).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:456).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4871,7 +4898,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:457).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:460).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4906,7 +4933,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:461).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:464).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4935,7 +4962,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:465).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:468).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4963,7 +4990,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:469).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:472).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4991,7 +5018,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:473).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:476).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5011,7 +5038,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:476).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:479).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5045,7 +5072,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:479).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:482).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5072,7 +5099,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:482).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:485).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5107,7 +5134,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:488).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5127,7 +5154,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:491).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5153,7 +5180,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:488).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:491).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5183,7 +5210,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:492).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:495).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5215,7 +5242,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:492).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:495).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5251,7 +5278,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:496).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:499).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5289,7 +5316,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:500).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:503).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5321,7 +5348,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:504).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:507).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5353,7 +5380,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:508): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:511): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5391,7 +5418,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:511): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5420,7 +5447,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `prelu` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
 pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
         return crate::decompositions::prelu(self_, weight);
@@ -5429,7 +5456,7 @@ pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Resu
     handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
 }
 
-/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
 pub(crate) fn binary_cross_entropy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5450,7 +5477,7 @@ pub(crate) fn binary_cross_entropy(
     )
 }
 
-/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
 pub(crate) fn instance_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5491,7 +5518,7 @@ pub(crate) fn instance_norm(
     )
 }
 
-/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
 pub(crate) fn upsample_bilinear2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5512,7 +5539,7 @@ pub(crate) fn upsample_bilinear2d_vec(
     )
 }
 
-/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:526).
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:529).
 pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5539,7 +5566,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:530).
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:533).
 pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5566,7 +5593,7 @@ pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:534).
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:537).
 pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5593,7 +5620,7 @@ pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:538).
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:541).
 pub(crate) fn max_pool3d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5636,7 +5663,7 @@ pub(crate) fn max_pool3d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:542): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:545): the decomposition when an input requires grad.
 pub(crate) fn max_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5661,7 +5688,7 @@ pub(crate) fn max_pool3d(
     )
 }
 
-/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:548).
 pub(crate) fn div_tensor_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5692,7 +5719,7 @@ pub(crate) fn div_tensor_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:548).
 pub(crate) fn div_tensor_mode_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5732,7 +5759,7 @@ pub(crate) fn div_tensor_mode_(
     Ok(result_)
 }
 
-/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:549).
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:552).
 pub(crate) fn div_scalar_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5757,7 +5784,7 @@ pub(crate) fn div_scalar_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:552).
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:555).
 pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5784,7 +5811,7 @@ pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:555).
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:558).
 pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5804,7 +5831,7 @@ pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: 
     Ok(result_)
 }
 
-/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:558).
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:561).
 pub(crate) fn movedim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5830,7 +5857,7 @@ pub(crate) fn movedim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:564).
 pub(crate) fn baddbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5865,7 +5892,7 @@ pub(crate) fn baddbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:566).
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:569).
 pub(crate) fn addbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5901,7 +5928,7 @@ pub(crate) fn addbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `vdot` (autograd/derivatives.yaml:571).
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:574).
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5927,7 +5954,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:575).
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:578).
 pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5954,7 +5981,7 @@ pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:578).
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:581).
 pub(crate) fn clamp_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5984,7 +6011,7 @@ pub(crate) fn clamp_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:578).
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:581).
 pub(crate) fn clamp_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6018,7 +6045,7 @@ pub(crate) fn clamp_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
 pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6038,7 +6065,7 @@ pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
 pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6066,7 +6093,7 @@ pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
 pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6086,7 +6113,7 @@ pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
 pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6114,7 +6141,7 @@ pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:591).
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:594).
 pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6134,7 +6161,7 @@ pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:591).
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:594).
 pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6158,7 +6185,7 @@ pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64)
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:594).
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:597).
 pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6180,7 +6207,7 @@ pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:594).
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:597).
 pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6209,7 +6236,7 @@ pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:597).
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:600).
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6231,7 +6258,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:601).
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:604).
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6259,7 +6286,7 @@ pub(crate) fn native_dropout(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:605).
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:608).
 pub(crate) fn index_copy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6290,7 +6317,7 @@ pub(crate) fn index_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:605).
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:608).
 pub(crate) fn index_copy_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6325,7 +6352,7 @@ pub(crate) fn index_copy_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
 pub(crate) fn index_fill_int_scalar(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6357,7 +6384,7 @@ pub(crate) fn index_fill_int_scalar(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
 pub(crate) fn index_fill_int_scalar_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6393,7 +6420,7 @@ pub(crate) fn index_fill_int_scalar_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
 pub(crate) fn index_fill_int_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6425,7 +6452,7 @@ pub(crate) fn index_fill_int_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
 pub(crate) fn index_fill_int_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6461,7 +6488,7 @@ pub(crate) fn index_fill_int_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:616).
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:619).
 pub(crate) fn scatter_value(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6487,7 +6514,7 @@ pub(crate) fn scatter_value(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:616).
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:619).
 pub(crate) fn scatter_value_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6517,7 +6544,7 @@ pub(crate) fn scatter_value_(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:619).
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:622).
 pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6541,7 +6568,7 @@ pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:619).
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:622).
 pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6569,7 +6596,7 @@ pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:623).
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:626).
 pub(crate) fn sort_stable(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6603,7 +6630,7 @@ pub(crate) fn sort_stable(
     Ok(result_)
 }
 
-/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:627).
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:630).
 pub(crate) fn split_with_sizes(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6634,7 +6661,7 @@ pub(crate) fn split_with_sizes(
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:630): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:633): the decomposition when an input requires grad.
 pub(crate) fn avg_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6669,7 +6696,7 @@ pub(crate) fn avg_pool3d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:633): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
@@ -6678,7 +6705,7 @@ pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest1d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6697,7 +6724,7 @@ pub(crate) fn upsample_nearest1d_vec(
     )
 }
 
-/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest3d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6716,7 +6743,7 @@ pub(crate) fn upsample_nearest3d_vec(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6751,7 +6778,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -6760,7 +6787,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6779,7 +6806,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -6810,7 +6837,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6831,7 +6858,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6852,7 +6879,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:660).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:663).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6878,7 +6905,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:660).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:663).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6908,7 +6935,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:663).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:666).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6928,7 +6955,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:663).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:666).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6952,7 +6979,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:666).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:669).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6972,7 +6999,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:666).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:669).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7000,7 +7027,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:669).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:672).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7020,7 +7047,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:669).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:672).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7048,7 +7075,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:672).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:675).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7068,7 +7095,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:672).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:675).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7096,7 +7123,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:675).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:678).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7118,7 +7145,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:675).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:678).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7147,7 +7174,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:678).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:681).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7167,7 +7194,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:682).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:685).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7187,7 +7214,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:686).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:689).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7207,7 +7234,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:689).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:692).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7227,7 +7254,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:692).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:695).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7247,7 +7274,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:695).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:698).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7284,7 +7311,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:701).
 pub(crate) fn repeat_interleave_self_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7321,7 +7348,7 @@ pub(crate) fn repeat_interleave_self_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `unfold` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:704).
 pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7348,7 +7375,7 @@ pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:707).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7372,7 +7399,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:710).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7392,7 +7419,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:713).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7414,7 +7441,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:716).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7450,7 +7477,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:719).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7486,7 +7513,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:722).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7524,7 +7551,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:725).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7560,7 +7587,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:728).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7596,7 +7623,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:731).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7632,7 +7659,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:734).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7652,7 +7679,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:737).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7672,7 +7699,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:740).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7704,7 +7731,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:743).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7729,7 +7756,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:746).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7754,7 +7781,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:749).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7779,7 +7806,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:749).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:752).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7799,7 +7826,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7819,7 +7846,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8102,6 +8129,8 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::pow_tensor_scalar::kernel(pow_tensor_scalar),
     )
     .expect("generated registration");
+    d.register_kernel(handles::pow_scalar::NAME, DispatchKey::Autograd, handles::pow_scalar::kernel(pow_scalar))
+        .expect("generated registration");
     d.register_kernel(handles::lerp_scalar::NAME, DispatchKey::Autograd, handles::lerp_scalar::kernel(lerp_scalar))
         .expect("generated registration");
     d.register_kernel(handles::addcmul::NAME, DispatchKey::Autograd, handles::addcmul::kernel(addcmul))

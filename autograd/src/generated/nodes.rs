@@ -2572,7 +2572,49 @@ impl Node for PowBackward1 {
     }
 }
 
-/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:232).
+/// Backward of `pow.Scalar` (autograd/derivatives.yaml:232).
+pub struct PowBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: Scalar,
+    pub(crate) exponent: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PowBackward2 {
+    fn name(&self) -> String {
+        "PowBackward2".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "PowBackward2";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_ = self.self_.clone();
+        let exponent_own = self.exponent.unpack(name)?;
+        let exponent = &exponent_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(pow_backward_exponent(grad, &Tensor::wrapped_scalar(self_), exponent, result)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.exponent.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:235).
 pub struct LerpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight: Scalar,
@@ -2609,7 +2651,7 @@ impl Node for LerpBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `addcmul` (autograd/derivatives.yaml:236).
+/// Backward of `addcmul` (autograd/derivatives.yaml:239).
 pub struct AddcmulBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2663,7 +2705,7 @@ impl Node for AddcmulBackward0 {
     }
 }
 
-/// Backward of `addcdiv` (autograd/derivatives.yaml:241).
+/// Backward of `addcdiv` (autograd/derivatives.yaml:244).
 pub struct AddcdivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2720,7 +2762,7 @@ impl Node for AddcdivBackward0 {
     }
 }
 
-/// Backward of `clamp` (autograd/derivatives.yaml:246).
+/// Backward of `clamp` (autograd/derivatives.yaml:249).
 pub struct ClampBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2766,7 +2808,7 @@ impl Node for ClampBackward0 {
     }
 }
 
-/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:249).
+/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:252).
 pub struct MaskedFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -2802,7 +2844,7 @@ impl Node for MaskedFillBackward0 {
     }
 }
 
-/// Backward of `leaky_relu` (autograd/derivatives.yaml:252).
+/// Backward of `leaky_relu` (autograd/derivatives.yaml:255).
 pub struct LeakyReluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2840,7 +2882,7 @@ impl Node for LeakyReluBackward0 {
     }
 }
 
-/// Backward of `hardtanh` (autograd/derivatives.yaml:255).
+/// Backward of `hardtanh` (autograd/derivatives.yaml:258).
 pub struct HardtanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2880,7 +2922,7 @@ impl Node for HardtanhBackward0 {
     }
 }
 
-/// Backward of `elu` (autograd/derivatives.yaml:258).
+/// Backward of `elu` (autograd/derivatives.yaml:261).
 pub struct EluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2922,7 +2964,7 @@ impl Node for EluBackward0 {
     }
 }
 
-/// Backward of `softplus` (autograd/derivatives.yaml:261).
+/// Backward of `softplus` (autograd/derivatives.yaml:264).
 pub struct SoftplusBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2962,7 +3004,7 @@ impl Node for SoftplusBackward0 {
     }
 }
 
-/// Backward of `gelu` (autograd/derivatives.yaml:264).
+/// Backward of `gelu` (autograd/derivatives.yaml:267).
 pub struct GeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3000,7 +3042,7 @@ impl Node for GeluBackward0 {
     }
 }
 
-/// Backward of `threshold` (autograd/derivatives.yaml:267).
+/// Backward of `threshold` (autograd/derivatives.yaml:270).
 pub struct ThresholdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3038,7 +3080,7 @@ impl Node for ThresholdBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid` (autograd/derivatives.yaml:270).
+/// Backward of `log_sigmoid` (autograd/derivatives.yaml:273).
 pub struct LogSigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3074,7 +3116,7 @@ impl Node for LogSigmoidBackward0 {
     }
 }
 
-/// Backward of `hypot` (autograd/derivatives.yaml:273).
+/// Backward of `hypot` (autograd/derivatives.yaml:276).
 pub struct HypotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3124,7 +3166,7 @@ impl Node for HypotBackward0 {
     }
 }
 
-/// Backward of `where.self` (autograd/derivatives.yaml:277).
+/// Backward of `where.self` (autograd/derivatives.yaml:280).
 pub struct WhereBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) condition: SavedVariable,
@@ -3164,7 +3206,7 @@ impl Node for WhereBackward0 {
     }
 }
 
-/// Backward of `sum` (autograd/derivatives.yaml:281).
+/// Backward of `sum` (autograd/derivatives.yaml:284).
 pub struct SumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3197,7 +3239,7 @@ impl Node for SumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:284).
+/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:287).
 pub struct SumBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3234,7 +3276,7 @@ impl Node for SumBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean` (autograd/derivatives.yaml:287).
+/// Backward of `mean` (autograd/derivatives.yaml:290).
 pub struct MeanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_numel: i64,
@@ -3269,7 +3311,7 @@ impl Node for MeanBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean.dim` (autograd/derivatives.yaml:290).
+/// Backward of `mean.dim` (autograd/derivatives.yaml:293).
 pub struct MeanBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3306,7 +3348,7 @@ impl Node for MeanBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `var.correction` (autograd/derivatives.yaml:293).
+/// Backward of `var.correction` (autograd/derivatives.yaml:296).
 pub struct VarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3348,7 +3390,7 @@ impl Node for VarBackward0 {
     }
 }
 
-/// Backward of `std.correction` (autograd/derivatives.yaml:296).
+/// Backward of `std.correction` (autograd/derivatives.yaml:299).
 pub struct StdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3394,7 +3436,7 @@ impl Node for StdBackward0 {
     }
 }
 
-/// Backward of `max` (autograd/derivatives.yaml:299).
+/// Backward of `max` (autograd/derivatives.yaml:302).
 pub struct MaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3434,7 +3476,7 @@ impl Node for MaxBackward0 {
     }
 }
 
-/// Backward of `min` (autograd/derivatives.yaml:302).
+/// Backward of `min` (autograd/derivatives.yaml:305).
 pub struct MinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3474,7 +3516,7 @@ impl Node for MinBackward0 {
     }
 }
 
-/// Backward of `max.dim` (autograd/derivatives.yaml:305).
+/// Backward of `max.dim` (autograd/derivatives.yaml:308).
 pub struct MaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3516,7 +3558,7 @@ impl Node for MaxBackward1 {
     }
 }
 
-/// Backward of `min.dim` (autograd/derivatives.yaml:309).
+/// Backward of `min.dim` (autograd/derivatives.yaml:312).
 pub struct MinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3558,7 +3600,7 @@ impl Node for MinBackward1 {
     }
 }
 
-/// Backward of `amax` (autograd/derivatives.yaml:313).
+/// Backward of `amax` (autograd/derivatives.yaml:316).
 pub struct AmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3602,7 +3644,7 @@ impl Node for AmaxBackward0 {
     }
 }
 
-/// Backward of `amin` (autograd/derivatives.yaml:316).
+/// Backward of `amin` (autograd/derivatives.yaml:319).
 pub struct AminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3646,7 +3688,7 @@ impl Node for AminBackward0 {
     }
 }
 
-/// Backward of `logsumexp` (autograd/derivatives.yaml:319).
+/// Backward of `logsumexp` (autograd/derivatives.yaml:322).
 pub struct LogsumexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3690,7 +3732,7 @@ impl Node for LogsumexpBackward0 {
     }
 }
 
-/// Backward of `cumsum` (autograd/derivatives.yaml:322).
+/// Backward of `cumsum` (autograd/derivatives.yaml:325).
 pub struct CumsumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3723,7 +3765,7 @@ impl Node for CumsumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `softmax.int` (autograd/derivatives.yaml:325).
+/// Backward of `softmax.int` (autograd/derivatives.yaml:328).
 pub struct SoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3761,7 +3803,7 @@ impl Node for SoftmaxBackward0 {
     }
 }
 
-/// Backward of `log_softmax.int` (autograd/derivatives.yaml:328).
+/// Backward of `log_softmax.int` (autograd/derivatives.yaml:331).
 pub struct LogSoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3799,7 +3841,7 @@ impl Node for LogSoftmaxBackward0 {
     }
 }
 
-/// Backward of `cat` (autograd/derivatives.yaml:331).
+/// Backward of `cat` (autograd/derivatives.yaml:334).
 pub struct CatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_sizes: Vec<Vec<i64>>,
@@ -3839,7 +3881,7 @@ impl Node for CatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `stack` (autograd/derivatives.yaml:334).
+/// Backward of `stack` (autograd/derivatives.yaml:337).
 pub struct StackBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_len_: usize,
@@ -3877,7 +3919,7 @@ impl Node for StackBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `split.Tensor` (autograd/derivatives.yaml:337).
+/// Backward of `split.Tensor` (autograd/derivatives.yaml:340).
 pub struct SplitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3909,7 +3951,7 @@ impl Node for SplitBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `unbind.int` (autograd/derivatives.yaml:340).
+/// Backward of `unbind.int` (autograd/derivatives.yaml:343).
 pub struct UnbindBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3941,7 +3983,7 @@ impl Node for UnbindBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `flip` (autograd/derivatives.yaml:343).
+/// Backward of `flip` (autograd/derivatives.yaml:346).
 pub struct FlipBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dims: Vec<i64>,
@@ -3974,7 +4016,7 @@ impl Node for FlipBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `roll` (autograd/derivatives.yaml:346).
+/// Backward of `roll` (autograd/derivatives.yaml:349).
 pub struct RollBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) shifts: Vec<i64>,
@@ -4009,7 +4051,7 @@ impl Node for RollBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `tril` (autograd/derivatives.yaml:349).
+/// Backward of `tril` (autograd/derivatives.yaml:352).
 pub struct TrilBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4042,7 +4084,7 @@ impl Node for TrilBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `triu` (autograd/derivatives.yaml:352).
+/// Backward of `triu` (autograd/derivatives.yaml:355).
 pub struct TriuBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4075,7 +4117,7 @@ impl Node for TriuBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:355).
+/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:358).
 pub struct ConstantPadNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) pad: Vec<i64>,
@@ -4108,7 +4150,7 @@ impl Node for ConstantPadNdBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `index_select` (autograd/derivatives.yaml:358).
+/// Backward of `index_select` (autograd/derivatives.yaml:361).
 pub struct IndexSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4148,7 +4190,7 @@ impl Node for IndexSelectBackward0 {
     }
 }
 
-/// Backward of `gather` (autograd/derivatives.yaml:361).
+/// Backward of `gather` (autograd/derivatives.yaml:364).
 pub struct GatherBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4188,7 +4230,7 @@ impl Node for GatherBackward0 {
     }
 }
 
-/// Backward of `scatter_add` (autograd/derivatives.yaml:364).
+/// Backward of `scatter_add` (autograd/derivatives.yaml:367).
 pub struct ScatterAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4231,7 +4273,7 @@ impl Node for ScatterAddBackward0 {
     }
 }
 
-/// Backward of `index_add` (autograd/derivatives.yaml:368).
+/// Backward of `index_add` (autograd/derivatives.yaml:371).
 pub struct IndexAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4276,7 +4318,7 @@ impl Node for IndexAddBackward0 {
     }
 }
 
-/// Backward of `index.Tensor` (autograd/derivatives.yaml:372).
+/// Backward of `index.Tensor` (autograd/derivatives.yaml:375).
 pub struct IndexBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4311,7 +4353,7 @@ impl Node for IndexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `embedding` (autograd/derivatives.yaml:375).
+/// Backward of `embedding` (autograd/derivatives.yaml:378).
 pub struct EmbeddingBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight_sizes: Vec<i64>,
@@ -4351,7 +4393,7 @@ impl Node for EmbeddingBackward0 {
     }
 }
 
-/// Backward of `mm` (autograd/derivatives.yaml:378).
+/// Backward of `mm` (autograd/derivatives.yaml:381).
 pub struct MmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4395,7 +4437,7 @@ impl Node for MmBackward0 {
     }
 }
 
-/// Backward of `bmm` (autograd/derivatives.yaml:382).
+/// Backward of `bmm` (autograd/derivatives.yaml:385).
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4441,7 +4483,7 @@ impl Node for BmmBackward0 {
     }
 }
 
-/// Backward of `addmm` (autograd/derivatives.yaml:386).
+/// Backward of `addmm` (autograd/derivatives.yaml:389).
 pub struct AddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -4499,7 +4541,7 @@ impl Node for AddmmBackward0 {
     }
 }
 
-/// Backward of `mv` (autograd/derivatives.yaml:391).
+/// Backward of `mv` (autograd/derivatives.yaml:394).
 pub struct MvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4545,7 +4587,7 @@ impl Node for MvBackward0 {
     }
 }
 
-/// Backward of `dot` (autograd/derivatives.yaml:395).
+/// Backward of `dot` (autograd/derivatives.yaml:398).
 pub struct DotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4591,7 +4633,7 @@ impl Node for DotBackward0 {
     }
 }
 
-/// Backward of `convolution` (autograd/derivatives.yaml:399).
+/// Backward of `convolution` (autograd/derivatives.yaml:402).
 pub struct ConvolutionBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) input: SavedVariable,
@@ -4673,7 +4715,7 @@ impl Node for ConvolutionBackward0 {
     }
 }
 
-/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:410).
+/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:413).
 pub struct MaxPool1dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4711,7 +4753,7 @@ impl Node for MaxPool1dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:414).
+/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:417).
 pub struct MaxPool2dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4770,7 +4812,7 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `threshold_backward` (autograd/derivatives.yaml:418).
+/// Backward of `threshold_backward` (autograd/derivatives.yaml:421).
 pub struct ThresholdBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4813,7 +4855,7 @@ impl Node for ThresholdBackwardBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:422).
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:425).
 pub struct MaxPool2dWithIndicesBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4855,7 +4897,7 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:429).
+/// Backward of `mse_loss` (autograd/derivatives.yaml:432).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4901,7 +4943,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:433).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:436).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4955,7 +4997,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:437).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:440).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5003,7 +5045,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:440).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:443).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5051,7 +5093,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:443).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:446).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5099,7 +5141,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:449).
+/// Backward of `topk` (autograd/derivatives.yaml:452).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5139,7 +5181,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:453).
+/// Backward of `sort` (autograd/derivatives.yaml:456).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5179,7 +5221,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:457).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:460).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5221,7 +5263,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:461).
+/// Backward of `median.dim` (autograd/derivatives.yaml:464).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5263,7 +5305,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:465).
+/// Backward of `cummax` (autograd/derivatives.yaml:468).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5303,7 +5345,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:469).
+/// Backward of `cummin` (autograd/derivatives.yaml:472).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5343,7 +5385,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:473).
+/// Backward of `logit` (autograd/derivatives.yaml:476).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5381,7 +5423,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:476).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:479).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5425,7 +5467,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:479).
+/// Backward of `cumprod` (autograd/derivatives.yaml:482).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5467,7 +5509,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:482).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:485).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5513,7 +5555,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:485).
+/// Backward of `repeat` (autograd/derivatives.yaml:488).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5548,7 +5590,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:488).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:491).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5590,7 +5632,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:492).
+/// Backward of `index_put` (autograd/derivatives.yaml:495).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5629,7 +5671,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:496).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:499).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5677,7 +5719,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:500).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:503).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5725,7 +5767,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:504).
+/// Backward of `kl_div` (autograd/derivatives.yaml:507).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5773,7 +5815,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:526).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:529).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5811,7 +5853,7 @@ impl Node for AdaptiveMaxPool2dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:530).
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:533).
 pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5849,7 +5891,7 @@ impl Node for AdaptiveMaxPool1dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:534).
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:537).
 pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5887,7 +5929,7 @@ impl Node for AdaptiveMaxPool3dBackward0 {
     }
 }
 
-/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:538).
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:541).
 pub struct MaxPool3dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5925,7 +5967,7 @@ impl Node for MaxPool3dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:545).
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:548).
 pub struct DivBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5972,7 +6014,7 @@ impl Node for DivBackward2 {
     }
 }
 
-/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:549).
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:552).
 pub struct DivBackward3 {
     pub(crate) core: NodeCore,
     pub(crate) other: Scalar,
@@ -6007,7 +6049,7 @@ impl Node for DivBackward3 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diagonal` (autograd/derivatives.yaml:552).
+/// Backward of `diagonal` (autograd/derivatives.yaml:555).
 pub struct DiagonalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6046,7 +6088,7 @@ impl Node for DiagonalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag_embed` (autograd/derivatives.yaml:555).
+/// Backward of `diag_embed` (autograd/derivatives.yaml:558).
 pub struct DiagEmbedBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) offset: i64,
@@ -6083,7 +6125,7 @@ impl Node for DiagEmbedBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `movedim.intlist` (autograd/derivatives.yaml:558).
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:561).
 pub struct MovedimBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) source: Vec<i64>,
@@ -6118,7 +6160,7 @@ impl Node for MovedimBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `baddbmm` (autograd/derivatives.yaml:561).
+/// Backward of `baddbmm` (autograd/derivatives.yaml:564).
 pub struct BaddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6172,7 +6214,7 @@ impl Node for BaddbmmBackward0 {
     }
 }
 
-/// Backward of `addbmm` (autograd/derivatives.yaml:566).
+/// Backward of `addbmm` (autograd/derivatives.yaml:569).
 pub struct AddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6234,7 +6276,7 @@ impl Node for AddbmmBackward0 {
     }
 }
 
-/// Backward of `vdot` (autograd/derivatives.yaml:571).
+/// Backward of `vdot` (autograd/derivatives.yaml:574).
 pub struct VdotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6280,7 +6322,7 @@ impl Node for VdotBackward0 {
     }
 }
 
-/// Backward of `norm.Scalar` (autograd/derivatives.yaml:575).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:578).
 pub struct NormBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6322,7 +6364,7 @@ impl Node for NormBackward1 {
     }
 }
 
-/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:578).
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:581).
 pub struct ClampBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6374,7 +6416,7 @@ impl Node for ClampBackward1 {
     }
 }
 
-/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:583).
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6418,7 +6460,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:587).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6462,7 +6504,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `round.decimals` (autograd/derivatives.yaml:591).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:594).
 pub struct RoundBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6493,7 +6535,7 @@ impl Node for RoundBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:594).
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:597).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6533,7 +6575,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:597).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:600).
 pub struct LogSigmoidForwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6569,7 +6611,7 @@ impl Node for LogSigmoidForwardBackward0 {
     }
 }
 
-/// Backward of `native_dropout` (autograd/derivatives.yaml:601).
+/// Backward of `native_dropout` (autograd/derivatives.yaml:604).
 pub struct NativeDropoutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) p: f64,
@@ -6609,7 +6651,7 @@ impl Node for NativeDropoutBackward0 {
     }
 }
 
-/// Backward of `index_copy` (autograd/derivatives.yaml:605).
+/// Backward of `index_copy` (autograd/derivatives.yaml:608).
 pub struct IndexCopyBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6653,7 +6695,7 @@ impl Node for IndexCopyBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:609).
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
 pub struct IndexFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6691,7 +6733,7 @@ impl Node for IndexFillBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:612).
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
 pub struct IndexFillBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6733,7 +6775,7 @@ impl Node for IndexFillBackward1 {
     }
 }
 
-/// Backward of `scatter.value` (autograd/derivatives.yaml:616).
+/// Backward of `scatter.value` (autograd/derivatives.yaml:619).
 pub struct ScatterBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6771,7 +6813,7 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// Backward of `masked_scatter` (autograd/derivatives.yaml:619).
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:622).
 pub struct MaskedScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -6813,7 +6855,7 @@ impl Node for MaskedScatterBackward0 {
     }
 }
 
-/// Backward of `sort.stable` (autograd/derivatives.yaml:623).
+/// Backward of `sort.stable` (autograd/derivatives.yaml:626).
 pub struct SortBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6853,7 +6895,7 @@ impl Node for SortBackward1 {
     }
 }
 
-/// Backward of `split_with_sizes` (autograd/derivatives.yaml:627).
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:630).
 pub struct SplitWithSizesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6885,7 +6927,7 @@ impl Node for SplitWithSizesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:660).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:663).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6921,7 +6963,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:663).
+/// Backward of `selu` (autograd/derivatives.yaml:666).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6958,7 +7000,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:666).
+/// Backward of `celu` (autograd/derivatives.yaml:669).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6996,7 +7038,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:669).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:672).
 pub struct ClampMinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7034,7 +7076,7 @@ impl Node for ClampMinBackward1 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:672).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:675).
 pub struct ClampMaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7072,7 +7114,7 @@ impl Node for ClampMaxBackward1 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:675).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:678).
 pub struct CopysignBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7112,7 +7154,7 @@ impl Node for CopysignBackward1 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:678).
+/// Backward of `fmax` (autograd/derivatives.yaml:681).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7156,7 +7198,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:682).
+/// Backward of `fmin` (autograd/derivatives.yaml:685).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7200,7 +7242,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:686).
+/// Backward of `glu` (autograd/derivatives.yaml:689).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7238,7 +7280,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:689).
+/// Backward of `rot90` (autograd/derivatives.yaml:692).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -7273,7 +7315,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:692).
+/// Backward of `diag` (autograd/derivatives.yaml:695).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7308,7 +7350,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:695).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:698).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7345,7 +7387,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:698).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:701).
 pub struct RepeatInterleaveBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7385,7 +7427,7 @@ impl Node for RepeatInterleaveBackward1 {
     }
 }
 
-/// Backward of `unfold` (autograd/derivatives.yaml:701).
+/// Backward of `unfold` (autograd/derivatives.yaml:704).
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7424,7 +7466,7 @@ impl Node for UnfoldBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:704).
+/// Backward of `masked_select` (autograd/derivatives.yaml:707).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7464,7 +7506,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:707).
+/// Backward of `take` (autograd/derivatives.yaml:710).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7502,7 +7544,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:710).
+/// Backward of `median` (autograd/derivatives.yaml:713).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7542,7 +7584,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:713).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:716).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7567,7 +7609,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:716).
+/// Backward of `ones_like` (autograd/derivatives.yaml:719).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7592,7 +7634,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:719).
+/// Backward of `full_like` (autograd/derivatives.yaml:722).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7617,7 +7659,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:722).
+/// Backward of `empty_like` (autograd/derivatives.yaml:725).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7642,7 +7684,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:725).
+/// Backward of `rand_like` (autograd/derivatives.yaml:728).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7667,7 +7709,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:728).
+/// Backward of `randn_like` (autograd/derivatives.yaml:731).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7692,7 +7734,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:731).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:734).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7717,7 +7759,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:734).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:737).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7742,7 +7784,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:737).
+/// Backward of `multinomial` (autograd/derivatives.yaml:740).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7767,7 +7809,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:740).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:743).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7792,7 +7834,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:743).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:746).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7817,7 +7859,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:746).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:749).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -7842,7 +7884,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:749).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:752).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7867,7 +7909,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:752).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }

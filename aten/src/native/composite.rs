@@ -1,0 +1,1613 @@
+//! Operators PyTorch defines by composing others (`CompositeImplicitAutograd`) that its OpInfo
+//! database exercises: array-API views and stacks, the `*_copy` forms of views, `new_*`
+//! factories, and elementwise formulas (`xlogy`, `sinc`, `logaddexp`, ...). Each is written with
+//! `ops::` calls, so autograd differentiates through the operators it calls and every backend
+//! those operators have runs it. Semantics, defaults and messages follow PyTorch's
+//! implementations (`aten/src/ATen/native/*.cpp`); the results are checked against PyTorch by
+//! `cargo xtask opinfo`.
+
+use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+use crate::{ops, Tensor};
+
+fn one() -> Scalar {
+    Scalar::Int(1)
+}
+
+/// The default float dtype for integral or bool inputs, else the input's dtype (PyTorch's
+/// "integer inputs compute in the default float dtype").
+fn float_dtype(t: &Tensor) -> ScalarType {
+    if t.dtype().is_floating_point() {
+        t.dtype()
+    } else {
+        ScalarType::default_float()
+    }
+}
+
+fn to_float(t: &Tensor) -> Result<Tensor> {
+    let d = float_dtype(t);
+    if d == t.dtype() {
+        Ok(t.clone())
+    } else {
+        ops::to(t, d, false, false, None)
+    }
+}
+
+fn scalar_like(t: &Tensor, v: f64) -> Result<Tensor> {
+    ops::full(&[], Scalar::Float(v), Some(t.dtype()), None, Some(t.device()), None)
+}
+
+// ---- array-API views ---------------------------------------------------------------------------
+
+/// `atleast_1d(Tensor self) -> Tensor`
+pub fn atleast_1d(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() == 0 {
+        ops::reshape(self_, &[1])
+    } else {
+        Ok(self_.clone())
+    }
+}
+
+/// `atleast_2d(Tensor self) -> Tensor`
+pub fn atleast_2d(self_: &Tensor) -> Result<Tensor> {
+    match self_.dim() {
+        0 => ops::reshape(self_, &[1, 1]),
+        1 => ops::unsqueeze(self_, 0),
+        _ => Ok(self_.clone()),
+    }
+}
+
+/// `atleast_3d(Tensor self) -> Tensor`: a vector of n becomes `[1, n, 1]`, a matrix `[r, c, 1]`.
+pub fn atleast_3d(self_: &Tensor) -> Result<Tensor> {
+    match self_.dim() {
+        0 => ops::reshape(self_, &[1, 1, 1]),
+        1 => ops::unsqueeze(&ops::unsqueeze(self_, 0)?, -1),
+        2 => ops::unsqueeze(self_, -1),
+        _ => Ok(self_.clone()),
+    }
+}
+
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]`
+pub fn atleast_1d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    tensors.iter().map(atleast_1d).collect()
+}
+
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]`
+pub fn atleast_2d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    tensors.iter().map(atleast_2d).collect()
+}
+
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]`
+pub fn atleast_3d_sequence(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    tensors.iter().map(atleast_3d).collect()
+}
+
+/// `mT(Tensor(a) self) -> Tensor(a)`: the last two dimensions swapped.
+pub fn mt(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() < 2 {
+        return Err(Error::invalid(
+            "mT",
+            format!("tensor.mT is only supported on matrices or batches of matrices. Got {}-D tensor.", self_.dim()),
+        ));
+    }
+    ops::transpose(self_, -2, -1)
+}
+
+/// `mH(Tensor(a) self) -> Tensor(a)`: the conjugate transpose of the last two dimensions (the
+/// transpose for real dtypes).
+pub fn mh(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() < 2 {
+        return Err(Error::invalid(
+            "mH",
+            format!("tensor.mH is only supported on matrices or batches of matrices. Got {}-D tensor.", self_.dim()),
+        ));
+    }
+    ops::transpose(self_, -2, -1)
+}
+
+/// `matrix_H(Tensor(a) self) -> Tensor(a)`: `tensor.H` of a matrix.
+pub fn matrix_h(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() != 2 {
+        return Err(Error::invalid(
+            "matrix_H",
+            format!("tensor.H is only supported on matrices (2-D tensors). Got {}-D tensor.", self_.dim()),
+        ));
+    }
+    ops::transpose(self_, 0, 1)
+}
+
+/// `numpy_T(Tensor(a) self) -> Tensor(a)`: `tensor.T`, every dimension reversed.
+pub fn numpy_t(self_: &Tensor) -> Result<Tensor> {
+    let n = self_.dim() as i64;
+    let dims: Vec<i64> = (0..n).rev().collect();
+    ops::permute(self_, &dims)
+}
+
+/// `ravel(Tensor(a) self) -> Tensor(a)`
+pub fn ravel(self_: &Tensor) -> Result<Tensor> {
+    ops::reshape(self_, &[-1])
+}
+
+/// `flipud(Tensor self) -> Tensor`
+pub fn flipud(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() < 1 {
+        return Err(Error::invalid("flipud", "Input must be >= 1-d."));
+    }
+    ops::flip(self_, &[0])
+}
+
+/// `fliplr(Tensor self) -> Tensor`
+pub fn fliplr(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() < 2 {
+        return Err(Error::invalid("fliplr", "Input must be >= 2-d."));
+    }
+    ops::flip(self_, &[1])
+}
+
+fn nonempty(op: &str, tensors: &[Tensor]) -> Result<()> {
+    if tensors.is_empty() {
+        return Err(Error::invalid(op, format!("{op} expects a non-empty TensorList")));
+    }
+    Ok(())
+}
+
+/// `hstack(Tensor[] tensors) -> Tensor`: along dim 0 for vectors, else dim 1.
+pub fn hstack(tensors: &[Tensor]) -> Result<Tensor> {
+    nonempty("hstack", tensors)?;
+    let ts = atleast_1d_sequence(tensors)?;
+    let dim = if ts[0].dim() == 1 { 0 } else { 1 };
+    ops::cat(&ts, dim)
+}
+
+/// `vstack(Tensor[] tensors) -> Tensor`
+pub fn vstack(tensors: &[Tensor]) -> Result<Tensor> {
+    nonempty("vstack", tensors)?;
+    ops::cat(&atleast_2d_sequence(tensors)?, 0)
+}
+
+/// `dstack(Tensor[] tensors) -> Tensor`
+pub fn dstack(tensors: &[Tensor]) -> Result<Tensor> {
+    nonempty("dstack", tensors)?;
+    ops::cat(&atleast_3d_sequence(tensors)?, 2)
+}
+
+/// `column_stack(Tensor[] tensors) -> Tensor`: vectors (and scalars) become columns.
+pub fn column_stack(tensors: &[Tensor]) -> Result<Tensor> {
+    nonempty("column_stack", tensors)?;
+    let cols = tensors
+        .iter()
+        .map(|t| if t.dim() <= 1 { ops::reshape(t, &[t.numel(), 1]) } else { Ok(t.clone()) })
+        .collect::<Result<Vec<_>>>()?;
+    ops::cat(&cols, 1)
+}
+
+/// `positive(Tensor(a) self) -> Tensor(a)`: unary `+`, the tensor itself.
+pub fn positive(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype() == ScalarType::Bool {
+        return Err(Error::invalid("positive", "The `+` operator, on a bool tensor is not supported."));
+    }
+    Ok(self_.clone())
+}
+
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)`: no lazy negation exists here, so the tensor.
+pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
+    Ok(self_.clone())
+}
+
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)`: real tensors have no lazy conjugate.
+pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
+    Ok(self_.clone())
+}
+
+/// `conj_physical(Tensor self) -> Tensor`: a copy for real dtypes.
+pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
+    ops::clone(self_, None)
+}
+
+/// `real(Tensor(a) self) -> Tensor(a)`: a real tensor is its own real part.
+pub fn real(self_: &Tensor) -> Result<Tensor> {
+    Ok(self_.clone())
+}
+
+/// `isreal(Tensor self) -> Tensor`: true everywhere for real dtypes.
+pub fn isreal(self_: &Tensor) -> Result<Tensor> {
+    ops::ones_like(self_, Some(ScalarType::Bool), None, None, None, Some(MemoryFormat::Preserve))
+}
+
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]`: every tensor expanded to the common shape.
+pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    let mut shape: Vec<i64> = Vec::new();
+    for t in tensors {
+        shape = crate::native::tensor_iterator::broadcast_shapes("broadcast_tensors", &shape, t.sizes())?.to_vec();
+    }
+    tensors.iter().map(|t| ops::expand(t, &shape, false)).collect()
+}
+
+// ---- copies of views ---------------------------------------------------------------------------
+
+fn copy_of(view: Result<Tensor>) -> Result<Tensor> {
+    ops::clone(&view?, Some(MemoryFormat::Contiguous))
+}
+
+fn copies_of(views: Result<Vec<Tensor>>) -> Result<Vec<Tensor>> {
+    views?.iter().map(|v| ops::clone(v, Some(MemoryFormat::Contiguous))).collect()
+}
+
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor`
+pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    copy_of(ops::view(self_, size))
+}
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
+pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    copy_of(ops::unsqueeze(self_, dim))
+}
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
+pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    copy_of(ops::unfold(self_, dimension, size, step))
+}
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`
+pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    copies_of(ops::unbind(self_, dim))
+}
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
+pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    copy_of(ops::transpose(self_, dim0, dim1))
+}
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`
+pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    copy_of(ops::permute(self_, dims))
+}
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
+pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    copy_of(ops::expand(self_, size, implicit))
+}
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`
+pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    copy_of(ops::diagonal(self_, offset, dim1, dim2))
+}
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
+pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    copy_of(ops::as_strided(self_, size, stride, storage_offset))
+}
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`
+pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    copies_of(ops::split_with_sizes(self_, split_sizes, dim))
+}
+/// `t_copy(Tensor self) -> Tensor`
+pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
+    copy_of(ops::t(self_))
+}
+/// `alias_copy(Tensor self) -> Tensor`
+pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
+    copy_of(ops::alias(self_))
+}
+/// `squeeze_copy(Tensor self) -> Tensor`
+pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+    copy_of(ops::squeeze(self_))
+}
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
+pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    copy_of(ops::squeeze_dim(self_, dim))
+}
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    copy_of(ops::narrow(self_, dim, start, length))
+}
+
+// ---- new_* factories ---------------------------------------------------------------------------
+
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn new_zeros(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    ops::zeros(size, Some(dtype.unwrap_or(self_.dtype())), layout, Some(device.unwrap_or(self_.device())), pin_memory)
+}
+
+/// `new_ones(Tensor self, SymInt[] size, *, ...) -> Tensor`
+pub fn new_ones(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (dtype, device) = (Some(dtype.unwrap_or(self_.dtype())), Some(device.unwrap_or(self_.device())));
+    ops::full(size, one(), dtype, layout, device, pin_memory)
+}
+
+/// `new_empty(Tensor self, SymInt[] size, *, ...) -> Tensor`
+pub fn new_empty(
+    self_: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (dtype, device) = (Some(dtype.unwrap_or(self_.dtype())), Some(device.unwrap_or(self_.device())));
+    ops::empty(size, dtype, layout, device, pin_memory, None)
+}
+
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ...) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn new_full(
+    self_: &Tensor,
+    size: &[i64],
+    fill_value: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (dtype, device) = (Some(dtype.unwrap_or(self_.dtype())), Some(device.unwrap_or(self_.device())));
+    ops::full(size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ...) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn new_empty_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (dtype, device) = (Some(dtype.unwrap_or(self_.dtype())), Some(device.unwrap_or(self_.device())));
+    ops::empty_strided(size, stride, dtype, layout, device, pin_memory)
+}
+
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ...) -> Tensor`: allocated in the
+/// order `physical_layout` names (outermost first), viewed in the logical order.
+pub fn empty_permuted(
+    size: &[i64],
+    physical_layout: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let n = size.len();
+    let mut seen = vec![false; n];
+    let valid = physical_layout.len() == n
+        && physical_layout.iter().all(|&d| {
+            let ok = d >= 0 && (d as usize) < n && !seen[d as usize];
+            if ok {
+                seen[d as usize] = true;
+            }
+            ok
+        });
+    if !valid {
+        return Err(Error::invalid(
+            "empty_permuted",
+            format!("Dimension mismatch or invalid permutation: size {size:?}, physical_layout {physical_layout:?}"),
+        ));
+    }
+    let physical: Vec<i64> = physical_layout.iter().map(|&d| size[d as usize]).collect();
+    let t = ops::empty(&physical, dtype, layout, device, pin_memory, None)?;
+    let mut inverse = vec![0i64; n];
+    for (i, &d) in physical_layout.iter().enumerate() {
+        inverse[d as usize] = i as i64;
+    }
+    ops::permute(&t, &inverse)
+}
+
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn scalar_tensor(
+    s: Scalar,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    ops::full(&[], s, Some(dtype.unwrap_or(ScalarType::default_float())), layout, device, pin_memory)
+}
+
+// ---- elementwise formulas ----------------------------------------------------------------------
+
+/// `min.other(Tensor self, Tensor other) -> Tensor`: `minimum`.
+pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::minimum(self_, other)
+}
+
+/// `max.other(Tensor self, Tensor other) -> Tensor`: `maximum`.
+pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::maximum(self_, other)
+}
+
+/// `rad2deg(Tensor self) -> Tensor`
+pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
+    ops::mul_scalar(&to_float(self_)?, Scalar::Float(180.0 / std::f64::consts::PI))
+}
+
+/// `deg2rad(Tensor self) -> Tensor`
+pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
+    ops::mul_scalar(&to_float(self_)?, Scalar::Float(std::f64::consts::PI / 180.0))
+}
+
+/// `signbit(Tensor self) -> Tensor`: the sign bit (set for -0.0 and negative NaNs).
+pub fn signbit(self_: &Tensor) -> Result<Tensor> {
+    match self_.dtype() {
+        ScalarType::Bool => ops::zeros_like(self_, Some(ScalarType::Bool), None, None, None, None),
+        d if d.is_floating_point() => {
+            let ones = ops::ones_like(self_, None, None, None, None, None)?;
+            ops::lt_scalar(&ops::copysign(&ones, self_)?, Scalar::Int(0))
+        }
+        _ => ops::lt_scalar(self_, Scalar::Int(0)),
+    }
+}
+
+/// `logaddexp(Tensor self, Tensor other) -> Tensor`: `log(exp(a) + exp(b))` as
+/// `max + log1p(exp(-|a - b|))`; equal infinities give themselves.
+pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logaddexp_impl(self_, other, false)
+}
+
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor`: base 2.
+pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logaddexp_impl(self_, other, true)
+}
+
+fn logaddexp_impl(a: &Tensor, b: &Tensor, base2: bool) -> Result<Tensor> {
+    let (a, b) = (to_float(a)?, to_float(b)?);
+    let m = ops::maximum(&a, &b)?;
+    let same_inf = ops::logical_and(&ops::isinf(&a)?, &ops::eq(&a, &b)?)?;
+    // Where both are the same infinity the difference is NaN; it is replaced before use.
+    let d = ops::abs(&ops::sub(&a, &b, one())?)?;
+    let d = ops::masked_fill(&d, &same_inf, Scalar::Int(0))?;
+    let tail = if base2 {
+        ops::div_scalar(&ops::log1p(&ops::exp2(&ops::neg(&d)?)?)?, Scalar::Float(std::f64::consts::LN_2))?
+    } else {
+        ops::log1p(&ops::exp(&ops::neg(&d)?)?)?
+    };
+    ops::where_self(&same_inf, &a, &ops::add(&m, &tail, one())?)
+}
+
+/// `sinc(Tensor self) -> Tensor`: `sin(pi x) / (pi x)`, 1 at 0 (with a zero derivative there).
+pub fn sinc(self_: &Tensor) -> Result<Tensor> {
+    let x = to_float(self_)?;
+    let zero = ops::eq_scalar(&x, Scalar::Int(0))?;
+    // x is replaced by 1 where it is 0, so neither branch divides 0 by 0 (in forward or backward).
+    let safe = ops::masked_fill(&x, &zero, one())?;
+    let px = ops::mul_scalar(&safe, Scalar::Float(std::f64::consts::PI))?;
+    let v = ops::div(&ops::sin(&px)?, &px)?;
+    ops::masked_fill(&v, &zero, one())
+}
+
+fn xlogy_impl(x: &Tensor, y: &Tensor, log1p: bool) -> Result<Tensor> {
+    let dtype = crate::native::tensor_iterator::binary_result_dtype(x, y);
+    let dtype = if dtype.is_floating_point() { dtype } else { ScalarType::default_float() };
+    let shape = crate::native::tensor_iterator::broadcast_shapes("xlogy", x.sizes(), y.sizes())?;
+    let x = ops::expand(&ops::to(x, dtype, false, false, None)?, &shape, false)?;
+    let y = ops::expand(&ops::to(y, dtype, false, false, None)?, &shape, false)?;
+    let zero = ops::eq_scalar(&x, Scalar::Int(0))?;
+    // y is replaced where x is 0, so log(0) never meets 0 (in forward or backward).
+    let safe_y = ops::masked_fill(&y, &zero, Scalar::Int(if log1p { 0 } else { 1 }))?;
+    let l = if log1p { ops::log1p(&safe_y)? } else { ops::log(&safe_y)? };
+    let v = ops::mul(&x, &l)?;
+    let v = ops::masked_fill(&v, &zero, Scalar::Int(0))?;
+    ops::masked_fill(&v, &ops::isnan(&y)?, Scalar::Float(f64::NAN))
+}
+
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor`: `x * log(y)`, 0 where `x == 0` (unless
+/// `y` is NaN).
+pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    xlogy_impl(self_, other, false)
+}
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor`
+pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    xlogy_impl(&Tensor::wrapped_scalar(self_), other, false)
+}
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor`
+pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    xlogy_impl(self_, &Tensor::wrapped_scalar(other), false)
+}
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor`: `x * log1p(y)`, 0 where `x == 0`.
+pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    xlogy_impl(self_, other, true)
+}
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor`
+pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    xlogy_impl(self_, other, false)
+}
+
+/// `heaviside(Tensor self, Tensor values) -> Tensor`: 0 below zero, 1 above, `values` at zero.
+pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
+    if self_.dtype() != values.dtype() {
+        return Err(Error::invalid("heaviside", "heaviside is not yet implemented for tensors with different dtypes"));
+    }
+    let step = ops::to(&ops::gt_scalar(self_, Scalar::Int(0))?, self_.dtype(), false, false, None)?;
+    ops::where_self(&ops::eq_scalar(self_, Scalar::Int(0))?, values, &step)
+}
+
+fn float_power_dtype(a: &Tensor, b: Option<&Tensor>) -> ScalarType {
+    // Complex inputs would give complex128; here every result is float64.
+    let _ = (a, b);
+    ScalarType::F64
+}
+
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`: `pow` in float64.
+pub fn float_power_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    let d = float_power_dtype(self_, Some(exponent));
+    ops::pow(&ops::to(self_, d, false, false, None)?, &ops::to(exponent, d, false, false, None)?)
+}
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    let d = float_power_dtype(self_, None);
+    ops::pow_tensor_scalar(&ops::to(self_, d, false, false, None)?, Scalar::Float(exponent.to_f64()))
+}
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor`
+pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    let d = float_power_dtype(exponent, None);
+    ops::pow_scalar(Scalar::Float(self_.to_f64()), &ops::to(exponent, d, false, false, None)?)
+}
+
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor`: `self * 2^other`.
+pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    ops::mul(self_, &ops::pow_scalar(Scalar::Float(2.0), other)?)
+}
+
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor`
+pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+    if self_.dtype() != other.dtype() {
+        return Err(Error::invalid(
+            "isclose",
+            format!("{} did not match {}", self_.dtype().cpp_name(), other.dtype().cpp_name()),
+        ));
+    }
+    if rtol < 0.0 {
+        return Err(Error::invalid("isclose", format!("rtol must be greater than or equal to zero, but got {rtol}")));
+    }
+    if atol < 0.0 {
+        return Err(Error::invalid("isclose", format!("atol must be greater than or equal to zero, but got {atol}")));
+    }
+    let mut close = ops::eq(self_, other)?;
+    if self_.dtype() == ScalarType::Bool {
+        return Ok(close);
+    }
+    if equal_nan && self_.dtype().is_floating_point() {
+        close = ops::logical_or(&close, &ops::logical_and(&ops::isnan(self_)?, &ops::isnan(other)?)?)?;
+    }
+    // The error is measured in floating point (integers in the default float dtype).
+    let (a, b) = (to_float(self_)?, to_float(other)?);
+    let allowed = ops::add_scalar(&ops::abs(&ops::mul_scalar(&b, Scalar::Float(rtol))?)?, Scalar::Float(atol), one())?;
+    let actual = ops::abs(&ops::sub(&a, &b, one())?)?;
+    let within = ops::logical_and(&ops::isfinite(&actual)?, &ops::le(&actual, &allowed)?)?;
+    ops::logical_or(&close, &within)
+}
+
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor`: 0 inside `[-lambd, lambd]`.
+pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
+    let l = lambd.to_f64();
+    let inside =
+        ops::logical_and(&ops::ge_scalar(self_, Scalar::Float(-l))?, &ops::le_scalar(self_, Scalar::Float(l))?)?;
+    ops::masked_fill(self_, &inside, Scalar::Int(0))
+}
+
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor`: moves values toward 0 by `lambd`.
+pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
+    let l = lambd.to_f64();
+    if l < 0.0 {
+        return Err(Error::invalid(
+            "softshrink",
+            format!("lambda must be greater or equal to 0, but found to be {l}."),
+        ));
+    }
+    let above = ops::gt_scalar(self_, Scalar::Float(l))?;
+    let below = ops::lt_scalar(self_, Scalar::Float(-l))?;
+    let zero = ops::zeros_like(self_, None, None, None, None, None)?;
+    let down = ops::sub_scalar(self_, Scalar::Float(l), one())?;
+    let up = ops::add_scalar(self_, Scalar::Float(l), one())?;
+    ops::where_self(&above, &down, &ops::where_self(&below, &up, &zero)?)
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`: of every element.
+pub fn prod_all(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    ops::prod(&ops::reshape(self_, &[-1])?, 0, false, dtype)
+}
+
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    ops::var(self_, dim, Some(Scalar::Int(i64::from(unbiased))), keepdim)
+}
+/// `var(Tensor self, bool unbiased=True) -> Tensor`
+pub fn var_all(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    ops::var(self_, None, Some(Scalar::Int(i64::from(unbiased))), false)
+}
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    ops::std(self_, dim, Some(Scalar::Int(i64::from(unbiased))), keepdim)
+}
+/// `std(Tensor self, bool unbiased=True) -> Tensor`
+pub fn std_all(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    ops::std(self_, None, Some(Scalar::Int(i64::from(unbiased))), false)
+}
+
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let x = if self_.dtype().is_floating_point() {
+        ops::masked_fill(self_, &ops::isnan(self_)?, Scalar::Int(0))?
+    } else {
+        self_.clone()
+    };
+    ops::sum_dim_intlist(&x, dim, keepdim, dtype)
+}
+
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            "nanmean",
+            format!(
+                "nanmean(): expected input to have floating point or complex dtype but got {}",
+                self_.dtype().cpp_name()
+            ),
+        ));
+    }
+    let count = ops::sum_dim_intlist(&ops::logical_not(&ops::isnan(self_)?)?, dim, keepdim, None)?;
+    ops::div(&nansum(self_, dim, keepdim, dtype)?, &count)
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    match dim {
+        Some(d) => Ok((ops::amin(self_, &[d], keepdim)?, ops::amax(self_, &[d], keepdim)?)),
+        None => {
+            if self_.numel() == 0 {
+                return Err(Error::invalid(
+                    "aminmax",
+                    "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.",
+                ));
+            }
+            let (lo, hi) = (ops::amin(self_, &[], false)?, ops::amax(self_, &[], false)?);
+            if keepdim {
+                let ones = vec![1i64; self_.dim()];
+                Ok((ops::reshape(&lo, &ones)?, ops::reshape(&hi, &ones)?))
+            } else {
+                Ok((lo, hi))
+            }
+        }
+    }
+}
+
+/// `logcumsumexp(Tensor self, int dim) -> Tensor`: `log(cumsum(exp(x)))` shifted by the
+/// maximum along `dim` (infinite maxima shift by 0).
+pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    let x = to_float(self_)?;
+    if x.dim() == 0 {
+        return Ok(x);
+    }
+    if x.numel() == 0 {
+        return Ok(x);
+    }
+    let m = ops::amax(&x, &[dim], true)?;
+    let m = ops::masked_fill(&m, &ops::logical_not(&ops::isfinite(&m)?)?, Scalar::Int(0))?;
+    let s = ops::cumsum(&ops::exp(&ops::sub(&x, &m, one())?)?, dim, None)?;
+    ops::add(&ops::log(&s)?, &m, one())
+}
+
+/// `trace(Tensor self) -> Tensor`: the sum of the main diagonal of a matrix.
+pub fn trace(self_: &Tensor) -> Result<Tensor> {
+    if self_.dim() != 2 {
+        return Err(Error::invalid(
+            "trace",
+            format!("trace: expected a matrix, but got tensor with dim {}", self_.dim()),
+        ));
+    }
+    ops::sum(&ops::diagonal(self_, 0, 0, 1)?, None)
+}
+
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor`: sums the broadcast dimensions away.
+pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    if size.is_empty() {
+        // PyTorch's `sum_to` of an empty shape is `sum()` (integers promote to int64).
+        return ops::sum(self_, None);
+    }
+    let s = self_.sizes();
+    let ok =
+        size.len() <= s.len() && size.iter().rev().zip(s.iter().rev()).all(|(&want, &have)| want == have || want == 1);
+    if !ok {
+        return Err(Error::invalid("sum_to_size", format!("size {{{size:?}}} is not expandable to size {{{s:?}}}.")));
+    }
+    let lead = s.len() - size.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &want) in size.iter().enumerate() {
+        if want == 1 && s[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    if dims.is_empty() {
+        return Ok(self_.clone());
+    }
+    let r = ops::sum_dim_intlist(self_, Some(&dims), true, None)?;
+    ops::reshape(&r, size)
+}
+
+// ---- products and distances ------------------------------------------------------------------
+
+/// `inner(Tensor self, Tensor other) -> Tensor`: contracts the last dimensions.
+pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    if self_.dim() == 0 || other.dim() == 0 {
+        return ops::mul(self_, other);
+    }
+    let (a, b) = (self_.sizes()[self_.dim() - 1], other.sizes()[other.dim() - 1]);
+    if a != b {
+        return Err(Error::shape(
+            "inner",
+            format!(
+                "inner() the last dimension must match on both input tensors but got shapes {:?} and {:?}",
+                self_.sizes(),
+                other.sizes()
+            ),
+        ));
+    }
+    ops::tensordot(self_, other, &[-1], &[-1])
+}
+
+fn scaled(t: &Tensor, s: Scalar) -> Result<Tensor> {
+    if s.to_f64() == 1.0 {
+        Ok(t.clone())
+    } else {
+        ops::mul_scalar(t, s)
+    }
+}
+
+/// `beta * self + alpha * product`, with `beta == 0` ignoring `self` (NaN included). For integer
+/// tensors the coefficients are first converted to the integer type (truncated), as PyTorch's
+/// kernels do.
+fn beta_alpha(self_: &Tensor, product: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let integral = !product.dtype().is_floating_point() && product.dtype() != ScalarType::Bool;
+    let (beta, alpha) =
+        if integral { (Scalar::Int(beta.to_f64() as i64), Scalar::Int(alpha.to_f64() as i64)) } else { (beta, alpha) };
+    let p = scaled(product, alpha)?;
+    if beta.to_f64() == 0.0 {
+        let shape = crate::native::tensor_iterator::broadcast_shapes("addmv", self_.sizes(), p.sizes())?;
+        return ops::expand(&p, &shape, false).and_then(|e| ops::clone(&e, None));
+    }
+    ops::add(&scaled(self_, beta)?, &p, one())
+}
+
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    beta_alpha(self_, &ops::mv(mat, vec)?, beta, alpha)
+}
+
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    if vec1.dim() != 1 || vec2.dim() != 1 {
+        return Err(Error::shape(
+            "addr",
+            format!(
+                "addr: Expected 1-D argument vec1, but got {}-D",
+                if vec1.dim() != 1 { vec1.dim() } else { vec2.dim() }
+            ),
+        ));
+    }
+    let outer = ops::outer(vec1, vec2)?;
+    if self_.dtype() == ScalarType::Bool {
+        // Booleans: `beta && self || alpha && outer`.
+        let o = if alpha.to_f64() != 0.0 { outer } else { ops::zeros_like(&outer, None, None, None, None, None)? };
+        return if beta.to_f64() != 0.0 { ops::logical_or(self_, &o) } else { Ok(o) };
+    }
+    beta_alpha(self_, &outer, beta, alpha)
+}
+
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor`
+pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
+    if self_.dim() != other.dim() {
+        return Err(Error::shape(
+            "linalg_cross",
+            format!(
+                "linalg.cross: inputs must have the same number of dimensions. Got {} and {}",
+                self_.dim(),
+                other.dim()
+            ),
+        ));
+    }
+    let shape = crate::native::tensor_iterator::broadcast_shapes("linalg_cross", self_.sizes(), other.sizes())?;
+    let d = crate::wrap_dim("linalg_cross", dim, shape.len())?;
+    if shape[d] != 3 {
+        return Err(Error::shape(
+            "linalg_cross",
+            format!(
+                "linalg.cross: inputs dimension {dim} must have length 3. Got {} and {}",
+                self_.sizes()[d],
+                other.sizes()[d]
+            ),
+        ));
+    }
+    let a = ops::expand(self_, &shape, false)?;
+    let b = ops::expand(other, &shape, false)?;
+    let c = |t: &Tensor, i: i64| ops::narrow(t, d as i64, i, 1);
+    let part = |i: i64, j: i64| -> Result<Tensor> {
+        ops::sub(&ops::mul(&c(&a, i)?, &c(&b, j)?)?, &ops::mul(&c(&a, j)?, &c(&b, i)?)?, one())
+    };
+    ops::cat(&[part(1, 2)?, part(2, 0)?, part(0, 1)?], d as i64)
+}
+
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor`: without `dim`, the first
+/// dimension of length 3 (deprecated in PyTorch, kept for compatibility).
+pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    let dim = match dim {
+        Some(d) => d,
+        None => {
+            let shape = crate::native::tensor_iterator::broadcast_shapes("cross", self_.sizes(), other.sizes())?;
+            match shape.iter().position(|&s| s == 3) {
+                Some(p) => p as i64,
+                None => return Err(Error::shape("cross", "no dimension of size 3 in input")),
+            }
+        }
+    };
+    linalg_cross(self_, other, dim)
+}
+
+/// `kron(Tensor self, Tensor other) -> Tensor`: the Kronecker product.
+pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let n = self_.dim().max(other.dim());
+    let pad = |t: &Tensor| -> Vec<i64> {
+        let mut s = vec![1i64; n - t.dim()];
+        s.extend_from_slice(t.sizes());
+        s
+    };
+    let (sa, sb) = (pad(self_), pad(other));
+    let mut a_shape = Vec::with_capacity(2 * n);
+    let mut b_shape = Vec::with_capacity(2 * n);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        a_shape.extend([sa[i], 1]);
+        b_shape.extend([1, sb[i]]);
+        out.push(c10::size::checked_mul("kron", sa[i], sb[i])?);
+    }
+    let a = ops::reshape(self_, &a_shape)?;
+    let b = ops::reshape(other, &b_shape)?;
+    ops::reshape(&ops::mul(&a, &b)?, &out)
+}
+
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor`
+pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
+    ops::norm(&ops::sub(self_, other, one())?, p)
+}
+
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor`
+pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
+    let out_dim = x1.dim().max(x2.dim());
+    let inner = if out_dim == 0 { 0 } else { out_dim as i64 - 1 };
+    let diff = ops::add_scalar(&ops::sub(x1, x2, one())?, Scalar::Float(eps), one())?;
+    if out_dim == 0 {
+        return ops::abs(&diff);
+    }
+    ops::norm_scalaropt_dim(&diff, Some(Scalar::Float(p)), &[inner], keepdim)
+}
+
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor`: each side
+/// divided by its norm (clamped below by `eps`), then the dot product along `dim`.
+pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+    let shape = crate::native::tensor_iterator::broadcast_shapes("cosine_similarity", x1.sizes(), x2.sizes())?;
+    let dtype = crate::native::tensor_iterator::binary_result_dtype(x1, x2);
+    let a = ops::to(&ops::expand(x1, &shape, false)?, dtype, false, false, None)?;
+    let b = ops::to(&ops::expand(x2, &shape, false)?, dtype, false, false, None)?;
+    let na = ops::clamp_min(&ops::norm_scalaropt_dim(&a, Some(Scalar::Int(2)), &[dim], true)?, Scalar::Float(eps))?;
+    let nb = ops::clamp_min(&ops::norm_scalaropt_dim(&b, Some(Scalar::Int(2)), &[dim], true)?, Scalar::Float(eps))?;
+    ops::sum_dim_intlist(&ops::mul(&ops::div(&a, &na)?, &ops::div(&b, &nb)?)?, Some(&[dim]), false, None)
+}
+
+/// `cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor`: the p-norm
+/// distance between every row of `x1` and every row of `x2` (batched).
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, _compute_mode: Option<i64>) -> Result<Tensor> {
+    if x1.dim() < 2 || x2.dim() < 2 {
+        return Err(Error::shape(
+            "cdist",
+            format!(
+                "cdist only supports at least 2D tensors, X{} got: {}D",
+                if x1.dim() < 2 { 1 } else { 2 },
+                x1.dim().min(x2.dim())
+            ),
+        ));
+    }
+    let (m1, m2) = (x1.sizes()[x1.dim() - 1], x2.sizes()[x2.dim() - 1]);
+    if m1 != m2 {
+        return Err(Error::shape(
+            "cdist",
+            format!("X1 and X2 must have the same number of columns. X1: {m1} X2: {m2}"),
+        ));
+    }
+    if p < 0.0 {
+        return Err(Error::invalid("cdist", format!("cdist only supports non-negative p values, got {p}")));
+    }
+    let diff = ops::sub(&ops::unsqueeze(x1, -2)?, &ops::unsqueeze(x2, -3)?, one())?;
+    ops::norm_scalaropt_dim(&diff, Some(Scalar::Float(p)), &[-1], false)
+}
+
+/// `pdist(Tensor self, float p=2) -> Tensor`: distances between the rows `i < j`, in row-major
+/// order of the pairs.
+pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
+    if self_.dim() != 2 {
+        return Err(Error::shape("pdist", format!("pdist only supports 2D tensors, got: {}D", self_.dim())));
+    }
+    if p < 0.0 {
+        return Err(Error::invalid("pdist", format!("pdist only supports non-negative p values, got {p}")));
+    }
+    let n = self_.sizes()[0];
+    let pairs = (n as u128) * (n.max(1) as u128 - 1) / 2;
+    let _probe: Vec<i64> = c10::size::try_vec(usize::try_from(pairs.saturating_mul(2)).unwrap_or(usize::MAX))?;
+    let (mut is, mut js) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in i + 1..n {
+            is.push(i);
+            js.push(j);
+        }
+    }
+    let k = is.len() as i64;
+    if k == 0 {
+        return ops::zeros(&[0], Some(self_.dtype()), None, Some(self_.device()), None);
+    }
+    let ii = Tensor::from_vec(is, &[k])?.to_device(self_.device())?;
+    let jj = Tensor::from_vec(js, &[k])?.to_device(self_.device())?;
+    let diff = ops::sub(&ops::index_select(self_, 0, &ii)?, &ops::index_select(self_, 0, &jj)?, one())?;
+    ops::norm_scalaropt_dim(&diff, Some(Scalar::Float(p)), &[1], false)
+}
+
+// ---- losses ----------------------------------------------------------------------------------
+
+fn reduce(op: &str, t: Tensor, reduction: i64) -> Result<Tensor> {
+    match reduction {
+        0 => Ok(t),
+        1 => ops::mean(&t, None),
+        2 => ops::sum(&t, None),
+        r => Err(Error::invalid(op, format!("{r} is not a valid value for reduction"))),
+    }
+}
+
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    let l = ops::log1p(&ops::exp(&ops::neg(&ops::mul(target, self_)?)?)?)?;
+    reduce("soft_margin_loss", l, reduction)
+}
+
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=Mean) -> Tensor`
+pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
+    let zeros = ops::zeros_like(self_, None, None, None, None, None)?;
+    let margin_clamp = ops::clamp_min(&ops::rsub(self_, Scalar::Float(margin), one())?, Scalar::Int(0))?;
+    let out_margin = ops::where_self(&ops::ne_scalar(target, one())?, &margin_clamp, &zeros)?;
+    let out_self = ops::where_self(&ops::ne_scalar(target, Scalar::Int(-1))?, self_, &zeros)?;
+    reduce("hinge_embedding_loss", ops::add(&out_margin, &out_self, one())?, reduction)
+}
+
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor`
+pub fn poisson_nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    log_input: bool,
+    full: bool,
+    eps: f64,
+    reduction: i64,
+) -> Result<Tensor> {
+    let mut loss = if log_input {
+        ops::sub(&ops::exp(input)?, &ops::mul(target, input)?, one())?
+    } else {
+        let l = ops::log(&ops::add_scalar(input, Scalar::Float(eps), one())?)?;
+        ops::sub(input, &ops::mul(target, &l)?, one())?
+    };
+    if full {
+        // Stirling's approximation of log(target!), for targets above 1.
+        let t = target;
+        let st = ops::add(
+            &ops::sub(&ops::mul(t, &ops::log(t)?)?, t, one())?,
+            &ops::mul_scalar(
+                &ops::log(&ops::mul_scalar(t, Scalar::Float(2.0 * std::f64::consts::PI))?)?,
+                Scalar::Float(0.5),
+            )?,
+            one(),
+        )?;
+        let st = ops::masked_fill(&st, &ops::le_scalar(t, one())?, Scalar::Int(0))?;
+        loss = ops::add(&loss, &st, one())?;
+    }
+    reduce("poisson_nll_loss", loss, reduction)
+}
+
+// ---- normalisation and shuffles -----------------------------------------------------------------
+
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor`:
+/// `x / sqrt(mean(x^2) + eps)` over the last `len(normalized_shape)` dimensions, times `weight`;
+/// `eps` defaults to the dtype's machine epsilon.
+pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
+    let k = normalized_shape.len();
+    let n = input.dim();
+    if k == 0 || k > n || input.sizes()[n - k..] != *normalized_shape {
+        return Err(Error::shape(
+            "rms_norm",
+            format!(
+                "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{:?}",
+                normalized_shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                input.sizes()
+            ),
+        ));
+    }
+    let eps = eps.unwrap_or(match input.dtype() {
+        ScalarType::F64 => f64::EPSILON,
+        ScalarType::F16 => 0.000_976_562_5,
+        ScalarType::BF16 => 0.007_812_5,
+        _ => f32::EPSILON as f64,
+    });
+    let dims: Vec<i64> = ((n - k) as i64..n as i64).collect();
+    let ms = ops::mean_dim(&ops::mul(input, input)?, Some(&dims), true, None)?;
+    let out = ops::mul(input, &ops::rsqrt(&ops::add_scalar(&ms, Scalar::Float(eps), one())?)?)?;
+    match weight {
+        Some(w) => ops::mul(&out, w),
+        None => Ok(out),
+    }
+}
+
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor`
+pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
+    if self_.dim() < 3 {
+        return Err(Error::shape(
+            "channel_shuffle",
+            format!(
+                "channel_shuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)",
+                self_.dim()
+            ),
+        ));
+    }
+    if groups <= 0 {
+        return Err(Error::invalid(
+            "channel_shuffle",
+            format!("Number of groups to divide channels in must be positive. Value of groups:{groups}"),
+        ));
+    }
+    let c = self_.sizes()[1];
+    if c % groups != 0 {
+        return Err(Error::shape(
+            "channel_shuffle",
+            format!("Number of channels must be divisible by groups. Got {c} channels and {groups} groups."),
+        ));
+    }
+    let s = self_.sizes();
+    let mut split = vec![s[0], groups, c / groups];
+    split.extend_from_slice(&s[2..]);
+    let t = ops::transpose(&ops::reshape(self_, &split)?, 1, 2)?;
+    ops::reshape(&ops::clone(&t, Some(MemoryFormat::Contiguous))?, s)
+}
+
+// ---- linalg helpers ----------------------------------------------------------------------------
+
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub fn linalg_vector_norm(
+    self_: &Tensor,
+    ord: Scalar,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            "linalg.vector_norm",
+            format!(
+                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+                self_.dtype().cpp_name().trim_start_matches("c10::")
+            ),
+        ));
+    }
+    let x = match dtype {
+        Some(d) => ops::to(self_, d, false, false, None)?,
+        None => self_.clone(),
+    };
+    let dims: Vec<i64> = dim.map(<[i64]>::to_vec).unwrap_or_default();
+    ops::norm_scalaropt_dim(&x, Some(ord), &dims, keepdim)
+}
+
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)`
+pub fn linalg_diagonal(a: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    ops::diagonal(a, offset, dim1, dim2)
+}
+
+// ---- building tensors from tensors ---------------------------------------------------------------
+
+/// `diagflat(Tensor self, int offset=0) -> Tensor`
+pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
+    ops::diag(&ops::reshape(self_, &[-1])?, offset)
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor`: the inputs (at most 2-D) along the diagonal, built
+/// by padding each with zeros left and right and stacking the rows.
+pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    let mut mats = Vec::with_capacity(tensors.len());
+    let mut dtype: Option<ScalarType> = None;
+    for (i, t) in tensors.iter().enumerate() {
+        if t.dim() > 2 {
+            return Err(Error::shape(
+                "block_diag",
+                format!(
+                    "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {} dimensions",
+                    t.dim()
+                ),
+            ));
+        }
+        dtype = Some(dtype.map_or(t.dtype(), |d| c10::promote_types(d, t.dtype())));
+        mats.push(match t.dim() {
+            0 => ops::reshape(t, &[1, 1])?,
+            1 => ops::unsqueeze(t, 0)?,
+            _ => t.clone(),
+        });
+    }
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    let total = mats
+        .iter()
+        .try_fold(0i64, |acc, m| acc.checked_add(m.sizes()[1]))
+        .ok_or_else(|| Error::shape("block_diag", "numel: integer multiplication overflow"))?;
+    let device = tensors.first().map_or(Device::CPU, Tensor::device);
+    let mut rows = Vec::with_capacity(mats.len());
+    let mut left = 0;
+    for m in &mats {
+        let (r, c) = (m.sizes()[0], m.sizes()[1]);
+        let z = |w: i64| ops::zeros(&[r, w], Some(dtype), None, Some(device), None);
+        let m = ops::to(m, dtype, false, false, None)?;
+        rows.push(ops::cat(&[z(left)?, m, z(total - left - c)?], 1)?);
+        left += c;
+    }
+    if rows.is_empty() {
+        return ops::zeros(&[0, 0], Some(dtype), None, Some(device), None);
+    }
+    ops::cat(&rows, 0)
+}
+
+/// `cartesian_prod(Tensor[] tensors) -> Tensor`
+pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
+    for t in tensors {
+        if t.dim() != 1 {
+            return Err(Error::shape("cartesian_prod", format!("Expect a 1D vector, but got shape {:?}", t.sizes())));
+        }
+    }
+    if tensors.len() == 1 {
+        return Ok(tensors[0].clone());
+    }
+    let grids = ops::meshgrid_indexing(tensors, "ij")?;
+    let flat = grids.iter().map(|g| ops::reshape(g, &[-1])).collect::<Result<Vec<_>>>()?;
+    ops::stack(&flat, 1)
+}
+
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor`: the length-`r`
+/// combinations of a vector's elements, in lexicographic order of positions.
+pub fn combinations(self_: &Tensor, r: i64, with_replacement: bool) -> Result<Tensor> {
+    if self_.dim() != 1 {
+        return Err(Error::shape("combinations", format!("Expect a 1D vector, but got shape {:?}", self_.sizes())));
+    }
+    if r < 0 {
+        return Err(Error::invalid("combinations", format!("Expect a non-negative number, but got {r}")));
+    }
+    if r == 0 {
+        return ops::empty(&[0], Some(self_.dtype()), None, Some(self_.device()), None, None);
+    }
+    let n = self_.sizes()[0];
+    // The result has C(n, r) (or C(n + r - 1, r)) rows: counted first, so a huge request is an
+    // out-of-memory error rather than a long loop.
+    let top = if with_replacement { (n as u128).saturating_add(r as u128).saturating_sub(1) } else { n as u128 };
+    let mut count: u128 = 1;
+    for i in 0..(r as u128).min(top.saturating_add(1)) {
+        count = count.saturating_mul(top - i) / (i + 1);
+        if count > u32::MAX as u128 {
+            break;
+        }
+    }
+    if (r as u128) > top {
+        count = 0;
+    }
+    let cells = count.saturating_mul(r as u128);
+    let _probe: Vec<i64> = c10::size::try_vec(usize::try_from(cells).unwrap_or(usize::MAX))?;
+    let r = r as usize;
+    let mut columns: Vec<Vec<i64>> = vec![Vec::new(); r];
+    let mut idx: Vec<i64> = if with_replacement { vec![0; r] } else { (0..r as i64).collect() };
+    let valid = |idx: &[i64]| idx.iter().all(|&i| i < n);
+    if n > 0 && valid(&idx) {
+        loop {
+            for (c, &i) in columns.iter_mut().zip(&idx) {
+                c.push(i);
+            }
+            // The rightmost position that can still advance.
+            let mut k = r;
+            let mut advanced = false;
+            while k > 0 {
+                k -= 1;
+                let limit = if with_replacement { n - 1 } else { n - (r - k) as i64 };
+                if idx[k] < limit {
+                    idx[k] += 1;
+                    for j in k + 1..r {
+                        idx[j] = if with_replacement { idx[k] } else { idx[j - 1] + 1 };
+                    }
+                    advanced = true;
+                    break;
+                }
+            }
+            if !advanced {
+                break;
+            }
+        }
+    }
+    let count = columns[0].len() as i64;
+    if count == 0 {
+        return ops::empty(&[0, r as i64], Some(self_.dtype()), None, Some(self_.device()), None, None);
+    }
+    let cols = columns
+        .into_iter()
+        .map(|c| ops::index_select(self_, 0, &Tensor::from_vec(c, &[count])?.to_device(self_.device())?))
+        .collect::<Result<Vec<_>>>()?;
+    ops::stack(&cols, 1)
+}
+
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor`
+pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
+    if self_.dim() == 0 {
+        return Err(Error::invalid("diff", "diff expects input to be at least one-dimensional"));
+    }
+    if n < 0 {
+        return Err(Error::invalid("diff", format!("order must be non-negative but got {n}")));
+    }
+    let mut parts = Vec::new();
+    if let Some(p) = prepend {
+        parts.push(p.clone());
+    }
+    parts.push(self_.clone());
+    if let Some(a) = append {
+        parts.push(a.clone());
+    }
+    let mut x = if parts.len() > 1 { ops::cat(&parts, dim)? } else { self_.clone() };
+    let d = crate::wrap_dim("diff", dim, x.dim())? as i64;
+    for _ in 0..n {
+        let len = x.sizes()[d as usize];
+        if len == 0 {
+            break;
+        }
+        let hi = ops::narrow(&x, d, 1, len - 1)?;
+        let lo = ops::narrow(&x, d, 0, len - 1)?;
+        x = if x.dtype() == ScalarType::Bool { ops::logical_xor(&hi, &lo)? } else { ops::sub(&hi, &lo, one())? };
+    }
+    Ok(x)
+}
+
+fn trapezoid_sum(y: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
+    let len = y.sizes()[crate::wrap_dim("trapezoid", dim, y.dim())?];
+    if len == 0 {
+        return ops::sum_dim_intlist(y, Some(&[dim]), false, None);
+    }
+    let s = ops::add(&ops::narrow(y, dim, 1, len - 1)?, &ops::narrow(y, dim, 0, len - 1)?, one())?;
+    ops::div_scalar(&ops::sum_dim_intlist(&ops::mul(dx, &s)?, Some(&[dim]), false, None)?, Scalar::Float(2.0))
+}
+
+fn spacing(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    if x.dim() == 1 {
+        // A 1-D x spaces y along `dim`: its differences shaped to broadcast there.
+        let d = crate::wrap_dim("trapezoid", dim, y.dim())?;
+        let len = y.sizes()[d];
+        if x.sizes()[0] != len {
+            return Err(Error::shape(
+                "trapezoid",
+                format!("trapezoid: There must be one `x` value for each sample point, got {} and {len}", x.sizes()[0]),
+            ));
+        }
+        let dx = diff(x, 1, 0, None, None)?;
+        let mut shape = vec![1i64; y.dim()];
+        shape[d] = (len - 1).max(0);
+        return ops::reshape(&dx, &shape);
+    }
+    diff(x, 1, dim, None, None)
+}
+
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor`
+pub fn trapezoid_x(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    trapezoid_sum(y, &spacing(y, x, dim)?, dim)
+}
+
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor`
+pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
+    let len = y.sizes()[crate::wrap_dim("trapezoid", dim, y.dim())?];
+    if len == 0 {
+        return ops::sum_dim_intlist(y, Some(&[dim]), false, None);
+    }
+    let ends = ops::add(&ops::select(y, dim, 0)?, &ops::select(y, dim, -1)?, one())?;
+    let inner = ops::sub(
+        &ops::sum_dim_intlist(y, Some(&[dim]), false, None)?,
+        &ops::mul_scalar(&ends, Scalar::Float(0.5))?,
+        one(),
+    )?;
+    ops::mul_scalar(&inner, dx)
+}
+
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor`
+pub fn trapz_x(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    trapezoid_x(y, x, dim)
+}
+
+/// `trapz.dx(Tensor y, *, float dx=1, int dim=-1) -> Tensor`
+pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
+    trapezoid_dx(y, Scalar::Float(dx), dim)
+}
+
+fn cumulative_trapezoid_impl(y: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
+    let len = y.sizes()[crate::wrap_dim("cumulative_trapezoid", dim, y.dim())?];
+    if len == 0 {
+        return ops::narrow(y, dim, 0, 0);
+    }
+    let s = ops::add(&ops::narrow(y, dim, 1, len - 1)?, &ops::narrow(y, dim, 0, len - 1)?, one())?;
+    ops::cumsum(&ops::div_scalar(&ops::mul(dx, &s)?, Scalar::Float(2.0))?, dim, None)
+}
+
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor`
+pub fn cumulative_trapezoid_x(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
+    cumulative_trapezoid_impl(y, &spacing(y, x, dim)?, dim)
+}
+
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor`
+pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
+    cumulative_trapezoid_impl(y, &scalar_like(y, dx.to_f64())?, dim)
+}
+
+// ---- splitting ---------------------------------------------------------------------------------
+
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]`: the
+/// first `size % sections` pieces get one element more.
+pub fn tensor_split_sections(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
+    if self_.dim() == 0 {
+        return Err(Error::invalid(
+            "tensor_split",
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
+        ));
+    }
+    if sections <= 0 {
+        return Err(Error::invalid(
+            "tensor_split",
+            format!("number of sections must be larger than 0, got {sections}"),
+        ));
+    }
+    let d = crate::wrap_dim("tensor_split", dim, self_.dim())?;
+    let size = self_.sizes()[d];
+    let (base, extra) = (size / sections, size % sections);
+    let count = usize::try_from(sections).unwrap_or(usize::MAX);
+    let mut out = c10::size::try_vec(count)?;
+    let mut start = 0;
+    for i in 0..sections {
+        let len = base + i64::from(i < extra);
+        out.push(ops::slice(self_, d as i64, Some(start), Some(start + len), 1)?);
+        start += len;
+    }
+    Ok(out)
+}
+
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]`
+pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    if self_.dim() == 0 {
+        return Err(Error::invalid(
+            "tensor_split",
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
+        ));
+    }
+    let d = crate::wrap_dim("tensor_split", dim, self_.dim())? as i64;
+    let mut out = Vec::with_capacity(indices.len() + 1);
+    let mut start = 0i64;
+    for &i in indices {
+        out.push(ops::slice(self_, d, Some(start), Some(i), 1)?);
+        start = i;
+    }
+    out.push(ops::slice(self_, d, Some(start), None, 1)?);
+    Ok(out)
+}
+
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]`
+pub fn tensor_split_tensor(self_: &Tensor, tios: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    if tios.dtype() != ScalarType::I64 || tios.dim() > 1 {
+        return Err(Error::invalid(
+            "tensor_split",
+            format!(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor of dtype long, but got a tensor with {} dims and dtype {}",
+                tios.dim(),
+                tios.dtype().cpp_name()
+            ),
+        ));
+    }
+    let v = tios.to_vec::<i64>()?;
+    if tios.dim() == 0 {
+        tensor_split_sections(self_, v[0], dim)
+    } else {
+        tensor_split_indices(self_, &v, dim)
+    }
+}
+
+/// The `torch.{h,v,d}split` rank requirement.
+fn require_dims(op: &str, self_: &Tensor, min_dims: usize) -> Result<()> {
+    if self_.dim() < min_dims {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "torch.{op} requires a tensor with at least {min_dims} dimension, but got a tensor with {} dimensions!",
+                self_.dim()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `torch.{h,v,d}split(t, sections)`: equal pieces along `dim`.
+fn split_even(op: &str, self_: &Tensor, dim: usize, sections: i64, min_dims: usize) -> Result<Vec<Tensor>> {
+    require_dims(op, self_, min_dims)?;
+    if sections == 0 || self_.sizes()[dim] % sections != 0 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "torch.{op} attempted to split along dimension {dim}, but the size of the dimension {} is not divisible by the split_size {sections}!",
+                self_.sizes()[dim]
+            ),
+        ));
+    }
+    tensor_split_sections(self_, sections, dim as i64)
+}
+
+/// `torch.{h,v,d}split(t, indices)`: pieces between the indices along `dim`.
+fn split_at(op: &str, self_: &Tensor, dim: usize, indices: &[i64], min_dims: usize) -> Result<Vec<Tensor>> {
+    require_dims(op, self_, min_dims)?;
+    tensor_split_indices(self_, indices, dim as i64)
+}
+
+/// The dimension `hsplit` splits: 0 for vectors, else 1.
+fn hsplit_dim(self_: &Tensor) -> usize {
+    if self_.dim() == 1 {
+        0
+    } else {
+        1
+    }
+}
+
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]`
+pub fn hsplit_int(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    split_even("hsplit", self_, hsplit_dim(self_), sections, 1)
+}
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]`
+pub fn vsplit_int(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    split_even("vsplit", self_, 0, sections, 2)
+}
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]`
+pub fn dsplit_int(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    split_even("dsplit", self_, 2, sections, 3)
+}
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]`
+pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    split_at("hsplit", self_, hsplit_dim(self_), indices, 1)
+}
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]`
+pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    split_at("vsplit", self_, 0, indices, 2)
+}
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]`
+pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
+    split_at("dsplit", self_, 2, indices, 3)
+}
+
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`
+pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    ops::split(self_, split_size, dim)
+}
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]`
+pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    ops::chunk(self_, chunks, dim)
+}
+
+// ---- indexing ------------------------------------------------------------------------------------
+
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor`
+pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    if !matches!(indices.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(
+            "take_along_dim",
+            format!("torch.take_along_dim(): dtype of indices should be int64 but got {}", indices.dtype().cpp_name()),
+        ));
+    }
+    // Negative indices count from the end, as in numpy.take_along_axis.
+    let wrap = |idx: &Tensor, size: i64| -> Result<Tensor> {
+        let shifted = ops::add_scalar(idx, Scalar::Int(size), one())?;
+        ops::where_self(&ops::lt_scalar(idx, Scalar::Int(0))?, &shifted, idx)
+    };
+    let Some(dim) = dim else {
+        let flat = ops::reshape(indices, &[-1])?;
+        return ops::gather(&ops::reshape(self_, &[-1])?, 0, &wrap(&flat, self_.numel())?, false);
+    };
+    if self_.dim() != indices.dim() {
+        return Err(Error::shape(
+            "take_along_dim",
+            format!(
+                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got {} dimensions for input, and {} dimensions for indices",
+                self_.dim(),
+                indices.dim()
+            ),
+        ));
+    }
+    let d = crate::wrap_dim("take_along_dim", dim, self_.dim())?;
+    // Broadcast every dimension but `dim`.
+    let mut a = self_.sizes().to_vec();
+    let mut b = indices.sizes().to_vec();
+    a[d] = 1;
+    b[d] = 1;
+    let shape = crate::native::tensor_iterator::broadcast_shapes("take_along_dim", &a, &b)?.to_vec();
+    let mut sa = shape.clone();
+    sa[d] = self_.sizes()[d];
+    let mut sb = shape;
+    sb[d] = indices.sizes()[d];
+    let idx = wrap(&ops::expand(indices, &sb, false)?, self_.sizes()[d])?;
+    ops::gather(&ops::expand(self_, &sa, false)?, d as i64, &idx, false)
+}
+
+/// `argwhere(Tensor self) -> Tensor`: `nonzero`.
+pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
+    ops::nonzero(self_)
+}
+
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)`
+pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
+    if start.dim() != 0
+        || !matches!(
+            start.dtype(),
+            ScalarType::I64 | ScalarType::I32 | ScalarType::I16 | ScalarType::I8 | ScalarType::U8
+        )
+    {
+        return Err(Error::invalid("narrow", "start must be an 0-dim integral Tensor."));
+    }
+    ops::narrow(self_, dim, start.to_vec::<i64>()?[0], length)
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`: `value` is a 0-dim
+/// tensor (differentiable).
+pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if value.dim() != 0 {
+        return Err(Error::invalid(
+            "masked_fill",
+            format!(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                value.dim()
+            ),
+        ));
+    }
+    if mask.dtype() != ScalarType::Bool {
+        return Err(Error::invalid(
+            "masked_fill",
+            format!("masked_fill_ only supports boolean masks, but got mask with dtype {}", mask.dtype().cpp_name()),
+        ));
+    }
+    let v = ops::to(value, self_.dtype(), false, false, None)?;
+    let out = ops::where_self(mask, &v, self_)?;
+    // The result keeps self's shape (the mask only broadcasts into it).
+    if out.sizes() != self_.sizes() {
+        return Err(Error::shape(
+            "masked_fill",
+            format!(
+                "The size of the mask {:?} must be broadcastable to the size of self {:?}",
+                mask.sizes(),
+                self_.sizes()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// `logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(clippy::too_many_arguments)]
+pub fn logspace(
+    start: Scalar,
+    end: Scalar,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let dtype = dtype.unwrap_or(ScalarType::default_float());
+    let exps = ops::linspace(start, end, steps, Some(ScalarType::F64), layout, device, pin_memory)?;
+    let v = ops::pow_scalar(Scalar::Float(base), &exps)?;
+    ops::to(&v, dtype, false, false, None)
+}
