@@ -1196,3 +1196,26 @@ pub fn masked_scatter_backward(grad: &Tensor, mask: &Tensor, sizes: &[i64]) -> R
     let flat = if rest > 0 { ops::cat(&[taken, zeros_of(&[rest], grad)?], 0)? } else { taken };
     ops::reshape(&flat, sizes)
 }
+
+/// `d I1(x) / dx = I0(x) - I1(x) / x`, 1/2 at 0.
+pub fn i1_backward(self_: &Tensor, result: &Tensor, i0: &Tensor) -> Result<Tensor> {
+    order_one_backward(self_, result, i0, 0.5)
+}
+
+/// The derivative of an order-one Bessel function `f1` from its order-zero partner `f0`:
+/// `f0(x) - f1(x) / x`, `at_zero` at 0 (`J1`, `I1`).
+pub fn order_one_backward(self_: &Tensor, result: &Tensor, f0: &Tensor, at_zero: f64) -> Result<Tensor> {
+    let zero = ops::eq_scalar(self_, Scalar::Int(0))?;
+    let safe = ops::masked_fill(self_, &zero, Scalar::Int(1))?;
+    let d = ops::sub(f0, &ops::div(result, &safe)?, Scalar::Int(1))?;
+    ops::masked_fill(&d, &zero, Scalar::Float(at_zero))
+}
+
+/// `d I1e(x) / dx = I0e(x) - I1e(x) (sgn(x) + 1/x)`, 1/2 at 0.
+pub fn i1e_backward(self_: &Tensor, result: &Tensor, i0e: &Tensor) -> Result<Tensor> {
+    let zero = ops::eq_scalar(self_, Scalar::Int(0))?;
+    let safe = ops::masked_fill(self_, &zero, Scalar::Int(1))?;
+    let factor = ops::add(&ops::sgn(self_)?, &ops::reciprocal(&safe)?, Scalar::Int(1))?;
+    let d = ops::sub(i0e, &ops::mul(result, &factor)?, Scalar::Int(1))?;
+    ops::masked_fill(&d, &zero, Scalar::Float(0.5))
+}

@@ -4915,3 +4915,512 @@ pub fn logspace(
 ) -> Result<Tensor> {
     crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
+
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3201)
+#[inline]
+pub fn lgamma(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::lgamma::call(self_)
+}
+
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3205)
+#[inline]
+pub fn digamma(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::digamma::call(self_)
+}
+
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3209)
+#[inline]
+pub fn i0(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::i0::call(self_)
+}
+
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3213)
+#[inline]
+pub fn special_i0e(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_i0e::call(self_)
+}
+
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3217)
+#[inline]
+pub fn special_i1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_i1::call(self_)
+}
+
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3221)
+#[inline]
+pub fn special_i1e(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_i1e::call(self_)
+}
+
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3225)
+#[inline]
+pub fn special_erfcx(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_erfcx::call(self_)
+}
+
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3229)
+#[inline]
+pub fn special_ndtr(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_ndtr::call(self_)
+}
+
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3233)
+#[inline]
+pub fn special_ndtri(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_ndtri::call(self_)
+}
+
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3237)
+#[inline]
+pub fn special_log_ndtr(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_log_ndtr::call(self_)
+}
+
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3241)
+#[inline]
+pub fn special_entr(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_entr::call(self_)
+}
+
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3245)
+#[inline]
+pub fn special_bessel_j0(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_bessel_j0::call(self_)
+}
+
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3249)
+#[inline]
+pub fn special_bessel_j1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_bessel_j1::call(self_)
+}
+
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3253)
+#[inline]
+pub fn special_bessel_y0(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_bessel_y0::call(self_)
+}
+
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3257)
+#[inline]
+pub fn special_bessel_y1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_bessel_y1::call(self_)
+}
+
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3261)
+#[inline]
+pub fn special_modified_bessel_i0(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_modified_bessel_i0::call(self_)
+}
+
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3265)
+#[inline]
+pub fn special_modified_bessel_i1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_modified_bessel_i1::call(self_)
+}
+
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3269)
+#[inline]
+pub fn special_modified_bessel_k0(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_modified_bessel_k0::call(self_)
+}
+
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3273)
+#[inline]
+pub fn special_modified_bessel_k1(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::special_modified_bessel_k1::call(self_)
+}
+
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3277)
+#[inline]
+pub fn special_scaled_modified_bessel_k0(x: &Tensor) -> Result<Tensor> {
+    crate::handles::special_scaled_modified_bessel_k0::call(x)
+}
+
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3281)
+#[inline]
+pub fn special_scaled_modified_bessel_k1(x: &Tensor) -> Result<Tensor> {
+    crate::handles::special_scaled_modified_bessel_k1::call(x)
+}
+
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3285)
+#[inline]
+pub fn special_spherical_bessel_j0(x: &Tensor) -> Result<Tensor> {
+    crate::handles::special_spherical_bessel_j0::call(x)
+}
+
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3289)
+#[inline]
+pub fn polygamma(n: i64, self_: &Tensor) -> Result<Tensor> {
+    crate::handles::polygamma::call(n, self_)
+}
+
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3293)
+#[inline]
+pub fn special_zeta(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::special_zeta::call(self_, other)
+}
+
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3297)
+#[inline]
+pub fn special_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_chebyshev_polynomial_t::call(x, n)
+}
+
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3301)
+#[inline]
+pub fn special_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_chebyshev_polynomial_u::call(x, n)
+}
+
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3305)
+#[inline]
+pub fn special_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_chebyshev_polynomial_v::call(x, n)
+}
+
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3309)
+#[inline]
+pub fn special_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_chebyshev_polynomial_w::call(x, n)
+}
+
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3313)
+#[inline]
+pub fn special_shifted_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
+}
+
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3317)
+#[inline]
+pub fn special_shifted_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
+}
+
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3321)
+#[inline]
+pub fn special_shifted_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
+}
+
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3325)
+#[inline]
+pub fn special_shifted_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
+}
+
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3329)
+#[inline]
+pub fn special_hermite_polynomial_h(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_hermite_polynomial_h::call(x, n)
+}
+
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3333)
+#[inline]
+pub fn special_hermite_polynomial_he(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_hermite_polynomial_he::call(x, n)
+}
+
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3337)
+#[inline]
+pub fn special_laguerre_polynomial_l(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_laguerre_polynomial_l::call(x, n)
+}
+
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3341)
+#[inline]
+pub fn special_legendre_polynomial_p(x: &Tensor, n: &Tensor) -> Result<Tensor> {
+    crate::handles::special_legendre_polynomial_p::call(x, n)
+}
+
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3345)
+#[inline]
+pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
+    crate::handles::mvlgamma::call(self_, p)
+}
+
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3351)
+#[inline]
+pub fn _convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+) -> Result<Tensor> {
+    crate::handles::_convolution::call(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        benchmark,
+        deterministic,
+        cudnn_enabled,
+        allow_tf32,
+    )
+}
+
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3355)
+#[inline]
+pub fn _convolution_mode(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    crate::handles::_convolution_mode::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3359)
+#[inline]
+pub fn upsample_linear1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_linear1d_vec::call(input, output_size, align_corners, scale_factors)
+}
+
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3363)
+#[inline]
+pub fn upsample_linear1d_op(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales: Option<f64>,
+) -> Result<Tensor> {
+    crate::handles::upsample_linear1d::call(self_, output_size, align_corners, scales)
+}
+
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3367)
+#[inline]
+pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    crate::handles::lerp_tensor::call(self_, end, weight)
+}
+
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3371)
+#[inline]
+pub fn angle(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::angle::call(self_)
+}
+
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3375)
+#[inline]
+pub fn isin(elements: &Tensor, test_elements: &Tensor, assume_unique: bool, invert: bool) -> Result<Tensor> {
+    crate::handles::isin_tensor_tensor::call(elements, test_elements, assume_unique, invert)
+}
+
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3379)
+#[inline]
+pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
+    crate::handles::bucketize_tensor::call(self_, boundaries, out_int32, right)
+}
+
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3383)
+#[inline]
+pub fn searchsorted(
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    crate::handles::searchsorted_tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
+}
+
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3387)
+#[inline]
+pub fn msort(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::msort::call(self_)
+}
+
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3391)
+#[inline]
+pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::any_dims::call(self_, dim, keepdim)
+}
+
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3395)
+#[inline]
+pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    crate::handles::all_dims::call(self_, dim, keepdim)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3399)
+#[inline]
+pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    crate::handles::select_scatter::call(self_, src, dim, index)
+}
+
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3403)
+#[inline]
+pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    crate::handles::diagonal_scatter::call(self_, src, offset, dim1, dim2)
+}
+
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3407)
+#[inline]
+pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
+    crate::handles::put::call(self_, index, source, accumulate)
+}
+
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3411)
+#[inline]
+pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
+    crate::handles::nonzero_static::call(self_, size, fill_value)
+}
+
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3415)
+#[inline]
+pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    crate::handles::_safe_softmax::call(self_, dim, dtype)
+}
+
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3419)
+#[inline]
+pub fn _softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    crate::handles::_softmax_backward_data::call(grad_output, output, dim, input_dtype)
+}
+
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3423)
+#[inline]
+pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+    crate::handles::native_dropout_backward::call(grad_output, mask, scale)
+}
+
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3427)
+#[inline]
+pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::bilinear::call(input1, input2, weight, bias)
+}
+
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3431)
+#[inline]
+pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
+    crate::handles::cov::call(self_, correction, fweights, aweights)
+}
+
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3435)
+#[inline]
+pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::corrcoef::call(self_)
+}
+
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3439)
+#[inline]
+pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
+    crate::handles::renorm::call(self_, p, dim, maxnorm)
+}
+
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3443)
+#[inline]
+pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    crate::handles::bincount::call(self_, weights, minlength)
+}
+
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3447)
+#[inline]
+pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
+    crate::handles::histc::call(self_, bins, min, max)
+}
+
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3451)
+#[inline]
+pub fn triu_indices(
+    row: i64,
+    col: i64,
+    offset: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::triu_indices::call(row, col, offset, dtype, layout, device, pin_memory)
+}
+
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3455)
+#[inline]
+pub fn tril_indices(
+    row: i64,
+    col: i64,
+    offset: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::tril_indices::call(row, col, offset, dtype, layout, device, pin_memory)
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3459)
+#[inline]
+pub fn _native_batch_norm_legit(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3463)
+#[inline]
+pub fn _native_batch_norm_legit_no_stats(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
+}
+
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3467)
+#[inline]
+pub fn _batch_norm_with_update(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
+}

@@ -707,6 +707,73 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::narrow_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::masked_fill_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::logspace::SCHEMA).expect("generated schema parses");
+    d.def(handles::lgamma::SCHEMA).expect("generated schema parses");
+    d.def(handles::digamma::SCHEMA).expect("generated schema parses");
+    d.def(handles::i0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_i0e::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_i1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_i1e::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_erfcx::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_ndtr::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_ndtri::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_log_ndtr::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_entr::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_bessel_j0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_bessel_j1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_bessel_y0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_bessel_y1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_modified_bessel_i0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_modified_bessel_i1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_modified_bessel_k0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_modified_bessel_k1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_scaled_modified_bessel_k0::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_scaled_modified_bessel_k1::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_spherical_bessel_j0::SCHEMA).expect("generated schema parses");
+    d.def(handles::polygamma::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_zeta::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_chebyshev_polynomial_t::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_chebyshev_polynomial_u::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_chebyshev_polynomial_v::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_chebyshev_polynomial_w::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_shifted_chebyshev_polynomial_t::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_shifted_chebyshev_polynomial_u::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_shifted_chebyshev_polynomial_v::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_shifted_chebyshev_polynomial_w::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_hermite_polynomial_h::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_hermite_polynomial_he::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_laguerre_polynomial_l::SCHEMA).expect("generated schema parses");
+    d.def(handles::special_legendre_polynomial_p::SCHEMA).expect("generated schema parses");
+    d.def(handles::mvlgamma::SCHEMA).expect("generated schema parses");
+    d.def(handles::_convolution::SCHEMA).expect("generated schema parses");
+    d.def(handles::_convolution_mode::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_linear1d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_linear1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::lerp_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::angle::SCHEMA).expect("generated schema parses");
+    d.def(handles::isin_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::bucketize_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::searchsorted_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::msort::SCHEMA).expect("generated schema parses");
+    d.def(handles::any_dims::SCHEMA).expect("generated schema parses");
+    d.def(handles::all_dims::SCHEMA).expect("generated schema parses");
+    d.def(handles::select_scatter::SCHEMA).expect("generated schema parses");
+    d.def(handles::diagonal_scatter::SCHEMA).expect("generated schema parses");
+    d.def(handles::put::SCHEMA).expect("generated schema parses");
+    d.def(handles::nonzero_static::SCHEMA).expect("generated schema parses");
+    d.def(handles::_safe_softmax::SCHEMA).expect("generated schema parses");
+    d.def(handles::_softmax_backward_data::SCHEMA).expect("generated schema parses");
+    d.def(handles::native_dropout_backward::SCHEMA).expect("generated schema parses");
+    d.def(handles::bilinear::SCHEMA).expect("generated schema parses");
+    d.def(handles::cov::SCHEMA).expect("generated schema parses");
+    d.def(handles::corrcoef::SCHEMA).expect("generated schema parses");
+    d.def(handles::renorm::SCHEMA).expect("generated schema parses");
+    d.def(handles::bincount::SCHEMA).expect("generated schema parses");
+    d.def(handles::histc::SCHEMA).expect("generated schema parses");
+    d.def(handles::triu_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::tril_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::_native_batch_norm_legit::SCHEMA).expect("generated schema parses");
+    d.def(handles::_native_batch_norm_legit_no_stats::SCHEMA).expect("generated schema parses");
+    d.def(handles::_batch_norm_with_update::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -3992,6 +4059,57 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_native_batch_norm_legit::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_native_batch_norm_legit::kernel(
+            |ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                let r = {
+                    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                    handles::_native_batch_norm_legit::redispatch(
+                        ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                        input,
+                        weight,
+                        bias,
+                        running_mean,
+                        running_var,
+                        training,
+                        momentum,
+                        eps,
+                    )?
+                };
+                running_mean.bump_version();
+                running_var.bump_version();
+                Ok(r)
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_batch_norm_with_update::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_batch_norm_with_update::kernel(
+            |ks, input, weight, bias, running_mean, running_var, momentum, eps| {
+                let r = {
+                    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                    handles::_batch_norm_with_update::redispatch(
+                        ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                        input,
+                        weight,
+                        bias,
+                        running_mean,
+                        running_var,
+                        momentum,
+                        eps,
+                    )?
+                };
+                running_mean.bump_version();
+                running_var.bump_version();
+                Ok(r)
+            },
+        ),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `BackendSelect` kernels.
@@ -4318,6 +4436,40 @@ pub fn register_backend_select(d: &Dispatcher) {
                 end,
                 steps,
                 base,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_indices::NAME,
+        DispatchKey::BackendSelect,
+        handles::triu_indices::kernel(|_ks, row, col, offset, dtype, layout, device, pin_memory| {
+            handles::triu_indices::redispatch(
+                crate::backend_key_set(device),
+                row,
+                col,
+                offset,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_indices::NAME,
+        DispatchKey::BackendSelect,
+        handles::tril_indices::kernel(|_ks, row, col, offset, dtype, layout, device, pin_memory| {
+            handles::tril_indices::redispatch(
+                crate::backend_key_set(device),
+                row,
+                col,
+                offset,
                 dtype,
                 layout,
                 device,
@@ -7612,6 +7764,258 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::lgamma::NAME,
+        DispatchKey::CPU,
+        handles::lgamma::kernel(|_ks, self_| crate::native::special::lgamma_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::digamma::NAME,
+        DispatchKey::CPU,
+        handles::digamma::kernel(|_ks, self_| crate::native::special::digamma_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::i0::NAME,
+        DispatchKey::CPU,
+        handles::i0::kernel(|_ks, self_| crate::native::special::i0_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i0e::NAME,
+        DispatchKey::CPU,
+        handles::special_i0e::kernel(|_ks, self_| crate::native::special::special_i0e(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i1::NAME,
+        DispatchKey::CPU,
+        handles::special_i1::kernel(|_ks, self_| crate::native::special::special_i1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i1e::NAME,
+        DispatchKey::CPU,
+        handles::special_i1e::kernel(|_ks, self_| crate::native::special::special_i1e(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_erfcx::NAME,
+        DispatchKey::CPU,
+        handles::special_erfcx::kernel(|_ks, self_| crate::native::special::special_erfcx(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_ndtr::NAME,
+        DispatchKey::CPU,
+        handles::special_ndtr::kernel(|_ks, self_| crate::native::special::special_ndtr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_ndtri::NAME,
+        DispatchKey::CPU,
+        handles::special_ndtri::kernel(|_ks, self_| crate::native::special::special_ndtri(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_log_ndtr::NAME,
+        DispatchKey::CPU,
+        handles::special_log_ndtr::kernel(|_ks, self_| crate::native::special::special_log_ndtr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_entr::NAME,
+        DispatchKey::CPU,
+        handles::special_entr::kernel(|_ks, self_| crate::native::special::special_entr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j0::NAME,
+        DispatchKey::CPU,
+        handles::special_bessel_j0::kernel(|_ks, self_| crate::native::special::special_bessel_j0(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j1::NAME,
+        DispatchKey::CPU,
+        handles::special_bessel_j1::kernel(|_ks, self_| crate::native::special::special_bessel_j1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y0::NAME,
+        DispatchKey::CPU,
+        handles::special_bessel_y0::kernel(|_ks, self_| crate::native::special::special_bessel_y0(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y1::NAME,
+        DispatchKey::CPU,
+        handles::special_bessel_y1::kernel(|_ks, self_| crate::native::special::special_bessel_y1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i0::NAME,
+        DispatchKey::CPU,
+        handles::special_modified_bessel_i0::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_i0(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i1::NAME,
+        DispatchKey::CPU,
+        handles::special_modified_bessel_i1::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_i1(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k0::NAME,
+        DispatchKey::CPU,
+        handles::special_modified_bessel_k0::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_k0(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k1::NAME,
+        DispatchKey::CPU,
+        handles::special_modified_bessel_k1::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_k1(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_scaled_modified_bessel_k0::NAME,
+        DispatchKey::CPU,
+        handles::special_scaled_modified_bessel_k0::kernel(|_ks, x| {
+            crate::native::special::special_scaled_modified_bessel_k0(x)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_scaled_modified_bessel_k1::NAME,
+        DispatchKey::CPU,
+        handles::special_scaled_modified_bessel_k1::kernel(|_ks, x| {
+            crate::native::special::special_scaled_modified_bessel_k1(x)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_spherical_bessel_j0::NAME,
+        DispatchKey::CPU,
+        handles::special_spherical_bessel_j0::kernel(|_ks, x| crate::native::special::special_spherical_bessel_j0(x)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::polygamma::NAME,
+        DispatchKey::CPU,
+        handles::polygamma::kernel(|_ks, n, self_| crate::native::special::polygamma_op(n, self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_zeta::NAME,
+        DispatchKey::CPU,
+        handles::special_zeta::kernel(|_ks, self_, other| crate::native::special::special_zeta(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_t::NAME,
+        DispatchKey::CPU,
+        handles::special_chebyshev_polynomial_t::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_t(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_u::NAME,
+        DispatchKey::CPU,
+        handles::special_chebyshev_polynomial_u::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_u(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_v::NAME,
+        DispatchKey::CPU,
+        handles::special_chebyshev_polynomial_v::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_v(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_w::NAME,
+        DispatchKey::CPU,
+        handles::special_chebyshev_polynomial_w::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_w(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_t::NAME,
+        DispatchKey::CPU,
+        handles::special_shifted_chebyshev_polynomial_t::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_t(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_u::NAME,
+        DispatchKey::CPU,
+        handles::special_shifted_chebyshev_polynomial_u::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_u(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_v::NAME,
+        DispatchKey::CPU,
+        handles::special_shifted_chebyshev_polynomial_v::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_v(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_w::NAME,
+        DispatchKey::CPU,
+        handles::special_shifted_chebyshev_polynomial_w::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_w(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_hermite_polynomial_h::NAME,
+        DispatchKey::CPU,
+        handles::special_hermite_polynomial_h::kernel(|_ks, x, n| {
+            crate::native::special::special_hermite_polynomial_h(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_hermite_polynomial_he::NAME,
+        DispatchKey::CPU,
+        handles::special_hermite_polynomial_he::kernel(|_ks, x, n| {
+            crate::native::special::special_hermite_polynomial_he(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_laguerre_polynomial_l::NAME,
+        DispatchKey::CPU,
+        handles::special_laguerre_polynomial_l::kernel(|_ks, x, n| {
+            crate::native::special::special_laguerre_polynomial_l(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_legendre_polynomial_p::NAME,
+        DispatchKey::CPU,
+        handles::special_legendre_polynomial_p::kernel(|_ks, x, n| {
+            crate::native::special::special_legendre_polynomial_p(x, n)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -9229,6 +9633,288 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::logspace::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
             crate::native::composite::logspace(start, end, steps, base, dtype, layout, device, pin_memory)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mvlgamma::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::mvlgamma::kernel(|_ks, self_, p| crate::native::special::mvlgamma(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_convolution::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_convolution::kernel(
+            |_ks,
+             input,
+             weight,
+             bias,
+             stride,
+             padding,
+             dilation,
+             transposed,
+             output_padding,
+             groups,
+             benchmark,
+             deterministic,
+             cudnn_enabled,
+             allow_tf32| {
+                crate::native::composite::_convolution(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                    benchmark,
+                    deterministic,
+                    cudnn_enabled,
+                    allow_tf32,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_convolution_mode::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_convolution_mode::kernel(|_ks, input, weight, bias, stride, padding, dilation, groups| {
+            crate::native::composite::_convolution_mode(input, weight, bias, stride, padding, dilation, groups)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_linear1d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_linear1d_vec::kernel(|_ks, input, output_size, align_corners, scale_factors| {
+            crate::native::composite::upsample_linear1d_vec(input, output_size, align_corners, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_linear1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_linear1d::kernel(|_ks, self_, output_size, align_corners, scales| {
+            crate::native::composite::upsample_linear1d(self_, output_size, align_corners, scales)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lerp_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::lerp_tensor::kernel(|_ks, self_, end, weight| {
+            crate::native::composite::lerp_tensor(self_, end, weight)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::angle::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::angle::kernel(|_ks, self_| crate::native::composite::angle(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isin_tensor_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::isin_tensor_tensor::kernel(|_ks, elements, test_elements, assume_unique, invert| {
+            crate::native::composite::isin(elements, test_elements, assume_unique, invert)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bucketize_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::bucketize_tensor::kernel(|_ks, self_, boundaries, out_int32, right| {
+            crate::native::composite::bucketize(self_, boundaries, out_int32, right)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::searchsorted_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::searchsorted_tensor::kernel(|_ks, sorted_sequence, self_, out_int32, right, side, sorter| {
+            crate::native::composite::searchsorted(sorted_sequence, self_, out_int32, right, side, sorter)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::msort::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::msort::kernel(|_ks, self_| crate::native::composite::msort(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::any_dims::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::any_dims::kernel(|_ks, self_, dim, keepdim| crate::native::composite::any_dims(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::all_dims::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::all_dims::kernel(|_ks, self_, dim, keepdim| crate::native::composite::all_dims(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::select_scatter::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::select_scatter::kernel(|_ks, self_, src, dim, index| {
+            crate::native::composite::select_scatter(self_, src, dim, index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::diagonal_scatter::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::diagonal_scatter::kernel(|_ks, self_, src, offset, dim1, dim2| {
+            crate::native::composite::diagonal_scatter(self_, src, offset, dim1, dim2)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::put::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::put::kernel(|_ks, self_, index, source, accumulate| {
+            crate::native::composite::put(self_, index, source, accumulate)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nonzero_static::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nonzero_static::kernel(|_ks, self_, size, fill_value| {
+            crate::native::composite::nonzero_static(self_, size, fill_value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_safe_softmax::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_safe_softmax::kernel(|_ks, self_, dim, dtype| {
+            crate::native::composite::_safe_softmax(self_, dim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_softmax_backward_data::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_softmax_backward_data::kernel(|_ks, grad_output, output, dim, input_dtype| {
+            crate::native::composite::_softmax_backward_data(grad_output, output, dim, input_dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_dropout_backward::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::native_dropout_backward::kernel(|_ks, grad_output, mask, scale| {
+            crate::native::composite::native_dropout_backward(grad_output, mask, scale)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bilinear::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::bilinear::kernel(|_ks, input1, input2, weight, bias| {
+            crate::native::composite::bilinear(input1, input2, weight, bias)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cov::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cov::kernel(|_ks, self_, correction, fweights, aweights| {
+            crate::native::composite::cov(self_, correction, fweights, aweights)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::corrcoef::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::corrcoef::kernel(|_ks, self_| crate::native::composite::corrcoef(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::renorm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::renorm::kernel(|_ks, self_, p, dim, maxnorm| crate::native::composite::renorm(self_, p, dim, maxnorm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bincount::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::bincount::kernel(|_ks, self_, weights, minlength| {
+            crate::native::composite::bincount(self_, weights, minlength)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histc::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::histc::kernel(|_ks, self_, bins, min, max| crate::native::composite::histc(self_, bins, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triu_indices::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::triu_indices::kernel(|_ks, row, col, offset, dtype, layout, device, pin_memory| {
+            crate::native::composite::triu_indices(row, col, offset, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tril_indices::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::tril_indices::kernel(|_ks, row, col, offset, dtype, layout, device, pin_memory| {
+            crate::native::composite::tril_indices(row, col, offset, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_native_batch_norm_legit::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_native_batch_norm_legit::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                crate::native::composite::_native_batch_norm_legit(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_native_batch_norm_legit_no_stats::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_native_batch_norm_legit_no_stats::kernel(|_ks, input, weight, bias, training, momentum, eps| {
+            crate::native::composite::_native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_batch_norm_with_update::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_batch_norm_with_update::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, momentum, eps| {
+                crate::native::composite::_batch_norm_with_update(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
     )
     .expect("generated registration");
 }

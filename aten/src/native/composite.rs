@@ -33,6 +33,16 @@ fn to_float(t: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// The size of `t` at `dim` (wrapped); a 0-dim tensor has no dimension to name, as in
+/// PyTorch's "Dimension specified as 0 but tensor has no dimensions".
+fn size_at(op: &str, t: &Tensor, dim: i64) -> Result<(usize, i64)> {
+    if t.dim() == 0 {
+        return Err(Error::invalid(op, format!("Dimension specified as {dim} but tensor has no dimensions")));
+    }
+    let d = crate::wrap_dim(op, dim, t.dim())?;
+    Ok((d, t.sizes()[d]))
+}
+
 fn scalar_like(t: &Tensor, v: f64) -> Result<Tensor> {
     ops::full(&[], Scalar::Float(v), Some(t.dtype()), None, Some(t.device()), None)
 }
@@ -814,6 +824,12 @@ pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> 
         ));
     }
     let shape = crate::native::tensor_iterator::broadcast_shapes("linalg_cross", self_.sizes(), other.sizes())?;
+    if shape.is_empty() {
+        return Err(Error::invalid(
+            "linalg_cross",
+            format!("Dimension specified as {dim} but tensor has no dimensions"),
+        ));
+    }
     let d = crate::wrap_dim("linalg_cross", dim, shape.len())?;
     if shape[d] != 3 {
         return Err(Error::shape(
@@ -1274,7 +1290,7 @@ pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: 
 }
 
 fn trapezoid_sum(y: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
-    let len = y.sizes()[crate::wrap_dim("trapezoid", dim, y.dim())?];
+    let (_, len) = size_at("trapezoid", y, dim)?;
     if len == 0 {
         return ops::sum_dim_intlist(y, Some(&[dim]), false, None);
     }
@@ -1285,8 +1301,7 @@ fn trapezoid_sum(y: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
 fn spacing(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     if x.dim() == 1 {
         // A 1-D x spaces y along `dim`: its differences shaped to broadcast there.
-        let d = crate::wrap_dim("trapezoid", dim, y.dim())?;
-        let len = y.sizes()[d];
+        let (d, len) = size_at("trapezoid", y, dim)?;
         if x.sizes()[0] != len {
             return Err(Error::shape(
                 "trapezoid",
@@ -1308,7 +1323,7 @@ pub fn trapezoid_x(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
 
 /// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor`
 pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
-    let len = y.sizes()[crate::wrap_dim("trapezoid", dim, y.dim())?];
+    let (_, len) = size_at("trapezoid", y, dim)?;
     if len == 0 {
         return ops::sum_dim_intlist(y, Some(&[dim]), false, None);
     }
@@ -1332,7 +1347,7 @@ pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
 }
 
 fn cumulative_trapezoid_impl(y: &Tensor, dx: &Tensor, dim: i64) -> Result<Tensor> {
-    let len = y.sizes()[crate::wrap_dim("cumulative_trapezoid", dim, y.dim())?];
+    let (_, len) = size_at("cumulative_trapezoid", y, dim)?;
     if len == 0 {
         return ops::narrow(y, dim, 0, 0);
     }
@@ -1527,7 +1542,7 @@ pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Res
             ),
         ));
     }
-    let d = crate::wrap_dim("take_along_dim", dim, self_.dim())?;
+    let (d, _) = size_at("take_along_dim", self_, dim)?;
     // Broadcast every dimension but `dim`.
     let mut a = self_.sizes().to_vec();
     let mut b = indices.sizes().to_vec();
@@ -1610,4 +1625,649 @@ pub fn logspace(
     let exps = ops::linspace(start, end, steps, Some(ScalarType::F64), layout, device, pin_memory)?;
     let v = ops::pow_scalar(Scalar::Float(base), &exps)?;
     ops::to(&v, dtype, false, false, None)
+}
+
+// ---- second batch: convolution spellings, interpolation, searching, scatters -------------------
+
+/// `_convolution(...)`: `convolution` (the backend flags do not change the result here).
+#[allow(clippy::too_many_arguments)]
+pub fn _convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    transposed: bool,
+    output_padding: &[i64],
+    groups: i64,
+    _benchmark: bool,
+    _deterministic: bool,
+    _cudnn_enabled: bool,
+    _allow_tf32: bool,
+) -> Result<Tensor> {
+    ops::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+}
+
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor`
+pub fn _convolution_mode(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    match weight.dim() {
+        3 => ops::conv1d_padding(input, weight, bias, stride, padding, dilation, groups),
+        4 => ops::conv2d_padding(input, weight, bias, stride, padding, dilation, groups),
+        5 => ops::conv3d_padding(input, weight, bias, stride, padding, dilation, groups),
+        d => Err(Error::shape(
+            "_convolution_mode",
+            format!("Expected 3D, 4D or 5D weight for a convolution with padding=\"{padding}\", but got {d}D"),
+        )),
+    }
+}
+
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`:
+/// bilinear interpolation of the input seen as one row high.
+pub fn upsample_linear1d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    if input.dim() != 3 {
+        return Err(Error::shape(
+            "upsample_linear1d",
+            format!("Expected 3D input (N, C, W), but got input of size {:?}", input.sizes()),
+        ));
+    }
+    let size = output_size.map(|s| [1, s.first().copied().unwrap_or(0)]);
+    let scales = scale_factors.map(|s| [1.0, s.first().copied().unwrap_or(1.0)]);
+    let x = ops::unsqueeze(input, 2)?;
+    let y =
+        ops::upsample_bilinear2d(&x, size.as_ref().map(|s| &s[..]), align_corners, scales.as_ref().map(|s| &s[..]))?;
+    ops::squeeze_dim(&y, 2)
+}
+
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor`
+pub fn upsample_linear1d(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    _scales: Option<f64>,
+) -> Result<Tensor> {
+    upsample_linear1d_vec(self_, Some(output_size), align_corners, None)
+}
+
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor`: `self + w (end - self)`, as
+/// `end - (end - self)(1 - w)` for `|w| >= 1/2` (exact at `w == 1`).
+pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let diff = ops::sub(end, self_, one())?;
+    let low = ops::add(self_, &ops::mul(weight, &diff)?, one())?;
+    let high = ops::sub(end, &ops::mul(&diff, &ops::rsub(weight, one(), one())?)?, one())?;
+    ops::where_self(&ops::lt_scalar(&ops::abs(weight)?, Scalar::Float(0.5))?, &low, &high)
+}
+
+/// `angle(Tensor self) -> Tensor`: for real numbers, pi below zero and 0 elsewhere (NaN stays).
+pub fn angle(self_: &Tensor) -> Result<Tensor> {
+    let x = to_float(self_)?;
+    let pi = ops::full_like(&x, Scalar::Float(std::f64::consts::PI), None, None, None, None, None)?;
+    let zero = ops::zeros_like(&x, None, None, None, None, None)?;
+    let a = ops::where_self(&ops::lt_scalar(&x, Scalar::Int(0))?, &pi, &zero)?;
+    ops::where_self(&ops::isnan(&x)?, &x, &a)
+}
+
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor`
+pub fn isin(elements: &Tensor, test_elements: &Tensor, _assume_unique: bool, invert: bool) -> Result<Tensor> {
+    let test = ops::reshape(test_elements, &[-1])?;
+    let eq = ops::eq(&ops::unsqueeze(elements, -1)?, &test)?;
+    let found = if test.numel() == 0 {
+        ops::zeros_like(elements, Some(ScalarType::Bool), None, None, None, None)?
+    } else {
+        ops::any_dim(&eq, -1, false)?
+    };
+    if invert {
+        ops::logical_not(&found)
+    } else {
+        Ok(found)
+    }
+}
+
+/// The insertion points of `values` into the sorted last dimension of `sorted`: the count of
+/// elements below each value (`right`: at or below).
+fn insertion_points(sorted: &Tensor, values: &Tensor, right: bool, out_int32: bool) -> Result<Tensor> {
+    let (s, v) = if sorted.dim() <= 1 {
+        (ops::reshape(sorted, &[-1])?, ops::unsqueeze(values, -1)?)
+    } else {
+        (ops::unsqueeze(sorted, -2)?, ops::unsqueeze(values, -1)?)
+    };
+    let below = if right { ops::le(&s, &v)? } else { ops::lt(&s, &v)? };
+    let dtype = if out_int32 { ScalarType::I32 } else { ScalarType::I64 };
+    if s.numel() == 0 {
+        return ops::zeros_like(values, Some(dtype), None, None, None, None);
+    }
+    ops::sum_dim_intlist(&below, Some(&[-1]), false, Some(dtype))
+}
+
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor`
+pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
+    if boundaries.dim() != 1 {
+        return Err(Error::shape(
+            "bucketize",
+            format!("boundaries tensor must be 1 dimension, but got dim({})", boundaries.dim()),
+        ));
+    }
+    insertion_points(boundaries, self_, right, out_int32)
+}
+
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor`
+pub fn searchsorted(
+    sorted_sequence: &Tensor,
+    self_: &Tensor,
+    out_int32: bool,
+    right: bool,
+    side: Option<&str>,
+    sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    let right = match side {
+        Some("right") => true,
+        Some("left") => {
+            if right {
+                return Err(Error::invalid(
+                    "searchsorted",
+                    "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True",
+                ));
+            }
+            false
+        }
+        Some(s) => {
+            return Err(Error::invalid(
+                "searchsorted",
+                format!("torch.searchsorted(): side can only be 'left' or 'right' but got {s}"),
+            ))
+        }
+        None => right,
+    };
+    let seq = match sorter {
+        Some(idx) => ops::gather(sorted_sequence, -1, idx, false)?,
+        None => sorted_sequence.clone(),
+    };
+    if seq.dim() > 1 && seq.sizes()[..seq.dim() - 1] != self_.sizes()[..self_.dim().saturating_sub(1)] {
+        return Err(Error::shape(
+            "searchsorted",
+            format!(
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}",
+                seq.sizes(),
+                self_.sizes()
+            ),
+        ));
+    }
+    insertion_points(&seq, self_, right, out_int32)
+}
+
+/// `msort(Tensor self) -> Tensor`: sorted along dimension 0.
+pub fn msort(self_: &Tensor) -> Result<Tensor> {
+    Ok(ops::sort(self_, 0, false)?.0)
+}
+
+fn reduce_dims_bool(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    one_dim: fn(&Tensor, i64, bool) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let n = self_.dim();
+    let mut dims: Vec<usize> = match dim {
+        None => (0..n).collect(),
+        Some([]) => (0..n).collect(),
+        Some(ds) => ds.iter().map(|&d| crate::wrap_dim("any", d, n)).collect::<Result<_>>()?,
+    };
+    dims.sort_unstable();
+    dims.dedup();
+    if n == 0 {
+        return one_dim(self_, 0, keepdim);
+    }
+    let mut x = self_.clone();
+    // Highest dimension first, so the indices of the others stay valid without keepdim.
+    for &d in dims.iter().rev() {
+        x = one_dim(&x, d as i64, keepdim)?;
+    }
+    Ok(x)
+}
+
+/// `any.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor`
+pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    reduce_dims_bool(self_, dim, keepdim, ops::any_dim)
+}
+
+/// `all.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor`
+pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    reduce_dims_bool(self_, dim, keepdim, ops::all_dim)
+}
+
+fn index_vec(v: Vec<i64>, device: Device) -> Result<Tensor> {
+    let n = v.len() as i64;
+    Tensor::from_vec(v, &[n])?.to_device(device)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: `self` with
+/// `self.select(dim, index)` replaced by `src` (a functional `index_put`).
+pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let (d, size) = size_at("select_scatter", self_, dim)?;
+    let d = d as i64;
+    let i = if index < 0 { index + size } else { index };
+    if i < 0 || i >= size {
+        return Err(Error::IndexOutOfRange { op: "select_scatter".into(), index, dim: d, size });
+    }
+    let moved = ops::movedim(self_, &[d], &[0])?;
+    let values = ops::unsqueeze(&ops::to(src, self_.dtype(), false, false, None)?, 0)?;
+    let out = ops::index_put(&moved, &[Some(index_vec(vec![i], self_.device())?)], &values, false)?;
+    ops::movedim(&out, &[0], &[d])
+}
+
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`
+pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let diag = ops::diagonal(self_, offset, dim1, dim2)?;
+    if diag.sizes() != src.sizes() {
+        return Err(Error::shape(
+            "diagonal_scatter",
+            format!(
+                "expected src to have a size equal to the diagonal of the input. Got {:?} for a diagonal of size {:?}.",
+                src.sizes(),
+                diag.sizes()
+            ),
+        ));
+    }
+    let (d1, d2) = (
+        crate::wrap_dim("diagonal_scatter", dim1, self_.dim())? as i64,
+        crate::wrap_dim("diagonal_scatter", dim2, self_.dim())? as i64,
+    );
+    let len = diag.sizes()[diag.dim() - 1];
+    let rows: Vec<i64> = (0..len).map(|k| k + (-offset).max(0)).collect();
+    let cols: Vec<i64> = (0..len).map(|k| k + offset.max(0)).collect();
+    let moved = ops::movedim(self_, &[d1, d2], &[0, 1])?;
+    let values = ops::movedim(&ops::to(src, self_.dtype(), false, false, None)?, &[-1], &[0])?;
+    let idx = [Some(index_vec(rows, self_.device())?), Some(index_vec(cols, self_.device())?)];
+    let out = ops::index_put(&moved, &idx, &values, false)?;
+    ops::movedim(&out, &[0, 1], &[d1, d2])
+}
+
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor`: writes
+/// `source` at the flat positions `index` (negative ones count from the end).
+pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
+    if index.numel() != source.numel() {
+        return Err(Error::shape(
+            "put",
+            format!(
+                "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {}",
+                source.numel(),
+                index.numel()
+            ),
+        ));
+    }
+    let n = self_.numel();
+    let flat_idx = ops::reshape(index, &[-1])?;
+    let wrapped = ops::where_self(
+        &ops::lt_scalar(&flat_idx, Scalar::Int(0))?,
+        &ops::add_scalar(&flat_idx, Scalar::Int(n), one())?,
+        &flat_idx,
+    )?;
+    let flat = ops::reshape(self_, &[-1])?;
+    let values = ops::to(&ops::reshape(source, &[-1])?, self_.dtype(), false, false, None)?;
+    let out = ops::index_put(&flat, &[Some(wrapped)], &values, accumulate)?;
+    ops::reshape(&out, self_.sizes())
+}
+
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor`: `nonzero`
+/// truncated or padded with `fill_value` to `size` rows.
+pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
+    if size < 0 {
+        return Err(Error::invalid(
+            "nonzero_static",
+            format!("nonzero_static: 'size' must be an non-negative integer, got {size}"),
+        ));
+    }
+    let nz = ops::nonzero(self_)?;
+    let k = nz.sizes()[0];
+    if k >= size {
+        return ops::narrow(&nz, 0, 0, size);
+    }
+    let pad = ops::full(
+        &[size - k, self_.dim() as i64],
+        Scalar::Int(fill_value),
+        Some(ScalarType::I64),
+        None,
+        Some(self_.device()),
+        None,
+    )?;
+    ops::cat(&[nz, pad], 0)
+}
+
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`: softmax, with rows
+/// that are entirely -inf giving 0 instead of NaN.
+pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let masked = ops::all_dim(&ops::eq_scalar(self_, Scalar::Float(f64::NEG_INFINITY))?, dim, true)?;
+    // Those rows are zeroed before the softmax too, so neither its value nor its gradient is NaN.
+    let safe = ops::masked_fill(self_, &masked, Scalar::Int(0))?;
+    let s = ops::softmax(&safe, dim, dtype)?;
+    ops::masked_fill(&s, &masked, Scalar::Int(0))
+}
+
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor`
+pub fn _softmax_backward_data(
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: ScalarType,
+) -> Result<Tensor> {
+    let dot = ops::sum_dim_intlist(&ops::mul(grad_output, output)?, Some(&[dim]), true, None)?;
+    let g = ops::mul(output, &ops::sub(grad_output, &dot, one())?)?;
+    ops::to(&g, input_dtype, false, false, None)
+}
+
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor`
+pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+    let m = ops::to(mask, grad_output.dtype(), false, false, None)?;
+    ops::mul_scalar(&ops::mul(grad_output, &m)?, Scalar::Float(scale))
+}
+
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias) -> Tensor`:
+/// `y_o = x1^T W_o x2 + b_o`.
+pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if weight.dim() != 3 {
+        return Err(Error::shape(
+            "bilinear",
+            format!("bilinear(): weight must be 3-dimensional, got {}", weight.dim()),
+        ));
+    }
+    // [..., i] x [o, i, j] -> [..., o, j], then the product with x2 summed over j.
+    let t = ops::tensordot(input1, weight, &[-1], &[1])?;
+    let prod = ops::mul(&t, &ops::unsqueeze(input2, -2)?)?;
+    let y = ops::sum_dim_intlist(&prod, Some(&[-1]), false, Some(prod.dtype()))?;
+    match bias {
+        Some(b) => ops::add(&y, b, one()),
+        None => Ok(y),
+    }
+}
+
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor`:
+/// the covariance of the rows (variables) of a matrix whose columns are observations.
+pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
+    if self_.dim() > 2 {
+        return Err(Error::shape(
+            "cov",
+            format!(
+                "cov(): expected input to have two or fewer dimensions but got an input with {} dimensions",
+                self_.dim()
+            ),
+        ));
+    }
+    let x = to_float(&if self_.dim() < 2 { ops::reshape(self_, &[1, -1])? } else { self_.clone() })?;
+    let n = x.sizes()[1];
+    let w = match (fweights, aweights) {
+        (Some(f), Some(a)) => Some(ops::mul(&to_float(f)?, &to_float(a)?)?),
+        (Some(f), None) => Some(to_float(f)?),
+        (None, Some(a)) => Some(to_float(a)?),
+        (None, None) => None,
+    };
+    let (avg, w_sum) = match &w {
+        Some(w) => {
+            let w_sum = ops::sum(w, None)?;
+            let avg = ops::div(&ops::sum_dim_intlist(&ops::mul(&x, w)?, Some(&[1]), false, None)?, &w_sum)?;
+            (avg, w_sum)
+        }
+        None => (ops::mean_dim(&x, Some(&[1]), false, None)?, scalar_like(&x, n as f64)?),
+    };
+    let norm = match (&w, aweights) {
+        (Some(w), Some(a)) => {
+            let wa = ops::div(&ops::sum(&ops::mul(w, &to_float(a)?)?, None)?, &w_sum)?;
+            ops::sub(&w_sum, &ops::mul_scalar(&wa, Scalar::Int(correction))?, one())?
+        }
+        _ => ops::sub_scalar(&w_sum, Scalar::Int(correction), one())?,
+    };
+    let norm = ops::clamp_min(&norm, Scalar::Int(0))?;
+    let xm = ops::sub(&x, &ops::unsqueeze(&avg, 1)?, one())?;
+    let xw = match &w {
+        Some(w) => ops::mul(&xm, w)?,
+        None => xm.clone(),
+    };
+    let c = ops::div(&ops::mm(&xw, &ops::t(&xm)?)?, &norm)?;
+    if c.sizes() == [1, 1] {
+        return ops::reshape(&c, &[]);
+    }
+    Ok(c)
+}
+
+/// `corrcoef(Tensor self) -> Tensor`: the covariance normalised by the standard deviations,
+/// clipped to [-1, 1].
+pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
+    let c = cov(self_, 1, None, None)?;
+    if c.dim() == 0 {
+        return ops::div(&c, &c);
+    }
+    let sd = ops::sqrt(&ops::diagonal(&c, 0, 0, 1)?)?;
+    let c = ops::div(&c, &ops::unsqueeze(&sd, 1)?)?;
+    let c = ops::div(&c, &ops::unsqueeze(&sd, 0)?)?;
+    ops::clamp(&c, Some(Scalar::Int(-1)), Some(Scalar::Int(1)))
+}
+
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor`: each slice along `dim`
+/// whose p-norm exceeds `maxnorm` is scaled down to it.
+pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
+    if p.to_f64() <= 0.0 {
+        return Err(Error::invalid("renorm", "renorm: non-positive-norm not supported"));
+    }
+    if maxnorm.to_f64() < 0.0 {
+        return Err(Error::invalid(
+            "renorm",
+            format!("renorm: expected maxnorm to be >= 0 but got {}", maxnorm.to_f64()),
+        ));
+    }
+    let d = crate::wrap_dim("renorm", dim, self_.dim())?;
+    let others: Vec<i64> = (0..self_.dim() as i64).filter(|&k| k != d as i64).collect();
+    let norm = ops::norm_scalaropt_dim(self_, Some(p), &others, true)?;
+    let m = maxnorm.to_f64();
+    let factor = ops::div(&scalar_like(&norm, m)?, &ops::add_scalar(&norm, Scalar::Float(1e-7), one())?)?;
+    let ones = ops::ones_like(&norm, None, None, None, None, None)?;
+    let factor = ops::where_self(&ops::gt_scalar(&norm, Scalar::Float(m))?, &factor, &ones)?;
+    ops::mul(self_, &factor)
+}
+
+/// `bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor`
+pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    if self_.dim() != 1 || self_.dtype().is_floating_point() || self_.dtype() == ScalarType::Bool {
+        return Err(Error::invalid("bincount", "bincount only supports 1-d non-negative integral inputs."));
+    }
+    if minlength < 0 {
+        return Err(Error::invalid("bincount", "minlength should be >= 0"));
+    }
+    let v = self_.to_vec::<i64>()?;
+    if v.iter().any(|&x| x < 0) {
+        return Err(Error::invalid("bincount", "bincount only supports 1-d non-negative integral inputs."));
+    }
+    if let Some(w) = weights {
+        if w.dim() != 1 || w.numel() != self_.numel() {
+            return Err(Error::shape("bincount", "weights should be 1-d and have the same length as input"));
+        }
+    }
+    let n = v.iter().max().map_or(0, |&m| m + 1).max(minlength);
+    let dtype = match weights {
+        None => ScalarType::I64,
+        Some(w) if w.dtype() == ScalarType::F32 => ScalarType::F32,
+        Some(_) => ScalarType::F64,
+    };
+    let out = ops::zeros(&[n], Some(dtype), None, Some(self_.device()), None)?;
+    let src = match weights {
+        Some(w) => ops::to(w, dtype, false, false, None)?,
+        None => ops::ones_like(self_, Some(dtype), None, None, None, None)?,
+    };
+    ops::index_add(&out, 0, &ops::to(self_, ScalarType::I64, false, false, None)?, &src, one())
+}
+
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor`: counts in `bins`
+/// equal bins over [min, max] (the data's range when both are 0); values outside are ignored.
+pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
+    if bins <= 0 {
+        return Err(Error::invalid("histc", "torch.histc(): bins must be > 0"));
+    }
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "histc".into(), dtype: self_.dtype() });
+    }
+    let v = self_.to_vec::<f64>()?;
+    let (mut lo, mut hi) = (min.to_f64(), max.to_f64());
+    if lo == hi && !v.is_empty() {
+        lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    }
+    if lo == hi {
+        lo -= 1.0;
+        hi += 1.0;
+    }
+    if lo > hi {
+        return Err(Error::invalid(
+            "histc",
+            format!("torch.histc(): max must be larger than min, but got min {lo} max {hi}"),
+        ));
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        return Err(Error::invalid("histc", format!("torch.histc(): range of [{lo}, {hi}] is not finite")));
+    }
+    let mut counts = c10::size::try_vec_filled(0f64, bins as usize)?;
+    for &x in &v {
+        if x >= lo && x <= hi {
+            let b = (((x - lo) * bins as f64) / (hi - lo)) as i64;
+            counts[b.min(bins - 1) as usize] += 1.0;
+        }
+    }
+    ops::to(&Tensor::from_vec(counts, &[bins])?.to_device(self_.device())?, self_.dtype(), false, false, None)
+}
+
+fn tri_indices(
+    op: &str,
+    row: i64,
+    col: i64,
+    offset: i64,
+    upper: bool,
+    dtype: Option<ScalarType>,
+    device: Option<Device>,
+) -> Result<Tensor> {
+    if row < 0 || col < 0 {
+        return Err(Error::invalid(op, format!("row and col must be non-negative, got {row} and {col}")));
+    }
+    if row == 0 || col == 0 {
+        let t = ops::zeros(&[2, 0], Some(ScalarType::I64), None, device, None)?;
+        return ops::to(&t, dtype.unwrap_or(ScalarType::I64), false, false, None);
+    }
+    // Row r holds the columns [a(r), b(r)); only rows with some column are visited, so the work
+    // is bounded by the result's size (which is allocated fallibly first).
+    let span = |r: i64| -> (i64, i64) {
+        if upper {
+            ((r as i128 + offset as i128).clamp(0, col as i128) as i64, col)
+        } else {
+            (0, (r as i128 + offset as i128 + 1).clamp(0, col as i128) as i64)
+        }
+    };
+    let (first, last) = if upper {
+        (0i64, (col as i128 - offset as i128).clamp(0, row as i128) as i64)
+    } else {
+        ((-(offset as i128)).clamp(0, row as i128) as i64, row)
+    };
+    let mut total: i64 = 0;
+    let mut rows = Vec::new();
+    let mut cols = Vec::new();
+    for r in first..last {
+        let (a, b) = span(r);
+        let n = b - a;
+        total = total.checked_add(n).ok_or_else(|| Error::shape(op, "numel: integer multiplication overflow"))?;
+        if rows.capacity() < total as usize {
+            // Grows by doubling, fallibly (Note [Fallible scratch buffers]).
+            let want = (total as usize).max(rows.capacity() * 2);
+            let mut bigger = c10::size::try_vec(want)?;
+            bigger.extend_from_slice(&rows);
+            rows = bigger;
+            let mut bigger = c10::size::try_vec(want)?;
+            bigger.extend_from_slice(&cols);
+            cols = bigger;
+        }
+        for c in a..b {
+            rows.push(r);
+            cols.push(c);
+        }
+    }
+    rows.extend(cols);
+    let t = Tensor::from_vec(rows, &[2, total])?.to_device(device.unwrap_or(Device::CPU))?;
+    ops::to(&t, dtype.unwrap_or(ScalarType::I64), false, false, None)
+}
+
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn triu_indices(
+    row: i64,
+    col: i64,
+    offset: i64,
+    dtype: Option<ScalarType>,
+    _layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    tri_indices("triu_indices", row, col, offset, true, dtype, device)
+}
+
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub fn tril_indices(
+    row: i64,
+    col: i64,
+    offset: i64,
+    dtype: Option<ScalarType>,
+    _layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    tri_indices("tril_indices", row, col, offset, false, dtype, device)
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(clippy::too_many_arguments)]
+pub fn _native_batch_norm_legit(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    ops::native_batch_norm(input, weight, bias, Some(running_mean), Some(running_var), training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub fn _native_batch_norm_legit_no_stats(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    ops::native_batch_norm(input, weight, bias, None, None, training, momentum, eps)
+}
+
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)`:
+/// training batch norm, plus an empty reserve buffer (cuDNN's; nothing here).
+pub fn _batch_norm_with_update(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let (out, mean, invstd) =
+        ops::native_batch_norm(input, weight, bias, Some(running_mean), Some(running_var), true, momentum, eps)?;
+    let reserve = ops::empty(&[0], Some(ScalarType::U8), None, Some(input.device()), None, None)?;
+    Ok((out, mean, invstd, reserve))
 }

@@ -87,6 +87,7 @@ pub mod reduce;
 pub mod shape;
 pub mod shape_ops;
 pub mod sort;
+pub mod special;
 pub mod stub;
 pub mod tensor_iterator;
 pub mod ternary;

@@ -732,7 +732,7 @@ pub fn log_sigmoid(self_: &Tensor) -> Result<Tensor> {
 
 // ---- more binary ---------------------------------------------------------------------------------
 
-fn zip_out(
+pub(crate) fn zip_out(
     op: &'static str,
     out: Option<&Tensor>,
     a: &Tensor,

@@ -273,7 +273,7 @@ float_unary!(floating_only Hardswish, "hardswish", hardswish, hardswish_, hardsw
 
 /// `erfinv` in f64: a rational first guess refined by Newton steps on `erf(y) - x`, which
 /// converge quadratically (two steps reach f64 precision from the guess's ~1e-3).
-fn erfinv_f64(x: f64) -> f64 {
+pub(crate) fn erfinv_f64(x: f64) -> f64 {
     if x.is_nan() || !(-1.0..=1.0).contains(&x) {
         return f64::NAN;
     }

@@ -332,3 +332,43 @@ fn assert_oom_list(r: c10::Result<Vec<Tensor>>) {
         Ok(ts) => panic!("expected an out-of-memory error, got {} tensors", ts.len()),
     }
 }
+
+/// The composites op_db brought in indexed a 0-dim tensor's sizes at a wrapped dimension
+/// (`trapz.dx` of a scalar, found by `op_surface`); they report PyTorch's "no dimensions"
+/// error. Index factories with huge extents and no columns return at once.
+#[test]
+fn composites_of_zero_dim_tensors_and_huge_factories() {
+    let s = ops::zeros(&[], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    for r in [
+        ops::trapz_dx(&s, 1.0, -1),
+        ops::trapezoid_dx(&s, c10::Scalar::Int(1), 0),
+        ops::cumulative_trapezoid_dx(&s, c10::Scalar::Int(1), -1),
+        ops::select_scatter(&s, &s, 0, 0),
+        ops::take_along_dim(&s, &Tensor::from_vec(vec![0i64], &[]).unwrap(), Some(0)),
+        ops::linalg_cross(&s, &s, -1),
+    ] {
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("no dimensions"), "{e}");
+    }
+    let t = ops::tril_indices(i64::MAX, 0, 0, None, None, None, None).unwrap();
+    assert_eq!(t.sizes(), &[2, 0]);
+    let t = ops::triu_indices(1 << 62, 3, 1, None, None, None, None).unwrap();
+    // Only rows 0 and 1 have columns right of the first superdiagonal: (0,1) (0,2) (1,2).
+    assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 0, 1, 1, 2, 2]);
+}
+
+/// A Chebyshev polynomial of degree ~10^18 ran its recurrence for ever (`op_surface` timed
+/// out); degrees above `special::MAX_DEGREE` are an error value, `polygamma` of a huge order
+/// stops its factorial at infinity.
+#[test]
+fn special_functions_with_huge_orders_terminate() {
+    let x = Tensor::from_vec(vec![2.0f64, 0.5], &[2]).unwrap();
+    let n = Tensor::from_vec(vec![1e18f64, 3.0], &[2]).unwrap();
+    let e = ops::special_shifted_chebyshev_polynomial_w(&x, &n).unwrap_err().to_string();
+    assert!(e.contains("degrees above"), "{e}");
+    let n = Tensor::from_vec(vec![3.0f64, 3.0], &[2]).unwrap();
+    // T_3(x) = 4x^3 - 3x.
+    let t = ops::special_chebyshev_polynomial_t(&x, &n).unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(t, vec![26.0, -1.0]);
+    assert!(ops::polygamma(i64::MAX, &x).is_ok());
+}

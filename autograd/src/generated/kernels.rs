@@ -7870,6 +7870,482 @@ pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Sc
     Ok(result_)
 }
 
+/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:759).
+pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LgammaBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::lgamma::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `digamma` (autograd/derivatives.yaml:762).
+pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(DigammaBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::digamma::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:765).
+pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(PolygammaBackward0 { core, n: n, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::polygamma::redispatch(ks & DispatchKeySet::after_autograd_keyset(), n, self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `i0` (autograd/derivatives.yaml:768).
+pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(I0Backward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::i0::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:771).
+pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialI0eBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_i0e::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:774).
+pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialI1Backward0 { core, self_: SavedVariable::new(self_)?, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_i1::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:777).
+pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialI1eBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_i1e::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:780).
+pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialErfcxBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_erfcx::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:783).
+pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialNdtrBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_ndtr::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:786).
+pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialNdtriBackward0 { core, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_ndtri::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:789).
+pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialLogNdtrBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_log_ndtr::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:792).
+pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialEntrBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_entr::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:795).
+pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialZetaBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            other: SavedVariable::new(other)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_zeta::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:798).
+pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialBesselJ0Backward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_bessel_j0::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:801).
+pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialBesselJ1Backward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_bessel_j1::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:804).
+pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialBesselY0Backward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_bessel_y0::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:807).
+pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialBesselY1Backward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_bessel_y1::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:810).
+pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialModifiedBesselI0Backward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_modified_bessel_i0::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:813).
+pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialModifiedBesselI1Backward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_modified_bessel_i1::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:816).
+pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialModifiedBesselK0Backward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_modified_bessel_k0::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:819).
+pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SpecialModifiedBesselK1Backward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::special_modified_bessel_k1::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -8761,6 +9237,92 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::floor_divide_scalar_::NAME,
         DispatchKey::Autograd,
         handles::floor_divide_scalar_::kernel(floor_divide_scalar_),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::lgamma::NAME, DispatchKey::Autograd, handles::lgamma::kernel(lgamma))
+        .expect("generated registration");
+    d.register_kernel(handles::digamma::NAME, DispatchKey::Autograd, handles::digamma::kernel(digamma))
+        .expect("generated registration");
+    d.register_kernel(handles::polygamma::NAME, DispatchKey::Autograd, handles::polygamma::kernel(polygamma))
+        .expect("generated registration");
+    d.register_kernel(handles::i0::NAME, DispatchKey::Autograd, handles::i0::kernel(i0))
+        .expect("generated registration");
+    d.register_kernel(handles::special_i0e::NAME, DispatchKey::Autograd, handles::special_i0e::kernel(special_i0e))
+        .expect("generated registration");
+    d.register_kernel(handles::special_i1::NAME, DispatchKey::Autograd, handles::special_i1::kernel(special_i1))
+        .expect("generated registration");
+    d.register_kernel(handles::special_i1e::NAME, DispatchKey::Autograd, handles::special_i1e::kernel(special_i1e))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::special_erfcx::NAME,
+        DispatchKey::Autograd,
+        handles::special_erfcx::kernel(special_erfcx),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::special_ndtr::NAME, DispatchKey::Autograd, handles::special_ndtr::kernel(special_ndtr))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::special_ndtri::NAME,
+        DispatchKey::Autograd,
+        handles::special_ndtri::kernel(special_ndtri),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_log_ndtr::NAME,
+        DispatchKey::Autograd,
+        handles::special_log_ndtr::kernel(special_log_ndtr),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::special_entr::NAME, DispatchKey::Autograd, handles::special_entr::kernel(special_entr))
+        .expect("generated registration");
+    d.register_kernel(handles::special_zeta::NAME, DispatchKey::Autograd, handles::special_zeta::kernel(special_zeta))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j0::NAME,
+        DispatchKey::Autograd,
+        handles::special_bessel_j0::kernel(special_bessel_j0),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j1::NAME,
+        DispatchKey::Autograd,
+        handles::special_bessel_j1::kernel(special_bessel_j1),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y0::NAME,
+        DispatchKey::Autograd,
+        handles::special_bessel_y0::kernel(special_bessel_y0),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y1::NAME,
+        DispatchKey::Autograd,
+        handles::special_bessel_y1::kernel(special_bessel_y1),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i0::NAME,
+        DispatchKey::Autograd,
+        handles::special_modified_bessel_i0::kernel(special_modified_bessel_i0),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i1::NAME,
+        DispatchKey::Autograd,
+        handles::special_modified_bessel_i1::kernel(special_modified_bessel_i1),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k0::NAME,
+        DispatchKey::Autograd,
+        handles::special_modified_bessel_k0::kernel(special_modified_bessel_k0),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k1::NAME,
+        DispatchKey::Autograd,
+        handles::special_modified_bessel_k1::kernel(special_modified_bessel_k1),
     )
     .expect("generated registration");
 }

@@ -7933,3 +7933,824 @@ impl Node for FloorDivideBackward1 {
     }
     fn release_variables(&self) {}
 }
+
+/// Backward of `lgamma` (autograd/derivatives.yaml:759).
+pub struct LgammaBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for LgammaBackward0 {
+    fn name(&self) -> String {
+        "LgammaBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LgammaBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::digamma(self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `digamma` (autograd/derivatives.yaml:762).
+pub struct DigammaBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for DigammaBackward0 {
+    fn name(&self) -> String {
+        "DigammaBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "DigammaBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::polygamma(1, self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `polygamma` (autograd/derivatives.yaml:765).
+pub struct PolygammaBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) n: i64,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for PolygammaBackward0 {
+    fn name(&self) -> String {
+        "PolygammaBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "PolygammaBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let n = self.n;
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::polygamma(n + 1, self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `i0` (autograd/derivatives.yaml:768).
+pub struct I0Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for I0Backward0 {
+    fn name(&self) -> String {
+        "I0Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "I0Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::special_i1(self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_i0e` (autograd/derivatives.yaml:771).
+pub struct SpecialI0eBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialI0eBackward0 {
+    fn name(&self) -> String {
+        "SpecialI0eBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialI0eBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] =
+                Some(mul(grad, &ops::sub(&ops::special_i1e(self_)?, &mul(&ops::sgn(self_)?, result)?, sf(1.0))?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_i1` (autograd/derivatives.yaml:774).
+pub struct SpecialI1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialI1Backward0 {
+    fn name(&self) -> String {
+        "SpecialI1Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialI1Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &i1_backward(self_, result, &ops::i0(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_i1e` (autograd/derivatives.yaml:777).
+pub struct SpecialI1eBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialI1eBackward0 {
+    fn name(&self) -> String {
+        "SpecialI1eBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialI1eBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &i1e_backward(self_, result, &ops::special_i0e(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_erfcx` (autograd/derivatives.yaml:780).
+pub struct SpecialErfcxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialErfcxBackward0 {
+    fn name(&self) -> String {
+        "SpecialErfcxBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialErfcxBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &ops::sub_scalar(&scale(&mul(self_, result)?, 2.0)?, sf(std::f64::consts::FRAC_2_SQRT_PI), sf(1.0))?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_ndtr` (autograd/derivatives.yaml:783).
+pub struct SpecialNdtrBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialNdtrBackward0 {
+    fn name(&self) -> String {
+        "SpecialNdtrBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialNdtrBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &scale(&ops::exp(&scale(&mul(self_, self_)?, -0.5)?)?, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_ndtri` (autograd/derivatives.yaml:786).
+pub struct SpecialNdtriBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialNdtriBackward0 {
+    fn name(&self) -> String {
+        "SpecialNdtriBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialNdtriBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &scale(&ops::exp(&scale(&mul(result, result)?, 0.5)?)?, (2.0 * std::f64::consts::PI).sqrt())?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:789).
+pub struct SpecialLogNdtrBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialLogNdtrBackward0 {
+    fn name(&self) -> String {
+        "SpecialLogNdtrBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialLogNdtrBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &scale(
+                    &ops::exp(&ops::sub(&scale(&mul(self_, self_)?, -0.5)?, result, sf(1.0))?)?,
+                    1.0 / (2.0 * std::f64::consts::PI).sqrt(),
+                )?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_entr` (autograd/derivatives.yaml:792).
+pub struct SpecialEntrBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialEntrBackward0 {
+    fn name(&self) -> String {
+        "SpecialEntrBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialEntrBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::neg(&ops::add_scalar(&ops::log(self_)?, sf(1.0), sf(1.0))?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_zeta` (autograd/derivatives.yaml:795).
+pub struct SpecialZetaBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for SpecialZetaBackward0 {
+    fn name(&self) -> String {
+        "SpecialZetaBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialZetaBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &ops::neg(&mul(self_, &ops::special_zeta(&ops::add_scalar(self_, sf(1.0), sf(1.0))?, other)?)?)?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+}
+
+/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:798).
+pub struct SpecialBesselJ0Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialBesselJ0Backward0 {
+    fn name(&self) -> String {
+        "SpecialBesselJ0Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialBesselJ0Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::neg(&ops::special_bessel_j1(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:801).
+pub struct SpecialBesselJ1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialBesselJ1Backward0 {
+    fn name(&self) -> String {
+        "SpecialBesselJ1Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialBesselJ1Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &order_one_backward(self_, result, &ops::special_bessel_j0(self_)?, 0.5)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:804).
+pub struct SpecialBesselY0Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialBesselY0Backward0 {
+    fn name(&self) -> String {
+        "SpecialBesselY0Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialBesselY0Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::neg(&ops::special_bessel_y1(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:807).
+pub struct SpecialBesselY1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialBesselY1Backward0 {
+    fn name(&self) -> String {
+        "SpecialBesselY1Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialBesselY1Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::sub(&ops::special_bessel_y0(self_)?, &ops::div(result, self_)?, sf(1.0))?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:810).
+pub struct SpecialModifiedBesselI0Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialModifiedBesselI0Backward0 {
+    fn name(&self) -> String {
+        "SpecialModifiedBesselI0Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialModifiedBesselI0Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::special_modified_bessel_i1(self_)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:813).
+pub struct SpecialModifiedBesselI1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialModifiedBesselI1Backward0 {
+    fn name(&self) -> String {
+        "SpecialModifiedBesselI1Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialModifiedBesselI1Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] =
+                Some(mul(grad, &order_one_backward(self_, result, &ops::special_modified_bessel_i0(self_)?, 0.5)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:816).
+pub struct SpecialModifiedBesselK0Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SpecialModifiedBesselK0Backward0 {
+    fn name(&self) -> String {
+        "SpecialModifiedBesselK0Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialModifiedBesselK0Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(grad, &ops::neg(&ops::special_modified_bessel_k1(self_)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:819).
+pub struct SpecialModifiedBesselK1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SpecialModifiedBesselK1Backward0 {
+    fn name(&self) -> String {
+        "SpecialModifiedBesselK1Backward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SpecialModifiedBesselK1Backward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(mul(
+                grad,
+                &ops::neg(&ops::add(&ops::special_modified_bessel_k0(self_)?, &ops::div(result, self_)?, sf(1.0))?)?,
+            )?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
