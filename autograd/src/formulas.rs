@@ -668,7 +668,15 @@ pub fn convolution_backward_input(
     let at = |v: &[i64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
     if transposed {
         let zeros = vec![0; sp];
-        return ops::convolution(grad, weight, None, stride, padding, dilation, false, &zeros, groups);
+        let mut g = ops::convolution(grad, weight, None, stride, padding, dilation, false, &zeros, groups)?;
+        // An output_padding of a stride or more (allowed when below the dilation) adds output
+        // rows no input position reaches: the convolution then yields extra trailing positions.
+        for i in 0..sp {
+            if g.sizes()[2 + i] > input_sizes[2 + i] {
+                g = ops::narrow(&g, 2 + i as i64, 0, input_sizes[2 + i])?;
+            }
+        }
+        return Ok(g);
     }
     let mut op = Vec::with_capacity(sp);
     for i in 0..sp {
@@ -1218,4 +1226,60 @@ pub fn i1e_backward(self_: &Tensor, result: &Tensor, i0e: &Tensor) -> Result<Ten
     let factor = ops::add(&ops::sgn(self_)?, &ops::reciprocal(&safe)?, Scalar::Int(1))?;
     let d = ops::sub(i0e, &ops::mul(result, &factor)?, Scalar::Int(1))?;
     ops::masked_fill(&d, &zero, Scalar::Float(0.5))
+}
+
+/// The storage positions a geometry addresses, in row-major order of its elements.
+fn strided_positions(sizes: &[i64], strides: &[i64], offset: i64) -> Result<Vec<i64>> {
+    let n = c10::size::numel("as_strided_backward", sizes)?;
+    let mut out = c10::size::try_vec(n as usize)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut idx = vec![0i64; sizes.len()];
+    loop {
+        out.push(offset + idx.iter().zip(strides).map(|(i, s)| i * s).sum::<i64>());
+        let mut d = sizes.len();
+        loop {
+            if d == 0 {
+                return Ok(out);
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < sizes[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Gradient of `as_strided(self, size, stride, storage_offset)`: the output gradient is summed
+/// into the storage positions the result addresses (overlapping positions add up), then read
+/// back at the positions of `self`'s own geometry; where `self` itself addresses a position
+/// several times (an expanded input), each of its elements gets an equal share.
+pub fn as_strided_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let out_pos = strided_positions(size, stride, storage_offset.unwrap_or(self_.storage_offset()))?;
+    let in_pos = strided_positions(self_.sizes(), self_.strides(), self_.storage_offset())?;
+    let lo = out_pos.iter().chain(&in_pos).copied().min().unwrap_or(0);
+    let hi = out_pos.iter().chain(&in_pos).copied().max().unwrap_or(-1);
+    let len = hi - lo + 1;
+    let device = grad.device();
+    let index = |p: Vec<i64>| -> Result<Tensor> {
+        let n = p.len() as i64;
+        Tensor::from_vec(p.into_iter().map(|x| x - lo).collect::<Vec<_>>(), &[n])?.to_device(device)
+    };
+    let (out_idx, in_idx) = (index(out_pos)?, index(in_pos)?);
+    let storage = ops::zeros(&[len.max(0)], Some(grad.dtype()), None, Some(device), None)?;
+    let storage = ops::index_add(&storage, 0, &out_idx, &ops::reshape(grad, &[-1])?, Scalar::Int(1))?;
+    let ones = ops::ones_like(&in_idx, Some(grad.dtype()), None, None, None, None)?;
+    let hits =
+        ops::index_add(&ops::zeros_like(&storage, None, None, None, None, None)?, 0, &in_idx, &ones, Scalar::Int(1))?;
+    let shared = ops::div(&storage, &ops::clamp_min(&hits, Scalar::Int(1))?)?;
+    ops::reshape(&ops::index_select(&shared, 0, &in_idx)?, self_.sizes())
 }

@@ -567,7 +567,46 @@ pub(crate) fn _to_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of `view` (autograd/derivatives.yaml:52).
+/// Autograd kernel of `as_strided` (autograd/derivatives.yaml:52).
+pub(crate) fn as_strided(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AsStridedBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            size: size.to_vec(),
+            stride: stride.to_vec(),
+            storage_offset: storage_offset,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::as_strided::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            size,
+            stride,
+            storage_offset,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `view` (autograd/derivatives.yaml:55).
 pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -588,7 +627,7 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `_reshape_alias` (autograd/derivatives.yaml:55).
+/// Autograd kernel of `_reshape_alias` (autograd/derivatives.yaml:58).
 pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -609,7 +648,7 @@ pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], s
     Ok(result_)
 }
 
-/// Autograd kernel of `transpose.int` (autograd/derivatives.yaml:58).
+/// Autograd kernel of `transpose.int` (autograd/derivatives.yaml:61).
 pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -630,7 +669,7 @@ pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1:
     Ok(result_)
 }
 
-/// Autograd kernel of `t` (autograd/derivatives.yaml:61).
+/// Autograd kernel of `t` (autograd/derivatives.yaml:64).
 pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -651,7 +690,7 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `permute` (autograd/derivatives.yaml:64).
+/// Autograd kernel of `permute` (autograd/derivatives.yaml:67).
 pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -672,7 +711,7 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `expand` (autograd/derivatives.yaml:67).
+/// Autograd kernel of `expand` (autograd/derivatives.yaml:70).
 pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -693,7 +732,7 @@ pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit:
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze` (autograd/derivatives.yaml:70).
+/// Autograd kernel of `squeeze` (autograd/derivatives.yaml:73).
 pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -714,7 +753,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze.dim` (autograd/derivatives.yaml:73).
+/// Autograd kernel of `squeeze.dim` (autograd/derivatives.yaml:76).
 pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -735,7 +774,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze.dims` (autograd/derivatives.yaml:76).
+/// Autograd kernel of `squeeze.dims` (autograd/derivatives.yaml:79).
 pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -756,7 +795,7 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
     Ok(result_)
 }
 
-/// Autograd kernel of `unsqueeze` (autograd/derivatives.yaml:79).
+/// Autograd kernel of `unsqueeze` (autograd/derivatives.yaml:82).
 pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -777,7 +816,7 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `slice.Tensor` (autograd/derivatives.yaml:82).
+/// Autograd kernel of `slice.Tensor` (autograd/derivatives.yaml:85).
 pub(crate) fn slice_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -812,7 +851,7 @@ pub(crate) fn slice_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `select.int` (autograd/derivatives.yaml:85).
+/// Autograd kernel of `select.int` (autograd/derivatives.yaml:88).
 pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -833,7 +872,7 @@ pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `alias` (autograd/derivatives.yaml:88).
+/// Autograd kernel of `alias` (autograd/derivatives.yaml:91).
 pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -854,7 +893,7 @@ pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `exp` (autograd/derivatives.yaml:91).
+/// Autograd kernel of `exp` (autograd/derivatives.yaml:94).
 pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -876,7 +915,7 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `exp` (autograd/derivatives.yaml:91).
+/// Autograd kernel of the in-place variant of `exp` (autograd/derivatives.yaml:94).
 pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -901,7 +940,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `exp2` (autograd/derivatives.yaml:94).
+/// Autograd kernel of `exp2` (autograd/derivatives.yaml:97).
 pub(crate) fn exp2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -923,7 +962,7 @@ pub(crate) fn exp2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `exp2` (autograd/derivatives.yaml:94).
+/// Autograd kernel of the in-place variant of `exp2` (autograd/derivatives.yaml:97).
 pub(crate) fn exp2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -948,7 +987,7 @@ pub(crate) fn exp2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `expm1` (autograd/derivatives.yaml:97).
+/// Autograd kernel of `expm1` (autograd/derivatives.yaml:100).
 pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -970,7 +1009,7 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `expm1` (autograd/derivatives.yaml:97).
+/// Autograd kernel of the in-place variant of `expm1` (autograd/derivatives.yaml:100).
 pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -995,7 +1034,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log` (autograd/derivatives.yaml:100).
+/// Autograd kernel of `log` (autograd/derivatives.yaml:103).
 pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1015,7 +1054,7 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log` (autograd/derivatives.yaml:100).
+/// Autograd kernel of the in-place variant of `log` (autograd/derivatives.yaml:103).
 pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1039,7 +1078,7 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log2` (autograd/derivatives.yaml:103).
+/// Autograd kernel of `log2` (autograd/derivatives.yaml:106).
 pub(crate) fn log2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1059,7 +1098,7 @@ pub(crate) fn log2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log2` (autograd/derivatives.yaml:103).
+/// Autograd kernel of the in-place variant of `log2` (autograd/derivatives.yaml:106).
 pub(crate) fn log2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1083,7 +1122,7 @@ pub(crate) fn log2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log10` (autograd/derivatives.yaml:106).
+/// Autograd kernel of `log10` (autograd/derivatives.yaml:109).
 pub(crate) fn log10(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1103,7 +1142,7 @@ pub(crate) fn log10(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log10` (autograd/derivatives.yaml:106).
+/// Autograd kernel of the in-place variant of `log10` (autograd/derivatives.yaml:109).
 pub(crate) fn log10_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1127,7 +1166,7 @@ pub(crate) fn log10_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log1p` (autograd/derivatives.yaml:109).
+/// Autograd kernel of `log1p` (autograd/derivatives.yaml:112).
 pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1147,7 +1186,7 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log1p` (autograd/derivatives.yaml:109).
+/// Autograd kernel of the in-place variant of `log1p` (autograd/derivatives.yaml:112).
 pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1171,7 +1210,7 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sqrt` (autograd/derivatives.yaml:112).
+/// Autograd kernel of `sqrt` (autograd/derivatives.yaml:115).
 pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1193,7 +1232,7 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sqrt` (autograd/derivatives.yaml:112).
+/// Autograd kernel of the in-place variant of `sqrt` (autograd/derivatives.yaml:115).
 pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1218,7 +1257,7 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `rsqrt` (autograd/derivatives.yaml:115).
+/// Autograd kernel of `rsqrt` (autograd/derivatives.yaml:118).
 pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1240,7 +1279,7 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `rsqrt` (autograd/derivatives.yaml:115).
+/// Autograd kernel of the in-place variant of `rsqrt` (autograd/derivatives.yaml:118).
 pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1265,7 +1304,7 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `reciprocal` (autograd/derivatives.yaml:118).
+/// Autograd kernel of `reciprocal` (autograd/derivatives.yaml:121).
 pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1287,7 +1326,7 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `reciprocal` (autograd/derivatives.yaml:118).
+/// Autograd kernel of the in-place variant of `reciprocal` (autograd/derivatives.yaml:121).
 pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1312,7 +1351,7 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `sin` (autograd/derivatives.yaml:121).
+/// Autograd kernel of `sin` (autograd/derivatives.yaml:124).
 pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1332,7 +1371,7 @@ pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sin` (autograd/derivatives.yaml:121).
+/// Autograd kernel of the in-place variant of `sin` (autograd/derivatives.yaml:124).
 pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1356,7 +1395,7 @@ pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `cos` (autograd/derivatives.yaml:124).
+/// Autograd kernel of `cos` (autograd/derivatives.yaml:127).
 pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1376,7 +1415,7 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `cos` (autograd/derivatives.yaml:124).
+/// Autograd kernel of the in-place variant of `cos` (autograd/derivatives.yaml:127).
 pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1400,7 +1439,7 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `tan` (autograd/derivatives.yaml:127).
+/// Autograd kernel of `tan` (autograd/derivatives.yaml:130).
 pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1422,7 +1461,7 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tan` (autograd/derivatives.yaml:127).
+/// Autograd kernel of the in-place variant of `tan` (autograd/derivatives.yaml:130).
 pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1447,7 +1486,7 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `asin` (autograd/derivatives.yaml:130).
+/// Autograd kernel of `asin` (autograd/derivatives.yaml:133).
 pub(crate) fn asin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1467,7 +1506,7 @@ pub(crate) fn asin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `asin` (autograd/derivatives.yaml:130).
+/// Autograd kernel of the in-place variant of `asin` (autograd/derivatives.yaml:133).
 pub(crate) fn asin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1491,7 +1530,7 @@ pub(crate) fn asin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `acos` (autograd/derivatives.yaml:133).
+/// Autograd kernel of `acos` (autograd/derivatives.yaml:136).
 pub(crate) fn acos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1511,7 +1550,7 @@ pub(crate) fn acos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `acos` (autograd/derivatives.yaml:133).
+/// Autograd kernel of the in-place variant of `acos` (autograd/derivatives.yaml:136).
 pub(crate) fn acos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1535,7 +1574,7 @@ pub(crate) fn acos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `atan` (autograd/derivatives.yaml:136).
+/// Autograd kernel of `atan` (autograd/derivatives.yaml:139).
 pub(crate) fn atan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1555,7 +1594,7 @@ pub(crate) fn atan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `atan` (autograd/derivatives.yaml:136).
+/// Autograd kernel of the in-place variant of `atan` (autograd/derivatives.yaml:139).
 pub(crate) fn atan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1579,7 +1618,7 @@ pub(crate) fn atan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sinh` (autograd/derivatives.yaml:139).
+/// Autograd kernel of `sinh` (autograd/derivatives.yaml:142).
 pub(crate) fn sinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1599,7 +1638,7 @@ pub(crate) fn sinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sinh` (autograd/derivatives.yaml:139).
+/// Autograd kernel of the in-place variant of `sinh` (autograd/derivatives.yaml:142).
 pub(crate) fn sinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1623,7 +1662,7 @@ pub(crate) fn sinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `cosh` (autograd/derivatives.yaml:142).
+/// Autograd kernel of `cosh` (autograd/derivatives.yaml:145).
 pub(crate) fn cosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1643,7 +1682,7 @@ pub(crate) fn cosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `cosh` (autograd/derivatives.yaml:142).
+/// Autograd kernel of the in-place variant of `cosh` (autograd/derivatives.yaml:145).
 pub(crate) fn cosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1667,7 +1706,7 @@ pub(crate) fn cosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `tanh` (autograd/derivatives.yaml:145).
+/// Autograd kernel of `tanh` (autograd/derivatives.yaml:148).
 pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1689,7 +1728,7 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tanh` (autograd/derivatives.yaml:145).
+/// Autograd kernel of the in-place variant of `tanh` (autograd/derivatives.yaml:148).
 pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1714,7 +1753,7 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `asinh` (autograd/derivatives.yaml:148).
+/// Autograd kernel of `asinh` (autograd/derivatives.yaml:151).
 pub(crate) fn asinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1734,7 +1773,7 @@ pub(crate) fn asinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `asinh` (autograd/derivatives.yaml:148).
+/// Autograd kernel of the in-place variant of `asinh` (autograd/derivatives.yaml:151).
 pub(crate) fn asinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1758,7 +1797,7 @@ pub(crate) fn asinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `acosh` (autograd/derivatives.yaml:151).
+/// Autograd kernel of `acosh` (autograd/derivatives.yaml:154).
 pub(crate) fn acosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1778,7 +1817,7 @@ pub(crate) fn acosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `acosh` (autograd/derivatives.yaml:151).
+/// Autograd kernel of the in-place variant of `acosh` (autograd/derivatives.yaml:154).
 pub(crate) fn acosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1802,7 +1841,7 @@ pub(crate) fn acosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `atanh` (autograd/derivatives.yaml:154).
+/// Autograd kernel of `atanh` (autograd/derivatives.yaml:157).
 pub(crate) fn atanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1822,7 +1861,7 @@ pub(crate) fn atanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `atanh` (autograd/derivatives.yaml:154).
+/// Autograd kernel of the in-place variant of `atanh` (autograd/derivatives.yaml:157).
 pub(crate) fn atanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1846,7 +1885,7 @@ pub(crate) fn atanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sigmoid` (autograd/derivatives.yaml:157).
+/// Autograd kernel of `sigmoid` (autograd/derivatives.yaml:160).
 pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1868,7 +1907,7 @@ pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sigmoid` (autograd/derivatives.yaml:157).
+/// Autograd kernel of the in-place variant of `sigmoid` (autograd/derivatives.yaml:160).
 pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1893,7 +1932,7 @@ pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erf` (autograd/derivatives.yaml:160).
+/// Autograd kernel of `erf` (autograd/derivatives.yaml:163).
 pub(crate) fn erf(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1913,7 +1952,7 @@ pub(crate) fn erf(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erf` (autograd/derivatives.yaml:160).
+/// Autograd kernel of the in-place variant of `erf` (autograd/derivatives.yaml:163).
 pub(crate) fn erf_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1937,7 +1976,7 @@ pub(crate) fn erf_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erfc` (autograd/derivatives.yaml:163).
+/// Autograd kernel of `erfc` (autograd/derivatives.yaml:166).
 pub(crate) fn erfc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1957,7 +1996,7 @@ pub(crate) fn erfc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erfc` (autograd/derivatives.yaml:163).
+/// Autograd kernel of the in-place variant of `erfc` (autograd/derivatives.yaml:166).
 pub(crate) fn erfc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1981,7 +2020,7 @@ pub(crate) fn erfc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erfinv` (autograd/derivatives.yaml:166).
+/// Autograd kernel of `erfinv` (autograd/derivatives.yaml:169).
 pub(crate) fn erfinv(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2003,7 +2042,7 @@ pub(crate) fn erfinv(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erfinv` (autograd/derivatives.yaml:166).
+/// Autograd kernel of the in-place variant of `erfinv` (autograd/derivatives.yaml:169).
 pub(crate) fn erfinv_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2028,7 +2067,7 @@ pub(crate) fn erfinv_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `floor` (autograd/derivatives.yaml:169).
+/// Autograd kernel of `floor` (autograd/derivatives.yaml:172).
 pub(crate) fn floor(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2048,7 +2087,7 @@ pub(crate) fn floor(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor` (autograd/derivatives.yaml:169).
+/// Autograd kernel of the in-place variant of `floor` (autograd/derivatives.yaml:172).
 pub(crate) fn floor_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2072,7 +2111,7 @@ pub(crate) fn floor_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `ceil` (autograd/derivatives.yaml:172).
+/// Autograd kernel of `ceil` (autograd/derivatives.yaml:175).
 pub(crate) fn ceil(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2092,7 +2131,7 @@ pub(crate) fn ceil(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `ceil` (autograd/derivatives.yaml:172).
+/// Autograd kernel of the in-place variant of `ceil` (autograd/derivatives.yaml:175).
 pub(crate) fn ceil_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2116,7 +2155,7 @@ pub(crate) fn ceil_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `trunc` (autograd/derivatives.yaml:175).
+/// Autograd kernel of `trunc` (autograd/derivatives.yaml:178).
 pub(crate) fn trunc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2136,7 +2175,7 @@ pub(crate) fn trunc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `trunc` (autograd/derivatives.yaml:175).
+/// Autograd kernel of the in-place variant of `trunc` (autograd/derivatives.yaml:178).
 pub(crate) fn trunc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2160,7 +2199,7 @@ pub(crate) fn trunc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `round` (autograd/derivatives.yaml:178).
+/// Autograd kernel of `round` (autograd/derivatives.yaml:181).
 pub(crate) fn round(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2180,7 +2219,7 @@ pub(crate) fn round(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round` (autograd/derivatives.yaml:178).
+/// Autograd kernel of the in-place variant of `round` (autograd/derivatives.yaml:181).
 pub(crate) fn round_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2204,7 +2243,7 @@ pub(crate) fn round_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sign` (autograd/derivatives.yaml:181).
+/// Autograd kernel of `sign` (autograd/derivatives.yaml:184).
 pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2224,7 +2263,7 @@ pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sign` (autograd/derivatives.yaml:181).
+/// Autograd kernel of the in-place variant of `sign` (autograd/derivatives.yaml:184).
 pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2248,7 +2287,7 @@ pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sgn` (autograd/derivatives.yaml:184).
+/// Autograd kernel of `sgn` (autograd/derivatives.yaml:187).
 pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2268,7 +2307,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sgn` (autograd/derivatives.yaml:184).
+/// Autograd kernel of the in-place variant of `sgn` (autograd/derivatives.yaml:187).
 pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2292,7 +2331,7 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `frac` (autograd/derivatives.yaml:187).
+/// Autograd kernel of `frac` (autograd/derivatives.yaml:190).
 pub(crate) fn frac(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2312,7 +2351,7 @@ pub(crate) fn frac(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `frac` (autograd/derivatives.yaml:187).
+/// Autograd kernel of the in-place variant of `frac` (autograd/derivatives.yaml:190).
 pub(crate) fn frac_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2336,7 +2375,7 @@ pub(crate) fn frac_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `relu` (autograd/derivatives.yaml:190).
+/// Autograd kernel of `relu` (autograd/derivatives.yaml:193).
 pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2358,7 +2397,7 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `relu` (autograd/derivatives.yaml:190).
+/// Autograd kernel of the in-place variant of `relu` (autograd/derivatives.yaml:193).
 pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2383,7 +2422,7 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `silu` (autograd/derivatives.yaml:193).
+/// Autograd kernel of `silu` (autograd/derivatives.yaml:196).
 pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2403,7 +2442,7 @@ pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `silu` (autograd/derivatives.yaml:193).
+/// Autograd kernel of the in-place variant of `silu` (autograd/derivatives.yaml:196).
 pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2427,7 +2466,7 @@ pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `mish` (autograd/derivatives.yaml:196).
+/// Autograd kernel of `mish` (autograd/derivatives.yaml:199).
 pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2447,7 +2486,7 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `mish` (autograd/derivatives.yaml:196).
+/// Autograd kernel of the in-place variant of `mish` (autograd/derivatives.yaml:199).
 pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2471,7 +2510,7 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `hardsigmoid` (autograd/derivatives.yaml:199).
+/// Autograd kernel of `hardsigmoid` (autograd/derivatives.yaml:202).
 pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2491,7 +2530,7 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hardsigmoid` (autograd/derivatives.yaml:199).
+/// Autograd kernel of the in-place variant of `hardsigmoid` (autograd/derivatives.yaml:202).
 pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2515,7 +2554,7 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `hardswish` (autograd/derivatives.yaml:202).
+/// Autograd kernel of `hardswish` (autograd/derivatives.yaml:205).
 pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2535,7 +2574,7 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hardswish` (autograd/derivatives.yaml:202).
+/// Autograd kernel of the in-place variant of `hardswish` (autograd/derivatives.yaml:205).
 pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2559,7 +2598,7 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `maximum` (autograd/derivatives.yaml:205).
+/// Autograd kernel of `maximum` (autograd/derivatives.yaml:208).
 pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2579,7 +2618,7 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `minimum` (autograd/derivatives.yaml:209).
+/// Autograd kernel of `minimum` (autograd/derivatives.yaml:212).
 pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2599,7 +2638,7 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `atan2` (autograd/derivatives.yaml:213).
+/// Autograd kernel of `atan2` (autograd/derivatives.yaml:216).
 pub(crate) fn atan2(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2619,7 +2658,7 @@ pub(crate) fn atan2(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `fmod.Tensor` (autograd/derivatives.yaml:217).
+/// Autograd kernel of `fmod.Tensor` (autograd/derivatives.yaml:220).
 pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2645,7 +2684,7 @@ pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     Ok(result_)
 }
 
-/// Autograd kernel of `remainder.Tensor` (autograd/derivatives.yaml:221).
+/// Autograd kernel of `remainder.Tensor` (autograd/derivatives.yaml:224).
 pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2671,7 +2710,7 @@ pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Tensor_Tensor` (autograd/derivatives.yaml:225).
+/// Autograd kernel of `pow.Tensor_Tensor` (autograd/derivatives.yaml:228).
 pub(crate) fn pow_tensor_tensor(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(exponent)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2698,7 +2737,7 @@ pub(crate) fn pow_tensor_tensor(ks: DispatchKeySet, self_: &Tensor, exponent: &T
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Tensor_Scalar` (autograd/derivatives.yaml:229).
+/// Autograd kernel of `pow.Tensor_Scalar` (autograd/derivatives.yaml:232).
 pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2718,7 +2757,7 @@ pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Scalar` (autograd/derivatives.yaml:232).
+/// Autograd kernel of `pow.Scalar` (autograd/derivatives.yaml:235).
 pub(crate) fn pow_scalar(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(exponent)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2745,7 +2784,7 @@ pub(crate) fn pow_scalar(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:235).
+/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:238).
 pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(end)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2765,7 +2804,7 @@ pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weig
     Ok(result_)
 }
 
-/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:239).
+/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:242).
 pub(crate) fn addcmul(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2798,7 +2837,7 @@ pub(crate) fn addcmul(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:239).
+/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:242).
 pub(crate) fn addcmul_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2835,7 +2874,7 @@ pub(crate) fn addcmul_(
     Ok(result_)
 }
 
-/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:244).
+/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:247).
 pub(crate) fn addcdiv(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2868,7 +2907,7 @@ pub(crate) fn addcdiv(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:244).
+/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:247).
 pub(crate) fn addcdiv_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2905,7 +2944,7 @@ pub(crate) fn addcdiv_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp` (autograd/derivatives.yaml:249).
+/// Autograd kernel of `clamp` (autograd/derivatives.yaml:252).
 pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2925,7 +2964,7 @@ pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:249).
+/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:252).
 pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2954,7 +2993,7 @@ pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, ma
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:252).
+/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:255).
 pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2974,7 +3013,7 @@ pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:255).
+/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:258).
 pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2998,7 +3037,7 @@ pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:258).
+/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:261).
 pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3023,7 +3062,7 @@ pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_
     Ok(result_)
 }
 
-/// Autograd kernel of `elu` (autograd/derivatives.yaml:261).
+/// Autograd kernel of `elu` (autograd/derivatives.yaml:264).
 pub(crate) fn elu(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3055,7 +3094,7 @@ pub(crate) fn elu(
     Ok(result_)
 }
 
-/// Autograd kernel of `softplus` (autograd/derivatives.yaml:264).
+/// Autograd kernel of `softplus` (autograd/derivatives.yaml:267).
 pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3080,7 +3119,7 @@ pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, thresho
     Ok(result_)
 }
 
-/// Autograd kernel of `gelu` (autograd/derivatives.yaml:267).
+/// Autograd kernel of `gelu` (autograd/derivatives.yaml:270).
 pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3100,7 +3139,7 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold` (autograd/derivatives.yaml:270).
+/// Autograd kernel of `threshold` (autograd/derivatives.yaml:273).
 pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3120,7 +3159,7 @@ pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, v
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:270).
+/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:273).
 pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3148,7 +3187,7 @@ pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, 
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:273).
+/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:276).
 pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3168,7 +3207,7 @@ pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `hypot` (autograd/derivatives.yaml:276).
+/// Autograd kernel of `hypot` (autograd/derivatives.yaml:279).
 pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3197,7 +3236,7 @@ pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:276).
+/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:279).
 pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3229,7 +3268,7 @@ pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `where.self` (autograd/derivatives.yaml:280).
+/// Autograd kernel of `where.self` (autograd/derivatives.yaml:283).
 pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3249,7 +3288,7 @@ pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sum` (autograd/derivatives.yaml:284).
+/// Autograd kernel of `sum` (autograd/derivatives.yaml:287).
 pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3269,7 +3308,7 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
     Ok(result_)
 }
 
-/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:287).
+/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:290).
 pub(crate) fn sum_dim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3300,7 +3339,7 @@ pub(crate) fn sum_dim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `mean` (autograd/derivatives.yaml:290).
+/// Autograd kernel of `mean` (autograd/derivatives.yaml:293).
 pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3320,7 +3359,7 @@ pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>
     Ok(result_)
 }
 
-/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:293).
+/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:296).
 pub(crate) fn mean_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3351,7 +3390,7 @@ pub(crate) fn mean_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:296).
+/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:299).
 pub(crate) fn var_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3389,7 +3428,7 @@ pub(crate) fn var_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:299).
+/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:302).
 pub(crate) fn std_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3430,7 +3469,7 @@ pub(crate) fn std_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `max` (autograd/derivatives.yaml:302).
+/// Autograd kernel of `max` (autograd/derivatives.yaml:305).
 pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3452,7 +3491,7 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `min` (autograd/derivatives.yaml:305).
+/// Autograd kernel of `min` (autograd/derivatives.yaml:308).
 pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3474,7 +3513,7 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:308).
+/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:311).
 pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3503,7 +3542,7 @@ pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:312).
+/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:315).
 pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3532,7 +3571,7 @@ pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amax` (autograd/derivatives.yaml:316).
+/// Autograd kernel of `amax` (autograd/derivatives.yaml:319).
 pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3560,7 +3599,7 @@ pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amin` (autograd/derivatives.yaml:319).
+/// Autograd kernel of `amin` (autograd/derivatives.yaml:322).
 pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3588,7 +3627,7 @@ pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:322).
+/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:325).
 pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3616,7 +3655,7 @@ pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim
     Ok(result_)
 }
 
-/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:325).
+/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:328).
 pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3636,7 +3675,7 @@ pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option
     Ok(result_)
 }
 
-/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:328).
+/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:331).
 pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3658,7 +3697,7 @@ pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: O
     Ok(result_)
 }
 
-/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:331).
+/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:334).
 pub(crate) fn log_softmax_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3685,7 +3724,7 @@ pub(crate) fn log_softmax_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cat` (autograd/derivatives.yaml:334).
+/// Autograd kernel of `cat` (autograd/derivatives.yaml:337).
 pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3711,7 +3750,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `stack` (autograd/derivatives.yaml:337).
+/// Autograd kernel of `stack` (autograd/derivatives.yaml:340).
 pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3732,7 +3771,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:340).
+/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:343).
 pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3758,7 +3797,7 @@ pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, 
     Ok(result_)
 }
 
-/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:343).
+/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:346).
 pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3784,7 +3823,7 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `flip` (autograd/derivatives.yaml:346).
+/// Autograd kernel of `flip` (autograd/derivatives.yaml:349).
 pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3804,7 +3843,7 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `roll` (autograd/derivatives.yaml:349).
+/// Autograd kernel of `roll` (autograd/derivatives.yaml:352).
 pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3824,7 +3863,7 @@ pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i
     Ok(result_)
 }
 
-/// Autograd kernel of `tril` (autograd/derivatives.yaml:352).
+/// Autograd kernel of `tril` (autograd/derivatives.yaml:355).
 pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3844,7 +3883,7 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:352).
+/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:355).
 pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3868,7 +3907,7 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `triu` (autograd/derivatives.yaml:355).
+/// Autograd kernel of `triu` (autograd/derivatives.yaml:358).
 pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3888,7 +3927,7 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:355).
+/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:358).
 pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3912,7 +3951,7 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:358).
+/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:361).
 pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3932,7 +3971,7 @@ pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], v
     Ok(result_)
 }
 
-/// Autograd kernel of `index_select` (autograd/derivatives.yaml:361).
+/// Autograd kernel of `index_select` (autograd/derivatives.yaml:364).
 pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3957,7 +3996,7 @@ pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: 
     Ok(result_)
 }
 
-/// Autograd kernel of `gather` (autograd/derivatives.yaml:364).
+/// Autograd kernel of `gather` (autograd/derivatives.yaml:367).
 pub(crate) fn gather(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3988,7 +4027,7 @@ pub(crate) fn gather(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:367).
+/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:370).
 pub(crate) fn scatter_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4019,7 +4058,7 @@ pub(crate) fn scatter_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:367).
+/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:370).
 pub(crate) fn scatter_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4054,7 +4093,7 @@ pub(crate) fn scatter_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_add` (autograd/derivatives.yaml:371).
+/// Autograd kernel of `index_add` (autograd/derivatives.yaml:374).
 pub(crate) fn index_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4087,7 +4126,7 @@ pub(crate) fn index_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:371).
+/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:374).
 pub(crate) fn index_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4124,7 +4163,7 @@ pub(crate) fn index_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:375).
+/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:378).
 pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4144,7 +4183,7 @@ pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option
     Ok(result_)
 }
 
-/// Autograd kernel of `embedding` (autograd/derivatives.yaml:378).
+/// Autograd kernel of `embedding` (autograd/derivatives.yaml:381).
 pub(crate) fn embedding(
     ks: DispatchKeySet,
     weight: &Tensor,
@@ -4183,7 +4222,7 @@ pub(crate) fn embedding(
     Ok(result_)
 }
 
-/// Autograd kernel of `mm` (autograd/derivatives.yaml:381).
+/// Autograd kernel of `mm` (autograd/derivatives.yaml:384).
 pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4203,7 +4242,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `bmm` (autograd/derivatives.yaml:385).
+/// Autograd kernel of `bmm` (autograd/derivatives.yaml:388).
 pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4229,7 +4268,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `addmm` (autograd/derivatives.yaml:389).
+/// Autograd kernel of `addmm` (autograd/derivatives.yaml:392).
 pub(crate) fn addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4264,7 +4303,7 @@ pub(crate) fn addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `mv` (autograd/derivatives.yaml:394).
+/// Autograd kernel of `mv` (autograd/derivatives.yaml:397).
 pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(vec)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4290,7 +4329,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `dot` (autograd/derivatives.yaml:398).
+/// Autograd kernel of `dot` (autograd/derivatives.yaml:401).
 pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(tensor)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4316,7 +4355,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `convolution` (autograd/derivatives.yaml:402).
+/// Autograd kernel of `convolution` (autograd/derivatives.yaml:405).
 pub(crate) fn convolution(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4371,7 +4410,7 @@ pub(crate) fn convolution(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:407): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:410): the decomposition when an input requires grad.
 pub(crate) fn max_pool1d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4396,7 +4435,7 @@ pub(crate) fn max_pool1d(
     )
 }
 
-/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:410): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:413): the decomposition when an input requires grad.
 pub(crate) fn max_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4421,7 +4460,7 @@ pub(crate) fn max_pool2d(
     )
 }
 
-/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:413).
+/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:416).
 pub(crate) fn max_pool1d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4464,7 +4503,7 @@ pub(crate) fn max_pool1d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:417).
+/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:420).
 pub(crate) fn max_pool2d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4512,7 +4551,7 @@ pub(crate) fn max_pool2d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:421).
+/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:424).
 pub(crate) fn threshold_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4547,7 +4586,7 @@ pub(crate) fn threshold_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:425).
+/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:428).
 pub(crate) fn max_pool2d_with_indices_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4591,7 +4630,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:429): the decomposition when an input requires grad.
+/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:432): the decomposition when an input requires grad.
 pub(crate) fn native_layer_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4614,7 +4653,7 @@ pub(crate) fn native_layer_norm(
     )
 }
 
-/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:432).
+/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:435).
 pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4639,7 +4678,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
     Ok(result_)
 }
 
-/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:436).
+/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:439).
 pub(crate) fn binary_cross_entropy_with_logits(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4680,7 +4719,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:440).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:443).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4721,7 +4760,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:443).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:446).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4762,7 +4801,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:446).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:449).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4803,7 +4842,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:449): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:452): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4835,7 +4874,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:452).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:455).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4870,7 +4909,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:456).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:459).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4898,7 +4937,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:460).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:463).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4933,7 +4972,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:464).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:467).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4962,7 +5001,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:468).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:471).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4990,7 +5029,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:472).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:475).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5018,7 +5057,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:476).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:479).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5038,7 +5077,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:479).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:482).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5072,7 +5111,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:482).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:485).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5099,7 +5138,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:488).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5134,7 +5173,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:491).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5154,7 +5193,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:494).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5180,7 +5219,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:491).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:494).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5210,7 +5249,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:495).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:498).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5242,7 +5281,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:495).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:498).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5278,7 +5317,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:499).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:502).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5316,7 +5355,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:503).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:506).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5348,7 +5387,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:507).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:510).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5380,7 +5419,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:511): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5418,7 +5457,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5447,7 +5486,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `prelu` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
 pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
         return crate::decompositions::prelu(self_, weight);
@@ -5456,7 +5495,7 @@ pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Resu
     handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
 }
 
-/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
 pub(crate) fn binary_cross_entropy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5477,7 +5516,7 @@ pub(crate) fn binary_cross_entropy(
     )
 }
 
-/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
 pub(crate) fn instance_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5518,7 +5557,7 @@ pub(crate) fn instance_norm(
     )
 }
 
-/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
 pub(crate) fn upsample_bilinear2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5539,7 +5578,7 @@ pub(crate) fn upsample_bilinear2d_vec(
     )
 }
 
-/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:529).
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:532).
 pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5566,7 +5605,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:533).
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:536).
 pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5593,7 +5632,7 @@ pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:537).
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:540).
 pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5620,7 +5659,7 @@ pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:541).
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:544).
 pub(crate) fn max_pool3d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5663,7 +5702,7 @@ pub(crate) fn max_pool3d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:545): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:548): the decomposition when an input requires grad.
 pub(crate) fn max_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5688,7 +5727,7 @@ pub(crate) fn max_pool3d(
     )
 }
 
-/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:548).
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:551).
 pub(crate) fn div_tensor_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5719,7 +5758,7 @@ pub(crate) fn div_tensor_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:548).
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:551).
 pub(crate) fn div_tensor_mode_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5759,7 +5798,7 @@ pub(crate) fn div_tensor_mode_(
     Ok(result_)
 }
 
-/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:552).
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:555).
 pub(crate) fn div_scalar_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5784,7 +5823,7 @@ pub(crate) fn div_scalar_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:555).
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:558).
 pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5811,7 +5850,7 @@ pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:558).
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:561).
 pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5831,7 +5870,7 @@ pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: 
     Ok(result_)
 }
 
-/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:564).
 pub(crate) fn movedim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5857,7 +5896,7 @@ pub(crate) fn movedim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:564).
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:567).
 pub(crate) fn baddbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5892,7 +5931,7 @@ pub(crate) fn baddbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:569).
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:572).
 pub(crate) fn addbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5928,7 +5967,7 @@ pub(crate) fn addbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `vdot` (autograd/derivatives.yaml:574).
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:577).
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5954,7 +5993,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:578).
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:581).
 pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5981,7 +6020,7 @@ pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:581).
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:584).
 pub(crate) fn clamp_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6011,7 +6050,7 @@ pub(crate) fn clamp_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:581).
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:584).
 pub(crate) fn clamp_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6045,7 +6084,7 @@ pub(crate) fn clamp_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
 pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6065,7 +6104,7 @@ pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
 pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6093,7 +6132,7 @@ pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
 pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6113,7 +6152,7 @@ pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
 pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6141,7 +6180,7 @@ pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:594).
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:597).
 pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6161,7 +6200,7 @@ pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:594).
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:597).
 pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6185,7 +6224,7 @@ pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64)
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:597).
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:600).
 pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6207,7 +6246,7 @@ pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:597).
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:600).
 pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6236,7 +6275,7 @@ pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:600).
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:603).
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6258,7 +6297,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:604).
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:607).
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6286,7 +6325,7 @@ pub(crate) fn native_dropout(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:608).
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:611).
 pub(crate) fn index_copy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6317,7 +6356,7 @@ pub(crate) fn index_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:608).
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:611).
 pub(crate) fn index_copy_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6352,7 +6391,7 @@ pub(crate) fn index_copy_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
 pub(crate) fn index_fill_int_scalar(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6384,7 +6423,7 @@ pub(crate) fn index_fill_int_scalar(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
 pub(crate) fn index_fill_int_scalar_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6420,7 +6459,7 @@ pub(crate) fn index_fill_int_scalar_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
 pub(crate) fn index_fill_int_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6452,7 +6491,7 @@ pub(crate) fn index_fill_int_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
 pub(crate) fn index_fill_int_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6488,7 +6527,7 @@ pub(crate) fn index_fill_int_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:619).
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:622).
 pub(crate) fn scatter_value(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6514,7 +6553,7 @@ pub(crate) fn scatter_value(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:619).
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:622).
 pub(crate) fn scatter_value_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6544,7 +6583,7 @@ pub(crate) fn scatter_value_(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:622).
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:625).
 pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6568,7 +6607,7 @@ pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:622).
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:625).
 pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6596,7 +6635,7 @@ pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:626).
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:629).
 pub(crate) fn sort_stable(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6630,7 +6669,7 @@ pub(crate) fn sort_stable(
     Ok(result_)
 }
 
-/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:630).
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:633).
 pub(crate) fn split_with_sizes(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6661,7 +6700,7 @@ pub(crate) fn split_with_sizes(
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:633): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
 pub(crate) fn avg_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6696,7 +6735,7 @@ pub(crate) fn avg_pool3d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
@@ -6705,7 +6744,7 @@ pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest1d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6724,7 +6763,7 @@ pub(crate) fn upsample_nearest1d_vec(
     )
 }
 
-/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest3d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6743,7 +6782,7 @@ pub(crate) fn upsample_nearest3d_vec(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6778,7 +6817,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -6787,7 +6826,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6806,7 +6845,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -6837,7 +6876,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6858,7 +6897,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6879,7 +6918,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:663).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:666).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6905,7 +6944,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:663).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:666).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6935,7 +6974,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:666).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:669).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6955,7 +6994,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:666).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:669).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6979,7 +7018,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:669).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:672).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6999,7 +7038,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:669).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:672).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7027,7 +7066,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:672).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:675).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7047,7 +7086,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:672).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:675).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7075,7 +7114,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:675).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:678).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7095,7 +7134,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:675).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:678).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7123,7 +7162,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:678).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:681).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7145,7 +7184,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:678).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:681).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7174,7 +7213,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:681).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:684).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7194,7 +7233,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:685).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:688).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7214,7 +7253,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:689).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:692).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7234,7 +7273,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:692).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:695).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7254,7 +7293,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:695).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:698).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7274,7 +7313,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:701).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7311,7 +7350,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:704).
 pub(crate) fn repeat_interleave_self_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7348,7 +7387,7 @@ pub(crate) fn repeat_interleave_self_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `unfold` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:707).
 pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7375,7 +7414,7 @@ pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:710).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7399,7 +7438,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:713).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7419,7 +7458,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:716).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7441,7 +7480,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:719).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7477,7 +7516,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:722).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7513,7 +7552,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:725).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7551,7 +7590,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:728).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7587,7 +7626,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:731).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7623,7 +7662,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:734).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7659,7 +7698,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:737).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7679,7 +7718,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:740).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7699,7 +7738,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:743).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7731,7 +7770,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:746).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7756,7 +7795,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:749).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7781,7 +7820,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:749).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:752).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7806,7 +7845,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:752).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:755).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7826,7 +7865,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7846,7 +7885,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7870,7 +7909,7 @@ pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:759).
+/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:762).
 pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7890,7 +7929,7 @@ pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `digamma` (autograd/derivatives.yaml:762).
+/// Autograd kernel of `digamma` (autograd/derivatives.yaml:765).
 pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7910,7 +7949,7 @@ pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:765).
+/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:768).
 pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7930,7 +7969,7 @@ pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `i0` (autograd/derivatives.yaml:768).
+/// Autograd kernel of `i0` (autograd/derivatives.yaml:771).
 pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7950,7 +7989,7 @@ pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:771).
+/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:774).
 pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7976,7 +8015,7 @@ pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:774).
+/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:777).
 pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7998,7 +8037,7 @@ pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:777).
+/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:780).
 pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8024,7 +8063,7 @@ pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:780).
+/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:783).
 pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8050,7 +8089,7 @@ pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:783).
+/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:786).
 pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8070,7 +8109,7 @@ pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:786).
+/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:789).
 pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8092,7 +8131,7 @@ pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:789).
+/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:792).
 pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8118,7 +8157,7 @@ pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:792).
+/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:795).
 pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8138,7 +8177,7 @@ pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:795).
+/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:798).
 pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8162,7 +8201,7 @@ pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:798).
+/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:801).
 pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8182,7 +8221,7 @@ pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:801).
+/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:804).
 pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8208,7 +8247,7 @@ pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:804).
+/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:807).
 pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8228,7 +8267,7 @@ pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:807).
+/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:810).
 pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8254,7 +8293,7 @@ pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:810).
+/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:813).
 pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8274,7 +8313,7 @@ pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:813).
+/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:816).
 pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8300,7 +8339,7 @@ pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:816).
+/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:819).
 pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8320,7 +8359,7 @@ pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:819).
+/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:822).
 pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8393,6 +8432,8 @@ pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::clone::NAME, DispatchKey::Autograd, handles::clone::kernel(clone))
         .expect("generated registration");
     d.register_kernel(handles::_to_copy::NAME, DispatchKey::Autograd, handles::_to_copy::kernel(_to_copy))
+        .expect("generated registration");
+    d.register_kernel(handles::as_strided::NAME, DispatchKey::Autograd, handles::as_strided::kernel(as_strided))
         .expect("generated registration");
     d.register_kernel(handles::view::NAME, DispatchKey::Autograd, handles::view::kernel(view))
         .expect("generated registration");

@@ -484,7 +484,49 @@ impl Node for ToCopyBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view` (autograd/derivatives.yaml:52).
+/// Backward of `as_strided` (autograd/derivatives.yaml:52).
+pub struct AsStridedBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedBackward0 {
+    fn name(&self) -> String {
+        "AsStridedBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "AsStridedBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let size = &self.size[..];
+        let stride = &self.stride[..];
+        let storage_offset = self.storage_offset;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(as_strided_backward(grad, self_, size, stride, storage_offset)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `view` (autograd/derivatives.yaml:55).
 pub struct ViewBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -517,7 +559,7 @@ impl Node for ViewBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_reshape_alias` (autograd/derivatives.yaml:55).
+/// Backward of `_reshape_alias` (autograd/derivatives.yaml:58).
 pub struct ReshapeAliasBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -550,7 +592,7 @@ impl Node for ReshapeAliasBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `transpose.int` (autograd/derivatives.yaml:58).
+/// Backward of `transpose.int` (autograd/derivatives.yaml:61).
 pub struct TransposeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim0: i64,
@@ -585,7 +627,7 @@ impl Node for TransposeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `t` (autograd/derivatives.yaml:61).
+/// Backward of `t` (autograd/derivatives.yaml:64).
 pub struct TBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -616,7 +658,7 @@ impl Node for TBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `permute` (autograd/derivatives.yaml:64).
+/// Backward of `permute` (autograd/derivatives.yaml:67).
 pub struct PermuteBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dims: Vec<i64>,
@@ -649,7 +691,7 @@ impl Node for PermuteBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `expand` (autograd/derivatives.yaml:67).
+/// Backward of `expand` (autograd/derivatives.yaml:70).
 pub struct ExpandBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -682,7 +724,7 @@ impl Node for ExpandBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze` (autograd/derivatives.yaml:70).
+/// Backward of `squeeze` (autograd/derivatives.yaml:73).
 pub struct SqueezeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -715,7 +757,7 @@ impl Node for SqueezeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze.dim` (autograd/derivatives.yaml:73).
+/// Backward of `squeeze.dim` (autograd/derivatives.yaml:76).
 pub struct SqueezeBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -748,7 +790,7 @@ impl Node for SqueezeBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze.dims` (autograd/derivatives.yaml:76).
+/// Backward of `squeeze.dims` (autograd/derivatives.yaml:79).
 pub struct SqueezeBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -781,7 +823,7 @@ impl Node for SqueezeBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `unsqueeze` (autograd/derivatives.yaml:79).
+/// Backward of `unsqueeze` (autograd/derivatives.yaml:82).
 pub struct UnsqueezeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -814,7 +856,7 @@ impl Node for UnsqueezeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `slice.Tensor` (autograd/derivatives.yaml:82).
+/// Backward of `slice.Tensor` (autograd/derivatives.yaml:85).
 pub struct SliceBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -855,7 +897,7 @@ impl Node for SliceBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `select.int` (autograd/derivatives.yaml:85).
+/// Backward of `select.int` (autograd/derivatives.yaml:88).
 pub struct SelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -892,7 +934,7 @@ impl Node for SelectBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `alias` (autograd/derivatives.yaml:88).
+/// Backward of `alias` (autograd/derivatives.yaml:91).
 pub struct AliasBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -923,7 +965,7 @@ impl Node for AliasBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `exp` (autograd/derivatives.yaml:91).
+/// Backward of `exp` (autograd/derivatives.yaml:94).
 pub struct ExpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -959,7 +1001,7 @@ impl Node for ExpBackward0 {
     }
 }
 
-/// Backward of `exp2` (autograd/derivatives.yaml:94).
+/// Backward of `exp2` (autograd/derivatives.yaml:97).
 pub struct Exp2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -995,7 +1037,7 @@ impl Node for Exp2Backward0 {
     }
 }
 
-/// Backward of `expm1` (autograd/derivatives.yaml:97).
+/// Backward of `expm1` (autograd/derivatives.yaml:100).
 pub struct Expm1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1031,7 +1073,7 @@ impl Node for Expm1Backward0 {
     }
 }
 
-/// Backward of `log` (autograd/derivatives.yaml:100).
+/// Backward of `log` (autograd/derivatives.yaml:103).
 pub struct LogBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1067,7 +1109,7 @@ impl Node for LogBackward0 {
     }
 }
 
-/// Backward of `log2` (autograd/derivatives.yaml:103).
+/// Backward of `log2` (autograd/derivatives.yaml:106).
 pub struct Log2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1103,7 +1145,7 @@ impl Node for Log2Backward0 {
     }
 }
 
-/// Backward of `log10` (autograd/derivatives.yaml:106).
+/// Backward of `log10` (autograd/derivatives.yaml:109).
 pub struct Log10Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1139,7 +1181,7 @@ impl Node for Log10Backward0 {
     }
 }
 
-/// Backward of `log1p` (autograd/derivatives.yaml:109).
+/// Backward of `log1p` (autograd/derivatives.yaml:112).
 pub struct Log1pBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1175,7 +1217,7 @@ impl Node for Log1pBackward0 {
     }
 }
 
-/// Backward of `sqrt` (autograd/derivatives.yaml:112).
+/// Backward of `sqrt` (autograd/derivatives.yaml:115).
 pub struct SqrtBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1211,7 +1253,7 @@ impl Node for SqrtBackward0 {
     }
 }
 
-/// Backward of `rsqrt` (autograd/derivatives.yaml:115).
+/// Backward of `rsqrt` (autograd/derivatives.yaml:118).
 pub struct RsqrtBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1247,7 +1289,7 @@ impl Node for RsqrtBackward0 {
     }
 }
 
-/// Backward of `reciprocal` (autograd/derivatives.yaml:118).
+/// Backward of `reciprocal` (autograd/derivatives.yaml:121).
 pub struct ReciprocalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1283,7 +1325,7 @@ impl Node for ReciprocalBackward0 {
     }
 }
 
-/// Backward of `sin` (autograd/derivatives.yaml:121).
+/// Backward of `sin` (autograd/derivatives.yaml:124).
 pub struct SinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1319,7 +1361,7 @@ impl Node for SinBackward0 {
     }
 }
 
-/// Backward of `cos` (autograd/derivatives.yaml:124).
+/// Backward of `cos` (autograd/derivatives.yaml:127).
 pub struct CosBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1355,7 +1397,7 @@ impl Node for CosBackward0 {
     }
 }
 
-/// Backward of `tan` (autograd/derivatives.yaml:127).
+/// Backward of `tan` (autograd/derivatives.yaml:130).
 pub struct TanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1391,7 +1433,7 @@ impl Node for TanBackward0 {
     }
 }
 
-/// Backward of `asin` (autograd/derivatives.yaml:130).
+/// Backward of `asin` (autograd/derivatives.yaml:133).
 pub struct AsinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1427,7 +1469,7 @@ impl Node for AsinBackward0 {
     }
 }
 
-/// Backward of `acos` (autograd/derivatives.yaml:133).
+/// Backward of `acos` (autograd/derivatives.yaml:136).
 pub struct AcosBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1463,7 +1505,7 @@ impl Node for AcosBackward0 {
     }
 }
 
-/// Backward of `atan` (autograd/derivatives.yaml:136).
+/// Backward of `atan` (autograd/derivatives.yaml:139).
 pub struct AtanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1499,7 +1541,7 @@ impl Node for AtanBackward0 {
     }
 }
 
-/// Backward of `sinh` (autograd/derivatives.yaml:139).
+/// Backward of `sinh` (autograd/derivatives.yaml:142).
 pub struct SinhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1535,7 +1577,7 @@ impl Node for SinhBackward0 {
     }
 }
 
-/// Backward of `cosh` (autograd/derivatives.yaml:142).
+/// Backward of `cosh` (autograd/derivatives.yaml:145).
 pub struct CoshBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1571,7 +1613,7 @@ impl Node for CoshBackward0 {
     }
 }
 
-/// Backward of `tanh` (autograd/derivatives.yaml:145).
+/// Backward of `tanh` (autograd/derivatives.yaml:148).
 pub struct TanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1607,7 +1649,7 @@ impl Node for TanhBackward0 {
     }
 }
 
-/// Backward of `asinh` (autograd/derivatives.yaml:148).
+/// Backward of `asinh` (autograd/derivatives.yaml:151).
 pub struct AsinhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1643,7 +1685,7 @@ impl Node for AsinhBackward0 {
     }
 }
 
-/// Backward of `acosh` (autograd/derivatives.yaml:151).
+/// Backward of `acosh` (autograd/derivatives.yaml:154).
 pub struct AcoshBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1679,7 +1721,7 @@ impl Node for AcoshBackward0 {
     }
 }
 
-/// Backward of `atanh` (autograd/derivatives.yaml:154).
+/// Backward of `atanh` (autograd/derivatives.yaml:157).
 pub struct AtanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1715,7 +1757,7 @@ impl Node for AtanhBackward0 {
     }
 }
 
-/// Backward of `sigmoid` (autograd/derivatives.yaml:157).
+/// Backward of `sigmoid` (autograd/derivatives.yaml:160).
 pub struct SigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1751,7 +1793,7 @@ impl Node for SigmoidBackward0 {
     }
 }
 
-/// Backward of `erf` (autograd/derivatives.yaml:160).
+/// Backward of `erf` (autograd/derivatives.yaml:163).
 pub struct ErfBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1790,7 +1832,7 @@ impl Node for ErfBackward0 {
     }
 }
 
-/// Backward of `erfc` (autograd/derivatives.yaml:163).
+/// Backward of `erfc` (autograd/derivatives.yaml:166).
 pub struct ErfcBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1829,7 +1871,7 @@ impl Node for ErfcBackward0 {
     }
 }
 
-/// Backward of `erfinv` (autograd/derivatives.yaml:166).
+/// Backward of `erfinv` (autograd/derivatives.yaml:169).
 pub struct ErfinvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1865,7 +1907,7 @@ impl Node for ErfinvBackward0 {
     }
 }
 
-/// Backward of `floor` (autograd/derivatives.yaml:169).
+/// Backward of `floor` (autograd/derivatives.yaml:172).
 pub struct FloorBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1896,7 +1938,7 @@ impl Node for FloorBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ceil` (autograd/derivatives.yaml:172).
+/// Backward of `ceil` (autograd/derivatives.yaml:175).
 pub struct CeilBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1927,7 +1969,7 @@ impl Node for CeilBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `trunc` (autograd/derivatives.yaml:175).
+/// Backward of `trunc` (autograd/derivatives.yaml:178).
 pub struct TruncBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1958,7 +2000,7 @@ impl Node for TruncBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `round` (autograd/derivatives.yaml:178).
+/// Backward of `round` (autograd/derivatives.yaml:181).
 pub struct RoundBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1989,7 +2031,7 @@ impl Node for RoundBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sign` (autograd/derivatives.yaml:181).
+/// Backward of `sign` (autograd/derivatives.yaml:184).
 pub struct SignBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2020,7 +2062,7 @@ impl Node for SignBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sgn` (autograd/derivatives.yaml:184).
+/// Backward of `sgn` (autograd/derivatives.yaml:187).
 pub struct SgnBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2051,7 +2093,7 @@ impl Node for SgnBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `frac` (autograd/derivatives.yaml:187).
+/// Backward of `frac` (autograd/derivatives.yaml:190).
 pub struct FracBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2082,7 +2124,7 @@ impl Node for FracBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `relu` (autograd/derivatives.yaml:190).
+/// Backward of `relu` (autograd/derivatives.yaml:193).
 pub struct ReluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -2118,7 +2160,7 @@ impl Node for ReluBackward0 {
     }
 }
 
-/// Backward of `silu` (autograd/derivatives.yaml:193).
+/// Backward of `silu` (autograd/derivatives.yaml:196).
 pub struct SiluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2154,7 +2196,7 @@ impl Node for SiluBackward0 {
     }
 }
 
-/// Backward of `mish` (autograd/derivatives.yaml:196).
+/// Backward of `mish` (autograd/derivatives.yaml:199).
 pub struct MishBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2190,7 +2232,7 @@ impl Node for MishBackward0 {
     }
 }
 
-/// Backward of `hardsigmoid` (autograd/derivatives.yaml:199).
+/// Backward of `hardsigmoid` (autograd/derivatives.yaml:202).
 pub struct HardsigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2226,7 +2268,7 @@ impl Node for HardsigmoidBackward0 {
     }
 }
 
-/// Backward of `hardswish` (autograd/derivatives.yaml:202).
+/// Backward of `hardswish` (autograd/derivatives.yaml:205).
 pub struct HardswishBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2262,7 +2304,7 @@ impl Node for HardswishBackward0 {
     }
 }
 
-/// Backward of `maximum` (autograd/derivatives.yaml:205).
+/// Backward of `maximum` (autograd/derivatives.yaml:208).
 pub struct MaximumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2306,7 +2348,7 @@ impl Node for MaximumBackward0 {
     }
 }
 
-/// Backward of `minimum` (autograd/derivatives.yaml:209).
+/// Backward of `minimum` (autograd/derivatives.yaml:212).
 pub struct MinimumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2350,7 +2392,7 @@ impl Node for MinimumBackward0 {
     }
 }
 
-/// Backward of `atan2` (autograd/derivatives.yaml:213).
+/// Backward of `atan2` (autograd/derivatives.yaml:216).
 pub struct Atan2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2394,7 +2436,7 @@ impl Node for Atan2Backward0 {
     }
 }
 
-/// Backward of `fmod.Tensor` (autograd/derivatives.yaml:217).
+/// Backward of `fmod.Tensor` (autograd/derivatives.yaml:220).
 pub struct FmodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2440,7 +2482,7 @@ impl Node for FmodBackward0 {
     }
 }
 
-/// Backward of `remainder.Tensor` (autograd/derivatives.yaml:221).
+/// Backward of `remainder.Tensor` (autograd/derivatives.yaml:224).
 pub struct RemainderBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2486,7 +2528,7 @@ impl Node for RemainderBackward0 {
     }
 }
 
-/// Backward of `pow.Tensor_Tensor` (autograd/derivatives.yaml:225).
+/// Backward of `pow.Tensor_Tensor` (autograd/derivatives.yaml:228).
 pub struct PowBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2534,7 +2576,7 @@ impl Node for PowBackward0 {
     }
 }
 
-/// Backward of `pow.Tensor_Scalar` (autograd/derivatives.yaml:229).
+/// Backward of `pow.Tensor_Scalar` (autograd/derivatives.yaml:232).
 pub struct PowBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2572,7 +2614,7 @@ impl Node for PowBackward1 {
     }
 }
 
-/// Backward of `pow.Scalar` (autograd/derivatives.yaml:232).
+/// Backward of `pow.Scalar` (autograd/derivatives.yaml:235).
 pub struct PowBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: Scalar,
@@ -2614,7 +2656,7 @@ impl Node for PowBackward2 {
     }
 }
 
-/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:235).
+/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:238).
 pub struct LerpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight: Scalar,
@@ -2651,7 +2693,7 @@ impl Node for LerpBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `addcmul` (autograd/derivatives.yaml:239).
+/// Backward of `addcmul` (autograd/derivatives.yaml:242).
 pub struct AddcmulBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2705,7 +2747,7 @@ impl Node for AddcmulBackward0 {
     }
 }
 
-/// Backward of `addcdiv` (autograd/derivatives.yaml:244).
+/// Backward of `addcdiv` (autograd/derivatives.yaml:247).
 pub struct AddcdivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2762,7 +2804,7 @@ impl Node for AddcdivBackward0 {
     }
 }
 
-/// Backward of `clamp` (autograd/derivatives.yaml:249).
+/// Backward of `clamp` (autograd/derivatives.yaml:252).
 pub struct ClampBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2808,7 +2850,7 @@ impl Node for ClampBackward0 {
     }
 }
 
-/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:252).
+/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:255).
 pub struct MaskedFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -2844,7 +2886,7 @@ impl Node for MaskedFillBackward0 {
     }
 }
 
-/// Backward of `leaky_relu` (autograd/derivatives.yaml:255).
+/// Backward of `leaky_relu` (autograd/derivatives.yaml:258).
 pub struct LeakyReluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2882,7 +2924,7 @@ impl Node for LeakyReluBackward0 {
     }
 }
 
-/// Backward of `hardtanh` (autograd/derivatives.yaml:258).
+/// Backward of `hardtanh` (autograd/derivatives.yaml:261).
 pub struct HardtanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2922,7 +2964,7 @@ impl Node for HardtanhBackward0 {
     }
 }
 
-/// Backward of `elu` (autograd/derivatives.yaml:261).
+/// Backward of `elu` (autograd/derivatives.yaml:264).
 pub struct EluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2964,7 +3006,7 @@ impl Node for EluBackward0 {
     }
 }
 
-/// Backward of `softplus` (autograd/derivatives.yaml:264).
+/// Backward of `softplus` (autograd/derivatives.yaml:267).
 pub struct SoftplusBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3004,7 +3046,7 @@ impl Node for SoftplusBackward0 {
     }
 }
 
-/// Backward of `gelu` (autograd/derivatives.yaml:267).
+/// Backward of `gelu` (autograd/derivatives.yaml:270).
 pub struct GeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3042,7 +3084,7 @@ impl Node for GeluBackward0 {
     }
 }
 
-/// Backward of `threshold` (autograd/derivatives.yaml:270).
+/// Backward of `threshold` (autograd/derivatives.yaml:273).
 pub struct ThresholdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3080,7 +3122,7 @@ impl Node for ThresholdBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid` (autograd/derivatives.yaml:273).
+/// Backward of `log_sigmoid` (autograd/derivatives.yaml:276).
 pub struct LogSigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3116,7 +3158,7 @@ impl Node for LogSigmoidBackward0 {
     }
 }
 
-/// Backward of `hypot` (autograd/derivatives.yaml:276).
+/// Backward of `hypot` (autograd/derivatives.yaml:279).
 pub struct HypotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3166,7 +3208,7 @@ impl Node for HypotBackward0 {
     }
 }
 
-/// Backward of `where.self` (autograd/derivatives.yaml:280).
+/// Backward of `where.self` (autograd/derivatives.yaml:283).
 pub struct WhereBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) condition: SavedVariable,
@@ -3206,7 +3248,7 @@ impl Node for WhereBackward0 {
     }
 }
 
-/// Backward of `sum` (autograd/derivatives.yaml:284).
+/// Backward of `sum` (autograd/derivatives.yaml:287).
 pub struct SumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3239,7 +3281,7 @@ impl Node for SumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:287).
+/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:290).
 pub struct SumBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3276,7 +3318,7 @@ impl Node for SumBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean` (autograd/derivatives.yaml:290).
+/// Backward of `mean` (autograd/derivatives.yaml:293).
 pub struct MeanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_numel: i64,
@@ -3311,7 +3353,7 @@ impl Node for MeanBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean.dim` (autograd/derivatives.yaml:293).
+/// Backward of `mean.dim` (autograd/derivatives.yaml:296).
 pub struct MeanBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3348,7 +3390,7 @@ impl Node for MeanBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `var.correction` (autograd/derivatives.yaml:296).
+/// Backward of `var.correction` (autograd/derivatives.yaml:299).
 pub struct VarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3390,7 +3432,7 @@ impl Node for VarBackward0 {
     }
 }
 
-/// Backward of `std.correction` (autograd/derivatives.yaml:299).
+/// Backward of `std.correction` (autograd/derivatives.yaml:302).
 pub struct StdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3436,7 +3478,7 @@ impl Node for StdBackward0 {
     }
 }
 
-/// Backward of `max` (autograd/derivatives.yaml:302).
+/// Backward of `max` (autograd/derivatives.yaml:305).
 pub struct MaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3476,7 +3518,7 @@ impl Node for MaxBackward0 {
     }
 }
 
-/// Backward of `min` (autograd/derivatives.yaml:305).
+/// Backward of `min` (autograd/derivatives.yaml:308).
 pub struct MinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3516,7 +3558,7 @@ impl Node for MinBackward0 {
     }
 }
 
-/// Backward of `max.dim` (autograd/derivatives.yaml:308).
+/// Backward of `max.dim` (autograd/derivatives.yaml:311).
 pub struct MaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3558,7 +3600,7 @@ impl Node for MaxBackward1 {
     }
 }
 
-/// Backward of `min.dim` (autograd/derivatives.yaml:312).
+/// Backward of `min.dim` (autograd/derivatives.yaml:315).
 pub struct MinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3600,7 +3642,7 @@ impl Node for MinBackward1 {
     }
 }
 
-/// Backward of `amax` (autograd/derivatives.yaml:316).
+/// Backward of `amax` (autograd/derivatives.yaml:319).
 pub struct AmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3644,7 +3686,7 @@ impl Node for AmaxBackward0 {
     }
 }
 
-/// Backward of `amin` (autograd/derivatives.yaml:319).
+/// Backward of `amin` (autograd/derivatives.yaml:322).
 pub struct AminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3688,7 +3730,7 @@ impl Node for AminBackward0 {
     }
 }
 
-/// Backward of `logsumexp` (autograd/derivatives.yaml:322).
+/// Backward of `logsumexp` (autograd/derivatives.yaml:325).
 pub struct LogsumexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3732,7 +3774,7 @@ impl Node for LogsumexpBackward0 {
     }
 }
 
-/// Backward of `cumsum` (autograd/derivatives.yaml:325).
+/// Backward of `cumsum` (autograd/derivatives.yaml:328).
 pub struct CumsumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3765,7 +3807,7 @@ impl Node for CumsumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `softmax.int` (autograd/derivatives.yaml:328).
+/// Backward of `softmax.int` (autograd/derivatives.yaml:331).
 pub struct SoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3803,7 +3845,7 @@ impl Node for SoftmaxBackward0 {
     }
 }
 
-/// Backward of `log_softmax.int` (autograd/derivatives.yaml:331).
+/// Backward of `log_softmax.int` (autograd/derivatives.yaml:334).
 pub struct LogSoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3841,7 +3883,7 @@ impl Node for LogSoftmaxBackward0 {
     }
 }
 
-/// Backward of `cat` (autograd/derivatives.yaml:334).
+/// Backward of `cat` (autograd/derivatives.yaml:337).
 pub struct CatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_sizes: Vec<Vec<i64>>,
@@ -3881,7 +3923,7 @@ impl Node for CatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `stack` (autograd/derivatives.yaml:337).
+/// Backward of `stack` (autograd/derivatives.yaml:340).
 pub struct StackBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_len_: usize,
@@ -3919,7 +3961,7 @@ impl Node for StackBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `split.Tensor` (autograd/derivatives.yaml:340).
+/// Backward of `split.Tensor` (autograd/derivatives.yaml:343).
 pub struct SplitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3951,7 +3993,7 @@ impl Node for SplitBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `unbind.int` (autograd/derivatives.yaml:343).
+/// Backward of `unbind.int` (autograd/derivatives.yaml:346).
 pub struct UnbindBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3983,7 +4025,7 @@ impl Node for UnbindBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `flip` (autograd/derivatives.yaml:346).
+/// Backward of `flip` (autograd/derivatives.yaml:349).
 pub struct FlipBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dims: Vec<i64>,
@@ -4016,7 +4058,7 @@ impl Node for FlipBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `roll` (autograd/derivatives.yaml:349).
+/// Backward of `roll` (autograd/derivatives.yaml:352).
 pub struct RollBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) shifts: Vec<i64>,
@@ -4051,7 +4093,7 @@ impl Node for RollBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `tril` (autograd/derivatives.yaml:352).
+/// Backward of `tril` (autograd/derivatives.yaml:355).
 pub struct TrilBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4084,7 +4126,7 @@ impl Node for TrilBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `triu` (autograd/derivatives.yaml:355).
+/// Backward of `triu` (autograd/derivatives.yaml:358).
 pub struct TriuBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4117,7 +4159,7 @@ impl Node for TriuBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:358).
+/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:361).
 pub struct ConstantPadNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) pad: Vec<i64>,
@@ -4150,7 +4192,7 @@ impl Node for ConstantPadNdBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `index_select` (autograd/derivatives.yaml:361).
+/// Backward of `index_select` (autograd/derivatives.yaml:364).
 pub struct IndexSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4190,7 +4232,7 @@ impl Node for IndexSelectBackward0 {
     }
 }
 
-/// Backward of `gather` (autograd/derivatives.yaml:364).
+/// Backward of `gather` (autograd/derivatives.yaml:367).
 pub struct GatherBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4230,7 +4272,7 @@ impl Node for GatherBackward0 {
     }
 }
 
-/// Backward of `scatter_add` (autograd/derivatives.yaml:367).
+/// Backward of `scatter_add` (autograd/derivatives.yaml:370).
 pub struct ScatterAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4273,7 +4315,7 @@ impl Node for ScatterAddBackward0 {
     }
 }
 
-/// Backward of `index_add` (autograd/derivatives.yaml:371).
+/// Backward of `index_add` (autograd/derivatives.yaml:374).
 pub struct IndexAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4318,7 +4360,7 @@ impl Node for IndexAddBackward0 {
     }
 }
 
-/// Backward of `index.Tensor` (autograd/derivatives.yaml:375).
+/// Backward of `index.Tensor` (autograd/derivatives.yaml:378).
 pub struct IndexBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4353,7 +4395,7 @@ impl Node for IndexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `embedding` (autograd/derivatives.yaml:378).
+/// Backward of `embedding` (autograd/derivatives.yaml:381).
 pub struct EmbeddingBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight_sizes: Vec<i64>,
@@ -4393,7 +4435,7 @@ impl Node for EmbeddingBackward0 {
     }
 }
 
-/// Backward of `mm` (autograd/derivatives.yaml:381).
+/// Backward of `mm` (autograd/derivatives.yaml:384).
 pub struct MmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4437,7 +4479,7 @@ impl Node for MmBackward0 {
     }
 }
 
-/// Backward of `bmm` (autograd/derivatives.yaml:385).
+/// Backward of `bmm` (autograd/derivatives.yaml:388).
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4483,7 +4525,7 @@ impl Node for BmmBackward0 {
     }
 }
 
-/// Backward of `addmm` (autograd/derivatives.yaml:389).
+/// Backward of `addmm` (autograd/derivatives.yaml:392).
 pub struct AddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -4541,7 +4583,7 @@ impl Node for AddmmBackward0 {
     }
 }
 
-/// Backward of `mv` (autograd/derivatives.yaml:394).
+/// Backward of `mv` (autograd/derivatives.yaml:397).
 pub struct MvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4587,7 +4629,7 @@ impl Node for MvBackward0 {
     }
 }
 
-/// Backward of `dot` (autograd/derivatives.yaml:398).
+/// Backward of `dot` (autograd/derivatives.yaml:401).
 pub struct DotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4633,7 +4675,7 @@ impl Node for DotBackward0 {
     }
 }
 
-/// Backward of `convolution` (autograd/derivatives.yaml:402).
+/// Backward of `convolution` (autograd/derivatives.yaml:405).
 pub struct ConvolutionBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) input: SavedVariable,
@@ -4715,7 +4757,7 @@ impl Node for ConvolutionBackward0 {
     }
 }
 
-/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:413).
+/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:416).
 pub struct MaxPool1dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4753,7 +4795,7 @@ impl Node for MaxPool1dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:417).
+/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:420).
 pub struct MaxPool2dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4812,7 +4854,7 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `threshold_backward` (autograd/derivatives.yaml:421).
+/// Backward of `threshold_backward` (autograd/derivatives.yaml:424).
 pub struct ThresholdBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4855,7 +4897,7 @@ impl Node for ThresholdBackwardBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:425).
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:428).
 pub struct MaxPool2dWithIndicesBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4897,7 +4939,7 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:432).
+/// Backward of `mse_loss` (autograd/derivatives.yaml:435).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4943,7 +4985,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:436).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:439).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4997,7 +5039,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:440).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:443).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5045,7 +5087,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:443).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:446).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5093,7 +5135,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:446).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:449).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5141,7 +5183,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:452).
+/// Backward of `topk` (autograd/derivatives.yaml:455).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5181,7 +5223,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:456).
+/// Backward of `sort` (autograd/derivatives.yaml:459).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5221,7 +5263,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:460).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:463).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5263,7 +5305,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:464).
+/// Backward of `median.dim` (autograd/derivatives.yaml:467).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5305,7 +5347,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:468).
+/// Backward of `cummax` (autograd/derivatives.yaml:471).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5345,7 +5387,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:472).
+/// Backward of `cummin` (autograd/derivatives.yaml:475).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5385,7 +5427,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:476).
+/// Backward of `logit` (autograd/derivatives.yaml:479).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5423,7 +5465,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:479).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:482).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5467,7 +5509,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:482).
+/// Backward of `cumprod` (autograd/derivatives.yaml:485).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5509,7 +5551,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:485).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:488).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5555,7 +5597,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:488).
+/// Backward of `repeat` (autograd/derivatives.yaml:491).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5590,7 +5632,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:491).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:494).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5632,7 +5674,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:495).
+/// Backward of `index_put` (autograd/derivatives.yaml:498).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5671,7 +5713,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:499).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:502).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5719,7 +5761,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:503).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:506).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5767,7 +5809,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:507).
+/// Backward of `kl_div` (autograd/derivatives.yaml:510).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5815,7 +5857,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:529).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:532).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5853,7 +5895,7 @@ impl Node for AdaptiveMaxPool2dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:533).
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:536).
 pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5891,7 +5933,7 @@ impl Node for AdaptiveMaxPool1dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:537).
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:540).
 pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5929,7 +5971,7 @@ impl Node for AdaptiveMaxPool3dBackward0 {
     }
 }
 
-/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:541).
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:544).
 pub struct MaxPool3dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5967,7 +6009,7 @@ impl Node for MaxPool3dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:548).
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:551).
 pub struct DivBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6014,7 +6056,7 @@ impl Node for DivBackward2 {
     }
 }
 
-/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:552).
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:555).
 pub struct DivBackward3 {
     pub(crate) core: NodeCore,
     pub(crate) other: Scalar,
@@ -6049,7 +6091,7 @@ impl Node for DivBackward3 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diagonal` (autograd/derivatives.yaml:555).
+/// Backward of `diagonal` (autograd/derivatives.yaml:558).
 pub struct DiagonalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6088,7 +6130,7 @@ impl Node for DiagonalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag_embed` (autograd/derivatives.yaml:558).
+/// Backward of `diag_embed` (autograd/derivatives.yaml:561).
 pub struct DiagEmbedBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) offset: i64,
@@ -6125,7 +6167,7 @@ impl Node for DiagEmbedBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `movedim.intlist` (autograd/derivatives.yaml:561).
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:564).
 pub struct MovedimBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) source: Vec<i64>,
@@ -6160,7 +6202,7 @@ impl Node for MovedimBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `baddbmm` (autograd/derivatives.yaml:564).
+/// Backward of `baddbmm` (autograd/derivatives.yaml:567).
 pub struct BaddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6214,7 +6256,7 @@ impl Node for BaddbmmBackward0 {
     }
 }
 
-/// Backward of `addbmm` (autograd/derivatives.yaml:569).
+/// Backward of `addbmm` (autograd/derivatives.yaml:572).
 pub struct AddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6276,7 +6318,7 @@ impl Node for AddbmmBackward0 {
     }
 }
 
-/// Backward of `vdot` (autograd/derivatives.yaml:574).
+/// Backward of `vdot` (autograd/derivatives.yaml:577).
 pub struct VdotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6322,7 +6364,7 @@ impl Node for VdotBackward0 {
     }
 }
 
-/// Backward of `norm.Scalar` (autograd/derivatives.yaml:578).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:581).
 pub struct NormBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6364,7 +6406,7 @@ impl Node for NormBackward1 {
     }
 }
 
-/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:581).
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:584).
 pub struct ClampBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6416,7 +6458,7 @@ impl Node for ClampBackward1 {
     }
 }
 
-/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:586).
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6460,7 +6502,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:590).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6504,7 +6546,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `round.decimals` (autograd/derivatives.yaml:594).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:597).
 pub struct RoundBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6535,7 +6577,7 @@ impl Node for RoundBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:597).
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:600).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6575,7 +6617,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:600).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:603).
 pub struct LogSigmoidForwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6611,7 +6653,7 @@ impl Node for LogSigmoidForwardBackward0 {
     }
 }
 
-/// Backward of `native_dropout` (autograd/derivatives.yaml:604).
+/// Backward of `native_dropout` (autograd/derivatives.yaml:607).
 pub struct NativeDropoutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) p: f64,
@@ -6651,7 +6693,7 @@ impl Node for NativeDropoutBackward0 {
     }
 }
 
-/// Backward of `index_copy` (autograd/derivatives.yaml:608).
+/// Backward of `index_copy` (autograd/derivatives.yaml:611).
 pub struct IndexCopyBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6695,7 +6737,7 @@ impl Node for IndexCopyBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:612).
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
 pub struct IndexFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6733,7 +6775,7 @@ impl Node for IndexFillBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:615).
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
 pub struct IndexFillBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6775,7 +6817,7 @@ impl Node for IndexFillBackward1 {
     }
 }
 
-/// Backward of `scatter.value` (autograd/derivatives.yaml:619).
+/// Backward of `scatter.value` (autograd/derivatives.yaml:622).
 pub struct ScatterBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6813,7 +6855,7 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// Backward of `masked_scatter` (autograd/derivatives.yaml:622).
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:625).
 pub struct MaskedScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -6855,7 +6897,7 @@ impl Node for MaskedScatterBackward0 {
     }
 }
 
-/// Backward of `sort.stable` (autograd/derivatives.yaml:626).
+/// Backward of `sort.stable` (autograd/derivatives.yaml:629).
 pub struct SortBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6895,7 +6937,7 @@ impl Node for SortBackward1 {
     }
 }
 
-/// Backward of `split_with_sizes` (autograd/derivatives.yaml:630).
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:633).
 pub struct SplitWithSizesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6927,7 +6969,7 @@ impl Node for SplitWithSizesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:663).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:666).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6963,7 +7005,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:666).
+/// Backward of `selu` (autograd/derivatives.yaml:669).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7000,7 +7042,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:669).
+/// Backward of `celu` (autograd/derivatives.yaml:672).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7038,7 +7080,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:672).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:675).
 pub struct ClampMinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7076,7 +7118,7 @@ impl Node for ClampMinBackward1 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:675).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:678).
 pub struct ClampMaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7114,7 +7156,7 @@ impl Node for ClampMaxBackward1 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:678).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:681).
 pub struct CopysignBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7154,7 +7196,7 @@ impl Node for CopysignBackward1 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:681).
+/// Backward of `fmax` (autograd/derivatives.yaml:684).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7198,7 +7240,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:685).
+/// Backward of `fmin` (autograd/derivatives.yaml:688).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7242,7 +7284,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:689).
+/// Backward of `glu` (autograd/derivatives.yaml:692).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7280,7 +7322,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:692).
+/// Backward of `rot90` (autograd/derivatives.yaml:695).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -7315,7 +7357,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:695).
+/// Backward of `diag` (autograd/derivatives.yaml:698).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7350,7 +7392,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:698).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:701).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7387,7 +7429,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:701).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:704).
 pub struct RepeatInterleaveBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7427,7 +7469,7 @@ impl Node for RepeatInterleaveBackward1 {
     }
 }
 
-/// Backward of `unfold` (autograd/derivatives.yaml:704).
+/// Backward of `unfold` (autograd/derivatives.yaml:707).
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7466,7 +7508,7 @@ impl Node for UnfoldBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:707).
+/// Backward of `masked_select` (autograd/derivatives.yaml:710).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7506,7 +7548,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:710).
+/// Backward of `take` (autograd/derivatives.yaml:713).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7544,7 +7586,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:713).
+/// Backward of `median` (autograd/derivatives.yaml:716).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7584,7 +7626,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:716).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:719).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7609,7 +7651,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:719).
+/// Backward of `ones_like` (autograd/derivatives.yaml:722).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7634,7 +7676,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:722).
+/// Backward of `full_like` (autograd/derivatives.yaml:725).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7659,7 +7701,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:725).
+/// Backward of `empty_like` (autograd/derivatives.yaml:728).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7684,7 +7726,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:728).
+/// Backward of `rand_like` (autograd/derivatives.yaml:731).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7709,7 +7751,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:731).
+/// Backward of `randn_like` (autograd/derivatives.yaml:734).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7734,7 +7776,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:734).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:737).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7759,7 +7801,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:737).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:740).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7784,7 +7826,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:740).
+/// Backward of `multinomial` (autograd/derivatives.yaml:743).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7809,7 +7851,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:743).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:746).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7834,7 +7876,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:746).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:749).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7859,7 +7901,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:749).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:752).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -7884,7 +7926,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:752).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:755).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7909,7 +7951,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:755).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7934,7 +7976,7 @@ impl Node for FloorDivideBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `lgamma` (autograd/derivatives.yaml:759).
+/// Backward of `lgamma` (autograd/derivatives.yaml:762).
 pub struct LgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7970,7 +8012,7 @@ impl Node for LgammaBackward0 {
     }
 }
 
-/// Backward of `digamma` (autograd/derivatives.yaml:762).
+/// Backward of `digamma` (autograd/derivatives.yaml:765).
 pub struct DigammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8006,7 +8048,7 @@ impl Node for DigammaBackward0 {
     }
 }
 
-/// Backward of `polygamma` (autograd/derivatives.yaml:765).
+/// Backward of `polygamma` (autograd/derivatives.yaml:768).
 pub struct PolygammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) n: i64,
@@ -8044,7 +8086,7 @@ impl Node for PolygammaBackward0 {
     }
 }
 
-/// Backward of `i0` (autograd/derivatives.yaml:768).
+/// Backward of `i0` (autograd/derivatives.yaml:771).
 pub struct I0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8080,7 +8122,7 @@ impl Node for I0Backward0 {
     }
 }
 
-/// Backward of `special_i0e` (autograd/derivatives.yaml:771).
+/// Backward of `special_i0e` (autograd/derivatives.yaml:774).
 pub struct SpecialI0eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8121,7 +8163,7 @@ impl Node for SpecialI0eBackward0 {
     }
 }
 
-/// Backward of `special_i1` (autograd/derivatives.yaml:774).
+/// Backward of `special_i1` (autograd/derivatives.yaml:777).
 pub struct SpecialI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8161,7 +8203,7 @@ impl Node for SpecialI1Backward0 {
     }
 }
 
-/// Backward of `special_i1e` (autograd/derivatives.yaml:777).
+/// Backward of `special_i1e` (autograd/derivatives.yaml:780).
 pub struct SpecialI1eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8201,7 +8243,7 @@ impl Node for SpecialI1eBackward0 {
     }
 }
 
-/// Backward of `special_erfcx` (autograd/derivatives.yaml:780).
+/// Backward of `special_erfcx` (autograd/derivatives.yaml:783).
 pub struct SpecialErfcxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8244,7 +8286,7 @@ impl Node for SpecialErfcxBackward0 {
     }
 }
 
-/// Backward of `special_ndtr` (autograd/derivatives.yaml:783).
+/// Backward of `special_ndtr` (autograd/derivatives.yaml:786).
 pub struct SpecialNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8283,7 +8325,7 @@ impl Node for SpecialNdtrBackward0 {
     }
 }
 
-/// Backward of `special_ndtri` (autograd/derivatives.yaml:786).
+/// Backward of `special_ndtri` (autograd/derivatives.yaml:789).
 pub struct SpecialNdtriBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -8322,7 +8364,7 @@ impl Node for SpecialNdtriBackward0 {
     }
 }
 
-/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:789).
+/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:792).
 pub struct SpecialLogNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8368,7 +8410,7 @@ impl Node for SpecialLogNdtrBackward0 {
     }
 }
 
-/// Backward of `special_entr` (autograd/derivatives.yaml:792).
+/// Backward of `special_entr` (autograd/derivatives.yaml:795).
 pub struct SpecialEntrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8404,7 +8446,7 @@ impl Node for SpecialEntrBackward0 {
     }
 }
 
-/// Backward of `special_zeta` (autograd/derivatives.yaml:795).
+/// Backward of `special_zeta` (autograd/derivatives.yaml:798).
 pub struct SpecialZetaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8447,7 +8489,7 @@ impl Node for SpecialZetaBackward0 {
     }
 }
 
-/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:798).
+/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:801).
 pub struct SpecialBesselJ0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8483,7 +8525,7 @@ impl Node for SpecialBesselJ0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:801).
+/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:804).
 pub struct SpecialBesselJ1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8523,7 +8565,7 @@ impl Node for SpecialBesselJ1Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:804).
+/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:807).
 pub struct SpecialBesselY0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8559,7 +8601,7 @@ impl Node for SpecialBesselY0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:807).
+/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:810).
 pub struct SpecialBesselY1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8599,7 +8641,7 @@ impl Node for SpecialBesselY1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:810).
+/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:813).
 pub struct SpecialModifiedBesselI0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8635,7 +8677,7 @@ impl Node for SpecialModifiedBesselI0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:813).
+/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:816).
 pub struct SpecialModifiedBesselI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8676,7 +8718,7 @@ impl Node for SpecialModifiedBesselI1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:816).
+/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:819).
 pub struct SpecialModifiedBesselK0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8712,7 +8754,7 @@ impl Node for SpecialModifiedBesselK0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:819).
+/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:822).
 pub struct SpecialModifiedBesselK1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,

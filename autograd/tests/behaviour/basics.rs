@@ -391,9 +391,28 @@ fn detach_set_grad_and_missing_derivatives() {
     x.set_grad(Some(t64(&[5.0, 6.0], &[2]))).unwrap();
     close(&vals(&x.grad().unwrap()), &[5.0, 6.0]);
     assert!(x.set_grad(Some(t64(&[1.0], &[1]))).is_err());
-    // An operator without a derivative formula (yet) fails at backward time, naming itself.
-    let e = ops::as_strided(&x, &[2], &[1], None).unwrap().sum().unwrap().backward().unwrap_err().to_string();
-    assert!(e.contains("the derivative for 'as_strided' is not implemented."), "{e}");
+    // An operator without a derivative formula (PyTorch has none for the Chebyshev polynomials'
+    // x) fails at backward time, naming itself.
+    let n = t64(&[2.0, 3.0], &[2]);
+    let e = ops::special_chebyshev_polynomial_t(&x, &n).unwrap().sum().unwrap().backward().unwrap_err().to_string();
+    assert!(e.contains("the derivative for 'special_chebyshev_polynomial_t' is not implemented."), "{e}");
+}
+
+#[test]
+fn as_strided_gradients_add_up_over_overlapping_windows() {
+    // Windows [0,1], [1,2], [2,3] of a 4-vector: the middle elements are read twice.
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    ops::as_strided(&x, &[3, 2], &[1, 1], None).unwrap().sum().unwrap().backward().unwrap();
+    close(&vals(&x.grad().unwrap()), &[1.0, 2.0, 2.0, 1.0]);
+    // From a view with an offset: the gradient lands on the base's elements 1..=3, weighted.
+    let base = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5]);
+    let v = ops::narrow(&base, 0, 1, 3).unwrap();
+    let w = t64(&[1.0, 10.0], &[2]);
+    ops::as_strided(&v, &[2], &[2], Some(1)).unwrap().mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    close(&vals(&base.grad().unwrap()), &[0.0, 1.0, 0.0, 10.0, 0.0]);
+    let f = |t: &[Tensor]| -> c10::Result<Vec<Tensor>> { Ok(vec![ops::as_strided(&t[0], &[2, 3], &[1, 2], Some(0))?]) };
+    autograd::gradcheck(&f, &[leaf(&[0.3, -1.2, 2.0, 0.7, 1.1, -0.4], &[6])], autograd::GradcheckOptions::default())
+        .unwrap();
 }
 
 #[test]
