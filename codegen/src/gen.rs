@@ -96,7 +96,10 @@ pub(crate) fn compute_names(fns: &[NativeFunction]) -> Result<Vec<Names>, LoadEr
             }
         } else {
             let key = (stem.clone(), inplace);
-            let base = if !primary_taken.contains(&key) && !is_keyword(&stem) {
+            // A primary name another operator's overload already took (`scatter.reduce` is
+            // `scatter_reduce`, so `scatter_reduce.two` is `scatter_reduce_two`) adds the overload.
+            let taken = used_fn.contains_key(&if inplace { format!("{stem}_") } else { stem.clone() });
+            let base = if !primary_taken.contains(&key) && !is_keyword(&stem) && (!taken || ov.is_empty()) {
                 primary_taken.insert(key);
                 stem.clone()
             } else if ov.is_empty() {

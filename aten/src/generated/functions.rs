@@ -5424,3 +5424,113 @@ pub fn _batch_norm_with_update(
 ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
+
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3473)
+#[inline]
+pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    crate::handles::fft_fftshift::call(self_, dim)
+}
+
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3477)
+#[inline]
+pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    crate::handles::fft_ifftshift::call(self_, dim)
+}
+
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3481)
+#[inline]
+pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::linalg_vecdot::call(x, y, dim)
+}
+
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3485)
+#[inline]
+pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
+    crate::handles::linalg_vander::call(x, n)
+}
+
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3489)
+#[inline]
+pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
+    crate::handles::linalg_multi_dot::call(tensors)
+}
+
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3493)
+#[inline]
+pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
+    crate::handles::linalg_matrix_power::call(self_, n)
+}
+
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3497)
+#[inline]
+pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
+}
+
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3501)
+#[inline]
+pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
+}
+
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3505)
+#[inline]
+pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
+}
+
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3509)
+#[inline]
+pub fn nanquantile_scalar(
+    self_: &Tensor,
+    q: f64,
+    dim: Option<i64>,
+    keepdim: bool,
+    interpolation: &str,
+) -> Result<Tensor> {
+    crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
+}
+
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3513)
+#[inline]
+pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::nanmedian::call(self_)
+}
+
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3517)
+#[inline]
+pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::nanmedian_dim::call(self_, dim, keepdim)
+}
+
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3521)
+#[inline]
+pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::mode::call(self_, dim, keepdim)
+}
+
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3525)
+#[inline]
+pub fn scatter_reduce_two(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
+}
+
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3529)
+#[inline]
+pub fn index_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
+}

@@ -70104,3 +70104,1445 @@ pub mod _batch_norm_with_update {
         )
     }
 }
+
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3473)
+pub mod fft_fftshift {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_fftshift";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let r = f(ks, self_, dim.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3477)
+pub mod fft_ifftshift {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_ifftshift";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: Option<&[i64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_opt_int_list(NAME, "dim", Some(1))?;
+                let r = f(ks, self_, dim.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3481)
+pub mod linalg_vecdot {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_vecdot";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(x.key_set() | y.key_set());
+        dispatch(op, ks, x, y, dim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, x, y, dim)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, x, y, dim),
+            None => call_boxed_kernel(&k, op, ks, x, y, dim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        x: &Tensor,
+        y: &Tensor,
+        dim: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(x), IValue::from(y), IValue::from(dim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let x = a[0].to_tensor(NAME, "x")?;
+                let y = a[1].to_tensor(NAME, "y")?;
+                let dim = a[2].to_int(NAME, "dim")?;
+                let r = f(ks, x, y, dim)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3485)
+pub mod linalg_vander {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_vander";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<i64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(x.key_set());
+        dispatch(op, ks, x, n)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, x: &Tensor, n: Option<i64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, x, n)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, x: &Tensor, n: Option<i64>) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, x, n),
+            None => call_boxed_kernel(&k, op, ks, x, n),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        x: &Tensor,
+        n: Option<i64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(x), IValue::from(n)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let x = a[0].to_tensor(NAME, "x")?;
+                let n = a[1].to_opt_int(NAME, "N")?;
+                let r = f(ks, x, n)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3489)
+pub mod linalg_multi_dot {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_multi_dot";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_multi_dot(Tensor[] tensors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[Tensor]) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(tensors: &[Tensor]) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(tensors.iter().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set()));
+        dispatch(op, ks, tensors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor]) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, tensors)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, tensors: &[Tensor]) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, tensors),
+            None => call_boxed_kernel(&k, op, ks, tensors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(tensors)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let tensors = a[0].to_tensor_list(NAME, "tensors")?;
+                let r = f(ks, tensors)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3493)
+pub mod linalg_matrix_power {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_matrix_power";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_matrix_power(Tensor self, int n) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, n: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, n)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, n: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, n)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, n: i64) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, n),
+            None => call_boxed_kernel(&k, op, ks, self_, n),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(n)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n = a[1].to_int(NAME, "n")?;
+                let r = f(ks, self_, n)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3497)
+pub mod quantile {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "quantile";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<i64>, bool, &str) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | q.key_set());
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, q, dim, keepdim, interpolation),
+            None => call_boxed_kernel(&k, op, ks, self_, q, dim, keepdim, interpolation),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(q),
+            IValue::from(dim),
+            IValue::from(keepdim),
+            IValue::from(interpolation),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let q = a[1].to_tensor(NAME, "q")?;
+                let dim = a[2].to_opt_int(NAME, "dim")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let interpolation = a[4].to_str(NAME, "interpolation")?;
+                let r = f(ks, self_, q, dim, keepdim, interpolation)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3501)
+pub mod quantile_scalar {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "quantile.scalar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<i64>, bool, &str) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, q, dim, keepdim, interpolation),
+            None => call_boxed_kernel(&k, op, ks, self_, q, dim, keepdim, interpolation),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(q),
+            IValue::from(dim),
+            IValue::from(keepdim),
+            IValue::from(interpolation),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let q = a[1].to_double(NAME, "q")?;
+                let dim = a[2].to_opt_int(NAME, "dim")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let interpolation = a[4].to_str(NAME, "interpolation")?;
+                let r = f(ks, self_, q, dim, keepdim, interpolation)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3505)
+pub mod nanquantile {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nanquantile";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<i64>, bool, &str) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | q.key_set());
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, q, dim, keepdim, interpolation),
+            None => call_boxed_kernel(&k, op, ks, self_, q, dim, keepdim, interpolation),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: &Tensor,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(q),
+            IValue::from(dim),
+            IValue::from(keepdim),
+            IValue::from(interpolation),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let q = a[1].to_tensor(NAME, "q")?;
+                let dim = a[2].to_opt_int(NAME, "dim")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let interpolation = a[4].to_str(NAME, "interpolation")?;
+                let r = f(ks, self_, q, dim, keepdim, interpolation)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3509)
+pub mod nanquantile_scalar {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nanquantile.scalar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, f64, Option<i64>, bool, &str) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, q, dim, keepdim, interpolation)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, q, dim, keepdim, interpolation),
+            None => call_boxed_kernel(&k, op, ks, self_, q, dim, keepdim, interpolation),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        q: f64,
+        dim: Option<i64>,
+        keepdim: bool,
+        interpolation: &str,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(q),
+            IValue::from(dim),
+            IValue::from(keepdim),
+            IValue::from(interpolation),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let q = a[1].to_double(NAME, "q")?;
+                let dim = a[2].to_opt_int(NAME, "dim")?;
+                let keepdim = a[3].to_bool(NAME, "keepdim")?;
+                let interpolation = a[4].to_str(NAME, "interpolation")?;
+                let r = f(ks, self_, q, dim, keepdim, interpolation)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3513)
+pub mod nanmedian {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nanmedian";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nanmedian(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3517)
+pub mod nanmedian_dim {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nanmedian.dim";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3521)
+pub mod mode {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "mode";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, keepdim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, keepdim),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, keepdim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(dim), IValue::from(keepdim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let keepdim = a[2].to_bool(NAME, "keepdim")?;
+                let r = f(ks, self_, dim, keepdim)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3525)
+pub mod scatter_reduce_two {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "scatter_reduce.two";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, &Tensor, &Tensor, &str, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | index.key_set() | src.key_set());
+        dispatch(op, ks, self_, dim, index, src, reduce, include_self)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, index, src, reduce, include_self)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, index, src, reduce, include_self),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, index, src, reduce, include_self),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dim),
+            IValue::from(index),
+            IValue::from(src),
+            IValue::from(reduce),
+            IValue::from(include_self),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let index = a[2].to_tensor(NAME, "index")?;
+                let src = a[3].to_tensor(NAME, "src")?;
+                let reduce = a[4].to_str(NAME, "reduce")?;
+                let include_self = a[5].to_bool(NAME, "include_self")?;
+                let r = f(ks, self_, dim, index, src, reduce, include_self)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3529)
+pub mod index_reduce {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "index_reduce";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, &Tensor, &Tensor, &str, bool) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | index.key_set() | source.key_set());
+        dispatch(op, ks, self_, dim, index, source, reduce, include_self)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, dim, index, source, reduce, include_self)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, dim, index, source, reduce, include_self),
+            None => call_boxed_kernel(&k, op, ks, self_, dim, index, source, reduce, include_self),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(dim),
+            IValue::from(index),
+            IValue::from(source),
+            IValue::from(reduce),
+            IValue::from(include_self),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let index = a[2].to_tensor(NAME, "index")?;
+                let source = a[3].to_tensor(NAME, "source")?;
+                let reduce = a[4].to_str(NAME, "reduce")?;
+                let include_self = a[5].to_bool(NAME, "include_self")?;
+                let r = f(ks, self_, dim, index, source, reduce, include_self)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}

@@ -774,6 +774,21 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::_native_batch_norm_legit::SCHEMA).expect("generated schema parses");
     d.def(handles::_native_batch_norm_legit_no_stats::SCHEMA).expect("generated schema parses");
     d.def(handles::_batch_norm_with_update::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_fftshift::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ifftshift::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_vecdot::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_vander::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_multi_dot::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_power::SCHEMA).expect("generated schema parses");
+    d.def(handles::quantile::SCHEMA).expect("generated schema parses");
+    d.def(handles::quantile_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::nanquantile::SCHEMA).expect("generated schema parses");
+    d.def(handles::nanquantile_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::nanmedian::SCHEMA).expect("generated schema parses");
+    d.def(handles::nanmedian_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::mode::SCHEMA).expect("generated schema parses");
+    d.def(handles::scatter_reduce_two::SCHEMA).expect("generated schema parses");
+    d.def(handles::index_reduce::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -8016,6 +8031,22 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_reduce_two::NAME,
+        DispatchKey::CPU,
+        handles::scatter_reduce_two::kernel(|_ks, self_, dim, index, src, reduce, include_self| {
+            crate::native::indexing::scatter_reduce_two(self_, dim, index, src, reduce, include_self)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_reduce::NAME,
+        DispatchKey::CPU,
+        handles::index_reduce::kernel(|_ks, self_, dim, index, source, reduce, include_self| {
+            crate::native::indexing::index_reduce(self_, dim, index, source, reduce, include_self)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -9915,6 +9946,94 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
                 )
             },
         ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_fftshift::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_fftshift::kernel(|_ks, self_, dim| crate::native::composite::fft_fftshift(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ifftshift::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ifftshift::kernel(|_ks, self_, dim| crate::native::composite::fft_ifftshift(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_vecdot::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_vecdot::kernel(|_ks, x, y, dim| crate::native::composite::linalg_vecdot(x, y, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_vander::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_vander::kernel(|_ks, x, n| crate::native::composite::linalg_vander(x, n)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_multi_dot::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_multi_dot::kernel(|_ks, tensors| crate::native::composite::linalg_multi_dot(tensors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_power::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_power::kernel(|_ks, self_, n| crate::native::composite::linalg_matrix_power(self_, n)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::quantile::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::quantile::kernel(|_ks, self_, q, dim, keepdim, interpolation| {
+            crate::native::composite::quantile(self_, q, dim, keepdim, interpolation)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::quantile_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::quantile_scalar::kernel(|_ks, self_, q, dim, keepdim, interpolation| {
+            crate::native::composite::quantile_scalar(self_, q, dim, keepdim, interpolation)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nanquantile::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nanquantile::kernel(|_ks, self_, q, dim, keepdim, interpolation| {
+            crate::native::composite::nanquantile(self_, q, dim, keepdim, interpolation)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nanquantile_scalar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nanquantile_scalar::kernel(|_ks, self_, q, dim, keepdim, interpolation| {
+            crate::native::composite::nanquantile_scalar(self_, q, dim, keepdim, interpolation)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nanmedian::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nanmedian::kernel(|_ks, self_| crate::native::composite::nanmedian(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nanmedian_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nanmedian_dim::kernel(|_ks, self_, dim, keepdim| {
+            crate::native::composite::nanmedian_dim(self_, dim, keepdim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mode::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::mode::kernel(|_ks, self_, dim, keepdim| crate::native::composite::mode(self_, dim, keepdim)),
     )
     .expect("generated registration");
 }

@@ -2271,3 +2271,354 @@ pub fn _batch_norm_with_update(
     let reserve = ops::empty(&[0], Some(ScalarType::U8), None, Some(input.device()), None, None)?;
     Ok((out, mean, invstd, reserve))
 }
+
+// ---- third batch: fft shifts, small linalg, quantiles, mode ----------------------------------------
+
+fn shift_dims(self_: &Tensor, dim: Option<&[i64]>) -> Vec<i64> {
+    match dim {
+        Some(d) if !d.is_empty() => d.to_vec(),
+        _ => (0..self_.dim() as i64).collect(),
+    }
+}
+
+fn fft_shift(op: &str, self_: &Tensor, dim: Option<&[i64]>, inverse: bool) -> Result<Tensor> {
+    let dims = shift_dims(self_, dim);
+    let mut shifts = Vec::with_capacity(dims.len());
+    for &d in &dims {
+        let (_, n) = size_at(op, self_, d)?;
+        // fftshift moves the zero frequency to the middle (n / 2 to the right); ifftshift undoes it.
+        shifts.push(if inverse { -(n / 2) } else { n / 2 });
+    }
+    if dims.is_empty() {
+        return Ok(self_.clone());
+    }
+    ops::roll(self_, &shifts, &dims)
+}
+
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor`
+pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    fft_shift("fft_fftshift", self_, dim, false)
+}
+
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor`
+pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    fft_shift("fft_ifftshift", self_, dim, true)
+}
+
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor`: `sum(x * y, dim)` (x conjugated
+/// for complex inputs; real here).
+pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
+    let p = ops::mul(x, y)?;
+    size_at("linalg.vecdot", &p, dim)?;
+    ops::sum_dim_intlist(&p, Some(&[dim]), false, None)
+}
+
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor`: `[..., i, j] = x[..., i]^j` for
+/// `j < N` (default: the length of x), as a running product (exact for integers).
+pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
+    let (_, len) = size_at("linalg.vander", x, -1)?;
+    let n = n.unwrap_or(len);
+    if n <= 1 {
+        if n < 1 {
+            return Err(Error::invalid("linalg.vander", "N must be greater than 1."));
+        }
+        let mut shape = x.sizes().to_vec();
+        shape.push(1);
+        return ops::ones_like(&ops::unsqueeze(x, -1)?, None, None, None, None, None)
+            .and_then(|t| ops::reshape(&t, &shape));
+    }
+    let col = ops::unsqueeze(x, -1)?;
+    let mut shape = x.sizes().to_vec();
+    shape.push(n - 1);
+    let powers = ops::cumprod(&ops::expand(&col, &shape, false)?, -1, None)?;
+    let ones = ops::ones_like(&col, Some(powers.dtype()), None, None, None, None)?;
+    ops::cat(&[ones, powers], -1)
+}
+
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor`: the chained matrix product (a first 1-D
+/// operand is a row, a last one a column), left to right.
+pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
+    if tensors.len() < 2 {
+        return Err(Error::invalid(
+            "linalg.multi_dot",
+            format!("multi_dot(): expected at least 2 tensors but got {}", tensors.len()),
+        ));
+    }
+    let last = tensors.len() - 1;
+    for (i, t) in tensors.iter().enumerate() {
+        let ok = if i == 0 || i == last { (1..=2).contains(&t.dim()) } else { t.dim() == 2 };
+        if !ok {
+            return Err(Error::shape(
+                "linalg.multi_dot",
+                format!(
+                    "multi_dot(): tensor {i} must be 2D{} but got {}D",
+                    if i == 0 || i == last { " or 1D" } else { "" },
+                    t.dim()
+                ),
+            ));
+        }
+    }
+    let mut acc = tensors[0].clone();
+    for t in &tensors[1..] {
+        acc = ops::matmul(&acc, t)?;
+    }
+    Ok(acc)
+}
+
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor`: for `n >= 0`, by repeated squaring
+/// (the identity for 0). Negative powers need the inverse, which waits for `linalg.inv`.
+pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
+    let d = self_.dim();
+    if d < 2 || self_.sizes()[d - 1] != self_.sizes()[d - 2] {
+        return Err(Error::shape(
+            "linalg.matrix_power",
+            format!(
+                "linalg.matrix_power: A must be batches of square matrices, but they are {:?} matrices",
+                self_.sizes()
+            ),
+        ));
+    }
+    if n < 0 {
+        return Err(Error::NotImplemented {
+            op: "linalg.matrix_power".into(),
+            msg: "negative powers need linalg.inv, which is not implemented yet".into(),
+        });
+    }
+    let m = self_.sizes()[d - 1];
+    let eye = ops::eye(m, Some(self_.dtype()), None, Some(self_.device()), None)?;
+    let mut result = ops::clone(&ops::expand(&eye, self_.sizes(), false)?, None)?;
+    if n == 0 {
+        return Ok(result);
+    }
+    let (mut base, mut e, mut first) = (self_.clone(), n, true);
+    while e > 0 {
+        if e & 1 == 1 {
+            result = if first { base.clone() } else { ops::matmul(&result, &base)? };
+            first = false;
+        }
+        e >>= 1;
+        if e > 0 {
+            base = ops::matmul(&base, &base)?;
+        }
+    }
+    Ok(result)
+}
+
+fn quantile_impl(
+    op: &str,
+    self_: &Tensor,
+    q: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    interpolation: &str,
+    ignore_nan: bool,
+) -> Result<Tensor> {
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::invalid(op, format!("{op}() input tensor must be either float or double dtype")));
+    }
+    if q.dim() > 1 {
+        return Err(Error::invalid(op, format!("{op}() q must be a scalar or 1D tensor")));
+    }
+    if q.dtype() != self_.dtype() {
+        return Err(Error::invalid(op, format!("{op}() q tensor must be same dtype as the input tensor")));
+    }
+    let qs = q.to_vec::<f64>()?;
+    if qs.iter().any(|&v| !(0.0..=1.0).contains(&v)) {
+        return Err(Error::invalid(op, format!("{op}() q values must be in the range [0, 1]")));
+    }
+    if !matches!(interpolation, "linear" | "lower" | "higher" | "midpoint" | "nearest") {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got {interpolation}"
+            ),
+        ));
+    }
+    // Reduce over the last dimension of a [..., n] view.
+    let (x, out_shape): (Tensor, Vec<i64>) = match dim {
+        None => {
+            let shape = if keepdim { vec![1; self_.dim()] } else { vec![] };
+            (ops::reshape(self_, &[-1])?, shape)
+        }
+        Some(d) => {
+            let (dd, _) = if self_.dim() == 0 { (0, 1) } else { size_at(op, self_, d)? };
+            let mut shape = self_.sizes().to_vec();
+            if self_.dim() > 0 {
+                if keepdim {
+                    shape[dd] = 1;
+                } else {
+                    shape.remove(dd);
+                }
+            }
+            let moved =
+                if self_.dim() == 0 { ops::reshape(self_, &[1])? } else { ops::movedim(self_, &[dd as i64], &[-1])? };
+            (moved, shape)
+        }
+    };
+    let n = x.sizes()[x.dim() - 1];
+    if n == 0 {
+        return Err(Error::invalid(op, format!("{op}() input tensor must be non-empty")));
+    }
+    let sorted = ops::sort(&x, -1, false)?.0;
+    let valid = ops::logical_not(&ops::isnan(&sorted)?)?;
+    // The count of values a quantile ranks among, per row: all of them, or the non-NaN ones.
+    let k = if ignore_nan {
+        ops::sum_dim_intlist(&valid, Some(&[-1]), true, Some(ScalarType::F64))?
+    } else {
+        ops::full(&[1], Scalar::Int(n), Some(ScalarType::F64), None, Some(x.device()), None)?
+    };
+    let any_nan = ops::logical_not(&ops::all_dim(&valid, -1, true)?)?;
+    let mut results = Vec::with_capacity(qs.len());
+    for &qv in &qs {
+        let rank = ops::mul_scalar(&ops::sub_scalar(&k, one(), one())?, Scalar::Float(qv))?;
+        let rank = ops::clamp_min(&rank, Scalar::Int(0))?;
+        let lo = ops::floor(&rank)?;
+        let hi = ops::ceil(&rank)?;
+        let idx = |t: &Tensor| -> Result<Tensor> {
+            let i = ops::to(t, ScalarType::I64, false, false, None)?;
+            let i = ops::clamp(&i, Some(Scalar::Int(0)), Some(Scalar::Int(n - 1)))?;
+            let mut shape = sorted.sizes().to_vec();
+            *shape.last_mut().expect("at least 1-d") = 1;
+            ops::expand(&i, &shape, false)
+        };
+        let below = ops::gather(&sorted, -1, &idx(&lo)?, false)?;
+        let above = ops::gather(&sorted, -1, &idx(&hi)?, false)?;
+        let v = match interpolation {
+            "lower" => below,
+            "higher" => above,
+            "midpoint" => ops::mul_scalar(&ops::add(&below, &above, one())?, Scalar::Float(0.5))?,
+            "nearest" => ops::gather(&sorted, -1, &idx(&ops::round(&rank)?)?, false)?,
+            _ => {
+                let w = ops::to(&ops::sub(&rank, &lo, one())?, sorted.dtype(), false, false, None)?;
+                ops::lerp_tensor(&below, &above, &ops::expand(&w, below.sizes(), false)?)?
+            }
+        };
+        // A NaN among the values (quantile) or no value at all (nanquantile) gives NaN.
+        let nan_rows = if ignore_nan { ops::eq_scalar(&k, Scalar::Int(0))? } else { any_nan.clone() };
+        let v = ops::masked_fill(&v, &ops::expand(&nan_rows, v.sizes(), false)?, Scalar::Float(f64::NAN))?;
+        results.push(ops::reshape(&v, &out_shape)?);
+    }
+    if q.dim() == 0 {
+        return Ok(results.remove(0));
+    }
+    ops::stack(&results, 0)
+}
+
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor`
+pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    quantile_impl("quantile", self_, q, dim, keepdim, interpolation, false)
+}
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor`
+pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    let qt = ops::full(&[], Scalar::Float(q), Some(self_.dtype()), None, Some(self_.device()), None)?;
+    quantile_impl("quantile", self_, &qt, dim, keepdim, interpolation, false)
+}
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor`
+pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
+    quantile_impl("nanquantile", self_, q, dim, keepdim, interpolation, true)
+}
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor`
+pub fn nanquantile_scalar(
+    self_: &Tensor,
+    q: f64,
+    dim: Option<i64>,
+    keepdim: bool,
+    interpolation: &str,
+) -> Result<Tensor> {
+    let qt = ops::full(&[], Scalar::Float(q), Some(self_.dtype()), None, Some(self_.device()), None)?;
+    quantile_impl("nanquantile", self_, &qt, dim, keepdim, interpolation, true)
+}
+
+/// The lower median of the non-NaN values along the last dimension of `x` (NaN where there are
+/// none), with its index in `x`.
+fn nanmedian_last(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let n = x.sizes()[x.dim() - 1];
+    let (sorted, order) = ops::sort(x, -1, false)?;
+    let valid = ops::sum_dim_intlist(&ops::logical_not(&ops::isnan(&sorted)?)?, Some(&[-1]), true, None)?;
+    // (k - 1) / 2 rounded down, 0 for an all-NaN row.
+    let pos = ops::div_tensor_mode(
+        &ops::clamp_min(&ops::sub_scalar(&valid, one(), one())?, Scalar::Int(0))?,
+        &Tensor::wrapped_scalar(Scalar::Int(2)),
+        Some("floor"),
+    )?;
+    let pos = ops::clamp(&pos, Some(Scalar::Int(0)), Some(Scalar::Int((n - 1).max(0))))?;
+    let v = ops::gather(&sorted, -1, &pos, false)?;
+    let i = ops::gather(&order, -1, &pos, false)?;
+    Ok((ops::squeeze_dim(&v, -1)?, ops::squeeze_dim(&i, -1)?))
+}
+
+/// `nanmedian(Tensor self) -> Tensor`: the lower median of the non-NaN values.
+pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
+    if self_.numel() == 0 {
+        return ops::full(&[], Scalar::Float(f64::NAN), Some(self_.dtype()), None, Some(self_.device()), None);
+    }
+    Ok(nanmedian_last(&ops::reshape(self_, &[-1])?)?.0)
+}
+
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    if self_.dim() == 0 {
+        crate::wrap_dim("nanmedian", dim, 0)?;
+        return Ok((self_.clone(), ops::zeros(&[], Some(ScalarType::I64), None, Some(self_.device()), None)?));
+    }
+    let (d, n) = size_at("nanmedian", self_, dim)?;
+    if n == 0 {
+        return Err(Error::invalid(
+            "nanmedian",
+            format!("nanmedian(): Expected reduction dim {d} to have non-zero size."),
+        ));
+    }
+    let (v, i) = nanmedian_last(&ops::movedim(self_, &[d as i64], &[-1])?)?;
+    if keepdim {
+        Ok((ops::unsqueeze(&v, d as i64)?, ops::unsqueeze(&i, d as i64)?))
+    } else {
+        Ok((v, i))
+    }
+}
+
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)`: the
+/// most frequent value of each slice (the smallest among equally frequent ones) and the index of
+/// its last occurrence.
+pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let x = if self_.dim() == 0 { ops::reshape(self_, &[1])? } else { self_.clone() };
+    let (d, n) = size_at("mode", &x, dim)?;
+    if n == 0 {
+        return Err(Error::invalid("mode", format!("mode(): Expected reduction dim {d} to have non-zero size.")));
+    }
+    let moved = ops::contiguous(&ops::movedim(&x, &[d as i64], &[-1])?, MemoryFormat::Contiguous)?;
+    let rows = ops::reshape(&moved, &[-1, n])?;
+    let count = rows.sizes()[0] as usize;
+    let vals = rows.to_vec::<f64>()?;
+    let mut idx = c10::size::try_vec(count)?;
+    for r in 0..count {
+        let row = &vals[r * n as usize..(r + 1) * n as usize];
+        let mut order: Vec<usize> = (0..row.len()).collect();
+        order.sort_by(|&a, &b| row[a].total_cmp(&row[b]).then(a.cmp(&b)));
+        let (mut best, mut best_len, mut i) = (order[0], 0usize, 0usize);
+        while i < order.len() {
+            let mut j = i;
+            while j + 1 < order.len() && row[order[j + 1]].total_cmp(&row[order[i]]).is_eq() {
+                j += 1;
+            }
+            if j - i + 1 > best_len {
+                best_len = j - i + 1;
+                best = order[j];
+            }
+            i = j + 1;
+        }
+        idx.push(best as i64);
+    }
+    let index = Tensor::from_vec(idx, &[count as i64, 1])?.to_device(self_.device())?;
+    let values = ops::gather(&rows, 1, &index, false)?;
+    let mut shape = moved.sizes().to_vec();
+    shape.pop();
+    let (values, index) = (ops::reshape(&values, &shape)?, ops::reshape(&index, &shape)?);
+    if self_.dim() == 0 {
+        return Ok((ops::reshape(&values, &[])?, ops::reshape(&index, &[])?));
+    }
+    if keepdim {
+        Ok((ops::unsqueeze(&values, d as i64)?, ops::unsqueeze(&index, d as i64)?))
+    } else {
+        Ok((values, index))
+    }
+}

@@ -868,7 +868,8 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     }
     let classes = if num_classes == -1 {
         match v.iter().max() {
-            Some(&m) => m + 1,
+            // The class count of the value i64::MAX does not fit an i64.
+            Some(&m) => m.checked_add(1).ok_or_else(|| Error::shape("one_hot", "numel: integer multiplication overflow"))?,
             None => return Err(Error::invalid("one_hot", "Can not infer total number of classes from empty tensor.")),
         }
     } else if num_classes < -1 {
@@ -889,4 +890,231 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     let mut shape = self_.sizes().to_vec();
     shape.push(classes);
     Tensor::from_vec(out, &shape)
+}
+
+// ---- scatter_reduce, index_reduce ----------------------------------------------------------------
+
+/// The reductions of `scatter_reduce` / `index_reduce`.
+#[derive(Clone, Copy, PartialEq)]
+enum Reduction {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+fn parse_reduction(op: &str, reduce: &str, allowed: &[&str]) -> Result<Reduction> {
+    if !allowed.contains(&reduce) {
+        return Err(Error::invalid(op, format!("reduce argument must be either {}, got {reduce}", allowed.join(", "))));
+    }
+    Ok(match reduce {
+        "sum" => Reduction::Sum,
+        "prod" => Reduction::Prod,
+        "mean" => Reduction::Mean,
+        "amax" => Reduction::Amax,
+        _ => Reduction::Amin,
+    })
+}
+
+/// Folds `src[sp]` into `self[pos]` for every `(pos, sp)`: each touched position starts from its
+/// own value (`include_self`) or from its first source value, and `mean` divides by the count
+/// (floor division for integers). Floats compute in f64, integers in i64, then convert back.
+fn reduce_into(
+    op: &str,
+    self_: &Tensor,
+    src: &Tensor,
+    positions: &[(usize, usize)],
+    reduction: Reduction,
+    include_self: bool,
+) -> Result<Tensor> {
+    /// The element operations `run` needs: add, multiply, is-NaN, divide by a count.
+    struct ElemOps<T> {
+        add: fn(T, T) -> T,
+        mul: fn(T, T) -> T,
+        is_nan: fn(T) -> bool,
+        div: fn(T, i64) -> T,
+    }
+    fn run<T: Copy + PartialOrd>(
+        v: &mut [T],
+        s: &[T],
+        positions: &[(usize, usize)],
+        reduction: Reduction,
+        include_self: bool,
+        ops: ElemOps<T>,
+    ) {
+        let ElemOps { add, mul, is_nan, div } = ops;
+        let mut count = vec![0i64; v.len()];
+        for &(pos, _) in positions {
+            count[pos] = i64::from(include_self);
+        }
+        let mut started = vec![include_self; v.len()];
+        for &(pos, sp) in positions {
+            let x = s[sp];
+            count[pos] += 1;
+            if !started[pos] {
+                v[pos] = x;
+                started[pos] = true;
+                continue;
+            }
+            let y = v[pos];
+            v[pos] = match reduction {
+                Reduction::Sum | Reduction::Mean => add(y, x),
+                Reduction::Prod => mul(y, x),
+                Reduction::Amax if is_nan(y) || is_nan(x) => {
+                    if is_nan(y) {
+                        y
+                    } else {
+                        x
+                    }
+                }
+                Reduction::Amin if is_nan(y) || is_nan(x) => {
+                    if is_nan(y) {
+                        y
+                    } else {
+                        x
+                    }
+                }
+                Reduction::Amax => {
+                    if x > y {
+                        x
+                    } else {
+                        y
+                    }
+                }
+                Reduction::Amin => {
+                    if x < y {
+                        x
+                    } else {
+                        y
+                    }
+                }
+            };
+        }
+        if reduction == Reduction::Mean {
+            for (p, &c) in count.iter().enumerate() {
+                if c > 0 && started[p] {
+                    v[p] = div(v[p], c);
+                }
+            }
+        }
+    }
+    if src.dtype() != self_.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+                self_.dtype().cpp_name(),
+                src.dtype().cpp_name()
+            ),
+        ));
+    }
+    let shape = self_.sizes().to_vec();
+    let out = if self_.dtype().is_floating_point() {
+        let mut v = self_.to_vec::<f64>()?;
+        let s = src.to_vec::<f64>()?;
+        run(
+            &mut v,
+            &s,
+            positions,
+            reduction,
+            include_self,
+            ElemOps { add: |a, b| a + b, mul: |a, b| a * b, is_nan: f64::is_nan, div: |a, c| a / c as f64 },
+        );
+        Tensor::from_vec(v, &shape)?
+    } else {
+        let mut v = self_.to_vec::<i64>()?;
+        let s = src.to_vec::<i64>()?;
+        run(
+            &mut v,
+            &s,
+            positions,
+            reduction,
+            include_self,
+            // Counts are positive, so Euclidean division is floor division (PyTorch's integer mean).
+            ElemOps { add: i64::wrapping_add, mul: i64::wrapping_mul, is_nan: |_| false, div: i64::div_euclid },
+        );
+        Tensor::from_vec(v, &shape)?
+    };
+    crate::ops::to(&out.to_device(self_.device())?, self_.dtype(), false, false, None)
+}
+
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor`
+pub fn scatter_reduce_two(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    let op = "scatter_reduce";
+    let reduction = parse_reduction(op, reduce, &["sum", "prod", "mean", "amax", "amin"])?;
+    let d = wrap_dim(op, dim, self_.dim())?;
+    scatter_gather_check(op, self_, d, index, Some(src))?;
+    let positions = if index.numel() == 0 {
+        Vec::new()
+    } else {
+        scatter_gather_positions(op, self_, d, index, Some(&nonempty_sizes(src)))?
+    };
+    reduce_into(op, self_, src, &positions, reduction, include_self)
+}
+
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor`:
+/// element `m` of `source` is folded into `self[..., index[m[dim]], ...]`.
+pub fn index_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    let op = "index_reduce";
+    let reduction = parse_reduction(op, reduce, &["prod", "mean", "amax", "amin"])?;
+    let d = wrap_dim(op, dim, self_.dim())?;
+    if index.dim() > 1 {
+        return Err(Error::invalid(op, "index_reduce_(): Index is supposed to be a vector"));
+    }
+    let idx = index_values(
+        op,
+        index,
+        &[ScalarType::I64, ScalarType::I32],
+        "index_reduce_(): Expected dtype int32/int64 for index",
+    )?;
+    let (s, src) = (nonempty_sizes(self_), nonempty_sizes(source));
+    let src_ok =
+        src.len() == s.len() && (0..s.len()).all(|k| if k == d { src[k] == idx.len() as i64 } else { src[k] == s[k] });
+    if !src_ok {
+        return Err(Error::shape(
+            op,
+            format!(
+                "index_reduce_(): Source/destination tensor must have the same shape apart from dimension {d}, and source.size({d}) must equal index.numel() ({}); got self {:?} and source {:?}",
+                idx.len(),
+                self_.sizes(),
+                source.sizes()
+            ),
+        ));
+    }
+    let cs = contiguous_strides(&s);
+    let mut positions = c10::size::try_vec(source.numel() as usize)?;
+    let mut k = 0usize;
+    let mut err = None;
+    for_each_index(&src, |m| {
+        if err.is_some() {
+            return;
+        }
+        match check_index(op, idx[m[d] as usize], d, s[d], true) {
+            Ok(i) => {
+                let pos: i64 = m.iter().enumerate().map(|(j, &c)| if j == d { i } else { c } * cs[j]).sum();
+                positions.push((pos as usize, k));
+            }
+            Err(e) => err = Some(e),
+        }
+        k += 1;
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    reduce_into(op, self_, source, &positions, reduction, include_self)
 }

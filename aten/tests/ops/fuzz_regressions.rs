@@ -372,3 +372,12 @@ fn special_functions_with_huge_orders_terminate() {
     assert_eq!(t, vec![26.0, -1.0]);
     assert!(ops::polygamma(i64::MAX, &x).is_ok());
 }
+
+/// `one_hot` of the class i64::MAX computed the class count `max + 1` with overflow.
+#[test]
+fn one_hot_of_the_largest_class() {
+    let x = Tensor::from_vec(vec![i64::MAX], &[1]).unwrap();
+    assert!(ops::one_hot(&x, -1).is_err());
+    let y = Tensor::from_vec(vec![2i64, 0], &[2]).unwrap();
+    assert_eq!(ops::one_hot(&y, -1).unwrap().to_vec::<i64>().unwrap(), vec![0, 0, 1, 1, 0, 0]);
+}
