@@ -7,17 +7,20 @@ Run by hand when PyTorch changes (nothing else needs Python):
     python3 tests/opinfo/gen.py            # from the repository root (or anywhere)
 
 For every `op_db` entry and every dtype of DTYPES the entry supports on the CPU, the first
-samples of `entry.sample_inputs("cpu", dtype)` (those under MAX_NUMEL elements, at most
-SAMPLES[dtype] of them) become cases in the parity format (`../shared/parity/FORMAT.md`, with
-the additions described in README.md here): the operator and its arguments are what PyTorch's
+samples of `entry.sample_inputs("cpu", dtype)` (those of at most MAX_NUMEL elements, as many
+as DTYPES allows for the dtype) become cases in the parity case format (parsed by
+`xtask/src/parity/cases.rs`; the shared cases document it in `parity/FORMAT.md`, and README.md
+here lists what this directory adds): the operator and its arguments are what PyTorch's
 own tracer records when the entry's Python function runs on the sample (`torch.jit.trace`
 records the ATen call at the schema level, overload resolved and defaults filled), the
 expected values are that ATen overload's results, and for differentiable entries (float64
 samples) the expected gradients are vector-Jacobian products with seeded upstream gradients.
 
-A sample whose Python function is not one ATen call (it decomposes in Python into several, or
-returns no tensor), or whose arguments have no encoding, is recorded in entries.json with the
-reason: such an entry counts as unsupported, so the gap stays visible.
+A function that returns no tensor (`item`, `equal`) cannot be traced: its sample is bound to
+the entry's ATen operator by PyTorch's own overload resolution instead. A sample whose Python
+function is not one ATen call (it decomposes in Python into several), or whose arguments have
+no encoding (complex, sparse), is recorded in entries.json with the reason: such an entry
+counts as unsupported, so the gap stays visible.
 
 Outputs: cases.json, tensors.safetensors.gz (safetensors written here directly, no package
 needed, then gzip-compressed) and entries.json.
