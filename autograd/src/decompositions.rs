@@ -594,3 +594,180 @@ pub fn std_mean(
 ) -> Result<(Tensor, Tensor)> {
     Ok((ops::std(self_, dim, correction, keepdim)?, ops::mean_dim(self_, dim, keepdim, None)?))
 }
+
+/// The part of `src` that `index` covers (its leading `index.sizes()` block).
+fn covered(src: &Tensor, index: &Tensor) -> Result<Tensor> {
+    let mut part = src.clone();
+    if src.dim() > 0 {
+        for (k, &n) in index.sizes().iter().enumerate() {
+            part = ops::narrow(&part, k as i64, 0, n)?;
+        }
+    }
+    Ok(part)
+}
+
+/// `d out / d self` and `d out / d src` (for the covered part of `src`) of `scatter_reduce.two`,
+/// built from operators, so they are differentiable themselves when grad mode is on. They are 1
+/// for `sum`; `1 / count` for `mean`; shared evenly among the contributors equal to the result
+/// for `amax`/`amin`; for `prod` the product of the other factors (`out / x` without zeros,
+/// the product of the non-zero factors for the one zero, 0 with two or more). A position no
+/// index reaches keeps `self` (derivative 1).
+#[allow(clippy::too_many_arguments)]
+fn scatter_reduce_weights(
+    self_: &Tensor,
+    d: i64,
+    index: &Tensor,
+    part: &Tensor,
+    out: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<(Tensor, Tensor)> {
+    let zeros = ops::zeros_like(self_, None, None, None, None, None)?;
+    let ones = ops::ones_like(self_, None, None, None, None, None)?;
+    let f = |b: &Tensor| ops::to(b, self_.dtype(), false, false, None);
+    let touched = ops::scatter_value(&zeros, d, index, Scalar::Int(1))?;
+    let untouched = ops::rsub(&touched, one(), one())?;
+    let incl = if include_self { ones } else { untouched.clone() };
+    let at = |t: &Tensor| ops::gather(t, d, index, false);
+    Ok(match reduce {
+        "sum" => (incl, ops::ones_like(part, None, None, None, None, None)?),
+        "mean" => {
+            let count = ops::scatter_add(&incl, d, index, &ops::ones_like(part, None, None, None, None, None)?)?;
+            let inv = ops::reciprocal(&ops::clamp_min(&count, one())?)?;
+            (
+                ops::add(&ops::mul(&incl, &inv)?, &ops::mul(&untouched, &ops::rsub(&inv, one(), one())?)?, one())?,
+                at(&inv)?,
+            )
+        }
+        "amax" | "amin" => {
+            let eq_self = ops::mul(&incl, &f(&ops::eq(self_, out)?)?)?;
+            let eq_src = f(&ops::eq(part, &at(out)?)?)?;
+            let cnt = ops::clamp_min(&ops::scatter_add(&eq_self, d, index, &eq_src)?, one())?;
+            (ops::div(&eq_self, &cnt)?, ops::div(&eq_src, &at(&cnt)?)?)
+        }
+        _ => {
+            // prod: counts of zero factors and the product of the non-zero ones. Untouched
+            // positions already weigh 1 (out is self there, or 1 / 1 for a zero).
+            let self_zero = ops::mul(&incl, &f(&ops::eq_scalar(self_, Scalar::Int(0))?)?)?;
+            let src_zero = f(&ops::eq_scalar(part, Scalar::Int(0))?)?;
+            let zeros_n = ops::scatter_add(&self_zero, d, index, &src_zero)?;
+            let nz = |t: &Tensor| ops::masked_fill(t, &ops::eq_scalar(t, Scalar::Int(0))?, one());
+            let nz_prod = ops::scatter_reduce_two(&nz(self_)?, d, index, &nz(part)?, "prod", include_self)?;
+            // The zero factor itself (0, but its derivative is 1): the other factors' weights in a
+            // group with one zero are `zero * nz_prod / x`, 0 in value with the right derivative
+            // with respect to the zero.
+            let zero_val = ops::scatter_add(&ops::mul(self_, &self_zero)?, d, index, &ops::mul(part, &src_zero)?)?;
+            let weight = |x: &Tensor, z: &Tensor, n: &Tensor, p: &Tensor, zv: &Tensor| -> Result<Tensor> {
+                let none = ops::eq_scalar(n, Scalar::Int(0))?;
+                let single = ops::eq_scalar(n, one())?;
+                let is_zero = ops::logical_and(&single, &ops::eq_scalar(z, one())?)?;
+                let by_x = ops::div(p, &nz(x)?)?;
+                let beside_zero = ops::mul(zv, &by_x)?;
+                let w = ops::where_self(&single, &beside_zero, &ops::zeros_like(p, None, None, None, None, None)?)?;
+                let w = ops::where_self(&none, &by_x, &w)?;
+                ops::where_self(&is_zero, p, &w)
+            };
+            let sw = weight(self_, &self_zero, &zeros_n, &nz_prod, &zero_val)?;
+            let pw = weight(part, &src_zero, &at(&zeros_n)?, &at(&nz_prod)?, &at(&zero_val)?)?;
+            (ops::mul(&incl, &sw)?, pw)
+        }
+    })
+}
+
+/// `scatter_reduce.two` with `prod`: a node whose backward multiplies the output gradient by
+/// [`scatter_reduce_weights`] computed from the saved inputs (with history when the backward is
+/// itself differentiated, so second derivatives are right).
+struct ScatterReduceProd {
+    dim: i64,
+    index: Tensor,
+    include_self: bool,
+}
+
+impl crate::custom::Function for ScatterReduceProd {
+    fn name(&self) -> String {
+        "ScatterReduceBackward0".into()
+    }
+    fn forward(&self, ctx: &mut crate::custom::FunctionCtx, x: &[Tensor]) -> Result<Vec<Tensor>> {
+        ctx.save_for_backward(x);
+        Ok(vec![ops::scatter_reduce_two(&x[0], self.dim, &self.index, &x[1], "prod", self.include_self)?])
+    }
+    fn backward(&self, ctx: &crate::custom::FunctionCtx, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(grad) = &g[0] else { return Ok(vec![None, None]) };
+        let saved = ctx.saved_tensors()?;
+        let (self_, src) = (&saved[0], &saved[1]);
+        let part = covered(src, &self.index)?;
+        let out = ops::scatter_reduce_two(self_, self.dim, &self.index, src, "prod", self.include_self)?;
+        let (sw, pw) = scatter_reduce_weights(self_, self.dim, &self.index, &part, &out, "prod", self.include_self)?;
+        let g_self = ops::mul(grad, &sw)?;
+        let g_part = ops::mul(&ops::gather(grad, self.dim, &self.index, false)?, &pw)?;
+        // Back to src's shape: zeros past the covered block.
+        let mut pad = Vec::with_capacity(2 * src.dim());
+        for k in (0..src.dim()).rev() {
+            pad.extend([0, src.sizes()[k] - g_part.sizes()[k]]);
+        }
+        let g_src =
+            if pad.iter().all(|&p| p == 0) { g_part } else { ops::constant_pad_nd(&g_part, &pad, Scalar::Int(0))? };
+        Ok(vec![Some(g_self), Some(ops::to(&g_src, src.dtype(), false, false, None)?)])
+    }
+}
+
+/// `scatter_reduce.two` for autograd. `prod` goes through [`ScatterReduceProd`]; the other
+/// reductions are piecewise linear in their inputs, so the kernel's value plus
+/// `(x - detach(x)) * d out / d x` (the weights without history) is exact to every order.
+pub fn scatter_reduce_two(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    use crate::TensorAutograd;
+    let d = aten::wrap_dim("scatter_reduce", dim, self_.dim().max(1))? as i64;
+    if reduce == "prod" {
+        // The kernel checks the arguments first.
+        {
+            let _g = crate::grad_mode::no_grad();
+            ops::scatter_reduce_two(self_, dim, index, src, reduce, include_self)?;
+        }
+        let f = ScatterReduceProd { dim: d, index: index.clone(), include_self };
+        return Ok(crate::custom::apply(f, &[self_.clone(), src.clone()])?.remove(0));
+    }
+    let part = covered(src, index)?;
+    let (out, self_w, src_w) = {
+        let _g = crate::grad_mode::no_grad();
+        let out = ops::scatter_reduce_two(self_, dim, index, src, reduce, include_self)?;
+        let (sw, pw) = scatter_reduce_weights(self_, d, index, &part, &out, reduce, include_self)?;
+        (out, sw, ops::to(&pw, src.dtype(), false, false, None)?)
+    };
+    let self_term = ops::mul(&ops::sub(self_, &self_.detach(), one())?, &self_w)?;
+    let src_term = ops::mul(&ops::sub(&part, &part.detach(), one())?, &src_w)?;
+    let src_term = ops::scatter_add(&ops::zeros_like(self_, None, None, None, None, None)?, d, index, &src_term)?;
+    ops::add(&ops::add(&out, &self_term, one())?, &src_term, one())
+}
+
+/// `index_reduce` for autograd: the same fold as `scatter_reduce` with the index spread over
+/// `source`'s shape (element `m` goes to `index[m[dim]]` along `dim`).
+pub fn index_reduce(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    // The kernel checks the arguments (shapes, dtypes, reduction names) with PyTorch's messages.
+    {
+        let _g = crate::grad_mode::no_grad();
+        ops::index_reduce(self_, dim, index, source, reduce, include_self)?;
+    }
+    let d = aten::wrap_dim("index_reduce", dim, self_.dim().max(1))?;
+    let mut shape = vec![1i64; source.dim().max(1)];
+    shape[d] = index.numel();
+    let idx = ops::reshape(&ops::to(index, c10::ScalarType::I64, false, false, None)?, &shape)?;
+    let size = if self_.dim() == 0 { 1 } else { self_.sizes()[d] };
+    let wrapped = ops::add_scalar(&idx, Scalar::Int(size), one())?;
+    let idx = ops::where_self(&ops::lt_scalar(&idx, Scalar::Int(0))?, &wrapped, &idx)?;
+    let idx = if source.dim() == 0 { ops::reshape(&idx, &[])? } else { ops::expand(&idx, source.sizes(), false)? };
+    scatter_reduce_two(self_, d as i64, &idx, source, reduce, include_self)
+}

@@ -869,7 +869,9 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     let classes = if num_classes == -1 {
         match v.iter().max() {
             // The class count of the value i64::MAX does not fit an i64.
-            Some(&m) => m.checked_add(1).ok_or_else(|| Error::shape("one_hot", "numel: integer multiplication overflow"))?,
+            Some(&m) => {
+                m.checked_add(1).ok_or_else(|| Error::shape("one_hot", "numel: integer multiplication overflow"))?
+            }
             None => return Err(Error::invalid("one_hot", "Can not infer total number of classes from empty tensor.")),
         }
     } else if num_classes < -1 {

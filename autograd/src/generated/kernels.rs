@@ -8385,6 +8385,56 @@ pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
+/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:825): the decomposition when an input requires grad.
+pub(crate) fn scatter_reduce_two(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_), Some(index), Some(src)]) {
+        return crate::decompositions::scatter_reduce_two(self_, dim, index, src, reduce, include_self);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::scatter_reduce_two::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        dim,
+        index,
+        src,
+        reduce,
+        include_self,
+    )
+}
+
+/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:828): the decomposition when an input requires grad.
+pub(crate) fn index_reduce(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    if crate::meta::compute_requires_grad(&[Some(self_), Some(index), Some(source)]) {
+        return crate::decompositions::index_reduce(self_, dim, index, source, reduce, include_self);
+    }
+    let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+    handles::index_reduce::redispatch(
+        ks & DispatchKeySet::after_autograd_keyset(),
+        self_,
+        dim,
+        index,
+        source,
+        reduce,
+        include_self,
+    )
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -9366,4 +9416,12 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::special_modified_bessel_k1::kernel(special_modified_bessel_k1),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::scatter_reduce_two::NAME,
+        DispatchKey::Autograd,
+        handles::scatter_reduce_two::kernel(scatter_reduce_two),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::index_reduce::NAME, DispatchKey::Autograd, handles::index_reduce::kernel(index_reduce))
+        .expect("generated registration");
 }

@@ -315,3 +315,33 @@ fn pooling_resampling_and_module_ops() {
 fn index_f64(v: &[f64]) -> Tensor {
     Tensor::from_vec(v.to_vec(), &[v.len() as i64]).unwrap()
 }
+
+/// `scatter_reduce.two` and `index_reduce`: every reduction with and without `self`, including
+/// a repeated index (several sources into one position) and, for `prod`, a zero factor.
+#[test]
+fn scatter_and_index_reduce() {
+    let idx = Tensor::from_vec(vec![0i64, 2, 0, 1, 2, 2], &[2, 3]).unwrap();
+    for reduce in ["sum", "mean", "prod", "amax", "amin"] {
+        for include_self in [true, false] {
+            let name = format!("scatter_reduce {reduce} include_self={include_self}");
+            let f = |t: &[Tensor]| Ok(vec![ops::scatter_reduce_two(&t[0], 1, &idx, &t[1], reduce, include_self)?]);
+            let inputs = [distinct(&[2, 4], 3), distinct(&[2, 3], 4)];
+            if reduce == "prod" {
+                both(&name, &f, &inputs);
+            } else {
+                first(&name, &f, &inputs);
+            }
+        }
+    }
+    // A zero factor: the product's derivative there is the product of the others.
+    let zero = Tensor::from_vec(vec![0.5f64, 0.0, -1.5], &[3]).unwrap().requires_grad_(true).unwrap();
+    let base = Tensor::from_vec(vec![2.0f64, 3.0], &[2]).unwrap().requires_grad_(true).unwrap();
+    let to = Tensor::from_vec(vec![0i64, 0, 1], &[3]).unwrap();
+    let f = |t: &[Tensor]| Ok(vec![ops::scatter_reduce_two(&t[0], 0, &to, &t[1], "prod", true)?]);
+    both("scatter_reduce prod with a zero", &f, &[base, zero]);
+    let ix = Tensor::from_vec(vec![2i64, 0, 2], &[3]).unwrap();
+    for reduce in ["mean", "prod", "amax", "amin"] {
+        let f = |t: &[Tensor]| Ok(vec![ops::index_reduce(&t[0], 0, &ix, &t[1], reduce, true)?]);
+        first(&format!("index_reduce {reduce}"), &f, &[distinct(&[3, 2], 5), distinct(&[3, 2], 6)]);
+    }
+}
