@@ -5534,3 +5534,39 @@ pub fn index_reduce(
 ) -> Result<Tensor> {
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
+
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3535)
+#[inline]
+pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    crate::handles::max_unpool2d::call(self_, indices, output_size)
+}
+
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3539)
+#[inline]
+pub fn max_unpool3d(
+    self_: &Tensor,
+    indices: &Tensor,
+    output_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+) -> Result<Tensor> {
+    crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
+}
+
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3543)
+#[inline]
+pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+    crate::handles::upsample_nearest1d::call(self_, output_size, scales)
+}
+
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3547)
+#[inline]
+pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::gcd::call(self_, other)
+}
+
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3551)
+#[inline]
+pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::lcm::call(self_, other)
+}

@@ -71546,3 +71546,463 @@ pub mod index_reduce {
         )
     }
 }
+
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3535)
+pub mod max_unpool2d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "max_unpool2d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[i64]) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | indices.key_set());
+        dispatch(op, ks, self_, indices, output_size)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, indices, output_size)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, indices, output_size),
+            None => call_boxed_kernel(&k, op, ks, self_, indices, output_size),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(indices), IValue::from(output_size)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let indices = a[1].to_tensor(NAME, "indices")?;
+                let output_size = a[2].to_int_list(NAME, "output_size", Some(2))?;
+                let r = f(ks, self_, indices, &output_size)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3539)
+pub mod max_unpool3d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "max_unpool3d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[i64], &[i64], &[i64]) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | indices.key_set());
+        dispatch(op, ks, self_, indices, output_size, stride, padding)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, indices, output_size, stride, padding)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, indices, output_size, stride, padding),
+            None => call_boxed_kernel(&k, op, ks, self_, indices, output_size, stride, padding),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        indices: &Tensor,
+        output_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(indices),
+            IValue::from(output_size),
+            IValue::from(stride),
+            IValue::from(padding),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let indices = a[1].to_tensor(NAME, "indices")?;
+                let output_size = a[2].to_int_list(NAME, "output_size", Some(3))?;
+                let stride = a[3].to_int_list(NAME, "stride", Some(3))?;
+                let padding = a[4].to_int_list(NAME, "padding", Some(3))?;
+                let r = f(ks, self_, indices, &output_size, &stride, &padding)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3543)
+pub mod upsample_nearest1d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "upsample_nearest1d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, scales)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, scales)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, scales),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, scales),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(output_size), IValue::from(scales)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(1))?;
+                let scales = a[2].to_opt_double(NAME, "scales")?;
+                let r = f(ks, self_, &output_size, scales)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3547)
+pub mod gcd {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "gcd";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "gcd(Tensor self, Tensor other) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | other.key_set());
+        dispatch(op, ks, self_, other)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, other)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, other),
+            None => call_boxed_kernel(&k, op, ks, self_, other),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3551)
+pub mod lcm {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "lcm";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "lcm(Tensor self, Tensor other) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | other.key_set());
+        dispatch(op, ks, self_, other)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, other)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, other),
+            None => call_boxed_kernel(&k, op, ks, self_, other),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}

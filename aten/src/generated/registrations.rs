@@ -789,6 +789,11 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::mode::SCHEMA).expect("generated schema parses");
     d.def(handles::scatter_reduce_two::SCHEMA).expect("generated schema parses");
     d.def(handles::index_reduce::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_unpool2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::max_unpool3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_nearest1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::gcd::SCHEMA).expect("generated schema parses");
+    d.def(handles::lcm::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -8047,6 +8052,18 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::gcd::NAME,
+        DispatchKey::CPU,
+        handles::gcd::kernel(|_ks, self_, other| crate::native::pointwise::gcd(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lcm::NAME,
+        DispatchKey::CPU,
+        handles::lcm::kernel(|_ks, self_, other| crate::native::pointwise::lcm(self_, other)),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -10034,6 +10051,30 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::mode::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::mode::kernel(|_ks, self_, dim, keepdim| crate::native::composite::mode(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_unpool2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::max_unpool2d::kernel(|_ks, self_, indices, output_size| {
+            crate::native::composite::max_unpool2d(self_, indices, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_unpool3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::max_unpool3d::kernel(|_ks, self_, indices, output_size, stride, padding| {
+            crate::native::composite::max_unpool3d(self_, indices, output_size, stride, padding)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_nearest1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_nearest1d::kernel(|_ks, self_, output_size, scales| {
+            crate::native::composite::upsample_nearest1d_size(self_, output_size, scales)
+        }),
     )
     .expect("generated registration");
 }

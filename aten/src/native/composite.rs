@@ -2316,16 +2316,12 @@ pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
 /// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor`: `[..., i, j] = x[..., i]^j` for
 /// `j < N` (default: the length of x), as a running product (exact for integers).
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
-    let (_, len) = size_at("linalg.vander", x, -1)?;
+    // A scalar is a vector of one.
+    let x = &(if x.dim() == 0 { ops::reshape(x, &[1])? } else { x.clone() });
+    let len = x.sizes()[x.dim() - 1];
     let n = n.unwrap_or(len);
     if n <= 1 {
-        if n < 1 {
-            return Err(Error::invalid("linalg.vander", "N must be greater than 1."));
-        }
-        let mut shape = x.sizes().to_vec();
-        shape.push(1);
-        return ops::ones_like(&ops::unsqueeze(x, -1)?, None, None, None, None, None)
-            .and_then(|t| ops::reshape(&t, &shape));
+        return Err(Error::invalid("linalg.vander", "N must be greater than 1."));
     }
     let col = ops::unsqueeze(x, -1)?;
     let mut shape = x.sizes().to_vec();
@@ -2621,4 +2617,78 @@ pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)>
     } else {
         Ok((values, index))
     }
+}
+
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor`: each value
+/// written at its index into the flattened output plane, zeros elsewhere.
+pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    max_unpool_nd("max_unpool2d", self_, indices, output_size, 2)
+}
+
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor`
+pub fn max_unpool3d(
+    self_: &Tensor,
+    indices: &Tensor,
+    output_size: &[i64],
+    _stride: &[i64],
+    _padding: &[i64],
+) -> Result<Tensor> {
+    max_unpool_nd("max_unpool3d", self_, indices, output_size, 3)
+}
+
+fn max_unpool_nd(op: &str, self_: &Tensor, indices: &Tensor, output_size: &[i64], nsp: usize) -> Result<Tensor> {
+    if output_size.len() != nsp {
+        return Err(Error::invalid(
+            op,
+            format!("{op}(): There should be exactly {nsp} elements but got {}", output_size.len()),
+        ));
+    }
+    if indices.dtype() != ScalarType::I64 {
+        return Err(Error::invalid(
+            op,
+            format!("{op}(): Expected indices to have type int64 but got {}", indices.dtype().cpp_name()),
+        ));
+    }
+    if self_.sizes() != indices.sizes() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "Expected shape of indices to be same as that of the input tensor ({:?}) but got indices tensor with shape: {:?}",
+                self_.sizes(),
+                indices.sizes()
+            ),
+        ));
+    }
+    let d = self_.dim();
+    if d != nsp + 1 && d != nsp + 2 {
+        return Err(Error::shape(
+            op,
+            format!("{op}(): Expected {}D or {}D tensor, but got {:?}", nsp + 1, nsp + 2, self_.sizes()),
+        ));
+    }
+    let lead = &self_.sizes()[..d - nsp];
+    let plane = c10::size::numel(op, output_size)?;
+    let mut flat_shape = lead.to_vec();
+    flat_shape.push(-1);
+    let mut out_flat = lead.to_vec();
+    out_flat.push(plane);
+    let x = ops::reshape(self_, &flat_shape)?;
+    let idx = ops::reshape(indices, &flat_shape)?;
+    if idx.numel() > 0 {
+        let bad = ops::logical_or(&ops::lt_scalar(&idx, Scalar::Int(0))?, &ops::ge_scalar(&idx, Scalar::Int(plane))?)?;
+        if ops::any(&bad)?.to_vec::<bool>()?[0] {
+            let sizes = output_size.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("x");
+            return Err(Error::invalid(op, format!("Found an invalid max index (output volumes are of size {sizes})")));
+        }
+    }
+    let zeros = ops::zeros(&out_flat, Some(self_.dtype()), None, Some(self_.device()), None)?;
+    let out = ops::scatter(&zeros, lead.len() as i64, &idx, &x)?;
+    let mut shape = lead.to_vec();
+    shape.extend_from_slice(output_size);
+    ops::reshape(&out, &shape)
+}
+
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor`
+pub fn upsample_nearest1d_size(self_: &Tensor, output_size: &[i64], _scales: Option<f64>) -> Result<Tensor> {
+    ops::upsample_nearest1d(self_, Some(output_size), None)
 }

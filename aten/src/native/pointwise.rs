@@ -1024,3 +1024,44 @@ pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     logical_binary("logical_xor", self_, other, |x, y| x != y)
 }
+
+/// `gcd(Tensor self, Tensor other) -> Tensor`: the non-negative greatest common divisor.
+pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    gcd_lcm("gcd", self_, other, false)
+}
+
+/// `lcm(Tensor self, Tensor other) -> Tensor`: `|a / gcd(a, b) * b|` (0 if either is 0).
+pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    gcd_lcm("lcm", self_, other, true)
+}
+
+fn gcd_lcm(op: &'static str, a: &Tensor, b: &Tensor, lcm: bool) -> Result<Tensor> {
+    let iter = binary_iter(op, a, b, false)?;
+    let dtype = iter.common_dtype();
+    if dtype.is_floating_point() || dtype == ScalarType::Bool {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype });
+    }
+    match_int!(dtype, T => {
+        #[allow(unused_comparisons, clippy::absurd_extreme_comparisons)]
+        binary_loop::<T, T, T>(&iter, move |x, y| {
+            // Euclid in wrapping arithmetic (the minimum of a signed type has no magnitude;
+            // PyTorch wraps there too).
+            let (mut p, mut q) = (x, y);
+            while q != 0 {
+                let r = p.wrapping_rem(q);
+                p = q;
+                q = r;
+            }
+            let g = if p < 0 { (0 as T).wrapping_sub(p) } else { p };
+            if !lcm {
+                return g;
+            }
+            if g == 0 {
+                return 0;
+            }
+            let l = (x / g).wrapping_mul(y);
+            if l < 0 { (0 as T).wrapping_sub(l) } else { l }
+        });
+    }, d => return Err(Error::UnsupportedDtype { op: op.into(), dtype: d }));
+    iter.output(0)
+}
