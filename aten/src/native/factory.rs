@@ -227,7 +227,9 @@ pub(crate) fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> DimVec {
     for &d in stride_order(sizes, strides).iter() {
         out[d] = cur;
         if sizes[d] > 1 {
-            cur *= sizes[d];
+            // Wrapping: the product of a real tensor's sizes fits (its numel was checked), and an
+            // empty one ([2^40, 2^40, 0]) addresses nothing with whatever strides.
+            cur = cur.wrapping_mul(sizes[d]);
         }
     }
     out

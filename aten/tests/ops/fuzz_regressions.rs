@@ -381,3 +381,13 @@ fn one_hot_of_the_largest_class() {
     let y = Tensor::from_vec(vec![2i64, 0], &[2]).unwrap();
     assert_eq!(ops::one_hot(&y, -1).unwrap().to_vec::<i64>().unwrap(), vec![0, 0, 1, 1, 0, 0]);
 }
+
+/// `empty_like` (through `cumprod`'s dtype conversion) of an empty tensor whose other sizes
+/// multiply past i64 computed its dense strides with overflow.
+#[test]
+fn dense_strides_of_huge_empty_tensors() {
+    let x = ops::empty(&[1 << 40, 1 << 40, 0], Some(c10::ScalarType::I32), None, None, None, None).unwrap();
+    let y = ops::empty_like(&x, Some(c10::ScalarType::F64), None, None, None, None).unwrap();
+    assert_eq!(y.sizes(), x.sizes());
+    assert_eq!(ops::cumprod(&x, 2, Some(c10::ScalarType::F64)).unwrap().sizes(), x.sizes());
+}
