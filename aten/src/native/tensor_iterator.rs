@@ -491,7 +491,9 @@ impl<'a> TensorIterator<'a> {
             .map(|t| {
                 let es = elem_strides(t);
                 let sz = t.dtype().size() as isize;
-                perm.iter().map(|&d| es[d] as isize * sz).collect()
+                // Wrapping: a stride this large only belongs to a dimension of size 0 or 1 (the
+                // storage of anything else was checked), which no element is read through.
+                perm.iter().map(|&d| (es[d] as isize).wrapping_mul(sz)).collect()
             })
             .collect();
         if it_shape.is_empty() {

@@ -391,3 +391,24 @@ fn dense_strides_of_huge_empty_tensors() {
     assert_eq!(y.sizes(), x.sizes());
     assert_eq!(ops::cumprod(&x, 2, Some(c10::ScalarType::F64)).unwrap().sizes(), x.sizes());
 }
+
+/// The TensorIterator multiplied element strides by the element size with overflow for an
+/// operand whose huge stride sits on an empty or single-element dimension (`op_surface` found
+/// it through `add`; that input is replayed from `fuzz/seeds/op_surface/crash_iterator_huge_stride.bin`
+/// by CI's fuzz step). These are the nearby cases as plain calls: elementwise ops of empty
+/// tensors whose sizes multiply past i64, and of views with a 2^62 stride on such a dimension.
+#[test]
+fn elementwise_ops_of_empty_tensors_with_wrapped_strides() {
+    let x = ops::empty(&[1 << 40, 1 << 40, 0], Some(c10::ScalarType::F64), None, None, None, None).unwrap();
+    let y = ops::permute(&x, &[2, 1, 0]).unwrap();
+    let z = ops::add(&ops::contiguous(&y, c10::MemoryFormat::Contiguous).unwrap(), &y, c10::Scalar::Int(1)).unwrap();
+    assert_eq!(z.sizes(), &[0, 1 << 40, 1 << 40]);
+    let w = ops::add(&x, &x, c10::Scalar::Int(1)).unwrap();
+    assert_eq!(w.sizes(), x.sizes());
+    // A view with a huge stride on an empty (or single-element) dimension.
+    let base = ops::zeros(&[2], Some(c10::ScalarType::F64), None, None, None).unwrap();
+    let v = ops::as_strided(&base, &[0, 2], &[1 << 62, 1], None).unwrap();
+    assert_eq!(ops::add(&v, &v, c10::Scalar::Int(1)).unwrap().sizes(), &[0, 2]);
+    let v = ops::as_strided(&base, &[1, 2], &[1 << 62, 1], None).unwrap();
+    assert_eq!(ops::mul(&v, &v).unwrap().sizes(), &[1, 2]);
+}
