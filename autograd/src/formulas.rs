@@ -1205,11 +1205,6 @@ pub fn masked_scatter_backward(grad: &Tensor, mask: &Tensor, sizes: &[i64]) -> R
     ops::reshape(&flat, sizes)
 }
 
-/// `d I1(x) / dx = I0(x) - I1(x) / x`, 1/2 at 0.
-pub fn i1_backward(self_: &Tensor, result: &Tensor, i0: &Tensor) -> Result<Tensor> {
-    order_one_backward(self_, result, i0, 0.5)
-}
-
 /// The derivative of an order-one Bessel function `f1` from its order-zero partner `f0`:
 /// `f0(x) - f1(x) / x`, `at_zero` at 0 (`J1`, `I1`).
 pub fn order_one_backward(self_: &Tensor, result: &Tensor, f0: &Tensor, at_zero: f64) -> Result<Tensor> {

@@ -8,6 +8,7 @@
 
 use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
+use crate::native::loss::apply_loss_reduction as reduce;
 use crate::{ops, Tensor};
 
 fn one() -> Scalar {
@@ -537,25 +538,19 @@ pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
     ops::where_self(&ops::eq_scalar(self_, Scalar::Int(0))?, values, &step)
 }
 
-fn float_power_dtype(a: &Tensor, b: Option<&Tensor>) -> ScalarType {
-    // Complex inputs would give complex128; here every result is float64.
-    let _ = (a, b);
-    ScalarType::F64
-}
-
 /// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`: `pow` in float64.
 pub fn float_power_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    let d = float_power_dtype(self_, Some(exponent));
+    let d = ScalarType::F64;
     ops::pow(&ops::to(self_, d, false, false, None)?, &ops::to(exponent, d, false, false, None)?)
 }
 /// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
 pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-    let d = float_power_dtype(self_, None);
+    let d = ScalarType::F64;
     ops::pow_tensor_scalar(&ops::to(self_, d, false, false, None)?, Scalar::Float(exponent.to_f64()))
 }
 /// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor`
 pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
-    let d = float_power_dtype(exponent, None);
+    let d = ScalarType::F64;
     ops::pow_scalar(Scalar::Float(self_.to_f64()), &ops::to(exponent, d, false, false, None)?)
 }
 
@@ -973,15 +968,6 @@ pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
 }
 
 // ---- losses ----------------------------------------------------------------------------------
-
-fn reduce(op: &str, t: Tensor, reduction: i64) -> Result<Tensor> {
-    match reduction {
-        0 => Ok(t),
-        1 => ops::mean(&t, None),
-        2 => ops::sum(&t, None),
-        r => Err(Error::invalid(op, format!("{r} is not a valid value for reduction"))),
-    }
-}
 
 /// `soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {

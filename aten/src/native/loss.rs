@@ -41,6 +41,12 @@ fn apply_reduction(loss: Tensor, r: Reduction) -> Result<Tensor> {
     }
 }
 
+/// `apply_loss_reduction` with the reduction given as PyTorch's integer (`int reduction=Mean`):
+/// for losses written as compositions of operators.
+pub(crate) fn apply_loss_reduction(op: &str, loss: Tensor, r: i64) -> Result<Tensor> {
+    apply_reduction(loss, reduction(op, r)?)
+}
+
 fn float_dtype(op: &str, dtype: ScalarType) -> Result<()> {
     if dtype.is_floating_point() {
         Ok(())

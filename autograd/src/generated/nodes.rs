@@ -8192,7 +8192,7 @@ impl Node for SpecialI1Backward0 {
         let result = &result_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(mul(grad, &i1_backward(self_, result, &ops::i0(self_)?)?)?);
+            out[at] = Some(mul(grad, &order_one_backward(self_, result, &ops::i0(self_)?, 0.5)?)?);
         }
         at += 1;
         Ok(out)
