@@ -7,6 +7,7 @@ use aten::{ops, Tensor};
 use c10::{Error, Result, Scalar, ScalarType};
 
 pub use crate::engine::sum_to;
+pub use crate::linalg_formulas::*;
 
 /// `Scalar::Float(x)`.
 pub fn sf(x: f64) -> Scalar {

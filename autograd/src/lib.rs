@@ -28,6 +28,7 @@ pub mod generated;
 pub mod grad_mode;
 pub mod gradcheck;
 pub mod kernel_support;
+pub mod linalg_formulas;
 pub mod meta;
 pub mod node;
 pub mod saved;

@@ -62,6 +62,18 @@ TOL = {
 # Factories whose values are unspecified (uninitialised memory): shapes and dtypes compared.
 UNINITIALISED = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
 GRAD_TOL = (1e-6, 1e-6)
+# Outputs unique only up to the sign of each vector (LAPACK's signs are its own choice), by ATen
+# operator: (output, axis of the vector index: -1 columns / -2 rows, output whose flips it
+# shares). The runner aligns each vector's sign before comparing and compares the leading
+# `count` vectors (the rest of a full U or Vh is an arbitrary completion); the upstream
+# gradient of such an output is a stored tensor times the output, which makes the
+# vector-Jacobian product independent of the signs (xtask/src/parity/gauge.rs).
+GAUGE = {
+    "linalg_eigh": [(1, -1, None)],
+    "_linalg_svd": [(0, -1, None), (2, -2, 0)],
+    "linalg_svd": [(0, -1, None), (2, -2, 0)],
+    "svd": [(0, -1, None), (2, -1, 0)],
+}
 
 # Graph nodes that only assemble arguments; a mapped sample has exactly one other node.
 PLUMBING = {
@@ -450,6 +462,16 @@ def build_case(op, sample, dtype, dname, index, store):
         store[key] = o.detach()
         keys.append(key)
     case["outputs"] = keys
+    gauge = []
+    base_name = schema.name[len("aten::"):]
+    if base_name in GAUGE and not random:
+        # eigh: n eigenvectors; SVD: k = min(m, n) singular vector pairs (the length of S).
+        count = outputs[0].shape[-1] if base_name == "linalg_eigh" else outputs[1].shape[-1]
+        for o, axis, follow in GAUGE[base_name]:
+            if outputs[o] is not None and outputs[o].dim() >= 2:
+                gauge.append({"output": o, "axis": axis, "count": count, "follow": follow})
+        if gauge:
+            case["gauge"] = gauge
     if random:
         # Random (or uninitialised) results: shapes and dtypes are compared, not values.
         case["compare"] = "meta"
@@ -467,7 +489,7 @@ def build_case(op, sample, dtype, dname, index, store):
     grad = None
     mutates = any(a.is_write for a in schema.arguments)
     if dtype == GRAD_DTYPE and op.supports_autograd and not random and not mutates:
-        grad = gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store)
+        grad = gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store, [g["output"] for g in gauge])
     if grad is not None:
         case["grad"] = grad
     return case
@@ -478,7 +500,8 @@ WIDENED = {}
 
 
 def oracle_uncertainty(op, sample, outputs, rtol, atol):
-    """Where the entry has a reference implementation (`op.ref`, NumPy/SciPy) and PyTorch's
+    """Where the entry has a reference implementation (`op.ref`, NumPy/SciPy; else, for float32
+    results, PyTorch's own float64 computation of the sample) and PyTorch's
     float result differs from it by more than the tolerance (but within 1e-5 relative in float64,
     1e-3 in float32: an accuracy difference, as PyTorch's Bessel functions near their zeros or
     its float32 digamma near the poles), the
@@ -489,20 +512,37 @@ def oracle_uncertainty(op, sample, outputs, rtol, atol):
     # Only float results of float samples of the same dtype: NumPy computes integer inputs in
     # narrow float types (uint8 in float16), which says nothing about PyTorch's accuracy.
     caps = {torch.float64: 1e-5, torch.float32: 1e-3}
-    if ref is None or len(outputs) != 1 or outputs[0] is None or outputs[0].dtype not in caps:
+    if len(outputs) != 1 or outputs[0] is None or outputs[0].dtype not in caps:
         return None
     if sample.input.dtype != outputs[0].dtype if isinstance(sample.input, torch.Tensor) else True:
         return None
     cap = caps[outputs[0].dtype]
-    try:
-        import numpy as np
+    if ref is None:
+        # Without a NumPy reference, a float32 result is checked against PyTorch's own float64
+        # computation of the same sample (e.g. matrix_exp, whose float32 rounding PyTorch and
+        # a double-precision computation disagree on).
+        if outputs[0].dtype != torch.float32:
+            return None
+        try:
+            s = sample.transform(lambda t: t.detach().double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = flatten_outputs(op(s.input, *s.args, **s.kwargs))
+        except Exception:  # noqa: BLE001 - no usable reference for this sample
+            return None
+        if len(r) != 1 or r[0] is None or r[0].dtype != torch.float64:
+            return None
+        r = r[0].detach()
+    else:
+        try:
+            import numpy as np
 
-        s = sample.numpy()
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = torch.as_tensor(np.asarray(ref(s.input, *s.args, **s.kwargs)), dtype=torch.float64)
-    except Exception:  # noqa: BLE001 - no usable reference for this sample
-        return None
+            s = sample.numpy()
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = torch.as_tensor(np.asarray(ref(s.input, *s.args, **s.kwargs)), dtype=torch.float64)
+        except Exception:  # noqa: BLE001 - no usable reference for this sample
+            return None
     o = outputs[0].detach().double()
     if r.shape != o.shape:
         return None
@@ -522,7 +562,7 @@ def oracle_uncertainty(op, sample, outputs, rtol, atol):
     return ("atol", 2.0 * dev.max().item())
 
 
-def gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store):
+def gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store, gauge_outputs=()):
     """The grad block: d(sum <out_i, g_i>)/d(input) for every differentiable input, in the
     runner's order (positional then keyword arguments; lists element by element)."""
     leaves = []
@@ -551,12 +591,15 @@ def gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store):
             if not selected:
                 return None
             torch.manual_seed(1234)
-            gouts = [torch.randn_like(outs[i]) for i in selected]
+            stored = [torch.randn_like(outs[i]) for i in selected]
+            gouts = [g * outs[i].detach() if i in gauge_outputs else g for i, g in zip(selected, stored)]
             grads = torch.autograd.grad([outs[i] for i in selected], leaves, gouts, allow_unused=True)
         except Exception:  # noqa: BLE001 - PyTorch cannot differentiate it here: no block
             return None
     block = {"outputs": selected, "grad_outputs": [], "expected": [], "rtol": GRAD_TOL[0], "atol": GRAD_TOL[1]}
-    for j, g in zip(selected, gouts):
+    if any(i in gauge_outputs for i in selected):
+        block["gauge_outputs"] = [i for i in selected if i in gauge_outputs]
+    for j, g in zip(selected, stored):
         key = f"{case_id}/gout{j}"
         store[key] = g
         block["grad_outputs"].append(key)

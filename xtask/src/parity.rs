@@ -23,6 +23,7 @@ use c10::Device;
 mod args;
 pub(crate) mod cases;
 pub(crate) mod compare;
+pub(crate) mod gauge;
 mod grad;
 pub(crate) mod panics;
 mod ratchet;
@@ -460,6 +461,8 @@ fn check_outputs(
         return Err(format!("returned {} outputs, expected {}", returned.len(), outputs.len()));
     }
     let tol = Tolerance { rtol: case.rtol, atol: case.atol };
+    // The flips of gauge outputs, for the outputs that follow them.
+    let mut flips: Vec<(usize, Tensor)> = Vec::new();
     for (i, (value, key)) in returned.iter().zip(outputs).enumerate() {
         let Some(key) = key else { continue };
         let Some(ours) = value_as_tensor(value) else {
@@ -478,6 +481,15 @@ fn check_outputs(
                     expected.sizes()
                 ));
             }
+            continue;
+        }
+        if let Some(spec) = case.gauge.iter().find(|g| g.output == i) {
+            let followed = spec.follow.and_then(|f| flips.iter().find(|(j, _)| *j == f).map(|(_, t)| t));
+            let (ours, expected, f) =
+                gauge::align(&ours, &expected, spec, followed).map_err(|e| format!("output {i}: {e}"))?;
+            compare_tensors(&ours, &expected, tol)
+                .map_err(|e| format!("output {i} (up to the sign of each vector): {e}"))?;
+            flips.push((i, f));
             continue;
         }
         compare_tensors(&ours, &expected, tol).map_err(|e| format!("output {i}: {e}"))?;

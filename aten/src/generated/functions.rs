@@ -5570,3 +5570,398 @@ pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
+
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3558)
+#[inline]
+pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
+}
+
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3562)
+#[inline]
+pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
+    crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
+}
+
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3566)
+#[inline]
+pub fn linalg_solve_triangular(
+    self_: &Tensor,
+    b: &Tensor,
+    upper: bool,
+    left: bool,
+    unitriangular: bool,
+) -> Result<Tensor> {
+    crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
+}
+
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3570)
+#[inline]
+pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
+}
+
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3574)
+#[inline]
+pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::geqrf::call(self_)
+}
+
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3578)
+#[inline]
+pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_qr::call(a_, mode)
+}
+
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3582)
+#[inline]
+pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_eigh::call(self_, uplo)
+}
+
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3586)
+#[inline]
+pub fn _linalg_svd(
+    a_: &Tensor,
+    full_matrices: bool,
+    compute_uv: bool,
+    driver: Option<&str>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
+}
+
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3590)
+#[inline]
+pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_lu_factor::call(a_, pivot)
+}
+
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3594)
+#[inline]
+pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_lu_with_info::call(self_, pivot, check_errors)
+}
+
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3598)
+#[inline]
+pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::linalg_lu::call(a_, pivot)
+}
+
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3602)
+#[inline]
+pub fn lu_unpack(
+    lu_data: &Tensor,
+    lu_pivots: &Tensor,
+    unpack_data: bool,
+    unpack_pivots: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
+}
+
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3606)
+#[inline]
+pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
+    crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
+}
+
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3610)
+#[inline]
+pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
+}
+
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3614)
+#[inline]
+pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
+    crate::handles::linalg_solve::call(a_, b, left)
+}
+
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3618)
+#[inline]
+pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_inv_ex::call(a_, check_errors)
+}
+
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3622)
+#[inline]
+pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
+    crate::handles::linalg_inv::call(a_)
+}
+
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3626)
+#[inline]
+pub fn inverse(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::inverse::call(self_)
+}
+
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3630)
+#[inline]
+pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
+    crate::handles::linalg_det::call(a_)
+}
+
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3634)
+#[inline]
+pub fn det(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::det::call(self_)
+}
+
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3638)
+#[inline]
+pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_slogdet::call(a_)
+}
+
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3642)
+#[inline]
+pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::slogdet::call(self_)
+}
+
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3646)
+#[inline]
+pub fn logdet(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::logdet::call(self_)
+}
+
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3650)
+#[inline]
+pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
+    crate::handles::linalg_cholesky::call(self_, upper)
+}
+
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3654)
+#[inline]
+pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
+    crate::handles::cholesky_solve::call(self_, input2, upper)
+}
+
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3658)
+#[inline]
+pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
+    crate::handles::cholesky_inverse::call(self_, upper)
+}
+
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3662)
+#[inline]
+pub fn triangular_solve(
+    self_: &Tensor,
+    a_: &Tensor,
+    upper: bool,
+    transpose: bool,
+    unitriangular: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
+}
+
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3666)
+#[inline]
+pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
+    crate::handles::linalg_householder_product::call(input, tau)
+}
+
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3670)
+#[inline]
+pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
+    crate::handles::orgqr::call(self_, input2)
+}
+
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3674)
+#[inline]
+pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
+    crate::handles::ormqr::call(self_, input2, input3, left, transpose)
+}
+
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3678)
+#[inline]
+pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::linalg_svd::call(a_, full_matrices, driver)
+}
+
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3682)
+#[inline]
+pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::svd::call(self_, some, compute_uv)
+}
+
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3686)
+#[inline]
+pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
+    crate::handles::linalg_svdvals::call(a_, driver)
+}
+
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3690)
+#[inline]
+pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
+    crate::handles::linalg_eigvalsh::call(self_, uplo)
+}
+
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3694)
+#[inline]
+pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
+    crate::handles::linalg_pinv::call(self_, rcond, hermitian)
+}
+
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3698)
+#[inline]
+pub fn linalg_pinv_atol_rtol_float(
+    self_: &Tensor,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
+}
+
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3702)
+#[inline]
+pub fn linalg_pinv_atol_rtol_tensor(
+    self_: &Tensor,
+    atol: Option<&Tensor>,
+    rtol: Option<&Tensor>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
+}
+
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3706)
+#[inline]
+pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
+    crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
+}
+
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3710)
+#[inline]
+pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
+    crate::handles::pinverse::call(self_, rcond)
+}
+
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3714)
+#[inline]
+pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
+    crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
+}
+
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3718)
+#[inline]
+pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
+    crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
+}
+
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3722)
+#[inline]
+pub fn linalg_matrix_rank_atol_rtol_tensor(
+    input: &Tensor,
+    atol: Option<&Tensor>,
+    rtol: Option<&Tensor>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
+}
+
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3726)
+#[inline]
+pub fn linalg_matrix_rank_atol_rtol_float(
+    self_: &Tensor,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
+}
+
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3730)
+#[inline]
+pub fn linalg_matrix_norm(
+    self_: &Tensor,
+    ord: Scalar,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3734)
+#[inline]
+pub fn linalg_matrix_norm_str_ord(
+    self_: &Tensor,
+    ord: &str,
+    dim: &[i64],
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3738)
+#[inline]
+pub fn linalg_norm(
+    self_: &Tensor,
+    ord: Option<Scalar>,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3742)
+#[inline]
+pub fn linalg_norm_ord_str(
+    self_: &Tensor,
+    ord: &str,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> Result<Tensor> {
+    crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3746)
+#[inline]
+pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
+    crate::handles::linalg_cond::call(self_, p)
+}
+
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3750)
+#[inline]
+pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
+    crate::handles::linalg_cond_p_str::call(self_, p)
+}
+
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3754)
+#[inline]
+pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
+    crate::handles::linalg_tensorinv::call(self_, ind)
+}
+
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3758)
+#[inline]
+pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    crate::handles::linalg_tensorsolve::call(self_, other, dims)
+}
+
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3762)
+#[inline]
+pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::linalg_matrix_exp::call(self_)
+}
+
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3766)
+#[inline]
+pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::matrix_exp::call(self_)
+}
+
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3770)
+#[inline]
+pub fn linalg_lstsq(
+    self_: &Tensor,
+    b: &Tensor,
+    rcond: Option<f64>,
+    driver: Option<&str>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
+}

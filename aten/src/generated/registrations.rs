@@ -794,6 +794,60 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::upsample_nearest1d::SCHEMA).expect("generated schema parses");
     d.def(handles::gcd::SCHEMA).expect("generated schema parses");
     d.def(handles::lcm::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_lu_factor_ex::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_lu_solve::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_solve_triangular::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_cholesky_ex::SCHEMA).expect("generated schema parses");
+    d.def(handles::geqrf::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_qr::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_eigh::SCHEMA).expect("generated schema parses");
+    d.def(handles::_linalg_svd::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_lu_factor::SCHEMA).expect("generated schema parses");
+    d.def(handles::_lu_with_info::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_lu::SCHEMA).expect("generated schema parses");
+    d.def(handles::lu_unpack::SCHEMA).expect("generated schema parses");
+    d.def(handles::lu_solve::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_solve_ex::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_solve::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_inv_ex::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_inv::SCHEMA).expect("generated schema parses");
+    d.def(handles::inverse::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_det::SCHEMA).expect("generated schema parses");
+    d.def(handles::det::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_slogdet::SCHEMA).expect("generated schema parses");
+    d.def(handles::slogdet::SCHEMA).expect("generated schema parses");
+    d.def(handles::logdet::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_cholesky::SCHEMA).expect("generated schema parses");
+    d.def(handles::cholesky_solve::SCHEMA).expect("generated schema parses");
+    d.def(handles::cholesky_inverse::SCHEMA).expect("generated schema parses");
+    d.def(handles::triangular_solve::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_householder_product::SCHEMA).expect("generated schema parses");
+    d.def(handles::orgqr::SCHEMA).expect("generated schema parses");
+    d.def(handles::ormqr::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_svd::SCHEMA).expect("generated schema parses");
+    d.def(handles::svd::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_svdvals::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_eigvalsh::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_pinv::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_pinv_atol_rtol_float::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_pinv_atol_rtol_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_pinv_rcond_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::pinverse::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_rank::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_rank_tol_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_rank_atol_rtol_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_rank_atol_rtol_float::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_norm_str_ord::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_norm::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_norm_ord_str::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_cond::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_cond_p_str::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_tensorinv::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_tensorsolve::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_exp::SCHEMA).expect("generated schema parses");
+    d.def(handles::matrix_exp::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_lstsq::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -8064,6 +8118,64 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::lcm::kernel(|_ks, self_, other| crate::native::pointwise::lcm(self_, other)),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu_factor_ex::NAME,
+        DispatchKey::CPU,
+        handles::linalg_lu_factor_ex::kernel(|_ks, a_, pivot, check_errors| {
+            crate::native::lapack::linalg_lu_factor_ex(a_, pivot, check_errors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu_solve::NAME,
+        DispatchKey::CPU,
+        handles::linalg_lu_solve::kernel(|_ks, lu, pivots, b, left, adjoint| {
+            crate::native::lapack::linalg_lu_solve(lu, pivots, b, left, adjoint)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_solve_triangular::NAME,
+        DispatchKey::CPU,
+        handles::linalg_solve_triangular::kernel(|_ks, self_, b, upper, left, unitriangular| {
+            crate::native::lapack::linalg_solve_triangular(self_, b, upper, left, unitriangular)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cholesky_ex::NAME,
+        DispatchKey::CPU,
+        handles::linalg_cholesky_ex::kernel(|_ks, self_, upper, check_errors| {
+            crate::native::lapack::linalg_cholesky_ex(self_, upper, check_errors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::geqrf::NAME,
+        DispatchKey::CPU,
+        handles::geqrf::kernel(|_ks, self_| crate::native::lapack::geqrf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_qr::NAME,
+        DispatchKey::CPU,
+        handles::linalg_qr::kernel(|_ks, a_, mode| crate::native::lapack::linalg_qr(a_, mode)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_eigh::NAME,
+        DispatchKey::CPU,
+        handles::linalg_eigh::kernel(|_ks, self_, uplo| crate::native::lapack::linalg_eigh(self_, uplo)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_linalg_svd::NAME,
+        DispatchKey::CPU,
+        handles::_linalg_svd::kernel(|_ks, a_, full_matrices, compute_uv, driver| {
+            crate::native::lapack::_linalg_svd(a_, full_matrices, compute_uv, driver)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -10074,6 +10186,330 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::upsample_nearest1d::kernel(|_ks, self_, output_size, scales| {
             crate::native::composite::upsample_nearest1d_size(self_, output_size, scales)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu_factor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_lu_factor::kernel(|_ks, a_, pivot| crate::native::lapack::linalg_lu_factor(a_, pivot)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_lu_with_info::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_lu_with_info::kernel(|_ks, self_, pivot, check_errors| {
+            crate::native::lapack::_lu_with_info(self_, pivot, check_errors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_lu::kernel(|_ks, a_, pivot| crate::native::lapack::linalg_lu(a_, pivot)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lu_unpack::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::lu_unpack::kernel(|_ks, lu_data, lu_pivots, unpack_data, unpack_pivots| {
+            crate::native::lapack::lu_unpack(lu_data, lu_pivots, unpack_data, unpack_pivots)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lu_solve::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::lu_solve::kernel(|_ks, self_, lu_data, lu_pivots| {
+            crate::native::lapack::lu_solve(self_, lu_data, lu_pivots)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_solve_ex::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_solve_ex::kernel(|_ks, a_, b, left, check_errors| {
+            crate::native::lapack::linalg_solve_ex(a_, b, left, check_errors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_solve::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_solve::kernel(|_ks, a_, b, left| crate::native::lapack::linalg_solve(a_, b, left)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_inv_ex::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_inv_ex::kernel(|_ks, a_, check_errors| crate::native::lapack::linalg_inv_ex(a_, check_errors)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_inv::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_inv::kernel(|_ks, a_| crate::native::lapack::linalg_inv(a_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::inverse::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::inverse::kernel(|_ks, self_| crate::native::lapack::inverse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_det::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_det::kernel(|_ks, a_| crate::native::lapack::linalg_det(a_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::det::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::det::kernel(|_ks, self_| crate::native::lapack::det(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_slogdet::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_slogdet::kernel(|_ks, a_| crate::native::lapack::linalg_slogdet(a_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::slogdet::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::slogdet::kernel(|_ks, self_| crate::native::lapack::slogdet(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logdet::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::logdet::kernel(|_ks, self_| crate::native::lapack::logdet(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cholesky::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_cholesky::kernel(|_ks, self_, upper| crate::native::lapack::linalg_cholesky(self_, upper)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cholesky_solve::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cholesky_solve::kernel(|_ks, self_, input2, upper| {
+            crate::native::lapack::cholesky_solve(self_, input2, upper)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cholesky_inverse::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::cholesky_inverse::kernel(|_ks, self_, upper| crate::native::lapack::cholesky_inverse(self_, upper)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::triangular_solve::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::triangular_solve::kernel(|_ks, self_, a_, upper, transpose, unitriangular| {
+            crate::native::lapack::triangular_solve(self_, a_, upper, transpose, unitriangular)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_householder_product::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_householder_product::kernel(|_ks, input, tau| {
+            crate::native::lapack::linalg_householder_product(input, tau)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::orgqr::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::orgqr::kernel(|_ks, self_, input2| crate::native::lapack::orgqr(self_, input2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ormqr::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::ormqr::kernel(|_ks, self_, input2, input3, left, transpose| {
+            crate::native::lapack::ormqr(self_, input2, input3, left, transpose)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_svd::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_svd::kernel(|_ks, a_, full_matrices, driver| {
+            crate::native::lapack::linalg_svd(a_, full_matrices, driver)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::svd::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::svd::kernel(|_ks, self_, some, compute_uv| crate::native::lapack::svd(self_, some, compute_uv)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_svdvals::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_svdvals::kernel(|_ks, a_, driver| crate::native::lapack::linalg_svdvals(a_, driver)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_eigvalsh::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_eigvalsh::kernel(|_ks, self_, uplo| {
+            crate::native::lapack::linalg_eigvalsh_composite(self_, uplo)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_pinv::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_pinv::kernel(|_ks, self_, rcond, hermitian| {
+            crate::native::lapack::linalg_pinv(self_, rcond, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_pinv_atol_rtol_float::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_pinv_atol_rtol_float::kernel(|_ks, self_, atol, rtol, hermitian| {
+            crate::native::lapack::linalg_pinv_atol_rtol_float(self_, atol, rtol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_pinv_atol_rtol_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_pinv_atol_rtol_tensor::kernel(|_ks, self_, atol, rtol, hermitian| {
+            crate::native::lapack::linalg_pinv_atol_rtol_tensor(self_, atol, rtol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_pinv_rcond_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_pinv_rcond_tensor::kernel(|_ks, self_, rcond, hermitian| {
+            crate::native::lapack::linalg_pinv_rcond_tensor(self_, rcond, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pinverse::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::pinverse::kernel(|_ks, self_, rcond| crate::native::lapack::pinverse(self_, rcond)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_rank::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_rank::kernel(|_ks, self_, tol, hermitian| {
+            crate::native::lapack::linalg_matrix_rank(self_, tol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_rank_tol_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_rank_tol_tensor::kernel(|_ks, input, tol, hermitian| {
+            crate::native::lapack::linalg_matrix_rank_tol_tensor(input, tol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_rank_atol_rtol_tensor::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_rank_atol_rtol_tensor::kernel(|_ks, input, atol, rtol, hermitian| {
+            crate::native::lapack::linalg_matrix_rank_atol_rtol_tensor(input, atol, rtol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_rank_atol_rtol_float::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_rank_atol_rtol_float::kernel(|_ks, self_, atol, rtol, hermitian| {
+            crate::native::lapack::linalg_matrix_rank_atol_rtol_float(self_, atol, rtol, hermitian)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_norm::kernel(|_ks, self_, ord, dim, keepdim, dtype| {
+            crate::native::lapack::linalg_matrix_norm(self_, ord, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_norm_str_ord::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_norm_str_ord::kernel(|_ks, self_, ord, dim, keepdim, dtype| {
+            crate::native::lapack::linalg_matrix_norm_str_ord(self_, ord, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_norm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_norm::kernel(|_ks, self_, ord, dim, keepdim, dtype| {
+            crate::native::lapack::linalg_norm(self_, ord, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_norm_ord_str::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_norm_ord_str::kernel(|_ks, self_, ord, dim, keepdim, dtype| {
+            crate::native::lapack::linalg_norm_ord_str(self_, ord, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cond::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_cond::kernel(|_ks, self_, p| crate::native::lapack::linalg_cond(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cond_p_str::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_cond_p_str::kernel(|_ks, self_, p| crate::native::lapack::linalg_cond_p_str(self_, p)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_tensorinv::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_tensorinv::kernel(|_ks, self_, ind| crate::native::lapack::linalg_tensorinv(self_, ind)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_tensorsolve::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_tensorsolve::kernel(|_ks, self_, other, dims| {
+            crate::native::lapack::linalg_tensorsolve(self_, other, dims)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_exp::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_exp::kernel(|_ks, self_| crate::native::lapack::linalg_matrix_exp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::matrix_exp::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::matrix_exp::kernel(|_ks, self_| crate::native::lapack::matrix_exp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lstsq::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_lstsq::kernel(|_ks, self_, b, rcond, driver| {
+            crate::native::lapack::linalg_lstsq(self_, b, rcond, driver)
         }),
     )
     .expect("generated registration");

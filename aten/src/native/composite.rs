@@ -2347,8 +2347,8 @@ pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     Ok(acc)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor`: for `n >= 0`, by repeated squaring
-/// (the identity for 0). Negative powers need the inverse, which waits for `linalg.inv`.
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor`: by repeated squaring (the identity for
+/// 0); a negative power is that power of `linalg.inv(A)`.
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     let d = self_.dim();
     if d < 2 || self_.sizes()[d - 1] != self_.sizes()[d - 2] {
@@ -2361,10 +2361,7 @@ pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
         ));
     }
     if n < 0 {
-        return Err(Error::NotImplemented {
-            op: "linalg.matrix_power".into(),
-            msg: "negative powers need linalg.inv, which is not implemented yet".into(),
-        });
+        return linalg_matrix_power(&ops::linalg_inv(self_)?, n.checked_neg().unwrap_or(i64::MAX));
     }
     let m = self_.sizes()[d - 1];
     let eye = ops::eye(m, Some(self_.dtype()), None, Some(self_.device()), None)?;

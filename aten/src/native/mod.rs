@@ -75,6 +75,7 @@ pub mod dropout;
 pub mod factory;
 pub mod indexing;
 pub mod join;
+pub mod lapack;
 pub mod linalg;
 pub mod loss;
 pub mod norm;

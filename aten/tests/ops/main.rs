@@ -3,6 +3,7 @@ mod binary;
 mod conv;
 mod fuzz_regressions;
 mod indexing;
+mod lapack;
 mod linalg;
 mod loss;
 mod norm;

@@ -8435,6 +8435,263 @@ pub(crate) fn index_reduce(
     )
 }
 
+/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:835).
+pub(crate) fn linalg_lu_factor_ex(
+    ks: DispatchKeySet,
+    a_: &Tensor,
+    pivot: bool,
+    check_errors: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(a_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgLuFactorExBackward0 {
+            core,
+            result0: SavedVariable::default(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_lu_factor_ex::redispatch(ks & DispatchKeySet::after_autograd_keyset(), a_, pivot, check_errors)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        ks_::set_history(&result_.2, &node, 2, false)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:839).
+pub(crate) fn linalg_lu_solve(
+    ks: DispatchKeySet,
+    lu: &Tensor,
+    pivots: &Tensor,
+    b: &Tensor,
+    left: bool,
+    adjoint: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(lu), Some(b)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgLuSolveBackward0 {
+            core,
+            lu: SavedVariable::new(lu)?,
+            pivots: SavedVariable::new(pivots)?,
+            b_sizes: b.sizes().to_vec(),
+            left: left,
+            adjoint: adjoint,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_lu_solve::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            lu,
+            pivots,
+            b,
+            left,
+            adjoint,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:843).
+pub(crate) fn linalg_solve_triangular(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    b: &Tensor,
+    upper: bool,
+    left: bool,
+    unitriangular: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(b)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgSolveTriangularBackward0 {
+            core,
+            self_: SavedVariable::new(self_)?,
+            b_sizes: b.sizes().to_vec(),
+            upper: upper,
+            left: left,
+            unitriangular: unitriangular,
+            result: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_solve_triangular::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            b,
+            upper,
+            left,
+            unitriangular,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:847).
+pub(crate) fn linalg_cholesky_ex(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    upper: bool,
+    check_errors: bool,
+) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgCholeskyExBackward0 { core, upper: upper, result0: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_cholesky_ex::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            upper,
+            check_errors,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:851).
+pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(a_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgQrBackward0 {
+            core,
+            mode: mode.to_string(),
+            result0: SavedVariable::default(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_qr::redispatch(ks & DispatchKeySet::after_autograd_keyset(), a_, mode)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, true)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:854).
+pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgEighBackward0 {
+            core,
+            result0: SavedVariable::default(),
+            result1: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::linalg_eigh::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, uplo)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, true)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:857).
+pub(crate) fn _linalg_svd(
+    ks: DispatchKeySet,
+    a_: &Tensor,
+    full_matrices: bool,
+    compute_uv: bool,
+    driver: Option<&str>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(a_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(LinalgSvdBackward0 {
+            core,
+            full_matrices: full_matrices,
+            compute_uv: compute_uv,
+            result0: SavedVariable::default(),
+            result1: SavedVariable::default(),
+            result2: SavedVariable::default(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_linalg_svd::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            a_,
+            full_matrices,
+            compute_uv,
+            driver,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, true)?;
+        ks_::set_history(&result_.2, &node, 2, true)?;
+        f.result0.set_output(&result_.0, Arc::downgrade(&node), 0)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+        f.result2.set_output(&result_.2, Arc::downgrade(&node), 2)?;
+    }
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -9423,5 +9680,35 @@ pub fn register_all(d: &aten::Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(handles::index_reduce::NAME, DispatchKey::Autograd, handles::index_reduce::kernel(index_reduce))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu_factor_ex::NAME,
+        DispatchKey::Autograd,
+        handles::linalg_lu_factor_ex::kernel(linalg_lu_factor_ex),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_lu_solve::NAME,
+        DispatchKey::Autograd,
+        handles::linalg_lu_solve::kernel(linalg_lu_solve),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_solve_triangular::NAME,
+        DispatchKey::Autograd,
+        handles::linalg_solve_triangular::kernel(linalg_solve_triangular),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_cholesky_ex::NAME,
+        DispatchKey::Autograd,
+        handles::linalg_cholesky_ex::kernel(linalg_cholesky_ex),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::linalg_qr::NAME, DispatchKey::Autograd, handles::linalg_qr::kernel(linalg_qr))
+        .expect("generated registration");
+    d.register_kernel(handles::linalg_eigh::NAME, DispatchKey::Autograd, handles::linalg_eigh::kernel(linalg_eigh))
+        .expect("generated registration");
+    d.register_kernel(handles::_linalg_svd::NAME, DispatchKey::Autograd, handles::_linalg_svd::kernel(_linalg_svd))
         .expect("generated registration");
 }

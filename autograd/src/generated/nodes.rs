@@ -8796,3 +8796,322 @@ impl Node for SpecialModifiedBesselK1Backward0 {
         self.result.reset();
     }
 }
+
+/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:835).
+pub struct LinalgLuFactorExBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result0: SavedVariable,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for LinalgLuFactorExBackward0 {
+    fn name(&self) -> String {
+        "LinalgLuFactorExBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgLuFactorExBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(lu_factor_ex_backward(grad, result0, result1)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result0.reset();
+        self.result1.reset();
+    }
+}
+
+/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:839).
+pub struct LinalgLuSolveBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) lu: SavedVariable,
+    pub(crate) pivots: SavedVariable,
+    pub(crate) b_sizes: Vec<i64>,
+    pub(crate) left: bool,
+    pub(crate) adjoint: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LinalgLuSolveBackward0 {
+    fn name(&self) -> String {
+        "LinalgLuSolveBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgLuSolveBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let lu_own = self.lu.unpack(name)?;
+        let lu = &lu_own;
+        let pivots_own = self.pivots.unpack(name)?;
+        let pivots = &pivots_own;
+        let b_sizes = &self.b_sizes[..];
+        let left = self.left;
+        let adjoint = self.adjoint;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(lu_solve_lu_backward(grad, lu, pivots, result, left, adjoint)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(lu_solve_b_backward(grad, lu, pivots, left, adjoint, b_sizes)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.lu.reset();
+        self.pivots.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:843).
+pub struct LinalgSolveTriangularBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) b_sizes: Vec<i64>,
+    pub(crate) upper: bool,
+    pub(crate) left: bool,
+    pub(crate) unitriangular: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LinalgSolveTriangularBackward0 {
+    fn name(&self) -> String {
+        "LinalgSolveTriangularBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgSolveTriangularBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let b_sizes = &self.b_sizes[..];
+        let upper = self.upper;
+        let left = self.left;
+        let unitriangular = self.unitriangular;
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(solve_triangular_a_backward(grad, self_, result, upper, left, unitriangular)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(solve_triangular_b_backward(grad, self_, upper, left, unitriangular, b_sizes)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+}
+
+/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:847).
+pub struct LinalgCholeskyExBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) upper: bool,
+    pub(crate) result0: SavedVariable,
+}
+
+impl Node for LinalgCholeskyExBackward0 {
+    fn name(&self) -> String {
+        "LinalgCholeskyExBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgCholeskyExBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let upper = self.upper;
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(cholesky_backward(grad, upper, result0)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result0.reset();
+    }
+}
+
+/// Backward of `linalg_qr` (autograd/derivatives.yaml:851).
+pub struct LinalgQrBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mode: String,
+    pub(crate) result0: SavedVariable,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for LinalgQrBackward0 {
+    fn name(&self) -> String {
+        "LinalgQrBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgQrBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let grads_1 = &grads[1];
+        let mode = self.mode.as_str();
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(linalg_qr_backward(grads_0, grads_1, result0, result1, mode)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result0.reset();
+        self.result1.reset();
+    }
+}
+
+/// Backward of `linalg_eigh` (autograd/derivatives.yaml:854).
+pub struct LinalgEighBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result0: SavedVariable,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for LinalgEighBackward0 {
+    fn name(&self) -> String {
+        "LinalgEighBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgEighBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let grads_1 = &grads[1];
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(eigh_backward(grads_0, grads_1, result0, result1)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result0.reset();
+        self.result1.reset();
+    }
+}
+
+/// Backward of `_linalg_svd` (autograd/derivatives.yaml:857).
+pub struct LinalgSvdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) full_matrices: bool,
+    pub(crate) compute_uv: bool,
+    pub(crate) result0: SavedVariable,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for LinalgSvdBackward0 {
+    fn name(&self) -> String {
+        "LinalgSvdBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "LinalgSvdBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let grads_1 = &grads[1];
+        let grads_2 = &grads[2];
+        let full_matrices = self.full_matrices;
+        let compute_uv = self.compute_uv;
+        let result0_own = self.result0.unpack(name)?;
+        let result0 = &result0_own;
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let result2_own = self.result2.unpack(name)?;
+        let result2 = &result2_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] =
+                Some(svd_backward(grads_0, grads_1, grads_2, result0, result1, result2, full_matrices, compute_uv)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result0.reset();
+        self.result1.reset();
+        self.result2.reset();
+    }
+}

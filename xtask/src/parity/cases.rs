@@ -52,6 +52,9 @@ pub struct Case {
     /// shapes and dtypes (`"compare": "meta"`).
     #[serde(default)]
     pub compare: Compare,
+    /// Outputs determined only up to the sign of each vector (see `parity/gauge.rs`).
+    #[serde(default)]
+    pub gauge: Vec<super::gauge::GaugeSpec>,
 }
 
 /// A case's `compare` field.
@@ -78,6 +81,10 @@ pub struct GradSpec {
     pub rtol: f64,
     /// Absolute tolerance of the gradient comparison.
     pub atol: f64,
+    /// Outputs whose upstream gradient is the stored tensor times the output itself (gauge
+    /// outputs: see `parity/gauge.rs`).
+    #[serde(default)]
+    pub gauge_outputs: Vec<usize>,
 }
 
 /// One ARG of a case (`{"tensor": "in1"}`, `{"int": 3}`, `null`, ...).

@@ -149,7 +149,13 @@ fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &Tenso
         }
         outs.push(t.clone());
         // The output's gradient lives where the output does.
-        gos.push(Some(store.tensor(key, false)?.to_device(t.device()).map_err(GradError::Call)?));
+        let g = store.tensor(key, false)?.to_device(t.device()).map_err(GradError::Call)?;
+        let g = if plan.spec.gauge_outputs.contains(&i) {
+            aten::ops::mul(&g, &t.detach()).map_err(GradError::Call)?
+        } else {
+            g
+        };
+        gos.push(Some(g));
     }
     let inputs: Vec<Tensor> = plan
         .inputs
