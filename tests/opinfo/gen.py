@@ -17,10 +17,11 @@ expected values are that ATen overload's results, and for differentiable entries
 samples) the expected gradients are vector-Jacobian products with seeded upstream gradients.
 
 A function that returns no tensor (`item`, `equal`) cannot be traced: its sample is bound to
-the entry's ATen operator by PyTorch's own overload resolution instead. A sample whose Python
-function is not one ATen call (it decomposes in Python into several), or whose arguments have
-no encoding (complex, sparse), is recorded in entries.json with the reason: such an entry
-counts as unsupported, so the gap stays visible.
+the entry's ATen operator by PyTorch's own overload resolution instead. A function that
+decomposes in Python into several ATen calls becomes a graph case: the traced nodes in order
+(`build_graph_case`), run by the runner's graph executor. A sample whose arguments have no
+encoding (complex, sparse) or that cannot be traced is recorded in entries.json with the
+reason: such an entry counts as unsupported, so the gap stays visible.
 
 Outputs: cases.json, tensors.safetensors.gz (safetensors written here directly, no package
 needed, then gzip-compressed) and entries.json.
@@ -101,6 +102,15 @@ class Unmapped(Exception):
     """A sample that cannot become a case; the message is the reason recorded."""
 
 
+class Composite(Exception):
+    """The entry's function is several ATen calls on this sample: a graph case (the traced
+    function is carried along)."""
+
+    def __init__(self, traced):
+        super().__init__("composite")
+        self.traced = traced
+
+
 def entry_id(op):
     return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
 
@@ -150,8 +160,9 @@ def trace_call(op, sample, tensors):
     graph = traced.graph
     nodes = [n for n in graph.nodes() if n.kind() not in PLUMBING]
     if len(nodes) != 1:
-        kinds = ", ".join(n.kind() for n in nodes) or "no operator"
-        raise Unmapped(f"composite in Python: {kinds[:200]}")
+        if not nodes:
+            raise Unmapped("composite in Python: no operator")
+        raise Composite(traced)
     node = nodes[0]
     if not node.kind().startswith("aten::"):
         raise Unmapped(f"not an ATen operator: {node.kind()}")
@@ -395,7 +406,10 @@ def build_case(op, sample, dtype, dname, index, store):
     tensors = flat_tensors([sample.input, list(sample.args), sample.kwargs], [])
     if sum(t.numel() for t in tensors) > MAX_NUMEL:
         return None
-    schema_text, resolved = trace_call(op, sample, tensors)
+    try:
+        schema_text, resolved = trace_call(op, sample, tensors)
+    except Composite as c:
+        return build_graph_case(op, sample, dtype, dname, index, store, tensors, c.traced)
     schema = torch._C.parse_schema(schema_text)
     if schema.overload_name:
         op_name = f"{schema.name[len('aten::'):]}.{schema.overload_name}"
@@ -492,6 +506,221 @@ def build_case(op, sample, dtype, dname, index, store):
         grad = gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store, [g["output"] for g in gauge])
     if grad is not None:
         case["grad"] = grad
+    return case
+
+
+# Nodes a graph case's runner executes itself (xtask/src/parity/graph.rs): they turn sizes and
+# numbers into values and back, or take lists apart; every other node is an ATen operator.
+GRAPH_BUILTINS = {
+    "prim::NumToTensor", "aten::Int", "aten::Float", "aten::ScalarImplicit", "aten::size",
+    "aten::numel", "aten::dim", "aten::detach", "prim::ListUnpack", "prim::TupleUnpack",
+}
+
+
+def graph_constant(v, ty, case_id, store, counter):
+    """A prim::Constant input of a graph node as an ARG (`ty`: the schema type, or None)."""
+    base = strip_optional(ty) if ty else None
+    if v is None:
+        return None
+    if isinstance(v, torch.Tensor):
+        if base == "Tensor" and is_wrapped_number(v):
+            x = v.item()
+            if isinstance(x, float):
+                return {"float": float_arg(x)}
+            return {"bool" if isinstance(x, bool) else "int": x}
+        check_tensor(v)
+        key = f"{case_id}/const{len(counter)}"
+        counter.append(key)
+        store[key] = v.detach()
+        return {"tensor": key, "no_grad": True}
+    if isinstance(v, torch.device):
+        if str(v) != "cpu":
+            raise Unmapped(f"device {v}")
+        return {"str": "cpu"}
+    if isinstance(v, torch.dtype):
+        names = {d: n for d, n in [(torch.float32, "float32"), (torch.float64, "float64"), (torch.int64, "int64"), (torch.int32, "int32"), (torch.uint8, "uint8"), (torch.bool, "bool"), (torch.int16, "int16"), (torch.int8, "int8"), (torch.float16, "float16"), (torch.bfloat16, "bfloat16")]}
+        if v not in names:
+            raise Unmapped(f"dtype {v}")
+        return {"dtype": names[v]}
+    if base == "ScalarType" and isinstance(v, int):
+        if v not in SCALAR_TYPES:
+            raise Unmapped(f"dtype {v} has no name here")
+        return {"dtype": SCALAR_TYPES[v]}
+    if base == "MemoryFormat" and isinstance(v, int):
+        return {"str": MEMORY_FORMATS[v]}
+    if base == "Layout" and isinstance(v, int):
+        if v not in LAYOUTS:
+            raise Unmapped(f"layout {v}")
+        return {"str": LAYOUTS[v]}
+    if isinstance(v, bool):
+        return {"bool": v}
+    if isinstance(v, int):
+        return {"int": v}
+    if isinstance(v, float):
+        return {"float": float_arg(v)}
+    if isinstance(v, str):
+        return {"str": v}
+    if isinstance(v, (list, tuple)):
+        if all(isinstance(x, bool) for x in v):
+            return {"bools": list(v)}
+        if all(isinstance(x, int) for x in v):
+            return {"ints": list(v)}
+        if all(isinstance(x, (int, float)) for x in v):
+            return {"floats": [float(x) for x in v]}
+    raise Unmapped(f"graph constant of type {type(v).__name__}")
+
+
+def build_graph_case(op, sample, dtype, dname, index, store, tensors, traced):
+    """A sample whose function is several ATen calls: a case with a `graph` (its nodes in order,
+    each an operator and ARGs that are constants, graph inputs `{"input": i}`, earlier nodes'
+    outputs `{"node": [n, k]}` or lists of those), run by the parity runner's graph executor."""
+    case_id = f"{entry_id(op)}/{dname}/{index}"
+    graph = traced.graph
+    inputs = list(graph.inputs())
+    if len(inputs) != len(tensors):
+        raise Unmapped("the traced graph's inputs are not the sample's tensors")
+    produced = {}  # Value.unique() -> {"input": i} or {"node": [n, k]}
+    for i, v in enumerate(inputs):
+        produced[v.unique()] = {"input": i}
+    consts = []
+    lists = {}  # ListConstruct outputs: their element values
+
+    def ref(v, ty):
+        u = v.unique()
+        if u in produced:
+            return produced[u]
+        node = v.node()
+        if node.kind() == "prim::Constant":
+            return graph_constant(v.toIValue(), ty, case_id, store, consts)
+        if u in lists:
+            elem_ty = None
+            if ty:
+                b = strip_optional(ty)
+                if b.startswith("List[") and b.endswith("]"):
+                    elem_ty = b[len("List["):-1]
+            items = [ref(x, elem_ty) for x in lists[u]]
+            if not items and elem_ty in ("int", "SymInt"):
+                return {"ints": []}
+            if all(isinstance(x, dict) and ("input" not in x and "node" not in x and "list" not in x) or x is None for x in items) and items:
+                # A list of constants: one constant ARG of the list type.
+                vals = [x and next(iter(x.values())) for x in items]
+                if all(isinstance(x, dict) and "int" in x for x in items):
+                    return {"ints": vals}
+                if all(isinstance(x, dict) and ("float" in x or "int" in x) for x in items):
+                    return {"floats": [float(a) for a in vals]}
+            return {"list": items}
+        raise Unmapped(f"a graph value from {node.kind()}")
+
+    nodes = []
+    for node in graph.nodes():
+        kind = node.kind()
+        if kind == "prim::Constant":
+            continue
+        if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+            lists[node.output().unique()] = list(node.inputs())
+            continue
+        if kind.startswith("aten::") and kind not in GRAPH_BUILTINS:
+            schema = node.schema()
+            if schema == "(no schema)":
+                raise Unmapped(f"{kind} without a schema")
+            parsed = torch._C.parse_schema(schema)
+            if any(a.is_out for a in parsed.arguments):
+                raise Unmapped("an out= variant")
+            name = parsed.name[len("aten::"):]
+            op_name = f"{name}.{parsed.overload_name}" if parsed.overload_name else name
+            types = [str(a.real_type) for a in parsed.arguments]
+            if len(types) != len(list(node.inputs())):
+                raise Unmapped(f"{kind}: {len(list(node.inputs()))} inputs for {len(types)} schema arguments")
+            args = []
+            for a, v, ty in zip(parsed.arguments, node.inputs(), types):
+                if ty.startswith("Optional[Generator") or ty == "Generator":
+                    args.append(None)
+                    continue
+                args.append(ref(v, ty))
+        elif kind in GRAPH_BUILTINS or kind.startswith("prim::"):
+            if kind not in GRAPH_BUILTINS:
+                raise Unmapped(f"graph node {kind}")
+            op_name = kind
+            args = [ref(v, None) for v in node.inputs()]
+        else:
+            raise Unmapped(f"graph node {kind}")
+        n = len(nodes)
+        for k, o in enumerate(node.outputs()):
+            produced[o.unique()] = {"node": [n, k]}
+        nodes.append({"op": op_name, "args": args, "outputs": len(list(node.outputs()))})
+    outs = []
+
+    def flatten_out(v):
+        if v.unique() in lists and v.node().kind() == "prim::TupleConstruct":
+            for x in lists[v.unique()]:
+                flatten_out(x)
+        else:
+            outs.append(ref(v, None))
+
+    for v in graph.outputs():
+        flatten_out(v)
+    # The graph inputs are the sample's tensors, in order.
+    args = []
+    for i, t in enumerate(tensors):
+        check_tensor(t)
+        key = f"{case_id}/in{i}"
+        store[key] = t.detach()
+        arg = {"tensor": key}
+        if not (t.is_floating_point() and t.requires_grad):
+            arg["no_grad"] = True
+        args.append(arg)
+
+    def run(seed, grad=False):
+        torch.manual_seed(seed)
+        xs = [t.detach().clone().requires_grad_(True) if grad and not a.get("no_grad") else t.detach().clone() for t, a in zip(tensors, args)]
+        return xs, traced(*xs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            first = flatten_outputs(run(0)[1])
+            again = flatten_outputs(run(1)[1])
+        except Exception as e:  # noqa: BLE001
+            raise Unmapped("the traced graph fails: " + str(e).strip().splitlines()[0][:120])
+    for o in first:
+        if o is not None:
+            check_tensor(o)
+    if len(first) != len(outs):
+        raise Unmapped(f"the graph returns {len(outs)} values, the function {len(first)}")
+    random = any(not same(a, b_) for a, b_ in zip(first, again))
+    keys = []
+    for k, o in enumerate(first):
+        key = f"{case_id}/out{k}"
+        store[key] = o.detach()
+        keys.append(key)
+    case = {"id": case_id, "op": "graph", "args": args, "graph": {"nodes": nodes, "outputs": outs}, "outputs": keys}
+    if random:
+        case["compare"] = "meta"
+    tols = [TOL[o.dtype] for o in first if o.dtype in TOL]
+    case["rtol"] = max((t[0] for t in tols), default=0.0)
+    case["atol"] = max((t[1] for t in tols), default=0.0)
+    if dtype == GRAD_DTYPE and op.supports_autograd and not random:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                xs, res = run(0, grad=True)
+                res = flatten_outputs(res)
+                leaves = [x for x, a in zip(xs, args) if not a.get("no_grad")]
+                selected = [i for i, o in enumerate(res) if o is not None and o.requires_grad and o.is_floating_point()]
+                if leaves and selected:
+                    torch.manual_seed(1234)
+                    gouts = [torch.randn_like(res[i]) for i in selected]
+                    grads = torch.autograd.grad([res[i] for i in selected], leaves, gouts, allow_unused=True)
+                    block = {"outputs": selected, "grad_outputs": [], "expected": [], "rtol": GRAD_TOL[0], "atol": GRAD_TOL[1]}
+                    for j, g in zip(selected, gouts):
+                        store[f"{case_id}/gout{j}"] = g
+                        block["grad_outputs"].append(f"{case_id}/gout{j}")
+                    for k, (leaf, g) in enumerate(zip(leaves, grads)):
+                        store[f"{case_id}/grad{k}"] = torch.zeros_like(leaf).detach() if g is None else g.detach()
+                        block["expected"].append(f"{case_id}/grad{k}")
+                    case["grad"] = block
+            except Exception:  # noqa: BLE001 - PyTorch cannot differentiate it here: no block
+                pass
     return case
 
 

@@ -24,7 +24,8 @@ mod args;
 pub(crate) mod cases;
 pub(crate) mod compare;
 pub(crate) mod gauge;
-mod grad;
+pub(crate) mod grad;
+pub(crate) mod graph;
 pub(crate) mod panics;
 mod ratchet;
 mod store;
@@ -406,8 +407,26 @@ fn check_values(
     device: Device,
     placement: &mut Placement,
 ) -> Result<Option<(ResolvedArgs, usize)>, String> {
-    let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
+    if let Some(g) = &case.graph {
+        let mut resolved = ResolvedArgs { positional: graph::inputs(&case.args, &load)?, kwargs: Vec::new() };
+        if !device.is_cpu() {
+            resolved = args_on(&resolved, device)?;
+        }
+        let result = graph::run(g, &resolved.positional, &load);
+        if case.expect_error {
+            return match result {
+                Ok(_) => Err("expected an error, but the call succeeded".to_string()),
+                Err(_) => Ok(None),
+            };
+        }
+        let returned = result.map_err(|e| e.to_string())?;
+        if let Some(outputs) = &case.outputs {
+            check_outputs(case, outputs, &returned, store)?;
+        }
+        return Ok(Some((resolved, returned.len())));
+    }
+    let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     let mut resolved = resolve_args(&schema, &case.args, &case.kwargs, &load)?;
     let mut attempt = None;
     if !device.is_cpu() {

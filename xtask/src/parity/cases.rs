@@ -55,6 +55,9 @@ pub struct Case {
     /// Outputs determined only up to the sign of each vector (see `parity/gauge.rs`).
     #[serde(default)]
     pub gauge: Vec<super::gauge::GaugeSpec>,
+    /// Several calls instead of `op` (see `parity/graph.rs`); `args` are the graph's inputs.
+    #[serde(default)]
+    pub graph: Option<super::graph::GraphSpec>,
 }
 
 /// A case's `compare` field.

@@ -69,3 +69,34 @@ pub fn align(
     let e = ops::to(&e, expected.dtype(), false, false, None).map_err(err)?;
     Ok((flipped, e, flips))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[f64], shape: &[i64]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), shape).unwrap()
+    }
+
+    #[test]
+    fn vectors_align_by_sign_and_partners_follow() {
+        // Columns of U: ours has the second one flipped; the third column is not compared.
+        let expected_u = t(&[0.6, 0.8, 9.0, 0.8, -0.6, 9.0], &[2, 3]);
+        let ours_u = t(&[0.6, -0.8, -1.0, 0.8, 0.6, 2.0], &[2, 3]);
+        let spec = GaugeSpec { output: 0, axis: -1, count: 2, follow: None };
+        let (o, e, flips) = align(&ours_u, &expected_u, &spec, None).unwrap();
+        assert_eq!(o.to_vec::<f64>().unwrap(), e.to_vec::<f64>().unwrap());
+        assert_eq!(flips.to_vec::<f64>().unwrap(), vec![1.0, -1.0]);
+        // Rows of Vh follow U's flips: a row flipped the other way does not align.
+        let expected_vh = t(&[1.0, 0.0, 0.0, 1.0], &[2, 2]);
+        let follow = GaugeSpec { output: 2, axis: -2, count: 2, follow: Some(0) };
+        let (o, e, _) = align(&t(&[1.0, 0.0, 0.0, -1.0], &[2, 2]), &expected_vh, &follow, Some(&flips)).unwrap();
+        assert_eq!(o.to_vec::<f64>().unwrap(), e.to_vec::<f64>().unwrap());
+        let (o, e, _) = align(&t(&[1.0, 0.0, 0.0, 1.0], &[2, 2]), &expected_vh, &follow, Some(&flips)).unwrap();
+        assert_ne!(o.to_vec::<f64>().unwrap(), e.to_vec::<f64>().unwrap());
+        // A different vector is still a mismatch after alignment.
+        let (o, e, _) = align(&t(&[0.8, 0.6, 0.0, 0.6, -0.8, 0.0], &[2, 3]), &expected_u, &spec, None).unwrap();
+        assert_ne!(o.to_vec::<f64>().unwrap(), e.to_vec::<f64>().unwrap());
+        assert!(align(&t(&[1.0], &[1, 1]), &expected_u, &spec, None).is_err());
+    }
+}

@@ -111,7 +111,6 @@ impl std::fmt::Display for GradError {
 }
 
 fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &TensorStore<'_>) -> Result<(), GradError> {
-    let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
     // Fresh leaves sharing the inputs' data, so nothing recorded by the value check leaks in.
     let mut leaves: Vec<(Tensor, Tensor)> = Vec::new();
     for t in &plan.inputs {
@@ -135,9 +134,18 @@ fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &Tenso
         positional: args.positional.iter().map(swap).collect(),
         kwargs: args.kwargs.iter().map(|(k, v)| (k.clone(), swap(v))).collect(),
     };
-    let mut stack = fill_stack(&schema, swapped)?;
-    op.call_boxed(&mut stack).map_err(GradError::Call)?;
-    let returned = flatten_returns(stack);
+    let returned = match &case.graph {
+        Some(g) => {
+            let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
+            super::graph::run(g, &swapped.positional, &load)?
+        }
+        None => {
+            let (op, schema) = aten::dispatcher().find_schema(&case.op).map_err(|e| e.to_string())?;
+            let mut stack = fill_stack(&schema, swapped)?;
+            op.call_boxed(&mut stack).map_err(GradError::Call)?;
+            flatten_returns(stack)
+        }
+    };
     let mut outs = Vec::new();
     let mut gos = Vec::new();
     for (&i, key) in plan.spec.outputs.iter().zip(&plan.spec.grad_outputs) {
