@@ -1279,3 +1279,19 @@ pub fn as_strided_backward(
     let shared = ops::div(&storage, &ops::clamp_min(&hits, Scalar::Int(1))?)?;
     ops::reshape(&ops::index_select(&shared, 0, &in_idx)?, self_.sizes())
 }
+
+/// `d igamma(a, x) / dx = x^(a-1) e^-x / Gamma(a)` (negated for `igammac`); PyTorch
+/// differentiates only `x`.
+pub fn igamma_other_backward(grad: &Tensor, a: &Tensor, x: &Tensor, upper: bool) -> Result<Tensor> {
+    let log_density = ops::sub(
+        &ops::sub(&ops::mul(&ops::sub_scalar(a, one(), one())?, &ops::log(x)?)?, x, one())?,
+        &ops::lgamma(a)?,
+        one(),
+    )?;
+    let d = mul(grad, &ops::exp(&log_density)?)?;
+    if upper {
+        ops::neg(&d)
+    } else {
+        Ok(d)
+    }
+}

@@ -5965,3 +5965,100 @@ pub fn linalg_lstsq(
 ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
+
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+#[inline]
+pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    crate::handles::cauchy_::call(self_, median, sigma, generator)
+}
+
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+#[inline]
+pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    crate::handles::geometric_::call(self_, p, generator)
+}
+
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+#[inline]
+pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    crate::handles::log_normal_::call(self_, mean, std, generator)
+}
+
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3791)
+#[inline]
+pub fn randint_like(
+    self_: &Tensor,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3795)
+#[inline]
+pub fn randint_like_tensor(
+    self_: &Tensor,
+    high: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3799)
+#[inline]
+pub fn randint_like_low_dtype(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3803)
+#[inline]
+pub fn rrelu(
+    self_: &Tensor,
+    lower: Scalar,
+    upper: Scalar,
+    training: bool,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    crate::handles::rrelu::call(self_, lower, upper, training, generator)
+}
+
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3809)
+#[inline]
+pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::nextafter::call(self_, other)
+}
+
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3814)
+#[inline]
+pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::frexp_tensor::call(self_)
+}
+
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3819)
+#[inline]
+pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::igamma::call(self_, other)
+}
+
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3824)
+#[inline]
+pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::handles::igammac::call(self_, other)
+}

@@ -2601,4 +2601,64 @@ impl Tensor {
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_xor::call(self, other)
     }
+
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+    #[inline]
+    pub fn cauchy_(&self) -> Result<Tensor> {
+        crate::handles::cauchy_::call(self, 0.0, 1.0, None)
+    }
+
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+    #[inline]
+    pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::cauchy_::call(self, median, sigma, generator)
+    }
+
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+    #[inline]
+    pub fn geometric_(&self, p: f64) -> Result<Tensor> {
+        crate::handles::geometric_::call(self, p, None)
+    }
+
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+    #[inline]
+    pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::geometric_::call(self, p, generator)
+    }
+
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+    #[inline]
+    pub fn log_normal_(&self) -> Result<Tensor> {
+        crate::handles::log_normal_::call(self, 1.0, 2.0, None)
+    }
+
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+    #[inline]
+    pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        crate::handles::log_normal_::call(self, mean, std, generator)
+    }
+
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3809)
+    #[inline]
+    pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::nextafter::call(self, other)
+    }
+
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3814)
+    #[inline]
+    pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
+        crate::handles::frexp_tensor::call(self)
+    }
+
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3819)
+    #[inline]
+    pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::igamma::call(self, other)
+    }
+
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3824)
+    #[inline]
+    pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
+        crate::handles::igammac::call(self, other)
+    }
 }

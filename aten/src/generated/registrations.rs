@@ -848,6 +848,17 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::linalg_matrix_exp::SCHEMA).expect("generated schema parses");
     d.def(handles::matrix_exp::SCHEMA).expect("generated schema parses");
     d.def(handles::linalg_lstsq::SCHEMA).expect("generated schema parses");
+    d.def(handles::cauchy_::SCHEMA).expect("generated schema parses");
+    d.def(handles::geometric_::SCHEMA).expect("generated schema parses");
+    d.def(handles::log_normal_::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_like::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_like_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::randint_like_low_dtype::SCHEMA).expect("generated schema parses");
+    d.def(handles::rrelu::SCHEMA).expect("generated schema parses");
+    d.def(handles::nextafter::SCHEMA).expect("generated schema parses");
+    d.def(handles::frexp_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::igamma::SCHEMA).expect("generated schema parses");
+    d.def(handles::igammac::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -4182,6 +4193,62 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
                 Ok(r)
             },
         ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cauchy_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::cauchy_::kernel(|ks, self_, median, sigma, generator| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::cauchy_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    median,
+                    sigma,
+                    generator,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::geometric_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::geometric_::kernel(|ks, self_, p, generator| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::geometric_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    p,
+                    generator,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_normal_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::log_normal_::kernel(|ks, self_, mean, std, generator| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::log_normal_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    mean,
+                    std,
+                    generator,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
     )
     .expect("generated registration");
 }
@@ -8176,6 +8243,52 @@ pub fn register_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::cauchy_::NAME,
+        DispatchKey::CPU,
+        handles::cauchy_::kernel(|_ks, self_, median, sigma, generator| {
+            crate::native::random::cauchy_(self_, median, sigma, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::geometric_::NAME,
+        DispatchKey::CPU,
+        handles::geometric_::kernel(|_ks, self_, p, generator| crate::native::random::geometric_(self_, p, generator)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_normal_::NAME,
+        DispatchKey::CPU,
+        handles::log_normal_::kernel(|_ks, self_, mean, std, generator| {
+            crate::native::random::log_normal_(self_, mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nextafter::NAME,
+        DispatchKey::CPU,
+        handles::nextafter::kernel(|_ks, self_, other| crate::native::pointwise::nextafter(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frexp_tensor::NAME,
+        DispatchKey::CPU,
+        handles::frexp_tensor::kernel(|_ks, self_| crate::native::pointwise::frexp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::igamma::NAME,
+        DispatchKey::CPU,
+        handles::igamma::kernel(|_ks, self_, other| crate::native::pointwise::igamma(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::igammac::NAME,
+        DispatchKey::CPU,
+        handles::igammac::kernel(|_ks, self_, other| crate::native::pointwise::igammac(self_, other)),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -8466,6 +8579,41 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         handles::floor_divide_scalar_::kernel(|_ks, self_, other| {
             crate::native::pointwise::floor_divide_scalar_(self_, other)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_like::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::randint_like::kernel(|_ks, self_, high, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::randint_like(self_, high, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_like_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::randint_like_tensor::kernel(|_ks, self_, high, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::randint_like_Tensor(self_, high, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_like_low_dtype::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::randint_like_low_dtype::kernel(
+            |_ks, self_, low, high, dtype, layout, device, pin_memory, memory_format| {
+                crate::native::random::randint_like_low_dtype(
+                    self_,
+                    low,
+                    high,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                    memory_format,
+                )
+            },
+        ),
     )
     .expect("generated registration");
 }
@@ -10510,6 +10658,14 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::linalg_lstsq::kernel(|_ks, self_, b, rcond, driver| {
             crate::native::lapack::linalg_lstsq(self_, b, rcond, driver)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rrelu::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rrelu::kernel(|_ks, self_, lower, upper, training, generator| {
+            crate::native::composite::rrelu(self_, lower, upper, training, generator)
         }),
     )
     .expect("generated registration");

@@ -2675,3 +2675,33 @@ fn max_unpool_nd(op: &str, self_: &Tensor, indices: &Tensor, output_size: &[i64]
 pub fn upsample_nearest1d_size(self_: &Tensor, output_size: &[i64], _scales: Option<f64>) -> Result<Tensor> {
     ops::upsample_nearest1d(self_, Some(output_size), None)
 }
+
+/// `rrelu(Tensor self, Scalar lower=1/8, Scalar upper=1/3, bool training=False, Generator? generator=None) -> Tensor`:
+/// in training, each negative element is scaled by a slope drawn uniformly from
+/// `[lower, upper]`; otherwise by their mean (a leaky ReLU).
+pub fn rrelu(
+    self_: &Tensor,
+    lower: Scalar,
+    upper: Scalar,
+    training: bool,
+    generator: Option<&crate::Generator>,
+) -> Result<Tensor> {
+    let (lo, hi) = (lower.to_f64(), upper.to_f64());
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: "rrelu".into(), dtype: self_.dtype() });
+    }
+    if lo > hi {
+        return Err(Error::invalid(
+            "rrelu",
+            format!("Lower bound should be less than or equal to the upper bound, got {lo} and {hi}"),
+        ));
+    }
+    if !training {
+        return ops::leaky_relu(self_, Scalar::Float((lo + hi) / 2.0));
+    }
+    let noise = ops::empty_like(self_, None, None, None, None, Some(MemoryFormat::Contiguous))?;
+    ops::uniform_(&noise, lo, hi, generator)?;
+    let negative = ops::lt_scalar(self_, Scalar::Int(0))?;
+    let slopes = ops::where_self(&negative, &noise, &ops::ones_like(self_, None, None, None, None, None)?)?;
+    ops::mul(self_, &slopes)
+}

@@ -1065,3 +1065,176 @@ fn gcd_lcm(op: &'static str, a: &Tensor, b: &Tensor, lcm: bool) -> Result<Tensor
     }, d => return Err(Error::UnsupportedDtype { op: op.into(), dtype: d }));
     iter.output(0)
 }
+
+/// `nextafter(Tensor self, Tensor other) -> Tensor`: the next representable value after `self`
+/// toward `other`, in the (float) dtype of the operands.
+pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let iter = binary_iter("nextafter", self_, other, false)?;
+    match iter.common_dtype() {
+        ScalarType::F32 => binary_loop::<f32, f32, f32>(&iter, libm::nextafterf),
+        ScalarType::F64 => binary_loop::<f64, f64, f64>(&iter, libm::nextafter),
+        d => return Err(Error::UnsupportedDtype { op: "nextafter".into(), dtype: d }),
+    }
+    iter.output(0)
+}
+
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)`: `self = mantissa *
+/// 2^exponent` with `|mantissa|` in [0.5, 1) (0, infinities and NaN keep exponent 0), the
+/// exponent as int32.
+pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::invalid("frexp", "torch.frexp() only supports floating-point dtypes".to_string()));
+    }
+    // Every float value of a narrower type is exact in f64, and so are its mantissa and exponent.
+    let v = self_.to_vec::<f64>()?;
+    let (mut m, mut e) = (Vec::with_capacity(v.len()), Vec::with_capacity(v.len()));
+    for x in v {
+        let (mant, exp) = if x.is_finite() { libm::frexp(x) } else { (x, 0) };
+        m.push(mant);
+        e.push(exp);
+    }
+    let mantissa = crate::native::copy::to_dtype(&Tensor::from_vec(m, self_.sizes())?, dtype)?;
+    Ok((mantissa, Tensor::from_vec(e, self_.sizes())?))
+}
+
+/// Cephes' convergence constants for the incomplete gamma function.
+const IGAMMA_EPS: f64 = 1.1102230246251565e-16;
+const IGAMMA_MAXLOG: f64 = 709.782712893384;
+/// A bound on the series and continued-fraction iterations (both converge in far fewer for
+/// every finite input; the bound keeps adversarial inputs from looping).
+const IGAMMA_MAX_ITER: usize = 100_000;
+
+/// `x^a e^-x / Gamma(a)`, or 0 where it underflows.
+fn igamma_prefactor(a: f64, x: f64) -> f64 {
+    let ax = a * x.ln() - x - libm::lgamma(a);
+    if ax < -IGAMMA_MAXLOG {
+        0.0
+    } else {
+        ax.exp()
+    }
+}
+
+/// The regularized lower incomplete gamma function `P(a, x)`, with PyTorch's special values.
+pub(crate) fn igamma_scalar(a: f64, x: f64) -> f64 {
+    if a.is_nan() || x.is_nan() || a < 0.0 || x < 0.0 {
+        return f64::NAN;
+    }
+    if a == 0.0 {
+        return if x > 0.0 { 1.0 } else { f64::NAN };
+    }
+    if x == 0.0 {
+        return 0.0;
+    }
+    if a.is_infinite() {
+        return if x.is_infinite() { f64::NAN } else { 0.0 };
+    }
+    if x.is_infinite() {
+        return 1.0;
+    }
+    if x > 1.0 && x > a {
+        return 1.0 - igammac_cf(a, x);
+    }
+    // The power series.
+    let ax = igamma_prefactor(a, x);
+    if ax == 0.0 {
+        return 0.0;
+    }
+    let (mut r, mut c, mut sum) = (a, 1.0, 1.0);
+    for _ in 0..IGAMMA_MAX_ITER {
+        r += 1.0;
+        c *= x / r;
+        sum += c;
+        if c / sum <= IGAMMA_EPS {
+            break;
+        }
+    }
+    sum * ax / a
+}
+
+/// `Q(a, x)` by the continued fraction (for `x > 1` and `x > a`).
+fn igammac_cf(a: f64, x: f64) -> f64 {
+    let ax = igamma_prefactor(a, x);
+    if ax == 0.0 {
+        return 0.0;
+    }
+    const BIG: f64 = 4.503599627370496e15;
+    const BIGINV: f64 = 2.220446049250313e-16;
+    let mut y = 1.0 - a;
+    let mut z = x + y + 1.0;
+    let mut c = 0.0;
+    let (mut pkm2, mut qkm2, mut pkm1, mut qkm1) = (1.0, x, x + 1.0, z * x);
+    let mut ans = pkm1 / qkm1;
+    for _ in 0..IGAMMA_MAX_ITER {
+        c += 1.0;
+        y += 1.0;
+        z += 2.0;
+        let yc = y * c;
+        let pk = pkm1 * z - pkm2 * yc;
+        let qk = qkm1 * z - qkm2 * yc;
+        let t = if qk != 0.0 {
+            let r = pk / qk;
+            let t = ((ans - r) / r).abs();
+            ans = r;
+            t
+        } else {
+            1.0
+        };
+        pkm2 = pkm1;
+        pkm1 = pk;
+        qkm2 = qkm1;
+        qkm1 = qk;
+        if pk.abs() > BIG {
+            pkm2 *= BIGINV;
+            pkm1 *= BIGINV;
+            qkm2 *= BIGINV;
+            qkm1 *= BIGINV;
+        }
+        if t <= IGAMMA_EPS {
+            break;
+        }
+    }
+    ans * ax
+}
+
+/// The regularized upper incomplete gamma function `Q(a, x) = 1 - P(a, x)`.
+pub(crate) fn igammac_scalar(a: f64, x: f64) -> f64 {
+    if a.is_nan() || x.is_nan() || a < 0.0 || x < 0.0 {
+        return f64::NAN;
+    }
+    if a == 0.0 {
+        return if x > 0.0 { 0.0 } else { f64::NAN };
+    }
+    if x == 0.0 {
+        return 1.0;
+    }
+    if a.is_infinite() {
+        return if x.is_infinite() { f64::NAN } else { 1.0 };
+    }
+    if x.is_infinite() {
+        return 0.0;
+    }
+    if x < 1.0 || x < a {
+        return 1.0 - igamma_scalar(a, x);
+    }
+    igammac_cf(a, x)
+}
+
+fn float_only_zip(op: &'static str, a: &Tensor, b: &Tensor, f: fn(f64, f64) -> f64) -> Result<Tensor> {
+    let iter = binary_iter(op, a, b, false)?;
+    if !iter.common_dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: iter.common_dtype() });
+    }
+    float_zip(&iter, op, f)?;
+    iter.output(0)
+}
+
+/// `igamma(Tensor self, Tensor other) -> Tensor`: `P(self, other)`.
+pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    float_only_zip("igamma", self_, other, igamma_scalar)
+}
+
+/// `igammac(Tensor self, Tensor other) -> Tensor`: `Q(self, other)`.
+pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    float_only_zip("igammac", self_, other, igammac_scalar)
+}

@@ -1233,6 +1233,109 @@ fn cumulative_distribution<A: CdfFloat>(row: &[f64], cdf: &mut Vec<f64>) -> Resu
     Ok(())
 }
 
+// ---- cauchy, log-normal, geometric, randint_like ----------------------------------------------
+
+/// Fills `self_` (CPU; a floating dtype when `float_only`) with `f(generator)`, in memory order.
+fn fill_with(
+    op: &str,
+    self_: &Tensor,
+    generator: Option<&Generator>,
+    float_only: bool,
+    mut f: impl FnMut(&mut GeneratorState) -> f64,
+) -> Result<Tensor> {
+    let dtype = self_.dtype();
+    if float_only && !dtype.is_floating_point() {
+        return Err(Error::invalid(op, format!("{op} expects a floating point tensor, but got {}", dtype.cpp_name())));
+    }
+    if self_.numel() == 0 {
+        return Ok(self_.clone());
+    }
+    assert_no_internal_overlap(op, self_)?;
+    let gen = generator_for(op, generator, Device::CPU)?;
+    let mut g = gen.lock();
+    c10::dispatch_all_types!(dtype, T => write_memory_order::<T>(self_, || T::from_f64(f(&mut g))))?;
+    Ok(self_.clone())
+}
+
+/// `cauchy_`: `median + sigma * tan(pi * (u - 1/2))`, PyTorch's CPU transformation.
+pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "cauchy_";
+    if sigma.is_nan() || sigma <= 0.0 {
+        return Err(Error::invalid(OP, format!("cauchy_ expects sigma > 0.0, but found sigma={}", fmt_g(sigma))));
+    }
+    fill_with(OP, self_, generator, true, |g| median + sigma * (PI * (uniform_f64(g) - 0.5)).tan())
+}
+
+/// `log_normal_`: `exp(mean + std * z)` for standard normal `z`.
+pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "log_normal_";
+    if std.is_nan() || std <= 0.0 {
+        return Err(Error::invalid(OP, format!("log_normal_ expects std > 0.0, but found std={}", fmt_g(std))));
+    }
+    fill_with(OP, self_, generator, true, |g| normal_f64(g, mean, std).exp())
+}
+
+/// `geometric_`: the number of Bernoulli(`p`) trials up to the first success,
+/// `ceil(log(u) / log1p(-p))` (any dtype, as PyTorch).
+pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    const OP: &str = "geometric_";
+    if p.is_nan() || p <= 0.0 || p >= 1.0 {
+        return Err(Error::invalid(OP, format!("geometric_ expects p to be in (0, 1), but got p={}", fmt_g(p))));
+    }
+    let denom = (-p).ln_1p();
+    fill_with(OP, self_, generator, false, |g| ((1.0 - uniform_f64(g)).ln() / denom).ceil().max(1.0))
+}
+
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, ...)`: integers in
+/// `[0, high)` shaped like `self_` (its dtype by default).
+#[allow(clippy::too_many_arguments)]
+pub fn randint_like(
+    self_: &Tensor,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    randint_like_low_dtype(self_, 0, high, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, ...)`
+#[allow(clippy::too_many_arguments)]
+pub fn randint_like_low_dtype(
+    self_: &Tensor,
+    low: i64,
+    high: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let t = empty_like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    random_from_(&t, low, Some(high), None)
+}
+
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, ...)`: `high` is a
+/// one-element integer tensor.
+#[allow(clippy::too_many_arguments)]
+#[allow(non_snake_case)]
+pub fn randint_like_Tensor(
+    self_: &Tensor,
+    high: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    if high.numel() != 1 || high.dtype().is_floating_point() {
+        return Err(Error::invalid("randint_like", "high must be a scalar tensor and on CPU"));
+    }
+    randint_like(self_, high.item::<i64>()?, dtype, layout, device, pin_memory, memory_format)
+}
+
 // Expected values are PyTorch's float32 outputs printed as doubles (exactly the f32 values).
 #[allow(clippy::excessive_precision)]
 #[cfg(test)]

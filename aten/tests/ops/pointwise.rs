@@ -239,3 +239,32 @@ fn var_mean_and_std_mean() {
     let (s, _) = ops::std_mean_dim(&x, Some(&[1]), true, false).unwrap();
     assert_eq!(f64s(&s), vec![1.0, 2.0]);
 }
+
+#[test]
+fn nextafter_frexp_and_incomplete_gamma() {
+    let x = Tensor::from_vec(vec![1.0f32, 0.0, -2.0], &[3]).unwrap();
+    let y = Tensor::from_vec(vec![2.0f32, -1.0, -2.0], &[3]).unwrap();
+    let n = ops::nextafter(&x, &y).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(n, vec![1.0 + f32::EPSILON, -f32::from_bits(1), -2.0]);
+    let e = ops::nextafter(&Tensor::from_vec(vec![1i64], &[1]).unwrap(), &Tensor::from_vec(vec![2i64], &[1]).unwrap());
+    assert!(matches!(e, Err(Error::UnsupportedDtype { .. })));
+
+    let (m, ex) = ops::frexp(&Tensor::from_vec(vec![8.0f64, -0.375, 0.0, f64::INFINITY], &[4]).unwrap()).unwrap();
+    assert_eq!(m.to_vec::<f64>().unwrap(), vec![0.5, -0.75, 0.0, f64::INFINITY]);
+    assert_eq!((ex.dtype(), ex.to_vec::<i32>().unwrap()), (ScalarType::I32, vec![4, -1, 0, 0]));
+
+    // P(1, x) = 1 - e^-x and P(1/2, x) = erf(sqrt(x)); Q = 1 - P; PyTorch's special values.
+    let a = Tensor::from_vec(vec![1.0f64, 1.0, 0.5, 0.5, 0.0, 2.0, -1.0], &[7]).unwrap();
+    let xs = [0.3f64, 7.0, 0.2, 9.0, 1.0, 0.0, 1.0];
+    let x = Tensor::from_vec(xs.to_vec(), &[7]).unwrap();
+    let p = ops::igamma(&a, &x).unwrap().to_vec::<f64>().unwrap();
+    let want = [1.0 - (-0.3f64).exp(), 1.0 - (-7.0f64).exp(), libm::erf(0.2f64.sqrt()), libm::erf(3.0), 1.0, 0.0];
+    for (g, w) in p.iter().zip(want) {
+        assert!((g - w).abs() < 1e-14, "{p:?}");
+    }
+    assert!(p[6].is_nan());
+    let q = ops::igammac(&a, &x).unwrap().to_vec::<f64>().unwrap();
+    for (g, w) in q.iter().zip(want) {
+        assert!((g - (1.0 - w)).abs() < 1e-14, "{q:?}");
+    }
+}

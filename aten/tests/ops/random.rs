@@ -170,3 +170,34 @@ fn normal_overloads_match_pytorch() {
     assert!(err(ops::normal_tensor_tensor(&mean, &Tensor::from_vec(vec![1.0f32; 2], &[2]).unwrap(), None))
         .contains("must match the size"));
 }
+
+#[test]
+fn cauchy_log_normal_geometric_and_randint_like() {
+    let g = gen(7);
+    let t = ops::empty(&[4000], Some(ScalarType::F64), None, None, None, None).unwrap();
+    // Cauchy: the median is the location (the mean does not exist).
+    ops::cauchy_(&t, 3.0, 0.5, Some(&g)).unwrap();
+    let mut v = t.to_vec::<f64>().unwrap();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!((v[2000] - 3.0).abs() < 0.1, "median {}", v[2000]);
+    // Log-normal: the log has the given mean.
+    ops::log_normal_(&t, 1.0, 0.5, Some(&g)).unwrap();
+    let v = t.to_vec::<f64>().unwrap();
+    assert!(v.iter().all(|&x| x > 0.0));
+    let mean_log = v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64;
+    assert!((mean_log - 1.0).abs() < 0.05, "{mean_log}");
+    // Geometric: positive integers with mean 1/p, in any dtype.
+    let i = ops::empty(&[4000], Some(ScalarType::I64), None, None, None, None).unwrap();
+    ops::geometric_(&i, 0.25, Some(&g)).unwrap();
+    let v = i.to_vec::<i64>().unwrap();
+    assert!(v.iter().all(|&x| x >= 1));
+    let mean = v.iter().sum::<i64>() as f64 / v.len() as f64;
+    assert!((mean - 4.0).abs() < 0.3, "{mean}");
+    assert!(err(ops::geometric_(&i, 1.0, None)).contains("geometric_ expects p to be in (0, 1), but got p=1"));
+    assert!(err(ops::cauchy_(&t, 0.0, 0.0, None)).contains("cauchy_ expects sigma > 0.0"));
+    let like =
+        ops::randint_like(&Tensor::from_vec(vec![0i32; 100], &[10, 10]).unwrap(), 5, None, None, None, None, None)
+            .unwrap();
+    assert_eq!((like.dtype(), like.sizes()), (ScalarType::I32, &[10i64, 10][..]));
+    assert!(like.to_vec::<i64>().unwrap().iter().all(|&x| (0..5).contains(&x)));
+}

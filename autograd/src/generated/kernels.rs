@@ -8692,6 +8692,93 @@ pub(crate) fn _linalg_svd(
     Ok(result_)
 }
 
+/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:860).
+pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FrexpBackward0 { core, result1: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::frexp_tensor::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_.0, &node, 0, true)?;
+        ks_::set_history(&result_.1, &node, 1, false)?;
+        f.result1.set_output(&result_.1, Arc::downgrade(&node), 1)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `igamma` (autograd/derivatives.yaml:864).
+pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IgammaBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::igamma::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `igammac` (autograd/derivatives.yaml:867).
+pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IgammacBackward0 { core, self_: SavedVariable::new(self_)?, other: SavedVariable::new(other)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::igammac::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:870).
+pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(NextafterBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            other_sizes: other.sizes().to_vec(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::nextafter::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, other)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -9710,5 +9797,13 @@ pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::linalg_eigh::NAME, DispatchKey::Autograd, handles::linalg_eigh::kernel(linalg_eigh))
         .expect("generated registration");
     d.register_kernel(handles::_linalg_svd::NAME, DispatchKey::Autograd, handles::_linalg_svd::kernel(_linalg_svd))
+        .expect("generated registration");
+    d.register_kernel(handles::frexp_tensor::NAME, DispatchKey::Autograd, handles::frexp_tensor::kernel(frexp_tensor))
+        .expect("generated registration");
+    d.register_kernel(handles::igamma::NAME, DispatchKey::Autograd, handles::igamma::kernel(igamma))
+        .expect("generated registration");
+    d.register_kernel(handles::igammac::NAME, DispatchKey::Autograd, handles::igammac::kernel(igammac))
+        .expect("generated registration");
+    d.register_kernel(handles::nextafter::NAME, DispatchKey::Autograd, handles::nextafter::kernel(nextafter))
         .expect("generated registration");
 }

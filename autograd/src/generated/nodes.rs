@@ -9115,3 +9115,158 @@ impl Node for LinalgSvdBackward0 {
         self.result2.reset();
     }
 }
+
+/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:860).
+pub struct FrexpBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for FrexpBackward0 {
+    fn name(&self) -> String {
+        "FrexpBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FrexpBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let result1_own = self.result1.unpack(name)?;
+        let result1 = &result1_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(div(grad, &ops::exp2(&ops::to(result1, grad.scalar_type(), false, false, None)?)?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+}
+
+/// Backward of `igamma` (autograd/derivatives.yaml:864).
+pub struct IgammaBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for IgammaBackward0 {
+    fn name(&self) -> String {
+        "IgammaBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IgammaBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(igamma_other_backward(grad, self_, other, false)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+}
+
+/// Backward of `igammac` (autograd/derivatives.yaml:867).
+pub struct IgammacBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for IgammacBackward0 {
+    fn name(&self) -> String {
+        "IgammacBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IgammacBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let other_own = self.other.unpack(name)?;
+        let other = &other_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(igamma_other_backward(grad, self_, other, true)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+}
+
+/// Backward of `nextafter` (autograd/derivatives.yaml:870).
+pub struct NextafterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) other_sizes: Vec<i64>,
+}
+
+impl Node for NextafterBackward0 {
+    fn name(&self) -> String {
+        "NextafterBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "NextafterBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let other_sizes = &self.other_sizes[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(sum_to(grad, self_sizes)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(zeros_of(other_sizes, grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
