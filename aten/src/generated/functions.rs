@@ -6062,3 +6062,363 @@ pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
+
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3831)
+#[inline]
+pub fn item(self_: &Tensor) -> Result<Scalar> {
+    crate::handles::item::call(self_)
+}
+
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3836)
+#[inline]
+pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    crate::handles::equal::call(self_, other)
+}
+
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+#[inline]
+pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+    crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
+}
+
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3846)
+#[inline]
+pub fn linspace_tensor_tensor(
+    start: &Tensor,
+    end: &Tensor,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3850)
+#[inline]
+pub fn logspace_tensor_tensor(
+    start: &Tensor,
+    end: &Tensor,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
+}
+
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3854)
+#[inline]
+pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
+    crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
+}
+
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3858)
+#[inline]
+pub fn as_strided_scatter(
+    self_: &Tensor,
+    src: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
+}
+
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3862)
+#[inline]
+pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
+    crate::handles::nonzero_numpy::call(self_)
+}
+
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3866)
+#[inline]
+pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
+    crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
+}
+
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3870)
+#[inline]
+pub fn _unsafe_masked_index_put_accumulate(
+    self_: &Tensor,
+    mask: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<Tensor> {
+    crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
+}
+
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3874)
+#[inline]
+pub fn im2col(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<Tensor> {
+    crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
+}
+
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3878)
+#[inline]
+pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
+    crate::handles::linalg_matrix_sqrth::call(self_)
+}
+
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3882)
+#[inline]
+pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
+    crate::handles::linalg_polar::call(a_)
+}
+
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3886)
+#[inline]
+pub fn multi_margin_loss(
+    self_: &Tensor,
+    target: &Tensor,
+    p: Scalar,
+    margin: Scalar,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
+}
+
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3890)
+#[inline]
+pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    crate::handles::multilabel_margin_loss::call(self_, target, reduction)
+}
+
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3894)
+#[inline]
+pub fn unique_consecutive(
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
+}
+
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3900)
+#[inline]
+pub fn _upsample_nearest_exact1d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
+}
+
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3904)
+#[inline]
+pub fn _upsample_nearest_exact2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
+}
+
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3908)
+#[inline]
+pub fn _upsample_nearest_exact3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
+}
+
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3912)
+#[inline]
+pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
+}
+
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3916)
+#[inline]
+pub fn _upsample_nearest_exact2d_op(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
+}
+
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3920)
+#[inline]
+pub fn _upsample_nearest_exact3d_op(
+    self_: &Tensor,
+    output_size: &[i64],
+    scales_d: Option<f64>,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
+}
+
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3926)
+#[inline]
+pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_irfft::call(self_, n, dim, norm)
+}
+
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3930)
+#[inline]
+pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_irfft2::call(self_, s, dim, norm)
+}
+
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3934)
+#[inline]
+pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_irfftn::call(self_, s, dim, norm)
+}
+
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3938)
+#[inline]
+pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_hfft::call(self_, n, dim, norm)
+}
+
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3942)
+#[inline]
+pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_hfft2::call(self_, s, dim, norm)
+}
+
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3946)
+#[inline]
+pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+    crate::handles::fft_hfftn::call(self_, s, dim, norm)
+}
+
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3950)
+#[inline]
+pub fn linspace_tensor_scalar(
+    start: &Tensor,
+    end: Scalar,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3954)
+#[inline]
+pub fn linspace_scalar_tensor(
+    start: Scalar,
+    end: &Tensor,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3958)
+#[inline]
+pub fn logspace_tensor_scalar(
+    start: &Tensor,
+    end: Scalar,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
+}
+
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3962)
+#[inline]
+pub fn logspace_scalar_tensor(
+    start: Scalar,
+    end: &Tensor,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
+}
+
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:3966)
+#[inline]
+pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
+    crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
+}
+
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3970)
+#[inline]
+pub fn histogram(
+    self_: &Tensor,
+    bins: i64,
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
+}
+
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3974)
+#[inline]
+pub fn histogramdd(
+    self_: &Tensor,
+    bins: &[i64],
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    crate::handles::histogramdd::call(self_, bins, range, weight, density)
+}
+
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3978)
+#[inline]
+pub fn histogramdd_int_bins(
+    self_: &Tensor,
+    bins: i64,
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
+}
+
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3982)
+#[inline]
+pub fn histogram_bins_tensor(
+    self_: &Tensor,
+    bins: &Tensor,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Tensor)> {
+    crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
+}
+
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3986)
+#[inline]
+pub fn histogramdd_tensorlist_bins(
+    self_: &Tensor,
+    bins: &[Tensor],
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
+}

@@ -78194,3 +78194,4098 @@ pub mod igammac {
         )
     }
 }
+
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3831)
+pub mod item {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "item";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "item(Tensor self) -> Scalar";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Scalar>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Scalar> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Scalar> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Scalar> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Scalar> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_scalar(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3836)
+pub mod equal {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "equal";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "equal(Tensor self, Tensor other) -> bool";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor) -> Result<bool>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<bool> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | other.key_set());
+        dispatch(op, ks, self_, other)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<bool> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, other)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<bool> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, other),
+            None => call_boxed_kernel(&k, op, ks, self_, other),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+    ) -> Result<bool> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(other)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_bool(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 2 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 2 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 2);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let r = f(ks, self_, other)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+pub mod allclose {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "allclose";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, f64, f64, bool) -> Result<bool>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | other.key_set());
+        dispatch(op, ks, self_, other, rtol, atol, equal_nan)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, other, rtol, atol, equal_nan)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, other, rtol, atol, equal_nan),
+            None => call_boxed_kernel(&k, op, ks, self_, other, rtol, atol, equal_nan),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        other: &Tensor,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<bool> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(other),
+            IValue::from(rtol),
+            IValue::from(atol),
+            IValue::from(equal_nan),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_bool(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let other = a[1].to_tensor(NAME, "other")?;
+                let rtol = a[2].to_double(NAME, "rtol")?;
+                let atol = a[3].to_double(NAME, "atol")?;
+                let equal_nan = a[4].to_bool(NAME, "equal_nan")?;
+                let r = f(ks, self_, other, rtol, atol, equal_nan)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3846)
+pub mod linspace_tensor_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linspace.Tensor_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        &Tensor,
+        i64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            start.key_set() | end.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device),
+        );
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let start = a[0].to_tensor(NAME, "start")?;
+                let end = a[1].to_tensor(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3850)
+pub mod logspace_tensor_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "logspace.Tensor_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        &Tensor,
+        i64,
+        f64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            start.key_set() | end.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device),
+        );
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, base, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, base, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(base),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let start = a[0].to_tensor(NAME, "start")?;
+                let end = a[1].to_tensor(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let base = a[3].to_double(NAME, "base")?;
+                let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[5].to_opt_layout(NAME, "layout")?;
+                let device = a[6].to_opt_device(NAME, "device")?;
+                let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, base, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3854)
+pub mod _chunk_cat {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_chunk_cat";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &[Tensor], i64, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(tensors.iter().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set()));
+        dispatch(op, ks, tensors, dim, num_chunks)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, tensors, dim, num_chunks)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        num_chunks: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, tensors, dim, num_chunks),
+            None => call_boxed_kernel(&k, op, ks, tensors, dim, num_chunks),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        tensors: &[Tensor],
+        dim: i64,
+        num_chunks: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(tensors), IValue::from(dim), IValue::from(num_chunks)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let tensors = a[0].to_tensor_list(NAME, "tensors")?;
+                let dim = a[1].to_int(NAME, "dim")?;
+                let num_chunks = a[2].to_int(NAME, "num_chunks")?;
+                let r = f(ks, tensors, dim, num_chunks)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3858)
+pub mod as_strided_scatter {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "as_strided_scatter";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[i64], &[i64], Option<i64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        src: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | src.key_set());
+        dispatch(op, ks, self_, src, size, stride, storage_offset)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        src: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, src, size, stride, storage_offset)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        src: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, src, size, stride, storage_offset),
+            None => call_boxed_kernel(&k, op, ks, self_, src, size, stride, storage_offset),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        src: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(src),
+            IValue::from(size),
+            IValue::from(stride),
+            IValue::from(storage_offset),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let src = a[1].to_tensor(NAME, "src")?;
+                let size = a[2].to_int_list(NAME, "size", None)?;
+                let stride = a[3].to_int_list(NAME, "stride", None)?;
+                let storage_offset = a[4].to_opt_int(NAME, "storage_offset")?;
+                let r = f(ks, self_, src, &size, &stride, storage_offset)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3862)
+pub mod nonzero_numpy {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "nonzero_numpy";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "nonzero_numpy(Tensor self) -> Tensor[]";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Vec<Tensor>>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Vec<Tensor>> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Vec<Tensor>> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Vec<Tensor>> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Vec<Tensor>> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor_list(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3866)
+pub mod _unsafe_masked_index {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_unsafe_masked_index";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[Option<Tensor>], Scalar) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set()
+                | mask.key_set()
+                | indices.iter().flatten().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set()),
+        );
+        dispatch(op, ks, self_, mask, indices, fill)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        fill: Scalar,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, mask, indices, fill)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        fill: Scalar,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, mask, indices, fill),
+            None => call_boxed_kernel(&k, op, ks, self_, mask, indices, fill),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        fill: Scalar,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(mask), IValue::from(indices), IValue::from(fill)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let mask = a[1].to_tensor(NAME, "mask")?;
+                let indices = a[2].to_opt_tensor_list(NAME, "indices")?;
+                let fill = a[3].to_scalar(NAME, "fill")?;
+                let r = f(ks, self_, mask, &indices, fill)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3870)
+pub mod _unsafe_masked_index_put_accumulate {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_unsafe_masked_index_put_accumulate";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, &[Option<Tensor>], &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set()
+                | mask.key_set()
+                | indices.iter().flatten().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())
+                | values.key_set(),
+        );
+        dispatch(op, ks, self_, mask, indices, values)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, mask, indices, values)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, mask, indices, values),
+            None => call_boxed_kernel(&k, op, ks, self_, mask, indices, values),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        mask: &Tensor,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(mask), IValue::from(indices), IValue::from(values)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let mask = a[1].to_tensor(NAME, "mask")?;
+                let indices = a[2].to_opt_tensor_list(NAME, "indices")?;
+                let values = a[3].to_tensor(NAME, "values")?;
+                let r = f(ks, self_, mask, &indices, values)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3874)
+pub mod im2col {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "im2col";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], &[i64], &[i64], &[i64]) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        kernel_size: &[i64],
+        dilation: &[i64],
+        padding: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, kernel_size, dilation, padding, stride)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        dilation: &[i64],
+        padding: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, kernel_size, dilation, padding, stride)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        dilation: &[i64],
+        padding: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, kernel_size, dilation, padding, stride),
+            None => call_boxed_kernel(&k, op, ks, self_, kernel_size, dilation, padding, stride),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        kernel_size: &[i64],
+        dilation: &[i64],
+        padding: &[i64],
+        stride: &[i64],
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(kernel_size),
+            IValue::from(dilation),
+            IValue::from(padding),
+            IValue::from(stride),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let kernel_size = a[1].to_int_list(NAME, "kernel_size", Some(2))?;
+                let dilation = a[2].to_int_list(NAME, "dilation", Some(2))?;
+                let padding = a[3].to_int_list(NAME, "padding", Some(2))?;
+                let stride = a[4].to_int_list(NAME, "stride", Some(2))?;
+                let r = f(ks, self_, &kernel_size, &dilation, &padding, &stride)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3878)
+pub mod linalg_matrix_sqrth {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_matrix_sqrth";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_matrix_sqrth(Tensor self) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_),
+            None => call_boxed_kernel(&k, op, ks, self_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let r = f(ks, self_)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3882)
+pub mod linalg_polar {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linalg_polar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linalg_polar(Tensor A) -> (Tensor U, Tensor H)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(a_: &Tensor) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(a_.key_set());
+        dispatch(op, ks, a_)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, a_: &Tensor) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, a_)
+    }
+
+    #[inline]
+    fn dispatch(op: &'static OperatorEntry, ks: DispatchKeySet, a_: &Tensor) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, a_),
+            None => call_boxed_kernel(&k, op, ks, a_),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        a_: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![IValue::from(a_)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 1 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 1 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 1);
+                let a_ = a[0].to_tensor(NAME, "A")?;
+                let r = f(ks, a_)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3886)
+pub mod multi_margin_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "multi_margin_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Scalar, Scalar, Option<&Tensor>, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        target: &Tensor,
+        p: Scalar,
+        margin: Scalar,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set() | target.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, target, p, margin, weight, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        p: Scalar,
+        margin: Scalar,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, p, margin, weight, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        p: Scalar,
+        margin: Scalar,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, p, margin, weight, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, p, margin, weight, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        p: Scalar,
+        margin: Scalar,
+        weight: Option<&Tensor>,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(target),
+            IValue::from(p),
+            IValue::from(margin),
+            IValue::from(weight),
+            IValue::from(reduction),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let p = a[2].to_scalar(NAME, "p")?;
+                let margin = a[3].to_scalar(NAME, "margin")?;
+                let weight = a[4].to_opt_tensor(NAME, "weight")?;
+                let reduction = a[5].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, p, margin, weight, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3890)
+pub mod multilabel_margin_loss {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "multilabel_margin_loss";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, i64) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | target.key_set());
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, target, reduction)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, target, reduction),
+            None => call_boxed_kernel(&k, op, ks, self_, target, reduction),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        target: &Tensor,
+        reduction: i64,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(target), IValue::from(reduction)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let target = a[1].to_tensor(NAME, "target")?;
+                let reduction = a[2].to_int(NAME, "reduction")?;
+                let r = f(ks, self_, target, reduction)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3894)
+pub mod unique_consecutive {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "unique_consecutive";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, bool, bool, Option<i64>) -> Result<(Tensor, Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, return_inverse, return_counts, dim)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, return_inverse, return_counts, dim)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, return_inverse, return_counts, dim),
+            None => call_boxed_kernel(&k, op, ks, self_, return_inverse, return_counts, dim),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(return_inverse), IValue::from(return_counts), IValue::from(dim)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r2 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1, r2))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let return_inverse = a[1].to_bool(NAME, "return_inverse")?;
+                let return_counts = a[2].to_bool(NAME, "return_counts")?;
+                let dim = a[3].to_opt_int(NAME, "dim")?;
+                let r = f(ks, self_, return_inverse, return_counts, dim)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                stack.push(IValue::from(r.2));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3900)
+pub mod _upsample_nearest_exact1d_vec {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact1d.vec";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<&[f64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, output_size, scale_factors),
+            None => call_boxed_kernel(&k, op, ks, input, output_size, scale_factors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(output_size), IValue::from(scale_factors)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let output_size = a[1].to_opt_int_list(NAME, "output_size", None)?;
+                let scale_factors = a[2].to_opt_double_list(NAME, "scale_factors")?;
+                let r = f(ks, input, output_size.as_deref(), scale_factors.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3904)
+pub mod _upsample_nearest_exact2d_vec {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact2d.vec";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<&[f64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, output_size, scale_factors),
+            None => call_boxed_kernel(&k, op, ks, input, output_size, scale_factors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(output_size), IValue::from(scale_factors)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let output_size = a[1].to_opt_int_list(NAME, "output_size", None)?;
+                let scale_factors = a[2].to_opt_double_list(NAME, "scale_factors")?;
+                let r = f(ks, input, output_size.as_deref(), scale_factors.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3908)
+pub mod _upsample_nearest_exact3d_vec {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact3d.vec";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<&[f64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(input: &Tensor, output_size: Option<&[i64]>, scale_factors: Option<&[f64]>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, output_size, scale_factors)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, output_size, scale_factors),
+            None => call_boxed_kernel(&k, op, ks, input, output_size, scale_factors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(input), IValue::from(output_size), IValue::from(scale_factors)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let output_size = a[1].to_opt_int_list(NAME, "output_size", None)?;
+                let scale_factors = a[2].to_opt_double_list(NAME, "scale_factors")?;
+                let r = f(ks, input, output_size.as_deref(), scale_factors.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3912)
+pub mod _upsample_nearest_exact1d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact1d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, scales)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, scales)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, scales),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, scales),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(output_size), IValue::from(scales)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 3 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 3 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 3);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(1))?;
+                let scales = a[2].to_opt_double(NAME, "scales")?;
+                let r = f(ks, self_, &output_size, scales)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3916)
+pub mod _upsample_nearest_exact2d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact2d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], Option<f64>, Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, output_size: &[i64], scales_h: Option<f64>, scales_w: Option<f64>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, scales_h, scales_w)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, scales_h, scales_w)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, scales_h, scales_w),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, scales_h, scales_w),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(output_size), IValue::from(scales_h), IValue::from(scales_w)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(2))?;
+                let scales_h = a[2].to_opt_double(NAME, "scales_h")?;
+                let scales_w = a[3].to_opt_double(NAME, "scales_w")?;
+                let r = f(ks, self_, &output_size, scales_h, scales_w)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3920)
+pub mod _upsample_nearest_exact3d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_upsample_nearest_exact3d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], Option<f64>, Option<f64>, Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, scales_d, scales_h, scales_w)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, scales_d, scales_h, scales_w)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, scales_d, scales_h, scales_w),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, scales_d, scales_h, scales_w),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(output_size),
+            IValue::from(scales_d),
+            IValue::from(scales_h),
+            IValue::from(scales_w),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(3))?;
+                let scales_d = a[2].to_opt_double(NAME, "scales_d")?;
+                let scales_h = a[3].to_opt_double(NAME, "scales_h")?;
+                let scales_w = a[4].to_opt_double(NAME, "scales_w")?;
+                let r = f(ks, self_, &output_size, scales_d, scales_h, scales_w)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3926)
+pub mod fft_irfft {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_irfft";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<i64>, i64, Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, n, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, n, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, n, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, n, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(n), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n = a[1].to_opt_int(NAME, "n")?;
+                let dim = a[2].to_int(NAME, "dim")?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, n, dim, norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3930)
+pub mod fft_irfft2 {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_irfft2";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, &[i64], Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, s, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, s, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(s), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let s = a[1].to_opt_int_list(NAME, "s", Some(1))?;
+                let dim = a[2].to_int_list(NAME, "dim", Some(1))?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, s.as_deref(), &dim, norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3934)
+pub mod fft_irfftn {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_irfftn";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<&[i64]>, Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, s, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, s, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(s), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let s = a[1].to_opt_int_list(NAME, "s", Some(1))?;
+                let dim = a[2].to_opt_int_list(NAME, "dim", Some(1))?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, s.as_deref(), dim.as_deref(), norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3938)
+pub mod fft_hfft {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_hfft";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<i64>, i64, Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, n, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, n, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, n, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, n, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n: Option<i64>,
+        dim: i64,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(n), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n = a[1].to_opt_int(NAME, "n")?;
+                let dim = a[2].to_int(NAME, "dim")?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, n, dim, norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3942)
+pub mod fft_hfft2 {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_hfft2";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, &[i64], Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, s, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, s, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: &[i64],
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(s), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let s = a[1].to_opt_int_list(NAME, "s", Some(1))?;
+                let dim = a[2].to_int_list(NAME, "dim", Some(1))?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, s.as_deref(), &dim, norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3946)
+pub mod fft_hfftn {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "fft_hfftn";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, Option<&[i64]>, Option<&str>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, s, dim, norm)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, s, dim, norm),
+            None => call_boxed_kernel(&k, op, ks, self_, s, dim, norm),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        s: Option<&[i64]>,
+        dim: Option<&[i64]>,
+        norm: Option<&str>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![IValue::from(self_), IValue::from(s), IValue::from(dim), IValue::from(norm)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let s = a[1].to_opt_int_list(NAME, "s", Some(1))?;
+                let dim = a[2].to_opt_int_list(NAME, "dim", Some(1))?;
+                let norm = a[3].to_opt_str(NAME, "norm")?;
+                let r = f(ks, self_, s.as_deref(), dim.as_deref(), norm)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3950)
+pub mod linspace_tensor_scalar {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linspace.Tensor_Scalar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Scalar,
+        i64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(start.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device));
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let start = a[0].to_tensor(NAME, "start")?;
+                let end = a[1].to_scalar(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3954)
+pub mod linspace_scalar_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "linspace.Scalar_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        Scalar,
+        &Tensor,
+        i64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(end.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device));
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 7 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 7 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 7);
+                let start = a[0].to_scalar(NAME, "start")?;
+                let end = a[1].to_tensor(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let dtype = a[3].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[4].to_opt_layout(NAME, "layout")?;
+                let device = a[5].to_opt_device(NAME, "device")?;
+                let pin_memory = a[6].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3958)
+pub mod logspace_tensor_scalar {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "logspace.Tensor_Scalar";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        Scalar,
+        i64,
+        f64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(start.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device));
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, base, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, base, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: &Tensor,
+        end: Scalar,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(base),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let start = a[0].to_tensor(NAME, "start")?;
+                let end = a[1].to_scalar(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let base = a[3].to_double(NAME, "base")?;
+                let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[5].to_opt_layout(NAME, "layout")?;
+                let device = a[6].to_opt_device(NAME, "device")?;
+                let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, base, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3962)
+pub mod logspace_scalar_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "logspace.Scalar_Tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        Scalar,
+        &Tensor,
+        i64,
+        f64,
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(end.key_set() | device.map_or(DispatchKeySet::EMPTY, DispatchKeySet::of_device));
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, start, end, steps, base, dtype, layout, device, pin_memory)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, start, end, steps, base, dtype, layout, device, pin_memory),
+            None => call_boxed_kernel(&k, op, ks, start, end, steps, base, dtype, layout, device, pin_memory),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        start: Scalar,
+        end: &Tensor,
+        steps: i64,
+        base: f64,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(start),
+            IValue::from(end),
+            IValue::from(steps),
+            IValue::from(base),
+            IValue::from(dtype),
+            IValue::from(layout),
+            IValue::from(device),
+            IValue::from(pin_memory),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let start = a[0].to_scalar(NAME, "start")?;
+                let end = a[1].to_tensor(NAME, "end")?;
+                let steps = a[2].to_int(NAME, "steps")?;
+                let base = a[3].to_double(NAME, "base")?;
+                let dtype = a[4].to_opt_scalar_type(NAME, "dtype")?;
+                let layout = a[5].to_opt_layout(NAME, "layout")?;
+                let device = a[6].to_opt_device(NAME, "device")?;
+                let pin_memory = a[7].to_opt_bool(NAME, "pin_memory")?;
+                let r = f(ks, start, end, steps, base, dtype, layout, device, pin_memory)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:3966)
+pub mod gradient_scalarint {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "gradient.scalarint";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str =
+        "gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<Scalar>, Option<i64>, i64) -> Result<Vec<Tensor>>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, spacing, dim, edge_order)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        spacing: Option<Scalar>,
+        dim: Option<i64>,
+        edge_order: i64,
+    ) -> Result<Vec<Tensor>> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, spacing, dim, edge_order)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        spacing: Option<Scalar>,
+        dim: Option<i64>,
+        edge_order: i64,
+    ) -> Result<Vec<Tensor>> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, spacing, dim, edge_order),
+            None => call_boxed_kernel(&k, op, ks, self_, spacing, dim, edge_order),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        spacing: Option<Scalar>,
+        dim: Option<i64>,
+        edge_order: i64,
+    ) -> Result<Vec<Tensor>> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(spacing), IValue::from(dim), IValue::from(edge_order)];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor_list(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let spacing = a[1].to_opt_scalar(NAME, "spacing")?;
+                let dim = a[2].to_opt_int(NAME, "dim")?;
+                let edge_order = a[3].to_int(NAME, "edge_order")?;
+                let r = f(ks, self_, spacing, dim, edge_order)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3970)
+pub mod histogram_bin_ct {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "histogram.bin_ct";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, i64, Option<&[f64]>, Option<&Tensor>, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, bins, range, weight, density),
+            None => call_boxed_kernel(&k, op, ks, self_, bins, range, weight, density),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(bins),
+            IValue::from(range),
+            IValue::from(weight),
+            IValue::from(density),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let bins = a[1].to_int(NAME, "bins")?;
+                let range = a[2].to_opt_double_list(NAME, "range")?;
+                let weight = a[3].to_opt_tensor(NAME, "weight")?;
+                let density = a[4].to_bool(NAME, "density")?;
+                let r = f(ks, self_, bins, range.as_deref(), weight, density)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3974)
+pub mod histogramdd {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "histogramdd";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, &Tensor, &[i64], Option<&[f64]>, Option<&Tensor>, bool) -> Result<(Tensor, Vec<Tensor>)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        bins: &[i64],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[i64],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[i64],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, bins, range, weight, density),
+            None => call_boxed_kernel(&k, op, ks, self_, bins, range, weight, density),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[i64],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(bins),
+            IValue::from(range),
+            IValue::from(weight),
+            IValue::from(density),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor_list(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let bins = a[1].to_int_list(NAME, "bins", None)?;
+                let range = a[2].to_opt_double_list(NAME, "range")?;
+                let weight = a[3].to_opt_tensor(NAME, "weight")?;
+                let density = a[4].to_bool(NAME, "density")?;
+                let r = f(ks, self_, &bins, range.as_deref(), weight, density)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3978)
+pub mod histogramdd_int_bins {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "histogramdd.int_bins";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, &Tensor, i64, Option<&[f64]>, Option<&Tensor>, bool) -> Result<(Tensor, Vec<Tensor>)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, bins, range, weight, density),
+            None => call_boxed_kernel(&k, op, ks, self_, bins, range, weight, density),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: i64,
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(bins),
+            IValue::from(range),
+            IValue::from(weight),
+            IValue::from(density),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor_list(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let bins = a[1].to_int(NAME, "bins")?;
+                let range = a[2].to_opt_double_list(NAME, "range")?;
+                let weight = a[3].to_opt_tensor(NAME, "weight")?;
+                let density = a[4].to_bool(NAME, "density")?;
+                let r = f(ks, self_, bins, range.as_deref(), weight, density)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3982)
+pub mod histogram_bins_tensor {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "histogram.bins_tensor";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &Tensor, Option<&Tensor>, bool) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(self_: &Tensor, bins: &Tensor, weight: Option<&Tensor>, density: bool) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op
+            .compute_key_set(self_.key_set() | bins.key_set() | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(op, ks, self_, bins, weight, density)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &Tensor,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, bins, weight, density)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &Tensor,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, bins, weight, density),
+            None => call_boxed_kernel(&k, op, ks, self_, bins, weight, density),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &Tensor,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack =
+            vec![IValue::from(self_), IValue::from(bins), IValue::from(weight), IValue::from(density)];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let bins = a[1].to_tensor(NAME, "bins")?;
+                let weight = a[2].to_opt_tensor(NAME, "weight")?;
+                let density = a[3].to_bool(NAME, "density")?;
+                let r = f(ks, self_, bins, weight, density)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3986)
+pub mod histogramdd_tensorlist_bins {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "histogramdd.TensorList_bins";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig =
+        fn(DispatchKeySet, &Tensor, &[Tensor], Option<&[f64]>, Option<&Tensor>, bool) -> Result<(Tensor, Vec<Tensor>)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        bins: &[Tensor],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            self_.key_set()
+                | bins.iter().fold(DispatchKeySet::EMPTY, |s, t| s | t.key_set())
+                | weight.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[Tensor],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, bins, range, weight, density)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[Tensor],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, bins, range, weight, density),
+            None => call_boxed_kernel(&k, op, ks, self_, bins, range, weight, density),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        bins: &[Tensor],
+        range: Option<&[f64]>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Vec<Tensor>)> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(bins),
+            IValue::from(range),
+            IValue::from(weight),
+            IValue::from(density),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor_list(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let bins = a[1].to_tensor_list(NAME, "bins")?;
+                let range = a[2].to_opt_double_list(NAME, "range")?;
+                let weight = a[3].to_opt_tensor(NAME, "weight")?;
+                let density = a[4].to_bool(NAME, "density")?;
+                let r = f(ks, self_, bins, range.as_deref(), weight, density)?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}

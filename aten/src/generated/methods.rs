@@ -2661,4 +2661,22 @@ impl Tensor {
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
+
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3836)
+    #[inline]
+    pub fn equal(&self, other: &Tensor) -> Result<bool> {
+        crate::handles::equal::call(self, other)
+    }
+
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+    #[inline]
+    pub fn allclose(&self, other: &Tensor) -> Result<bool> {
+        crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
+    }
+
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+    #[inline]
+    pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+        crate::handles::allclose::call(self, other, rtol, atol, equal_nan)
+    }
 }

@@ -859,6 +859,44 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::frexp_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::igamma::SCHEMA).expect("generated schema parses");
     d.def(handles::igammac::SCHEMA).expect("generated schema parses");
+    d.def(handles::item::SCHEMA).expect("generated schema parses");
+    d.def(handles::equal::SCHEMA).expect("generated schema parses");
+    d.def(handles::allclose::SCHEMA).expect("generated schema parses");
+    d.def(handles::linspace_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::logspace_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::_chunk_cat::SCHEMA).expect("generated schema parses");
+    d.def(handles::as_strided_scatter::SCHEMA).expect("generated schema parses");
+    d.def(handles::nonzero_numpy::SCHEMA).expect("generated schema parses");
+    d.def(handles::_unsafe_masked_index::SCHEMA).expect("generated schema parses");
+    d.def(handles::_unsafe_masked_index_put_accumulate::SCHEMA).expect("generated schema parses");
+    d.def(handles::im2col::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_matrix_sqrth::SCHEMA).expect("generated schema parses");
+    d.def(handles::linalg_polar::SCHEMA).expect("generated schema parses");
+    d.def(handles::multi_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::multilabel_margin_loss::SCHEMA).expect("generated schema parses");
+    d.def(handles::unique_consecutive::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact1d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact3d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact1d::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::_upsample_nearest_exact3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_irfft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_irfft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_irfftn::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_hfft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_hfft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_hfftn::SCHEMA).expect("generated schema parses");
+    d.def(handles::linspace_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::linspace_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::logspace_tensor_scalar::SCHEMA).expect("generated schema parses");
+    d.def(handles::logspace_scalar_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::gradient_scalarint::SCHEMA).expect("generated schema parses");
+    d.def(handles::histogram_bin_ct::SCHEMA).expect("generated schema parses");
+    d.def(handles::histogramdd::SCHEMA).expect("generated schema parses");
+    d.def(handles::histogramdd_int_bins::SCHEMA).expect("generated schema parses");
+    d.def(handles::histogram_bins_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::histogramdd_tensorlist_bins::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -8616,6 +8654,94 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         ),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::linspace_tensor_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::linspace_tensor_tensor::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| {
+            crate::native::composite::linspace_Tensor_Tensor(start, end, steps, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logspace_tensor_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::logspace_tensor_tensor::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
+            crate::native::composite::logspace_Tensor_Tensor(start, end, steps, base, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linspace_tensor_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::linspace_tensor_scalar::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| {
+            crate::native::composite::linspace_Tensor_Scalar(start, end, steps, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linspace_scalar_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::linspace_scalar_tensor::kernel(|_ks, start, end, steps, dtype, layout, device, pin_memory| {
+            crate::native::composite::linspace_Scalar_Tensor(start, end, steps, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logspace_tensor_scalar::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::logspace_tensor_scalar::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
+            crate::native::composite::logspace_Tensor_Scalar(start, end, steps, base, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logspace_scalar_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::logspace_scalar_tensor::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
+            crate::native::composite::logspace_Scalar_Tensor(start, end, steps, base, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogram_bin_ct::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::histogram_bin_ct::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogram_bin_ct(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::histogramdd::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd_int_bins::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::histogramdd_int_bins::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd_int_bins(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogram_bins_tensor::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::histogram_bins_tensor::kernel(|_ks, self_, bins, weight, density| {
+            crate::native::composite::histogram_bins_tensor(self_, bins, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd_tensorlist_bins::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::histogramdd_tensorlist_bins::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd_TensorList_bins(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
@@ -10666,6 +10792,200 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::rrelu::kernel(|_ks, self_, lower, upper, training, generator| {
             crate::native::composite::rrelu(self_, lower, upper, training, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::item::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::item::kernel(|_ks, self_| crate::native::composite::item(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::equal::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::equal::kernel(|_ks, self_, other| crate::native::composite::equal(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::allclose::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::allclose::kernel(|_ks, self_, other, rtol, atol, equal_nan| {
+            crate::native::composite::allclose(self_, other, rtol, atol, equal_nan)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_chunk_cat::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_chunk_cat::kernel(|_ks, tensors, dim, num_chunks| {
+            crate::native::composite::_chunk_cat(tensors, dim, num_chunks)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::as_strided_scatter::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::as_strided_scatter::kernel(|_ks, self_, src, size, stride, storage_offset| {
+            crate::native::composite::as_strided_scatter(self_, src, size, stride, storage_offset)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nonzero_numpy::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::nonzero_numpy::kernel(|_ks, self_| crate::native::composite::nonzero_numpy(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_unsafe_masked_index::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_unsafe_masked_index::kernel(|_ks, self_, mask, indices, fill| {
+            crate::native::composite::_unsafe_masked_index(self_, mask, indices, fill)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_unsafe_masked_index_put_accumulate::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_unsafe_masked_index_put_accumulate::kernel(|_ks, self_, mask, indices, values| {
+            crate::native::composite::_unsafe_masked_index_put_accumulate(self_, mask, indices, values)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::im2col::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::im2col::kernel(|_ks, self_, kernel_size, dilation, padding, stride| {
+            crate::native::composite::im2col(self_, kernel_size, dilation, padding, stride)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_matrix_sqrth::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_matrix_sqrth::kernel(|_ks, self_| crate::native::composite::linalg_matrix_sqrth(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::linalg_polar::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::linalg_polar::kernel(|_ks, a_| crate::native::composite::linalg_polar(a_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::multi_margin_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::multi_margin_loss::kernel(|_ks, self_, target, p, margin, weight, reduction| {
+            crate::native::loss::multi_margin_loss(self_, target, p, margin, weight, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::multilabel_margin_loss::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::multilabel_margin_loss::kernel(|_ks, self_, target, reduction| {
+            crate::native::loss::multilabel_margin_loss(self_, target, reduction)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unique_consecutive::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::unique_consecutive::kernel(|_ks, self_, return_inverse, return_counts, dim| {
+            crate::native::composite::unique_consecutive(self_, return_inverse, return_counts, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact1d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact1d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest_exact1d_vec(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact2d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact2d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest_exact2d_vec(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact3d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact3d_vec::kernel(|_ks, input, output_size, scale_factors| {
+            crate::native::pool::upsample_nearest_exact3d_vec(input, output_size, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact1d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact1d::kernel(|_ks, self_, output_size, scales| {
+            crate::native::pool::upsample_nearest_exact1d(self_, output_size, scales)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact2d::kernel(|_ks, self_, output_size, scales_h, scales_w| {
+            crate::native::pool::upsample_nearest_exact2d(self_, output_size, scales_h, scales_w)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_upsample_nearest_exact3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_upsample_nearest_exact3d::kernel(|_ks, self_, output_size, scales_d, scales_h, scales_w| {
+            crate::native::pool::upsample_nearest_exact3d(self_, output_size, scales_d, scales_h, scales_w)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_irfft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_irfft::kernel(|_ks, self_, n, dim, norm| crate::native::fft::fft_irfft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_irfft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_irfft2::kernel(|_ks, self_, s, dim, norm| crate::native::fft::fft_irfft2(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_irfftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_irfftn::kernel(|_ks, self_, s, dim, norm| crate::native::fft::fft_irfftn(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_hfft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_hfft::kernel(|_ks, self_, n, dim, norm| crate::native::fft::fft_hfft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_hfft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_hfft2::kernel(|_ks, self_, s, dim, norm| crate::native::fft::fft_hfft2(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_hfftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_hfftn::kernel(|_ks, self_, s, dim, norm| crate::native::fft::fft_hfftn(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gradient_scalarint::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::gradient_scalarint::kernel(|_ks, self_, spacing, dim, edge_order| {
+            crate::native::composite::gradient_scalarint(self_, spacing, dim, edge_order)
         }),
     )
     .expect("generated registration");

@@ -2705,3 +2705,730 @@ pub fn rrelu(
     let slopes = ops::where_self(&negative, &noise, &ops::ones_like(self_, None, None, None, None, None)?)?;
     ops::mul(self_, &slopes)
 }
+
+/// `item(Tensor self) -> Scalar`: the value of a one-element tensor, as a number of its kind.
+pub fn item(self_: &Tensor) -> Result<Scalar> {
+    if self_.numel() != 1 {
+        return Err(Error::invalid(
+            "item",
+            format!("a Tensor with {} elements cannot be converted to Scalar", self_.numel()),
+        ));
+    }
+    let d = self_.dtype();
+    Ok(if d.is_floating_point() {
+        Scalar::Float(self_.item::<f64>()?)
+    } else if d == ScalarType::Bool {
+        Scalar::Bool(self_.item::<bool>()?)
+    } else {
+        Scalar::Int(self_.item::<i64>()?)
+    })
+}
+
+/// `equal(Tensor self, Tensor other) -> bool`: the same sizes and equal elements (after type
+/// promotion; NaN equals nothing).
+pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
+    if self_.device() != other.device() {
+        return Err(Error::DeviceMismatch {
+            op: "equal".into(),
+            a: self_.device().to_string(),
+            b: other.device().to_string(),
+        });
+    }
+    if self_.sizes() != other.sizes() {
+        return Ok(false);
+    }
+    ops::all(&ops::eq(self_, other)?)?.item::<bool>()
+}
+
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool`
+pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+    ops::all(&ops::isclose(self_, other, rtol, atol, equal_nan)?)?.item::<bool>()
+}
+
+// ---- linspace/logspace of tensors, chunk_cat, scatter and index helpers --------------------------
+
+/// A `linspace`/`logspace` end point given as a tensor or a number.
+pub enum SpaceEnd<'a> {
+    /// A 0-dim tensor.
+    Tensor(&'a Tensor),
+    /// A number.
+    Scalar(Scalar),
+}
+
+fn space_end(op: &str, which: &str, e: SpaceEnd<'_>) -> Result<Scalar> {
+    match e {
+        SpaceEnd::Scalar(s) => Ok(s),
+        SpaceEnd::Tensor(t) if t.dim() == 0 => item(t),
+        SpaceEnd::Tensor(t) => Err(Error::invalid(
+            op,
+            format!(
+                "{op} only supports 0-dimensional start and end tensors, but got {which} with {} dimension(s).",
+                t.dim()
+            ),
+        )),
+    }
+}
+
+/// `linspace.Tensor_Scalar` and `linspace.Scalar_Tensor`: the tensor end point is a 0-dim
+/// tensor's value.
+#[allow(clippy::too_many_arguments)]
+pub fn linspace_ends(
+    start: SpaceEnd<'_>,
+    end: SpaceEnd<'_>,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (a, b) = (space_end("linspace", "start", start)?, space_end("linspace", "end", end)?);
+    ops::linspace(a, b, steps, dtype, layout, device, pin_memory)
+}
+
+/// `logspace.Tensor_Scalar` and `logspace.Scalar_Tensor`.
+#[allow(clippy::too_many_arguments)]
+pub fn logspace_ends(
+    start: SpaceEnd<'_>,
+    end: SpaceEnd<'_>,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let (a, b) = (space_end("logspace", "start", start)?, space_end("logspace", "end", end)?);
+    ops::logspace(a, b, steps, base, dtype, layout, device, pin_memory)
+}
+
+macro_rules! space_overloads {
+    ($($name:ident: $base:ident($a:ident: $at:ty => $aw:expr, $b:ident: $bt:ty => $bw:expr $(, $extra:ident: $et:ty)?);)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: see [`", stringify!($base), "`].")]
+        #[allow(clippy::too_many_arguments, non_snake_case)]
+        pub fn $name(
+            $a: $at,
+            $b: $bt,
+            steps: i64,
+            $($extra: $et,)?
+            dtype: Option<ScalarType>,
+            layout: Option<Layout>,
+            device: Option<Device>,
+            pin_memory: Option<bool>,
+        ) -> Result<Tensor> {
+            $base($aw, $bw, steps, $($extra,)? dtype, layout, device, pin_memory)
+        }
+    )*};
+}
+
+space_overloads! {
+    linspace_Tensor_Scalar: linspace_ends(start: &Tensor => SpaceEnd::Tensor(start), end: Scalar => SpaceEnd::Scalar(end));
+    linspace_Scalar_Tensor: linspace_ends(start: Scalar => SpaceEnd::Scalar(start), end: &Tensor => SpaceEnd::Tensor(end));
+    logspace_Tensor_Scalar: logspace_ends(start: &Tensor => SpaceEnd::Tensor(start), end: Scalar => SpaceEnd::Scalar(end), base: f64);
+    logspace_Scalar_Tensor: logspace_ends(start: Scalar => SpaceEnd::Scalar(start), end: &Tensor => SpaceEnd::Tensor(end), base: f64);
+}
+
+fn zero_dim_scalar(op: &str, start: &Tensor, end: &Tensor) -> Result<()> {
+    if start.dim() != 0 || end.dim() != 0 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op} only supports 0-dimensional start and end tensors, but got start with {} dimension(s) and end with {} dimension(s).",
+                start.dim(),
+                end.dim()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, ...)`
+#[allow(clippy::too_many_arguments, non_snake_case)]
+pub fn linspace_Tensor_Tensor(
+    start: &Tensor,
+    end: &Tensor,
+    steps: i64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    zero_dim_scalar("linspace", start, end)?;
+    ops::linspace(item(start)?, item(end)?, steps, dtype, layout, device, pin_memory)
+}
+
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, ...)`
+#[allow(clippy::too_many_arguments, non_snake_case)]
+pub fn logspace_Tensor_Tensor(
+    start: &Tensor,
+    end: &Tensor,
+    steps: i64,
+    base: f64,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    zero_dim_scalar("logspace", start, end)?;
+    ops::logspace(item(start)?, item(end)?, steps, base, dtype, layout, device, pin_memory)
+}
+
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor`: each tensor, zero-padded
+/// along `dim` to a multiple of `num_chunks`, is split into `num_chunks` chunks; chunk `i` of
+/// every tensor is flattened from `dim` on and the pieces are concatenated, giving
+/// `leading + [num_chunks, total]`.
+pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
+    const OP: &str = "_chunk_cat";
+    let first =
+        tensors.first().ok_or_else(|| Error::invalid(OP, "_chunk_cat expects a non-empty input tensor list"))?;
+    if num_chunks < 1 {
+        return Err(Error::invalid(OP, "_chunk_cat expects positive num_chunks"));
+    }
+    let (d, _) = size_at(OP, first, dim)?;
+    let lead = &first.sizes()[..d];
+    let mut pieces = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        if t.dim() <= d || &t.sizes()[..d] != lead {
+            return Err(Error::shape(
+                OP,
+                "_chunk_cat expects same sizes of 0,...,dim-1 dimensions for all tensors".to_string(),
+            ));
+        }
+        let size = t.sizes()[d];
+        let padded = size
+            .checked_add(num_chunks - 1)
+            .map(|v| v / num_chunks * num_chunks)
+            .ok_or_else(|| Error::shape(OP, "size overflow"))?;
+        let t = if padded == size {
+            t.clone()
+        } else {
+            let mut pad = vec![0i64; 2 * (t.dim() - d)];
+            let n = pad.len();
+            pad[n - 1] = padded - size;
+            ops::constant_pad_nd(t, &pad, Scalar::Int(0))?
+        };
+        let mut shape = lead.to_vec();
+        shape.extend([num_chunks, -1]);
+        pieces.push(ops::reshape(&t, &shape)?);
+    }
+    ops::cat(&pieces, d as i64 + 1)
+}
+
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`:
+/// a copy of `self` whose `as_strided(size, stride, storage_offset)` view holds `src`.
+pub fn as_strided_scatter(
+    self_: &Tensor,
+    src: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let out = ops::clone(self_, Some(MemoryFormat::Contiguous))?;
+    let view = ops::as_strided(&out, size, stride, storage_offset)?;
+    if view.sizes() != src.sizes() {
+        return Err(Error::shape(
+            "as_strided_scatter",
+            format!(
+                "expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}",
+                src.sizes(),
+                view.sizes()
+            ),
+        ));
+    }
+    ops::copy_(&view, src, false)?;
+    Ok(out)
+}
+
+/// `nonzero_numpy(Tensor self) -> Tensor[]`: the indices of the nonzero elements, one tensor per
+/// dimension (a 0-dim input counts as 1-d).
+pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
+    let t = if self_.dim() == 0 { ops::unsqueeze(self_, 0)? } else { self_.clone() };
+    ops::unbind(&ops::nonzero(&t)?, 1)
+}
+
+/// The indices of `_unsafe_masked_index*`, clamped into `self`'s sizes (masked-out positions may
+/// hold any index).
+fn clamped_indices(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    indices
+        .iter()
+        .enumerate()
+        .map(|(i, ix)| match ix {
+            None => Ok(None),
+            Some(t) => {
+                let size = *self_.sizes().get(i).ok_or_else(|| {
+                    Error::invalid(
+                        "_unsafe_masked_index",
+                        format!("too many indices for tensor of dimension {}", self_.dim()),
+                    )
+                })?;
+                Ok(Some(ops::clamp(t, Some(Scalar::Int(-size)), Some(Scalar::Int(size - 1)))?))
+            }
+        })
+        .collect()
+}
+
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor`:
+/// `where(mask, self[indices], fill)`, with the indices of masked-out positions never read.
+pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
+    let picked = ops::index(self_, &clamped_indices(self_, indices)?)?;
+    ops::masked_fill(&picked, &ops::logical_not(mask)?, fill)
+}
+
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor`:
+/// `self` with `values` (where `mask`) added at `indices`.
+pub fn _unsafe_masked_index_put_accumulate(
+    self_: &Tensor,
+    mask: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+) -> Result<Tensor> {
+    let masked = ops::masked_fill(values, &ops::logical_not(mask)?, Scalar::Int(0))?;
+    ops::index_put(self_, &clamped_indices(self_, indices)?, &masked, true)
+}
+
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor`:
+/// the sliding blocks of a `[N, C, H, W]` (or `[C, H, W]`) input as columns,
+/// `[N, C * kh * kw, L]`, written with slices so autograd differentiates it.
+pub fn im2col(
+    self_: &Tensor,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<Tensor> {
+    const OP: &str = "im2col";
+    let two = |name: &str, v: &[i64]| -> Result<[i64; 2]> {
+        match v {
+            [a] => Ok([*a, *a]),
+            [a, b] => Ok([*a, *b]),
+            _ => Err(Error::invalid(OP, format!("It is expected {name} equals to 2, but got size {}", v.len()))),
+        }
+    };
+    let (k, d, p, s) = (
+        two("kernel_size", kernel_size)?,
+        two("dilation", dilation)?,
+        two("padding", padding)?,
+        two("stride", stride)?,
+    );
+    if k.iter().any(|&v| v <= 0) || d.iter().any(|&v| v <= 0) || s.iter().any(|&v| v <= 0) || p.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(
+            OP,
+            format!("kernel size, dilation and stride should be greater than zero and padding non-negative, but got kernel_size={k:?} dilation={d:?} padding={p:?} stride={s:?}"),
+        ));
+    }
+    let batched = match self_.dim() {
+        4 => true,
+        3 => false,
+        n => return Err(Error::shape(OP, format!("Expected 3D or 4D (batch mode) tensor for input, but got: {n}D"))),
+    };
+    let x = if batched { self_.clone() } else { ops::unsqueeze(self_, 0)? };
+    let sz = x.sizes().to_vec();
+    let out = |i: usize| -> i64 {
+        let eff = d[i] as i128 * (k[i] as i128 - 1) + 1;
+        let v = (sz[2 + i] as i128 + 2 * p[i] as i128 - eff).div_euclid(s[i] as i128) + 1;
+        v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    };
+    let (oh, ow) = (out(0), out(1));
+    if oh < 1 || ow < 1 {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "Given input with spatial size ({}, {}), kernel_size={k:?}, dilation={d:?}, padding={p:?}, calculated shape of the array of sliding blocks as ({oh}, {ow}), but its components must be at least one.",
+                sz[2], sz[3]
+            ),
+        ));
+    }
+    let xp = ops::constant_pad_nd(&x, &[p[1], p[1], p[0], p[0]], Scalar::Int(0))?;
+    let mut blocks = Vec::with_capacity((k[0] * k[1]).max(0) as usize);
+    for i in 0..k[0] {
+        for j in 0..k[1] {
+            let rows = ops::slice(&xp, 2, Some(i * d[0]), Some(i * d[0] + (oh - 1) * s[0] + 1), s[0])?;
+            blocks.push(ops::slice(&rows, 3, Some(j * d[1]), Some(j * d[1] + (ow - 1) * s[1] + 1), s[1])?);
+        }
+    }
+    // [N, C, kh * kw, oh, ow] -> [N, C * kh * kw, oh * ow]
+    let cols = ops::reshape(&ops::stack(&blocks, 2)?, &[sz[0], sz[1] * k[0] * k[1], oh * ow])?;
+    if batched {
+        Ok(cols)
+    } else {
+        ops::squeeze_dim(&cols, 0)
+    }
+}
+
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor`: the symmetric positive-definite square root,
+/// `V diag(sqrt(w)) V^T` from the eigendecomposition of the lower triangle.
+pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
+    let (w, v) = ops::linalg_eigh(self_, "L")?;
+    ops::matmul(&ops::mul(&v, &ops::unsqueeze(&ops::sqrt(&w)?, -2)?)?, &ops::transpose(&v, -2, -1)?)
+}
+
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)`: `A = U H` from the thin SVD `W S Vh`:
+/// `U = W Vh`, `H = Vh^T S Vh` (`m >= n`).
+pub fn linalg_polar(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "linalg.polar";
+    if a.dim() < 2 {
+        return Err(Error::shape(OP, "The input tensor A must have at least 2 dimensions."));
+    }
+    let (m, n) = (a.sizes()[a.dim() - 2], a.sizes()[a.dim() - 1]);
+    if m < n {
+        return Err(Error::shape(
+            OP,
+            format!("input must have at least as many rows as columns, but got {m} by {n} matrices"),
+        ));
+    }
+    let (w, s, vh) = ops::_linalg_svd(a, false, true, None)?;
+    let v = ops::transpose(&vh, -2, -1)?;
+    let u = ops::matmul(&w, &vh)?;
+    let h = ops::matmul(&ops::mul(&v, &ops::unsqueeze(&s, -2)?)?, &vh)?;
+    Ok((u, h))
+}
+
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)`:
+/// runs of equal consecutive elements (or slices along `dim`) collapsed to one; the inverse
+/// (each element's run, shaped like the input, or like `dim`) and the run lengths on request
+/// (empty int64 tensors otherwise).
+pub fn unique_consecutive(
+    self_: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "unique_consecutive";
+    let long = Some(ScalarType::I64);
+    let empty = || ops::empty(&[0], long, None, Some(self_.device()), None, None);
+    // The rows whose runs are compared: elements (flattened) or slices along `dim`.
+    let (rows, d) = match dim {
+        None => (ops::reshape(self_, &[-1, 1])?, None),
+        Some(dm) => {
+            let (d, _) = size_at(OP, self_, dm)?;
+            let moved = ops::movedim(self_, &[d as i64], &[0])?;
+            let n = moved.sizes()[0];
+            (ops::reshape(&moved, &[n, -1])?, Some(d as i64))
+        }
+    };
+    let n = rows.sizes()[0];
+    let starts = if n == 0 {
+        ops::empty(&[0], Some(ScalarType::Bool), None, Some(self_.device()), None, None)?
+    } else {
+        // A run starts at row 0 and wherever a row differs from the one before.
+        let prev = ops::narrow(&rows, 0, 0, n - 1)?;
+        let next = ops::narrow(&rows, 0, 1, n - 1)?;
+        let differs = ops::any_dim(&ops::ne(&next, &prev)?, 1, false)?;
+        let first = ops::ones(&[1], Some(ScalarType::Bool), None, Some(self_.device()), None)?;
+        ops::cat(&[first, differs], 0)?
+    };
+    let run_starts = ops::squeeze_dim(&ops::nonzero(&starts)?, 1)?;
+    let values = match d {
+        None => ops::index_select(&ops::reshape(self_, &[-1])?, 0, &run_starts)?,
+        Some(d) => ops::index_select(self_, d, &run_starts)?,
+    };
+    let inverse = if return_inverse {
+        let inv = ops::sub_scalar(&ops::cumsum(&starts, 0, long)?, Scalar::Int(1), Scalar::Int(1))?;
+        if d.is_none() {
+            ops::reshape(&inv, self_.sizes())?
+        } else {
+            inv
+        }
+    } else {
+        empty()?
+    };
+    let counts = if return_counts && n > 0 {
+        // Each run ends where the next starts (the last at n).
+        let later = ops::narrow(&run_starts, 0, 1, run_starts.numel() - 1)?;
+        let last = ops::full(&[1], Scalar::Int(n), long, None, Some(self_.device()), None)?;
+        ops::sub(&ops::cat(&[later, last], 0)?, &run_starts, Scalar::Int(1))?
+    } else {
+        empty()?
+    };
+    Ok((values, inverse, counts))
+}
+
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]`:
+/// NumPy's `gradient` with a uniform spacing `h`: central differences `(f[i+1] - f[i-1]) / 2h`
+/// inside, one-sided ones of order `edge_order` (1 or 2) at the ends, per dimension (`dim` or
+/// all). Integer inputs give the default float dtype.
+pub fn gradient_scalarint(
+    self_: &Tensor,
+    spacing: Option<Scalar>,
+    dim: Option<i64>,
+    edge_order: i64,
+) -> Result<Vec<Tensor>> {
+    const OP: &str = "torch.gradient";
+    if edge_order != 1 && edge_order != 2 {
+        return Err(Error::invalid(
+            OP,
+            format!("torch.gradient only supports edge_order=1 and edge_order=2, but got {edge_order}"),
+        ));
+    }
+    let dims: Vec<usize> = match dim {
+        Some(d) => vec![size_at(OP, self_, d)?.0],
+        None => (0..self_.dim()).collect(),
+    };
+    let h = spacing.map_or(1.0, |s| s.to_f64());
+    let f = to_float(self_)?;
+    let mut out = Vec::with_capacity(dims.len());
+    for d in dims {
+        let n = f.sizes()[d];
+        if n < edge_order + 1 {
+            return Err(Error::invalid(
+                OP,
+                "torch.gradient expected each dimension size to be at least edge_order+1".to_string(),
+            ));
+        }
+        let di = d as i64;
+        let at = |start: i64, len: i64| ops::narrow(&f, di, start, len);
+        let scaled = |t: Tensor, c: f64| ops::mul_scalar(&t, Scalar::Float(c));
+        let inner = scaled(ops::sub(&at(2, n - 2)?, &at(0, n - 2)?, Scalar::Int(1))?, 1.0 / (2.0 * h))?;
+        let (first, last) = if edge_order == 1 {
+            (
+                scaled(ops::sub(&at(1, 1)?, &at(0, 1)?, Scalar::Int(1))?, 1.0 / h)?,
+                scaled(ops::sub(&at(n - 1, 1)?, &at(n - 2, 1)?, Scalar::Int(1))?, 1.0 / h)?,
+            )
+        } else {
+            // (-3 f0 + 4 f1 - f2) / 2h and (3 f[n-1] - 4 f[n-2] + f[n-3]) / 2h
+            let lhs = ops::add(
+                &ops::add(&scaled(at(0, 1)?, -1.5)?, &scaled(at(1, 1)?, 2.0)?, Scalar::Int(1))?,
+                &scaled(at(2, 1)?, -0.5)?,
+                Scalar::Int(1),
+            )?;
+            let rhs = ops::add(
+                &ops::add(&scaled(at(n - 1, 1)?, 1.5)?, &scaled(at(n - 2, 1)?, -2.0)?, Scalar::Int(1))?,
+                &scaled(at(n - 3, 1)?, 0.5)?,
+                Scalar::Int(1),
+            )?;
+            (scaled(lhs, 1.0 / h)?, scaled(rhs, 1.0 / h)?)
+        };
+        out.push(ops::cat(&[first, inner, last], di)?);
+    }
+    Ok(out)
+}
+
+/// Equal-width bin edges per dimension of `points` (`[N, D]`): `bins[d]` bins over `range`
+/// (pairs), else each dimension's min and max, widened by 0.5 each way when equal.
+fn uniform_edges(op: &str, points: &Tensor, bins: &[i64], range: Option<&[f64]>) -> Result<Vec<Tensor>> {
+    let d = bins.len();
+    let n = points.sizes()[0] as usize;
+    if bins.iter().any(|&b| b <= 0) {
+        return Err(Error::invalid(op, format!("{op}(): bins must be > 0, but got {bins:?}")));
+    }
+    if let Some(r) = range {
+        if r.len() != 2 * d {
+            return Err(Error::invalid(
+                op,
+                format!("{op}(): expected {} sequences of min and max, but got {} values", d, r.len()),
+            ));
+        }
+    }
+    let x = points.to_vec::<f64>()?;
+    let mut edges = Vec::with_capacity(d);
+    for k in 0..d {
+        let (mut lo, mut hi) = match range {
+            Some(r) => (r[2 * k], r[2 * k + 1]),
+            None if n == 0 => (0.0, 0.0),
+            None => {
+                (0..n).map(|i| x[i * d + k]).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)))
+            }
+        };
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(Error::invalid(op, format!("{op}(): range of [{lo}, {hi}] is not finite")));
+        }
+        if lo > hi {
+            return Err(Error::invalid(op, format!("{op}(): min should not exceed max, but got min {lo} max {hi}")));
+        }
+        if lo == hi {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+        edges.push(ops::linspace(
+            Scalar::Float(lo),
+            Scalar::Float(hi),
+            bins[k] + 1,
+            Some(points.dtype()),
+            None,
+            Some(points.device()),
+            None,
+        )?);
+    }
+    Ok(edges)
+}
+
+/// The histogram of the rows of `points` (`[N, D]`) over the bins between consecutive
+/// `edges` (one 1-d tensor per dimension, increasing), counting `weight` (or 1) per point; a
+/// point outside the edges is not counted, one on the last edge falls in the last bin. With
+/// `density`, counts are divided by the total and the bin volume.
+fn histogram_impl(
+    op: &str,
+    points: &Tensor,
+    edges: Vec<Tensor>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let dtype = points.dtype();
+    if !matches!(dtype, ScalarType::F32 | ScalarType::F64) {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype });
+    }
+    let d = edges.len();
+    let n = points.sizes()[0] as usize;
+    let mut edge_vals = Vec::with_capacity(d);
+    for e in &edges {
+        if e.dim() != 1 || e.numel() < 2 || e.dtype() != dtype {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{op}(): bins tensors should be 1-d with at least 2 edges and the input's dtype, got {:?} of {}",
+                    e.sizes(),
+                    e.dtype().cpp_name()
+                ),
+            ));
+        }
+        // Not checked for order, as in PyTorch: with the first edge above the last nothing is
+        // counted.
+        edge_vals.push(e.to_vec::<f64>()?);
+    }
+    let nbins: Vec<usize> = edge_vals.iter().map(|e| e.len() - 1).collect();
+    let x = points.to_vec::<f64>()?;
+    let w = match weight {
+        Some(w) => {
+            if w.numel() as usize != n {
+                return Err(Error::shape(op, format!("{op}(): if weight tensor is provided, it should have the same shape as the input tensor excluding its innermost dimension, but got {:?}", w.sizes())));
+            }
+            Some(w.to_vec::<f64>()?)
+        }
+        None => None,
+    };
+    let total: usize = nbins.iter().product();
+    let mut hist = vec![0f64; total];
+    'points: for i in 0..n {
+        let mut cell = 0usize;
+        for k in 0..d {
+            let v = x[i * d + k];
+            let e = &edge_vals[k];
+            if !(e[0]..=e[e.len() - 1]).contains(&v) {
+                continue 'points;
+            }
+            // The last edge <= v (the last bin also takes v on the last edge).
+            let pos = e.partition_point(|&edge| edge <= v).saturating_sub(1).min(nbins[k] - 1);
+            cell = cell * nbins[k] + pos;
+        }
+        hist[cell] += w.as_ref().map_or(1.0, |w| w[i]);
+    }
+    if density {
+        let sum: f64 = hist.iter().sum();
+        let mut idx = vec![0usize; d];
+        for h in hist.iter_mut() {
+            let volume: f64 = (0..d).map(|k| edge_vals[k][idx[k] + 1] - edge_vals[k][idx[k]]).product();
+            *h /= sum * volume;
+            for k in (0..d).rev() {
+                idx[k] += 1;
+                if idx[k] < nbins[k] {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+    let shape: Vec<i64> = nbins.iter().map(|&b| b as i64).collect();
+    let hist = crate::native::copy::to_dtype(&Tensor::from_vec(hist, &shape)?, dtype)?;
+    Ok((hist, edges))
+}
+
+fn check_hist_weight(self_: &Tensor, weight: Option<&Tensor>) -> Result<()> {
+    if let Some(w) = weight {
+        if w.sizes() != self_.sizes() {
+            return Err(Error::shape(
+                "histogram",
+                "torch.histogram(): if weight tensor is provided, it should have the same shape as the input tensor",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)`
+pub fn histogram_bins_tensor(
+    self_: &Tensor,
+    bins: &Tensor,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Tensor)> {
+    check_hist_weight(self_, weight)?;
+    let points = ops::reshape(self_, &[-1, 1])?;
+    let (hist, mut edges) = histogram_impl("torch.histogram", &points, vec![bins.clone()], weight, density)?;
+    Ok((hist, edges.remove(0)))
+}
+
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)`
+pub fn histogram_bin_ct(
+    self_: &Tensor,
+    bins: i64,
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Tensor)> {
+    check_hist_weight(self_, weight)?;
+    let points = ops::reshape(self_, &[-1, 1])?;
+    let edges = uniform_edges("torch.histogram", &points, &[bins], range)?;
+    let (hist, mut edges) = histogram_impl("torch.histogram", &points, edges, weight, density)?;
+    Ok((hist, edges.remove(0)))
+}
+
+/// The points of `histogramdd`'s input (`[..., D]`) as `[N, D]`, with one bin spec per
+/// dimension.
+fn histogramdd_points(self_: &Tensor, specs: usize) -> Result<Tensor> {
+    const OP: &str = "torch.histogramdd";
+    if self_.dim() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("{OP}: input tensor should have at least 2 dimensions, but got {}", self_.dim()),
+        ));
+    }
+    let d = self_.sizes()[self_.dim() - 1];
+    if specs as i64 != d {
+        return Err(Error::invalid(
+            OP,
+            format!("{OP}: expected {d} sequences of bin edges for each of the {d} dimensions of the input, but got {specs}"),
+        ));
+    }
+    ops::reshape(self_, &[-1, d])
+}
+
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)`:
+/// the innermost dimension of `self` holds the coordinates.
+pub fn histogramdd(
+    self_: &Tensor,
+    bins: &[i64],
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    const OP: &str = "torch.histogramdd";
+    let points = histogramdd_points(self_, bins.len())?;
+    let edges = uniform_edges(OP, &points, bins, range)?;
+    histogram_impl(OP, &points, edges, weight, density)
+}
+
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)`:
+/// explicit edges per dimension (`range` is not used).
+#[allow(non_snake_case)]
+pub fn histogramdd_TensorList_bins(
+    self_: &Tensor,
+    bins: &[Tensor],
+    _range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    const OP: &str = "torch.histogramdd";
+    let points = histogramdd_points(self_, bins.len())?;
+    histogram_impl(OP, &points, bins.to_vec(), weight, density)
+}
+
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)`
+pub fn histogramdd_int_bins(
+    self_: &Tensor,
+    bins: i64,
+    range: Option<&[f64]>,
+    weight: Option<&Tensor>,
+    density: bool,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let d = self_.sizes().last().copied().unwrap_or(1).max(0) as usize;
+    histogramdd(self_, &vec![bins; d], range, weight, density)
+}

@@ -213,6 +213,118 @@ unsafe fn col2im<T: GemmFloat>(g: &Geom, cols: *const T, y: *mut T) {
     }
 }
 
+/// The geometry of an integer convolution (see [`int_convolution`]).
+struct IntConv<'a> {
+    stride: &'a [i64],
+    padding: &'a [i64],
+    dilation: &'a [i64],
+    transposed: bool,
+    groups: i64,
+}
+
+/// Convolution (or transposed convolution) of integer tensors, exactly: a direct loop in i64
+/// with wrapping arithmetic, cast back to the dtype (the same result as PyTorch's
+/// accumulation in the dtype itself, modulo its width). Integer tensors have no gradient.
+fn int_convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    p: &IntConv<'_>,
+    out_shape: &[i64],
+) -> Result<Tensor> {
+    let nsp = out_shape.len() - 2;
+    let pad3 = |v: &[i64], fill: i64| -> [i64; 3] {
+        let mut r = [fill; 3];
+        r[3 - v.len()..].copy_from_slice(v);
+        r
+    };
+    let (is, ws) = (input.sizes(), weight.sizes());
+    let (isp, ksp, osp) = (pad3(&is[2..], 1), pad3(&ws[2..], 1), pad3(&out_shape[2..], 1));
+    let (st, pa, di) = (pad3(p.stride, 1), pad3(&p.padding[..nsp], 0), pad3(p.dilation, 1));
+    let x = input.to_vec::<i64>()?;
+    let wv = weight.to_vec::<i64>()?;
+    let bv = bias.map(|b| b.to_vec::<i64>()).transpose()?;
+    let (n, cout) = (out_shape[0] as usize, out_shape[1] as usize);
+    let cin = is[1] as usize;
+    let g = p.groups as usize;
+    let in_len = (isp[0] * isp[1] * isp[2]) as usize;
+    let out_len = (osp[0] * osp[1] * osp[2]) as usize;
+    let k_len = (ksp[0] * ksp[1] * ksp[2]) as usize;
+    let mut y = vec![0i64; n * cout * out_len];
+    if let Some(b) = &bv {
+        for img in 0..n {
+            for (o, &bo) in b.iter().enumerate() {
+                y[(img * cout + o) * out_len..(img * cout + o + 1) * out_len].fill(bo);
+            }
+        }
+    }
+    let (cg_in, cg_out) = (cin / g, cout / g);
+    // Every (input position, kernel position) pair: the output position it feeds (forward
+    // convolution reads input at out * stride - pad + k * dil; the transposed one writes there).
+    let offsets = |a: [i64; 3], k: [i64; 3], to_len: [i64; 3]| -> Option<usize> {
+        let mut flat = 0i64;
+        for d in 0..3 {
+            let v = a[d] * st[d] - pa[d] + k[d] * di[d];
+            if v < 0 || v >= to_len[d] {
+                return None;
+            }
+            flat = flat * to_len[d] + v;
+        }
+        Some(flat as usize)
+    };
+    let unflat = |mut i: usize, len: [i64; 3]| -> [i64; 3] {
+        let c = i % len[2] as usize;
+        i /= len[2] as usize;
+        let b = i % len[1] as usize;
+        [(i / len[1] as usize) as i64, b as i64, c as i64]
+    };
+    for img in 0..n {
+        for gi in 0..g {
+            if !p.transposed {
+                for oc in 0..cg_out {
+                    let o = gi * cg_out + oc;
+                    for op_ in 0..out_len {
+                        let at = unflat(op_, osp);
+                        let mut acc = 0i64;
+                        for ic in 0..cg_in {
+                            let c = gi * cg_in + ic;
+                            for kk in 0..k_len {
+                                if let Some(xi) = offsets(at, unflat(kk, ksp), isp) {
+                                    let xv = x[(img * cin + c) * in_len + xi];
+                                    let wvv = wv[(o * cg_in + ic) * k_len + kk];
+                                    acc = acc.wrapping_add(xv.wrapping_mul(wvv));
+                                }
+                            }
+                        }
+                        let yi = (img * cout + o) * out_len + op_;
+                        y[yi] = y[yi].wrapping_add(acc);
+                    }
+                }
+            } else {
+                // weight [C_in, C_out / g, *k]: input position i feeds output i * s - p + k * d.
+                for ic in 0..cg_in {
+                    let c = gi * cg_in + ic;
+                    for ip in 0..in_len {
+                        let xv = x[(img * cin + c) * in_len + ip];
+                        let at = unflat(ip, isp);
+                        for oc in 0..cg_out {
+                            let o = gi * cg_out + oc;
+                            for kk in 0..k_len {
+                                if let Some(yo) = offsets(at, unflat(kk, ksp), osp) {
+                                    let wvv = wv[(c * cg_out + oc) * k_len + kk];
+                                    let yi = (img * cout + o) * out_len + yo;
+                                    y[yi] = y[yi].wrapping_add(xv.wrapping_mul(wvv));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    crate::native::copy::to_dtype(&Tensor::from_vec(y, out_shape)?, input.dtype())
+}
+
 /// Forward convolution of contiguous `x` `[N, C, *in]` by contiguous `w` `[O, C/g, *k]` into
 /// the fresh contiguous `y` `[N, O, *out]`, with `bias` (`[O]`, contiguous) when given.
 fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &Tensor) -> Result<()> {
@@ -469,7 +581,7 @@ pub fn convolution(
             ));
         }
     }
-    if !input.dtype().is_floating_point() {
+    if input.dtype() == ScalarType::Bool {
         return Err(Error::UnsupportedDtype { op: "slow_conv2d_cpu".into(), dtype: input.dtype() });
     }
     let ws = weight.sizes();
@@ -574,6 +686,10 @@ pub fn convolution(
     let mut out_shape = vec![is[0], cout];
     out_shape.extend(&osp);
     let dtype = input.dtype();
+    if !dtype.is_floating_point() {
+        let p = IntConv { stride: &stride, padding: &padding, dilation: &dilation, transposed, groups: g };
+        return int_convolution(input, weight, bias, &p, &out_shape);
+    }
     // Reduced precision: compute in f32, round once.
     let compute = if matches!(dtype, ScalarType::F16 | ScalarType::BF16) { ScalarType::F32 } else { dtype };
     let prep = |t: &Tensor| -> Result<Tensor> {

@@ -262,12 +262,6 @@ pub fn margin_ranking_loss(
 
 // ---- row-wise losses -----------------------------------------------------------------------------
 
-fn promoted_float(op: &str, a: &Tensor, b: &Tensor) -> Result<ScalarType> {
-    let d = crate::native::tensor_iterator::binary_result_dtype(a, b);
-    float_dtype(op, d)?;
-    Ok(d)
-}
-
 /// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor`
 ///
 /// `1 - cos(x1, x2)` where `target == 1`, `max(0, cos(x1, x2) - margin)` where `target == -1`,
@@ -307,9 +301,9 @@ pub fn cosine_embedding_loss(
             ),
         ));
     }
-    // A composite, as in PyTorch, over the last dimension.
+    // A composite, as in PyTorch, over the last dimension (integer inputs become float where
+    // the epsilon is added, as in PyTorch).
     use crate::ops;
-    promoted_float(OP, input1, input2)?;
     let last = [-1i64];
     let sum_last = |t: &Tensor| ops::sum_dim_intlist(t, Some(&last), false, None);
     let prod_sum = sum_last(&ops::mul(input1, input2)?)?;
@@ -348,9 +342,9 @@ pub fn triplet_margin_loss(
     if ad == 0 {
         return Err(Error::shape(OP, "triplet_margin_loss expects at least 1D inputs, got 0D inputs"));
     }
-    // A composite, as in PyTorch: distances are `norm(x - y + eps, p)` over the last dimension.
+    // A composite, as in PyTorch: distances are `norm(x - y + eps, p)` over the last dimension
+    // (integer inputs become float where the epsilon is added).
     use crate::ops;
-    promoted_float(OP, anchor, positive)?;
     let distance = |x: &Tensor, y: &Tensor| -> Result<Tensor> {
         let d = ops::add_scalar(&ops::sub(x, y, Scalar::Int(1))?, Scalar::Float(eps), Scalar::Int(1))?;
         ops::norm_scalaropt_dim(&d, Some(Scalar::Float(p)), &[-1], false)
@@ -716,4 +710,125 @@ fn cross_entropy_probs(
             tensor_from_f64(&[losses.iter().sum::<f64>() / count], &[], p.dtype)
         }
     }
+}
+
+// ---- margin losses over classes -------------------------------------------------------------
+
+/// The input as `[N, C]` (a 1-d input is one sample) and the target as `[N]`, or PyTorch's
+/// shape errors.
+fn margin_problem(op: &str, input: &Tensor, target: &Tensor, target_2d: bool) -> Result<(Tensor, Tensor, bool)> {
+    use crate::ops;
+    let single = input.dim() <= 1;
+    if input.dim() > 2 || (input.dim() == 2 && input.sizes()[1] == 0) || input.numel() == 0 && single {
+        return Err(Error::shape(
+            op,
+            format!("Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}", input.sizes()),
+        ));
+    }
+    let x = if single { ops::reshape(input, &[1, -1])? } else { input.clone() };
+    let (n, c) = (x.sizes()[0], x.sizes()[1]);
+    let want: Vec<i64> = if target_2d { vec![n, c] } else { vec![n] };
+    let t = if single && target.numel() as usize == want.iter().product::<i64>() as usize {
+        ops::reshape(target, &want)?
+    } else {
+        target.clone()
+    };
+    if t.sizes() != want.as_slice() {
+        return Err(Error::shape(
+            op,
+            format!("inconsistent target size: {:?} for input of size: {:?}", target.sizes(), input.sizes()),
+        ));
+    }
+    if t.dtype().is_floating_point() || t.dtype() == ScalarType::Bool {
+        return Err(Error::invalid(op, format!("expected target of an integer dtype, got {}", t.dtype().cpp_name())));
+    }
+    Ok((x, t, single))
+}
+
+/// The unreduced per-sample loss back in the input's batch shape, then reduced.
+fn finish_margin(loss: Tensor, single: bool, r: Reduction) -> Result<Tensor> {
+    let loss = if single && r == Reduction::None { crate::ops::squeeze_dim(&loss, 0)? } else { loss };
+    apply_reduction(loss, r)
+}
+
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor`:
+/// per sample, `sum_{j != y} w[y] * max(0, margin - x[y] + x[j])^p / C`, as a composite.
+pub fn multi_margin_loss(
+    input: &Tensor,
+    target: &Tensor,
+    p: Scalar,
+    margin: Scalar,
+    weight: Option<&Tensor>,
+    reduction_: i64,
+) -> Result<Tensor> {
+    use crate::ops;
+    const OP: &str = "multi_margin_loss";
+    let r = reduction(OP, reduction_)?;
+    let p = p.to_f64();
+    if p != 1.0 && p != 2.0 {
+        return Err(Error::invalid(OP, "only p == 1 and p == 2 supported"));
+    }
+    let (x, t, single) = margin_problem(OP, input, target, false)?;
+    let c = x.sizes()[1];
+    if let Some(w) = weight {
+        if w.dim() > 1 || w.numel() != c {
+            return Err(Error::shape(OP, format!("inconsistent weight size, expected {c} but got {:?}", w.sizes())));
+        }
+    }
+    let (lo, hi) = t.to_vec::<i64>()?.iter().fold((0, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    if lo < 0 || hi >= c {
+        return Err(Error::invalid(OP, "target out of range"));
+    }
+    let t1 = ops::unsqueeze(&t, 1)?;
+    let x_y = ops::gather(&x, 1, &t1, false)?;
+    let z = ops::clamp_min(
+        &ops::add_scalar(&ops::sub(&x, &x_y, Scalar::Int(1))?, margin, Scalar::Int(1))?,
+        Scalar::Int(0),
+    )?;
+    let z = if p == 2.0 { ops::mul(&z, &z)? } else { z };
+    let z = match weight {
+        Some(w) => ops::mul(&z, &ops::unsqueeze(&ops::index_select(&ops::reshape(w, &[-1])?, 0, &t)?, 1)?)?,
+        None => z,
+    };
+    // The target's own class does not count.
+    let own = ops::one_hot(&t, c)?;
+    let z = ops::masked_fill(&z, &ops::ne_scalar(&own, Scalar::Int(0))?, Scalar::Int(0))?;
+    let loss = ops::div_scalar(&ops::sum_dim_intlist(&z, Some(&[1]), false, None)?, Scalar::Int(c))?;
+    finish_margin(loss, single, r)
+}
+
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`: the
+/// target lists each sample's classes, ended by the first -1; per sample,
+/// `sum_{j listed} sum_{k not listed} max(0, 1 - (x[j] - x[k])) / C`.
+pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction_: i64) -> Result<Tensor> {
+    use crate::ops;
+    const OP: &str = "multilabel_margin_loss";
+    let r = reduction(OP, reduction_)?;
+    let (x, t, single) = margin_problem(OP, input, target, true)?;
+    let (n, c) = (x.sizes()[0] as usize, x.sizes()[1]);
+    let cu = c as usize;
+    // How many times each class is listed, and which classes are targets.
+    let tv = t.to_vec::<i64>()?;
+    let mut listed = vec![0f64; n * cu];
+    let mut is_target = vec![0f64; n * cu];
+    for i in 0..n {
+        for &label in tv[i * cu..(i + 1) * cu].iter().take_while(|&&v| v >= 0) {
+            if label >= c {
+                return Err(Error::invalid(OP, format!("target index {label} is out of range for {c} classes")));
+            }
+            listed[i * cu + label as usize] += 1.0;
+            is_target[i * cu + label as usize] = 1.0;
+        }
+    }
+    let to = |v: Vec<f64>| -> Result<Tensor> {
+        crate::native::copy::to_dtype(&Tensor::from_vec(v, &[n as i64, c])?, x.dtype())
+    };
+    let (listed, others) = (to(listed)?, ops::rsub(&to(is_target)?, Scalar::Int(1), Scalar::Int(1))?);
+    // [N, C(j), C(k)]: max(0, 1 - x_j + x_k), weighted by listed_j * others_k.
+    let d = ops::sub(&ops::unsqueeze(&x, 1)?, &ops::unsqueeze(&x, 2)?, Scalar::Int(1))?;
+    let hinge = ops::clamp_min(&ops::add_scalar(&d, Scalar::Int(1), Scalar::Int(1))?, Scalar::Int(0))?;
+    let wts = ops::mul(&ops::unsqueeze(&listed, 2)?, &ops::unsqueeze(&others, 1)?)?;
+    let loss =
+        ops::div_scalar(&ops::sum_dim_intlist(&ops::mul(&hinge, &wts)?, Some(&[1, 2]), false, None)?, Scalar::Int(c))?;
+    finish_margin(loss, single, r)
 }

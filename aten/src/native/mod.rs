@@ -73,6 +73,7 @@ pub mod copy;
 pub mod cpu;
 pub mod dropout;
 pub mod factory;
+pub mod fft;
 pub mod indexing;
 pub mod join;
 pub mod lapack;

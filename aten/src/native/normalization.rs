@@ -339,6 +339,22 @@ pub fn batch_norm(
     eps: f64,
     _cudnn_enabled: bool,
 ) -> Result<Tensor> {
+    if input.numel() == 0 {
+        // PyTorch's `_batch_norm_impl_index`: an empty input of any rank gives an empty output
+        // that still depends on the input, weight and bias (no statistics to update).
+        let mut out = crate::ops::clone(input, None)?;
+        if let Some(w) = weight.filter(|w| w.numel() > 0) {
+            out = crate::ops::mul(&out, &crate::ops::select(&crate::ops::reshape(w, &[-1])?, 0, 0)?)?;
+        }
+        if let Some(b) = bias.filter(|b| b.numel() > 0) {
+            out = crate::ops::add(
+                &out,
+                &crate::ops::select(&crate::ops::reshape(b, &[-1])?, 0, 0)?,
+                c10::Scalar::Int(1),
+            )?;
+        }
+        return Ok(out);
+    }
     Ok(crate::ops::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)?.0)
 }
 

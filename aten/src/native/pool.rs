@@ -112,6 +112,9 @@ fn pool_kernel(
     }
     let planes = out.numel() as usize / out_plane;
     let (hw, w) = (in_sp[1] * in_sp[2], in_sp[2]);
+    if !x.dtype().is_floating_point() {
+        return int_pool(x, in_sp, wins, red, out, idx, planes, out_plane);
+    }
     match_float!(x.dtype(), T, A => {
         let xp = SendPtr(x.data_ptr() as *mut T);
         let op = SendPtr(out.data_ptr() as *mut T);
@@ -183,6 +186,84 @@ fn pool_kernel(
     }, d => Err(Error::UnsupportedDtype { op: "max_pool2d".into(), dtype: d }))
 }
 
+/// [`pool_kernel`] for integer inputs, exactly: the values in i64 (every integer dtype fits),
+/// maxima by comparison, averages as the i64 sum divided with truncation (PyTorch's integer
+/// average pooling), cast back to the dtype.
+#[allow(clippy::too_many_arguments)]
+fn int_pool(
+    x: &Tensor,
+    in_sp: [usize; 3],
+    wins: &[Vec<Win>; 3],
+    red: Reduce,
+    out: Tensor,
+    idx: Option<Tensor>,
+    planes: usize,
+    out_plane: usize,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let xs = x.to_vec::<i64>()?;
+    let in_plane = in_sp[0] * in_sp[1] * in_sp[2];
+    let (hw, w) = (in_sp[1] * in_sp[2], in_sp[2]);
+    let mut vals = Vec::with_capacity(planes * out_plane);
+    let mut picks = Vec::with_capacity(if idx.is_some() { planes * out_plane } else { 0 });
+    for p in 0..planes {
+        let xs = &xs[p * in_plane..(p + 1) * in_plane];
+        for wd in &wins[0] {
+            for wh in &wins[1] {
+                for ww in &wins[2] {
+                    match red {
+                        Reduce::Max => {
+                            let mut best_i = wd.first * hw + wh.first * w + ww.first;
+                            let mut best = i64::MIN;
+                            for a in 0..wd.count {
+                                for b in 0..wh.count {
+                                    for c in 0..ww.count {
+                                        let i = (wd.first + a * wd.step) * hw
+                                            + (wh.first + b * wh.step) * w
+                                            + ww.first
+                                            + c * ww.step;
+                                        if xs[i] > best || (a, b, c) == (0, 0, 0) {
+                                            best = xs[i];
+                                            best_i = i;
+                                        }
+                                    }
+                                }
+                            }
+                            vals.push(best);
+                            if idx.is_some() {
+                                picks.push(best_i as i64);
+                            }
+                        }
+                        Reduce::Avg { include_pad, divisor } => {
+                            let mut sum = 0i64;
+                            for a in 0..wd.count {
+                                for b in 0..wh.count {
+                                    for c in 0..ww.count {
+                                        sum = sum
+                                            .wrapping_add(xs[(wd.first + a) * hw + (wh.first + b) * w + ww.first + c]);
+                                    }
+                                }
+                            }
+                            let div = match divisor {
+                                Some(d) => d,
+                                None if include_pad => (wd.padded_count * wh.padded_count * ww.padded_count) as i64,
+                                None => (wd.count * wh.count * ww.count) as i64,
+                            };
+                            vals.push(if div == 0 { 0 } else { sum.wrapping_div(div) });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let shape = out.sizes().to_vec();
+    let values = crate::native::copy::to_dtype(&Tensor::from_vec(vals, &shape)?, x.dtype())?;
+    let idx = match idx {
+        Some(_) => Some(Tensor::from_vec(picks, &shape)?),
+        None => None,
+    };
+    Ok((values, idx))
+}
+
 /// Checks the rank (`nsp + 1` unbatched or `nsp + 2` batched) and returns the contiguous input
 /// with its spatial sizes padded to 3, plus the leading (batch, channel) shape.
 fn pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<(Tensor, [usize; 3], Vec<i64>)> {
@@ -211,10 +292,20 @@ fn check_pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<()> {
             ),
         ));
     }
-    if !x.dtype().is_floating_point() {
+    if !x.dtype().is_floating_point() && !allows_int(op, x.dtype()) {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype: x.dtype() });
     }
     Ok(())
+}
+
+/// The integer dtypes PyTorch's CPU kernels pool: every one for max pooling, int64 for average
+/// pooling (which divides with truncation, as C++ integer division does).
+fn allows_int(op: &str, dtype: ScalarType) -> bool {
+    match dtype {
+        ScalarType::Bool => false,
+        d if d.is_floating_point() => false,
+        d => op.starts_with("max_pool") || (op.starts_with("avg_pool") && d == ScalarType::I64),
+    }
 }
 
 /// A per-dimension parameter (`int[n]`): one value repeats; `[]` takes `default`.
@@ -1062,4 +1153,89 @@ pub fn pixel_unshuffle(self_: &Tensor, downscale_factor: i64) -> Result<Tensor> 
     out_shape.extend([oc, h / r, w / r]);
     let p = ops::permute(&ops::reshape(self_, &split)?, &perm)?;
     ops::reshape(&ops::clone(&p, Some(c10::MemoryFormat::Contiguous))?, &out_shape)
+}
+
+/// `nearest-exact` source indices: `min(floor((o + 1/2) * scale), input - 1)` in float, as
+/// PyTorch's `nearest_neighbor_exact_compute_source_index`.
+fn nearest_exact_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<i64> {
+    let sc = scale_value(scale, input, out) as f32;
+    (0..out).map(|o| (((o as f32 + 0.5) * sc).floor() as i64).min(input - 1)).collect()
+}
+
+/// `_upsample_nearest_exact{nsp}d`: a gather (`index_select`) along each spatial dim, so
+/// autograd differentiates it.
+fn upsample_nearest_exact_nd(
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+    scales: Option<&[Option<f64>]>,
+) -> Result<Tensor> {
+    let op = format!("_upsample_nearest_exact{nsp}d");
+    let (o, sc) = upsample_sizes(&op, input, nsp, output_size, scale_factors)?;
+    if o.iter().any(|&v| v <= 0) || input.sizes()[2..].iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(
+            &op,
+            format!(
+                "Input and output sizes should be greater than 0, but got input {:?} and output {o:?}",
+                &input.sizes()[2..]
+            ),
+        ));
+    }
+    let mut x = input.clone();
+    for i in 0..nsp {
+        let s = scales.map_or(sc[i], |v| v[i]);
+        let idx = nearest_exact_indices(input.sizes()[2 + i], o[i], s);
+        let n = idx.len() as i64;
+        x = ops::index_select(&x, 2 + i as i64, &Tensor::from_vec(idx, &[n])?)?;
+    }
+    Ok(x)
+}
+
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest_exact1d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_exact_nd(1, input, output_size, scale_factors, None)
+}
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest_exact2d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_exact_nd(2, input, output_size, scale_factors, None)
+}
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor`
+pub fn upsample_nearest_exact3d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    upsample_nearest_exact_nd(3, input, output_size, scale_factors, None)
+}
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor`
+pub fn upsample_nearest_exact1d(input: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+    upsample_nearest_exact_nd(1, input, Some(output_size), None, Some(&[scales]))
+}
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_nearest_exact2d(
+    input: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    upsample_nearest_exact_nd(2, input, Some(output_size), None, Some(&[scales_h, scales_w]))
+}
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_nearest_exact3d(
+    input: &Tensor,
+    output_size: &[i64],
+    scales_d: Option<f64>,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    upsample_nearest_exact_nd(3, input, Some(output_size), None, Some(&[scales_d, scales_h, scales_w]))
 }
