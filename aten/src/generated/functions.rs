@@ -6422,3 +6422,65 @@ pub fn histogramdd_tensorlist_bins(
 ) -> Result<(Tensor, Vec<Tensor>)> {
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
+
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3992)
+#[inline]
+pub fn upsample_trilinear3d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
+}
+
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3996)
+#[inline]
+pub fn upsample_bicubic2d(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
+}
+
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4000)
+#[inline]
+pub fn upsample_trilinear3d_op(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_d: Option<f64>,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
+}
+
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4004)
+#[inline]
+pub fn upsample_bicubic2d_op(
+    self_: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
+}
+
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4008)
+#[inline]
+pub fn segment_reduce(
+    data: &Tensor,
+    reduce: &str,
+    lengths: Option<&Tensor>,
+    indices: Option<&Tensor>,
+    offsets: Option<&Tensor>,
+    axis: i64,
+    unsafe_: bool,
+    initial: Option<Scalar>,
+) -> Result<Tensor> {
+    crate::handles::segment_reduce::call(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
+}

@@ -82289,3 +82289,605 @@ pub mod histogramdd_tensorlist_bins {
         )
     }
 }
+
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3992)
+pub mod upsample_trilinear3d_vec {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "upsample_trilinear3d.vec";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, bool, Option<&[f64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, output_size, align_corners, scale_factors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, output_size, align_corners, scale_factors)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, output_size, align_corners, scale_factors),
+            None => call_boxed_kernel(&k, op, ks, input, output_size, align_corners, scale_factors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(output_size),
+            IValue::from(align_corners),
+            IValue::from(scale_factors),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let output_size = a[1].to_opt_int_list(NAME, "output_size", None)?;
+                let align_corners = a[2].to_bool(NAME, "align_corners")?;
+                let scale_factors = a[3].to_opt_double_list(NAME, "scale_factors")?;
+                let r = f(ks, input, output_size.as_deref(), align_corners, scale_factors.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3996)
+pub mod upsample_bicubic2d_vec {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "upsample_bicubic2d.vec";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, Option<&[i64]>, bool, Option<&[f64]>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(input.key_set());
+        dispatch(op, ks, input, output_size, align_corners, scale_factors)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, input, output_size, align_corners, scale_factors)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, input, output_size, align_corners, scale_factors),
+            None => call_boxed_kernel(&k, op, ks, input, output_size, align_corners, scale_factors),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        input: &Tensor,
+        output_size: Option<&[i64]>,
+        align_corners: bool,
+        scale_factors: Option<&[f64]>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(input),
+            IValue::from(output_size),
+            IValue::from(align_corners),
+            IValue::from(scale_factors),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 4 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 4 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 4);
+                let input = a[0].to_tensor(NAME, "input")?;
+                let output_size = a[1].to_opt_int_list(NAME, "output_size", None)?;
+                let align_corners = a[2].to_bool(NAME, "align_corners")?;
+                let scale_factors = a[3].to_opt_double_list(NAME, "scale_factors")?;
+                let r = f(ks, input, output_size.as_deref(), align_corners, scale_factors.as_deref())?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4000)
+pub mod upsample_trilinear3d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "upsample_trilinear3d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], bool, Option<f64>, Option<f64>, Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, align_corners, scales_d, scales_h, scales_w)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, align_corners, scales_d, scales_h, scales_w)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, align_corners, scales_d, scales_h, scales_w),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, align_corners, scales_d, scales_h, scales_w),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_d: Option<f64>,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(output_size),
+            IValue::from(align_corners),
+            IValue::from(scales_d),
+            IValue::from(scales_h),
+            IValue::from(scales_w),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 6 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 6 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 6);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(3))?;
+                let align_corners = a[2].to_bool(NAME, "align_corners")?;
+                let scales_d = a[3].to_opt_double(NAME, "scales_d")?;
+                let scales_h = a[4].to_opt_double(NAME, "scales_h")?;
+                let scales_w = a[5].to_opt_double(NAME, "scales_w")?;
+                let r = f(ks, self_, &output_size, align_corners, scales_d, scales_h, scales_w)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4004)
+pub mod upsample_bicubic2d {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "upsample_bicubic2d";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(DispatchKeySet, &Tensor, &[i64], bool, Option<f64>, Option<f64>) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set());
+        dispatch(op, ks, self_, output_size, align_corners, scales_h, scales_w)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, self_, output_size, align_corners, scales_h, scales_w)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, self_, output_size, align_corners, scales_h, scales_w),
+            None => call_boxed_kernel(&k, op, ks, self_, output_size, align_corners, scales_h, scales_w),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(output_size),
+            IValue::from(align_corners),
+            IValue::from(scales_h),
+            IValue::from(scales_w),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 5 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 5 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 5);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let output_size = a[1].to_int_list(NAME, "output_size", Some(2))?;
+                let align_corners = a[2].to_bool(NAME, "align_corners")?;
+                let scales_h = a[3].to_opt_double(NAME, "scales_h")?;
+                let scales_w = a[4].to_opt_double(NAME, "scales_w")?;
+                let r = f(ks, self_, &output_size, align_corners, scales_h, scales_w)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4008)
+pub mod segment_reduce {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "segment_reduce";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        &str,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        Option<&Tensor>,
+        i64,
+        bool,
+        Option<Scalar>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        data: &Tensor,
+        reduce: &str,
+        lengths: Option<&Tensor>,
+        indices: Option<&Tensor>,
+        offsets: Option<&Tensor>,
+        axis: i64,
+        unsafe_: bool,
+        initial: Option<Scalar>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            data.key_set()
+                | lengths.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | indices.map_or(DispatchKeySet::EMPTY, |t| t.key_set())
+                | offsets.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(op, ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        data: &Tensor,
+        reduce: &str,
+        lengths: Option<&Tensor>,
+        indices: Option<&Tensor>,
+        offsets: Option<&Tensor>,
+        axis: i64,
+        unsafe_: bool,
+        initial: Option<Scalar>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(op, ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        data: &Tensor,
+        reduce: &str,
+        lengths: Option<&Tensor>,
+        indices: Option<&Tensor>,
+        offsets: Option<&Tensor>,
+        axis: i64,
+        unsafe_: bool,
+        initial: Option<Scalar>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial),
+            None => call_boxed_kernel(&k, op, ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        data: &Tensor,
+        reduce: &str,
+        lengths: Option<&Tensor>,
+        indices: Option<&Tensor>,
+        offsets: Option<&Tensor>,
+        axis: i64,
+        unsafe_: bool,
+        initial: Option<Scalar>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(data),
+            IValue::from(reduce),
+            IValue::from(lengths),
+            IValue::from(indices),
+            IValue::from(offsets),
+            IValue::from(axis),
+            IValue::from(unsafe_),
+            IValue::from(initial),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 8 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 8 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 8);
+                let data = a[0].to_tensor(NAME, "data")?;
+                let reduce = a[1].to_str(NAME, "reduce")?;
+                let lengths = a[2].to_opt_tensor(NAME, "lengths")?;
+                let indices = a[3].to_opt_tensor(NAME, "indices")?;
+                let offsets = a[4].to_opt_tensor(NAME, "offsets")?;
+                let axis = a[5].to_int(NAME, "axis")?;
+                let unsafe_ = a[6].to_bool(NAME, "unsafe")?;
+                let initial = a[7].to_opt_scalar(NAME, "initial")?;
+                let r = f(ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial)?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}

@@ -897,6 +897,11 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::histogramdd_int_bins::SCHEMA).expect("generated schema parses");
     d.def(handles::histogram_bins_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::histogramdd_tensorlist_bins::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_trilinear3d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_bicubic2d_vec::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_trilinear3d::SCHEMA).expect("generated schema parses");
+    d.def(handles::upsample_bicubic2d::SCHEMA).expect("generated schema parses");
+    d.def(handles::segment_reduce::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -10986,6 +10991,55 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeImplicitAutograd,
         handles::gradient_scalarint::kernel(|_ks, self_, spacing, dim, edge_order| {
             crate::native::composite::gradient_scalarint(self_, spacing, dim, edge_order)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_trilinear3d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_trilinear3d_vec::kernel(|_ks, input, output_size, align_corners, scale_factors| {
+            crate::native::pool::upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_bicubic2d_vec::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_bicubic2d_vec::kernel(|_ks, input, output_size, align_corners, scale_factors| {
+            crate::native::pool::upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_trilinear3d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_trilinear3d::kernel(
+            |_ks, self_, output_size, align_corners, scales_d, scales_h, scales_w| {
+                crate::native::pool::upsample_trilinear3d(
+                    self_,
+                    output_size,
+                    align_corners,
+                    scales_d,
+                    scales_h,
+                    scales_w,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::upsample_bicubic2d::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::upsample_bicubic2d::kernel(|_ks, self_, output_size, align_corners, scales_h, scales_w| {
+            crate::native::pool::upsample_bicubic2d(self_, output_size, align_corners, scales_h, scales_w)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::segment_reduce::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::segment_reduce::kernel(|_ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial| {
+            crate::native::composite::segment_reduce(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
         }),
     )
     .expect("generated registration");

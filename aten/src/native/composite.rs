@@ -3432,3 +3432,119 @@ pub fn histogramdd_int_bins(
     let d = self_.sizes().last().copied().unwrap_or(1).max(0) as usize;
     histogramdd(self_, &vec![bins; d], range, weight, density)
 }
+
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor`:
+/// `data` split along `axis` into consecutive segments (`lengths`, or `offsets` boundaries;
+/// batched over the dimensions before `axis`), each reduced by `reduce` (`sum`, `prod`, `max`,
+/// `min`, `mean`) together with `initial` when given; an empty segment is `initial`, else the
+/// reduction's identity (NaN for `mean`). A composite of narrow and reductions, so autograd
+/// differentiates it.
+#[allow(clippy::too_many_arguments)]
+pub fn segment_reduce(
+    data: &Tensor,
+    reduce: &str,
+    lengths: Option<&Tensor>,
+    indices: Option<&Tensor>,
+    offsets: Option<&Tensor>,
+    axis: i64,
+    _unsafe: bool,
+    initial: Option<Scalar>,
+) -> Result<Tensor> {
+    const OP: &str = "segment_reduce";
+    if !["sum", "prod", "max", "min", "mean"].contains(&reduce) {
+        return Err(Error::invalid(
+            OP,
+            format!("reduce argument must be either sum, prod, max, min or mean, got {reduce}"),
+        ));
+    }
+    if indices.is_some() {
+        return Err(Error::NotImplemented {
+            op: OP.into(),
+            msg: "segment_reduce(): indices based reduction is not supported yet.".into(),
+        });
+    }
+    let (a, size) = size_at(OP, data, axis)?;
+    let lens = match (lengths, offsets) {
+        (Some(l), None) => l.clone(),
+        (None, Some(o)) => {
+            let k = o.sizes().last().copied().unwrap_or(0);
+            if o.dim() == 0 || k < 1 {
+                return Err(Error::invalid(OP, "offsets should have at least one element"));
+            }
+            ops::sub(&ops::narrow(o, -1, 1, k - 1)?, &ops::narrow(o, -1, 0, k - 1)?, Scalar::Int(1))?
+        }
+        _ => return Err(Error::invalid(OP, "segment_reduce(): Either lengths or offsets must be defined")),
+    };
+    if lens.dim() != a + 1 || lens.sizes()[..a] != data.sizes()[..a] {
+        return Err(Error::shape(OP, format!("segment_reduce(): Expected lengths/offsets to have {} dimensions matching data's leading sizes, got {:?}", a + 1, lens.sizes())));
+    }
+    let segs = lens.sizes()[a];
+    let lv = lens.to_vec::<i64>()?;
+    let lead: i64 = data.sizes()[..a].iter().product();
+    let rows = ops::reshape(data, &[lead].iter().chain(&data.sizes()[a..]).copied().collect::<Vec<_>>())?;
+    let tail: Vec<i64> = data.sizes()[a + 1..].to_vec();
+    let identity = |v: f64| ops::full(&tail, Scalar::Float(v), Some(data.dtype()), None, Some(data.device()), None);
+    let mut out_rows = Vec::with_capacity(lead as usize);
+    for r in 0..lead {
+        let row = ops::select(&rows, 0, r)?;
+        let ls = &lv[(r * segs) as usize..((r + 1) * segs) as usize];
+        if ls.iter().any(|&l| l < 0) || ls.iter().sum::<i64>() != size {
+            return Err(Error::invalid(
+                OP,
+                "segment_reduce(): Expected all lengths to be non-negative and to sum to the size of data along axis",
+            ));
+        }
+        let mut start = 0;
+        let mut vals = Vec::with_capacity(segs as usize);
+        for &l in ls {
+            let v = if l == 0 {
+                match initial {
+                    Some(i) => identity(i.to_f64())?,
+                    None => identity(match reduce {
+                        "sum" => 0.0,
+                        "prod" => 1.0,
+                        "max" => f64::NEG_INFINITY,
+                        "min" => f64::INFINITY,
+                        _ => f64::NAN,
+                    })?,
+                }
+            } else {
+                let seg = ops::narrow(&row, 0, start, l)?;
+                let red = match reduce {
+                    "sum" | "mean" => ops::sum_dim_intlist(&seg, Some(&[0]), false, None)?,
+                    "prod" => ops::prod(&seg, 0, false, None)?,
+                    "max" => ops::amax(&seg, &[0], false)?,
+                    _ => ops::amin(&seg, &[0], false)?,
+                };
+                let red = match (initial, reduce) {
+                    (None, _) => red,
+                    (Some(i), "sum" | "mean") => ops::add_scalar(&red, i, Scalar::Int(1))?,
+                    (Some(i), "prod") => ops::mul_scalar(&red, i)?,
+                    (Some(i), "max") => ops::clamp_min(&red, i)?,
+                    (Some(i), _) => ops::clamp_max(&red, i)?,
+                };
+                if reduce == "mean" {
+                    ops::div_scalar(&red, Scalar::Int(l))?
+                } else {
+                    red
+                }
+            };
+            vals.push(v);
+            start += l;
+        }
+        out_rows.push(if vals.is_empty() {
+            ops::empty(
+                &[0].iter().chain(&tail).copied().collect::<Vec<_>>(),
+                Some(data.dtype()),
+                None,
+                Some(data.device()),
+                None,
+                None,
+            )?
+        } else {
+            ops::stack(&vals, 0)?
+        });
+    }
+    let shape: Vec<i64> = data.sizes()[..a].iter().chain(&[segs]).chain(&tail).copied().collect();
+    ops::reshape(&ops::stack(&out_rows, 0)?, &shape)
+}

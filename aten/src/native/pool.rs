@@ -1239,3 +1239,161 @@ pub fn upsample_nearest_exact3d(
 ) -> Result<Tensor> {
     upsample_nearest_exact_nd(3, input, Some(output_size), None, Some(&[scales_d, scales_h, scales_w]))
 }
+
+/// Interpolation along `dim` of `x`: output `o` is `sum_t weights[t][o] * x[indices[t][o]]`,
+/// one `index_select` per tap, so autograd differentiates it.
+fn interpolate_along(x: &Tensor, dim: i64, taps: &[(Vec<i64>, Vec<f64>)]) -> Result<Tensor> {
+    let nd = x.dim();
+    let mut acc: Option<Tensor> = None;
+    for (idx, w) in taps {
+        let n = idx.len() as i64;
+        let picked = ops::index_select(x, dim, &Tensor::from_vec(idx.clone(), &[n])?)?;
+        // The weights broadcast along `dim`.
+        let mut shape = vec![1i64; nd];
+        shape[dim as usize] = n;
+        let w = crate::native::copy::to_dtype(&Tensor::from_vec(w.clone(), &shape)?, x.dtype())?;
+        let term = ops::mul(&picked, &w)?;
+        acc = Some(match acc {
+            None => term,
+            Some(a) => ops::add(&a, &term, c10::Scalar::Int(1))?,
+        });
+    }
+    acc.ok_or_else(|| Error::invalid("interpolate", "no interpolation taps"))
+}
+
+/// Linear interpolation taps (PyTorch's `linear_weights`) of one dimension.
+fn linear_taps(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> [(Vec<i64>, Vec<f64>); 2] {
+    let w = linear_weights(input, out, align_corners, scale);
+    [
+        (w.iter().map(|t| t.0 as i64).collect(), w.iter().map(|t| t.2).collect()),
+        (w.iter().map(|t| t.1 as i64).collect(), w.iter().map(|t| t.3).collect()),
+    ]
+}
+
+/// Cubic-convolution taps (`A = -0.75`, indices clamped to the border) of one dimension, as
+/// PyTorch's `upsample_bicubic2d` computes them.
+fn cubic_taps(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> [(Vec<i64>, Vec<f64>); 4] {
+    const A: f64 = -0.75;
+    let cc1 = |x: f64| ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+    let cc2 = |x: f64| ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
+    let sc = if align_corners {
+        if out > 1 {
+            (input - 1) as f64 / (out - 1) as f64
+        } else {
+            0.0
+        }
+    } else {
+        scale_value(scale, input, out)
+    };
+    let mut taps: [(Vec<i64>, Vec<f64>); 4] = Default::default();
+    for o in 0..out {
+        let src = if align_corners { sc * o as f64 } else { sc * (o as f64 + 0.5) - 0.5 };
+        let base = src.floor();
+        let t = src - base;
+        let weights = [cc2(t + 1.0), cc1(t), cc1(1.0 - t), cc2(2.0 - t)];
+        for (k, (idx, w)) in taps.iter_mut().enumerate() {
+            idx.push((base as i64 - 1 + k as i64).clamp(0, input - 1));
+            w.push(weights[k]);
+        }
+    }
+    taps
+}
+
+fn check_interp_sizes(op: &str, input: &Tensor, o: &[i64]) -> Result<()> {
+    // PyTorch's uint8 path rounds through fixed-point weights of its own: not reproduced, an
+    // error rather than different values.
+    if !input.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype: input.dtype() });
+    }
+    let sp = &input.sizes()[2..];
+    if o.iter().any(|&v| v <= 0) || sp.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(
+            op,
+            format!("Input and output sizes should be greater than 0, but got input ({sp:?}) and output ({o:?})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Separable upsampling over the last `nsp` dims: linear or cubic taps per dim (`scales`
+/// overrides the per-dim scales the sizes imply, for the non-`vec` overloads).
+#[allow(clippy::too_many_arguments)]
+fn separable_upsample(
+    op: &str,
+    nsp: usize,
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    scale_factors: Option<&[f64]>,
+    scales: Option<&[Option<f64>]>,
+    align_corners: bool,
+    cubic: bool,
+) -> Result<Tensor> {
+    let (o, sc) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
+    check_interp_sizes(op, input, &o)?;
+    let mut x = input.clone();
+    for i in 0..nsp {
+        let (n, s) = (input.sizes()[2 + i], scales.map_or(sc[i], |v| v[i]));
+        let dim = 2 + i as i64;
+        x = if cubic {
+            interpolate_along(&x, dim, &cubic_taps(n, o[i], align_corners, s))?
+        } else {
+            interpolate_along(&x, dim, &linear_taps(n, o[i], align_corners, s))?
+        };
+    }
+    Ok(x)
+}
+
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`:
+/// linear interpolation along depth, height and width in turn (the weights separate).
+pub fn upsample_trilinear3d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    separable_upsample("upsample_trilinear3d", 3, input, output_size, scale_factors, None, align_corners, false)
+}
+
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`:
+/// cubic convolution along height then width (the weights separate).
+pub fn upsample_bicubic2d_vec(
+    input: &Tensor,
+    output_size: Option<&[i64]>,
+    align_corners: bool,
+    scale_factors: Option<&[f64]>,
+) -> Result<Tensor> {
+    separable_upsample("upsample_bicubic2d", 2, input, output_size, scale_factors, None, align_corners, true)
+}
+
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_trilinear3d(
+    input: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_d: Option<f64>,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let scales = [scales_d, scales_h, scales_w];
+    separable_upsample("upsample_trilinear3d", 3, input, Some(output_size), None, Some(&scales), align_corners, false)
+}
+
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor`
+pub fn upsample_bicubic2d(
+    input: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    separable_upsample(
+        "upsample_bicubic2d",
+        2,
+        input,
+        Some(output_size),
+        None,
+        Some(&[scales_h, scales_w]),
+        align_corners,
+        true,
+    )
+}

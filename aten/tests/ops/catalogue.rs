@@ -178,3 +178,38 @@ fn margin_losses() {
     let l = ops::multilabel_margin_loss(&x, &i64s(&[3, 0, -1, 1], &[1, 4]), 1).unwrap();
     close(&l, &[0.85]);
 }
+
+#[test]
+fn separable_upsampling_and_segment_reduce() {
+    // Trilinear with align_corners on a linear ramp stays a ramp.
+    let x = f64s(&[0.0, 1.0], &[1, 1, 1, 1, 2]);
+    let y = ops::upsample_trilinear3d(&x, Some(&[1, 1, 3]), true, None).unwrap();
+    close(&y, &[0.0, 0.5, 1.0]);
+    // Bicubic at the same size is the identity; integers are refused, not rounded differently.
+    let img = f64s(&[1.0, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
+    close(&ops::upsample_bicubic2d(&img, Some(&[2, 2]), false, None).unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+    let b = Tensor::from_vec(vec![1u8, 2, 3, 4], &[1, 1, 2, 2]).unwrap();
+    assert!(ops::upsample_bicubic2d(&b, Some(&[4, 4]), false, None).is_err());
+    // Segments [1, 2], [], [3, 4, 5].
+    let d = f64s(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5]);
+    let l = i64s(&[2, 0, 3], &[3]);
+    let r = |red: &str, init: Option<f64>| {
+        ops::segment_reduce(&d, red, Some(&l), None, None, 0, false, init.map(Scalar::Float))
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    assert_eq!(r("sum", None), vec![3.0, 0.0, 12.0]);
+    assert_eq!(r("max", None), vec![2.0, f64::NEG_INFINITY, 5.0]);
+    assert_eq!(r("prod", Some(10.0)), vec![20.0, 10.0, 600.0]);
+    assert_eq!(r("min", Some(10.0)), vec![1.0, 10.0, 3.0]);
+    assert!(r("mean", None)[1].is_nan());
+    assert_eq!(r("mean", Some(10.0)), vec![6.5, 10.0, 22.0 / 3.0]);
+    let off = i64s(&[0, 2, 2, 5], &[4]);
+    assert_eq!(
+        ops::segment_reduce(&d, "sum", None, None, Some(&off), 0, false, None).unwrap().to_vec::<f64>().unwrap(),
+        vec![3.0, 0.0, 12.0]
+    );
+    assert!(ops::segment_reduce(&d, "sum", Some(&i64s(&[2, 2], &[2])), None, None, 0, false, None).is_err());
+    assert!(ops::segment_reduce(&d, "median", Some(&l), None, None, 0, false, None).is_err());
+}
