@@ -3038,7 +3038,7 @@ pub fn im2col(
         ));
     }
     let xp = ops::constant_pad_nd(&x, &[p[1], p[1], p[0], p[0]], Scalar::Int(0))?;
-    let mut blocks = Vec::with_capacity((k[0] * k[1]).max(0) as usize);
+    let mut blocks = Vec::new();
     for i in 0..k[0] {
         for j in 0..k[1] {
             let rows = ops::slice(&xp, 2, Some(i * d[0]), Some(i * d[0] + (oh - 1) * s[0] + 1), s[0])?;
@@ -3241,7 +3241,7 @@ fn uniform_edges(op: &str, points: &Tensor, bins: &[i64], range: Option<&[f64]>)
         edges.push(ops::linspace(
             Scalar::Float(lo),
             Scalar::Float(hi),
-            bins[k] + 1,
+            bins[k].checked_add(1).ok_or_else(|| Error::invalid(op, format!("{op}(): too many bins: {}", bins[k])))?,
             Some(points.dtype()),
             None,
             Some(points.device()),
@@ -3295,8 +3295,8 @@ fn histogram_impl(
         }
         None => None,
     };
-    let total: usize = nbins.iter().product();
-    let mut hist = vec![0f64; total];
+    let total = nbins.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).unwrap_or(usize::MAX);
+    let mut hist = c10::size::try_vec_filled(0f64, total)?;
     'points: for i in 0..n {
         let mut cell = 0usize;
         for k in 0..d {
@@ -3479,10 +3479,16 @@ pub fn segment_reduce(
         return Err(Error::shape(OP, format!("segment_reduce(): Expected lengths/offsets to have {} dimensions matching data's leading sizes, got {:?}", a + 1, lens.sizes())));
     }
     let segs = lens.sizes()[a];
+    let tail: Vec<i64> = data.sizes()[a + 1..].to_vec();
+    let shape: Vec<i64> = data.sizes()[..a].iter().chain(&[segs]).chain(&tail).copied().collect();
+    if lens.numel() == 0 {
+        // No segments (or no rows): nothing to reduce.
+        return ops::empty(&shape, Some(data.dtype()), None, Some(data.device()), None, None);
+    }
     let lv = lens.to_vec::<i64>()?;
+    // At most lens.numel() rows: the product fits.
     let lead: i64 = data.sizes()[..a].iter().product();
     let rows = ops::reshape(data, &[lead].iter().chain(&data.sizes()[a..]).copied().collect::<Vec<_>>())?;
-    let tail: Vec<i64> = data.sizes()[a + 1..].to_vec();
     let identity = |v: f64| ops::full(&tail, Scalar::Float(v), Some(data.dtype()), None, Some(data.device()), None);
     let mut out_rows = Vec::with_capacity(lead as usize);
     for r in 0..lead {
@@ -3545,6 +3551,5 @@ pub fn segment_reduce(
             ops::stack(&vals, 0)?
         });
     }
-    let shape: Vec<i64> = data.sizes()[..a].iter().chain(&[segs]).chain(&tail).copied().collect();
     ops::reshape(&ops::stack(&out_rows, 0)?, &shape)
 }

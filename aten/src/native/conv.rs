@@ -250,7 +250,8 @@ fn int_convolution(
     let in_len = (isp[0] * isp[1] * isp[2]) as usize;
     let out_len = (osp[0] * osp[1] * osp[2]) as usize;
     let k_len = (ksp[0] * ksp[1] * ksp[2]) as usize;
-    let mut y = vec![0i64; n * cout * out_len];
+    let total = out_shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b.max(0) as usize));
+    let mut y = c10::size::try_vec_filled(0i64, total.unwrap_or(usize::MAX))?;
     if let Some(b) = &bv {
         for img in 0..n {
             for (o, &bo) in b.iter().enumerate() {

@@ -112,12 +112,28 @@ pub(crate) fn rows_cols(t: &Tensor) -> (i64, i64) {
     (s[s.len() - 2], s[s.len() - 1])
 }
 
-/// The leading (batch) sizes of a matrix batch, and how many matrices that is.
+/// The leading (batch) sizes of a matrix batch, and how many matrices that is (saturating: a
+/// count that does not fit is refused by the allocation of the results).
 fn batch_of(t: &Tensor, matrix_dims: usize) -> (Vec<i64>, usize) {
     let s = t.sizes();
     let b = s[..s.len() - matrix_dims].to_vec();
-    let count = b.iter().product::<i64>().max(0) as usize;
-    (b, count)
+    (b.clone(), batch_count(&b))
+}
+
+/// The number of matrices in a batch shape, saturating at `usize::MAX`.
+fn batch_count(batch: &[i64]) -> usize {
+    if batch.contains(&0) {
+        return 0;
+    }
+    batch.iter().try_fold(1usize, |a, &b| a.checked_mul(b.max(0) as usize)).unwrap_or(usize::MAX)
+}
+
+/// Refuses batches whose matrices cannot all be addressed (the results could not be allocated).
+fn check_batch(op: &str, count: usize, per_matrix: usize) -> Result<()> {
+    if count.checked_mul(per_matrix.max(1)).is_none_or(|n| n > isize::MAX as usize / 8) {
+        return Err(Error::invalid(op, format!("a batch of {count} matrices is too large to compute")));
+    }
+    Ok(())
 }
 
 fn with_batch(batch: &[i64], tail: &[i64]) -> Vec<i64> {
@@ -169,7 +185,8 @@ fn left_system(op: &str, a: &Tensor, b: &Tensor) -> Result<(Vec<i64>, usize, i64
         ));
     }
     let batch = broadcast_batch(op, &batch_of(a, 2).0, &batch_of(b, 2).0)?;
-    let count = batch.iter().product::<i64>().max(0) as usize;
+    let count = batch_count(&batch);
+    check_batch(op, count, (n.max(0) as usize).saturating_mul(n.max(k).max(0) as usize))?;
     Ok((batch, count, n, k))
 }
 
@@ -207,6 +224,7 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
     let (batch, count) = batch_of(a, 2);
     let (mu, nu) = (m as usize, n as usize);
     let k = mu.min(nu);
+    check_batch(op, count, mu.saturating_mul(nu))?;
     let mut pivots = vec![0i32; count * k];
     let mut info = vec![0i32; count];
     let lu = float_kernel!(op, a.dtype(), T => {
@@ -377,6 +395,7 @@ pub fn lu_unpack(
     let p = if unpack_pivots {
         let (batch, count) = batch_of(lu, 2);
         let (mu, ku) = (m as usize, k as usize);
+        check_batch(op, count, mu.saturating_mul(mu))?;
         let piv = pivots.to_vec::<i32>()?;
         let mut out = vec![0f64; count * mu * mu];
         for b in 0..count {
@@ -443,11 +462,12 @@ pub fn linalg_cholesky_ex(a: &Tensor, upper: bool, check_errors: bool) -> Result
     check_float(op, a)?;
     let n = rows_cols(a).0 as usize;
     let (batch, count) = batch_of(a, 2);
+    check_batch(op, count, n.saturating_mul(n))?;
     let mut info = vec![0i32; count];
     let l = float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
         let mut out = vec![T::zero(); data.len()];
-        for b in 0..count {
+        for b in 0..if n == 0 { 0 } else { count } {
             let m = &data[b * n * n..(b + 1) * n * n];
             // The lower triangle of A, or of A^T (the upper triangle of A).
             let mat = Mat::from_fn(n, n, |i, j| if upper { m[j * n + i] } else { m[i * n + j] });
@@ -557,6 +577,7 @@ pub fn geqrf(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let (batch, count) = batch_of(a, 2);
     let (mu, nu) = (m as usize, n as usize);
     let k = mu.min(nu);
+    check_batch(op, count, mu.saturating_mul(nu))?;
     float_kernel!(op, a.dtype(), T => {
         let mut data = a.to_vec::<T>()?;
         let mut tau = vec![T::zero(); count * k];
@@ -591,6 +612,7 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let k = mu.min(nu);
     let qn = if complete { mu } else { k };
     let rm = if complete { mu } else { k };
+    check_batch(op, count, mu.max(nu).saturating_mul(mu.max(nu)))?;
     float_kernel!(op, a.dtype(), T => {
         let mut data = a.to_vec::<T>()?;
         let mut tau = vec![T::zero(); k];
@@ -681,6 +703,7 @@ fn eigh_impl(op: &str, a: &Tensor, uplo: &str, vectors: bool) -> Result<(Tensor,
     };
     let n = rows_cols(a).0 as usize;
     let (batch, count) = batch_of(a, 2);
+    check_batch(op, count, n.saturating_mul(n))?;
     float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
         let mut w = vec![T::zero(); count * n];
@@ -738,6 +761,7 @@ pub fn _linalg_svd(
     let (mu, nu) = (m as usize, n as usize);
     let k = mu.min(nu);
     let (uc, vr) = if full_matrices { (mu, nu) } else { (k, k) };
+    check_batch(op, count, mu.max(nu).saturating_mul(mu.max(nu)))?;
     float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
         let mut s = vec![T::zero(); count * k];
@@ -1464,8 +1488,10 @@ pub fn linalg_tensorinv(a: &Tensor, ind: i64) -> Result<Tensor> {
     if ind > s.len() {
         return Err(Error::invalid(op, format!("Expected ind <= self.dim() = {}, but got {ind}", s.len())));
     }
-    let rows: i64 = s[..ind].iter().product();
-    let cols: i64 = s[ind..].iter().product();
+    let prod = |v: &[i64]| {
+        v.iter().try_fold(1i64, |a, &b| a.checked_mul(b)).ok_or_else(|| Error::shape(op, "the tensor is too large"))
+    };
+    let (rows, cols) = (prod(&s[..ind])?, prod(&s[ind..])?);
     if rows != cols {
         return Err(Error::shape(
             op,
@@ -1497,7 +1523,10 @@ pub fn linalg_tensorsolve(a: &Tensor, b: &Tensor, dims: Option<&[i64]>) -> Resul
         ));
     }
     let rest = &s[b.dim()..];
-    let n: i64 = rest.iter().product();
+    let n = rest
+        .iter()
+        .try_fold(1i64, |a, &v| a.checked_mul(v))
+        .ok_or_else(|| Error::shape(op, "the tensor is too large"))?;
     let m = b.numel();
     if m != n {
         return Err(Error::shape(
@@ -1548,7 +1577,10 @@ pub fn linalg_matrix_exp(a: &Tensor) -> Result<Tensor> {
     let norm1 = linalg_matrix_norm(&detached(a), float(1.0), &[-2, -1], false, None)?;
     let largest = norm1.to_vec::<f64>()?.into_iter().fold(0.0f64, f64::max);
     let theta13 = 5.371920351148152;
-    let s = if largest > theta13 { (largest / theta13).log2().ceil() as i32 } else { 0 };
+    // Non-finite entries give non-finite results without squaring; 2^-1100 is below every
+    // normal double, so more squarings never change the approximant.
+    let s =
+        if largest.is_finite() && largest > theta13 { ((largest / theta13).log2().ceil() as i32).min(1100) } else { 0 };
     let x = ops::mul_scalar(a, float(0.5f64.powi(s)))?;
     let eye = identity_like(a)?;
     let x2 = ops::matmul(&x, &x)?;

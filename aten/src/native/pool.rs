@@ -1182,6 +1182,9 @@ fn upsample_nearest_exact_nd(
             ),
         ));
     }
+    if let Some(empty) = upsample_output_check(input, &o)? {
+        return Ok(empty);
+    }
     let mut x = input.clone();
     for i in 0..nsp {
         let s = scales.map_or(sc[i], |v| v[i]);
@@ -1299,6 +1302,15 @@ fn cubic_taps(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> 
     taps
 }
 
+/// For gather-based upsampling: the result directly when there is nothing to compute (an
+/// empty input gives an empty output), after checking that the output can be allocated (its
+/// index lists are built before any tensor is).
+fn upsample_output_check(input: &Tensor, o: &[i64]) -> Result<Option<Tensor>> {
+    let shape: Vec<i64> = input.sizes()[..2].iter().chain(o).copied().collect();
+    let out = Tensor::empty_uninit(&shape, input.dtype(), input.device())?;
+    Ok(if out.numel() == 0 || input.numel() == 0 { Some(out) } else { None })
+}
+
 fn check_interp_sizes(op: &str, input: &Tensor, o: &[i64]) -> Result<()> {
     // PyTorch's uint8 path rounds through fixed-point weights of its own: not reproduced, an
     // error rather than different values.
@@ -1330,6 +1342,9 @@ fn separable_upsample(
 ) -> Result<Tensor> {
     let (o, sc) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
     check_interp_sizes(op, input, &o)?;
+    if let Some(empty) = upsample_output_check(input, &o)? {
+        return Ok(empty);
+    }
     let mut x = input.clone();
     for i in 0..nsp {
         let (n, s) = (input.sizes()[2 + i], scales.map_or(sc[i], |v| v[i]));

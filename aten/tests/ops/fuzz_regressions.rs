@@ -412,3 +412,30 @@ fn elementwise_ops_of_empty_tensors_with_wrapped_strides() {
     let v = ops::as_strided(&base, &[1, 2], &[1 << 62, 1], None).unwrap();
     assert_eq!(ops::mul(&v, &v).unwrap().sizes(), &[1, 2]);
 }
+
+/// The new catalogue operators on inputs that would loop, overflow or abort if unchecked:
+/// a non-finite matrix exponential (the scaling count), histogram bins at `i64::MAX`, empty
+/// segments under a huge leading dimension, upsampling an empty batch to a huge size, a
+/// batch of empty matrices whose count overflows, and huge tensor-inverse shapes.
+#[test]
+fn catalogue_operators_on_degenerate_inputs_return_errors_or_empties() {
+    use c10::ScalarType;
+    let inf = Tensor::from_vec(vec![f64::INFINITY, 0.0, 0.0, 1.0], &[2, 2]).unwrap();
+    let e = ops::linalg_matrix_exp(&inf).unwrap();
+    assert!(e.to_vec::<f64>().unwrap().iter().any(|v| !v.is_finite()));
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
+    assert!(ops::histogram(&x, i64::MAX, None, None, false).is_err());
+    let data = ops::empty(&[1 << 40, 0], Some(ScalarType::F32), None, None, None, None).unwrap();
+    let lens = ops::empty(&[1 << 40, 0], Some(ScalarType::I64), None, None, None, None).unwrap();
+    let r = ops::segment_reduce(&data, "sum", Some(&lens), None, None, 1, false, None).unwrap();
+    assert_eq!(r.sizes(), &[1 << 40, 0]);
+    let empty_batch = ops::empty(&[0, 1, 2], Some(ScalarType::F32), None, None, None, None).unwrap();
+    let up = ops::_upsample_nearest_exact1d(&empty_batch, Some(&[1 << 50]), None).unwrap();
+    assert_eq!(up.sizes(), &[0, 1, 1 << 50]);
+    let one = ops::ones(&[1, 1, 2], Some(ScalarType::F32), None, None, None).unwrap();
+    assert!(ops::_upsample_nearest_exact1d(&one, Some(&[1 << 50]), None).is_err());
+    let mats = ops::empty(&[1 << 40, 1 << 40, 0, 0], Some(ScalarType::F64), None, None, None, None).unwrap();
+    assert!(ops::linalg_lu_factor_ex(&mats, true, false).is_err());
+    let wide = ops::empty(&[1 << 40, 1 << 40, 0], Some(ScalarType::F64), None, None, None, None).unwrap();
+    assert!(ops::linalg_tensorinv(&wide, 2).is_err());
+}
