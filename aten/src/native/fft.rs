@@ -53,7 +53,7 @@ fn resize_dim(t: &Tensor, dim: i64, len: i64) -> Result<Tensor> {
 
 /// A `rows x cols` matrix of `f(k, j)` in `dtype`.
 fn matrix(rows: i64, cols: i64, dtype: ScalarType, f: impl Fn(i64, i64) -> f64) -> Result<Tensor> {
-    let n = (rows.max(0) as usize).checked_mul(cols.max(0) as usize).unwrap_or(usize::MAX);
+    let n = (rows.max(0) as usize).saturating_mul(cols.max(0) as usize);
     let mut v = c10::size::try_vec(n)?;
     for k in 0..rows {
         for j in 0..cols {
