@@ -79,6 +79,9 @@ fn angle(k: i64, j: i64, n: i64) -> f64 {
 /// The transformed dims (wrapped, distinct) and their output sizes, PyTorch's defaults.
 fn shape_and_dims(op: &str, x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>) -> Result<(Vec<i64>, Vec<i64>)> {
     let nd = x.dim() as i64;
+    if nd == 0 {
+        return Err(Error::invalid(op, "Dimension specified as -1 but tensor has no dimensions"));
+    }
     let dims: Vec<i64> = match (dim, s) {
         (Some(d), _) => {
             d.iter().map(|&v| crate::wrap_dim(op, v, x.dim()).map(|w| w as i64)).collect::<Result<Vec<_>>>()?

@@ -439,3 +439,11 @@ fn catalogue_operators_on_degenerate_inputs_return_errors_or_empties() {
     let wide = ops::empty(&[1 << 40, 1 << 40, 0], Some(ScalarType::F64), None, None, None, None).unwrap();
     assert!(ops::linalg_tensorinv(&wide, 2).is_err());
 }
+
+/// A real-output FFT of a 0-dim tensor indexed its (missing) last size.
+#[test]
+fn fft_of_a_scalar_is_an_error() {
+    let s = Tensor::from_vec(vec![1.0f64], &[]).unwrap();
+    assert!(ops::fft_irfft(&s, None, -1, None).unwrap_err().to_string().contains("tensor has no dimensions"));
+    assert!(ops::fft_hfftn(&s, None, None, None).is_err());
+}
