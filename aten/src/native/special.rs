@@ -716,10 +716,15 @@ pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
         None,
         None,
     )?;
-    for j in 0..p {
-        let shifted = ops::sub_scalar(&x, c10::Scalar::Float(j as f64 / 2.0), c10::Scalar::Int(1))?;
-        acc = ops::add(&acc, &ops::lgamma(&shifted)?, c10::Scalar::Int(1))?;
-    }
+    // As PyTorch: the p shifted arguments as one tensor along a new last dimension (a p too
+    // large to hold fails to allocate instead of looping).
+    let offsets = ops::mul_scalar(
+        &ops::arange(c10::Scalar::Int(p), Some(x.dtype()), None, Some(x.device()), None)?,
+        c10::Scalar::Float(-0.5),
+    )?;
+    let shifted = ops::add(&ops::unsqueeze(&x, -1)?, &offsets, c10::Scalar::Int(1))?;
+    let sum = ops::sum_dim_intlist(&ops::lgamma(&shifted)?, Some(&[-1]), false, None)?;
+    acc = ops::add(&acc, &sum, c10::Scalar::Int(1))?;
     Ok(acc)
 }
 

@@ -447,3 +447,15 @@ fn fft_of_a_scalar_is_an_error() {
     assert!(ops::fft_irfft(&s, None, -1, None).unwrap_err().to_string().contains("tensor has no dimensions"));
     assert!(ops::fft_hfftn(&s, None, None, None).is_err());
 }
+
+/// `mvlgamma` with a huge `p` looped over `p` (op_surface timeout); its `p` shifted arguments
+/// are one tensor now, as in PyTorch, so a `p` too large fails to allocate.
+#[test]
+fn mvlgamma_with_a_huge_p_fails_instead_of_looping() {
+    let x = Tensor::from_vec(vec![1e30f64], &[1]).unwrap();
+    assert!(ops::mvlgamma(&x, 1 << 50).is_err());
+    // p = 2: ln(pi)/2 + lgamma(x) + lgamma(x - 1/2).
+    let y = ops::mvlgamma(&Tensor::from_vec(vec![3.0f64], &[1]).unwrap(), 2).unwrap().to_vec::<f64>().unwrap()[0];
+    let want = std::f64::consts::PI.ln() / 2.0 + libm::lgamma(3.0) + libm::lgamma(2.5);
+    assert!((y - want).abs() < 1e-12, "{y} vs {want}");
+}
