@@ -715,7 +715,7 @@ pub fn bilinear_plan(
 ) -> Result<[Vec<(usize, usize, f64, f64)>; 2]> {
     let (o, scales) = upsample_sizes("upsample_bilinear2d", input, 2, output_size, scale_factors)?;
     let (ih, iw) = (input.sizes()[2], input.sizes()[3]);
-    Ok([linear_weights(ih, o[0], align_corners, scales[0]), linear_weights(iw, o[1], align_corners, scales[1])])
+    Ok([linear_weights(ih, o[0], align_corners, scales[0])?, linear_weights(iw, o[1], align_corners, scales[1])?])
 }
 
 /// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor`
@@ -909,10 +909,11 @@ fn scale_value(scale: Option<f64>, input: i64, out: i64) -> f64 {
     }
 }
 
-fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
+fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Result<Vec<usize>> {
     let sc = scale_value(scale, input, out) as f32;
-    (0..out)
-        .map(|o| {
+    c10::size::try_collect(
+        out.max(0) as usize,
+        (0..out).map(|o| {
             if out == input {
                 o as usize
             } else if out == 2 * input {
@@ -920,8 +921,8 @@ fn nearest_indices(input: i64, out: i64, scale: Option<f64>) -> Vec<usize> {
             } else {
                 ((o as f32 * sc).floor() as i64).min(input - 1) as usize
             }
-        })
-        .collect()
+        }),
+    )
 }
 
 /// The source index of every output position of `upsample_nearest{nsp}d`, per spatial
@@ -936,7 +937,7 @@ pub fn nearest_plan(
     let op = format!("upsample_nearest{nsp}d");
     let (o, scales) = upsample_sizes(&op, input, nsp, output_size, scale_factors)?;
     let sp = &input.sizes()[2..];
-    Ok((0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect())
+    (0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect()
 }
 
 fn upsample_nearest_nd(
@@ -949,7 +950,7 @@ fn upsample_nearest_nd(
     let (o, scales) = upsample_sizes(op, input, nsp, output_size, scale_factors)?;
     let sp = &input.sizes()[2..];
     // A gather along each dim with the index lists, via a strided copy per output row.
-    let idx: Vec<Vec<usize>> = (0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect();
+    let idx: Vec<Vec<usize>> = (0..nsp).map(|i| nearest_indices(sp[i], o[i], scales[i])).collect::<Result<_>>()?;
     let x = ops::contiguous(input, c10::MemoryFormat::Contiguous)?;
     let mut shape = input.sizes()[..2].to_vec();
     shape.extend(&o);
@@ -1014,7 +1015,12 @@ pub fn upsample_nearest3d(
 
 /// Source index pairs and weights of linear interpolation along one dim
 /// (`area_pixel_compute_source_index`).
-fn linear_weights(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> Vec<(usize, usize, f64, f64)> {
+fn linear_weights(
+    input: i64,
+    out: i64,
+    align_corners: bool,
+    scale: Option<f64>,
+) -> Result<Vec<(usize, usize, f64, f64)>> {
     let sc = if align_corners {
         if out > 1 {
             (input - 1) as f64 / (out - 1) as f64
@@ -1024,15 +1030,17 @@ fn linear_weights(input: i64, out: i64, align_corners: bool, scale: Option<f64>)
     } else {
         scale_value(scale, input, out)
     };
-    (0..out)
-        .map(|o| {
+    // Fallibly: an output size too large to hold is an error, not an abort.
+    c10::size::try_collect(
+        out.max(0) as usize,
+        (0..out).map(|o| {
             let src = if align_corners { sc * o as f64 } else { (sc * (o as f64 + 0.5) - 0.5).max(0.0) };
             let i0 = (src as i64).min(input - 1);
             let i1 = if i0 < input - 1 { i0 + 1 } else { i0 };
             let l1 = (src - i0 as f64).clamp(0.0, 1.0);
             (i0 as usize, i1 as usize, 1.0 - l1, l1)
-        })
-        .collect()
+        }),
+    )
 }
 
 /// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor`
@@ -1265,12 +1273,12 @@ fn interpolate_along(x: &Tensor, dim: i64, taps: &[(Vec<i64>, Vec<f64>)]) -> Res
 }
 
 /// Linear interpolation taps (PyTorch's `linear_weights`) of one dimension.
-fn linear_taps(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> [(Vec<i64>, Vec<f64>); 2] {
-    let w = linear_weights(input, out, align_corners, scale);
-    [
+fn linear_taps(input: i64, out: i64, align_corners: bool, scale: Option<f64>) -> Result<[(Vec<i64>, Vec<f64>); 2]> {
+    let w = linear_weights(input, out, align_corners, scale)?;
+    Ok([
         (w.iter().map(|t| t.0 as i64).collect(), w.iter().map(|t| t.2).collect()),
         (w.iter().map(|t| t.1 as i64).collect(), w.iter().map(|t| t.3).collect()),
-    ]
+    ])
 }
 
 /// Cubic-convolution taps (`A = -0.75`, indices clamped to the border) of one dimension, as
@@ -1352,7 +1360,7 @@ fn separable_upsample(
         x = if cubic {
             interpolate_along(&x, dim, &cubic_taps(n, o[i], align_corners, s))?
         } else {
-            interpolate_along(&x, dim, &linear_taps(n, o[i], align_corners, s))?
+            interpolate_along(&x, dim, &linear_taps(n, o[i], align_corners, s)?)?
         };
     }
     Ok(x)

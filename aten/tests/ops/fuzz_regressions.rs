@@ -459,3 +459,13 @@ fn mvlgamma_with_a_huge_p_fails_instead_of_looping() {
     let want = std::f64::consts::PI.ln() / 2.0 + libm::lgamma(3.0) + libm::lgamma(2.5);
     assert!((y - want).abs() < 1e-12, "{y} vs {want}");
 }
+
+/// Bilinear and nearest upsampling built their per-row source indices for the requested output
+/// size before allocating the output, so a size of 2^50 aborted on the index list (op_surface);
+/// the list is now collected fallibly.
+#[test]
+fn upsampling_to_a_huge_size_is_an_error() {
+    let x = ops::ones(&[1, 1, 2, 2], Some(c10::ScalarType::F32), None, None, None).unwrap();
+    assert!(ops::upsample_bilinear2d(&x, Some(&[1 << 50, 2]), false, None).is_err());
+    assert!(ops::upsample_nearest2d(&x, Some(&[2, 1 << 50]), None).is_err());
+}
