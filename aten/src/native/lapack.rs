@@ -225,12 +225,13 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
     let (mu, nu) = (m as usize, n as usize);
     let k = mu.min(nu);
     check_batch(op, count, mu.saturating_mul(nu))?;
-    let mut pivots = vec![0i32; count * k];
-    let mut info = vec![0i32; count];
+    let mut pivots = c10::size::try_vec_filled(0i32, count * k)?;
+    let mut info = c10::size::try_vec_filled(0i32, count)?;
     let lu = float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
         let mut out = vec![T::zero(); data.len()];
-        for b in 0..count {
+        // Empty matrices need no work (and a batch of them can be huge).
+        for b in 0..if mu * nu == 0 { 0 } else { count } {
             let (i0, o) = (b * mu * nu, &mut out[b * mu * nu..(b + 1) * mu * nu]);
             info[b] = lu_one(&data[i0..i0 + mu * nu], mu, nu, o, &mut pivots[b * k..(b + 1) * k]);
         }
@@ -333,7 +334,7 @@ pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adj
     float_kernel!(op, lu.dtype(), T => {
         let lud = lu_e.to_vec::<T>()?;
         let mut x = b_e.to_vec::<T>()?;
-        for i in 0..count {
+        for i in 0..if nu * ku == 0 { 0 } else { count } {
             let perm = pivots_to_perm(&piv[i * nu..(i + 1) * nu], nu)?;
             lu_solve_one(&lud[i * nu * nu..(i + 1) * nu * nu], &perm, &mut x[i * nu * ku..(i + 1) * nu * ku], nu, ku, adjoint);
         }
@@ -397,8 +398,8 @@ pub fn lu_unpack(
         let (mu, ku) = (m as usize, k as usize);
         check_batch(op, count, mu.saturating_mul(mu))?;
         let piv = pivots.to_vec::<i32>()?;
-        let mut out = vec![0f64; count * mu * mu];
-        for b in 0..count {
+        let mut out = c10::size::try_vec_filled(0f64, count * mu * mu)?;
+        for b in 0..if mu == 0 { 0 } else { count } {
             let perm = pivots_to_perm(&piv[b * ku..(b + 1) * ku], mu)?;
             // A = P L U with (P^T A)[i] = A[perm[i]]: P[perm[i], i] = 1.
             for (i, &r) in perm.iter().enumerate() {
@@ -463,7 +464,7 @@ pub fn linalg_cholesky_ex(a: &Tensor, upper: bool, check_errors: bool) -> Result
     let n = rows_cols(a).0 as usize;
     let (batch, count) = batch_of(a, 2);
     check_batch(op, count, n.saturating_mul(n))?;
-    let mut info = vec![0i32; count];
+    let mut info = c10::size::try_vec_filled(0i32, count)?;
     let l = float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
         let mut out = vec![T::zero(); data.len()];
@@ -580,8 +581,8 @@ pub fn geqrf(a: &Tensor) -> Result<(Tensor, Tensor)> {
     check_batch(op, count, mu.saturating_mul(nu))?;
     float_kernel!(op, a.dtype(), T => {
         let mut data = a.to_vec::<T>()?;
-        let mut tau = vec![T::zero(); count * k];
-        for b in 0..count {
+        let mut tau = c10::size::try_vec_filled(T::zero(), count * k)?;
+        for b in 0..if mu * nu == 0 { 0 } else { count } {
             geqrf_one(&mut data[b * mu * nu..(b + 1) * mu * nu], mu, nu, &mut tau[b * k..(b + 1) * k]);
         }
         Ok((Tensor::from_vec(data, a.sizes())?, Tensor::from_vec(tau, &with_batch(&batch, &[k as i64]))?))
@@ -616,9 +617,12 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     float_kernel!(op, a.dtype(), T => {
         let mut data = a.to_vec::<T>()?;
         let mut tau = vec![T::zero(); k];
-        let mut q = vec![T::zero(); if compute_q { count * mu * qn } else { 0 }];
-        let mut r = vec![T::zero(); count * rm * nu];
-        for b in 0..count {
+        let mut q = c10::size::try_vec_filled(T::zero(), if compute_q { count * mu * qn } else { 0 })?;
+        let mut r = c10::size::try_vec_filled(T::zero(), count * rm * nu)?;
+        // Only batches with an output to write are visited (a batch of empty matrices can be
+        // huge).
+        let work = (compute_q && mu * qn > 0) || rm * nu > 0;
+        for b in 0..if work { count } else { 0 } {
             let v = &mut data[b * mu * nu..(b + 1) * mu * nu];
             geqrf_one(v, mu, nu, &mut tau);
             let rb = &mut r[b * rm * nu..(b + 1) * rm * nu];
@@ -706,8 +710,8 @@ fn eigh_impl(op: &str, a: &Tensor, uplo: &str, vectors: bool) -> Result<(Tensor,
     check_batch(op, count, n.saturating_mul(n))?;
     float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
-        let mut w = vec![T::zero(); count * n];
-        let mut v = vec![T::zero(); if vectors { count * n * n } else { 0 }];
+        let mut w = c10::size::try_vec_filled(T::zero(), count * n)?;
+        let mut v = c10::size::try_vec_filled(T::zero(), if vectors { count * n * n } else { 0 })?;
         for b in 0..if n == 0 { 0 } else { count } {
             let m = &data[b * n * n..(b + 1) * n * n];
             // The triangle UPLO names, mirrored: faer reads the lower one.
@@ -764,11 +768,12 @@ pub fn _linalg_svd(
     check_batch(op, count, mu.max(nu).saturating_mul(mu.max(nu)))?;
     float_kernel!(op, a.dtype(), T => {
         let data = a.to_vec::<T>()?;
-        let mut s = vec![T::zero(); count * k];
-        let mut u = vec![T::zero(); if compute_uv { count * mu * uc } else { 0 }];
-        let mut vh = vec![T::zero(); if compute_uv { count * vr * nu } else { 0 }];
+        let mut s = c10::size::try_vec_filled(T::zero(), count * k)?;
+        let mut u = c10::size::try_vec_filled(T::zero(), if compute_uv { count * mu * uc } else { 0 })?;
+        let mut vh = c10::size::try_vec_filled(T::zero(), if compute_uv { count * vr * nu } else { 0 })?;
         let failed = || Error::invalid(op, "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.");
-        for b in 0..count {
+        let work = k > 0 || (compute_uv && full_matrices && mu + nu > 0);
+        for b in 0..if work { count } else { 0 } {
             if k == 0 {
                 // No singular values; U and Vh of a full SVD are identities.
                 if compute_uv && full_matrices {

@@ -469,3 +469,15 @@ fn upsampling_to_a_huge_size_is_an_error() {
     assert!(ops::upsample_bilinear2d(&x, Some(&[1 << 50, 2]), false, None).is_err());
     assert!(ops::upsample_nearest2d(&x, Some(&[2, 1 << 50]), None).is_err());
 }
+
+/// A huge batch of empty matrices visited every matrix in the QR, LU and SVD kernels
+/// (op_surface timeout in `linalg_qr`); batches with nothing to write are skipped.
+#[test]
+fn linalg_on_a_huge_batch_of_empty_matrices_is_immediate() {
+    let empty = ops::empty(&[1 << 26, 3, 0], Some(c10::ScalarType::F64), None, None, None, None).unwrap();
+    let (q, r) = ops::linalg_qr(&empty, "reduced").unwrap();
+    assert_eq!((q.sizes(), r.sizes()), (&[1 << 26, 3, 0][..], &[1 << 26, 0, 0][..]));
+    assert_eq!(ops::geqrf(&empty).unwrap().1.sizes(), &[1 << 26, 0]);
+    assert_eq!(ops::linalg_lu_factor_ex(&empty, true, false).unwrap().0.sizes(), &[1 << 26, 3, 0]);
+    assert_eq!(ops::linalg_svdvals(&empty, None).unwrap().sizes(), &[1 << 26, 0]);
+}
