@@ -481,3 +481,14 @@ fn linalg_on_a_huge_batch_of_empty_matrices_is_immediate() {
     assert_eq!(ops::linalg_lu_factor_ex(&empty, true, false).unwrap().0.sizes(), &[1 << 26, 3, 0]);
     assert_eq!(ops::linalg_svdvals(&empty, None).unwrap().sizes(), &[1 << 26, 0]);
 }
+
+/// `diff` of an empty tensor with a long dimension took one difference at a time (op_surface
+/// timeout); the result's shape is known at once.
+#[test]
+fn diff_of_a_long_empty_dimension_is_immediate() {
+    let e = ops::empty(&[0, 1 << 40], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    assert_eq!(ops::diff(&e, i64::MAX, -1, None, None).unwrap().sizes(), &[0, 0]);
+    assert_eq!(ops::diff(&e, 3, -1, None, None).unwrap().sizes(), &[0, (1 << 40) - 3]);
+    let x = Tensor::from_vec(vec![1i64, 4, 9, 16], &[4]).unwrap();
+    assert_eq!(ops::diff(&x, 2, -1, None, None).unwrap().to_vec::<i64>().unwrap(), vec![2, 2]);
+}
