@@ -2833,20 +2833,6 @@ space_overloads! {
     logspace_Scalar_Tensor: logspace_ends(start: Scalar => SpaceEnd::Scalar(start), end: &Tensor => SpaceEnd::Tensor(end), base: f64);
 }
 
-fn zero_dim_scalar(op: &str, start: &Tensor, end: &Tensor) -> Result<()> {
-    if start.dim() != 0 || end.dim() != 0 {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "{op} only supports 0-dimensional start and end tensors, but got start with {} dimension(s) and end with {} dimension(s).",
-                start.dim(),
-                end.dim()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, ...)`
 #[allow(clippy::too_many_arguments, non_snake_case)]
 pub fn linspace_Tensor_Tensor(
@@ -2858,8 +2844,7 @@ pub fn linspace_Tensor_Tensor(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    zero_dim_scalar("linspace", start, end)?;
-    ops::linspace(item(start)?, item(end)?, steps, dtype, layout, device, pin_memory)
+    linspace_ends(SpaceEnd::Tensor(start), SpaceEnd::Tensor(end), steps, dtype, layout, device, pin_memory)
 }
 
 /// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, ...)`
@@ -2874,8 +2859,7 @@ pub fn logspace_Tensor_Tensor(
     device: Option<Device>,
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
-    zero_dim_scalar("logspace", start, end)?;
-    ops::logspace(item(start)?, item(end)?, steps, base, dtype, layout, device, pin_memory)
+    logspace_ends(SpaceEnd::Tensor(start), SpaceEnd::Tensor(end), steps, base, dtype, layout, device, pin_memory)
 }
 
 /// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor`: each tensor, zero-padded

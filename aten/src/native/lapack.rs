@@ -384,7 +384,7 @@ pub fn lu_unpack(
     check_pivots(op, lu, pivots)?;
     let (m, n) = rows_cols(lu);
     let k = m.min(n);
-    let empty = || ops::empty(&[0], Some(lu.dtype()), None, Some(lu.device()), None, None);
+    let empty = || empty_like_dtype(lu, lu.dtype());
     let (l, u) = if unpack_data {
         let eye = ops::eye_m(m, k, Some(lu.dtype()), None, Some(lu.device()), None)?;
         let l = ops::add(&ops::tril(&ops::narrow(lu, -1, 0, k)?, -1)?, &eye, c10::Scalar::Int(1))?;
@@ -642,7 +642,7 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
         let q = if compute_q {
             Tensor::from_vec(q, &with_batch(&batch, &[m, qn as i64]))?
         } else {
-            ops::empty(&[0], Some(a.dtype()), None, Some(a.device()), None, None)?
+            empty_like_dtype(a, a.dtype())?
         };
         Ok((q, Tensor::from_vec(r, &with_batch(&batch, &[rm as i64, n]))?))
     })
@@ -738,7 +738,7 @@ fn eigh_impl(op: &str, a: &Tensor, uplo: &str, vectors: bool) -> Result<(Tensor,
         let v = if vectors {
             Tensor::from_vec(v, a.sizes())?
         } else {
-            ops::empty(&[0], Some(a.dtype()), None, Some(a.device()), None, None)?
+            empty_like_dtype(a, a.dtype())?
         };
         Ok((w, v))
     })
@@ -799,7 +799,7 @@ pub fn _linalg_svd(
                 s[b * k..(b + 1) * k].copy_from_slice(&d);
             }
         }
-        let empty = || ops::empty(&[0], Some(a.dtype()), None, Some(a.device()), None, None);
+        let empty = || empty_like_dtype(a, a.dtype());
         let s = Tensor::from_vec(s, &with_batch(&batch, &[k as i64]))?;
         if compute_uv {
             Ok((
@@ -948,7 +948,7 @@ fn pivots_sign(piv: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     let k = piv.sizes()[piv.dim() - 1].max(0) as usize;
     let v = piv.to_vec::<i32>()?;
     let signs: Vec<f64> = if k == 0 {
-        vec![1.0; v.len().max(batch_of(piv, 1).1)]
+        vec![1.0; batch_of(piv, 1).1]
     } else {
         v.chunks(k)
             .map(|c| {
