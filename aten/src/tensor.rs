@@ -296,6 +296,12 @@ impl Tensor {
 
     /// The value of a one-element tensor, converted to `T`.
     pub fn item<T: Element>(&self) -> Result<T> {
+        // While tracing, the read goes through the dispatcher too, so the tracer records it and
+        // warns that the trace depends on a value (Note [Value-dependent traces], jit).
+        let tls = c10::LocalDispatchKeySet::get();
+        if tls.included.has(c10::DispatchKey::Tracer) && !tls.excluded.has(c10::DispatchKey::Tracer) {
+            crate::ops::item(self)?;
+        }
         if self.numel() != 1 {
             return Err(Error::invalid(
                 "item",

@@ -70,64 +70,15 @@ fn check(msg: impl Into<String>) -> GradError {
 }
 
 /// The value of a graph input or node output, converted to the schema type `ty` where the
-/// traced value is another kind of the same thing (an `int` where a `Scalar` or `float` goes).
+/// traced value is another kind of the same thing (an `int` where a `Scalar` or `float` goes):
+/// the JIT interpreter's conversion.
 fn coerce(v: IValue, ty: &Type) -> Result<IValue, GradError> {
-    Ok(match (ty, v) {
-        (Type::Optional(_), IValue::None) => IValue::None,
-        (Type::Optional(inner), v) => coerce(v, inner)?,
-        (Type::Scalar, IValue::Int(i)) => IValue::Scalar(Scalar::Int(i)),
-        (Type::Scalar, IValue::Double(x)) => IValue::Scalar(Scalar::Float(x)),
-        (Type::Scalar, IValue::Bool(b)) => IValue::Scalar(Scalar::Bool(b)),
-        (Type::Float, IValue::Int(i)) => IValue::Double(i as f64),
-        (Type::List(inner, _), IValue::Tuple(vs)) => list_of(vs, inner)?,
-        (_, v) => v,
-    })
+    jit::interpreter::coerce(v, ty).map_err(|e| check(e.to_string()))
 }
 
 /// A list value of element type `elem` from separate values.
 fn list_of(values: Vec<IValue>, elem: &Type) -> Result<IValue, GradError> {
-    let bad = |v: &IValue| check(format!("a {} in a list of {elem}", v.kind()));
-    Ok(match elem {
-        Type::Int | Type::SymInt => IValue::IntList(
-            values
-                .iter()
-                .map(|v| if let IValue::Int(i) = v { Ok(*i) } else { Err(bad(v)) })
-                .collect::<Result<_, _>>()?,
-        ),
-        Type::Float => IValue::DoubleList(
-            values
-                .iter()
-                .map(|v| match v {
-                    IValue::Double(x) => Ok(*x),
-                    IValue::Int(i) => Ok(*i as f64),
-                    _ => Err(bad(v)),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        Type::Bool => IValue::BoolList(
-            values
-                .iter()
-                .map(|v| if let IValue::Bool(b) = v { Ok(*b) } else { Err(bad(v)) })
-                .collect::<Result<_, _>>()?,
-        ),
-        Type::Tensor => IValue::TensorList(
-            values
-                .iter()
-                .map(|v| if let IValue::Tensor(t) = v { Ok(t.clone()) } else { Err(bad(v)) })
-                .collect::<Result<_, _>>()?,
-        ),
-        Type::Optional(inner) if **inner == Type::Tensor => IValue::OptionalTensorList(
-            values
-                .iter()
-                .map(|v| match v {
-                    IValue::Tensor(t) => Ok(Some(t.clone())),
-                    IValue::None => Ok(None),
-                    _ => Err(bad(v)),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        other => return Err(check(format!("a list of {other} built from values"))),
-    })
+    jit::interpreter::list_of(values, elem).map_err(|e| check(e.to_string()))
 }
 
 struct Env<'a> {

@@ -1,0 +1,819 @@
+//! The interpreter: a graph compiled once into [`Code`] (one step per node, each `aten::` node
+//! bound to its operator entry and overload), then run over registers of [`IValue`]s. Operators
+//! are called through the boxed dispatcher, so every operator works with no code here, and
+//! autograd records every call: gradients flow through interpreted graphs.
+//!
+//! Note [Overload resolution]: an `aten::name` node does not name its overload (neither does
+//! PyTorch's IR). The overload is the one whose schema takes exactly the node's inputs: the same
+//! count, each input's IR type accepted by the argument's type (a `Tensor` for `Tensor`, an
+//! `int` for `int`/`ScalarType`/`Layout`/`MemoryFormat`, any number for `Scalar`, `None` for
+//! an optional, ...). Exact matches win over ones that need a conversion (`int` → `float`); among
+//! equals the first overload in name order does. Traced graphs record every argument with its
+//! schema type, so their nodes resolve to the overload that was traced.
+//!
+//! Note [Register moves]: a value's last use in the block that defines it moves it out of its
+//! register instead of cloning, so a tensor is freed as soon as nothing needs it and an in-place
+//! op sees a use count of one where eager code would.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, RwLock};
+
+use aten::{dispatcher, IValue, OperatorEntry, Tensor};
+use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar};
+use schema::{FunctionSchema, Type};
+
+use crate::ir::{BlockId, Constant, Graph, NodeId, ValueDef, ValueId};
+use crate::types::{dtype_from_code, JitType};
+
+fn run_error(msg: impl Into<String>) -> Error {
+    Error::invalid("jit::interpreter", msg)
+}
+
+/// A graph compiled for execution.
+pub struct Code {
+    body: Plan,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    registers: usize,
+}
+
+struct Plan {
+    params: Vec<usize>,
+    steps: Vec<Step>,
+    returns: Vec<Arg>,
+}
+
+/// Where an input comes from: a register, moved out on its last use.
+#[derive(Clone, Copy)]
+struct Arg {
+    reg: usize,
+    take: bool,
+}
+
+enum Step {
+    Constant { out: usize, value: IValue },
+    Op { op: &'static OperatorEntry, schema: Arc<FunctionSchema>, args: Vec<Arg>, outs: Vec<usize> },
+    Builtin { f: Builtin, args: Vec<Arg>, outs: Vec<usize>, list: Option<JitType> },
+    If { cond: Arg, then: Plan, otherwise: Plan, outs: Vec<usize> },
+    Loop { max_trip: Arg, cond: Arg, carried: Vec<Arg>, body: Plan, outs: Vec<usize> },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Builtin {
+    ListConstruct,
+    ListUnpack,
+    TupleConstruct,
+    TupleUnpack,
+    TupleIndex,
+    GetItem,
+    Len,
+    NumToTensor,
+    Int,
+    Float,
+    Bool,
+    ScalarImplicit,
+    Size,
+    Dim,
+    Numel,
+    Arith(ArithOp),
+    Not,
+    Print,
+    RaiseException,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Remainder,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    Neg,
+    And,
+    Or,
+}
+
+/// The value a constant has at run time.
+pub fn constant_ivalue(g: &Graph, c: &Constant) -> Result<IValue> {
+    Ok(match c {
+        Constant::None => IValue::None,
+        Constant::Int(i) => IValue::Int(*i),
+        Constant::Float(x) => IValue::Double(*x),
+        Constant::Bool(b) => IValue::Bool(*b),
+        Constant::Str(s) => IValue::Str(s.clone()),
+        Constant::IntList(v) => IValue::IntList(v.clone()),
+        Constant::FloatList(v) => IValue::DoubleList(v.clone()),
+        Constant::BoolList(v) => IValue::BoolList(v.clone()),
+        Constant::Device(d) => IValue::Device(*d),
+        Constant::Tensor(k) => IValue::Tensor(
+            g.tensor_constants.get(*k).cloned().ok_or_else(|| run_error(format!("tensor constant {k} is missing")))?,
+        ),
+    })
+}
+
+fn arith(name: &str, n_inputs: usize) -> Option<ArithOp> {
+    use ArithOp::*;
+    Some(match (name, n_inputs) {
+        ("add", 2) => Add,
+        ("sub", 2) => Sub,
+        ("mul", 2) => Mul,
+        ("div", 2) => Div,
+        ("floordiv", 2) => FloorDiv,
+        ("remainder", 2) | ("__mod__", 2) => Remainder,
+        ("lt", 2) => Lt,
+        ("le", 2) => Le,
+        ("gt", 2) => Gt,
+        ("ge", 2) => Ge,
+        ("eq", 2) => Eq,
+        ("ne", 2) => Ne,
+        ("neg", 1) => Neg,
+        ("__and__", 2) => And,
+        ("__or__", 2) => Or,
+        _ => return None,
+    })
+}
+
+fn is_number(t: &JitType) -> bool {
+    matches!(t, JitType::Int | JitType::Float | JitType::Bool | JitType::Number)
+}
+
+/// The builtin a node is, if it is one (`prim::` structure and number arithmetic).
+fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
+    let kind = g.kind(n);
+    let ins = g.inputs_of(n);
+    let ty = |k: usize| g.value_type(ins[k]);
+    Some(match kind {
+        "prim::ListConstruct" => Builtin::ListConstruct,
+        "prim::ListUnpack" => Builtin::ListUnpack,
+        "prim::TupleConstruct" => Builtin::TupleConstruct,
+        "prim::TupleUnpack" => Builtin::TupleUnpack,
+        "prim::TupleIndex" => Builtin::TupleIndex,
+        "aten::__getitem__" | "prim::ListIndex" => Builtin::GetItem,
+        "aten::len" => Builtin::Len,
+        "prim::NumToTensor" => Builtin::NumToTensor,
+        "aten::Int" => Builtin::Int,
+        "aten::Float" => Builtin::Float,
+        "aten::Bool" => Builtin::Bool,
+        "aten::ScalarImplicit" => Builtin::ScalarImplicit,
+        "aten::size" => Builtin::Size,
+        "aten::dim" => Builtin::Dim,
+        "aten::numel" => Builtin::Numel,
+        "aten::__not__" => Builtin::Not,
+        "prim::Print" => Builtin::Print,
+        "prim::RaiseException" => Builtin::RaiseException,
+        _ => {
+            let name = kind.strip_prefix("aten::")?;
+            let op = arith(name, ins.len())?;
+            if !(0..ins.len()).all(|k| is_number(ty(k))) {
+                return None;
+            }
+            Builtin::Arith(op)
+        }
+    })
+}
+
+/// Base name → overload names, from the dispatcher (Note [Overload resolution]).
+static OVERLOADS: LazyLock<RwLock<HashMap<String, Vec<String>>>> = LazyLock::new(|| RwLock::new(HashMap::new()));
+
+fn overloads_of(base: &str) -> Vec<String> {
+    if let Some(v) = OVERLOADS.read().unwrap_or_else(|e| e.into_inner()).get(base) {
+        return v.clone();
+    }
+    let mut map: HashMap<String, Vec<String>> = HashMap::new();
+    for name in dispatcher().operator_names() {
+        let b = name.split_once('.').map_or(name.as_str(), |(b, _)| b).to_string();
+        map.entry(b).or_default().push(name);
+    }
+    for v in map.values_mut() {
+        v.sort();
+    }
+    let out = map.get(base).cloned().unwrap_or_default();
+    *OVERLOADS.write().unwrap_or_else(|e| e.into_inner()) = map;
+    out
+}
+
+/// How well a value of IR type `v` fits an argument of schema type `a`: 2 exactly, 1 with a
+/// conversion, 0 not at all.
+fn fit(v: &JitType, a: &Type) -> u8 {
+    match (a, v) {
+        (Type::Optional(_), JitType::None) => 2,
+        (Type::Optional(inner), JitType::Optional(vi)) => fit(vi, inner),
+        (Type::Optional(inner), v) => fit(v, inner),
+        (Type::Tensor, JitType::Tensor(_)) => 2,
+        (Type::Int | Type::SymInt, JitType::Int) => 2,
+        (Type::Float, JitType::Float) => 2,
+        (Type::Float, JitType::Int) => 1,
+        (Type::Bool, JitType::Bool) => 2,
+        (Type::Str | Type::Dimname, JitType::Str) => 2,
+        (Type::Scalar, JitType::Number) => 2,
+        (Type::Scalar, JitType::Int | JitType::Float | JitType::Bool) => 2,
+        (Type::ScalarType | Type::Layout | Type::MemoryFormat, JitType::Int) => 2,
+        (Type::Device, JitType::Device) => 2,
+        (Type::Device, JitType::Str) => 1,
+        (Type::Generator, JitType::Generator) => 2,
+        (Type::List(e, _), JitType::List(ve)) => fit(ve, e),
+        (Type::List(e, _), JitType::Tuple(ts)) => u8::from(ts.iter().all(|t| fit(t, e) > 0)),
+        // `int[2] stride=1`: one int for every element.
+        (Type::List(e, Some(_)), v) if matches!(**e, Type::Int | Type::SymInt) && *v == JitType::Int => 1,
+        _ => 0,
+    }
+}
+
+/// The operator an `aten::` node calls (Note [Overload resolution]).
+pub fn resolve(g: &Graph, n: NodeId) -> Result<(&'static OperatorEntry, Arc<FunctionSchema>)> {
+    let kind = g.kind(n);
+    let Some(base) = kind.strip_prefix("aten::") else {
+        return Err(run_error(format!("no interpreter support for {kind}")));
+    };
+    let ins = g.inputs_of(n);
+    let nout = g.outputs_of(n).len();
+    let mut best: Option<(u32, &'static OperatorEntry, Arc<FunctionSchema>)> = None;
+    let names = overloads_of(base);
+    for name in &names {
+        let Ok((op, schema)) = dispatcher().find_schema(name) else { continue };
+        if schema.arguments.len() != ins.len() || schema.returns.len() != nout {
+            continue;
+        }
+        let mut score = 0u32;
+        let mut ok = true;
+        for (a, &v) in schema.arguments.iter().zip(ins) {
+            match fit(g.value_type(v), &a.ty) {
+                0 => {
+                    ok = false;
+                    break;
+                }
+                s => score += s as u32,
+            }
+        }
+        if ok && best.as_ref().is_none_or(|(b, ..)| score > *b) {
+            best = Some((score, op, schema));
+        }
+    }
+    match best {
+        Some((_, op, schema)) => Ok((op, schema)),
+        None if names.is_empty() => Err(Error::UnknownOperator(kind.to_string())),
+        None => {
+            let types: Vec<String> = ins.iter().map(|&v| g.value_type(v).to_string()).collect();
+            Err(run_error(format!(
+                "no overload of {kind} takes ({}) with {nout} output(s); overloads: {}",
+                types.join(", "),
+                names.join(", ")
+            )))
+        }
+    }
+}
+
+/// The value a schema argument of type `ty` expects, from what the graph holds (dtypes,
+/// layouts and memory formats are ints in the IR; numbers are Scalars where one goes).
+pub fn coerce(v: IValue, ty: &Type) -> Result<IValue> {
+    Ok(match (ty, v) {
+        (Type::Optional(_), IValue::None) => IValue::None,
+        (Type::Optional(inner), v) => coerce(v, inner)?,
+        (Type::Scalar, IValue::Int(i)) => IValue::Scalar(Scalar::Int(i)),
+        (Type::Scalar, IValue::Double(x)) => IValue::Scalar(Scalar::Float(x)),
+        (Type::Scalar, IValue::Bool(b)) => IValue::Scalar(Scalar::Bool(b)),
+        (Type::Scalar, IValue::Tensor(t)) => IValue::Scalar(t.item_scalar()?),
+        (Type::Float, IValue::Int(i)) => IValue::Double(i as f64),
+        (Type::ScalarType, IValue::Int(i)) => {
+            IValue::ScalarType(dtype_from_code(i).ok_or_else(|| run_error(format!("{i} is not a dtype code")))?)
+        }
+        (Type::Layout, IValue::Int(0)) => IValue::Layout(Layout::Strided),
+        (Type::Layout, IValue::Int(i)) => return Err(run_error(format!("layout {i} is not supported"))),
+        (Type::MemoryFormat, IValue::Int(i)) => IValue::MemoryFormat(memory_format_from_code(i)?),
+        (Type::Device, IValue::Str(s)) => IValue::Device(s.parse::<Device>()?),
+        (Type::List(e, _), IValue::Tuple(vs)) => {
+            list_of(vs.into_iter().map(|v| coerce(v, e)).collect::<Result<_>>()?, e)?
+        }
+        (Type::List(e, Some(n)), IValue::Int(i)) if matches!(**e, Type::Int | Type::SymInt) => {
+            IValue::IntList(vec![i; *n])
+        }
+        (_, v) => v,
+    })
+}
+
+/// Runs one node on the given input values (constant folding): a builtin, or its operator.
+pub fn run_node(g: &Graph, n: NodeId, inputs: Vec<IValue>) -> Result<Vec<IValue>> {
+    let nout = g.outputs_of(n).len();
+    if let Some(f) = builtin_of(g, n) {
+        let list = match g.outputs_of(n).first().map(|&v| g.value_type(v)) {
+            Some(JitType::List(e)) => Some((**e).clone()),
+            _ => None,
+        };
+        return builtin(f, inputs, nout, list.as_ref());
+    }
+    let (op, schema) = resolve(g, n)?;
+    let mut stack = Vec::with_capacity(inputs.len());
+    for (v, arg) in inputs.into_iter().zip(&schema.arguments) {
+        stack.push(coerce(v, &arg.ty)?);
+    }
+    op.call_boxed(&mut stack)?;
+    if stack.len() != nout {
+        return Err(run_error(format!("aten::{} returned {} values, not {nout}", op.name(), stack.len())));
+    }
+    Ok(stack)
+}
+
+/// PyTorch's memory-format codes.
+pub fn memory_format_from_code(i: i64) -> Result<MemoryFormat> {
+    Ok(match i {
+        0 => MemoryFormat::Contiguous,
+        1 => MemoryFormat::Preserve,
+        2 => MemoryFormat::ChannelsLast,
+        3 => MemoryFormat::ChannelsLast3d,
+        _ => return Err(run_error(format!("{i} is not a memory-format code"))),
+    })
+}
+
+/// The code PyTorch gives a memory format.
+pub fn memory_format_code(m: MemoryFormat) -> i64 {
+    match m {
+        MemoryFormat::Contiguous => 0,
+        MemoryFormat::Preserve => 1,
+        MemoryFormat::ChannelsLast => 2,
+        MemoryFormat::ChannelsLast3d => 3,
+    }
+}
+
+/// A list value of schema element type `elem`.
+pub fn list_of(values: Vec<IValue>, elem: &Type) -> Result<IValue> {
+    let bad = |v: &IValue| run_error(format!("a {} in a list of {elem}", v.kind()));
+    Ok(match elem {
+        Type::Int | Type::SymInt => IValue::IntList(
+            values.iter().map(|v| if let IValue::Int(i) = v { Ok(*i) } else { Err(bad(v)) }).collect::<Result<_>>()?,
+        ),
+        Type::Float => IValue::DoubleList(
+            values
+                .iter()
+                .map(|v| match v {
+                    IValue::Double(x) => Ok(*x),
+                    IValue::Int(i) => Ok(*i as f64),
+                    _ => Err(bad(v)),
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Type::Bool => IValue::BoolList(
+            values.iter().map(|v| if let IValue::Bool(b) = v { Ok(*b) } else { Err(bad(v)) }).collect::<Result<_>>()?,
+        ),
+        Type::Tensor => IValue::TensorList(
+            values
+                .iter()
+                .map(|v| if let IValue::Tensor(t) = v { Ok(t.clone()) } else { Err(bad(v)) })
+                .collect::<Result<_>>()?,
+        ),
+        Type::Optional(inner) if **inner == Type::Tensor => IValue::OptionalTensorList(
+            values
+                .iter()
+                .map(|v| match v {
+                    IValue::Tensor(t) => Ok(Some(t.clone())),
+                    IValue::None => Ok(None),
+                    _ => Err(bad(v)),
+                })
+                .collect::<Result<_>>()?,
+        ),
+        other => return Err(run_error(format!("a list of {other}"))),
+    })
+}
+
+/// The schema element type of an IR list type (for `prim::ListConstruct`).
+fn schema_elem(t: &JitType) -> Type {
+    match t {
+        JitType::Tensor(_) => Type::Tensor,
+        JitType::Int => Type::Int,
+        JitType::Float => Type::Float,
+        JitType::Bool => Type::Bool,
+        JitType::Optional(inner) if inner.is_tensor() => Type::Optional(Box::new(Type::Tensor)),
+        _ => Type::Scalar,
+    }
+}
+
+/// The elements of a list or tuple value.
+pub fn list_elements(v: IValue) -> Result<Vec<IValue>> {
+    Ok(match v {
+        IValue::TensorList(v) => v.into_iter().map(IValue::Tensor).collect(),
+        IValue::OptionalTensorList(v) => v.into_iter().map(|t| t.map_or(IValue::None, IValue::Tensor)).collect(),
+        IValue::IntList(v) => v.into_iter().map(IValue::Int).collect(),
+        IValue::DoubleList(v) => v.into_iter().map(IValue::Double).collect(),
+        IValue::BoolList(v) => v.into_iter().map(IValue::Bool).collect(),
+        IValue::Tuple(v) => v,
+        other => return Err(run_error(format!("expected a list or tuple, got {}", other.kind()))),
+    })
+}
+
+struct Compiler<'g> {
+    g: &'g Graph,
+    regs: HashMap<ValueId, usize>,
+}
+
+impl Compiler<'_> {
+    fn reg(&mut self, v: ValueId) -> usize {
+        let n = self.regs.len();
+        *self.regs.entry(v).or_insert(n)
+    }
+
+    /// The position in `b` of the last use of each value defined in `b` (Note [Register moves]).
+    fn last_uses(&self, b: BlockId) -> HashMap<ValueId, usize> {
+        let g = self.g;
+        let mut last = HashMap::new();
+        let defined_here = |v: ValueId| match g.def(v) {
+            ValueDef::Param(pb, _) => pb == b,
+            ValueDef::Node(n, _) => g.node_block(n) == b,
+        };
+        fn used_in(g: &Graph, n: NodeId, out: &mut Vec<ValueId>) {
+            out.extend_from_slice(g.inputs_of(n));
+            for &c in g.blocks_of(n) {
+                for &m in g.block_nodes(c) {
+                    used_in(g, m, out);
+                }
+                out.extend_from_slice(g.block_returns(c));
+            }
+        }
+        for (i, &n) in g.block_nodes(b).iter().enumerate() {
+            let mut vs = Vec::new();
+            used_in(g, n, &mut vs);
+            for v in vs {
+                if defined_here(v) {
+                    last.insert(v, i);
+                }
+            }
+        }
+        let end = g.block_nodes(b).len();
+        for &v in g.block_returns(b) {
+            if defined_here(v) {
+                last.insert(v, end);
+            }
+        }
+        last
+    }
+
+    fn plan(&mut self, b: BlockId) -> Result<Plan> {
+        let g = self.g;
+        let last = self.last_uses(b);
+        let params = g.block_params(b).iter().map(|&v| self.reg(v)).collect();
+        let mut steps = Vec::new();
+        for (i, &n) in g.block_nodes(b).iter().enumerate() {
+            let simple = g.blocks_of(n).is_empty();
+            let ins = g.inputs_of(n).to_vec();
+            let args: Vec<Arg> = ins
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| Arg {
+                    reg: self.reg(v),
+                    // Moved on its last use, and only at the last position it has in this node.
+                    take: simple && last.get(&v) == Some(&i) && !ins[k + 1..].contains(&v),
+                })
+                .collect();
+            let outs: Vec<usize> = g.outputs_of(n).iter().map(|&v| self.reg(v)).collect();
+            let step = match g.kind(n) {
+                "prim::Constant" => {
+                    let c = g.constant_of(n).ok_or_else(|| run_error("a prim::Constant without a value"))?;
+                    Step::Constant { out: outs[0], value: constant_ivalue(g, &c)? }
+                }
+                "prim::If" => {
+                    let [then, otherwise] = g.blocks_of(n) else {
+                        return Err(run_error("prim::If needs two blocks"));
+                    };
+                    Step::If { cond: args[0], then: self.plan(*then)?, otherwise: self.plan(*otherwise)?, outs }
+                }
+                "prim::Loop" => {
+                    let [body] = g.blocks_of(n) else { return Err(run_error("prim::Loop needs one block")) };
+                    if args.len() < 2 {
+                        return Err(run_error("prim::Loop needs a trip count and a condition"));
+                    }
+                    Step::Loop {
+                        max_trip: args[0],
+                        cond: args[1],
+                        carried: args[2..].to_vec(),
+                        body: self.plan(*body)?,
+                        outs,
+                    }
+                }
+                _ => match builtin_of(g, n) {
+                    Some(f) => {
+                        let list = match f {
+                            Builtin::ListConstruct => match g.value_type(g.outputs_of(n)[0]) {
+                                JitType::List(e) => Some((**e).clone()),
+                                other => return Err(run_error(format!("prim::ListConstruct of type {other}"))),
+                            },
+                            _ => None,
+                        };
+                        Step::Builtin { f, args, outs, list }
+                    }
+                    None => {
+                        if !g.blocks_of(n).is_empty() || g.kind(n).starts_with("prim::") {
+                            return Err(run_error(format!("no interpreter support for {}", g.kind(n))));
+                        }
+                        let (op, schema) = resolve(g, n)?;
+                        Step::Op { op, schema, args, outs }
+                    }
+                },
+            };
+            steps.push(step);
+        }
+        let returns = g
+            .block_returns(b)
+            .iter()
+            .map(|&v| Arg { reg: self.reg(v), take: last.get(&v) == Some(&g.block_nodes(b).len()) })
+            .collect();
+        Ok(Plan { params, steps, returns })
+    }
+}
+
+impl Code {
+    /// Compiles a graph: resolves every operator, so an unknown one is an error here.
+    pub fn new(g: &Graph) -> Result<Code> {
+        let mut c = Compiler { g, regs: HashMap::new() };
+        let body = c.plan(g.root())?;
+        let inputs = body.params.clone();
+        let outputs = body.returns.iter().map(|a| a.reg).collect();
+        Ok(Code { body, inputs, outputs, registers: c.regs.len() })
+    }
+
+    /// Runs the graph on its inputs and returns its outputs.
+    pub fn run(&self, inputs: Vec<IValue>) -> Result<Vec<IValue>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(run_error(format!("the graph takes {} inputs, got {}", self.inputs.len(), inputs.len())));
+        }
+        let mut regs = vec![IValue::None; self.registers];
+        for (r, v) in self.inputs.iter().zip(inputs) {
+            regs[*r] = v;
+        }
+        let mut stack = Vec::new();
+        run_plan(&self.body, &mut regs, &mut stack)
+    }
+
+    /// How many outputs the graph has.
+    pub fn num_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+}
+
+fn get(regs: &mut [IValue], a: Arg) -> IValue {
+    if a.take {
+        std::mem::replace(&mut regs[a.reg], IValue::None)
+    } else {
+        regs[a.reg].clone()
+    }
+}
+
+fn run_plan(p: &Plan, regs: &mut [IValue], stack: &mut Vec<IValue>) -> Result<Vec<IValue>> {
+    for step in &p.steps {
+        match step {
+            Step::Constant { out, value } => regs[*out] = value.clone(),
+            Step::Op { op, schema, args, outs } => {
+                stack.clear();
+                for (a, arg) in args.iter().zip(&schema.arguments) {
+                    let v = get(regs, *a);
+                    stack.push(coerce(v, &arg.ty)?);
+                }
+                op.call_boxed(stack)?;
+                if stack.len() != outs.len() {
+                    return Err(run_error(format!(
+                        "aten::{} returned {} values where the graph expects {}",
+                        op.name(),
+                        stack.len(),
+                        outs.len()
+                    )));
+                }
+                for (r, v) in outs.iter().zip(stack.drain(..)) {
+                    regs[*r] = v;
+                }
+            }
+            Step::Builtin { f, args, outs, list } => {
+                let vals: Vec<IValue> = args.iter().map(|a| get(regs, *a)).collect();
+                let res = builtin(*f, vals, outs.len(), list.as_ref())?;
+                for (r, v) in outs.iter().zip(res) {
+                    regs[*r] = v;
+                }
+            }
+            Step::If { cond, then, otherwise, outs } => {
+                let c = truth(&get(regs, *cond))?;
+                let res = run_block(if c { then } else { otherwise }, Vec::new(), regs, stack)?;
+                for (r, v) in outs.iter().zip(res) {
+                    regs[*r] = v;
+                }
+            }
+            Step::Loop { max_trip, cond, carried, body, outs } => {
+                let n = match get(regs, *max_trip) {
+                    IValue::Int(n) => n,
+                    other => return Err(run_error(format!("prim::Loop's trip count is a {}", other.kind()))),
+                };
+                let mut go = truth(&get(regs, *cond))?;
+                let mut state: Vec<IValue> = carried.iter().map(|a| get(regs, *a)).collect();
+                let mut i = 0;
+                while go && i < n {
+                    let mut params = Vec::with_capacity(state.len() + 1);
+                    params.push(IValue::Int(i));
+                    params.append(&mut state);
+                    let mut res = run_block(body, params, regs, stack)?.into_iter();
+                    go = truth(&res.next().ok_or_else(|| run_error("a loop body returns its condition first"))?)?;
+                    state = res.collect();
+                    i += 1;
+                }
+                for (r, v) in outs.iter().zip(state) {
+                    regs[*r] = v;
+                }
+            }
+        }
+    }
+    Ok(p.returns.iter().map(|a| get(regs, *a)).collect())
+}
+
+fn run_block(p: &Plan, params: Vec<IValue>, regs: &mut [IValue], stack: &mut Vec<IValue>) -> Result<Vec<IValue>> {
+    if params.len() != p.params.len() {
+        return Err(run_error(format!("a block takes {} values, got {}", p.params.len(), params.len())));
+    }
+    for (r, v) in p.params.iter().zip(params) {
+        regs[*r] = v;
+    }
+    run_plan(p, regs, stack)
+}
+
+fn truth(v: &IValue) -> Result<bool> {
+    match v {
+        IValue::Bool(b) => Ok(*b),
+        IValue::Int(i) => Ok(*i != 0),
+        IValue::Tensor(t) if t.numel() == 1 => Ok(t.item_scalar()?.to_f64() != 0.0),
+        other => Err(run_error(format!("a condition must be a bool, got {}", other.kind()))),
+    }
+}
+
+fn as_f64(v: &IValue) -> Result<f64> {
+    match v {
+        IValue::Int(i) => Ok(*i as f64),
+        IValue::Double(x) => Ok(*x),
+        IValue::Bool(b) => Ok(*b as i64 as f64),
+        IValue::Scalar(s) => Ok(s.to_f64()),
+        other => Err(run_error(format!("expected a number, got {}", other.kind()))),
+    }
+}
+
+fn tensor(v: IValue, what: &str) -> Result<Tensor> {
+    match v {
+        IValue::Tensor(t) => Ok(t),
+        other => Err(run_error(format!("{what}: expected a tensor, got {}", other.kind()))),
+    }
+}
+
+fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType>) -> Result<Vec<IValue>> {
+    let one = |v: IValue| Ok(vec![v]);
+    match f {
+        Builtin::ListConstruct => {
+            let elem = schema_elem(list.unwrap_or(&JitType::tensor()));
+            one(list_of(vals, &elem)?)
+        }
+        Builtin::ListUnpack | Builtin::TupleUnpack => {
+            let items = list_elements(vals.pop().ok_or_else(|| run_error("unpack of nothing"))?)?;
+            if items.len() != nout {
+                return Err(run_error(format!("cannot unpack {} values into {nout}", items.len())));
+            }
+            Ok(items)
+        }
+        Builtin::TupleConstruct => one(IValue::Tuple(vals)),
+        Builtin::TupleIndex | Builtin::GetItem => {
+            let [seq, idx] = <[IValue; 2]>::try_from(vals).map_err(|_| run_error("indexing takes two values"))?;
+            let i = idx.to_int("__getitem__", "idx")?;
+            let items = list_elements(seq)?;
+            let n = items.len() as i64;
+            let k = if i < 0 { i + n } else { i };
+            if k < 0 || k >= n {
+                return Err(run_error(format!("list index {i} out of range for {n} elements")));
+            }
+            one(items.into_iter().nth(k as usize).expect("in range"))
+        }
+        Builtin::Len => one(IValue::Int(list_elements(vals.pop().unwrap_or(IValue::None))?.len() as i64)),
+        Builtin::NumToTensor => {
+            let t = match vals.first() {
+                Some(IValue::Int(i)) => Tensor::scalar_tensor(*i),
+                Some(IValue::Double(x)) => Tensor::scalar_tensor(*x),
+                Some(IValue::Bool(b)) => Tensor::scalar_tensor(*b),
+                Some(IValue::Scalar(s)) => Tensor::wrapped_scalar(*s),
+                _ => return Err(run_error("prim::NumToTensor needs a number")),
+            };
+            one(IValue::Tensor(t))
+        }
+        Builtin::Int | Builtin::Float | Builtin::Bool | Builtin::ScalarImplicit => {
+            let v = vals.pop().ok_or_else(|| run_error("conversion of nothing"))?;
+            let s = match v {
+                IValue::Tensor(t) => t.item_scalar()?,
+                IValue::Int(i) => Scalar::Int(i),
+                IValue::Double(x) => Scalar::Float(x),
+                IValue::Bool(b) => Scalar::Bool(b),
+                IValue::Scalar(s) => s,
+                other => return Err(run_error(format!("cannot convert a {} to a number", other.kind()))),
+            };
+            one(match f {
+                Builtin::Int => IValue::Int(match s {
+                    Scalar::Int(i) => i,
+                    other => other.to_f64() as i64,
+                }),
+                Builtin::Float => IValue::Double(s.to_f64()),
+                Builtin::Bool => IValue::Bool(s.to_f64() != 0.0),
+                _ => match s {
+                    Scalar::Int(i) => IValue::Int(i),
+                    Scalar::Bool(b) => IValue::Bool(b),
+                    other => IValue::Double(other.to_f64()),
+                },
+            })
+        }
+        Builtin::Size => {
+            let mut it = vals.into_iter();
+            let t = tensor(it.next().unwrap_or(IValue::None), "aten::size")?;
+            match it.next() {
+                None => one(IValue::IntList(t.sizes().to_vec())),
+                Some(d) => one(IValue::Int(t.size(d.to_int("size", "dim")?)?)),
+            }
+        }
+        Builtin::Dim => one(IValue::Int(tensor(vals.pop().unwrap_or(IValue::None), "aten::dim")?.dim() as i64)),
+        Builtin::Numel => one(IValue::Int(tensor(vals.pop().unwrap_or(IValue::None), "aten::numel")?.numel())),
+        Builtin::Not => one(IValue::Bool(!truth(&vals.pop().unwrap_or(IValue::None))?)),
+        Builtin::Print => {
+            let parts: Vec<String> = vals
+                .iter()
+                .map(|v| match v {
+                    IValue::Tensor(t) => t.to_string(),
+                    IValue::Str(s) => s.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            println!("{}", parts.join(" "));
+            Ok(Vec::new())
+        }
+        Builtin::RaiseException => {
+            let msg = match vals.first() {
+                Some(IValue::Str(s)) => s.clone(),
+                _ => "Exception".into(),
+            };
+            Err(run_error(format!("the graph raised: {msg}")))
+        }
+        Builtin::Arith(op) => one(arith_eval(op, &vals)?),
+    }
+}
+
+fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
+    use ArithOp::*;
+    let ints = vals.iter().all(|v| matches!(v, IValue::Int(_) | IValue::Bool(_)));
+    let iv = |v: &IValue| match v {
+        IValue::Int(i) => *i,
+        IValue::Bool(b) => *b as i64,
+        _ => 0,
+    };
+    if op == Neg {
+        let v = vals.first().ok_or_else(|| run_error("neg of nothing"))?;
+        return Ok(if ints { IValue::Int(iv(v).wrapping_neg()) } else { IValue::Double(-as_f64(v)?) });
+    }
+    let [a, b] = vals else { return Err(run_error("arithmetic takes two numbers")) };
+    if ints {
+        let (x, y) = (iv(a), iv(b));
+        let zero = || run_error("integer division or modulo by zero");
+        return Ok(match op {
+            Add => IValue::Int(x.wrapping_add(y)),
+            Sub => IValue::Int(x.wrapping_sub(y)),
+            Mul => IValue::Int(x.wrapping_mul(y)),
+            Div => IValue::Double(x as f64 / y as f64),
+            // Python's floor division and modulo: rounded toward negative infinity.
+            FloorDiv | Remainder if y == 0 => return Err(zero()),
+            FloorDiv => {
+                let q = x.wrapping_div(y);
+                IValue::Int(if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q })
+            }
+            Remainder => {
+                let r = x.wrapping_rem(y);
+                IValue::Int(if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r })
+            }
+            Lt => IValue::Bool(x < y),
+            Le => IValue::Bool(x <= y),
+            Gt => IValue::Bool(x > y),
+            Ge => IValue::Bool(x >= y),
+            Eq => IValue::Bool(x == y),
+            Ne => IValue::Bool(x != y),
+            And => IValue::Bool(x != 0 && y != 0),
+            Or => IValue::Bool(x != 0 || y != 0),
+            Neg => unreachable!("handled above"),
+        });
+    }
+    let (x, y) = (as_f64(a)?, as_f64(b)?);
+    Ok(match op {
+        Add => IValue::Double(x + y),
+        Sub => IValue::Double(x - y),
+        Mul => IValue::Double(x * y),
+        Div => IValue::Double(x / y),
+        FloorDiv => IValue::Double((x / y).floor()),
+        Remainder => IValue::Double(x - (x / y).floor() * y),
+        Lt => IValue::Bool(x < y),
+        Le => IValue::Bool(x <= y),
+        Gt => IValue::Bool(x > y),
+        Ge => IValue::Bool(x >= y),
+        Eq => IValue::Bool(x == y),
+        Ne => IValue::Bool(x != y),
+        And => IValue::Bool(x != 0.0 && y != 0.0),
+        Or => IValue::Bool(x != 0.0 || y != 0.0),
+        Neg => unreachable!("handled above"),
+    })
+}

@@ -1,0 +1,21 @@
+//! The jit tests, one binary (each test file would otherwise link its own copy of aten).
+mod interpreter;
+mod passes;
+mod text;
+mod trace;
+
+use aten::Tensor;
+
+/// A seeded normal tensor.
+pub fn randn(shape: &[i64], seed: u64) -> Tensor {
+    aten::manual_seed(seed);
+    aten::ops::randn(shape, None, None, None, None).unwrap()
+}
+
+/// Bitwise equality of two float tensors (shape, dtype and every element).
+pub fn assert_bit_identical(a: &Tensor, b: &Tensor) {
+    assert_eq!(a.sizes(), b.sizes());
+    assert_eq!(a.dtype(), b.dtype());
+    let (x, y) = (a.contiguous().unwrap().to_vec::<f32>().unwrap(), b.contiguous().unwrap().to_vec::<f32>().unwrap());
+    assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()), "{x:?} != {y:?}");
+}

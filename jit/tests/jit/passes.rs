@@ -1,0 +1,246 @@
+//! Each pass on graphs in the text form: the input graph and the graph expected after it.
+
+use jit::passes::{constant_propagation, eliminate_common_subexpressions, eliminate_dead_code, optimize, peephole};
+use jit::{parse, Graph};
+
+fn check(pass: fn(&mut Graph) -> bool, input: &str, expected: &str, changes: bool) {
+    let mut g = parse(input).unwrap();
+    assert_eq!(pass(&mut g), changes, "whether the pass changed\n{input}");
+    g.lint().unwrap();
+    assert_eq!(g.to_string(), parse(expected).unwrap().to_string());
+}
+
+#[test]
+fn dead_code_goes_but_mutation_and_randomness_stay() {
+    check(
+        eliminate_dead_code,
+        "graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %b : Tensor = aten::neg(%a)
+  %c : Tensor = aten::add_(%x, %x, %one)
+  %p : float = prim::Constant[value=0.5]()
+  %t : bool = prim::Constant[value=1]()
+  %d : Tensor = aten::dropout(%x, %p, %t)
+  %e : Tensor = aten::sigmoid(%x)
+  return (%e)
+",
+        "graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %c : Tensor = aten::add_(%x, %x, %one)
+  %p : float = prim::Constant[value=0.5]()
+  %t : bool = prim::Constant[value=1]()
+  %d : Tensor = aten::dropout(%x, %p, %t)
+  %e : Tensor = aten::sigmoid(%x)
+  return (%e)
+",
+        true,
+    );
+}
+
+#[test]
+fn dead_outputs_of_an_if_go_with_what_the_branches_return_for_them() {
+    check(
+        eliminate_dead_code,
+        "graph(%x : Tensor, %c : bool):
+  %a : Tensor, %b : Tensor = prim::If(%c)
+    block0():
+      %r : Tensor = aten::relu(%x)
+      -> (%x, %r)
+    block1():
+      %n : Tensor = aten::neg(%x)
+      -> (%n, %x)
+  return (%a)
+",
+        "graph(%x : Tensor, %c : bool):
+  %a : Tensor = prim::If(%c)
+    block0():
+      -> (%x)
+    block1():
+      %n : Tensor = aten::neg(%x)
+      -> (%n)
+  return (%a)
+",
+        true,
+    );
+}
+
+#[test]
+fn common_subexpressions_merge_within_scope() {
+    check(
+        eliminate_common_subexpressions,
+        "graph(%x : Tensor, %c : bool):
+  %one : int = prim::Constant[value=1]()
+  %one2 : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %b : Tensor = aten::add(%x, %x, %one2)
+  %y : Tensor = prim::If(%c)
+    block0():
+      %s : Tensor = aten::sigmoid(%a)
+      -> (%s)
+    block1():
+      %s2 : Tensor = aten::sigmoid(%b)
+      -> (%s2)
+  %z : Tensor = aten::mul(%a, %b)
+  %w : Tensor = aten::sigmoid(%a)
+  return (%y, %z, %w)
+",
+        "graph(%x : Tensor, %c : bool):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %y : Tensor = prim::If(%c)
+    block0():
+      %s : Tensor = aten::sigmoid(%a)
+      -> (%s)
+    block1():
+      %s2 : Tensor = aten::sigmoid(%a)
+      -> (%s2)
+  %z : Tensor = aten::mul(%a, %a)
+  %w : Tensor = aten::sigmoid(%a)
+  return (%y, %z, %w)
+",
+        true,
+    );
+}
+
+#[test]
+fn cse_leaves_tensors_alone_in_a_graph_that_writes_to_tensors() {
+    let input = "graph(%x : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::clone(%x, %none)
+  %b : Tensor = aten::clone(%x, %none)
+  %c : Tensor = aten::add_(%a, %x, %one)
+  return (%b, %c)
+";
+    check(eliminate_common_subexpressions, input, input, false);
+}
+
+#[test]
+fn constants_fold_and_constant_branches_are_taken() {
+    check(
+        constant_propagation,
+        "graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %s : int = aten::mul(%two, %three)
+  %lt : bool = aten::lt(%two, %three)
+  %y : Tensor = prim::If(%lt)
+    block0():
+      %r : Tensor = aten::mul(%x, %s)
+      -> (%r)
+    block1():
+      -> (%x)
+  return (%y)
+",
+        "graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %s : int = prim::Constant[value=6]()
+  %lt : bool = prim::Constant[value=1]()
+  %r : Tensor = aten::mul(%x, %s)
+  return (%r)
+",
+        true,
+    );
+}
+
+#[test]
+fn tensor_operations_on_constants_fold_into_the_constant_table() {
+    let mut g = parse(
+        "graph(%x : Float(2, strides=[1], requires_grad=0, device=cpu)):
+  %dims : int[] = prim::Constant[value=[2]]()
+  %none : NoneType = prim::Constant()
+  %z : Tensor = aten::ones(%dims, %none, %none, %none, %none)
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::add(%x, %z, %one)
+  return (%y)
+",
+    )
+    .unwrap();
+    assert!(constant_propagation(&mut g));
+    eliminate_dead_code(&mut g);
+    let text = g.to_string();
+    assert!(
+        text.contains("%z : Float(2, strides=[1], requires_grad=0, device=cpu) = prim::Constant[value=<Tensor 0>]()"),
+        "{text}"
+    );
+    assert_eq!(g.tensor_constants[0].to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
+}
+
+#[test]
+fn peephole_rules() {
+    check(
+        peephole,
+        "graph(%x : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu), %i : Long(3, strides=[1], requires_grad=0, device=cpu)):
+  %a : Tensor = aten::t(%x)
+  %b : Tensor = aten::t(%a)
+  %one : int = prim::Constant[value=1]()
+  %onef : float = prim::Constant[value=1.0]()
+  %zero : int = prim::Constant[value=0]()
+  %c : Tensor = aten::mul(%b, %one)
+  %d : Tensor = aten::add(%x, %zero, %one)
+  %e : Tensor = aten::mul(%i, %onef)
+  %f : Tensor = aten::div(%i, %one)
+  %g : Tensor = aten::contiguous(%x, %zero)
+  %six : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %h : Tensor = aten::to(%x, %six, %false, %false, %none)
+  %s1 : int[] = prim::Constant[value=[6]]()
+  %s2 : int[] = prim::Constant[value=[3, 2]]()
+  %v1 : Tensor = aten::view(%x, %s1)
+  %v2 : Tensor = aten::view(%v1, %s2)
+  return (%c, %d, %e, %f, %g, %h, %v2)
+",
+        "graph(%x : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu), %i : Long(3, strides=[1], requires_grad=0, device=cpu)):
+  %a : Tensor = aten::t(%x)
+  %b : Tensor = aten::t(%a)
+  %one : int = prim::Constant[value=1]()
+  %onef : float = prim::Constant[value=1.0]()
+  %zero : int = prim::Constant[value=0]()
+  %c : Tensor = aten::mul(%x, %one)
+  %d : Tensor = aten::add(%x, %zero, %one)
+  %e : Tensor = aten::mul(%i, %onef)
+  %f : Tensor = aten::div(%i, %one)
+  %g : Tensor = aten::contiguous(%x, %zero)
+  %six : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %h : Tensor = aten::to(%x, %six, %false, %false, %none)
+  %s1 : int[] = prim::Constant[value=[6]]()
+  %s2 : int[] = prim::Constant[value=[3, 2]]()
+  %v1 : Tensor = aten::view(%x, %s1)
+  %v2 : Tensor = aten::view(%x, %s2)
+  return (%x, %x, %e, %f, %x, %x, %v2)
+",
+        true,
+    );
+}
+
+#[test]
+fn optimize_runs_the_passes_to_a_fixed_point() {
+    let mut g = parse(
+        "graph(%x : Float(4, strides=[1], requires_grad=0, device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %k : int = aten::sub(%one, %zero)
+  %a : Tensor = aten::mul(%x, %k)
+  %b : Tensor = aten::sigmoid(%a)
+  %c : Tensor = aten::sigmoid(%x)
+  %d : Tensor = aten::add(%b, %c, %one)
+  return (%d)
+",
+    )
+    .unwrap();
+    assert!(optimize(&mut g));
+    assert_eq!(
+        g.to_string(),
+        "graph(%x : Float(4, strides=[1], requires_grad=0, device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %b : Tensor = aten::sigmoid(%x)
+  %d : Tensor = aten::add(%b, %b, %one)
+  return (%d)
+"
+    );
+}
