@@ -1,6 +1,7 @@
 //! `nn`: the `Module` trait and `#[derive(Module)]`, layers with PyTorch's constructor
 //! arguments, initialisation and state_dict names, losses, `init`, `optim`, `data` and
-//! serialization.
+//! serialization (safetensors in `serialize`; PyTorch's `torch.save` files in `pt`, over the
+//! unpickler in `pickle`).
 //!
 //! ```
 //! use nn::{Forward, Linear, Module, ReLU, Sequential};
@@ -25,6 +26,8 @@ pub mod init;
 pub mod layers;
 pub mod module;
 pub mod optim;
+pub mod pickle;
+pub mod pt;
 pub mod serialize;
 
 pub use layers::*;
@@ -32,3 +35,4 @@ pub use module::{
     Buffer, Forward, HookHandle, Hooks, IncompatibleKeys, Member, MemberMut, Members, Module, Parameter, StateDict,
 };
 pub use nn_derive::Module;
+pub use pt::{load_pt, load_pt_into, PtArchive};

@@ -21,7 +21,8 @@ fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Io(format!("{}: {what}", path.display()))
 }
 
-fn dtype_of(t: ScalarType) -> Dtype {
+/// The safetensors dtype of a tensor dtype.
+pub(crate) fn dtype_of(t: ScalarType) -> Dtype {
     match t {
         ScalarType::F32 => Dtype::F32,
         ScalarType::F64 => Dtype::F64,

@@ -4,4 +4,5 @@ mod fuzz_regressions;
 mod layers;
 mod modules;
 mod optim;
+mod pt;
 mod recurrent;
