@@ -182,7 +182,7 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
 /// Base name → overload names, from the dispatcher (Note [Overload resolution]).
 static OVERLOADS: LazyLock<RwLock<HashMap<String, Vec<String>>>> = LazyLock::new(|| RwLock::new(HashMap::new()));
 
-fn overloads_of(base: &str) -> Vec<String> {
+pub fn overloads_of(base: &str) -> Vec<String> {
     if let Some(v) = OVERLOADS.read().unwrap_or_else(|e| e.into_inner()).get(base) {
         return v.clone();
     }
@@ -201,7 +201,7 @@ fn overloads_of(base: &str) -> Vec<String> {
 
 /// How well a value of IR type `v` fits an argument of schema type `a`: 2 exactly, 1 with a
 /// conversion, 0 not at all.
-fn fit(v: &JitType, a: &Type) -> u8 {
+pub fn fit(v: &JitType, a: &Type) -> u8 {
     match (a, v) {
         (Type::Optional(_), JitType::None) => 2,
         (Type::Optional(inner), JitType::Optional(vi)) => fit(vi, inner),
