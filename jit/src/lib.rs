@@ -6,14 +6,18 @@
 
 #![warn(missing_docs)]
 
+pub mod archive;
+pub mod import;
 pub mod interpreter;
 pub mod ir;
 pub mod module;
 pub mod passes;
+pub mod script;
 pub mod text;
 pub mod tracer;
 pub mod types;
 
+pub use archive::load;
 pub use interpreter::Code;
 pub use ir::{Attr, BlockId, Constant, Graph, NodeId, Use, ValueDef, ValueId};
 pub use module::{trace, trace_module, ScriptModule};

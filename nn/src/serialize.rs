@@ -110,6 +110,20 @@ pub fn save_file<'a>(
     written
 }
 
+/// The safetensors bytes of `tensors` with optional string `metadata` (what [`save_file`]
+/// writes), for files that hold a safetensors record among others (the jit's archives).
+pub fn save_bytes<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+    metadata: Option<HashMap<String, String>>,
+) -> Result<Vec<u8>> {
+    let mut entries = Vec::new();
+    for (name, t) in tensors {
+        entries.push((name.to_string(), encode(t)?));
+    }
+    safetensors::serialize(entries.iter().map(|(n, e)| (n.clone(), e)), metadata)
+        .map_err(|e| Error::Io(format!("safetensors: {e}")))
+}
+
 /// The temporary name [`save_file`] writes before renaming: `path` with `.partial` appended.
 fn partial_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();

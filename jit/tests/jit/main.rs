@@ -1,6 +1,8 @@
 //! The jit tests, one binary (each test file would otherwise link its own copy of aten).
 mod interpreter;
+mod load;
 mod passes;
+mod state_dict;
 mod text;
 mod trace;
 

@@ -1,0 +1,120 @@
+//! The state_dicts PyTorch saved with `torch.save` for the models of `gen.py` load into the same
+//! architectures built with our `nn`, under identical names (strict), and give PyTorch's outputs.
+
+use std::path::{Path, PathBuf};
+
+use aten::Tensor;
+use nn::layers::rnn::RNNOptions;
+use nn::{
+    BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, Module, TransformerEncoderLayer, TransformerLayerOptions, GRU,
+};
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit/models")
+}
+
+fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
+    let loaded = nn::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap();
+    let get = |p: &str| (0..).map_while(|i| loaded.tensors.get(&format!("{p}{i}")).cloned()).collect::<Vec<_>>();
+    (get("input"), get("output"))
+}
+
+fn check<M: Module>(name: &str, mut model: M, run: impl Fn(&M, &Tensor) -> Vec<Tensor>) {
+    let keys = nn::load_pt_into(&mut model, models().join(format!("{name}.state.pt")), true)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(keys.missing_keys.is_empty() && keys.unexpected_keys.is_empty(), "{name}: {keys:?}");
+    model.eval();
+    let (inputs, expected) = io(name);
+    let _g = autograd::no_grad();
+    let out = run(&model, &inputs[0]);
+    assert_eq!(out.len(), expected.len(), "{name}");
+    for (o, e) in out.iter().zip(&expected) {
+        assert_eq!(o.sizes(), e.sizes(), "{name}");
+        let (a, b) = (o.contiguous().unwrap().to_vec::<f32>().unwrap(), e.to_vec::<f32>().unwrap());
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * y.abs() + 1e-6, "{name}: {x} vs PyTorch's {y}");
+        }
+    }
+}
+
+#[derive(nn::Module)]
+struct Mlp {
+    fc1: Linear,
+    fc2: Linear,
+}
+
+#[derive(nn::Module)]
+struct LeNet {
+    conv1: Conv2d,
+    conv2: Conv2d,
+    fc1: Linear,
+    fc2: Linear,
+}
+
+#[derive(nn::Module)]
+struct ResBlock {
+    conv1: Conv2d,
+    bn1: BatchNorm2d,
+    conv2: Conv2d,
+    bn2: BatchNorm2d,
+}
+
+#[derive(nn::Module)]
+struct GruNet {
+    gru: GRU,
+    head: Linear,
+}
+
+#[derive(nn::Module)]
+struct Encoder {
+    layer: TransformerEncoderLayer,
+}
+
+#[test]
+fn pytorch_state_dicts_load_into_our_modules_with_identical_names() {
+    use aten::ops;
+    let conv = |i, o, k, pad: i64, bias| {
+        Conv2d::with_options(i, o, &[k, k], ConvOptions::default().padding(vec![pad, pad]).bias(bias)).unwrap()
+    };
+    let pool = |x: &Tensor| ops::max_pool2d(x, &[2, 2], &[], &[0, 0], &[1, 1], false).unwrap();
+
+    check("mlp", Mlp { fc1: Linear::new(8, 16).unwrap(), fc2: Linear::new(16, 4).unwrap() }, |m, x| {
+        vec![m.fc2.forward(&m.fc1.forward(x).unwrap().relu().unwrap()).unwrap()]
+    });
+    let lenet = LeNet {
+        conv1: conv(1, 4, 5, 0, true),
+        conv2: conv(4, 8, 5, 0, true),
+        fc1: Linear::new(128, 32).unwrap(),
+        fc2: Linear::new(32, 10).unwrap(),
+    };
+    check("lenet", lenet, |m, x| {
+        let x = pool(&m.conv1.forward(x).unwrap().relu().unwrap());
+        let x = pool(&m.conv2.forward(&x).unwrap().relu().unwrap());
+        let x = ops::flatten(&x, 1, -1).unwrap();
+        let x = m.fc2.forward(&m.fc1.forward(&x).unwrap().relu().unwrap()).unwrap();
+        vec![ops::log_softmax(&x, 1, None).unwrap()]
+    });
+    let res = ResBlock {
+        conv1: conv(4, 4, 3, 1, false),
+        bn1: BatchNorm2d::new(4).unwrap(),
+        conv2: conv(4, 4, 3, 1, false),
+        bn2: BatchNorm2d::new(4).unwrap(),
+    };
+    check("resblock", res, |m, x| {
+        let y = m.bn1.forward(&m.conv1.forward(x).unwrap()).unwrap().relu().unwrap();
+        let y = m.bn2.forward(&m.conv2.forward(&y).unwrap()).unwrap();
+        vec![y.add(x).unwrap().relu().unwrap()]
+    });
+    let gru = GruNet {
+        gru: GRU::with_options(6, 8, &RNNOptions::default().batch_first(true)).unwrap(),
+        head: Linear::new(8, 3).unwrap(),
+    };
+    check("gru", gru, |m, x| {
+        let (out, h) = m.gru.forward(x, None).unwrap();
+        let last = out.select(1, -1).unwrap();
+        vec![m.head.forward(&last).unwrap(), h]
+    });
+    let opts = TransformerLayerOptions { dim_feedforward: 16, dropout: 0.0, batch_first: true, ..Default::default() };
+    let enc = Encoder { layer: TransformerEncoderLayer::with_options(8, 2, &opts).unwrap() };
+    check("encoder", enc, |m, x| vec![m.layer.forward(x).unwrap()]);
+}
