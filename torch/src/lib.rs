@@ -42,6 +42,12 @@ pub mod data {
     pub use ::nn::data::*;
 }
 
+/// `torch.jit`: tracing, the graph IR, passes, the interpreter and archives (see the `jit`
+/// crate).
+pub mod jit {
+    pub use ::jit::*;
+}
+
 /// Saving and loading tensors and checkpoints as safetensors.
 pub mod serialize {
     pub use ::nn::serialize::*;

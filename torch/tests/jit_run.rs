@@ -1,0 +1,54 @@
+//! `jit-run` as a user runs it: a model traced and saved by PyTorch runs from the command line
+//! and writes PyTorch's outputs; bad arguments and bad archives are messages and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../jit/tests/jit/models")
+}
+
+fn jit_run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_jit-run")).args(args).output().unwrap()
+}
+
+#[test]
+fn a_pytorch_model_runs_from_the_command_line() {
+    let out_path = std::env::temp_dir().join(format!("jit-run-{}.safetensors", std::process::id()));
+    let model = models().join("lenet.pt");
+    let io = models().join("lenet.io.safetensors");
+    let out =
+        jit_run(&[model.to_str().unwrap(), "--input", io.to_str().unwrap(), "--output", out_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ours = torch::serialize::load_file(&out_path).unwrap().tensors;
+    let theirs = torch::serialize::load_file(&io).unwrap().tensors;
+    let (a, b) = (
+        ours.get("output0").unwrap().to_vec::<f32>().unwrap(),
+        theirs.get("output0").unwrap().to_vec::<f32>().unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs() + 1e-6));
+    std::fs::remove_file(&out_path).unwrap();
+    // Without --output the outputs are printed.
+    let printed = jit_run(&[
+        models().join("mlp.pt").to_str().unwrap(),
+        "--input",
+        models().join("mlp.io.safetensors").to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&printed.stdout).starts_with("output0: tensor([["));
+}
+
+#[test]
+fn bad_arguments_and_archives_are_messages_with_exit_codes() {
+    let usage = jit_run(&[]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("usage: jit-run MODEL --input"));
+    let missing = jit_run(&["no_such_model.pt", "--input", "x.safetensors"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no_such_model.pt"));
+    // An input file whose tensors do not match the model's inputs.
+    let io = models().join("lenet.io.safetensors");
+    let wrong = jit_run(&[models().join("mlp.pt").to_str().unwrap(), "--input", io.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&wrong.stderr).is_empty());
+}
