@@ -864,6 +864,10 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::allclose::SCHEMA).expect("generated schema parses");
     d.def(handles::linspace_tensor_tensor::SCHEMA).expect("generated schema parses");
     d.def(handles::logspace_tensor_tensor::SCHEMA).expect("generated schema parses");
+    d.def(handles::rnn_tanh_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::rnn_relu_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::gru_input::SCHEMA).expect("generated schema parses");
+    d.def(handles::lstm_input::SCHEMA).expect("generated schema parses");
     d.def(handles::_chunk_cat::SCHEMA).expect("generated schema parses");
     d.def(handles::as_strided_scatter::SCHEMA).expect("generated schema parses");
     d.def(handles::nonzero_numpy::SCHEMA).expect("generated schema parses");
@@ -10818,6 +10822,86 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::allclose::kernel(|_ks, self_, other, rtol, atol, equal_nan| {
             crate::native::composite::allclose(self_, other, rtol, atol, equal_nan)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rnn_tanh_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rnn_tanh_input::kernel(
+            |_ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first| {
+                crate::native::rnn::rnn_tanh_input(
+                    input,
+                    hx,
+                    params,
+                    has_biases,
+                    num_layers,
+                    dropout,
+                    train,
+                    bidirectional,
+                    batch_first,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rnn_relu_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::rnn_relu_input::kernel(
+            |_ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first| {
+                crate::native::rnn::rnn_relu_input(
+                    input,
+                    hx,
+                    params,
+                    has_biases,
+                    num_layers,
+                    dropout,
+                    train,
+                    bidirectional,
+                    batch_first,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gru_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::gru_input::kernel(
+            |_ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first| {
+                crate::native::rnn::gru_input(
+                    input,
+                    hx,
+                    params,
+                    has_biases,
+                    num_layers,
+                    dropout,
+                    train,
+                    bidirectional,
+                    batch_first,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lstm_input::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::lstm_input::kernel(
+            |_ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first| {
+                crate::native::rnn::lstm_input(
+                    input,
+                    hx,
+                    params,
+                    has_biases,
+                    num_layers,
+                    dropout,
+                    train,
+                    bidirectional,
+                    batch_first,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -86,6 +86,7 @@ pub mod pointwise;
 pub mod pool;
 pub mod random;
 pub mod reduce;
+pub mod rnn;
 pub mod shape;
 pub mod shape_ops;
 pub mod sort;

@@ -11,5 +11,6 @@ mod norm;
 mod pointwise;
 mod random;
 mod reduce;
+mod rnn;
 mod shape_ops;
 mod unary;

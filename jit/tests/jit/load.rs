@@ -31,7 +31,7 @@ fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
     }
 }
 
-const MODELS: [&str; 4] = ["mlp", "lenet", "resblock", "encoder"];
+const MODELS: [&str; 5] = ["mlp", "lenet", "resblock", "gru", "encoder"];
 
 #[test]
 fn pytorch_traced_models_load_and_match_pytorch() {

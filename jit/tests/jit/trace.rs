@@ -176,3 +176,22 @@ fn a_loaded_graph_of_a_module_trains() {
     let after: f32 = loss(&script).item().unwrap();
     assert!(after < 0.8 * before, "{before} -> {after}");
 }
+
+#[test]
+fn a_traced_gru_records_one_recurrent_operator_as_pytorch_does() {
+    use nn::layers::rnn::RNNOptions;
+    aten::manual_seed(3);
+    let gru = nn::GRU::with_options(4, 5, &RNNOptions::default().num_layers(2).batch_first(true)).unwrap();
+    let x = randn(&[2, 3, 4], 4);
+    let eager = gru.forward(&x, None).unwrap();
+    let script = jit::trace_module(&gru, std::slice::from_ref(&x), |xs| {
+        let (out, h) = gru.forward(&xs[0], None)?;
+        Ok(vec![out, h])
+    })
+    .unwrap();
+    let kinds: Vec<&str> = script.graph().all_nodes().into_iter().map(|n| script.graph().kind(n)).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "aten::gru").count(), 1, "{kinds:?}");
+    let out = script.forward_tensors(&[x]).unwrap();
+    assert_bit_identical(&out[0], &eager.0);
+    assert_bit_identical(&out[1], &eager.1);
+}

@@ -469,52 +469,39 @@ impl RNNBase {
         Ok(s)
     }
 
-    /// Runs the layers over a time-major `(L, N, H_in)` input from states `(D * layers, N, _)`.
+    /// Runs the layers over a time-major `(L, N, H_in)` input from states `(D * layers, N, _)`
+    /// through the recurrent operator of the mode (`aten::gru`, ...; PyTorch's `_VF` calls).
     /// Returns the output `(L, N, D * H_out)`, `h_n` and (LSTM) `c_n`.
     fn run(&self, x: &Tensor, h0: &Tensor, c0: Option<&Tensor>) -> Result<(Tensor, Tensor, Option<Tensor>)> {
-        let seq_len = x.sizes()[0];
-        let d = self.num_directions();
-        let mut layer_input = x.clone();
-        let mut h_n = Vec::new();
-        let mut c_n = Vec::new();
-        for layer in 0..self.num_layers {
-            let mut dir_outputs = Vec::new();
-            for dir in 0..d {
-                let idx = layer * d + dir;
-                let p = &self.layers[idx as usize];
-                // One matmul for the input projection of every time step.
-                let gi_all = ops::linear(&layer_input, &p.w_ih, p.b_ih.as_deref())?;
-                let mut h = h0.select(0, idx)?;
-                let mut c = match c0 {
-                    Some(c0) => Some(c0.select(0, idx)?),
-                    None => None,
-                };
-                let mut outs: Vec<Option<Tensor>> = vec![None; seq_len as usize];
-                for s in 0..seq_len {
-                    let t = if dir == 1 { seq_len - 1 - s } else { s };
-                    let gi = gi_all.select(0, t)?;
-                    let gh = ops::linear(&h, &p.w_hh, p.b_hh.as_deref())?;
-                    let (h_new, c_new) = step(self.mode, &gi, &gh, &h, c.as_ref())?;
-                    h = match &p.w_hr {
-                        Some(w_hr) => ops::linear(&h_new, w_hr, None)?,
-                        None => h_new,
-                    };
-                    c = c_new;
-                    outs[t as usize] = Some(h.clone());
-                }
-                let outs: Vec<Tensor> = outs.into_iter().flatten().collect();
-                dir_outputs.push(ops::stack(&outs, 0)?);
-                h_n.push(h);
-                c_n.extend(c);
-            }
-            layer_input = if d == 1 { dir_outputs.swap_remove(0) } else { ops::cat(&dir_outputs, 2)? };
-            if self.training && self.dropout > 0.0 && layer + 1 < self.num_layers {
-                layer_input = ops::dropout(&layer_input, self.dropout, true)?;
-            }
+        // Note [RNN parameter lists] (aten/src/native/rnn.rs).
+        let mut params: Vec<Tensor> = Vec::new();
+        for l in &self.layers {
+            params.push(l.w_ih.tensor().clone());
+            params.push(l.w_hh.tensor().clone());
+            params.extend(l.b_ih.iter().map(|p| p.tensor().clone()));
+            params.extend(l.b_hh.iter().map(|p| p.tensor().clone()));
+            params.extend(l.w_hr.iter().map(|p| p.tensor().clone()));
         }
-        let h_n = ops::stack(&h_n, 0)?;
-        let c_n = if c0.is_some() { Some(ops::stack(&c_n, 0)?) } else { None };
-        Ok((layer_input, h_n, c_n))
+        let (bias, n, p, train, bi) = (self.bias, self.num_layers, self.dropout, self.training, self.bidirectional);
+        Ok(match self.mode {
+            RNNMode::RnnTanh => {
+                let (o, h) = ops::rnn_tanh(x, h0, &params, bias, n, p, train, bi, false)?;
+                (o, h, None)
+            }
+            RNNMode::RnnRelu => {
+                let (o, h) = ops::rnn_relu(x, h0, &params, bias, n, p, train, bi, false)?;
+                (o, h, None)
+            }
+            RNNMode::Gru => {
+                let (o, h) = ops::gru(x, h0, &params, bias, n, p, train, bi, false)?;
+                (o, h, None)
+            }
+            RNNMode::Lstm => {
+                let c0 = c0.ok_or_else(|| invalid("LSTM", "the cell state is missing"))?;
+                let (o, h, c) = ops::lstm(x, &[h0.clone(), c0.clone()], &params, bias, n, p, train, bi, false)?;
+                (o, h, Some(c))
+            }
+        })
     }
 
     /// Undoes `prepare_input`'s layout change on the output and the states.
