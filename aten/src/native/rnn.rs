@@ -108,7 +108,7 @@ fn run(
     let base = if has_biases { 4 } else { 2 };
     let per = params.len() / groups;
     let projected = mode == Mode::Lstm && per == base + 1;
-    if params.len() % groups != 0 || !(per == base || projected) {
+    if !params.len().is_multiple_of(groups) || !(per == base || projected) {
         return Err(Error::invalid(
             op,
             format!(
