@@ -26,6 +26,7 @@ import json
 import math
 import sys
 import time
+import warnings
 
 import torch
 
@@ -228,6 +229,86 @@ def cnn():
     )
 
 
+def gelu_tanh_ops(x):
+    # The tanh-approximated GELU as 8 elementwise ops (pow, mul, add, mul, tanh, add, mul, mul),
+    # as xtask/src/bench/workloads.rs writes it (Note [W7 workloads] there).
+    return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3))))
+
+
+def w7_gelu_eager():
+    x = torch.randn(1 << 24, dtype=torch.float32)
+
+    def run():
+        return gelu_tanh_ops(x)
+
+    return run
+
+
+# torch.compile's kernels are specialised for the thread count at compile time (Inductor's
+# C++ kernels fix their OpenMP thread count), so the compiled function is kept per thread count,
+# and Dynamo is reset when the count changes. Compiling takes seconds; it happens in the
+# workload's setup, untimed, with a few warm-up calls.
+_COMPILED = {}
+
+
+def w7_gelu_fused():
+    threads = torch.get_num_threads()
+    if threads not in _COMPILED:
+        torch._dynamo.reset()
+        _COMPILED.clear()
+        _COMPILED[threads] = torch.compile(gelu_tanh_ops)
+    fn = _COMPILED[threads]
+    x = torch.randn(1 << 24, dtype=torch.float32)
+    for _ in range(3):
+        fn(x)
+
+    def run():
+        return fn(x)
+
+    return run
+
+
+def chain100_forward(x, w, c):
+    y = x
+    for _ in range(50):
+        y = y * w + c
+    return y.sum()
+
+
+def chain_inputs():
+    return (
+        torch.tensor([1.0], dtype=torch.float32),
+        torch.tensor([0.999], dtype=torch.float32),
+        torch.tensor([0.001], dtype=torch.float32),
+    )
+
+
+def w7_chain100_eager():
+    # The forward of W1.chain100, no tensor requiring grad.
+    x, w, c = chain_inputs()
+
+    def run():
+        return chain100_forward(x, w, c)
+
+    return run
+
+
+def w7_chain100_jit():
+    # The same traced (w and c become constants, as in our trace), warmed up past the profiling
+    # executor's first runs.
+    x, w, c = chain_inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # "torch.jit.trace is deprecated"
+        traced = torch.jit.trace(lambda t: chain100_forward(t, w, c), (x,))
+    for _ in range(5):
+        traced(x)
+
+    def run():
+        return traced(x)
+
+    return run
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W1.add1_grad": w1_add1_grad,
@@ -246,6 +327,10 @@ WORKLOADS = {
     "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
     "W6.mlp_step": train_step(mlp, (128, 784), 128),
     "W6.cnn_step": train_step(cnn, (64, 1, 28, 28), 64),
+    "W7.gelu_eager": w7_gelu_eager,
+    "W7.gelu_fused": w7_gelu_fused,
+    "W7.chain100_eager": w7_chain100_eager,
+    "W7.chain100_jit": w7_chain100_jit,
 }
 
 

@@ -14,15 +14,35 @@
 //! Note [Register moves]: a value's last use in the block that defines it moves it out of its
 //! register instead of cloning, so a tensor is freed as soon as nothing needs it and an in-place
 //! op sees a use count of one where eager code would.
+//!
+//! Note [Constants are compiled]: `prim::Constant` nodes are not steps. Their values go into the
+//! code's constant pool, read (cloned) where they are used, and a constant argument of an
+//! operator is coerced to its schema type once, when the code is built (an `int` alpha becomes
+//! a `Scalar`). An argument whose IR type reaches its schema type unchanged (a tensor for
+//! `Tensor`, an `int` for `int`, ...) skips `coerce` at run time. With the boxed call itself,
+//! what remains per operator is moving the arguments onto the stack and the results into
+//! registers (`W7.chain100_jit` in BENCHMARKS.md measures it).
+//!
+//! Note [Unboxed calls]: a boxed call clones its arguments onto a stack, and the kernel's boxing
+//! adapter moves them off it into a new vector; on `W7.chain100_jit` (one-element tensors) that
+//! was three quarters of the interpreter's time over eager code (16.0 µs against eager's 10.7;
+//! 12.0 µs without it). Operators whose schema has one of a few common shapes
+//! (`Convention`: a tensor, two or three tensors, a tensor and one or two Scalars, two tensors
+//! and a Scalar, a tensor and an int, a tensor and an optional dtype; one tensor returned),
+//! which covers most of aten, are called as the generated typed entry points call them: keys
+//! from the tensor arguments, the kernel's typed function pointer from the dispatch table, the
+//! arguments borrowed from the registers. A kernel without a typed form of that shape (a boxed
+//! fallback, e.g. while tracing) or an argument of another type takes the boxed path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, RwLock};
 
 use aten::{dispatcher, IValue, OperatorEntry, Tensor};
-use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar};
+use c10::{Device, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar, ScalarType};
 use schema::{FunctionSchema, Type};
 
-use crate::ir::{BlockId, Constant, Graph, NodeId, ValueDef, ValueId};
+use crate::fusion::FusionGroup;
+use crate::ir::{Attr, BlockId, Constant, Graph, NodeId, ValueDef, ValueId};
 use crate::types::{dtype_from_code, JitType};
 
 fn run_error(msg: impl Into<String>) -> Error {
@@ -33,8 +53,11 @@ fn run_error(msg: impl Into<String>) -> Error {
 pub struct Code {
     body: Plan,
     inputs: Vec<usize>,
-    outputs: Vec<usize>,
+    n_outputs: usize,
     registers: usize,
+    /// The graph's constants and the constant arguments of operators, coerced to their schema
+    /// types (Note [Constants are compiled]).
+    constants: Vec<IValue>,
 }
 
 struct Plan {
@@ -43,19 +66,55 @@ struct Plan {
     returns: Vec<Arg>,
 }
 
-/// Where an input comes from: a register, moved out on its last use.
+/// Where an input comes from.
 #[derive(Clone, Copy)]
-struct Arg {
-    reg: usize,
-    take: bool,
+enum Arg {
+    /// A register, moved out on its last use (Note [Register moves]).
+    Reg { reg: usize, take: bool },
+    /// An entry of the constant pool.
+    Const(usize),
+}
+
+/// An operator's argument: where it comes from and whether it goes through [`coerce`] (Note
+/// [Constants are compiled]).
+#[derive(Clone, Copy)]
+struct OpArg {
+    src: Arg,
+    coerce: bool,
 }
 
 enum Step {
-    Constant { out: usize, value: IValue },
-    Op { op: &'static OperatorEntry, schema: Arc<FunctionSchema>, args: Vec<Arg>, outs: Vec<usize> },
-    Builtin { f: Builtin, args: Vec<Arg>, outs: Vec<usize>, list: Option<JitType> },
-    If { cond: Arg, then: Plan, otherwise: Plan, outs: Vec<usize> },
-    Loop { max_trip: Arg, cond: Arg, carried: Vec<Arg>, body: Plan, outs: Vec<usize> },
+    Op {
+        op: &'static OperatorEntry,
+        schema: Arc<FunctionSchema>,
+        args: Vec<OpArg>,
+        outs: Vec<usize>,
+        unboxed: Option<Convention>,
+    },
+    Builtin {
+        f: Builtin,
+        args: Vec<Arg>,
+        outs: Vec<usize>,
+        list: Option<JitType>,
+    },
+    If {
+        cond: Arg,
+        then: Plan,
+        otherwise: Plan,
+        outs: Vec<usize>,
+    },
+    Loop {
+        max_trip: Arg,
+        cond: Arg,
+        carried: Vec<Arg>,
+        body: Plan,
+        outs: Vec<usize>,
+    },
+    Fused {
+        group: Box<FusionGroup>,
+        args: Vec<Arg>,
+        outs: Vec<usize>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +157,147 @@ enum ArithOp {
     Neg,
     And,
     Or,
+}
+
+/// The typed calling conventions the interpreter calls without boxing (Note [Unboxed calls]):
+/// the argument types, each returning one tensor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Convention {
+    /// `(Tensor)`
+    Tensor1,
+    /// `(Tensor, Tensor)`
+    Tensors2,
+    /// `(Tensor, Tensor, Tensor)`
+    Tensors3,
+    /// `(Tensor, Scalar)`
+    TensorScalar,
+    /// `(Tensor, Scalar, Scalar)`
+    TensorScalars2,
+    /// `(Tensor, Tensor, Scalar)`
+    Tensors2Scalar,
+    /// `(Tensor, int)`
+    TensorInt,
+    /// `(Tensor, ScalarType?)`
+    TensorDtype,
+}
+
+type SigTensor1 = fn(DispatchKeySet, &Tensor) -> Result<Tensor>;
+type SigTensors2 = fn(DispatchKeySet, &Tensor, &Tensor) -> Result<Tensor>;
+type SigTensors3 = fn(DispatchKeySet, &Tensor, &Tensor, &Tensor) -> Result<Tensor>;
+type SigTensorScalar = fn(DispatchKeySet, &Tensor, Scalar) -> Result<Tensor>;
+type SigTensorScalars2 = fn(DispatchKeySet, &Tensor, Scalar, Scalar) -> Result<Tensor>;
+type SigTensors2Scalar = fn(DispatchKeySet, &Tensor, &Tensor, Scalar) -> Result<Tensor>;
+type SigTensorInt = fn(DispatchKeySet, &Tensor, i64) -> Result<Tensor>;
+type SigTensorDtype = fn(DispatchKeySet, &Tensor, Option<ScalarType>) -> Result<Tensor>;
+
+/// The convention of an operator's schema, if it has one of them.
+fn convention_of(schema: &FunctionSchema) -> Option<Convention> {
+    use Convention::*;
+    if schema.returns.len() != 1 || schema.returns[0].ty != Type::Tensor {
+        return None;
+    }
+    let tys: Vec<&Type> = schema.arguments.iter().map(|a| &a.ty).collect();
+    Some(match tys.as_slice() {
+        [Type::Tensor] => Tensor1,
+        [Type::Tensor, Type::Tensor] => Tensors2,
+        [Type::Tensor, Type::Tensor, Type::Tensor] => Tensors3,
+        [Type::Tensor, Type::Scalar] => TensorScalar,
+        [Type::Tensor, Type::Scalar, Type::Scalar] => TensorScalars2,
+        [Type::Tensor, Type::Tensor, Type::Scalar] => Tensors2Scalar,
+        [Type::Tensor, Type::Int] => TensorInt,
+        [Type::Tensor, Type::Optional(d)] if **d == Type::ScalarType => TensorDtype,
+        _ => return None,
+    })
+}
+
+/// The kernel of `op` for arguments with these keys, if it has a typed form `F`.
+#[inline]
+fn typed_kernel<F: std::any::Any + Copy>(
+    op: &'static OperatorEntry,
+    keys: DispatchKeySet,
+) -> Result<Option<(F, DispatchKeySet)>> {
+    let ks = op.compute_key_set(keys);
+    Ok(op.lookup(ks)?.unboxed::<F>().map(|f| (f, ks)))
+}
+
+/// Calls an operator through its typed kernel with arguments borrowed from the registers
+/// (Note [Unboxed calls]); `None` when the kernel has no typed form of the convention or an
+/// argument is not of its type (the caller then takes the boxed path).
+#[inline]
+fn call_unboxed(
+    c: Convention,
+    op: &'static OperatorEntry,
+    args: &[OpArg],
+    regs: &[IValue],
+    constants: &[IValue],
+) -> Result<Option<Tensor>> {
+    use Convention::*;
+    let v = |k: usize| match args[k].src {
+        Arg::Reg { reg, .. } => &regs[reg],
+        Arg::Const(i) => &constants[i],
+    };
+    let t = |k: usize| match v(k) {
+        IValue::Tensor(t) => Some(t),
+        _ => None,
+    };
+    let s = |k: usize| match v(k) {
+        IValue::Scalar(s) => Some(*s),
+        IValue::Int(i) => Some(Scalar::Int(*i)),
+        IValue::Double(x) => Some(Scalar::Float(*x)),
+        IValue::Bool(b) => Some(Scalar::Bool(*b)),
+        _ => None,
+    };
+    macro_rules! typed {
+        ($sig:ty, [$($t:ident),*], |$f:ident, $ks:ident| $call:expr) => {{
+            let keys = DispatchKeySet::EMPTY $(| $t.key_set())*;
+            match typed_kernel::<$sig>(op, keys)? {
+                Some(($f, $ks)) => Some($call?),
+                None => None,
+            }
+        }};
+    }
+    Ok(match c {
+        Tensor1 => match t(0) {
+            Some(a) => typed!(SigTensor1, [a], |f, ks| f(ks, a)),
+            None => None,
+        },
+        Tensors2 => match (t(0), t(1)) {
+            (Some(a), Some(b)) => typed!(SigTensors2, [a, b], |f, ks| f(ks, a, b)),
+            _ => None,
+        },
+        Tensors3 => match (t(0), t(1), t(2)) {
+            (Some(a), Some(b), Some(d)) => typed!(SigTensors3, [a, b, d], |f, ks| f(ks, a, b, d)),
+            _ => None,
+        },
+        TensorScalar => match (t(0), s(1)) {
+            (Some(a), Some(x)) => typed!(SigTensorScalar, [a], |f, ks| f(ks, a, x)),
+            _ => None,
+        },
+        TensorScalars2 => match (t(0), s(1), s(2)) {
+            (Some(a), Some(x), Some(y)) => typed!(SigTensorScalars2, [a], |f, ks| f(ks, a, x, y)),
+            _ => None,
+        },
+        Tensors2Scalar => match (t(0), t(1), s(2)) {
+            (Some(a), Some(b), Some(x)) => typed!(SigTensors2Scalar, [a, b], |f, ks| f(ks, a, b, x)),
+            _ => None,
+        },
+        TensorInt => match (t(0), v(1)) {
+            (Some(a), IValue::Int(i)) => typed!(SigTensorInt, [a], |f, ks| f(ks, a, *i)),
+            _ => None,
+        },
+        TensorDtype => {
+            let d = match v(1) {
+                IValue::None => Some(None),
+                IValue::ScalarType(d) => Some(Some(*d)),
+                IValue::Int(code) => dtype_from_code(*code).map(Some),
+                _ => None,
+            };
+            match (t(0), d) {
+                (Some(a), Some(d)) => typed!(SigTensorDtype, [a], |f, ks| f(ks, a, d)),
+                _ => None,
+            }
+        }
+    })
 }
 
 /// The value a constant has at run time.
@@ -182,6 +382,7 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
 /// Base name → overload names, from the dispatcher (Note [Overload resolution]).
 static OVERLOADS: LazyLock<RwLock<HashMap<String, Vec<String>>>> = LazyLock::new(|| RwLock::new(HashMap::new()));
 
+/// The overload names (`add.Tensor`, `add.Scalar`, ...) of an operator base name.
 pub fn overloads_of(base: &str) -> Vec<String> {
     if let Some(v) = OVERLOADS.read().unwrap_or_else(|e| e.into_inner()).get(base) {
         return v.clone();
@@ -409,12 +610,63 @@ pub fn list_elements(v: IValue) -> Result<Vec<IValue>> {
 struct Compiler<'g> {
     g: &'g Graph,
     regs: HashMap<ValueId, usize>,
+    /// Values of `prim::Constant` nodes: their index in `pool`.
+    consts: HashMap<ValueId, usize>,
+    pool: Vec<IValue>,
+}
+
+/// Whether [`coerce`] leaves a value of IR type `v` unchanged for an argument of type `a`.
+fn reaches_unchanged(v: &JitType, a: &Type) -> bool {
+    match (a, v) {
+        (Type::Tensor, JitType::Tensor(_)) | (Type::Optional(_), JitType::None) => true,
+        (Type::Optional(inner), JitType::Tensor(_)) => **inner == Type::Tensor,
+        (Type::Int | Type::SymInt, JitType::Int)
+        | (Type::Float, JitType::Float)
+        | (Type::Bool, JitType::Bool)
+        | (Type::Str, JitType::Str) => true,
+        (Type::List(e, _), JitType::List(ve)) => matches!(
+            (&**e, &**ve),
+            (Type::Int | Type::SymInt, JitType::Int)
+                | (Type::Float, JitType::Float)
+                | (Type::Bool, JitType::Bool)
+                | (Type::Tensor, JitType::Tensor(_))
+        ),
+        _ => false,
+    }
 }
 
 impl Compiler<'_> {
     fn reg(&mut self, v: ValueId) -> usize {
         let n = self.regs.len();
         *self.regs.entry(v).or_insert(n)
+    }
+
+    /// Where `v` is read from: the constant pool, or its register (moved out when `take`).
+    fn arg(&mut self, v: ValueId, take: bool) -> Arg {
+        match self.consts.get(&v) {
+            Some(&k) => Arg::Const(k),
+            None => Arg::Reg { reg: self.reg(v), take },
+        }
+    }
+
+    /// An operator's arguments (Note [Constants are compiled]).
+    fn op_args(&mut self, args: &[Arg], ins: &[ValueId], schema: &FunctionSchema) -> Vec<OpArg> {
+        let g = self.g;
+        args.iter()
+            .zip(ins)
+            .zip(&schema.arguments)
+            .map(|((&src, &v), a)| match src {
+                Arg::Const(k) => match coerce(self.pool[k].clone(), &a.ty) {
+                    Ok(c) => {
+                        self.pool.push(c);
+                        OpArg { src: Arg::Const(self.pool.len() - 1), coerce: false }
+                    }
+                    // The error belongs to the run.
+                    Err(_) => OpArg { src, coerce: true },
+                },
+                Arg::Reg { .. } => OpArg { src, coerce: !reaches_unchanged(g.value_type(v), &a.ty) },
+            })
+            .collect()
     }
 
     /// The position in `b` of the last use of each value defined in `b` (Note [Register moves]).
@@ -458,28 +710,35 @@ impl Compiler<'_> {
         let params = g.block_params(b).iter().map(|&v| self.reg(v)).collect();
         let mut steps = Vec::new();
         for (i, &n) in g.block_nodes(b).iter().enumerate() {
+            if g.kind(n) == "prim::Constant" {
+                let c = g.constant_of(n).ok_or_else(|| run_error("a prim::Constant without a value"))?;
+                self.pool.push(constant_ivalue(g, &c)?);
+                for &v in g.outputs_of(n) {
+                    self.consts.insert(v, self.pool.len() - 1);
+                }
+                continue;
+            }
             let simple = g.blocks_of(n).is_empty();
             let ins = g.inputs_of(n).to_vec();
             let args: Vec<Arg> = ins
                 .iter()
                 .enumerate()
-                .map(|(k, &v)| Arg {
-                    reg: self.reg(v),
-                    // Moved on its last use, and only at the last position it has in this node.
-                    take: simple && last.get(&v) == Some(&i) && !ins[k + 1..].contains(&v),
-                })
+                // Moved on its last use, and only at the last position it has in this node.
+                .map(|(k, &v)| self.arg(v, simple && last.get(&v) == Some(&i) && !ins[k + 1..].contains(&v)))
                 .collect();
             let outs: Vec<usize> = g.outputs_of(n).iter().map(|&v| self.reg(v)).collect();
             let step = match g.kind(n) {
-                "prim::Constant" => {
-                    let c = g.constant_of(n).ok_or_else(|| run_error("a prim::Constant without a value"))?;
-                    Step::Constant { out: outs[0], value: constant_ivalue(g, &c)? }
-                }
                 "prim::If" => {
                     let [then, otherwise] = g.blocks_of(n) else {
                         return Err(run_error("prim::If needs two blocks"));
                     };
                     Step::If { cond: args[0], then: self.plan(*then)?, otherwise: self.plan(*otherwise)?, outs }
+                }
+                "prim::FusionGroup" => {
+                    let Some(Attr::Graph(sub)) = g.attr(n, "Subgraph") else {
+                        return Err(run_error("a prim::FusionGroup without its Subgraph"));
+                    };
+                    Step::Fused { group: Box::new(FusionGroup::new(sub)?), args, outs }
                 }
                 "prim::Loop" => {
                     let [body] = g.blocks_of(n) else { return Err(run_error("prim::Loop needs one block")) };
@@ -510,17 +769,16 @@ impl Compiler<'_> {
                             return Err(run_error(format!("no interpreter support for {}", g.kind(n))));
                         }
                         let (op, schema) = resolve(g, n)?;
-                        Step::Op { op, schema, args, outs }
+                        let args = self.op_args(&args, &ins, &schema);
+                        let unboxed = convention_of(&schema);
+                        Step::Op { op, schema, args, outs, unboxed }
                     }
                 },
             };
             steps.push(step);
         }
-        let returns = g
-            .block_returns(b)
-            .iter()
-            .map(|&v| Arg { reg: self.reg(v), take: last.get(&v) == Some(&g.block_nodes(b).len()) })
-            .collect();
+        let end = g.block_nodes(b).len();
+        let returns = g.block_returns(b).iter().map(|&v| self.arg(v, last.get(&v) == Some(&end))).collect();
         Ok(Plan { params, steps, returns })
     }
 }
@@ -528,11 +786,11 @@ impl Compiler<'_> {
 impl Code {
     /// Compiles a graph: resolves every operator, so an unknown one is an error here.
     pub fn new(g: &Graph) -> Result<Code> {
-        let mut c = Compiler { g, regs: HashMap::new() };
+        let mut c = Compiler { g, regs: HashMap::new(), consts: HashMap::new(), pool: Vec::new() };
         let body = c.plan(g.root())?;
         let inputs = body.params.clone();
-        let outputs = body.returns.iter().map(|a| a.reg).collect();
-        Ok(Code { body, inputs, outputs, registers: c.regs.len() })
+        let n_outputs = body.returns.len();
+        Ok(Code { body, inputs, n_outputs, registers: c.regs.len(), constants: c.pool })
     }
 
     /// Runs the graph on its inputs and returns its outputs.
@@ -540,99 +798,127 @@ impl Code {
         if inputs.len() != self.inputs.len() {
             return Err(run_error(format!("the graph takes {} inputs, got {}", self.inputs.len(), inputs.len())));
         }
-        let mut regs = vec![IValue::None; self.registers];
+        let mut regs: Vec<IValue> = std::iter::repeat_with(|| IValue::None).take(self.registers).collect();
         for (r, v) in self.inputs.iter().zip(inputs) {
             regs[*r] = v;
         }
-        let mut stack = Vec::new();
-        run_plan(&self.body, &mut regs, &mut stack)
+        let mut fr = Frame { regs: &mut regs, constants: &self.constants, stack: Vec::new() };
+        run_plan(&self.body, &mut fr)
     }
 
     /// How many outputs the graph has.
     pub fn num_outputs(&self) -> usize {
-        self.outputs.len()
+        self.n_outputs
     }
 }
 
-fn get(regs: &mut [IValue], a: Arg) -> IValue {
-    if a.take {
-        std::mem::replace(&mut regs[a.reg], IValue::None)
-    } else {
-        regs[a.reg].clone()
+/// The state of one run: registers, the constant pool, the operator stack.
+struct Frame<'a> {
+    regs: &'a mut [IValue],
+    constants: &'a [IValue],
+    stack: Vec<IValue>,
+}
+
+#[inline]
+fn get(regs: &mut [IValue], constants: &[IValue], a: Arg) -> IValue {
+    match a {
+        Arg::Reg { reg, take: true } => std::mem::replace(&mut regs[reg], IValue::None),
+        Arg::Reg { reg, take: false } => regs[reg].clone(),
+        Arg::Const(k) => constants[k].clone(),
     }
 }
 
-fn run_plan(p: &Plan, regs: &mut [IValue], stack: &mut Vec<IValue>) -> Result<Vec<IValue>> {
+fn run_plan(p: &Plan, fr: &mut Frame<'_>) -> Result<Vec<IValue>> {
     for step in &p.steps {
         match step {
-            Step::Constant { out, value } => regs[*out] = value.clone(),
-            Step::Op { op, schema, args, outs } => {
-                stack.clear();
-                for (a, arg) in args.iter().zip(&schema.arguments) {
-                    let v = get(regs, *a);
-                    stack.push(coerce(v, &arg.ty)?);
+            Step::Op { op, schema, args, outs, unboxed } => {
+                if let Some(c) = unboxed {
+                    if let Some(r) = call_unboxed(*c, op, args, fr.regs, fr.constants)? {
+                        // What a boxed call would have moved out of its register goes now.
+                        for a in args {
+                            if let Arg::Reg { reg, take: true } = a.src {
+                                fr.regs[reg] = IValue::None;
+                            }
+                        }
+                        fr.regs[outs[0]] = IValue::Tensor(r);
+                        continue;
+                    }
                 }
-                op.call_boxed(stack)?;
-                if stack.len() != outs.len() {
+                fr.stack.clear();
+                for (a, arg) in args.iter().zip(&schema.arguments) {
+                    let v = get(fr.regs, fr.constants, a.src);
+                    fr.stack.push(if a.coerce { coerce(v, &arg.ty)? } else { v });
+                }
+                op.call_boxed(&mut fr.stack)?;
+                if fr.stack.len() != outs.len() {
                     return Err(run_error(format!(
                         "aten::{} returned {} values where the graph expects {}",
                         op.name(),
-                        stack.len(),
+                        fr.stack.len(),
                         outs.len()
                     )));
                 }
-                for (r, v) in outs.iter().zip(stack.drain(..)) {
-                    regs[*r] = v;
+                for (r, v) in outs.iter().zip(fr.stack.drain(..)) {
+                    fr.regs[*r] = v;
                 }
             }
             Step::Builtin { f, args, outs, list } => {
-                let vals: Vec<IValue> = args.iter().map(|a| get(regs, *a)).collect();
+                let vals: Vec<IValue> = args.iter().map(|a| get(fr.regs, fr.constants, *a)).collect();
                 let res = builtin(*f, vals, outs.len(), list.as_ref())?;
                 for (r, v) in outs.iter().zip(res) {
-                    regs[*r] = v;
+                    fr.regs[*r] = v;
+                }
+            }
+            Step::Fused { group, args, outs } => {
+                let res = group.run(args.iter().map(|a| get(fr.regs, fr.constants, *a)).collect())?;
+                if res.len() != outs.len() {
+                    return Err(run_error(format!("a fusion group returned {} values, not {}", res.len(), outs.len())));
+                }
+                for (r, v) in outs.iter().zip(res) {
+                    fr.regs[*r] = v;
                 }
             }
             Step::If { cond, then, otherwise, outs } => {
-                let c = truth(&get(regs, *cond))?;
-                let res = run_block(if c { then } else { otherwise }, Vec::new(), regs, stack)?;
+                let c = truth(&get(fr.regs, fr.constants, *cond))?;
+                let res = run_block(if c { then } else { otherwise }, Vec::new(), fr)?;
                 for (r, v) in outs.iter().zip(res) {
-                    regs[*r] = v;
+                    fr.regs[*r] = v;
                 }
             }
             Step::Loop { max_trip, cond, carried, body, outs } => {
-                let n = match get(regs, *max_trip) {
+                let n = match get(fr.regs, fr.constants, *max_trip) {
                     IValue::Int(n) => n,
                     other => return Err(run_error(format!("prim::Loop's trip count is a {}", other.kind()))),
                 };
-                let mut go = truth(&get(regs, *cond))?;
-                let mut state: Vec<IValue> = carried.iter().map(|a| get(regs, *a)).collect();
+                let mut go = truth(&get(fr.regs, fr.constants, *cond))?;
+                let mut state: Vec<IValue> = carried.iter().map(|a| get(fr.regs, fr.constants, *a)).collect();
                 let mut i = 0;
                 while go && i < n {
                     let mut params = Vec::with_capacity(state.len() + 1);
                     params.push(IValue::Int(i));
                     params.append(&mut state);
-                    let mut res = run_block(body, params, regs, stack)?.into_iter();
+                    let mut res = run_block(body, params, fr)?.into_iter();
                     go = truth(&res.next().ok_or_else(|| run_error("a loop body returns its condition first"))?)?;
                     state = res.collect();
                     i += 1;
                 }
                 for (r, v) in outs.iter().zip(state) {
-                    regs[*r] = v;
+                    fr.regs[*r] = v;
                 }
             }
         }
     }
-    Ok(p.returns.iter().map(|a| get(regs, *a)).collect())
+    Ok(p.returns.iter().map(|a| get(fr.regs, fr.constants, *a)).collect())
 }
 
-fn run_block(p: &Plan, params: Vec<IValue>, regs: &mut [IValue], stack: &mut Vec<IValue>) -> Result<Vec<IValue>> {
+fn run_block(p: &Plan, params: Vec<IValue>, fr: &mut Frame<'_>) -> Result<Vec<IValue>> {
     if params.len() != p.params.len() {
         return Err(run_error(format!("a block takes {} values, got {}", p.params.len(), params.len())));
     }
     for (r, v) in p.params.iter().zip(params) {
-        regs[*r] = v;
+        fr.regs[*r] = v;
     }
-    run_plan(p, regs, stack)
+    run_plan(p, fr)
 }
 
 fn truth(v: &IValue) -> Result<bool> {

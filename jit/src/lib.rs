@@ -5,8 +5,12 @@
 //! (`docs/src/jit.md`).
 
 #![warn(missing_docs)]
+// Unsafe code is confined to the fused kernel's vectorised loops.
+#![deny(unsafe_code)]
 
 pub mod archive;
+#[allow(unsafe_code)]
+pub mod fusion;
 pub mod import;
 pub mod interpreter;
 pub mod ir;

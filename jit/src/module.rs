@@ -79,6 +79,16 @@ impl ScriptModule {
         changed
     }
 
+    /// Prepares the graph for inference: the derivative-preserving passes, then elementwise
+    /// fusion ([`crate::passes::fuse::fuse_elementwise`]; fused groups fall back to op-by-op
+    /// execution when an input requires grad). Returns whether anything changed.
+    pub fn optimize_for_inference(&mut self) -> bool {
+        let mut changed = crate::passes::optimize(&mut self.graph);
+        changed |= crate::passes::fuse::fuse_elementwise(&mut self.graph);
+        self.code = OnceLock::new();
+        changed
+    }
+
     fn code(&self) -> Result<&Code> {
         if let Some(c) = self.code.get() {
             return Ok(c);

@@ -13,6 +13,7 @@
 pub mod constant_propagation;
 pub mod cse;
 pub mod dce;
+pub mod fuse;
 pub mod peephole;
 
 use crate::interpreter::resolve;

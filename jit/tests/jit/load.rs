@@ -146,3 +146,20 @@ fn bad_archives_are_errors_naming_the_file_and_the_cause() {
     assert!(err.contains("newer.zip") && err.contains("archive version 99 is not supported"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn models_optimized_for_inference_give_the_same_outputs() {
+    for name in MODELS {
+        let mut m = jit::load(models().join(format!("{name}.pt"))).unwrap();
+        let (inputs, expected) = io(name);
+        let _g = autograd::no_grad();
+        let before = m.forward_tensors(&inputs).unwrap();
+        m.optimize_for_inference();
+        m.graph().lint().unwrap();
+        let after = m.forward_tensors(&inputs).unwrap();
+        for ((a, b), e) in after.iter().zip(&before).zip(&expected) {
+            assert_close(a, e, &format!("{name} optimized"));
+            assert_close(a, b, &format!("{name} optimized vs not"));
+        }
+    }
+}

@@ -116,7 +116,8 @@ fn tensors_from_outside_the_trace_become_constants_and_lists_are_constructed() {
     let x = randn(&[2, 2], 5);
     let c = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
     let c2 = c.clone();
-    let t = trace_fn(std::slice::from_ref(&x), move |v| Ok(vec![aten::ops::cat(&[v[0].clone(), c2.clone()], 0)?])).unwrap();
+    let t =
+        trace_fn(std::slice::from_ref(&x), move |v| Ok(vec![aten::ops::cat(&[v[0].clone(), c2.clone()], 0)?])).unwrap();
     let text = t.graph.to_string();
     assert!(text.contains("prim::Constant[value=<Tensor 0>]()"), "{text}");
     assert!(text.contains(": Tensor[] = prim::ListConstruct(%input0, %"), "{text}");

@@ -14,13 +14,14 @@
 //! The planned ids, in order: W1 (per-op overhead: `add1`, `add1_grad`, `chain100`), W2
 //! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
-//! `conv_small`) and W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
-//! steps/s is the inverse of the time per iteration). The peers' figures on this machine (candle
+//! `conv_small`), W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
+//! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
+//! `gelu_fused`, `chain100_eager`, `chain100_jit`). The peers' figures on this machine (candle
 //! and others) are in BENCHMARKS.md, with how they were taken.
 
 use std::hint::black_box;
 
-use aten::Tensor;
+use aten::{IValue, Tensor};
 use c10::Result;
 
 /// What one timed iteration runs. Errors stop the measurement and are reported in the table.
@@ -158,7 +159,80 @@ pub fn registry() -> Vec<Workload> {
                 train_step(net, randn(&[64, 1, 28, 28])?, 64)
             },
         ),
+        // The JIT (Note [W7 workloads]): elementwise fusion and the interpreter's overhead.
+        Workload::new("W7.gelu_eager", "tanh GELU as 8 elementwise ops, op by op, on a [16777216] f32 tensor", || {
+            let x = randn(&[1 << 24])?;
+            Ok(body(move || gelu_tanh_ops(&x)))
+        }),
+        Workload::new(
+            "W7.gelu_fused",
+            "the same 8 ops traced, fused into one prim::FusionGroup and run by the interpreter",
+            || {
+                let x = randn(&[1 << 24])?;
+                let code = jit_code(&x, gelu_tanh_ops, true)?;
+                Ok(body(move || code.run(vec![IValue::Tensor(x.clone())])))
+            },
+        ),
+        Workload::new(
+            "W7.chain100_eager",
+            "forward of W1.chain100: 50 x (mul, add) on 1-element f32 tensors, sum",
+            || {
+                let (x, w, c) = chain_inputs();
+                Ok(body(move || chain100(&x, &w, &c)))
+            },
+        ),
+        Workload::new("W7.chain100_jit", "the same forward traced and run by the interpreter (no fusion)", || {
+            let (x, w, c) = chain_inputs();
+            let code = jit_code(&x, move |x| chain100(x, &w, &c), false)?;
+            Ok(body(move || code.run(vec![IValue::Tensor(x.clone())])))
+        }),
     ]
+}
+
+/// Note [W7 workloads]: `gelu_eager` and `gelu_fused` time the tanh-approximated GELU written as
+/// eight elementwise operators, `0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3)))`
+/// (`pow`, `mul`, `add`, `mul`, `tanh`, `add`, `mul`, `mul`), on 16M f32 elements: eagerly, and
+/// traced, fused by `jit::passes::fuse` into one `prim::FusionGroup` and run by the
+/// interpreter (the setup fails if the trace does not become exactly one group). PyTorch's
+/// rows are the same eight operators eagerly and `torch.compile` of the same function. The
+/// `chain100` pair times the forward of `W1.chain100` (no gradient) eagerly and traced into
+/// the interpreter unfused: the interpreter's overhead per operator (PyTorch:
+/// `torch.jit.trace`).
+fn gelu_tanh_ops(x: &Tensor) -> Result<Tensor> {
+    use aten::ops::{add, add_scalar, mul, mul_scalar, pow_tensor_scalar, tanh};
+    use c10::Scalar;
+    let cube = pow_tensor_scalar(x, Scalar::Int(3))?;
+    let inner = add(x, &mul_scalar(&cube, Scalar::Float(0.044715))?, Scalar::Int(1))?;
+    let t = tanh(&mul_scalar(&inner, Scalar::Float(0.7978845608))?)?;
+    mul(&mul_scalar(x, Scalar::Float(0.5))?, &add_scalar(&t, Scalar::Int(1), Scalar::Int(1))?)
+}
+
+/// `W1.chain100`'s tensors, none requiring grad.
+fn chain_inputs() -> (Tensor, Tensor, Tensor) {
+    (Tensor::from_slice(&[1.0f32]), Tensor::from_slice(&[0.999f32]), Tensor::from_slice(&[0.001f32]))
+}
+
+fn chain100(x: &Tensor, w: &Tensor, c: &Tensor) -> Result<Tensor> {
+    let mut y = x.clone();
+    for _ in 0..50 {
+        y = (&(&y * w)? + c)?;
+    }
+    y.sum()
+}
+
+/// `f` traced on `x` (fused when `fuse`, which must then give one group) and compiled.
+fn jit_code(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>, fuse: bool) -> Result<jit::Code> {
+    let mut g = jit::trace_fn(std::slice::from_ref(x), |xs| Ok(vec![f(&xs[0])?]))?.graph;
+    if fuse {
+        jit::passes::fuse::fuse_elementwise(&mut g);
+        let kinds: Vec<&str> = g.block_nodes(g.root()).iter().map(|&n| g.kind(n)).collect();
+        if kinds.iter().any(|k| k.starts_with("aten::"))
+            || kinds.iter().filter(|k| k.starts_with("prim::Fusion")).count() != 1
+        {
+            return Err(c10::Error::invalid("bench", format!("the trace did not fuse into one group:\n{g}")));
+        }
+    }
+    jit::Code::new(&g)
 }
 
 /// One SGD (momentum 0.9, lr 0.01) training step of `net` on a fixed batch with random labels.

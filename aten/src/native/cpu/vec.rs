@@ -267,23 +267,27 @@ isa_dispatch! {
 
 // ---- exp and softmax -------------------------------------------------------------------------
 
-const LOG2E: f32 = std::f32::consts::LOG2_E;
-const LN2_HI: f32 = 0.693_145_75;
-const LN2_LO: f32 = 1.428_606_8e-6;
+/// `log2(e)`, and ln 2 split in two (Cody-Waite): the exponential's range reduction (shared with
+/// the JIT's fused kernels).
+pub const LOG2E: f32 = std::f32::consts::LOG2_E;
+/// The high part of ln 2 (exact in f32 with room for `n * LN2_HI` to be exact).
+pub const LN2_HI: f32 = 0.693_145_75;
+/// ln 2 - `LN2_HI`.
+pub const LN2_LO: f32 = 1.428_606_8e-6;
 /// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer (ties to even) and
 /// leaves that integer in the low mantissa bits.
-const ROUND_MAGIC: f32 = 12_582_912.0;
+pub const ROUND_MAGIC: f32 = 12_582_912.0;
 /// Below this `e^x` is under f32's smallest normal number; `exp_nonpos_f32` returns 0 there.
 const EXP_UNDERFLOW: f32 = -87.3;
 /// The coefficients of r^2..r^6 of a degree-6 polynomial for `e^r` on |r| <= ln2/2 (those of 1
 /// and r are 1), fitted for minimal relative error (Lawson's iteration, 1.9e-9 in exact
 /// arithmetic); in f32 with fused multiply-adds it is within 0.9 ulp of `e^r`.
-const EXP_POLY: [f32; 5] = [0.499_999_9, 0.166_664_2, 0.041_668_225, 0.008_374_816, 0.001_383_684_6];
+pub const EXP_POLY: [f32; 5] = [0.499_999_9, 0.166_664_2, 0.041_668_225, 0.008_374_816, 0.001_383_684_6];
 
 /// `a * b + c`, fused (one rounding) when `FMA`, whose caller is compiled with the `fma`
 /// feature; two roundings otherwise.
 #[inline(always)]
-fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+pub fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA {
         a.mul_add(b, c)
     } else {
@@ -299,7 +303,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// `p` survives the multiplication). Positive arguments are outside its contract: above 0 it
 /// is wrong from about 88.4, where `2^n` stops being finite.
 #[inline(always)]
-fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
+pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
     let t = madd::<FMA>(x, LOG2E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
     let r = madd::<FMA>(n, -LN2_LO, madd::<FMA>(n, -LN2_HI, x));
