@@ -492,3 +492,25 @@ fn diff_of_a_long_empty_dimension_is_immediate() {
     let x = Tensor::from_vec(vec![1i64, 4, 9, 16], &[4]).unwrap();
     assert_eq!(ops::diff(&x, 2, -1, None, None).unwrap().to_vec::<i64>().unwrap(), vec![2, 2]);
 }
+
+/// A full SVD of a tall matrix flipped the rows of Vh paired with U's completion columns, past
+/// the end of Vh (op_surface panic in `_linalg_svd`'s sign fix-up): only the k singular-vector
+/// pairs flip together.
+#[test]
+fn full_svd_of_a_tall_matrix_is_a_valid_factorisation() {
+    // 16 tall matrices: the completion columns of U take both signs among them.
+    aten::manual_seed(5);
+    let a = ops::randn(&[16, 5, 2], Some(c10::ScalarType::F64), None, None, None).unwrap();
+    let (u, s, vh) = ops::_linalg_svd(&a, true, true, None).unwrap();
+    assert_eq!((u.sizes(), s.sizes(), vh.sizes()), (&[16i64, 5, 5][..], &[16i64, 2][..], &[16i64, 2, 2][..]));
+    // U[..., :2] diag(S) Vh reproduces A.
+    let u2 = u.narrow(2, 0, 2).unwrap();
+    let back = u2.mul(&s.unsqueeze(1).unwrap()).unwrap().matmul(&vh).unwrap();
+    for (x, y) in back.to_vec::<f64>().unwrap().iter().zip(a.to_vec::<f64>().unwrap()) {
+        assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+    }
+    // Wide matrices too (more rows of Vh than columns of U).
+    let w = a.transpose(1, 2).unwrap().contiguous().unwrap();
+    let (u, _, vh) = ops::_linalg_svd(&w, true, true, None).unwrap();
+    assert_eq!((u.sizes(), vh.sizes()), (&[16i64, 2, 2][..], &[16i64, 5, 5][..]));
+}
