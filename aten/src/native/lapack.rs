@@ -679,7 +679,7 @@ fn fix_signs<T: Real>(v: &mut [T], rows: usize, cols: usize, also: Option<(&mut 
     if let Some((w, wn)) = also {
         // A full SVD of a tall matrix has more columns of U than rows of Vh: the completion's
         // columns have no partner to flip with.
-        let partners = if wn == 0 { 0 } else { w.len() / wn };
+        let partners = w.len().checked_div(wn).unwrap_or(0);
         for (j, &f) in flips.iter().enumerate().take(partners) {
             if f {
                 for x in &mut w[j * wn..(j + 1) * wn] {
