@@ -1203,10 +1203,15 @@ pub fn combinations(self_: &Tensor, r: i64, with_replacement: bool) -> Result<Te
     if (r as u128) > top {
         count = 0;
     }
+    if count == 0 {
+        // Nothing to enumerate: no per-position state either (r may be huge).
+        return ops::empty(&[0, r], Some(self_.dtype()), None, Some(self_.device()), None, None);
+    }
     let cells = count.saturating_mul(r as u128);
     let _probe: Vec<i64> = c10::size::try_vec(usize::try_from(cells).unwrap_or(usize::MAX))?;
     let r = r as usize;
-    let mut columns: Vec<Vec<i64>> = vec![Vec::new(); r];
+    let mut columns: Vec<Vec<i64>> = c10::size::try_vec(r)?;
+    columns.resize_with(r, Vec::new);
     let mut idx: Vec<i64> = if with_replacement { vec![0; r] } else { (0..r as i64).collect() };
     let valid = |idx: &[i64]| idx.iter().all(|&i| i < n);
     if n > 0 && valid(&idx) {

@@ -514,3 +514,15 @@ fn full_svd_of_a_tall_matrix_is_a_valid_factorisation() {
     let (u, _, vh) = ops::_linalg_svd(&w, true, true, None).unwrap();
     assert_eq!((u.sizes(), vh.sizes()), (&[16i64, 2, 2][..], &[16i64, 5, 5][..]));
 }
+
+/// `combinations` with a huge `r` and no combinations to list allocated per-position state of
+/// length `r` before noticing (op_surface abort on allocation); the empty result comes first.
+#[test]
+fn combinations_with_a_huge_r_and_nothing_to_list_is_empty() {
+    let x = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
+    let r = 1i64 << 40;
+    assert_eq!(ops::combinations(&x, r, false).unwrap().sizes(), &[0, r]);
+    let e = Tensor::from_vec(Vec::<i64>::new(), &[0]).unwrap();
+    assert_eq!(ops::combinations(&e, r, true).unwrap().sizes(), &[0, r]);
+    assert_eq!(ops::combinations(&x, 2, false).unwrap().to_vec::<i64>().unwrap(), vec![1, 2, 1, 3, 2, 3]);
+}
