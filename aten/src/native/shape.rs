@@ -399,11 +399,13 @@ pub fn diagonal(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Ten
     // Saturating: `offset` may be anything down to `i64::MIN`; when the diagonal is not empty,
     // |offset| is below a dimension's size and the offset product fits.
     let len = if offset >= 0 { s1.min(s2.saturating_sub(offset)) } else { s1.saturating_add(offset).min(s2) }.max(0);
+    // An empty tensor's strides address nothing and may be anything: its view starts at 0.
     let off = match (len, offset >= 0) {
-        (0, _) => 0,
-        (_, true) => offset * st2,
-        (_, false) => -offset * st1,
-    };
+        _ if len == 0 || self_.numel() == 0 => Some(0),
+        (_, true) => offset.checked_mul(st2),
+        (_, false) => offset.checked_neg().and_then(|o| o.checked_mul(st1)),
+    }
+    .ok_or_else(|| Error::invalid("diagonal", format!("offset {offset} with strides ({st1}, {st2}) overflows")))?;
     let mut sizes = DimVec::new();
     let mut strides = DimVec::new();
     for i in 0..n {

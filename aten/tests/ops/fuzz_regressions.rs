@@ -526,3 +526,16 @@ fn combinations_with_a_huge_r_and_nothing_to_list_is_empty() {
     assert_eq!(ops::combinations(&e, r, true).unwrap().sizes(), &[0, r]);
     assert_eq!(ops::combinations(&x, 2, false).unwrap().to_vec::<i64>().unwrap(), vec![1, 2, 1, 3, 2, 3]);
 }
+
+/// `diag_embed` of an empty tensor with a huge negative offset took the diagonal of an empty
+/// result whose strides times the offset overflow (op_surface panic in `diagonal`): an empty
+/// tensor's diagonal view starts at 0.
+#[test]
+fn diagonal_of_an_empty_tensor_with_huge_strides_and_offset() {
+    let e = ops::empty(&[0, 2], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    let big = 1i64 << 40;
+    let out = ops::diag_embed(&e, -big, -2, -1).unwrap();
+    assert_eq!(out.sizes(), &[0, 2 + big, 2 + big]);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    assert_eq!(ops::diagonal(&x, -1, 0, 1).unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
+}
