@@ -1042,6 +1042,21 @@ fn builtin(f: Builtin, mut vals: Vec<IValue>, nout: usize, list: Option<&JitType
     }
 }
 
+/// A comparison or logical operator on two numbers of one kind (`zero` is that kind's 0).
+fn compare<T: PartialOrd>(op: ArithOp, x: T, y: T, zero: T) -> bool {
+    match op {
+        ArithOp::Lt => x < y,
+        ArithOp::Le => x <= y,
+        ArithOp::Gt => x > y,
+        ArithOp::Ge => x >= y,
+        ArithOp::Eq => x == y,
+        ArithOp::Ne => x != y,
+        ArithOp::And => x != zero && y != zero,
+        ArithOp::Or => x != zero || y != zero,
+        other => unreachable!("{other:?} is arithmetic, not a comparison"),
+    }
+}
+
 fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
     use ArithOp::*;
     let ints = vals.iter().all(|v| matches!(v, IValue::Int(_) | IValue::Bool(_)));
@@ -1073,15 +1088,7 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
                 let r = x.wrapping_rem(y);
                 IValue::Int(if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r })
             }
-            Lt => IValue::Bool(x < y),
-            Le => IValue::Bool(x <= y),
-            Gt => IValue::Bool(x > y),
-            Ge => IValue::Bool(x >= y),
-            Eq => IValue::Bool(x == y),
-            Ne => IValue::Bool(x != y),
-            And => IValue::Bool(x != 0 && y != 0),
-            Or => IValue::Bool(x != 0 || y != 0),
-            Neg => unreachable!("handled above"),
+            cmp => IValue::Bool(compare(cmp, x, y, 0)),
         });
     }
     let (x, y) = (as_f64(a)?, as_f64(b)?);
@@ -1092,14 +1099,6 @@ fn arith_eval(op: ArithOp, vals: &[IValue]) -> Result<IValue> {
         Div => IValue::Double(x / y),
         FloorDiv => IValue::Double((x / y).floor()),
         Remainder => IValue::Double(x - (x / y).floor() * y),
-        Lt => IValue::Bool(x < y),
-        Le => IValue::Bool(x <= y),
-        Gt => IValue::Bool(x > y),
-        Ge => IValue::Bool(x >= y),
-        Eq => IValue::Bool(x == y),
-        Ne => IValue::Bool(x != y),
-        And => IValue::Bool(x != 0.0 && y != 0.0),
-        Or => IValue::Bool(x != 0.0 || y != 0.0),
-        Neg => unreachable!("handled above"),
+        cmp => IValue::Bool(compare(cmp, x, y, 0.0)),
     })
 }

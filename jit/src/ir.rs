@@ -6,7 +6,7 @@
 //! blocks.
 //!
 //! Note [Arena ids]: nodes removed by a pass stay in the arena, marked dead and out of every
-//! block, so ids held elsewhere never dangle; `Graph::copy` compacts. Ids are only meaningful for
+//! block, so ids held elsewhere never dangle (printing and parsing again compacts). Ids are only meaningful for
 //! the graph that made them.
 
 use std::fmt;
@@ -590,14 +590,6 @@ impl Graph {
     /// Number of value slots (an upper bound of `ValueId`s, for per-value tables).
     pub fn value_capacity(&self) -> usize {
         self.values.len()
-    }
-
-    /// A compacted copy (dead nodes and unused values dropped), printed identically.
-    pub fn copy(&self) -> Graph {
-        match crate::text::parse_with(&self.to_string(), self.tensor_constants.clone()) {
-            Ok(g) => g,
-            Err(_) => self.clone(),
-        }
     }
 }
 

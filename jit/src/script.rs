@@ -387,26 +387,11 @@ impl<'a> Parser<'a> {
                     e => Expr::Neg(Box::new(e)),
                 })
             }
-            Some(q @ (b'"' | b'\'')) => {
-                self.pos += 1;
-                let mut out = String::new();
-                let mut chars = self.text[self.pos..].char_indices();
-                loop {
-                    let Some((i, c)) = chars.next() else { return Err(self.err("the end of a string")) };
-                    match c {
-                        c if c == q as char => {
-                            self.pos += i + 1;
-                            return Ok(Expr::Str(out));
-                        }
-                        '\\' => match chars.next() {
-                            Some((_, 'n')) => out.push('\n'),
-                            Some((_, 't')) => out.push('\t'),
-                            Some((_, c)) => out.push(c),
-                            None => return Err(self.err("an escaped character")),
-                        },
-                        c => out.push(c),
-                    }
-                }
+            Some(b'"' | b'\'') => {
+                let (lit, len) =
+                    crate::text::unquote(&self.text[self.pos..]).ok_or_else(|| self.err("the end of a string"))?;
+                self.pos += len;
+                Ok(Expr::Str(lit))
             }
             Some(c) if c.is_ascii_digit() || c == b'.' => {
                 let start = self.pos;

@@ -190,6 +190,26 @@ pub fn constant_text(c: &Constant) -> String {
     }
 }
 
+/// The string literal at the start of `text` (opened by `"` or `'`, with `\n`, `\t` and `\x`
+/// escapes) and the bytes it spans, quotes included; `None` when it is not closed. Shared by
+/// the graph parser and the TorchScript code parser (`script.rs`).
+pub(crate) fn unquote(text: &str) -> Option<(String, usize)> {
+    let mut chars = text.char_indices();
+    let (_, q) = chars.next().filter(|(_, c)| *c == '"' || *c == '\'')?;
+    let mut out = String::new();
+    loop {
+        match chars.next()? {
+            (i, c) if c == q => return Some((out, i + 1)),
+            (_, '\\') => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                c => out.push(c),
+            },
+            (_, c) => out.push(c),
+        }
+    }
+}
+
 /// Parses a graph whose tensor constants (if any) are in `constants`.
 pub fn parse_with(text: &str, constants: Vec<Tensor>) -> Result<Graph> {
     let mut p = Parser { s: text.as_bytes(), pos: 0, text };
@@ -538,26 +558,9 @@ impl Parser<'_> {
     fn literal(&mut self) -> Result<Literal> {
         match self.peek() {
             Some(b'"') => {
-                self.pos += 1;
-                let mut s = String::new();
-                let mut chars = self.text[self.pos..].char_indices();
-                loop {
-                    let Some((i, c)) = chars.next() else { return Err(self.err("a closing '\"'")) };
-                    match c {
-                        '"' => {
-                            self.pos += i + 1;
-                            break;
-                        }
-                        '\\' => match chars.next() {
-                            Some((_, 'n')) => s.push('\n'),
-                            Some((_, 't')) => s.push('\t'),
-                            Some((_, c)) => s.push(c),
-                            None => return Err(self.err("an escaped character")),
-                        },
-                        c => s.push(c),
-                    }
-                }
-                Ok(Literal::Str(s))
+                let (lit, len) = unquote(&self.text[self.pos..]).ok_or_else(|| self.err("a closing '\"'"))?;
+                self.pos += len;
+                Ok(Literal::Str(lit))
             }
             Some(b'[') => Ok(Literal::List(self.sequence(b'[', b']', Self::literal)?)),
             Some(b'<') => {
