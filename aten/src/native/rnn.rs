@@ -13,21 +13,26 @@ use c10::{Error, Result};
 use crate::ops;
 use crate::Tensor;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
+/// The recurrence of a layer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RnnMode {
+    /// `h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`.
     Tanh,
+    /// `h' = relu(W_ih x + b_ih + W_hh h + b_hh)`.
     Relu,
+    /// Gates `r, z, n`.
     Gru,
+    /// Gates `i, f, g, o`, with a cell state.
     Lstm,
 }
 
-impl Mode {
+impl RnnMode {
     fn name(self) -> &'static str {
         match self {
-            Mode::Tanh => "rnn_tanh",
-            Mode::Relu => "rnn_relu",
-            Mode::Gru => "gru",
-            Mode::Lstm => "lstm",
+            RnnMode::Tanh => "rnn_tanh",
+            RnnMode::Relu => "rnn_relu",
+            RnnMode::Gru => "gru",
+            RnnMode::Lstm => "lstm",
         }
     }
 }
@@ -40,13 +45,20 @@ struct Layer<'a> {
     w_hr: Option<&'a Tensor>,
 }
 
-/// One step from the projections `gi = W_ih x + b_ih`, `gh = W_hh h + b_hh`: the new `h` (before
-/// an LSTM's projection) and an LSTM's new cell state.
-fn step(mode: Mode, gi: &Tensor, gh: &Tensor, h: &Tensor, c: Option<&Tensor>) -> Result<(Tensor, Option<Tensor>)> {
+/// One step from the projections `gi = W_ih x + b_ih`, `gh = W_hh h + b_hh` (both
+/// `(N, gates * hidden)`): the new `h` (before an LSTM's projection) and an LSTM's new cell
+/// state. The layers here and `nn`'s cells (`RNNCell`, `GRUCell`, `LSTMCell`) share it.
+pub fn cell_step(
+    mode: RnnMode,
+    gi: &Tensor,
+    gh: &Tensor,
+    h: &Tensor,
+    c: Option<&Tensor>,
+) -> Result<(Tensor, Option<Tensor>)> {
     match mode {
-        Mode::Tanh => Ok((gi.add(gh)?.tanh()?, None)),
-        Mode::Relu => Ok((gi.add(gh)?.relu()?, None)),
-        Mode::Lstm => {
+        RnnMode::Tanh => Ok((gi.add(gh)?.tanh()?, None)),
+        RnnMode::Relu => Ok((gi.add(gh)?.relu()?, None)),
+        RnnMode::Lstm => {
             let c = c.ok_or_else(|| Error::invalid("lstm", "the cell state is missing"))?;
             let gates = gi.add(gh)?.chunk_with(4, -1)?;
             let [i, f, g, o] = <[Tensor; 4]>::try_from(gates)
@@ -56,7 +68,7 @@ fn step(mode: Mode, gi: &Tensor, gh: &Tensor, h: &Tensor, c: Option<&Tensor>) ->
             let h_new = o.mul(&c_new.tanh()?)?;
             Ok((h_new, Some(c_new)))
         }
-        Mode::Gru => {
+        RnnMode::Gru => {
             let i = gi.chunk_with(3, -1)?;
             let hh = gh.chunk_with(3, -1)?;
             if i.len() != 3 || hh.len() != 3 {
@@ -74,7 +86,7 @@ fn step(mode: Mode, gi: &Tensor, gh: &Tensor, h: &Tensor, c: Option<&Tensor>) ->
 
 #[allow(clippy::too_many_arguments)]
 fn run(
-    mode: Mode,
+    mode: RnnMode,
     input: &Tensor,
     h0: &Tensor,
     c0: Option<&Tensor>,
@@ -107,7 +119,7 @@ fn run(
     })? as usize;
     let base = if has_biases { 4 } else { 2 };
     let per = params.len() / groups;
-    let projected = mode == Mode::Lstm && per == base + 1;
+    let projected = mode == RnnMode::Lstm && per == base + 1;
     if !params.len().is_multiple_of(groups) || !(per == base || projected) {
         return Err(Error::invalid(
             op,
@@ -157,7 +169,7 @@ fn run(
                 let t = if dir == 1 { seq_len - 1 - s } else { s };
                 let gi = gi_all.select(0, t)?;
                 let gh = ops::linear(&h, p.w_hh, p.b_hh)?;
-                let (h_new, c_new) = step(mode, &gi, &gh, &h, c.as_ref())?;
+                let (h_new, c_new) = cell_step(mode, &gi, &gh, &h, c.as_ref())?;
                 h = match p.w_hr {
                     Some(w_hr) => ops::linear(&h_new, w_hr, None)?,
                     None => h_new,
@@ -181,60 +193,38 @@ fn run(
     Ok((out, h_n, c_n))
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers,
-/// float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)`.
-#[allow(clippy::too_many_arguments)]
-pub fn rnn_tanh_input(
-    input: &Tensor,
-    hx: &Tensor,
-    params: &[Tensor],
-    has_biases: bool,
-    num_layers: i64,
-    dropout: f64,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> Result<(Tensor, Tensor)> {
-    let (o, h, _) =
-        run(Mode::Tanh, input, hx, None, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)?;
-    Ok((o, h))
+/// The single-state recurrent operators: `NAME.input(Tensor input, Tensor hx, Tensor[] params,
+/// bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool
+/// batch_first) -> (Tensor output, Tensor h_n)`.
+macro_rules! single_state_rnn {
+    ($($(#[$doc:meta])* $name:ident => $mode:expr;)*) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name(
+            input: &Tensor,
+            hx: &Tensor,
+            params: &[Tensor],
+            has_biases: bool,
+            num_layers: i64,
+            dropout: f64,
+            train: bool,
+            bidirectional: bool,
+            batch_first: bool,
+        ) -> Result<(Tensor, Tensor)> {
+            let (o, h, _) =
+                run($mode, input, hx, None, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)?;
+            Ok((o, h))
+        }
+    )*};
 }
 
-/// `rnn_relu.input(...)`: as `rnn_tanh.input` with ReLU.
-#[allow(clippy::too_many_arguments)]
-pub fn rnn_relu_input(
-    input: &Tensor,
-    hx: &Tensor,
-    params: &[Tensor],
-    has_biases: bool,
-    num_layers: i64,
-    dropout: f64,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> Result<(Tensor, Tensor)> {
-    let (o, h, _) =
-        run(Mode::Relu, input, hx, None, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)?;
-    Ok((o, h))
-}
-
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float
-/// dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)`.
-#[allow(clippy::too_many_arguments)]
-pub fn gru_input(
-    input: &Tensor,
-    hx: &Tensor,
-    params: &[Tensor],
-    has_biases: bool,
-    num_layers: i64,
-    dropout: f64,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> Result<(Tensor, Tensor)> {
-    let (o, h, _) =
-        run(Mode::Gru, input, hx, None, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)?;
-    Ok((o, h))
+single_state_rnn! {
+    /// `rnn_tanh.input(...)`.
+    rnn_tanh_input => RnnMode::Tanh;
+    /// `rnn_relu.input(...)`.
+    rnn_relu_input => RnnMode::Relu;
+    /// `gru.input(...)`.
+    gru_input => RnnMode::Gru;
 }
 
 /// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers,
@@ -256,7 +246,7 @@ pub fn lstm_input(
         return Err(Error::invalid("lstm", format!("lstm: expected hx to be [h0, c0], got {} tensors", hx.len())));
     };
     let (o, h, c) = run(
-        Mode::Lstm,
+        RnnMode::Lstm,
         input,
         h0,
         Some(c0),

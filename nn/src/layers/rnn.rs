@@ -29,6 +29,17 @@ pub enum RNNMode {
 }
 
 impl RNNMode {
+    /// The same recurrence as aten names it.
+    fn aten(self) -> aten::native::rnn::RnnMode {
+        use aten::native::rnn::RnnMode;
+        match self {
+            RNNMode::RnnTanh => RnnMode::Tanh,
+            RNNMode::RnnRelu => RnnMode::Relu,
+            RNNMode::Lstm => RnnMode::Lstm,
+            RNNMode::Gru => RnnMode::Gru,
+        }
+    }
+
     /// The number of gates stacked in `weight_ih` / `weight_hh` (4 for LSTM, 3 for GRU, 1 else).
     pub fn num_gates(self) -> i64 {
         match self {
@@ -60,37 +71,6 @@ impl RNNMode {
 impl Members for RNNMode {
     fn members<'a>(&'a self, _: &str, _: &mut dyn FnMut(&str, Member<'a>)) {}
     fn members_mut<'a>(&'a mut self, _: &str, _: &mut dyn FnMut(&str, MemberMut<'a>)) {}
-}
-
-/// One recurrence step from precomputed projections: `gi = W_ih x + b_ih` and
-/// `gh = W_hh h + b_hh` (both `(N, gates * hidden)`). Returns the new `h` (before an LSTM's
-/// projection) and, for an LSTM, the new cell state.
-fn step(mode: RNNMode, gi: &Tensor, gh: &Tensor, h: &Tensor, c: Option<&Tensor>) -> Result<(Tensor, Option<Tensor>)> {
-    match mode {
-        RNNMode::RnnTanh => Ok((gi.add(gh)?.tanh()?, None)),
-        RNNMode::RnnRelu => Ok((gi.add(gh)?.relu()?, None)),
-        RNNMode::Lstm => {
-            let c = c.ok_or_else(|| invalid("LSTM", "the cell state is missing"))?;
-            let gates = gi.add(gh)?.chunk_with(4, -1)?;
-            let i = gates[0].sigmoid()?;
-            let f = gates[1].sigmoid()?;
-            let g = gates[2].tanh()?;
-            let o = gates[3].sigmoid()?;
-            let c_new = f.mul(c)?.add(&i.mul(&g)?)?;
-            let h_new = o.mul(&c_new.tanh()?)?;
-            Ok((h_new, Some(c_new)))
-        }
-        RNNMode::Gru => {
-            let i = gi.chunk_with(3, -1)?;
-            let hh = gh.chunk_with(3, -1)?;
-            let r = i[0].add(&hh[0])?.sigmoid()?;
-            let z = i[1].add(&hh[1])?.sigmoid()?;
-            // n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
-            let n = i[2].add(&r.mul(&hh[2])?)?.tanh()?;
-            // h' = (1 - z) * n + z * h, written as ATen does: (h - n) * z + n.
-            Ok((h.sub(&n)?.mul(&z)?.add(&n)?, None))
-        }
-    }
 }
 
 fn zeros_like_input(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
@@ -812,7 +792,7 @@ macro_rules! rnn_cell {
                 };
                 let gi = ops::linear(&x, &self.weight_ih, self.bias_ih.as_deref())?;
                 let gh = ops::linear(&h, &self.weight_hh, self.bias_hh.as_deref())?;
-                let (h, c) = step(self.mode, &gi, &gh, &h, c.as_ref())?;
+                let (h, c) = aten::native::rnn::cell_step(self.mode.aten(), &gi, &gh, &h, c.as_ref())?;
                 if batched {
                     Ok((h, c))
                 } else {
