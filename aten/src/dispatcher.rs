@@ -472,6 +472,13 @@ impl Dispatcher {
     }
 
     /// Names of every operator with a schema, sorted.
+    /// How many operators have a schema (what [`Dispatcher::operator_names`] would list), without
+    /// listing them: a cheap way to notice new definitions.
+    pub fn operator_count(&self) -> usize {
+        self.ops.read().unwrap_or_else(|e| e.into_inner()).values().filter(|o| o.schema().is_some()).count()
+    }
+
+    /// Every operator with a schema, by name, sorted.
     pub fn operator_names(&self) -> Vec<String> {
         let ops = self.ops.read().unwrap_or_else(|e| e.into_inner());
         let mut v: Vec<String> = ops.values().filter(|o| o.schema().is_some()).map(|o| o.name.clone()).collect();

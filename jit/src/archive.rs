@@ -24,7 +24,6 @@ use nn::{Buffer, Module, Parameter, PtArchive};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
-use crate::interpreter::Code;
 use crate::module::ScriptModule;
 use crate::text::parse_with;
 
@@ -102,8 +101,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<ScriptModule> {
         Some(meta) => load_ours(&mut zip, &meta, path)?,
         None => crate::import::load_torchscript(&mut PtArchive::open(path)?)?,
     };
-    // Compile now: an operator we lack is an error of the load.
-    Code::new(module.graph()).map_err(|e| io_err(path, e))?;
+    // Compile now (the module keeps the code): an operator we lack is an error of the load.
+    module.compile().map_err(|e| io_err(path, e))?;
     Ok(module)
 }
 

@@ -379,13 +379,22 @@ fn builtin_of(g: &Graph, n: NodeId) -> Option<Builtin> {
     })
 }
 
-/// Base name → overload names, from the dispatcher (Note [Overload resolution]).
-static OVERLOADS: LazyLock<RwLock<HashMap<String, Vec<String>>>> = LazyLock::new(|| RwLock::new(HashMap::new()));
+/// Base name → overload names, from the dispatcher (Note [Overload resolution]), with the
+/// number of operators it was built from: rebuilt only when operators were defined since, so a
+/// name that is not an operator (a builtin, an unknown name) costs a lookup, not a rebuild.
+static OVERLOADS: LazyLock<RwLock<OverloadTable>> = LazyLock::new(|| RwLock::new((0, HashMap::new())));
+
+/// The operator count a table was built from, and base name → overload names.
+type OverloadTable = (usize, HashMap<String, Vec<String>>);
 
 /// The overload names (`add.Tensor`, `add.Scalar`, ...) of an operator base name.
 pub fn overloads_of(base: &str) -> Vec<String> {
-    if let Some(v) = OVERLOADS.read().unwrap_or_else(|e| e.into_inner()).get(base) {
-        return v.clone();
+    let count = dispatcher().operator_count();
+    {
+        let table = OVERLOADS.read().unwrap_or_else(|e| e.into_inner());
+        if table.0 == count {
+            return table.1.get(base).cloned().unwrap_or_default();
+        }
     }
     let mut map: HashMap<String, Vec<String>> = HashMap::new();
     for name in dispatcher().operator_names() {
@@ -396,7 +405,7 @@ pub fn overloads_of(base: &str) -> Vec<String> {
         v.sort();
     }
     let out = map.get(base).cloned().unwrap_or_default();
-    *OVERLOADS.write().unwrap_or_else(|e| e.into_inner()) = map;
+    *OVERLOADS.write().unwrap_or_else(|e| e.into_inner()) = (count, map);
     out
 }
 

@@ -89,6 +89,12 @@ impl ScriptModule {
         changed
     }
 
+    /// Compiles the graph now (it is otherwise compiled on the first forward): resolves every
+    /// operator, so one we lack is an error here.
+    pub fn compile(&self) -> Result<()> {
+        self.code().map(|_| ())
+    }
+
     fn code(&self) -> Result<&Code> {
         if let Some(c) = self.code.get() {
             return Ok(c);
