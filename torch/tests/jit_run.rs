@@ -50,5 +50,6 @@ fn bad_arguments_and_archives_are_messages_with_exit_codes() {
     let io = models().join("lenet.io.safetensors");
     let wrong = jit_run(&[models().join("mlp.pt").to_str().unwrap(), "--input", io.to_str().unwrap()]);
     assert_eq!(wrong.status.code(), Some(1));
-    assert!(!String::from_utf8_lossy(&wrong.stderr).is_empty());
+    let msg = String::from_utf8_lossy(&wrong.stderr);
+    assert!(msg.starts_with("jit-run: ") && msg.contains("cannot be multiplied"), "{msg}");
 }

@@ -80,7 +80,7 @@ fn errors_name_the_operator() {
     assert!(err.contains("no interpreter support for prim::Nope"), "{err}");
     let shapes = "graph(%x : Tensor, %y : Tensor):\n  %z : Tensor = aten::mm(%x, %y)\n  return (%z)\n";
     let err = run(shapes, vec![IValue::Tensor(t(&[1.0, 2.0])), IValue::Tensor(t(&[1.0]))]).unwrap_err().to_string();
-    assert!(!err.is_empty());
+    assert!(err.contains("mm"), "{err}");
     let count = run(shapes, vec![IValue::Tensor(t(&[1.0]))]).unwrap_err().to_string();
     assert!(count.contains("the graph takes 2 inputs, got 1"), "{count}");
 }
