@@ -145,6 +145,28 @@ pub fn pinned_memory() -> Option<&'static dyn PinnedMemory> {
 
 static CPU_ALLOCATOR: crate::caching_allocator::CachingCpuAllocator = crate::caching_allocator::CachingCpuAllocator;
 
+/// The allocator of the `meta` device: tensors with sizes, strides and a dtype but no data
+/// (PyTorch's meta tensors), which operators with a `Meta` kernel take and return to compute
+/// output shapes and dtypes without computing values.
+///
+/// Note [Meta storage]: a meta storage records its byte size, so views, `as_strided` bounds and
+/// `untyped_storage().nbytes()` behave as on any device, but it owns no memory: its pointer is
+/// the address 64, inside the never-mapped first page, so a kernel that wrongly reads a meta
+/// tensor's data faults at once instead of reading someone else's memory. Kernels tell meta
+/// tensors apart by their device, as they do CUDA ones (Note [Device-generic operators]).
+#[derive(Debug, Default)]
+pub struct MetaAllocator;
+
+impl Allocator for MetaAllocator {
+    fn allocate(&self, _nbytes: usize) -> Result<DataPtr> {
+        let nowhere = NonNull::new(CPU_ALIGNMENT as *mut u8).expect("non-zero");
+        // SAFETY: meta memory is never dereferenced (Note [Meta storage]) and has no deleter.
+        Ok(unsafe { DataPtr::from_raw(nowhere, std::ptr::null_mut(), None, Device::META) })
+    }
+}
+
+static META_ALLOCATOR: MetaAllocator = MetaAllocator;
+
 /// One registry slot per device type: a leaked `&'static dyn Allocator` behind an atomic
 /// pointer, so the hot path is a single load.
 static REGISTRY: [AtomicPtr<&'static dyn Allocator>; DeviceType::COUNT] =
@@ -158,13 +180,14 @@ pub fn set_allocator(ty: DeviceType, alloc: &'static dyn Allocator) {
 }
 
 /// The allocator for a device type. The CPU always has one: the caching allocator (See Note
-/// [CPU caching allocator]) unless another was registered.
+/// [CPU caching allocator]) unless another was registered; so has `meta` (Note [Meta storage]).
 #[inline]
 pub fn get_allocator(ty: DeviceType) -> Result<&'static dyn Allocator> {
     let p = REGISTRY[ty as usize].load(Ordering::Acquire);
     if p.is_null() {
         return match ty {
             DeviceType::Cpu => Ok(&CPU_ALLOCATOR),
+            DeviceType::Meta => Ok(&META_ALLOCATOR),
             _ => Err(Error::NoAllocator(ty)),
         };
     }
@@ -189,6 +212,13 @@ mod tests {
 
     #[test]
     fn missing_allocator_is_an_error() {
-        assert!(matches!(get_allocator(DeviceType::Meta), Err(Error::NoAllocator(DeviceType::Meta))));
+        assert!(matches!(get_allocator(DeviceType::PrivateUse1), Err(Error::NoAllocator(DeviceType::PrivateUse1))));
+    }
+
+    #[test]
+    fn meta_blocks_have_no_memory() {
+        let d = get_allocator(DeviceType::Meta).unwrap().allocate(1 << 40).unwrap();
+        assert_eq!(d.device(), Device::META);
+        assert_eq!(d.as_ptr() as usize, CPU_ALIGNMENT);
     }
 }

@@ -56,6 +56,9 @@ impl Device {
     /// The CPU.
     pub const CPU: Device = Device { ty: DeviceType::Cpu, index: -1 };
 
+    /// The meta device: tensors with shapes and dtypes but no data (Note [Meta storage]).
+    pub const META: Device = Device { ty: DeviceType::Meta, index: -1 };
+
     /// A device with an explicit index.
     pub const fn new(ty: DeviceType, index: i8) -> Device {
         Device { ty, index }
@@ -69,6 +72,11 @@ impl Device {
     /// True for the CPU.
     pub const fn is_cpu(&self) -> bool {
         matches!(self.ty, DeviceType::Cpu)
+    }
+
+    /// True for the meta device.
+    pub const fn is_meta(&self) -> bool {
+        matches!(self.ty, DeviceType::Meta)
     }
 }
 

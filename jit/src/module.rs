@@ -89,6 +89,27 @@ impl ScriptModule {
         changed
     }
 
+    /// Specialises the graph's types to forward inputs of the given types (a dtype and sizes
+    /// each, as [`crate::types::TensorType::of`] an example tensor gives), with the parameters
+    /// and buffers as they are, then propagates dtypes, sizes and strides through the graph on
+    /// the meta device ([`crate::passes::propagate_shapes`]). The report lists the nodes whose
+    /// outputs stayed unknown.
+    pub fn propagate_shapes(&mut self, inputs: &[crate::types::TensorType]) -> Result<crate::passes::ShapeReport> {
+        use crate::types::{JitType, TensorType};
+        if inputs.len() != self.num_inputs {
+            return Err(Error::invalid(
+                "jit::ScriptModule::propagate_shapes",
+                format!("forward takes {} inputs, got {} types", self.num_inputs, inputs.len()),
+            ));
+        }
+        let mut types: Vec<JitType> = inputs.iter().cloned().map(JitType::Tensor).collect();
+        types.extend(self.parameters.iter().map(|(_, p)| JitType::Tensor(TensorType::of(p.tensor()))));
+        types.extend(self.buffers.iter().map(|(_, b)| JitType::Tensor(TensorType::of(b.tensor()))));
+        crate::passes::set_input_types(&mut self.graph, &types)?;
+        self.code = OnceLock::new();
+        Ok(crate::passes::propagate_shapes(&mut self.graph))
+    }
+
     /// Compiles the graph now (it is otherwise compiled on the first forward): resolves every
     /// operator, so one we lack is an error here.
     pub fn compile(&self) -> Result<()> {

@@ -42,6 +42,22 @@ pub struct Args {
     /// Rewrites the --ratchet file with the cases and gradient checks that pass.
     #[arg(long, requires = "ratchet")]
     pub update_ratchet: bool,
+    /// The device to run on (`cpu` or `meta`), as `cargo xtask parity --device`: on `meta`
+    /// each sample runs on meta tensors where the operator has a `Meta` kernel and its
+    /// outputs' shapes and dtypes are checked against PyTorch's (the rest, and every gradient
+    /// check, run on the CPU); a `device:` line counts both.
+    #[arg(long, default_value = "cpu", value_parser = parse_device)]
+    pub device: Device,
+}
+
+/// Parses `--device` (the CPU or the meta device: the OpInfo cases are checked on CUDA by
+/// `cargo xtask parity --device cuda tests/opinfo`).
+fn parse_device(s: &str) -> Result<Device, String> {
+    match s {
+        "cpu" => Ok(Device::CPU),
+        "meta" => Ok(Device::META),
+        _ => Err(format!("expected cpu or meta, got {s:?}")),
+    }
 }
 
 /// `entries.json`.
@@ -197,7 +213,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
     let mut out = std::io::stdout().lock();
     let dir = a.dir.clone().unwrap_or_else(|| crate::workspace_root().join("tests/opinfo"));
-    let report = run_dir(&dir, a.filter.as_deref(), &mut out)?;
+    let report = run_dir_on(&dir, a.filter.as_deref(), a.device, &mut out)?;
     let (Some(path), Some(listed)) = (&a.ratchet, listed) else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -206,7 +222,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 
 /// Runs the cases of `dir` (entries whose name contains `filter`), prints the per-entry lines
 /// and the summary, and returns the parity report (for the ratchet).
+#[cfg(test)]
 pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<Report, String> {
+    run_dir_on(dir, filter, Device::CPU, out)
+}
+
+/// [`run_dir`] on `device`, with the `device:` line after the summary when it is not the CPU.
+pub fn run_dir_on(dir: &Path, filter: Option<&str>, device: Device, out: &mut dyn Write) -> Result<Report, String> {
     let entries_path = dir.join("entries.json");
     let text =
         std::fs::read_to_string(&entries_path).map_err(|e| format!("cannot read {}: {e}", entries_path.display()))?;
@@ -217,7 +239,7 @@ pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<
     let cases: Vec<_> = cases.into_iter().filter(|c| wanted.contains(entry_of(&c.id))).collect();
     // The parity runner's own FAIL lines are summarised per entry here instead.
     let mut sink = Vec::new();
-    let report = parity::run_cases(dir, &cases, None, Device::CPU, &mut sink)?;
+    let report = parity::run_cases(dir, &cases, None, device, &mut sink)?;
     let write_err = |e: std::io::Error| format!("writing the report: {e}");
     let counts = tally(&entries, &report);
     let (mut passed, mut failed, mut unsupported) = (0, 0, 0);
@@ -254,6 +276,9 @@ pub fn run_dir(dir: &Path, filter: Option<&str>, out: &mut dyn Write) -> Result<
     .map_err(write_err)?;
     writeln!(out, "opinfo: {passed} passed, {failed} failed, {unsupported} unsupported of {} entries", entries.len())
         .map_err(write_err)?;
+    if !device.is_cpu() {
+        writeln!(out, "{}", report.device_line(device)).map_err(write_err)?;
+    }
     Ok(report)
 }
 
@@ -270,14 +295,34 @@ mod tests {
         let report = run_dir(&dir, None, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.lines().last().unwrap().starts_with("opinfo: "), "{text}");
+        assert_ratchet_holds(&dir, &report, "cpu");
+    }
+
+    /// Every id of the repository's ratchet passes in `report`.
+    fn assert_ratchet_holds(dir: &Path, report: &Report, run: &str) {
         let listed = parity::read_ratchet(&dir.join("passing.txt"), false).unwrap();
         assert!(listed.len() > 1000, "the ratchet lists {} ids", listed.len());
-        let scratch = std::env::temp_dir().join(format!("opinfo-ratchet-{}", std::process::id()));
+        let scratch = std::env::temp_dir().join(format!("opinfo-ratchet-{run}-{}", std::process::id()));
         let mut verdict = Vec::new();
-        let code = parity::check_ratchet(&report, &scratch, &listed, false, None, &mut verdict).unwrap();
+        let code = parity::check_ratchet(report, &scratch, &listed, false, None, &mut verdict).unwrap();
         let verdict = String::from_utf8(verdict).unwrap();
         assert!(!verdict.contains("listed as passing"), "{verdict}");
         assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    /// On the meta device (`cargo xtask opinfo --device meta`, also in CI): the samples of every
+    /// operator with a `Meta` kernel run on meta tensors and give PyTorch's output shapes and
+    /// dtypes; the ratchet holds as on the CPU.
+    #[test]
+    fn meta_kernels_give_pytorchs_shapes_and_dtypes() {
+        let dir = crate::workspace_root().join("tests/opinfo");
+        let mut out = Vec::new();
+        let report = run_dir_on(&dir, None, Device::META, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let device = text.lines().last().unwrap();
+        let on_meta: usize = device.strip_prefix("device: ").unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(on_meta > 5000, "{device}");
+        assert_ratchet_holds(&dir, &report, "meta");
     }
 
     #[test]

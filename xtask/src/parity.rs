@@ -52,10 +52,11 @@ pub struct Args {
     /// Rewrites the --ratchet file with the cases that pass.
     #[arg(long, requires = "ratchet")]
     pub update_ratchet: bool,
-    /// The device to run on (`cpu`, `cuda`, `cuda:N`): tensor arguments are moved there, the
-    /// operator runs there and its results are compared on the CPU. A case whose operator (or
-    /// dtype) has no kernel for the device runs on the CPU instead and is counted in the
-    /// `device:` line.
+    /// The device to run on (`cpu`, `meta`, `cuda`, `cuda:N`): tensor arguments are moved there,
+    /// the operator runs there and its results are compared on the CPU. A case whose operator
+    /// (or dtype) has no kernel for the device runs on the CPU instead and is counted in the
+    /// `device:` line. On `meta` the results' shapes and dtypes are compared (there are no
+    /// values) and gradient checks run on the CPU.
     #[arg(long, default_value = "cpu", value_parser = parse_device)]
     pub device: Device,
 }
@@ -64,13 +65,14 @@ pub struct Args {
 pub(crate) fn parse_device(s: &str) -> Result<Device, String> {
     match s {
         "cpu" => Ok(Device::CPU),
+        "meta" => Ok(Device::META),
         "cuda" => Ok(Device::cuda(0)),
         _ => s
             .strip_prefix("cuda:")
             .and_then(|i| i.parse::<i8>().ok())
             .filter(|i| *i >= 0)
             .map(Device::cuda)
-            .ok_or_else(|| format!("expected cpu, cuda or cuda:N, got {s:?}")),
+            .ok_or_else(|| format!("expected cpu, meta, cuda or cuda:N, got {s:?}")),
     }
 }
 
@@ -181,7 +183,7 @@ fn ratchet_results(report: &Report) -> Vec<(String, bool)> {
 /// Runs `cargo xtask parity`: exit 0 when the run completes (failing cases included), exit 1
 /// when the ratchet is broken, an error when the files cannot be read.
 pub fn run(a: Args) -> Result<ExitCode, String> {
-    if !a.device.is_cpu() && !cfg!(feature = "cuda") {
+    if a.device.ty == c10::DeviceType::Cuda && !cfg!(feature = "cuda") {
         return crate::rerun_with_cuda();
     }
     let listed = match &a.ratchet {
@@ -386,6 +388,13 @@ fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
     })
 }
 
+/// Whether a call on `device` that failed with `e` runs again on the CPU: when the device lacks
+/// a kernel, and on `meta` for every error, since what needs values (a data-dependent shape, a
+/// value check) is an error there by design (Note [Meta loops]).
+fn falls_back(e: &c10::Error, device: Device) -> bool {
+    device.is_meta() || lacks_device_kernel(e, device)
+}
+
 /// Whether a call on a device failed only because the device lacks a kernel (for the operator,
 /// one it calls, or the dtype): the case then runs on the CPU.
 fn lacks_device_kernel(e: &c10::Error, device: Device) -> bool {
@@ -410,10 +419,23 @@ fn check_values(
     let load = |key: &str, noncontig: bool| store.tensor(key, noncontig);
     if let Some(g) = &case.graph {
         let mut resolved = ResolvedArgs { positional: graph::inputs(&case.args, &load)?, kwargs: Vec::new() };
+        let mut result = None;
         if !device.is_cpu() {
-            resolved = args_on(&resolved, device)?;
+            let moved = args_on(&resolved, device)?;
+            match graph::run(g, &moved.positional, &load) {
+                Err(grad::GradError::Call(e)) if falls_back(&e, device) => *placement = Placement::Fallback,
+                Err(_) if device.is_meta() => *placement = Placement::Fallback,
+                r => {
+                    result = Some(r);
+                    if !device.is_meta() {
+                        // Meta tensors have no values to differentiate: the gradient check
+                        // runs on the CPU arguments.
+                        resolved = moved;
+                    }
+                }
+            }
         }
-        let result = graph::run(g, &resolved.positional, &load);
+        let result = result.unwrap_or_else(|| graph::run(g, &resolved.positional, &load));
         if case.expect_error {
             return match result {
                 Ok(_) => Err("expected an error, but the call succeeded".to_string()),
@@ -433,9 +455,11 @@ fn check_values(
         let moved = args_on(&resolved, device)?;
         let mut stack = fill_stack(&schema, moved.clone())?;
         match op.call_boxed(&mut stack) {
-            Err(e) if lacks_device_kernel(&e, device) => *placement = Placement::Fallback,
+            Err(e) if falls_back(&e, device) => *placement = Placement::Fallback,
             result => {
-                resolved = moved;
+                if !device.is_meta() {
+                    resolved = moved; // (meta: as for graphs above)
+                }
                 attempt = Some((stack, result));
             }
         }
@@ -488,9 +512,9 @@ fn check_outputs(
             return Err(format!("output {i}: returned {}, expected a tensor", value.kind()));
         };
         let expected = store.tensor(key, false)?;
-        let ours = ours.cpu().map_err(|e| format!("output {i}: copying it to the CPU: {e}"))?;
-        if case.compare == cases::Compare::Meta {
-            // Random results: what is checked is the shape and the dtype.
+        if ours.device().is_meta() || case.compare == cases::Compare::Meta {
+            // Random results, and results on the meta device (which have no values): what is
+            // checked is the shape and the dtype.
             if ours.sizes() != expected.sizes() || ours.dtype() != expected.dtype() {
                 return Err(format!(
                     "output {i}: {}{:?}, expected {}{:?}",
@@ -502,6 +526,7 @@ fn check_outputs(
             }
             continue;
         }
+        let ours = ours.cpu().map_err(|e| format!("output {i}: copying it to the CPU: {e}"))?;
         if let Some(spec) = case.gauge.iter().find(|g| g.output == i) {
             let followed = spec.follow.and_then(|f| flips.iter().find(|(j, _)| *j == f).map(|(_, t)| t));
             let (ours, expected, f) =

@@ -6233,7 +6233,7 @@ pub mod copy_ {
     }
 }
 
-/// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:352)
+/// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:353)
 pub mod _to_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6371,7 +6371,7 @@ pub mod _to_copy {
     }
 }
 
-/// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:356)
+/// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
 pub mod to_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6486,7 +6486,7 @@ pub mod to_dtype {
     }
 }
 
-/// `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:361)
+/// `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:362)
 pub mod to_device {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6607,7 +6607,7 @@ pub mod to_device {
     }
 }
 
-/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:366)
+/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:367)
 pub mod clone {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6694,7 +6694,7 @@ pub mod clone {
     }
 }
 
-/// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:370)
+/// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:371)
 pub mod contiguous {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6781,7 +6781,7 @@ pub mod contiguous {
     }
 }
 
-/// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:376)
+/// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:377)
 pub mod view {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6863,7 +6863,7 @@ pub mod view {
     }
 }
 
-/// `_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)` (aten/native_functions.yaml:381)
+/// `_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)` (aten/native_functions.yaml:382)
 pub mod _reshape_alias {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -6953,7 +6953,7 @@ pub mod _reshape_alias {
     }
 }
 
-/// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:385)
+/// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:386)
 pub mod reshape {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7035,7 +7035,7 @@ pub mod reshape {
     }
 }
 
-/// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:390)
+/// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:391)
 pub mod as_strided {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7136,7 +7136,7 @@ pub mod as_strided {
     }
 }
 
-/// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:395)
+/// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:396)
 pub mod transpose_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7226,7 +7226,7 @@ pub mod transpose_int {
     }
 }
 
-/// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:400)
+/// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:401)
 pub mod t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7306,7 +7306,7 @@ pub mod t {
     }
 }
 
-/// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:405)
+/// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:406)
 pub mod permute {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7388,7 +7388,7 @@ pub mod permute {
     }
 }
 
-/// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:410)
+/// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:411)
 pub mod expand {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7478,7 +7478,7 @@ pub mod expand {
     }
 }
 
-/// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:415)
+/// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:416)
 pub mod expand_as {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7560,7 +7560,7 @@ pub mod expand_as {
     }
 }
 
-/// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:420)
+/// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:421)
 pub mod squeeze {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7640,7 +7640,7 @@ pub mod squeeze {
     }
 }
 
-/// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:425)
+/// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:426)
 pub mod squeeze_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7722,7 +7722,7 @@ pub mod squeeze_dim {
     }
 }
 
-/// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:430)
+/// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:431)
 pub mod squeeze_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7804,7 +7804,7 @@ pub mod squeeze_dims {
     }
 }
 
-/// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:435)
+/// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:436)
 pub mod unsqueeze {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7886,7 +7886,7 @@ pub mod unsqueeze {
     }
 }
 
-/// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:440)
+/// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:441)
 pub mod flatten_using_ints {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -7976,7 +7976,7 @@ pub mod flatten_using_ints {
     }
 }
 
-/// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:445)
+/// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:446)
 pub mod narrow {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8069,7 +8069,7 @@ pub mod narrow {
     }
 }
 
-/// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:450)
+/// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:451)
 pub mod slice_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8174,7 +8174,7 @@ pub mod slice_tensor {
     }
 }
 
-/// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:455)
+/// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:456)
 pub mod select_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8264,7 +8264,7 @@ pub mod select_int {
     }
 }
 
-/// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:460)
+/// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:461)
 pub mod diagonal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8357,7 +8357,7 @@ pub mod diagonal {
     }
 }
 
-/// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:465)
+/// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:466)
 pub mod unfold {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8451,7 +8451,7 @@ pub mod unfold {
     }
 }
 
-/// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:470)
+/// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:471)
 pub mod alias {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8531,7 +8531,7 @@ pub mod alias {
     }
 }
 
-/// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:475)
+/// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:476)
 pub mod view_as {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8613,7 +8613,7 @@ pub mod view_as {
     }
 }
 
-/// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:480)
+/// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:481)
 pub mod reshape_as {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8695,7 +8695,7 @@ pub mod reshape_as {
     }
 }
 
-/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:486)
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:487)
 pub mod empty_memory_format {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8824,7 +8824,7 @@ pub mod empty_memory_format {
     }
 }
 
-/// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:491)
+/// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:492)
 pub mod empty_strided {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -8953,7 +8953,7 @@ pub mod empty_strided {
     }
 }
 
-/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:496)
+/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:497)
 pub mod zeros {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9069,7 +9069,7 @@ pub mod zeros {
     }
 }
 
-/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:501)
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:502)
 pub mod ones {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9185,7 +9185,7 @@ pub mod ones {
     }
 }
 
-/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:506)
+/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:507)
 pub mod full {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9314,7 +9314,7 @@ pub mod full {
     }
 }
 
-/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:511)
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:512)
 pub mod arange {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9430,7 +9430,7 @@ pub mod arange {
     }
 }
 
-/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:516)
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:517)
 pub mod arange_start {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9559,7 +9559,7 @@ pub mod arange_start {
     }
 }
 
-/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:521)
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:522)
 pub mod arange_start_step {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9695,7 +9695,7 @@ pub mod arange_start_step {
     }
 }
 
-/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:526)
+/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:527)
 pub mod linspace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9831,7 +9831,7 @@ pub mod linspace {
     }
 }
 
-/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:531)
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:532)
 pub mod eye {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -9947,7 +9947,7 @@ pub mod eye {
     }
 }
 
-/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:536)
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:537)
 pub mod eye_m {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10076,7 +10076,7 @@ pub mod eye_m {
     }
 }
 
-/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:541)
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:542)
 pub mod empty_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10205,7 +10205,7 @@ pub mod empty_like {
     }
 }
 
-/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:546)
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:547)
 pub mod zeros_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10334,7 +10334,7 @@ pub mod zeros_like {
     }
 }
 
-/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:551)
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:552)
 pub mod ones_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10463,7 +10463,7 @@ pub mod ones_like {
     }
 }
 
-/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:556)
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:557)
 pub mod full_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10599,7 +10599,7 @@ pub mod full_like {
     }
 }
 
-/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:561)
+/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:562)
 pub mod fill_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10681,7 +10681,7 @@ pub mod fill_scalar_ {
     }
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:566)
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:567)
 pub mod zero_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10761,7 +10761,7 @@ pub mod zero_ {
     }
 }
 
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:573)
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:574)
 pub mod uniform_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10861,7 +10861,7 @@ pub mod uniform_ {
     }
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:578)
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:579)
 pub mod normal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -10962,7 +10962,7 @@ pub mod normal_ {
     }
 }
 
-/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:583)
+/// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:584)
 pub mod random_from_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11062,7 +11062,7 @@ pub mod random_from_ {
     }
 }
 
-/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:588)
+/// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:589)
 pub mod random_to_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11152,7 +11152,7 @@ pub mod random_to_ {
     }
 }
 
-/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:593)
+/// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
 pub mod random_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11239,7 +11239,7 @@ pub mod random_ {
     }
 }
 
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:598)
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:599)
 pub mod bernoulli_float_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11330,7 +11330,7 @@ pub mod bernoulli_float_ {
     }
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:603)
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:604)
 pub mod bernoulli_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11420,7 +11420,7 @@ pub mod bernoulli_tensor_ {
     }
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:608)
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
 pub mod bernoulli {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11507,7 +11507,7 @@ pub mod bernoulli {
     }
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:613)
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
 pub mod bernoulli_p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11597,7 +11597,7 @@ pub mod bernoulli_p {
     }
 }
 
-/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:618)
+/// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:619)
 pub mod exponential_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11687,7 +11687,7 @@ pub mod exponential_ {
     }
 }
 
-/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:623)
+/// `normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:624)
 pub mod normal_tensor_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11777,7 +11777,7 @@ pub mod normal_tensor_float {
     }
 }
 
-/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:628)
+/// `normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:629)
 pub mod normal_float_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11867,7 +11867,7 @@ pub mod normal_float_tensor {
     }
 }
 
-/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:633)
+/// `normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:634)
 pub mod normal_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -11962,7 +11962,7 @@ pub mod normal_tensor_tensor {
     }
 }
 
-/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:638)
+/// `normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:639)
 pub mod normal_float_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12105,7 +12105,7 @@ pub mod normal_float_float {
     }
 }
 
-/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:643)
+/// `randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:644)
 pub mod randperm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12221,7 +12221,7 @@ pub mod randperm {
     }
 }
 
-/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:648)
+/// `randperm.generator(SymInt n, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:649)
 pub mod randperm_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12350,7 +12350,7 @@ pub mod randperm_generator {
     }
 }
 
-/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:653)
+/// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:654)
 pub mod multinomial {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12451,7 +12451,7 @@ pub mod multinomial {
     }
 }
 
-/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:658)
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:659)
 pub mod rand {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12567,7 +12567,7 @@ pub mod rand {
     }
 }
 
-/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:663)
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:664)
 pub mod rand_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12696,7 +12696,7 @@ pub mod rand_generator {
     }
 }
 
-/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:668)
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:669)
 pub mod randn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12812,7 +12812,7 @@ pub mod randn {
     }
 }
 
-/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:673)
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:674)
 pub mod randn_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -12941,7 +12941,7 @@ pub mod randn_generator {
     }
 }
 
-/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:678)
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:679)
 pub mod randint {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13070,7 +13070,7 @@ pub mod randint {
     }
 }
 
-/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:683)
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:684)
 pub mod randint_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13206,7 +13206,7 @@ pub mod randint_generator {
     }
 }
 
-/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:688)
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:689)
 pub mod randint_low {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13342,7 +13342,7 @@ pub mod randint_low {
     }
 }
 
-/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:693)
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:694)
 pub mod randint_low_generator {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13485,7 +13485,7 @@ pub mod randint_low_generator {
     }
 }
 
-/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:698)
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:699)
 pub mod rand_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13614,7 +13614,7 @@ pub mod rand_like {
     }
 }
 
-/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:703)
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:704)
 pub mod randn_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13743,7 +13743,7 @@ pub mod randn_like {
     }
 }
 
-/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:710)
+/// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:711)
 pub mod exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13823,7 +13823,7 @@ pub mod exp {
     }
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:715)
+/// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:716)
 pub mod exp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13903,7 +13903,7 @@ pub mod exp_ {
     }
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:720)
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:721)
 pub mod exp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -13985,7 +13985,7 @@ pub mod exp_out {
     }
 }
 
-/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:724)
+/// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:725)
 pub mod exp2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14065,7 +14065,7 @@ pub mod exp2 {
     }
 }
 
-/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:729)
+/// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:730)
 pub mod exp2_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14145,7 +14145,7 @@ pub mod exp2_ {
     }
 }
 
-/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:734)
+/// `exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:735)
 pub mod exp2_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14227,7 +14227,7 @@ pub mod exp2_out {
     }
 }
 
-/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:738)
+/// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:739)
 pub mod expm1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14307,7 +14307,7 @@ pub mod expm1 {
     }
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:743)
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:744)
 pub mod expm1_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14387,7 +14387,7 @@ pub mod expm1_ {
     }
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:748)
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:749)
 pub mod expm1_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14469,7 +14469,7 @@ pub mod expm1_out {
     }
 }
 
-/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:752)
+/// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:753)
 pub mod log {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14549,7 +14549,7 @@ pub mod log {
     }
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:757)
+/// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:758)
 pub mod log_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14629,7 +14629,7 @@ pub mod log_ {
     }
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:762)
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:763)
 pub mod log_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14711,7 +14711,7 @@ pub mod log_out {
     }
 }
 
-/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:766)
+/// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:767)
 pub mod log2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14791,7 +14791,7 @@ pub mod log2 {
     }
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:771)
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:772)
 pub mod log2_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14871,7 +14871,7 @@ pub mod log2_ {
     }
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:776)
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:777)
 pub mod log2_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -14953,7 +14953,7 @@ pub mod log2_out {
     }
 }
 
-/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:780)
+/// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:781)
 pub mod log10 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15033,7 +15033,7 @@ pub mod log10 {
     }
 }
 
-/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:785)
+/// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:786)
 pub mod log10_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15113,7 +15113,7 @@ pub mod log10_ {
     }
 }
 
-/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:790)
+/// `log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:791)
 pub mod log10_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15195,7 +15195,7 @@ pub mod log10_out {
     }
 }
 
-/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:794)
+/// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:795)
 pub mod log1p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15275,7 +15275,7 @@ pub mod log1p {
     }
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:799)
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:800)
 pub mod log1p_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15355,7 +15355,7 @@ pub mod log1p_ {
     }
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:804)
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:805)
 pub mod log1p_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15437,7 +15437,7 @@ pub mod log1p_out {
     }
 }
 
-/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:808)
+/// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:809)
 pub mod sqrt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15517,7 +15517,7 @@ pub mod sqrt {
     }
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:813)
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:814)
 pub mod sqrt_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15597,7 +15597,7 @@ pub mod sqrt_ {
     }
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:818)
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:819)
 pub mod sqrt_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15679,7 +15679,7 @@ pub mod sqrt_out {
     }
 }
 
-/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:822)
+/// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:823)
 pub mod rsqrt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15759,7 +15759,7 @@ pub mod rsqrt {
     }
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:827)
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:828)
 pub mod rsqrt_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15839,7 +15839,7 @@ pub mod rsqrt_ {
     }
 }
 
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:832)
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:833)
 pub mod rsqrt_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -15921,7 +15921,7 @@ pub mod rsqrt_out {
     }
 }
 
-/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:836)
+/// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:837)
 pub mod reciprocal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16001,7 +16001,7 @@ pub mod reciprocal {
     }
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:841)
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:842)
 pub mod reciprocal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16081,7 +16081,7 @@ pub mod reciprocal_ {
     }
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:846)
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:847)
 pub mod reciprocal_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16163,7 +16163,7 @@ pub mod reciprocal_out {
     }
 }
 
-/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:850)
+/// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:851)
 pub mod sin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16243,7 +16243,7 @@ pub mod sin {
     }
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:855)
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:856)
 pub mod sin_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16323,7 +16323,7 @@ pub mod sin_ {
     }
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:860)
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:861)
 pub mod sin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16405,7 +16405,7 @@ pub mod sin_out {
     }
 }
 
-/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:864)
+/// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:865)
 pub mod cos {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16485,7 +16485,7 @@ pub mod cos {
     }
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:869)
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:870)
 pub mod cos_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16565,7 +16565,7 @@ pub mod cos_ {
     }
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:874)
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:875)
 pub mod cos_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16647,7 +16647,7 @@ pub mod cos_out {
     }
 }
 
-/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:878)
+/// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:879)
 pub mod tan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16727,7 +16727,7 @@ pub mod tan {
     }
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:883)
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:884)
 pub mod tan_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16807,7 +16807,7 @@ pub mod tan_ {
     }
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:888)
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:889)
 pub mod tan_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16889,7 +16889,7 @@ pub mod tan_out {
     }
 }
 
-/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:892)
+/// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:893)
 pub mod asin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -16969,7 +16969,7 @@ pub mod asin {
     }
 }
 
-/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:897)
+/// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:898)
 pub mod asin_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17049,7 +17049,7 @@ pub mod asin_ {
     }
 }
 
-/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:902)
+/// `asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:903)
 pub mod asin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17131,7 +17131,7 @@ pub mod asin_out {
     }
 }
 
-/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:906)
+/// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:907)
 pub mod acos {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17211,7 +17211,7 @@ pub mod acos {
     }
 }
 
-/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:911)
+/// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:912)
 pub mod acos_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17291,7 +17291,7 @@ pub mod acos_ {
     }
 }
 
-/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:916)
+/// `acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:917)
 pub mod acos_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17373,7 +17373,7 @@ pub mod acos_out {
     }
 }
 
-/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:920)
+/// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:921)
 pub mod atan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17453,7 +17453,7 @@ pub mod atan {
     }
 }
 
-/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:925)
+/// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:926)
 pub mod atan_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17533,7 +17533,7 @@ pub mod atan_ {
     }
 }
 
-/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:930)
+/// `atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:931)
 pub mod atan_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17615,7 +17615,7 @@ pub mod atan_out {
     }
 }
 
-/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:934)
+/// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:935)
 pub mod sinh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17695,7 +17695,7 @@ pub mod sinh {
     }
 }
 
-/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:939)
+/// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:940)
 pub mod sinh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17775,7 +17775,7 @@ pub mod sinh_ {
     }
 }
 
-/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:944)
+/// `sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:945)
 pub mod sinh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17857,7 +17857,7 @@ pub mod sinh_out {
     }
 }
 
-/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:948)
+/// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:949)
 pub mod cosh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -17937,7 +17937,7 @@ pub mod cosh {
     }
 }
 
-/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:953)
+/// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:954)
 pub mod cosh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18017,7 +18017,7 @@ pub mod cosh_ {
     }
 }
 
-/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:958)
+/// `cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:959)
 pub mod cosh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18099,7 +18099,7 @@ pub mod cosh_out {
     }
 }
 
-/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:962)
+/// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:963)
 pub mod tanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18179,7 +18179,7 @@ pub mod tanh {
     }
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:967)
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:968)
 pub mod tanh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18259,7 +18259,7 @@ pub mod tanh_ {
     }
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:972)
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:973)
 pub mod tanh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18341,7 +18341,7 @@ pub mod tanh_out {
     }
 }
 
-/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:976)
+/// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:977)
 pub mod asinh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18421,7 +18421,7 @@ pub mod asinh {
     }
 }
 
-/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:981)
+/// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:982)
 pub mod asinh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18501,7 +18501,7 @@ pub mod asinh_ {
     }
 }
 
-/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:986)
+/// `asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:987)
 pub mod asinh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18583,7 +18583,7 @@ pub mod asinh_out {
     }
 }
 
-/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:990)
+/// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:991)
 pub mod acosh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18663,7 +18663,7 @@ pub mod acosh {
     }
 }
 
-/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:995)
+/// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:996)
 pub mod acosh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18743,7 +18743,7 @@ pub mod acosh_ {
     }
 }
 
-/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1000)
+/// `acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1001)
 pub mod acosh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18825,7 +18825,7 @@ pub mod acosh_out {
     }
 }
 
-/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1004)
+/// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1005)
 pub mod atanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18905,7 +18905,7 @@ pub mod atanh {
     }
 }
 
-/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1009)
+/// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1010)
 pub mod atanh_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -18985,7 +18985,7 @@ pub mod atanh_ {
     }
 }
 
-/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1014)
+/// `atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1015)
 pub mod atanh_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19067,7 +19067,7 @@ pub mod atanh_out {
     }
 }
 
-/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1018)
+/// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1019)
 pub mod sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19147,7 +19147,7 @@ pub mod sigmoid {
     }
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1023)
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1024)
 pub mod sigmoid_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19227,7 +19227,7 @@ pub mod sigmoid_ {
     }
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1028)
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1029)
 pub mod sigmoid_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19309,7 +19309,7 @@ pub mod sigmoid_out {
     }
 }
 
-/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1032)
+/// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1033)
 pub mod erf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19389,7 +19389,7 @@ pub mod erf {
     }
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1037)
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1038)
 pub mod erf_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19469,7 +19469,7 @@ pub mod erf_ {
     }
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1042)
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1043)
 pub mod erf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19551,7 +19551,7 @@ pub mod erf_out {
     }
 }
 
-/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1046)
+/// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1047)
 pub mod erfc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19631,7 +19631,7 @@ pub mod erfc {
     }
 }
 
-/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1051)
+/// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1052)
 pub mod erfc_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19711,7 +19711,7 @@ pub mod erfc_ {
     }
 }
 
-/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1056)
+/// `erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1057)
 pub mod erfc_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19793,7 +19793,7 @@ pub mod erfc_out {
     }
 }
 
-/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1060)
+/// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1061)
 pub mod floor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19873,7 +19873,7 @@ pub mod floor {
     }
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1065)
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1066)
 pub mod floor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -19953,7 +19953,7 @@ pub mod floor_ {
     }
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1070)
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1071)
 pub mod floor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20035,7 +20035,7 @@ pub mod floor_out {
     }
 }
 
-/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1074)
+/// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1075)
 pub mod ceil {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20115,7 +20115,7 @@ pub mod ceil {
     }
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1079)
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1080)
 pub mod ceil_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20195,7 +20195,7 @@ pub mod ceil_ {
     }
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1084)
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1085)
 pub mod ceil_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20277,7 +20277,7 @@ pub mod ceil_out {
     }
 }
 
-/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1088)
+/// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1089)
 pub mod trunc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20357,7 +20357,7 @@ pub mod trunc {
     }
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1093)
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1094)
 pub mod trunc_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20437,7 +20437,7 @@ pub mod trunc_ {
     }
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1098)
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1099)
 pub mod trunc_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20519,7 +20519,7 @@ pub mod trunc_out {
     }
 }
 
-/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1102)
+/// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1103)
 pub mod round {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20599,7 +20599,7 @@ pub mod round {
     }
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1107)
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1108)
 pub mod round_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20679,7 +20679,7 @@ pub mod round_ {
     }
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1112)
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1113)
 pub mod round_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20761,7 +20761,7 @@ pub mod round_out {
     }
 }
 
-/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1116)
+/// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1117)
 pub mod sign {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20841,7 +20841,7 @@ pub mod sign {
     }
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1121)
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1122)
 pub mod sign_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -20921,7 +20921,7 @@ pub mod sign_ {
     }
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1126)
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1127)
 pub mod sign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21003,7 +21003,7 @@ pub mod sign_out {
     }
 }
 
-/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1130)
+/// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1131)
 pub mod relu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21083,7 +21083,7 @@ pub mod relu {
     }
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1135)
+/// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1136)
 pub mod relu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21163,7 +21163,7 @@ pub mod relu_ {
     }
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1140)
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1141)
 pub mod relu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21245,7 +21245,7 @@ pub mod relu_out {
     }
 }
 
-/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1144)
+/// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1145)
 pub mod frac {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21325,7 +21325,7 @@ pub mod frac {
     }
 }
 
-/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1149)
+/// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1150)
 pub mod frac_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21405,7 +21405,7 @@ pub mod frac_ {
     }
 }
 
-/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1154)
+/// `frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1155)
 pub mod frac_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21487,7 +21487,7 @@ pub mod frac_out {
     }
 }
 
-/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1158)
+/// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1159)
 pub mod silu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21567,7 +21567,7 @@ pub mod silu {
     }
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1163)
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1164)
 pub mod silu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21647,7 +21647,7 @@ pub mod silu_ {
     }
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1168)
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1169)
 pub mod silu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21729,7 +21729,7 @@ pub mod silu_out {
     }
 }
 
-/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1172)
+/// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1173)
 pub mod mish {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21809,7 +21809,7 @@ pub mod mish {
     }
 }
 
-/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1177)
+/// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1178)
 pub mod mish_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21889,7 +21889,7 @@ pub mod mish_ {
     }
 }
 
-/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1182)
+/// `mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1183)
 pub mod mish_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -21971,7 +21971,7 @@ pub mod mish_out {
     }
 }
 
-/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1186)
+/// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1187)
 pub mod hardsigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22051,7 +22051,7 @@ pub mod hardsigmoid {
     }
 }
 
-/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1191)
+/// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1192)
 pub mod hardsigmoid_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22131,7 +22131,7 @@ pub mod hardsigmoid_ {
     }
 }
 
-/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1196)
+/// `hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1197)
 pub mod hardsigmoid_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22213,7 +22213,7 @@ pub mod hardsigmoid_out {
     }
 }
 
-/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+/// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1201)
 pub mod hardswish {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22293,7 +22293,7 @@ pub mod hardswish {
     }
 }
 
-/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1205)
+/// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1206)
 pub mod hardswish_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22373,7 +22373,7 @@ pub mod hardswish_ {
     }
 }
 
-/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1210)
+/// `hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1211)
 pub mod hardswish_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22455,7 +22455,7 @@ pub mod hardswish_out {
     }
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1216)
+/// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1217)
 pub mod maximum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22537,7 +22537,7 @@ pub mod maximum {
     }
 }
 
-/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1221)
+/// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1222)
 pub mod minimum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22619,7 +22619,7 @@ pub mod minimum {
     }
 }
 
-/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1226)
+/// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1227)
 pub mod atan2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22701,7 +22701,7 @@ pub mod atan2 {
     }
 }
 
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1231)
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1232)
 pub mod fmod_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22783,7 +22783,7 @@ pub mod fmod_tensor {
     }
 }
 
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1236)
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1237)
 pub mod remainder_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22865,7 +22865,7 @@ pub mod remainder_tensor {
     }
 }
 
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1241)
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1242)
 pub mod pow_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -22947,7 +22947,7 @@ pub mod pow_tensor_tensor {
     }
 }
 
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1246)
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1247)
 pub mod pow_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23029,7 +23029,7 @@ pub mod pow_tensor_scalar {
     }
 }
 
-/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1251)
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1252)
 pub mod pow_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23111,7 +23111,7 @@ pub mod pow_scalar {
     }
 }
 
-/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1255)
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1256)
 pub mod logical_and {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23193,7 +23193,7 @@ pub mod logical_and {
     }
 }
 
-/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1260)
+/// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1261)
 pub mod logical_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23273,7 +23273,7 @@ pub mod logical_not {
     }
 }
 
-/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1265)
+/// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1266)
 pub mod isnan {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23353,7 +23353,7 @@ pub mod isnan {
     }
 }
 
-/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1270)
+/// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1271)
 pub mod lerp_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23443,7 +23443,7 @@ pub mod lerp_scalar {
     }
 }
 
-/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
+/// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1276)
 pub mod addcmul {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23543,7 +23543,7 @@ pub mod addcmul {
     }
 }
 
-/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1280)
+/// `threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor` (aten/native_functions.yaml:1281)
 pub mod threshold_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23633,7 +23633,7 @@ pub mod threshold_backward {
     }
 }
 
-/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
+/// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1285)
 pub mod addcmul_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23734,7 +23734,7 @@ pub mod addcmul_ {
     }
 }
 
-/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
+/// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1290)
 pub mod addcdiv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23834,7 +23834,7 @@ pub mod addcdiv {
     }
 }
 
-/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
+/// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1295)
 pub mod addcdiv_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -23935,7 +23935,7 @@ pub mod addcdiv_ {
     }
 }
 
-/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1300)
 pub mod clamp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24025,7 +24025,7 @@ pub mod clamp {
     }
 }
 
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1304)
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1305)
 pub mod masked_fill_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24115,7 +24115,7 @@ pub mod masked_fill_scalar {
     }
 }
 
-/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1309)
+/// `leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor` (aten/native_functions.yaml:1310)
 pub mod leaky_relu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24202,7 +24202,7 @@ pub mod leaky_relu {
     }
 }
 
-/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1314)
+/// `hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor` (aten/native_functions.yaml:1315)
 pub mod hardtanh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24292,7 +24292,7 @@ pub mod hardtanh {
     }
 }
 
-/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1319)
+/// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor` (aten/native_functions.yaml:1320)
 pub mod elu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24392,7 +24392,7 @@ pub mod elu {
     }
 }
 
-/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1324)
+/// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor` (aten/native_functions.yaml:1325)
 pub mod softplus {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24482,7 +24482,7 @@ pub mod softplus {
     }
 }
 
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1329)
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (aten/native_functions.yaml:1330)
 pub mod gelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24564,7 +24564,7 @@ pub mod gelu {
     }
 }
 
-/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
+/// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1335)
 pub mod logit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24646,7 +24646,7 @@ pub mod logit {
     }
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
 pub mod sum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24733,7 +24733,7 @@ pub mod sum {
     }
 }
 
-/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
 pub mod sum_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24833,7 +24833,7 @@ pub mod sum_dim_intlist {
     }
 }
 
-/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
 pub mod mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -24920,7 +24920,7 @@ pub mod mean {
     }
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
 pub mod mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25020,7 +25020,7 @@ pub mod mean_dim {
     }
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
 pub mod prod_dim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25120,7 +25120,7 @@ pub mod prod_dim_int {
     }
 }
 
-/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
 pub mod var_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25221,7 +25221,7 @@ pub mod var_correction {
     }
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1372)
 pub mod std_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25322,7 +25322,7 @@ pub mod std_correction {
     }
 }
 
-/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
+/// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1377)
 pub mod max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25402,7 +25402,7 @@ pub mod max {
     }
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1382)
 pub mod max_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25497,7 +25497,7 @@ pub mod max_dim {
     }
 }
 
-/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1386)
+/// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1387)
 pub mod min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25577,7 +25577,7 @@ pub mod min {
     }
 }
 
-/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1392)
 pub mod min_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25672,7 +25672,7 @@ pub mod min_dim {
     }
 }
 
-/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
 pub mod amax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25762,7 +25762,7 @@ pub mod amax {
     }
 }
 
-/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
 pub mod amin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25852,7 +25852,7 @@ pub mod amin {
     }
 }
 
-/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
 pub mod argmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -25942,7 +25942,7 @@ pub mod argmax {
     }
 }
 
-/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
 pub mod argmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26032,7 +26032,7 @@ pub mod argmin {
     }
 }
 
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1417)
 pub mod logsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26122,7 +26122,7 @@ pub mod logsumexp {
     }
 }
 
-/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1421)
+/// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
 pub mod all {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26202,7 +26202,7 @@ pub mod all {
     }
 }
 
-/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1426)
+/// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1427)
 pub mod any {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26282,7 +26282,7 @@ pub mod any {
     }
 }
 
-/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
 pub mod any_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26372,7 +26372,7 @@ pub mod any_dim {
     }
 }
 
-/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
 pub mod all_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26462,7 +26462,7 @@ pub mod all_dim {
     }
 }
 
-/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
 pub mod cumsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26552,7 +26552,7 @@ pub mod cumsum {
     }
 }
 
-/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
 pub mod cumprod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26642,7 +26642,7 @@ pub mod cumprod {
     }
 }
 
-/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
 pub mod softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26732,7 +26732,7 @@ pub mod softmax_int {
     }
 }
 
-/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1457)
 pub mod log_softmax_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26822,7 +26822,7 @@ pub mod log_softmax_int {
     }
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1464)
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1465)
 pub mod cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26904,7 +26904,7 @@ pub mod cat {
     }
 }
 
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1468)
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1469)
 pub mod cat_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -26994,7 +26994,7 @@ pub mod cat_out {
     }
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1472)
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1473)
 pub mod stack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27076,7 +27076,7 @@ pub mod stack {
     }
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1476)
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1477)
 pub mod stack_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27166,7 +27166,7 @@ pub mod stack_out {
     }
 }
 
-/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
 pub mod split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27256,7 +27256,7 @@ pub mod split_tensor {
     }
 }
 
-/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
 pub mod split_with_sizes {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27346,7 +27346,7 @@ pub mod split_with_sizes {
     }
 }
 
-/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
+/// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
 pub mod chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27436,7 +27436,7 @@ pub mod chunk {
     }
 }
 
-/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1496)
 pub mod unbind_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27518,7 +27518,7 @@ pub mod unbind_int {
     }
 }
 
-/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1500)
+/// `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1501)
 pub mod meshgrid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27598,7 +27598,7 @@ pub mod meshgrid {
     }
 }
 
-/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1504)
+/// `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1505)
 pub mod meshgrid_indexing {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27685,7 +27685,7 @@ pub mod meshgrid_indexing {
     }
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1508)
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1509)
 pub mod repeat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27767,7 +27767,7 @@ pub mod repeat {
     }
 }
 
-/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1513)
+/// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1514)
 pub mod tile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27849,7 +27849,7 @@ pub mod tile {
     }
 }
 
-/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1518)
+/// `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1519)
 pub mod repeat_interleave_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -27936,7 +27936,7 @@ pub mod repeat_interleave_tensor {
     }
 }
 
-/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
+/// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
 pub mod repeat_interleave_self_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28036,7 +28036,7 @@ pub mod repeat_interleave_self_tensor {
     }
 }
 
-/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
+/// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1528)
 pub mod repeat_interleave_self_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28137,7 +28137,7 @@ pub mod repeat_interleave_self_int {
     }
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1532)
+/// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1533)
 pub mod flip {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28219,7 +28219,7 @@ pub mod flip {
     }
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1538)
 pub mod roll {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28309,7 +28309,7 @@ pub mod roll {
     }
 }
 
-/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
+/// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1543)
 pub mod rot90 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28399,7 +28399,7 @@ pub mod rot90 {
     }
 }
 
-/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
+/// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1548)
 pub mod tril {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28481,7 +28481,7 @@ pub mod tril {
     }
 }
 
-/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+/// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1553)
 pub mod tril_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28563,7 +28563,7 @@ pub mod tril_ {
     }
 }
 
-/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1557)
+/// `tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1558)
 pub mod tril_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28653,7 +28653,7 @@ pub mod tril_out {
     }
 }
 
-/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
+/// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1562)
 pub mod triu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28735,7 +28735,7 @@ pub mod triu {
     }
 }
 
-/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+/// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1567)
 pub mod triu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28817,7 +28817,7 @@ pub mod triu_ {
     }
 }
 
-/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1571)
+/// `triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1572)
 pub mod triu_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28907,7 +28907,7 @@ pub mod triu_out {
     }
 }
 
-/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
+/// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1576)
 pub mod diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -28989,7 +28989,7 @@ pub mod diag {
     }
 }
 
-/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
+/// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1581)
 pub mod diag_embed {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29082,7 +29082,7 @@ pub mod diag_embed {
     }
 }
 
-/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1585)
+/// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1586)
 pub mod broadcast_to {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29164,7 +29164,7 @@ pub mod broadcast_to {
     }
 }
 
-/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1590)
+/// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1591)
 pub mod movedim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29254,7 +29254,7 @@ pub mod movedim_intlist {
     }
 }
 
-/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1595)
+/// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1596)
 pub mod movedim_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29344,7 +29344,7 @@ pub mod movedim_int {
     }
 }
 
-/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1600)
+/// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1601)
 pub mod unflatten_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29434,7 +29434,7 @@ pub mod unflatten_int {
     }
 }
 
-/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1605)
+/// `pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor` (aten/native_functions.yaml:1606)
 pub mod pad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29533,7 +29533,7 @@ pub mod pad {
     }
 }
 
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1609)
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (aten/native_functions.yaml:1610)
 pub mod constant_pad_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29623,7 +29623,7 @@ pub mod constant_pad_nd {
     }
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1613)
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1614)
 pub mod index_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29713,7 +29713,7 @@ pub mod index_select {
     }
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1618)
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1619)
 pub mod index_select_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29806,7 +29806,7 @@ pub mod index_select_out {
     }
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1623)
 pub mod gather {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -29906,7 +29906,7 @@ pub mod gather {
     }
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1627)
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1628)
 pub mod gather_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30016,7 +30016,7 @@ pub mod gather_out {
     }
 }
 
-/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1631)
+/// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1632)
 pub mod take {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30098,7 +30098,7 @@ pub mod take {
     }
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1636)
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1637)
 pub mod scatter_src {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30191,7 +30191,7 @@ pub mod scatter_src {
     }
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1641)
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1642)
 pub mod scatter_src_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30284,7 +30284,7 @@ pub mod scatter_src_ {
     }
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1646)
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1647)
 pub mod scatter_src_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30389,7 +30389,7 @@ pub mod scatter_src_out {
     }
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1650)
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
 pub mod scatter_value {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30482,7 +30482,7 @@ pub mod scatter_value {
     }
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1655)
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1656)
 pub mod scatter_value_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30575,7 +30575,7 @@ pub mod scatter_value_ {
     }
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
 pub mod scatter_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30679,7 +30679,7 @@ pub mod scatter_reduce {
     }
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1666)
 pub mod scatter_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30784,7 +30784,7 @@ pub mod scatter_reduce_ {
     }
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1670)
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
 pub mod scatter_value_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -30894,7 +30894,7 @@ pub mod scatter_value_reduce {
     }
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1675)
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1676)
 pub mod scatter_value_reduce_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31004,7 +31004,7 @@ pub mod scatter_value_reduce_ {
     }
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1680)
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1681)
 pub mod scatter_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31097,7 +31097,7 @@ pub mod scatter_add {
     }
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1685)
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1686)
 pub mod scatter_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31190,7 +31190,7 @@ pub mod scatter_add_ {
     }
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1690)
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1691)
 pub mod scatter_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31295,7 +31295,7 @@ pub mod scatter_add_out {
     }
 }
 
-/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
+/// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1695)
 pub mod index_add {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31405,7 +31405,7 @@ pub mod index_add {
     }
 }
 
-/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
+/// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1700)
 pub mod index_add_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31515,7 +31515,7 @@ pub mod index_add_ {
     }
 }
 
-/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1704)
+/// `index_add.out(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1705)
 pub mod index_add_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31636,7 +31636,7 @@ pub mod index_add_out {
     }
 }
 
-/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1708)
+/// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1709)
 pub mod index_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31729,7 +31729,7 @@ pub mod index_copy {
     }
 }
 
-/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1713)
+/// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1714)
 pub mod index_copy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31822,7 +31822,7 @@ pub mod index_copy_ {
     }
 }
 
-/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1718)
+/// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1719)
 pub mod index_fill_int_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -31915,7 +31915,7 @@ pub mod index_fill_int_scalar {
     }
 }
 
-/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
+/// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1724)
 pub mod index_fill_int_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32009,7 +32009,7 @@ pub mod index_fill_int_scalar_ {
     }
 }
 
-/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1728)
+/// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1729)
 pub mod index_fill_int_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32102,7 +32102,7 @@ pub mod index_fill_int_tensor {
     }
 }
 
-/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1733)
+/// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1734)
 pub mod index_fill_int_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32196,7 +32196,7 @@ pub mod index_fill_int_tensor_ {
     }
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1738)
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1739)
 pub mod index_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32285,7 +32285,7 @@ pub mod index_tensor {
     }
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1744)
 pub mod index_put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32390,7 +32390,7 @@ pub mod index_put {
     }
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1749)
 pub mod index_put_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32495,7 +32495,7 @@ pub mod index_put_ {
     }
 }
 
-/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1753)
+/// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1754)
 pub mod masked_select {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32577,7 +32577,7 @@ pub mod masked_select {
     }
 }
 
-/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1758)
+/// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1759)
 pub mod masked_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32667,7 +32667,7 @@ pub mod masked_scatter {
     }
 }
 
-/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1763)
+/// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1764)
 pub mod masked_scatter_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32757,7 +32757,7 @@ pub mod masked_scatter_ {
     }
 }
 
-/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1768)
+/// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1769)
 pub mod nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32837,7 +32837,7 @@ pub mod nonzero {
     }
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1773)
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1774)
 pub mod nonzero_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -32919,7 +32919,7 @@ pub mod nonzero_out {
     }
 }
 
-/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
+/// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1778)
 pub mod count_nonzero {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33001,7 +33001,7 @@ pub mod count_nonzero {
     }
 }
 
-/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1782)
+/// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1783)
 pub mod count_nonzero_dim_intlist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33083,7 +33083,7 @@ pub mod count_nonzero_dim_intlist {
     }
 }
 
-/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1787)
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (aten/native_functions.yaml:1788)
 pub mod embedding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33198,7 +33198,7 @@ pub mod embedding {
     }
 }
 
-/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1791)
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor` (aten/native_functions.yaml:1792)
 pub mod one_hot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33280,7 +33280,7 @@ pub mod one_hot {
     }
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
 pub mod sort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33375,7 +33375,7 @@ pub mod sort {
     }
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
 pub mod sort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33480,7 +33480,7 @@ pub mod sort_stable {
     }
 }
 
-/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
+/// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
 pub mod argsort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33570,7 +33570,7 @@ pub mod argsort {
     }
 }
 
-/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
+/// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1811)
 pub mod argsort_stable {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33664,7 +33664,7 @@ pub mod argsort_stable {
     }
 }
 
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
 pub mod topk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33773,7 +33773,7 @@ pub mod topk {
     }
 }
 
-/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
+/// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
 pub mod kthvalue {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33878,7 +33878,7 @@ pub mod kthvalue {
     }
 }
 
-/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1825)
+/// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1826)
 pub mod median {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -33958,7 +33958,7 @@ pub mod median {
     }
 }
 
-/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
+/// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
 pub mod median_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34053,7 +34053,7 @@ pub mod median_dim {
     }
 }
 
-/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
+/// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
 pub mod cummax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34140,7 +34140,7 @@ pub mod cummax {
     }
 }
 
-/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1840)
+/// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
 pub mod cummin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34227,7 +34227,7 @@ pub mod cummin {
     }
 }
 
-/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1845)
+/// `_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:1846)
 pub mod _unique2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34339,7 +34339,7 @@ pub mod _unique2 {
     }
 }
 
-/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
+/// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1850)
 pub mod norm_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34421,7 +34421,7 @@ pub mod norm_scalar {
     }
 }
 
-/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
+/// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1855)
 pub mod norm_scalaropt_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34520,7 +34520,7 @@ pub mod norm_scalaropt_dim {
     }
 }
 
-/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1859)
+/// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
 pub mod norm_scalaropt_dim_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34625,7 +34625,7 @@ pub mod norm_scalaropt_dim_dtype {
     }
 }
 
-/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
+/// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1865)
 pub mod norm_scalaropt_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34715,7 +34715,7 @@ pub mod norm_scalaropt_dtype {
     }
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1872)
+/// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1873)
 pub mod mm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34797,7 +34797,7 @@ pub mod mm {
     }
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1877)
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1878)
 pub mod mm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34887,7 +34887,7 @@ pub mod mm_out {
     }
 }
 
-/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1881)
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1882)
 pub mod bmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -34969,7 +34969,7 @@ pub mod bmm {
     }
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1886)
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:1887)
 pub mod bmm_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35059,7 +35059,7 @@ pub mod bmm_out {
     }
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
 pub mod addmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35163,7 +35163,7 @@ pub mod addmm {
     }
 }
 
-/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
 pub mod baddbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35273,7 +35273,7 @@ pub mod baddbmm {
     }
 }
 
-/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
+/// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1901)
 pub mod addbmm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35383,7 +35383,7 @@ pub mod addbmm {
     }
 }
 
-/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1905)
+/// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1906)
 pub mod mv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35465,7 +35465,7 @@ pub mod mv {
     }
 }
 
-/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1910)
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1911)
 pub mod dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35547,7 +35547,7 @@ pub mod dot {
     }
 }
 
-/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
+/// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1916)
 pub mod vdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35629,7 +35629,7 @@ pub mod vdot {
     }
 }
 
-/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1920)
+/// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1921)
 pub mod outer {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35711,7 +35711,7 @@ pub mod outer {
     }
 }
 
-/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1925)
+/// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1926)
 pub mod matmul {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35793,7 +35793,7 @@ pub mod matmul {
     }
 }
 
-/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1930)
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:1931)
 pub mod linear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35884,7 +35884,7 @@ pub mod linear {
     }
 }
 
-/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1934)
+/// `tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor` (aten/native_functions.yaml:1935)
 pub mod tensordot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -35984,7 +35984,7 @@ pub mod tensordot {
     }
 }
 
-/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1938)
+/// `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1939)
 pub mod einsum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36074,7 +36074,7 @@ pub mod einsum {
     }
 }
 
-/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1942)
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (aten/native_functions.yaml:1943)
 pub mod convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36238,7 +36238,7 @@ pub mod convolution {
     }
 }
 
-/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1946)
+/// `_convolution_weight_backward(Tensor grad_output, Tensor input, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:1947)
 pub mod _convolution_weight_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36365,7 +36365,7 @@ pub mod _convolution_weight_backward {
     }
 }
 
-/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1950)
+/// `conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1951)
 pub mod conv1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36493,7 +36493,7 @@ pub mod conv1d {
     }
 }
 
-/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1954)
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1955)
 pub mod conv2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36621,7 +36621,7 @@ pub mod conv2d {
     }
 }
 
-/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1958)
+/// `conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1959)
 pub mod conv3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36749,7 +36749,7 @@ pub mod conv3d {
     }
 }
 
-/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1962)
+/// `conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str padding="valid", SymInt[1] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1963)
 pub mod conv1d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -36877,7 +36877,7 @@ pub mod conv1d_padding {
     }
 }
 
-/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1966)
+/// `conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str padding="valid", SymInt[2] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1967)
 pub mod conv2d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37005,7 +37005,7 @@ pub mod conv2d_padding {
     }
 }
 
-/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1970)
+/// `conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str padding="valid", SymInt[3] dilation=1, SymInt groups=1) -> Tensor` (aten/native_functions.yaml:1971)
 pub mod conv3d_padding {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37133,7 +37133,7 @@ pub mod conv3d_padding {
     }
 }
 
-/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1974)
+/// `conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor` (aten/native_functions.yaml:1975)
 pub mod conv_transpose1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37270,7 +37270,7 @@ pub mod conv_transpose1d {
     }
 }
 
-/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1978)
+/// `conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor` (aten/native_functions.yaml:1979)
 pub mod conv_transpose2d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37407,7 +37407,7 @@ pub mod conv_transpose2d_input {
     }
 }
 
-/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1982)
+/// `conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor` (aten/native_functions.yaml:1983)
 pub mod conv_transpose3d_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37544,7 +37544,7 @@ pub mod conv_transpose3d_input {
     }
 }
 
-/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1986)
+/// `max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1987)
 pub mod max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37665,7 +37665,7 @@ pub mod max_pool1d {
     }
 }
 
-/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1990)
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1991)
 pub mod max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37786,7 +37786,7 @@ pub mod max_pool2d {
     }
 }
 
-/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1994)
+/// `max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor` (aten/native_functions.yaml:1995)
 pub mod max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -37907,7 +37907,7 @@ pub mod max_pool3d {
     }
 }
 
-/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1998)
+/// `max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:1999)
 pub mod max_pool1d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38033,7 +38033,7 @@ pub mod max_pool1d_with_indices {
     }
 }
 
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2002)
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2003)
 pub mod max_pool2d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38159,7 +38159,7 @@ pub mod max_pool2d_with_indices {
     }
 }
 
-/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2006)
+/// `max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor` (aten/native_functions.yaml:2007)
 pub mod max_pool2d_with_indices_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38305,7 +38305,7 @@ pub mod max_pool2d_with_indices_backward {
     }
 }
 
-/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2010)
+/// `max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2011)
 pub mod max_pool3d_with_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38431,7 +38431,7 @@ pub mod max_pool3d_with_indices {
     }
 }
 
-/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2014)
+/// `avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor` (aten/native_functions.yaml:2015)
 pub mod avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38552,7 +38552,7 @@ pub mod avg_pool1d {
     }
 }
 
-/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2018)
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2019)
 pub mod avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38690,7 +38690,7 @@ pub mod avg_pool2d {
     }
 }
 
-/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2022)
+/// `avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (aten/native_functions.yaml:2023)
 pub mod avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38828,7 +38828,7 @@ pub mod avg_pool3d {
     }
 }
 
-/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2026)
+/// `adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor` (aten/native_functions.yaml:2027)
 pub mod adaptive_avg_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38910,7 +38910,7 @@ pub mod adaptive_avg_pool1d {
     }
 }
 
-/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2030)
+/// `adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:2031)
 pub mod adaptive_avg_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -38992,7 +38992,7 @@ pub mod adaptive_avg_pool2d {
     }
 }
 
-/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2034)
+/// `adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor` (aten/native_functions.yaml:2035)
 pub mod adaptive_avg_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39074,7 +39074,7 @@ pub mod adaptive_avg_pool3d {
     }
 }
 
-/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2038)
+/// `adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2039)
 pub mod adaptive_max_pool1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39166,7 +39166,7 @@ pub mod adaptive_max_pool1d {
     }
 }
 
-/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2042)
+/// `adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2043)
 pub mod adaptive_max_pool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39258,7 +39258,7 @@ pub mod adaptive_max_pool2d {
     }
 }
 
-/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2046)
+/// `adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)` (aten/native_functions.yaml:2047)
 pub mod adaptive_max_pool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39350,7 +39350,7 @@ pub mod adaptive_max_pool3d {
     }
 }
 
-/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2050)
+/// `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2051)
 pub mod upsample_nearest1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39446,7 +39446,7 @@ pub mod upsample_nearest1d_vec {
     }
 }
 
-/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2054)
+/// `upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2055)
 pub mod upsample_nearest2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39542,7 +39542,7 @@ pub mod upsample_nearest2d_vec {
     }
 }
 
-/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2058)
+/// `upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2059)
 pub mod upsample_nearest3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39638,7 +39638,7 @@ pub mod upsample_nearest3d_vec {
     }
 }
 
-/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2062)
+/// `upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2063)
 pub mod upsample_bilinear2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39747,7 +39747,7 @@ pub mod upsample_bilinear2d_vec {
     }
 }
 
-/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2066)
+/// `pixel_shuffle(Tensor self, int upscale_factor) -> Tensor` (aten/native_functions.yaml:2067)
 pub mod pixel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39829,7 +39829,7 @@ pub mod pixel_shuffle {
     }
 }
 
-/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2070)
+/// `pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor` (aten/native_functions.yaml:2071)
 pub mod pixel_unshuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -39916,7 +39916,7 @@ pub mod pixel_unshuffle {
     }
 }
 
-/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2074)
+/// `scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor` (aten/native_functions.yaml:2075)
 pub mod scaled_dot_product_attention {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40057,7 +40057,7 @@ pub mod scaled_dot_product_attention {
     }
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2081)
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2082)
 pub mod native_layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40184,7 +40184,7 @@ pub mod native_layer_norm {
     }
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2085)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2086)
 pub mod layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40309,7 +40309,7 @@ pub mod layer_norm {
     }
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2089)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2090)
 pub mod native_batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40467,7 +40467,7 @@ pub mod native_batch_norm {
     }
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2093)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2094)
 pub mod batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40636,7 +40636,7 @@ pub mod batch_norm {
     }
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2097)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2098)
 pub mod instance_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40818,7 +40818,7 @@ pub mod instance_norm {
     }
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2101)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2102)
 pub mod native_group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40972,7 +40972,7 @@ pub mod native_group_norm {
     }
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2105)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2106)
 pub mod group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41097,7 +41097,7 @@ pub mod group_norm {
     }
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2110)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2111)
 pub mod mse_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41187,7 +41187,7 @@ pub mod mse_loss {
     }
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2114)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2115)
 pub mod l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41277,7 +41277,7 @@ pub mod l1_loss {
     }
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2118)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2119)
 pub mod smooth_l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41377,7 +41377,7 @@ pub mod smooth_l1_loss {
     }
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2122)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2123)
 pub mod huber_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41477,7 +41477,7 @@ pub mod huber_loss {
     }
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2126)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2127)
 pub mod binary_cross_entropy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41580,7 +41580,7 @@ pub mod binary_cross_entropy {
     }
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2130)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2131)
 pub mod binary_cross_entropy_with_logits {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41700,7 +41700,7 @@ pub mod binary_cross_entropy_with_logits {
     }
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2134)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2135)
 pub mod kl_div {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41801,7 +41801,7 @@ pub mod kl_div {
     }
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2138)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2139)
 pub mod margin_ranking_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41910,7 +41910,7 @@ pub mod margin_ranking_loss {
     }
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2142)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2143)
 pub mod cosine_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42019,7 +42019,7 @@ pub mod cosine_embedding_loss {
     }
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2146)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2147)
 pub mod triplet_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42152,7 +42152,7 @@ pub mod triplet_margin_loss {
     }
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2150)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2151)
 pub mod nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42269,7 +42269,7 @@ pub mod nll_loss {
     }
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2154)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2155)
 pub mod nll_loss2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42386,7 +42386,7 @@ pub mod nll_loss2d {
     }
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2158)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2159)
 pub mod nll_loss_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42503,7 +42503,7 @@ pub mod nll_loss_nd {
     }
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2162)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2163)
 pub mod cross_entropy_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42626,7 +42626,7 @@ pub mod cross_entropy_loss {
     }
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2167)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2168)
 pub mod dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42710,7 +42710,7 @@ pub mod dropout {
     }
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2171)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2172)
 pub mod dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42794,7 +42794,7 @@ pub mod dropout_ {
     }
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2175)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2176)
 pub mod feature_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42878,7 +42878,7 @@ pub mod feature_dropout {
     }
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2179)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2180)
 pub mod feature_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42962,7 +42962,7 @@ pub mod feature_dropout_ {
     }
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2183)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2184)
 pub mod alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43046,7 +43046,7 @@ pub mod alpha_dropout {
     }
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2187)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2188)
 pub mod alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43130,7 +43130,7 @@ pub mod alpha_dropout_ {
     }
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2191)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2192)
 pub mod feature_alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43214,7 +43214,7 @@ pub mod feature_alpha_dropout {
     }
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2195)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2196)
 pub mod feature_alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43298,7 +43298,7 @@ pub mod feature_alpha_dropout_ {
     }
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2199)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2200)
 pub mod native_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43393,7 +43393,7 @@ pub mod native_dropout {
     }
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2205)
 pub mod erfinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43473,7 +43473,7 @@ pub mod erfinv {
     }
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2210)
 pub mod erfinv_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43553,7 +43553,7 @@ pub mod erfinv_ {
     }
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2215)
 pub mod erfinv_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43635,7 +43635,7 @@ pub mod erfinv_out {
     }
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2219)
 pub mod sgn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43715,7 +43715,7 @@ pub mod sgn {
     }
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2224)
 pub mod sgn_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43795,7 +43795,7 @@ pub mod sgn_ {
     }
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2228)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2229)
 pub mod sgn_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43877,7 +43877,7 @@ pub mod sgn_out {
     }
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2233)
 pub mod square {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43957,7 +43957,7 @@ pub mod square {
     }
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2238)
 pub mod square_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44037,7 +44037,7 @@ pub mod square_ {
     }
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2242)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2243)
 pub mod selu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44117,7 +44117,7 @@ pub mod selu {
     }
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2246)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2247)
 pub mod selu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44197,7 +44197,7 @@ pub mod selu_ {
     }
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
 pub mod isinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44277,7 +44277,7 @@ pub mod isinf {
     }
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
 pub mod isfinite {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44357,7 +44357,7 @@ pub mod isfinite {
     }
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2261)
 pub mod isposinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44437,7 +44437,7 @@ pub mod isposinf {
     }
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2265)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
 pub mod isposinf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44519,7 +44519,7 @@ pub mod isposinf_out {
     }
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2269)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
 pub mod isneginf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44599,7 +44599,7 @@ pub mod isneginf {
     }
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2274)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2275)
 pub mod isneginf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44681,7 +44681,7 @@ pub mod isneginf_out {
     }
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
 pub mod nan_to_num {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44781,7 +44781,7 @@ pub mod nan_to_num {
     }
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
 pub mod nan_to_num_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44881,7 +44881,7 @@ pub mod nan_to_num_ {
     }
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2288)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2289)
 pub mod nan_to_num_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44991,7 +44991,7 @@ pub mod nan_to_num_out {
     }
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2292)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2293)
 pub mod round_decimals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45073,7 +45073,7 @@ pub mod round_decimals {
     }
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2297)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2298)
 pub mod round_decimals_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45155,7 +45155,7 @@ pub mod round_decimals_ {
     }
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2302)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2303)
 pub mod round_decimals_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45245,7 +45245,7 @@ pub mod round_decimals_out {
     }
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
 pub mod bitwise_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45325,7 +45325,7 @@ pub mod bitwise_not {
     }
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2312)
 pub mod bitwise_not_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45405,7 +45405,7 @@ pub mod bitwise_not_ {
     }
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2317)
 pub mod bitwise_not_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45487,7 +45487,7 @@ pub mod bitwise_not_out {
     }
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
 pub mod clamp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45577,7 +45577,7 @@ pub mod clamp_ {
     }
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
 pub mod clamp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45677,7 +45677,7 @@ pub mod clamp_out {
     }
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
 pub mod clamp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45776,7 +45776,7 @@ pub mod clamp_tensor {
     }
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
 pub mod clamp_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45875,7 +45875,7 @@ pub mod clamp_tensor_ {
     }
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2339)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2340)
 pub mod clamp_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45980,7 +45980,7 @@ pub mod clamp_tensor_out {
     }
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2343)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2344)
 pub mod clamp_min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46062,7 +46062,7 @@ pub mod clamp_min {
     }
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2348)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2349)
 pub mod clamp_min_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46144,7 +46144,7 @@ pub mod clamp_min_tensor {
     }
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2353)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
 pub mod clamp_min_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46226,7 +46226,7 @@ pub mod clamp_min_ {
     }
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2359)
 pub mod clamp_min_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46308,7 +46308,7 @@ pub mod clamp_min_tensor_ {
     }
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2363)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2364)
 pub mod clamp_min_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46398,7 +46398,7 @@ pub mod clamp_min_out {
     }
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2367)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2368)
 pub mod clamp_min_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46488,7 +46488,7 @@ pub mod clamp_min_tensor_out {
     }
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2371)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2372)
 pub mod clamp_max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46570,7 +46570,7 @@ pub mod clamp_max {
     }
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2376)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2377)
 pub mod clamp_max_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46652,7 +46652,7 @@ pub mod clamp_max_tensor {
     }
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2381)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
 pub mod clamp_max_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46734,7 +46734,7 @@ pub mod clamp_max_ {
     }
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2387)
 pub mod clamp_max_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46816,7 +46816,7 @@ pub mod clamp_max_tensor_ {
     }
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2391)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2392)
 pub mod clamp_max_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46906,7 +46906,7 @@ pub mod clamp_max_out {
     }
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2395)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2396)
 pub mod clamp_max_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46996,7 +46996,7 @@ pub mod clamp_max_tensor_out {
     }
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2399)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2400)
 pub mod relu6 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47076,7 +47076,7 @@ pub mod relu6 {
     }
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2403)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2404)
 pub mod relu6_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47156,7 +47156,7 @@ pub mod relu6_ {
     }
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2407)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2408)
 pub mod celu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47238,7 +47238,7 @@ pub mod celu {
     }
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2411)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2412)
 pub mod celu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47320,7 +47320,7 @@ pub mod celu_ {
     }
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2415)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2416)
 pub mod threshold {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47410,7 +47410,7 @@ pub mod threshold {
     }
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2419)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2420)
 pub mod threshold_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47500,7 +47500,7 @@ pub mod threshold_ {
     }
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2423)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2424)
 pub mod threshold_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47601,7 +47601,7 @@ pub mod threshold_out {
     }
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2427)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2428)
 pub mod glu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47683,7 +47683,7 @@ pub mod glu {
     }
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2431)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2432)
 pub mod prelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47765,7 +47765,7 @@ pub mod prelu {
     }
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2436)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2437)
 pub mod log_sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47845,7 +47845,7 @@ pub mod log_sigmoid {
     }
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2440)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2441)
 pub mod log_sigmoid_forward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47930,7 +47930,7 @@ pub mod log_sigmoid_forward {
     }
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2445)
 pub mod fmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48012,7 +48012,7 @@ pub mod fmax {
     }
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2449)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2450)
 pub mod fmax_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48102,7 +48102,7 @@ pub mod fmax_out {
     }
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2453)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2454)
 pub mod fmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48184,7 +48184,7 @@ pub mod fmin {
     }
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2458)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2459)
 pub mod fmin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48274,7 +48274,7 @@ pub mod fmin_out {
     }
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2463)
 pub mod hypot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48356,7 +48356,7 @@ pub mod hypot {
     }
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2468)
 pub mod hypot_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48438,7 +48438,7 @@ pub mod hypot_ {
     }
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2472)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2473)
 pub mod hypot_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48528,7 +48528,7 @@ pub mod hypot_out {
     }
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2476)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2477)
 pub mod copysign_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48610,7 +48610,7 @@ pub mod copysign_tensor {
     }
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2482)
 pub mod copysign_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48692,7 +48692,7 @@ pub mod copysign_tensor_ {
     }
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2486)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2487)
 pub mod copysign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48782,7 +48782,7 @@ pub mod copysign_out {
     }
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2490)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2491)
 pub mod copysign_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48864,7 +48864,7 @@ pub mod copysign_scalar {
     }
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2496)
 pub mod copysign_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48946,7 +48946,7 @@ pub mod copysign_scalar_ {
     }
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2500)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2501)
 pub mod floor_divide {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49028,7 +49028,7 @@ pub mod floor_divide {
     }
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
 pub mod floor_divide_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49110,7 +49110,7 @@ pub mod floor_divide_tensor_ {
     }
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2510)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2511)
 pub mod floor_divide_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49200,7 +49200,7 @@ pub mod floor_divide_out {
     }
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2514)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
 pub mod floor_divide_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49282,7 +49282,7 @@ pub mod floor_divide_scalar {
     }
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2519)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2520)
 pub mod floor_divide_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49364,7 +49364,7 @@ pub mod floor_divide_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2525)
 pub mod bitwise_and_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49446,7 +49446,7 @@ pub mod bitwise_and_tensor {
     }
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2529)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2530)
 pub mod bitwise_and_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49528,7 +49528,7 @@ pub mod bitwise_and_scalar {
     }
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2534)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2535)
 pub mod bitwise_and_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49610,7 +49610,7 @@ pub mod bitwise_and_scalar_tensor {
     }
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
 pub mod bitwise_and_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49692,7 +49692,7 @@ pub mod bitwise_and_tensor_ {
     }
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2544)
 pub mod bitwise_and_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49774,7 +49774,7 @@ pub mod bitwise_and_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2548)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2549)
 pub mod bitwise_and_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49864,7 +49864,7 @@ pub mod bitwise_and_tensor_out {
     }
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
 pub mod bitwise_or_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49946,7 +49946,7 @@ pub mod bitwise_or_tensor {
     }
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2557)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2558)
 pub mod bitwise_or_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50028,7 +50028,7 @@ pub mod bitwise_or_scalar {
     }
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2562)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2563)
 pub mod bitwise_or_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50110,7 +50110,7 @@ pub mod bitwise_or_scalar_tensor {
     }
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2566)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
 pub mod bitwise_or_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50192,7 +50192,7 @@ pub mod bitwise_or_tensor_ {
     }
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2572)
 pub mod bitwise_or_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50274,7 +50274,7 @@ pub mod bitwise_or_scalar_ {
     }
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2576)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2577)
 pub mod bitwise_or_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50364,7 +50364,7 @@ pub mod bitwise_or_tensor_out {
     }
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
 pub mod bitwise_xor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50446,7 +50446,7 @@ pub mod bitwise_xor_tensor {
     }
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2585)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
 pub mod bitwise_xor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50528,7 +50528,7 @@ pub mod bitwise_xor_scalar {
     }
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2590)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2591)
 pub mod bitwise_xor_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50610,7 +50610,7 @@ pub mod bitwise_xor_scalar_tensor {
     }
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2594)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
 pub mod bitwise_xor_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50692,7 +50692,7 @@ pub mod bitwise_xor_tensor_ {
     }
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
 pub mod bitwise_xor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50774,7 +50774,7 @@ pub mod bitwise_xor_scalar_ {
     }
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2604)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2605)
 pub mod bitwise_xor_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50864,7 +50864,7 @@ pub mod bitwise_xor_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
 pub mod bitwise_left_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50946,7 +50946,7 @@ pub mod bitwise_left_shift_tensor {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
 pub mod bitwise_left_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51028,7 +51028,7 @@ pub mod bitwise_left_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2618)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2619)
 pub mod bitwise_left_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51110,7 +51110,7 @@ pub mod bitwise_left_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
 pub mod bitwise_left_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51192,7 +51192,7 @@ pub mod bitwise_left_shift_tensor_ {
     }
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
 pub mod bitwise_left_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51274,7 +51274,7 @@ pub mod bitwise_left_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2632)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2633)
 pub mod bitwise_left_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51365,7 +51365,7 @@ pub mod bitwise_left_shift_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2636)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2637)
 pub mod bitwise_left_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51456,7 +51456,7 @@ pub mod bitwise_left_shift_tensor_scalar_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2641)
 pub mod bitwise_right_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51538,7 +51538,7 @@ pub mod bitwise_right_shift_tensor {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2645)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2646)
 pub mod bitwise_right_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51620,7 +51620,7 @@ pub mod bitwise_right_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2650)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2651)
 pub mod bitwise_right_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51702,7 +51702,7 @@ pub mod bitwise_right_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2654)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
 pub mod bitwise_right_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51784,7 +51784,7 @@ pub mod bitwise_right_shift_tensor_ {
     }
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
 pub mod bitwise_right_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51866,7 +51866,7 @@ pub mod bitwise_right_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2664)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2665)
 pub mod bitwise_right_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51957,7 +51957,7 @@ pub mod bitwise_right_shift_tensor_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2668)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2669)
 pub mod bitwise_right_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52048,7 +52048,7 @@ pub mod bitwise_right_shift_tensor_scalar_out {
     }
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
 pub mod logical_or {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52130,7 +52130,7 @@ pub mod logical_or {
     }
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2678)
 pub mod logical_xor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52212,7 +52212,7 @@ pub mod logical_xor {
     }
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2682)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2683)
 pub mod var_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52304,7 +52304,7 @@ pub mod var_mean {
     }
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2686)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2687)
 pub mod var_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52410,7 +52410,7 @@ pub mod var_mean_dim {
     }
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2690)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2691)
 pub mod var_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52520,7 +52520,7 @@ pub mod var_mean_correction {
     }
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2694)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2695)
 pub mod std_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52612,7 +52612,7 @@ pub mod std_mean {
     }
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2698)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2699)
 pub mod std_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52718,7 +52718,7 @@ pub mod std_mean_dim {
     }
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2702)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2703)
 pub mod std_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52828,7 +52828,7 @@ pub mod std_mean_correction {
     }
 }
 
-/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2707)
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2708)
 pub mod atleast_1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52908,7 +52908,7 @@ pub mod atleast_1d {
     }
 }
 
-/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2711)
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2712)
 pub mod atleast_2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52988,7 +52988,7 @@ pub mod atleast_2d {
     }
 }
 
-/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2715)
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2716)
 pub mod atleast_3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53068,7 +53068,7 @@ pub mod atleast_3d {
     }
 }
 
-/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2719)
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2720)
 pub mod atleast_1d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53148,7 +53148,7 @@ pub mod atleast_1d_sequence {
     }
 }
 
-/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2723)
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2724)
 pub mod atleast_2d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53228,7 +53228,7 @@ pub mod atleast_2d_sequence {
     }
 }
 
-/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2727)
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2728)
 pub mod atleast_3d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53308,7 +53308,7 @@ pub mod atleast_3d_sequence {
     }
 }
 
-/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2731)
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2732)
 pub mod mt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53388,7 +53388,7 @@ pub mod mt {
     }
 }
 
-/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2735)
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2736)
 pub mod mh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53468,7 +53468,7 @@ pub mod mh {
     }
 }
 
-/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2739)
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2740)
 pub mod matrix_h {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53548,7 +53548,7 @@ pub mod matrix_h {
     }
 }
 
-/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2743)
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2744)
 pub mod numpy_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53628,7 +53628,7 @@ pub mod numpy_t {
     }
 }
 
-/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2747)
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2748)
 pub mod ravel {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53708,7 +53708,7 @@ pub mod ravel {
     }
 }
 
-/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2751)
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2752)
 pub mod flipud {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53788,7 +53788,7 @@ pub mod flipud {
     }
 }
 
-/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2755)
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2756)
 pub mod fliplr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53868,7 +53868,7 @@ pub mod fliplr {
     }
 }
 
-/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2759)
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2760)
 pub mod hstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53948,7 +53948,7 @@ pub mod hstack {
     }
 }
 
-/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2763)
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2764)
 pub mod vstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54028,7 +54028,7 @@ pub mod vstack {
     }
 }
 
-/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2767)
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2768)
 pub mod dstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54108,7 +54108,7 @@ pub mod dstack {
     }
 }
 
-/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2771)
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2772)
 pub mod column_stack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54188,7 +54188,7 @@ pub mod column_stack {
     }
 }
 
-/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2775)
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2776)
 pub mod positive {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54268,7 +54268,7 @@ pub mod positive {
     }
 }
 
-/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2779)
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2780)
 pub mod resolve_neg {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54348,7 +54348,7 @@ pub mod resolve_neg {
     }
 }
 
-/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2783)
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2784)
 pub mod resolve_conj {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54428,7 +54428,7 @@ pub mod resolve_conj {
     }
 }
 
-/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2787)
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2788)
 pub mod conj_physical {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54508,7 +54508,7 @@ pub mod conj_physical {
     }
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2791)
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2792)
 pub mod real {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54588,7 +54588,7 @@ pub mod real {
     }
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2795)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2796)
 pub mod isreal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54668,7 +54668,7 @@ pub mod isreal {
     }
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2799)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2800)
 pub mod broadcast_tensors {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54748,7 +54748,7 @@ pub mod broadcast_tensors {
     }
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2803)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2804)
 pub mod view_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54830,7 +54830,7 @@ pub mod view_copy {
     }
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2807)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2808)
 pub mod unsqueeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54912,7 +54912,7 @@ pub mod unsqueeze_copy {
     }
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2811)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2812)
 pub mod unfold_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55006,7 +55006,7 @@ pub mod unfold_copy {
     }
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2815)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2816)
 pub mod unbind_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55088,7 +55088,7 @@ pub mod unbind_copy_int {
     }
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2819)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2820)
 pub mod transpose_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55178,7 +55178,7 @@ pub mod transpose_copy_int {
     }
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2823)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2824)
 pub mod permute_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55260,7 +55260,7 @@ pub mod permute_copy {
     }
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2827)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2828)
 pub mod expand_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55350,7 +55350,7 @@ pub mod expand_copy {
     }
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2831)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2832)
 pub mod diagonal_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55443,7 +55443,7 @@ pub mod diagonal_copy {
     }
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2835)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2836)
 pub mod as_strided_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55544,7 +55544,7 @@ pub mod as_strided_copy {
     }
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2839)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2840)
 pub mod split_with_sizes_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55634,7 +55634,7 @@ pub mod split_with_sizes_copy {
     }
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2843)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2844)
 pub mod t_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55714,7 +55714,7 @@ pub mod t_copy {
     }
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2847)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2848)
 pub mod alias_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55794,7 +55794,7 @@ pub mod alias_copy {
     }
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2851)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2852)
 pub mod squeeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55874,7 +55874,7 @@ pub mod squeeze_copy {
     }
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2855)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2856)
 pub mod squeeze_copy_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55956,7 +55956,7 @@ pub mod squeeze_copy_dim {
     }
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2859)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2860)
 pub mod narrow_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56049,7 +56049,7 @@ pub mod narrow_copy {
     }
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2863)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2864)
 pub mod new_zeros {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56178,7 +56178,7 @@ pub mod new_zeros {
     }
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2867)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2868)
 pub mod new_ones {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56307,7 +56307,7 @@ pub mod new_ones {
     }
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2871)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2872)
 pub mod new_empty {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56436,7 +56436,7 @@ pub mod new_empty {
     }
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2875)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2876)
 pub mod new_full {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56572,7 +56572,7 @@ pub mod new_full {
     }
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2879)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2880)
 pub mod new_empty_strided {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56708,7 +56708,7 @@ pub mod new_empty_strided {
     }
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2883)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2884)
 pub mod empty_permuted {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56837,7 +56837,7 @@ pub mod empty_permuted {
     }
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2887)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2888)
 pub mod scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56953,7 +56953,7 @@ pub mod scalar_tensor {
     }
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2891)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2892)
 pub mod min_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57035,7 +57035,7 @@ pub mod min_other {
     }
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2895)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2896)
 pub mod max_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57117,7 +57117,7 @@ pub mod max_other {
     }
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:2899)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:2900)
 pub mod rad2deg {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57197,7 +57197,7 @@ pub mod rad2deg {
     }
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:2903)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:2904)
 pub mod deg2rad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57277,7 +57277,7 @@ pub mod deg2rad {
     }
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:2907)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:2908)
 pub mod signbit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57357,7 +57357,7 @@ pub mod signbit {
     }
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2911)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2912)
 pub mod logaddexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57439,7 +57439,7 @@ pub mod logaddexp {
     }
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2915)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2916)
 pub mod logaddexp2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57521,7 +57521,7 @@ pub mod logaddexp2 {
     }
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:2919)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:2920)
 pub mod sinc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57601,7 +57601,7 @@ pub mod sinc {
     }
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2923)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2924)
 pub mod xlogy_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57683,7 +57683,7 @@ pub mod xlogy_tensor {
     }
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2927)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2928)
 pub mod xlogy_scalar_self {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57765,7 +57765,7 @@ pub mod xlogy_scalar_self {
     }
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2931)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2932)
 pub mod xlogy_scalar_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57847,7 +57847,7 @@ pub mod xlogy_scalar_other {
     }
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2935)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2936)
 pub mod special_xlog1py {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57929,7 +57929,7 @@ pub mod special_xlog1py {
     }
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2939)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2940)
 pub mod special_xlogy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58011,7 +58011,7 @@ pub mod special_xlogy {
     }
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:2943)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:2944)
 pub mod heaviside {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58093,7 +58093,7 @@ pub mod heaviside {
     }
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2947)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2948)
 pub mod float_power_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58175,7 +58175,7 @@ pub mod float_power_tensor_tensor {
     }
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:2951)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:2952)
 pub mod float_power_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58257,7 +58257,7 @@ pub mod float_power_tensor_scalar {
     }
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2955)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:2956)
 pub mod float_power_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58339,7 +58339,7 @@ pub mod float_power_scalar {
     }
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2959)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2960)
 pub mod ldexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58421,7 +58421,7 @@ pub mod ldexp_tensor {
     }
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:2963)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:2964)
 pub mod isclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58531,7 +58531,7 @@ pub mod isclose {
     }
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2967)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2968)
 pub mod hardshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58613,7 +58613,7 @@ pub mod hardshrink {
     }
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2971)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:2972)
 pub mod softshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58695,7 +58695,7 @@ pub mod softshrink {
     }
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2975)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2976)
 pub mod prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58782,7 +58782,7 @@ pub mod prod {
     }
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2979)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2980)
 pub mod var_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58882,7 +58882,7 @@ pub mod var_dim {
     }
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2983)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2984)
 pub mod var {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58964,7 +58964,7 @@ pub mod var {
     }
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2987)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:2988)
 pub mod std_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59064,7 +59064,7 @@ pub mod std_dim {
     }
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2991)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:2992)
 pub mod std {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59146,7 +59146,7 @@ pub mod std {
     }
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2995)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2996)
 pub mod nansum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59246,7 +59246,7 @@ pub mod nansum {
     }
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:2999)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3000)
 pub mod nanmean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59346,7 +59346,7 @@ pub mod nanmean {
     }
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3003)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3004)
 pub mod aminmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59441,7 +59441,7 @@ pub mod aminmax {
     }
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3007)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3008)
 pub mod logcumsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59523,7 +59523,7 @@ pub mod logcumsumexp {
     }
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3011)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3012)
 pub mod trace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59603,7 +59603,7 @@ pub mod trace {
     }
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3015)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3016)
 pub mod sum_to_size {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59685,7 +59685,7 @@ pub mod sum_to_size {
     }
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3019)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3020)
 pub mod inner {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59767,7 +59767,7 @@ pub mod inner {
     }
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3023)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3024)
 pub mod addmv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59871,7 +59871,7 @@ pub mod addmv {
     }
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3027)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3028)
 pub mod addr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59975,7 +59975,7 @@ pub mod addr {
     }
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3031)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3032)
 pub mod linalg_cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60065,7 +60065,7 @@ pub mod linalg_cross {
     }
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3035)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3036)
 pub mod cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60155,7 +60155,7 @@ pub mod cross {
     }
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3039)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3040)
 pub mod kron {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60237,7 +60237,7 @@ pub mod kron {
     }
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3043)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3044)
 pub mod dist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60327,7 +60327,7 @@ pub mod dist {
     }
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3047)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3048)
 pub mod pairwise_distance {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60424,7 +60424,7 @@ pub mod pairwise_distance {
     }
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3051)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3052)
 pub mod cosine_similarity {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60517,7 +60517,7 @@ pub mod cosine_similarity {
     }
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3055)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3056)
 pub mod cdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60616,7 +60616,7 @@ pub mod cdist {
     }
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3059)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3060)
 pub mod pdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60698,7 +60698,7 @@ pub mod pdist {
     }
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3063)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3064)
 pub mod soft_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60788,7 +60788,7 @@ pub mod soft_margin_loss {
     }
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3067)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3068)
 pub mod hinge_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60889,7 +60889,7 @@ pub mod hinge_embedding_loss {
     }
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3071)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3072)
 pub mod poisson_nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61011,7 +61011,7 @@ pub mod poisson_nll_loss {
     }
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3075)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3076)
 pub mod rms_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61112,7 +61112,7 @@ pub mod rms_norm {
     }
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3079)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3080)
 pub mod channel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61194,7 +61194,7 @@ pub mod channel_shuffle {
     }
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3083)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3084)
 pub mod linalg_vector_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61304,7 +61304,7 @@ pub mod linalg_vector_norm {
     }
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3087)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3088)
 pub mod linalg_diagonal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61397,7 +61397,7 @@ pub mod linalg_diagonal {
     }
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3091)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3092)
 pub mod diagflat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61479,7 +61479,7 @@ pub mod diagflat {
     }
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3095)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3096)
 pub mod block_diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61559,7 +61559,7 @@ pub mod block_diag {
     }
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3099)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3100)
 pub mod cartesian_prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61639,7 +61639,7 @@ pub mod cartesian_prod {
     }
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3103)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3104)
 pub mod combinations {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61729,7 +61729,7 @@ pub mod combinations {
     }
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3107)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3108)
 pub mod diff {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61838,7 +61838,7 @@ pub mod diff {
     }
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3111)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3112)
 pub mod trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61922,7 +61922,7 @@ pub mod trapezoid_x {
     }
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3115)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3116)
 pub mod trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62006,7 +62006,7 @@ pub mod trapezoid_dx {
     }
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3119)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3120)
 pub mod trapz_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62090,7 +62090,7 @@ pub mod trapz_x {
     }
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3123)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3124)
 pub mod trapz_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62174,7 +62174,7 @@ pub mod trapz_dx {
     }
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3127)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3128)
 pub mod cumulative_trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62258,7 +62258,7 @@ pub mod cumulative_trapezoid_x {
     }
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3131)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3132)
 pub mod cumulative_trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62342,7 +62342,7 @@ pub mod cumulative_trapezoid_dx {
     }
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3135)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3136)
 pub mod tensor_split_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62432,7 +62432,7 @@ pub mod tensor_split_sections {
     }
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3139)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3140)
 pub mod tensor_split_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62522,7 +62522,7 @@ pub mod tensor_split_indices {
     }
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3143)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3144)
 pub mod tensor_split_tensor_indices_or_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62617,7 +62617,7 @@ pub mod tensor_split_tensor_indices_or_sections {
     }
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3147)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3148)
 pub mod hsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62699,7 +62699,7 @@ pub mod hsplit_int {
     }
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3151)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3152)
 pub mod vsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62781,7 +62781,7 @@ pub mod vsplit_int {
     }
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3155)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3156)
 pub mod dsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62863,7 +62863,7 @@ pub mod dsplit_int {
     }
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3159)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3160)
 pub mod hsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62950,7 +62950,7 @@ pub mod hsplit_array {
     }
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3163)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3164)
 pub mod vsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63037,7 +63037,7 @@ pub mod vsplit_array {
     }
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3167)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3168)
 pub mod dsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63124,7 +63124,7 @@ pub mod dsplit_array {
     }
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3171)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3172)
 pub mod unsafe_split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63214,7 +63214,7 @@ pub mod unsafe_split_tensor {
     }
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3175)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3176)
 pub mod unsafe_chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63304,7 +63304,7 @@ pub mod unsafe_chunk {
     }
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3179)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3180)
 pub mod take_along_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63394,7 +63394,7 @@ pub mod take_along_dim {
     }
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3183)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3184)
 pub mod argwhere {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63474,7 +63474,7 @@ pub mod argwhere {
     }
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3187)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3188)
 pub mod narrow_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63567,7 +63567,7 @@ pub mod narrow_tensor {
     }
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3191)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3192)
 pub mod masked_fill_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63657,7 +63657,7 @@ pub mod masked_fill_tensor {
     }
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3195)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3196)
 pub mod logspace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63800,7 +63800,7 @@ pub mod logspace {
     }
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3201)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3202)
 pub mod lgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63880,7 +63880,7 @@ pub mod lgamma {
     }
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3205)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3206)
 pub mod digamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63960,7 +63960,7 @@ pub mod digamma {
     }
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3209)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3210)
 pub mod i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64040,7 +64040,7 @@ pub mod i0 {
     }
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3213)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3214)
 pub mod special_i0e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64120,7 +64120,7 @@ pub mod special_i0e {
     }
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3217)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3218)
 pub mod special_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64200,7 +64200,7 @@ pub mod special_i1 {
     }
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3221)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3222)
 pub mod special_i1e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64280,7 +64280,7 @@ pub mod special_i1e {
     }
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3225)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3226)
 pub mod special_erfcx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64360,7 +64360,7 @@ pub mod special_erfcx {
     }
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3229)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3230)
 pub mod special_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64440,7 +64440,7 @@ pub mod special_ndtr {
     }
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3233)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3234)
 pub mod special_ndtri {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64520,7 +64520,7 @@ pub mod special_ndtri {
     }
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3237)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3238)
 pub mod special_log_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64600,7 +64600,7 @@ pub mod special_log_ndtr {
     }
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3241)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3242)
 pub mod special_entr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64680,7 +64680,7 @@ pub mod special_entr {
     }
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3245)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3246)
 pub mod special_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64760,7 +64760,7 @@ pub mod special_bessel_j0 {
     }
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3249)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3250)
 pub mod special_bessel_j1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64840,7 +64840,7 @@ pub mod special_bessel_j1 {
     }
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3253)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3254)
 pub mod special_bessel_y0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64920,7 +64920,7 @@ pub mod special_bessel_y0 {
     }
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3257)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3258)
 pub mod special_bessel_y1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65000,7 +65000,7 @@ pub mod special_bessel_y1 {
     }
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3261)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3262)
 pub mod special_modified_bessel_i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65080,7 +65080,7 @@ pub mod special_modified_bessel_i0 {
     }
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3265)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3266)
 pub mod special_modified_bessel_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65160,7 +65160,7 @@ pub mod special_modified_bessel_i1 {
     }
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3269)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3270)
 pub mod special_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65240,7 +65240,7 @@ pub mod special_modified_bessel_k0 {
     }
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3273)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3274)
 pub mod special_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65320,7 +65320,7 @@ pub mod special_modified_bessel_k1 {
     }
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3277)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3278)
 pub mod special_scaled_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65400,7 +65400,7 @@ pub mod special_scaled_modified_bessel_k0 {
     }
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3281)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3282)
 pub mod special_scaled_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65480,7 +65480,7 @@ pub mod special_scaled_modified_bessel_k1 {
     }
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3285)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3286)
 pub mod special_spherical_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65560,7 +65560,7 @@ pub mod special_spherical_bessel_j0 {
     }
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3289)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3290)
 pub mod polygamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65642,7 +65642,7 @@ pub mod polygamma {
     }
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3293)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3294)
 pub mod special_zeta {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65724,7 +65724,7 @@ pub mod special_zeta {
     }
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3297)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3298)
 pub mod special_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65806,7 +65806,7 @@ pub mod special_chebyshev_polynomial_t {
     }
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3301)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3302)
 pub mod special_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65888,7 +65888,7 @@ pub mod special_chebyshev_polynomial_u {
     }
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3305)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3306)
 pub mod special_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65970,7 +65970,7 @@ pub mod special_chebyshev_polynomial_v {
     }
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3309)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3310)
 pub mod special_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66052,7 +66052,7 @@ pub mod special_chebyshev_polynomial_w {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3313)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3314)
 pub mod special_shifted_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66134,7 +66134,7 @@ pub mod special_shifted_chebyshev_polynomial_t {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3317)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3318)
 pub mod special_shifted_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66216,7 +66216,7 @@ pub mod special_shifted_chebyshev_polynomial_u {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3321)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3322)
 pub mod special_shifted_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66298,7 +66298,7 @@ pub mod special_shifted_chebyshev_polynomial_v {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3325)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3326)
 pub mod special_shifted_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66380,7 +66380,7 @@ pub mod special_shifted_chebyshev_polynomial_w {
     }
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3329)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3330)
 pub mod special_hermite_polynomial_h {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66462,7 +66462,7 @@ pub mod special_hermite_polynomial_h {
     }
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3333)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3334)
 pub mod special_hermite_polynomial_he {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66544,7 +66544,7 @@ pub mod special_hermite_polynomial_he {
     }
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3337)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3338)
 pub mod special_laguerre_polynomial_l {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66626,7 +66626,7 @@ pub mod special_laguerre_polynomial_l {
     }
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3341)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3342)
 pub mod special_legendre_polynomial_p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66708,7 +66708,7 @@ pub mod special_legendre_polynomial_p {
     }
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3345)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3346)
 pub mod mvlgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66790,7 +66790,7 @@ pub mod mvlgamma {
     }
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3351)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3352)
 pub mod _convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67048,7 +67048,7 @@ pub mod _convolution {
     }
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3355)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3356)
 pub mod _convolution_mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67176,7 +67176,7 @@ pub mod _convolution_mode {
     }
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3359)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3360)
 pub mod upsample_linear1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67285,7 +67285,7 @@ pub mod upsample_linear1d_vec {
     }
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3363)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3364)
 pub mod upsample_linear1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67386,7 +67386,7 @@ pub mod upsample_linear1d {
     }
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3367)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3368)
 pub mod lerp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67476,7 +67476,7 @@ pub mod lerp_tensor {
     }
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3371)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3372)
 pub mod angle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67556,7 +67556,7 @@ pub mod angle {
     }
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3375)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3376)
 pub mod isin_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67660,7 +67660,7 @@ pub mod isin_tensor_tensor {
     }
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3379)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3380)
 pub mod bucketize_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67761,7 +67761,7 @@ pub mod bucketize_tensor {
     }
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3383)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3384)
 pub mod searchsorted_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67884,7 +67884,7 @@ pub mod searchsorted_tensor {
     }
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3387)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3388)
 pub mod msort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67964,7 +67964,7 @@ pub mod msort {
     }
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3391)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3392)
 pub mod any_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68054,7 +68054,7 @@ pub mod any_dims {
     }
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3395)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3396)
 pub mod all_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68144,7 +68144,7 @@ pub mod all_dims {
     }
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3399)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3400)
 pub mod select_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68237,7 +68237,7 @@ pub mod select_scatter {
     }
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3403)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3404)
 pub mod diagonal_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68342,7 +68342,7 @@ pub mod diagonal_scatter {
     }
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3407)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3408)
 pub mod put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68442,7 +68442,7 @@ pub mod put {
     }
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3411)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3412)
 pub mod nonzero_static {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68532,7 +68532,7 @@ pub mod nonzero_static {
     }
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3415)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3416)
 pub mod _safe_softmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68622,7 +68622,7 @@ pub mod _safe_softmax {
     }
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3419)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3420)
 pub mod _softmax_backward_data {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68723,7 +68723,7 @@ pub mod _softmax_backward_data {
     }
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3423)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3424)
 pub mod native_dropout_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68813,7 +68813,7 @@ pub mod native_dropout_backward {
     }
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3427)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3428)
 pub mod bilinear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68918,7 +68918,7 @@ pub mod bilinear {
     }
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3431)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3432)
 pub mod cov {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69028,7 +69028,7 @@ pub mod cov {
     }
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3435)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3436)
 pub mod corrcoef {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69108,7 +69108,7 @@ pub mod corrcoef {
     }
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3439)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3440)
 pub mod renorm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69201,7 +69201,7 @@ pub mod renorm {
     }
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3443)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3444)
 pub mod bincount {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69291,7 +69291,7 @@ pub mod bincount {
     }
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3447)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3448)
 pub mod histc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69384,7 +69384,7 @@ pub mod histc {
     }
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3451)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3452)
 pub mod triu_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69520,7 +69520,7 @@ pub mod triu_indices {
     }
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3455)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3456)
 pub mod tril_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69656,7 +69656,7 @@ pub mod tril_indices {
     }
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3459)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3460)
 pub mod _native_batch_norm_legit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69814,7 +69814,7 @@ pub mod _native_batch_norm_legit {
     }
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3463)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3464)
 pub mod _native_batch_norm_legit_no_stats {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69954,7 +69954,7 @@ pub mod _native_batch_norm_legit_no_stats {
     }
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3467)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3468)
 pub mod _batch_norm_with_update {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70105,7 +70105,7 @@ pub mod _batch_norm_with_update {
     }
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3473)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3474)
 pub mod fft_fftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70187,7 +70187,7 @@ pub mod fft_fftshift {
     }
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3477)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3478)
 pub mod fft_ifftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70269,7 +70269,7 @@ pub mod fft_ifftshift {
     }
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3481)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3482)
 pub mod linalg_vecdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70353,7 +70353,7 @@ pub mod linalg_vecdot {
     }
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3485)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3486)
 pub mod linalg_vander {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70435,7 +70435,7 @@ pub mod linalg_vander {
     }
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3489)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3490)
 pub mod linalg_multi_dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70515,7 +70515,7 @@ pub mod linalg_multi_dot {
     }
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3493)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3494)
 pub mod linalg_matrix_power {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70597,7 +70597,7 @@ pub mod linalg_matrix_power {
     }
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3497)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3498)
 pub mod quantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70707,7 +70707,7 @@ pub mod quantile {
     }
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3501)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3502)
 pub mod quantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70816,7 +70816,7 @@ pub mod quantile_scalar {
     }
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3505)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3506)
 pub mod nanquantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70925,7 +70925,7 @@ pub mod nanquantile {
     }
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3509)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3510)
 pub mod nanquantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71034,7 +71034,7 @@ pub mod nanquantile_scalar {
     }
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3513)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3514)
 pub mod nanmedian {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71114,7 +71114,7 @@ pub mod nanmedian {
     }
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3517)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3518)
 pub mod nanmedian_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71210,7 +71210,7 @@ pub mod nanmedian_dim {
     }
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3521)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3522)
 pub mod mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71305,7 +71305,7 @@ pub mod mode {
     }
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3525)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3526)
 pub mod scatter_reduce_two {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71426,7 +71426,7 @@ pub mod scatter_reduce_two {
     }
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3529)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3530)
 pub mod index_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71547,7 +71547,7 @@ pub mod index_reduce {
     }
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3535)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3536)
 pub mod max_unpool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71637,7 +71637,7 @@ pub mod max_unpool2d {
     }
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3539)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3540)
 pub mod max_unpool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71753,7 +71753,7 @@ pub mod max_unpool3d {
     }
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3543)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3544)
 pub mod upsample_nearest1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71843,7 +71843,7 @@ pub mod upsample_nearest1d {
     }
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3547)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3548)
 pub mod gcd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71925,7 +71925,7 @@ pub mod gcd {
     }
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3551)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3552)
 pub mod lcm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72007,7 +72007,7 @@ pub mod lcm {
     }
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3558)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3559)
 pub mod linalg_lu_factor_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72109,7 +72109,7 @@ pub mod linalg_lu_factor_ex {
     }
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3562)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3563)
 pub mod linalg_lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72214,7 +72214,7 @@ pub mod linalg_lu_solve {
     }
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3566)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3567)
 pub mod linalg_solve_triangular {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72323,7 +72323,7 @@ pub mod linalg_solve_triangular {
     }
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3570)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3571)
 pub mod linalg_cholesky_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72419,7 +72419,7 @@ pub mod linalg_cholesky_ex {
     }
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3574)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3575)
 pub mod geqrf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72504,7 +72504,7 @@ pub mod geqrf {
     }
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3578)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3579)
 pub mod linalg_qr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72591,7 +72591,7 @@ pub mod linalg_qr {
     }
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3582)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3583)
 pub mod linalg_eigh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72683,7 +72683,7 @@ pub mod linalg_eigh {
     }
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3586)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3587)
 pub mod _linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72795,7 +72795,7 @@ pub mod _linalg_svd {
     }
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3590)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3591)
 pub mod linalg_lu_factor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72882,7 +72882,7 @@ pub mod linalg_lu_factor {
     }
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3594)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3595)
 pub mod _lu_with_info {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72984,7 +72984,7 @@ pub mod _lu_with_info {
     }
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3598)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3599)
 pub mod linalg_lu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73078,7 +73078,7 @@ pub mod linalg_lu {
     }
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3602)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3603)
 pub mod lu_unpack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73194,7 +73194,7 @@ pub mod lu_unpack {
     }
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3606)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3607)
 pub mod lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73284,7 +73284,7 @@ pub mod lu_solve {
     }
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3610)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3611)
 pub mod linalg_solve_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73388,7 +73388,7 @@ pub mod linalg_solve_ex {
     }
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3614)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3615)
 pub mod linalg_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73472,7 +73472,7 @@ pub mod linalg_solve {
     }
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3618)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3619)
 pub mod linalg_inv_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73564,7 +73564,7 @@ pub mod linalg_inv_ex {
     }
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3622)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3623)
 pub mod linalg_inv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73644,7 +73644,7 @@ pub mod linalg_inv {
     }
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3626)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3627)
 pub mod inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73724,7 +73724,7 @@ pub mod inverse {
     }
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3630)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3631)
 pub mod linalg_det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73804,7 +73804,7 @@ pub mod linalg_det {
     }
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3634)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3635)
 pub mod det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73884,7 +73884,7 @@ pub mod det {
     }
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3638)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3639)
 pub mod linalg_slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73969,7 +73969,7 @@ pub mod linalg_slogdet {
     }
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3642)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3643)
 pub mod slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74054,7 +74054,7 @@ pub mod slogdet {
     }
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3646)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3647)
 pub mod logdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74134,7 +74134,7 @@ pub mod logdet {
     }
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3650)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3651)
 pub mod linalg_cholesky {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74216,7 +74216,7 @@ pub mod linalg_cholesky {
     }
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3654)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3655)
 pub mod cholesky_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74306,7 +74306,7 @@ pub mod cholesky_solve {
     }
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3658)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3659)
 pub mod cholesky_inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74388,7 +74388,7 @@ pub mod cholesky_inverse {
     }
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3662)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3663)
 pub mod triangular_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74508,7 +74508,7 @@ pub mod triangular_solve {
     }
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3666)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3667)
 pub mod linalg_householder_product {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74590,7 +74590,7 @@ pub mod linalg_householder_product {
     }
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3670)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3671)
 pub mod orgqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74672,7 +74672,7 @@ pub mod orgqr {
     }
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3674)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3675)
 pub mod ormqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74782,7 +74782,7 @@ pub mod ormqr {
     }
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3678)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3679)
 pub mod linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74885,7 +74885,7 @@ pub mod linalg_svd {
     }
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3682)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3683)
 pub mod svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74987,7 +74987,7 @@ pub mod svd {
     }
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3686)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3687)
 pub mod linalg_svdvals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75069,7 +75069,7 @@ pub mod linalg_svdvals {
     }
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3690)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3691)
 pub mod linalg_eigvalsh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75151,7 +75151,7 @@ pub mod linalg_eigvalsh {
     }
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3694)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3695)
 pub mod linalg_pinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75241,7 +75241,7 @@ pub mod linalg_pinv {
     }
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3698)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3699)
 pub mod linalg_pinv_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75341,7 +75341,7 @@ pub mod linalg_pinv_atol_rtol_float {
     }
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3702)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3703)
 pub mod linalg_pinv_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75445,7 +75445,7 @@ pub mod linalg_pinv_atol_rtol_tensor {
     }
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3706)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3707)
 pub mod linalg_pinv_rcond_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75535,7 +75535,7 @@ pub mod linalg_pinv_rcond_tensor {
     }
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3710)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3711)
 pub mod pinverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75617,7 +75617,7 @@ pub mod pinverse {
     }
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3714)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3715)
 pub mod linalg_matrix_rank {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75707,7 +75707,7 @@ pub mod linalg_matrix_rank {
     }
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3718)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3719)
 pub mod linalg_matrix_rank_tol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75797,7 +75797,7 @@ pub mod linalg_matrix_rank_tol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3722)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3723)
 pub mod linalg_matrix_rank_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75901,7 +75901,7 @@ pub mod linalg_matrix_rank_atol_rtol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3726)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3727)
 pub mod linalg_matrix_rank_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76001,7 +76001,7 @@ pub mod linalg_matrix_rank_atol_rtol_float {
     }
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3730)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3731)
 pub mod linalg_matrix_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76105,7 +76105,7 @@ pub mod linalg_matrix_norm {
     }
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3734)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3735)
 pub mod linalg_matrix_norm_str_ord {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76209,7 +76209,7 @@ pub mod linalg_matrix_norm_str_ord {
     }
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3738)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3739)
 pub mod linalg_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76320,7 +76320,7 @@ pub mod linalg_norm {
     }
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3742)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3743)
 pub mod linalg_norm_ord_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76430,7 +76430,7 @@ pub mod linalg_norm_ord_str {
     }
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3746)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3747)
 pub mod linalg_cond {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76512,7 +76512,7 @@ pub mod linalg_cond {
     }
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3750)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3751)
 pub mod linalg_cond_p_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76594,7 +76594,7 @@ pub mod linalg_cond_p_str {
     }
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3754)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3755)
 pub mod linalg_tensorinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76676,7 +76676,7 @@ pub mod linalg_tensorinv {
     }
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3758)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3759)
 pub mod linalg_tensorsolve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76766,7 +76766,7 @@ pub mod linalg_tensorsolve {
     }
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3762)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3763)
 pub mod linalg_matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76846,7 +76846,7 @@ pub mod linalg_matrix_exp {
     }
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3766)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3767)
 pub mod matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76926,7 +76926,7 @@ pub mod matrix_exp {
     }
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3770)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3771)
 pub mod linalg_lstsq {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77040,7 +77040,7 @@ pub mod linalg_lstsq {
     }
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3777)
 pub mod cauchy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77141,7 +77141,7 @@ pub mod cauchy_ {
     }
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3782)
 pub mod geometric_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77231,7 +77231,7 @@ pub mod geometric_ {
     }
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3787)
 pub mod log_normal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77332,7 +77332,7 @@ pub mod log_normal_ {
     }
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3791)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3792)
 pub mod randint_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77468,7 +77468,7 @@ pub mod randint_like {
     }
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3795)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3796)
 pub mod randint_like_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77606,7 +77606,7 @@ pub mod randint_like_tensor {
     }
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3799)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3800)
 pub mod randint_like_low_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77749,7 +77749,7 @@ pub mod randint_like_low_dtype {
     }
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3803)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3804)
 pub mod rrelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77864,7 +77864,7 @@ pub mod rrelu {
     }
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3809)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3810)
 pub mod nextafter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77946,7 +77946,7 @@ pub mod nextafter {
     }
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3814)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3815)
 pub mod frexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78031,7 +78031,7 @@ pub mod frexp_tensor {
     }
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3819)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3820)
 pub mod igamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78113,7 +78113,7 @@ pub mod igamma {
     }
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3824)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3825)
 pub mod igammac {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78195,7 +78195,7 @@ pub mod igammac {
     }
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3831)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3832)
 pub mod item {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78275,7 +78275,7 @@ pub mod item {
     }
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3836)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3837)
 pub mod equal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78357,7 +78357,7 @@ pub mod equal {
     }
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3842)
 pub mod allclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78467,7 +78467,7 @@ pub mod allclose {
     }
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3846)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3847)
 pub mod linspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78605,7 +78605,7 @@ pub mod linspace_tensor_tensor {
     }
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3850)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3851)
 pub mod logspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78750,7 +78750,7 @@ pub mod logspace_tensor_tensor {
     }
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3854)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3855)
 pub mod rnn_tanh_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78910,7 +78910,7 @@ pub mod rnn_tanh_input {
     }
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3858)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3859)
 pub mod rnn_relu_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79070,7 +79070,7 @@ pub mod rnn_relu_input {
     }
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3862)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3863)
 pub mod gru_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79230,7 +79230,7 @@ pub mod gru_input {
     }
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3866)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3867)
 pub mod lstm_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79404,7 +79404,7 @@ pub mod lstm_input {
     }
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3870)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3871)
 pub mod _chunk_cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79494,7 +79494,7 @@ pub mod _chunk_cat {
     }
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3874)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3875)
 pub mod as_strided_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79609,7 +79609,7 @@ pub mod as_strided_scatter {
     }
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3878)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3879)
 pub mod nonzero_numpy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79689,7 +79689,7 @@ pub mod nonzero_numpy {
     }
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3882)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3883)
 pub mod _unsafe_masked_index {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79792,7 +79792,7 @@ pub mod _unsafe_masked_index {
     }
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3886)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3887)
 pub mod _unsafe_masked_index_put_accumulate {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79898,7 +79898,7 @@ pub mod _unsafe_masked_index_put_accumulate {
     }
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3890)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3891)
 pub mod im2col {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80014,7 +80014,7 @@ pub mod im2col {
     }
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3894)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3895)
 pub mod linalg_matrix_sqrth {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80094,7 +80094,7 @@ pub mod linalg_matrix_sqrth {
     }
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3898)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3899)
 pub mod linalg_polar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80179,7 +80179,7 @@ pub mod linalg_polar {
     }
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3902)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3903)
 pub mod multi_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80302,7 +80302,7 @@ pub mod multi_margin_loss {
     }
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3906)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3907)
 pub mod multilabel_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80392,7 +80392,7 @@ pub mod multilabel_margin_loss {
     }
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3910)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3911)
 pub mod unique_consecutive {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80504,7 +80504,7 @@ pub mod unique_consecutive {
     }
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3916)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3917)
 pub mod _upsample_nearest_exact1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80600,7 +80600,7 @@ pub mod _upsample_nearest_exact1d_vec {
     }
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3920)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3921)
 pub mod _upsample_nearest_exact2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80696,7 +80696,7 @@ pub mod _upsample_nearest_exact2d_vec {
     }
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3924)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3925)
 pub mod _upsample_nearest_exact3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80792,7 +80792,7 @@ pub mod _upsample_nearest_exact3d_vec {
     }
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3928)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3929)
 pub mod _upsample_nearest_exact1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80883,7 +80883,7 @@ pub mod _upsample_nearest_exact1d {
     }
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3932)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3933)
 pub mod _upsample_nearest_exact2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80983,7 +80983,7 @@ pub mod _upsample_nearest_exact2d {
     }
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3936)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:3937)
 pub mod _upsample_nearest_exact3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81098,7 +81098,7 @@ pub mod _upsample_nearest_exact3d {
     }
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3942)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3943)
 pub mod fft_irfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81197,7 +81197,7 @@ pub mod fft_irfft {
     }
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3946)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3947)
 pub mod fft_irfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81296,7 +81296,7 @@ pub mod fft_irfft2 {
     }
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3950)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3951)
 pub mod fft_irfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81395,7 +81395,7 @@ pub mod fft_irfftn {
     }
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3954)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:3955)
 pub mod fft_hfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81494,7 +81494,7 @@ pub mod fft_hfft {
     }
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3958)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:3959)
 pub mod fft_hfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81593,7 +81593,7 @@ pub mod fft_hfft2 {
     }
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3962)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:3963)
 pub mod fft_hfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81692,7 +81692,7 @@ pub mod fft_hfftn {
     }
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3966)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3967)
 pub mod linspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81828,7 +81828,7 @@ pub mod linspace_tensor_scalar {
     }
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3970)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3971)
 pub mod linspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81964,7 +81964,7 @@ pub mod linspace_scalar_tensor {
     }
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3974)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3975)
 pub mod logspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82107,7 +82107,7 @@ pub mod logspace_tensor_scalar {
     }
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3978)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3979)
 pub mod logspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82250,7 +82250,7 @@ pub mod logspace_scalar_tensor {
     }
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:3982)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:3983)
 pub mod gradient_scalarint {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82351,7 +82351,7 @@ pub mod gradient_scalarint {
     }
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3986)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3987)
 pub mod histogram_bin_ct {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82471,7 +82471,7 @@ pub mod histogram_bin_ct {
     }
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3990)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3991)
 pub mod histogramdd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82592,7 +82592,7 @@ pub mod histogramdd {
     }
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3994)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:3995)
 pub mod histogramdd_int_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82713,7 +82713,7 @@ pub mod histogramdd_int_bins {
     }
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3998)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:3999)
 pub mod histogram_bins_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82819,7 +82819,7 @@ pub mod histogram_bins_tensor {
     }
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4002)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4003)
 pub mod histogramdd_tensorlist_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82944,7 +82944,7 @@ pub mod histogramdd_tensorlist_bins {
     }
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4008)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4009)
 pub mod upsample_trilinear3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83053,7 +83053,7 @@ pub mod upsample_trilinear3d_vec {
     }
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4012)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4013)
 pub mod upsample_bicubic2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83162,7 +83162,7 @@ pub mod upsample_bicubic2d_vec {
     }
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4016)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4017)
 pub mod upsample_trilinear3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83283,7 +83283,7 @@ pub mod upsample_trilinear3d {
     }
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4020)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4021)
 pub mod upsample_bicubic2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83398,7 +83398,7 @@ pub mod upsample_bicubic2d {
     }
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4024)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4025)
 pub mod segment_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};

@@ -362,13 +362,13 @@ impl Tensor {
         crate::handles::copy_::call(self, src, non_blocking)
     }
 
-    /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:356)
+    /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
     #[inline]
     pub fn to(&self, dtype: ScalarType) -> Result<Tensor> {
         crate::handles::to_dtype::call(self, dtype, false, false, None)
     }
 
-    /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:356)
+    /// `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
     #[inline]
     pub fn to_with(
         &self,
@@ -380,313 +380,313 @@ impl Tensor {
         crate::handles::to_dtype::call(self, dtype, non_blocking, copy, memory_format)
     }
 
-    /// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:370)
+    /// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:371)
     #[inline]
     pub fn contiguous(&self) -> Result<Tensor> {
         crate::handles::contiguous::call(self, MemoryFormat::Contiguous)
     }
 
-    /// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:370)
+    /// `contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)` (aten/native_functions.yaml:371)
     #[inline]
     pub fn contiguous_with(&self, memory_format: MemoryFormat) -> Result<Tensor> {
         crate::handles::contiguous::call(self, memory_format)
     }
 
-    /// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:376)
+    /// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:377)
     #[inline]
     pub fn view(&self, size: &[i64]) -> Result<Tensor> {
         crate::handles::view::call(self, size)
     }
 
-    /// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:385)
+    /// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)` (aten/native_functions.yaml:386)
     #[inline]
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         crate::handles::reshape::call(self, shape)
     }
 
-    /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:390)
+    /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:391)
     #[inline]
     pub fn as_strided(&self, size: &[i64], stride: &[i64]) -> Result<Tensor> {
         crate::handles::as_strided::call(self, size, stride, None)
     }
 
-    /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:390)
+    /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)` (aten/native_functions.yaml:391)
     #[inline]
     pub fn as_strided_with(&self, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
         crate::handles::as_strided::call(self, size, stride, storage_offset)
     }
 
-    /// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:395)
+    /// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)` (aten/native_functions.yaml:396)
     #[inline]
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
         crate::handles::transpose_int::call(self, dim0, dim1)
     }
 
-    /// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:400)
+    /// `t(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:401)
     #[inline]
     pub fn t(&self) -> Result<Tensor> {
         crate::handles::t::call(self)
     }
 
-    /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:405)
+    /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)` (aten/native_functions.yaml:406)
     #[inline]
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         crate::handles::permute::call(self, dims)
     }
 
-    /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:410)
+    /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:411)
     #[inline]
     pub fn expand(&self, size: &[i64]) -> Result<Tensor> {
         crate::handles::expand::call(self, size, false)
     }
 
-    /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:410)
+    /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (aten/native_functions.yaml:411)
     #[inline]
     pub fn expand_with(&self, size: &[i64], implicit: bool) -> Result<Tensor> {
         crate::handles::expand::call(self, size, implicit)
     }
 
-    /// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:415)
+    /// `expand_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:416)
     #[inline]
     pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::expand_as::call(self, other)
     }
 
-    /// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:420)
+    /// `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:421)
     #[inline]
     pub fn squeeze(&self) -> Result<Tensor> {
         crate::handles::squeeze::call(self)
     }
 
-    /// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:425)
+    /// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:426)
     #[inline]
     pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
         crate::handles::squeeze_dim::call(self, dim)
     }
 
-    /// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:430)
+    /// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)` (aten/native_functions.yaml:431)
     #[inline]
     pub fn squeeze_dims(&self, dim: &[i64]) -> Result<Tensor> {
         crate::handles::squeeze_dims::call(self, dim)
     }
 
-    /// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:435)
+    /// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:436)
     #[inline]
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         crate::handles::unsqueeze::call(self, dim)
     }
 
-    /// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:440)
+    /// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:441)
     #[inline]
     pub fn flatten(&self) -> Result<Tensor> {
         crate::handles::flatten_using_ints::call(self, 0, -1)
     }
 
-    /// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:440)
+    /// `flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)` (aten/native_functions.yaml:441)
     #[inline]
     pub fn flatten_with(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
         crate::handles::flatten_using_ints::call(self, start_dim, end_dim)
     }
 
-    /// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:445)
+    /// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:446)
     #[inline]
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         crate::handles::narrow::call(self, dim, start, length)
     }
 
-    /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:450)
+    /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:451)
     #[inline]
     pub fn slice(&self) -> Result<Tensor> {
         crate::handles::slice_tensor::call(self, 0, None, None, 1)
     }
 
-    /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:450)
+    /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)` (aten/native_functions.yaml:451)
     #[inline]
     pub fn slice_with(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
         crate::handles::slice_tensor::call(self, dim, start, end, step)
     }
 
-    /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:455)
+    /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)` (aten/native_functions.yaml:456)
     #[inline]
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         crate::handles::select_int::call(self, dim, index)
     }
 
-    /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:460)
+    /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:461)
     #[inline]
     pub fn diagonal(&self) -> Result<Tensor> {
         crate::handles::diagonal::call(self, 0, 0, 1)
     }
 
-    /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:460)
+    /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)` (aten/native_functions.yaml:461)
     #[inline]
     pub fn diagonal_with(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
         crate::handles::diagonal::call(self, offset, dim1, dim2)
     }
 
-    /// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:465)
+    /// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)` (aten/native_functions.yaml:466)
     #[inline]
     pub fn unfold(&self, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
         crate::handles::unfold::call(self, dimension, size, step)
     }
 
-    /// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:470)
+    /// `alias(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:471)
     #[inline]
     pub fn alias(&self) -> Result<Tensor> {
         crate::handles::alias::call(self)
     }
 
-    /// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:475)
+    /// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:476)
     #[inline]
     pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::view_as::call(self, other)
     }
 
-    /// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:480)
+    /// `reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)` (aten/native_functions.yaml:481)
     #[inline]
     pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::reshape_as::call(self, other)
     }
 
-    /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:561)
+    /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:562)
     #[inline]
     pub fn fill_(&self, value: Scalar) -> Result<Tensor> {
         crate::handles::fill_scalar_::call(self, value)
     }
 
-    /// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:566)
+    /// `zero_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:567)
     #[inline]
     pub fn zero_(&self) -> Result<Tensor> {
         crate::handles::zero_::call(self)
     }
 
-    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:573)
+    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:574)
     #[inline]
     pub fn uniform_(&self) -> Result<Tensor> {
         crate::handles::uniform_::call(self, 0.0, 1.0, None)
     }
 
-    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:573)
+    /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:574)
     #[inline]
     pub fn uniform_with_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::uniform_::call(self, from, to, generator)
     }
 
-    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:578)
+    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:579)
     #[inline]
     pub fn normal_(&self) -> Result<Tensor> {
         crate::handles::normal_::call(self, 0.0, 1.0, None)
     }
 
-    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:578)
+    /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:579)
     #[inline]
     pub fn normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::normal_::call(self, mean, std, generator)
     }
 
-    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:583)
+    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:584)
     #[inline]
     pub fn random_(&self, from: i64, to: Option<i64>) -> Result<Tensor> {
         crate::handles::random_from_::call(self, from, to, None)
     }
 
-    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:583)
+    /// `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:584)
     #[inline]
     pub fn random_with_(&self, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::random_from_::call(self, from, to, generator)
     }
 
-    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:588)
+    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:589)
     #[inline]
     pub fn random_to_(&self, to: i64) -> Result<Tensor> {
         crate::handles::random_to_::call(self, to, None)
     }
 
-    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:588)
+    /// `random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:589)
     #[inline]
     pub fn random_to_with_(&self, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::random_to_::call(self, to, generator)
     }
 
-    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:593)
+    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
     #[inline]
     pub fn random_op_(&self) -> Result<Tensor> {
         crate::handles::random_::call(self, None)
     }
 
-    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:593)
+    /// `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
     #[inline]
     pub fn random_op_with_(&self, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::random_::call(self, generator)
     }
 
-    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:598)
+    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:599)
     #[inline]
     pub fn bernoulli_(&self) -> Result<Tensor> {
         crate::handles::bernoulli_float_::call(self, 0.5, None)
     }
 
-    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:598)
+    /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:599)
     #[inline]
     pub fn bernoulli_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli_float_::call(self, p, generator)
     }
 
-    /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:603)
+    /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:604)
     #[inline]
     pub fn bernoulli_tensor_(&self, p: &Tensor) -> Result<Tensor> {
         crate::handles::bernoulli_tensor_::call(self, p, None)
     }
 
-    /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:603)
+    /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:604)
     #[inline]
     pub fn bernoulli_tensor_with_(&self, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli_tensor_::call(self, p, generator)
     }
 
-    /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:608)
+    /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
     #[inline]
     pub fn bernoulli(&self) -> Result<Tensor> {
         crate::handles::bernoulli::call(self, None)
     }
 
-    /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:608)
+    /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
     #[inline]
     pub fn bernoulli_with(&self, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli::call(self, generator)
     }
 
-    /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:613)
+    /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
     #[inline]
     pub fn bernoulli_p(&self, p: f64) -> Result<Tensor> {
         crate::handles::bernoulli_p::call(self, p, None)
     }
 
-    /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:613)
+    /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
     #[inline]
     pub fn bernoulli_p_with(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::bernoulli_p::call(self, p, generator)
     }
 
-    /// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:618)
+    /// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:619)
     #[inline]
     pub fn exponential_(&self) -> Result<Tensor> {
         crate::handles::exponential_::call(self, 1.0, None)
     }
 
-    /// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:618)
+    /// `exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:619)
     #[inline]
     pub fn exponential_with_(&self, lambd: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::exponential_::call(self, lambd, generator)
     }
 
-    /// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:653)
+    /// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:654)
     #[inline]
     pub fn multinomial(&self, num_samples: i64) -> Result<Tensor> {
         crate::handles::multinomial::call(self, num_samples, false, None)
     }
 
-    /// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:653)
+    /// `multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:654)
     #[inline]
     pub fn multinomial_with(
         &self,
@@ -697,601 +697,601 @@ impl Tensor {
         crate::handles::multinomial::call(self, num_samples, replacement, generator)
     }
 
-    /// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:710)
+    /// `exp(Tensor self) -> Tensor` (aten/native_functions.yaml:711)
     #[inline]
     pub fn exp(&self) -> Result<Tensor> {
         crate::handles::exp::call(self)
     }
 
-    /// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:715)
+    /// `exp_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:716)
     #[inline]
     pub fn exp_(&self) -> Result<Tensor> {
         crate::handles::exp_::call(self)
     }
 
-    /// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:724)
+    /// `exp2(Tensor self) -> Tensor` (aten/native_functions.yaml:725)
     #[inline]
     pub fn exp2(&self) -> Result<Tensor> {
         crate::handles::exp2::call(self)
     }
 
-    /// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:729)
+    /// `exp2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:730)
     #[inline]
     pub fn exp2_(&self) -> Result<Tensor> {
         crate::handles::exp2_::call(self)
     }
 
-    /// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:738)
+    /// `expm1(Tensor self) -> Tensor` (aten/native_functions.yaml:739)
     #[inline]
     pub fn expm1(&self) -> Result<Tensor> {
         crate::handles::expm1::call(self)
     }
 
-    /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:743)
+    /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:744)
     #[inline]
     pub fn expm1_(&self) -> Result<Tensor> {
         crate::handles::expm1_::call(self)
     }
 
-    /// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:752)
+    /// `log(Tensor self) -> Tensor` (aten/native_functions.yaml:753)
     #[inline]
     pub fn log(&self) -> Result<Tensor> {
         crate::handles::log::call(self)
     }
 
-    /// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:757)
+    /// `log_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:758)
     #[inline]
     pub fn log_(&self) -> Result<Tensor> {
         crate::handles::log_::call(self)
     }
 
-    /// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:766)
+    /// `log2(Tensor self) -> Tensor` (aten/native_functions.yaml:767)
     #[inline]
     pub fn log2(&self) -> Result<Tensor> {
         crate::handles::log2::call(self)
     }
 
-    /// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:771)
+    /// `log2_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:772)
     #[inline]
     pub fn log2_(&self) -> Result<Tensor> {
         crate::handles::log2_::call(self)
     }
 
-    /// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:780)
+    /// `log10(Tensor self) -> Tensor` (aten/native_functions.yaml:781)
     #[inline]
     pub fn log10(&self) -> Result<Tensor> {
         crate::handles::log10::call(self)
     }
 
-    /// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:785)
+    /// `log10_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:786)
     #[inline]
     pub fn log10_(&self) -> Result<Tensor> {
         crate::handles::log10_::call(self)
     }
 
-    /// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:794)
+    /// `log1p(Tensor self) -> Tensor` (aten/native_functions.yaml:795)
     #[inline]
     pub fn log1p(&self) -> Result<Tensor> {
         crate::handles::log1p::call(self)
     }
 
-    /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:799)
+    /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:800)
     #[inline]
     pub fn log1p_(&self) -> Result<Tensor> {
         crate::handles::log1p_::call(self)
     }
 
-    /// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:808)
+    /// `sqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:809)
     #[inline]
     pub fn sqrt(&self) -> Result<Tensor> {
         crate::handles::sqrt::call(self)
     }
 
-    /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:813)
+    /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:814)
     #[inline]
     pub fn sqrt_(&self) -> Result<Tensor> {
         crate::handles::sqrt_::call(self)
     }
 
-    /// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:822)
+    /// `rsqrt(Tensor self) -> Tensor` (aten/native_functions.yaml:823)
     #[inline]
     pub fn rsqrt(&self) -> Result<Tensor> {
         crate::handles::rsqrt::call(self)
     }
 
-    /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:827)
+    /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:828)
     #[inline]
     pub fn rsqrt_(&self) -> Result<Tensor> {
         crate::handles::rsqrt_::call(self)
     }
 
-    /// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:836)
+    /// `reciprocal(Tensor self) -> Tensor` (aten/native_functions.yaml:837)
     #[inline]
     pub fn reciprocal(&self) -> Result<Tensor> {
         crate::handles::reciprocal::call(self)
     }
 
-    /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:841)
+    /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:842)
     #[inline]
     pub fn reciprocal_(&self) -> Result<Tensor> {
         crate::handles::reciprocal_::call(self)
     }
 
-    /// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:850)
+    /// `sin(Tensor self) -> Tensor` (aten/native_functions.yaml:851)
     #[inline]
     pub fn sin(&self) -> Result<Tensor> {
         crate::handles::sin::call(self)
     }
 
-    /// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:855)
+    /// `sin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:856)
     #[inline]
     pub fn sin_(&self) -> Result<Tensor> {
         crate::handles::sin_::call(self)
     }
 
-    /// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:864)
+    /// `cos(Tensor self) -> Tensor` (aten/native_functions.yaml:865)
     #[inline]
     pub fn cos(&self) -> Result<Tensor> {
         crate::handles::cos::call(self)
     }
 
-    /// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:869)
+    /// `cos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:870)
     #[inline]
     pub fn cos_(&self) -> Result<Tensor> {
         crate::handles::cos_::call(self)
     }
 
-    /// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:878)
+    /// `tan(Tensor self) -> Tensor` (aten/native_functions.yaml:879)
     #[inline]
     pub fn tan(&self) -> Result<Tensor> {
         crate::handles::tan::call(self)
     }
 
-    /// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:883)
+    /// `tan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:884)
     #[inline]
     pub fn tan_(&self) -> Result<Tensor> {
         crate::handles::tan_::call(self)
     }
 
-    /// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:892)
+    /// `asin(Tensor self) -> Tensor` (aten/native_functions.yaml:893)
     #[inline]
     pub fn asin(&self) -> Result<Tensor> {
         crate::handles::asin::call(self)
     }
 
-    /// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:897)
+    /// `asin_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:898)
     #[inline]
     pub fn asin_(&self) -> Result<Tensor> {
         crate::handles::asin_::call(self)
     }
 
-    /// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:906)
+    /// `acos(Tensor self) -> Tensor` (aten/native_functions.yaml:907)
     #[inline]
     pub fn acos(&self) -> Result<Tensor> {
         crate::handles::acos::call(self)
     }
 
-    /// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:911)
+    /// `acos_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:912)
     #[inline]
     pub fn acos_(&self) -> Result<Tensor> {
         crate::handles::acos_::call(self)
     }
 
-    /// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:920)
+    /// `atan(Tensor self) -> Tensor` (aten/native_functions.yaml:921)
     #[inline]
     pub fn atan(&self) -> Result<Tensor> {
         crate::handles::atan::call(self)
     }
 
-    /// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:925)
+    /// `atan_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:926)
     #[inline]
     pub fn atan_(&self) -> Result<Tensor> {
         crate::handles::atan_::call(self)
     }
 
-    /// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:934)
+    /// `sinh(Tensor self) -> Tensor` (aten/native_functions.yaml:935)
     #[inline]
     pub fn sinh(&self) -> Result<Tensor> {
         crate::handles::sinh::call(self)
     }
 
-    /// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:939)
+    /// `sinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:940)
     #[inline]
     pub fn sinh_(&self) -> Result<Tensor> {
         crate::handles::sinh_::call(self)
     }
 
-    /// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:948)
+    /// `cosh(Tensor self) -> Tensor` (aten/native_functions.yaml:949)
     #[inline]
     pub fn cosh(&self) -> Result<Tensor> {
         crate::handles::cosh::call(self)
     }
 
-    /// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:953)
+    /// `cosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:954)
     #[inline]
     pub fn cosh_(&self) -> Result<Tensor> {
         crate::handles::cosh_::call(self)
     }
 
-    /// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:962)
+    /// `tanh(Tensor self) -> Tensor` (aten/native_functions.yaml:963)
     #[inline]
     pub fn tanh(&self) -> Result<Tensor> {
         crate::handles::tanh::call(self)
     }
 
-    /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:967)
+    /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:968)
     #[inline]
     pub fn tanh_(&self) -> Result<Tensor> {
         crate::handles::tanh_::call(self)
     }
 
-    /// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:976)
+    /// `asinh(Tensor self) -> Tensor` (aten/native_functions.yaml:977)
     #[inline]
     pub fn asinh(&self) -> Result<Tensor> {
         crate::handles::asinh::call(self)
     }
 
-    /// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:981)
+    /// `asinh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:982)
     #[inline]
     pub fn asinh_(&self) -> Result<Tensor> {
         crate::handles::asinh_::call(self)
     }
 
-    /// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:990)
+    /// `acosh(Tensor self) -> Tensor` (aten/native_functions.yaml:991)
     #[inline]
     pub fn acosh(&self) -> Result<Tensor> {
         crate::handles::acosh::call(self)
     }
 
-    /// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:995)
+    /// `acosh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:996)
     #[inline]
     pub fn acosh_(&self) -> Result<Tensor> {
         crate::handles::acosh_::call(self)
     }
 
-    /// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1004)
+    /// `atanh(Tensor self) -> Tensor` (aten/native_functions.yaml:1005)
     #[inline]
     pub fn atanh(&self) -> Result<Tensor> {
         crate::handles::atanh::call(self)
     }
 
-    /// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1009)
+    /// `atanh_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1010)
     #[inline]
     pub fn atanh_(&self) -> Result<Tensor> {
         crate::handles::atanh_::call(self)
     }
 
-    /// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1018)
+    /// `sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1019)
     #[inline]
     pub fn sigmoid(&self) -> Result<Tensor> {
         crate::handles::sigmoid::call(self)
     }
 
-    /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1023)
+    /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1024)
     #[inline]
     pub fn sigmoid_(&self) -> Result<Tensor> {
         crate::handles::sigmoid_::call(self)
     }
 
-    /// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1032)
+    /// `erf(Tensor self) -> Tensor` (aten/native_functions.yaml:1033)
     #[inline]
     pub fn erf(&self) -> Result<Tensor> {
         crate::handles::erf::call(self)
     }
 
-    /// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1037)
+    /// `erf_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1038)
     #[inline]
     pub fn erf_(&self) -> Result<Tensor> {
         crate::handles::erf_::call(self)
     }
 
-    /// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1046)
+    /// `erfc(Tensor self) -> Tensor` (aten/native_functions.yaml:1047)
     #[inline]
     pub fn erfc(&self) -> Result<Tensor> {
         crate::handles::erfc::call(self)
     }
 
-    /// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1051)
+    /// `erfc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1052)
     #[inline]
     pub fn erfc_(&self) -> Result<Tensor> {
         crate::handles::erfc_::call(self)
     }
 
-    /// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1060)
+    /// `floor(Tensor self) -> Tensor` (aten/native_functions.yaml:1061)
     #[inline]
     pub fn floor(&self) -> Result<Tensor> {
         crate::handles::floor::call(self)
     }
 
-    /// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1065)
+    /// `floor_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1066)
     #[inline]
     pub fn floor_(&self) -> Result<Tensor> {
         crate::handles::floor_::call(self)
     }
 
-    /// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1074)
+    /// `ceil(Tensor self) -> Tensor` (aten/native_functions.yaml:1075)
     #[inline]
     pub fn ceil(&self) -> Result<Tensor> {
         crate::handles::ceil::call(self)
     }
 
-    /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1079)
+    /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1080)
     #[inline]
     pub fn ceil_(&self) -> Result<Tensor> {
         crate::handles::ceil_::call(self)
     }
 
-    /// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1088)
+    /// `trunc(Tensor self) -> Tensor` (aten/native_functions.yaml:1089)
     #[inline]
     pub fn trunc(&self) -> Result<Tensor> {
         crate::handles::trunc::call(self)
     }
 
-    /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1093)
+    /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1094)
     #[inline]
     pub fn trunc_(&self) -> Result<Tensor> {
         crate::handles::trunc_::call(self)
     }
 
-    /// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1102)
+    /// `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1103)
     #[inline]
     pub fn round(&self) -> Result<Tensor> {
         crate::handles::round::call(self)
     }
 
-    /// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1107)
+    /// `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1108)
     #[inline]
     pub fn round_(&self) -> Result<Tensor> {
         crate::handles::round_::call(self)
     }
 
-    /// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1116)
+    /// `sign(Tensor self) -> Tensor` (aten/native_functions.yaml:1117)
     #[inline]
     pub fn sign(&self) -> Result<Tensor> {
         crate::handles::sign::call(self)
     }
 
-    /// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1121)
+    /// `sign_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1122)
     #[inline]
     pub fn sign_(&self) -> Result<Tensor> {
         crate::handles::sign_::call(self)
     }
 
-    /// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1130)
+    /// `relu(Tensor self) -> Tensor` (aten/native_functions.yaml:1131)
     #[inline]
     pub fn relu(&self) -> Result<Tensor> {
         crate::handles::relu::call(self)
     }
 
-    /// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1135)
+    /// `relu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1136)
     #[inline]
     pub fn relu_(&self) -> Result<Tensor> {
         crate::handles::relu_::call(self)
     }
 
-    /// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1144)
+    /// `frac(Tensor self) -> Tensor` (aten/native_functions.yaml:1145)
     #[inline]
     pub fn frac(&self) -> Result<Tensor> {
         crate::handles::frac::call(self)
     }
 
-    /// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1149)
+    /// `frac_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1150)
     #[inline]
     pub fn frac_(&self) -> Result<Tensor> {
         crate::handles::frac_::call(self)
     }
 
-    /// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1158)
+    /// `silu(Tensor self) -> Tensor` (aten/native_functions.yaml:1159)
     #[inline]
     pub fn silu(&self) -> Result<Tensor> {
         crate::handles::silu::call(self)
     }
 
-    /// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1163)
+    /// `silu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1164)
     #[inline]
     pub fn silu_(&self) -> Result<Tensor> {
         crate::handles::silu_::call(self)
     }
 
-    /// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1172)
+    /// `mish(Tensor self) -> Tensor` (aten/native_functions.yaml:1173)
     #[inline]
     pub fn mish(&self) -> Result<Tensor> {
         crate::handles::mish::call(self)
     }
 
-    /// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1177)
+    /// `mish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1178)
     #[inline]
     pub fn mish_(&self) -> Result<Tensor> {
         crate::handles::mish_::call(self)
     }
 
-    /// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1186)
+    /// `hardsigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:1187)
     #[inline]
     pub fn hardsigmoid(&self) -> Result<Tensor> {
         crate::handles::hardsigmoid::call(self)
     }
 
-    /// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1191)
+    /// `hardsigmoid_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1192)
     #[inline]
     pub fn hardsigmoid_(&self) -> Result<Tensor> {
         crate::handles::hardsigmoid_::call(self)
     }
 
-    /// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1200)
+    /// `hardswish(Tensor self) -> Tensor` (aten/native_functions.yaml:1201)
     #[inline]
     pub fn hardswish(&self) -> Result<Tensor> {
         crate::handles::hardswish::call(self)
     }
 
-    /// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1205)
+    /// `hardswish_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1206)
     #[inline]
     pub fn hardswish_(&self) -> Result<Tensor> {
         crate::handles::hardswish_::call(self)
     }
 
-    /// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1216)
+    /// `maximum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1217)
     #[inline]
     pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::maximum::call(self, other)
     }
 
-    /// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1221)
+    /// `minimum(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1222)
     #[inline]
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::minimum::call(self, other)
     }
 
-    /// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1226)
+    /// `atan2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1227)
     #[inline]
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::atan2::call(self, other)
     }
 
-    /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1231)
+    /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1232)
     #[inline]
     pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmod_tensor::call(self, other)
     }
 
-    /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1236)
+    /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1237)
     #[inline]
     pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::remainder_tensor::call(self, other)
     }
 
-    /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1241)
+    /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:1242)
     #[inline]
     pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
         crate::handles::pow_tensor_tensor::call(self, exponent)
     }
 
-    /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1246)
+    /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:1247)
     #[inline]
     pub fn pow_tensor_scalar(&self, exponent: Scalar) -> Result<Tensor> {
         crate::handles::pow_tensor_scalar::call(self, exponent)
     }
 
-    /// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1255)
+    /// `logical_and(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1256)
     #[inline]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_and::call(self, other)
     }
 
-    /// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1260)
+    /// `logical_not(Tensor self) -> Tensor` (aten/native_functions.yaml:1261)
     #[inline]
     pub fn logical_not(&self) -> Result<Tensor> {
         crate::handles::logical_not::call(self)
     }
 
-    /// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1265)
+    /// `isnan(Tensor self) -> Tensor` (aten/native_functions.yaml:1266)
     #[inline]
     pub fn isnan(&self) -> Result<Tensor> {
         crate::handles::isnan::call(self)
     }
 
-    /// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1270)
+    /// `lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor` (aten/native_functions.yaml:1271)
     #[inline]
     pub fn lerp(&self, end: &Tensor, weight: Scalar) -> Result<Tensor> {
         crate::handles::lerp_scalar::call(self, end, weight)
     }
 
-    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1276)
     #[inline]
     pub fn addcmul(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcmul::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1275)
+    /// `addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1276)
     #[inline]
     pub fn addcmul_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcmul::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
+    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1285)
     #[inline]
     pub fn addcmul_(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcmul_::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1284)
+    /// `addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1285)
     #[inline]
     pub fn addcmul_with_(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcmul_::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1290)
     #[inline]
     pub fn addcdiv(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcdiv::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1289)
+    /// `addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor` (aten/native_functions.yaml:1290)
     #[inline]
     pub fn addcdiv_with(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcdiv::call(self, tensor1, tensor2, value)
     }
 
-    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
+    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1295)
     #[inline]
     pub fn addcdiv_(&self, tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
         crate::handles::addcdiv_::call(self, tensor1, tensor2, Scalar::Int(1))
     }
 
-    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1294)
+    /// `addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)` (aten/native_functions.yaml:1295)
     #[inline]
     pub fn addcdiv_with_(&self, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::addcdiv_::call(self, tensor1, tensor2, value)
     }
 
-    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1300)
     #[inline]
     pub fn clamp(&self) -> Result<Tensor> {
         crate::handles::clamp::call(self, None, None)
     }
 
-    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1299)
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (aten/native_functions.yaml:1300)
     #[inline]
     pub fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp::call(self, min, max)
     }
 
-    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1304)
+    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (aten/native_functions.yaml:1305)
     #[inline]
     pub fn masked_fill(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::masked_fill_scalar::call(self, mask, value)
     }
 
-    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1335)
     #[inline]
     pub fn logit(&self) -> Result<Tensor> {
         crate::handles::logit::call(self, None)
     }
 
-    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1334)
+    /// `logit(Tensor self, float? eps=None) -> Tensor` (aten/native_functions.yaml:1335)
     #[inline]
     pub fn logit_with(&self, eps: Option<f64>) -> Result<Tensor> {
         crate::handles::logit::call(self, eps)
     }
 
-    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
     #[inline]
     pub fn sum(&self) -> Result<Tensor> {
         crate::handles::sum::call(self, None)
     }
 
-    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1341)
+    /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1342)
     #[inline]
     pub fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::sum::call(self, dtype)
     }
 
-    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
     #[inline]
     pub fn sum_dim_intlist(&self, dim: Option<&[i64]>) -> Result<Tensor> {
         crate::handles::sum_dim_intlist::call(self, dim, false, None)
     }
 
-    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1346)
+    /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1347)
     #[inline]
     pub fn sum_dim_intlist_with(
         &self,
@@ -1302,313 +1302,313 @@ impl Tensor {
         crate::handles::sum_dim_intlist::call(self, dim, keepdim, dtype)
     }
 
-    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
     #[inline]
     pub fn mean(&self) -> Result<Tensor> {
         crate::handles::mean::call(self, None)
     }
 
-    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1351)
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1352)
     #[inline]
     pub fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::mean::call(self, dtype)
     }
 
-    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
     #[inline]
     pub fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
         crate::handles::mean_dim::call(self, dim, false, None)
     }
 
-    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1356)
+    /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1357)
     #[inline]
     pub fn mean_dim_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::mean_dim::call(self, dim, keepdim, dtype)
     }
 
-    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
     #[inline]
     pub fn prod(&self, dim: i64) -> Result<Tensor> {
         crate::handles::prod_dim_int::call(self, dim, false, None)
     }
 
-    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1361)
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
     #[inline]
     pub fn prod_with(&self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::prod_dim_int::call(self, dim, keepdim, dtype)
     }
 
-    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
     #[inline]
     pub fn var(&self) -> Result<Tensor> {
         crate::handles::var_correction::call(self, None, None, false)
     }
 
-    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1366)
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1367)
     #[inline]
     pub fn var_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
         crate::handles::var_correction::call(self, dim, correction, keepdim)
     }
 
-    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1372)
     #[inline]
     pub fn std(&self) -> Result<Tensor> {
         crate::handles::std_correction::call(self, None, None, false)
     }
 
-    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1371)
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1372)
     #[inline]
     pub fn std_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
         crate::handles::std_correction::call(self, dim, correction, keepdim)
     }
 
-    /// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1376)
+    /// `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1377)
     #[inline]
     pub fn max(&self) -> Result<Tensor> {
         crate::handles::max::call(self)
     }
 
-    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1382)
     #[inline]
     pub fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::max_dim::call(self, dim, false)
     }
 
-    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1381)
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1382)
     #[inline]
     pub fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::max_dim::call(self, dim, keepdim)
     }
 
-    /// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1386)
+    /// `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1387)
     #[inline]
     pub fn min(&self) -> Result<Tensor> {
         crate::handles::min::call(self)
     }
 
-    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1392)
     #[inline]
     pub fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::min_dim::call(self, dim, false)
     }
 
-    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1391)
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1392)
     #[inline]
     pub fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::min_dim::call(self, dim, keepdim)
     }
 
-    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
     #[inline]
     pub fn amax(&self) -> Result<Tensor> {
         crate::handles::amax::call(self, &[], false)
     }
 
-    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1396)
+    /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1397)
     #[inline]
     pub fn amax_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::amax::call(self, dim, keepdim)
     }
 
-    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
     #[inline]
     pub fn amin(&self) -> Result<Tensor> {
         crate::handles::amin::call(self, &[], false)
     }
 
-    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1401)
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1402)
     #[inline]
     pub fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::amin::call(self, dim, keepdim)
     }
 
-    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
     #[inline]
     pub fn argmax(&self) -> Result<Tensor> {
         crate::handles::argmax::call(self, None, false)
     }
 
-    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1406)
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1407)
     #[inline]
     pub fn argmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         crate::handles::argmax::call(self, dim, keepdim)
     }
 
-    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
     #[inline]
     pub fn argmin(&self) -> Result<Tensor> {
         crate::handles::argmin::call(self, None, false)
     }
 
-    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1411)
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1412)
     #[inline]
     pub fn argmin_with(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         crate::handles::argmin::call(self, dim, keepdim)
     }
 
-    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1417)
     #[inline]
     pub fn logsumexp(&self, dim: &[i64]) -> Result<Tensor> {
         crate::handles::logsumexp::call(self, dim, false)
     }
 
-    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1416)
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1417)
     #[inline]
     pub fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::logsumexp::call(self, dim, keepdim)
     }
 
-    /// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1421)
+    /// `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
     #[inline]
     pub fn all(&self) -> Result<Tensor> {
         crate::handles::all::call(self)
     }
 
-    /// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1426)
+    /// `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1427)
     #[inline]
     pub fn any(&self) -> Result<Tensor> {
         crate::handles::any::call(self)
     }
 
-    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
     #[inline]
     pub fn any_dim(&self, dim: i64) -> Result<Tensor> {
         crate::handles::any_dim::call(self, dim, false)
     }
 
-    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1431)
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
     #[inline]
     pub fn any_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
         crate::handles::any_dim::call(self, dim, keepdim)
     }
 
-    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
+    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
     #[inline]
     pub fn all_dim(&self, dim: i64) -> Result<Tensor> {
         crate::handles::all_dim::call(self, dim, false)
     }
 
-    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1436)
+    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
     #[inline]
     pub fn all_dim_with(&self, dim: i64, keepdim: bool) -> Result<Tensor> {
         crate::handles::all_dim::call(self, dim, keepdim)
     }
 
-    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
     #[inline]
     pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
         crate::handles::cumsum::call(self, dim, None)
     }
 
-    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1441)
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1442)
     #[inline]
     pub fn cumsum_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::cumsum::call(self, dim, dtype)
     }
 
-    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
     #[inline]
     pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
         crate::handles::cumprod::call(self, dim, None)
     }
 
-    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1446)
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1447)
     #[inline]
     pub fn cumprod_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::cumprod::call(self, dim, dtype)
     }
 
-    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
     #[inline]
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {
         crate::handles::softmax_int::call(self, dim, None)
     }
 
-    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1451)
+    /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1452)
     #[inline]
     pub fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::softmax_int::call(self, dim, dtype)
     }
 
-    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1457)
     #[inline]
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, None)
     }
 
-    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1456)
+    /// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1457)
     #[inline]
     pub fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
         crate::handles::log_softmax_int::call(self, dim, dtype)
     }
 
-    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
     #[inline]
     pub fn split(&self, split_size: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_tensor::call(self, split_size, 0)
     }
 
-    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1480)
+    /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1481)
     #[inline]
     pub fn split_with(&self, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_tensor::call(self, split_size, dim)
     }
 
-    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
     #[inline]
     pub fn split_with_sizes(&self, split_sizes: &[i64]) -> Result<Vec<Tensor>> {
         crate::handles::split_with_sizes::call(self, split_sizes, 0)
     }
 
-    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1485)
+    /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1486)
     #[inline]
     pub fn split_with_sizes_with(&self, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::split_with_sizes::call(self, split_sizes, dim)
     }
 
-    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
     #[inline]
     pub fn chunk(&self, chunks: i64) -> Result<Vec<Tensor>> {
         crate::handles::chunk::call(self, chunks, 0)
     }
 
-    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1490)
+    /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1491)
     #[inline]
     pub fn chunk_with(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::chunk::call(self, chunks, dim)
     }
 
-    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1496)
     #[inline]
     pub fn unbind(&self) -> Result<Vec<Tensor>> {
         crate::handles::unbind_int::call(self, 0)
     }
 
-    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1495)
+    /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:1496)
     #[inline]
     pub fn unbind_with(&self, dim: i64) -> Result<Vec<Tensor>> {
         crate::handles::unbind_int::call(self, dim)
     }
 
-    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1508)
+    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (aten/native_functions.yaml:1509)
     #[inline]
     pub fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
         crate::handles::repeat::call(self, repeats)
     }
 
-    /// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1513)
+    /// `tile(Tensor self, SymInt[] dims) -> Tensor` (aten/native_functions.yaml:1514)
     #[inline]
     pub fn tile(&self, dims: &[i64]) -> Result<Tensor> {
         crate::handles::tile::call(self, dims)
     }
 
-    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
     #[inline]
     pub fn repeat_interleave_self_tensor(&self, repeats: &Tensor) -> Result<Tensor> {
         crate::handles::repeat_interleave_self_tensor::call(self, repeats, None, None)
     }
 
-    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1522)
+    /// `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
     #[inline]
     pub fn repeat_interleave_self_tensor_with(
         &self,
@@ -1619,13 +1619,13 @@ impl Tensor {
         crate::handles::repeat_interleave_self_tensor::call(self, repeats, dim, output_size)
     }
 
-    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1528)
     #[inline]
     pub fn repeat_interleave_self_int(&self, repeats: i64) -> Result<Tensor> {
         crate::handles::repeat_interleave_self_int::call(self, repeats, None, None)
     }
 
-    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1527)
+    /// `repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1528)
     #[inline]
     pub fn repeat_interleave_self_int_with(
         &self,
@@ -1636,475 +1636,475 @@ impl Tensor {
         crate::handles::repeat_interleave_self_int::call(self, repeats, dim, output_size)
     }
 
-    /// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1532)
+    /// `flip(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:1533)
     #[inline]
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         crate::handles::flip::call(self, dims)
     }
 
-    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1538)
     #[inline]
     pub fn roll(&self, shifts: &[i64]) -> Result<Tensor> {
         crate::handles::roll::call(self, shifts, &[])
     }
 
-    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1537)
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (aten/native_functions.yaml:1538)
     #[inline]
     pub fn roll_with(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         crate::handles::roll::call(self, shifts, dims)
     }
 
-    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1543)
     #[inline]
     pub fn rot90(&self) -> Result<Tensor> {
         crate::handles::rot90::call(self, 1, &[0, 1])
     }
 
-    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1542)
+    /// `rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor` (aten/native_functions.yaml:1543)
     #[inline]
     pub fn rot90_with(&self, k_: i64, dims: &[i64]) -> Result<Tensor> {
         crate::handles::rot90::call(self, k_, dims)
     }
 
-    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1548)
     #[inline]
     pub fn tril(&self) -> Result<Tensor> {
         crate::handles::tril::call(self, 0)
     }
 
-    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1547)
+    /// `tril(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1548)
     #[inline]
     pub fn tril_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::tril::call(self, diagonal)
     }
 
-    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1553)
     #[inline]
     pub fn tril_(&self) -> Result<Tensor> {
         crate::handles::tril_::call(self, 0)
     }
 
-    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1552)
+    /// `tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1553)
     #[inline]
     pub fn tril_with_(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::tril_::call(self, diagonal)
     }
 
-    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1562)
     #[inline]
     pub fn triu(&self) -> Result<Tensor> {
         crate::handles::triu::call(self, 0)
     }
 
-    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1561)
+    /// `triu(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1562)
     #[inline]
     pub fn triu_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::triu::call(self, diagonal)
     }
 
-    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1567)
     #[inline]
     pub fn triu_(&self) -> Result<Tensor> {
         crate::handles::triu_::call(self, 0)
     }
 
-    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1566)
+    /// `triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)` (aten/native_functions.yaml:1567)
     #[inline]
     pub fn triu_with_(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::triu_::call(self, diagonal)
     }
 
-    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1576)
     #[inline]
     pub fn diag(&self) -> Result<Tensor> {
         crate::handles::diag::call(self, 0)
     }
 
-    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1575)
+    /// `diag(Tensor self, int diagonal=0) -> Tensor` (aten/native_functions.yaml:1576)
     #[inline]
     pub fn diag_with(&self, diagonal: i64) -> Result<Tensor> {
         crate::handles::diag::call(self, diagonal)
     }
 
-    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1581)
     #[inline]
     pub fn diag_embed(&self) -> Result<Tensor> {
         crate::handles::diag_embed::call(self, 0, -2, -1)
     }
 
-    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1580)
+    /// `diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor` (aten/native_functions.yaml:1581)
     #[inline]
     pub fn diag_embed_with(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
         crate::handles::diag_embed::call(self, offset, dim1, dim2)
     }
 
-    /// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1585)
+    /// `broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)` (aten/native_functions.yaml:1586)
     #[inline]
     pub fn broadcast_to(&self, size: &[i64]) -> Result<Tensor> {
         crate::handles::broadcast_to::call(self, size)
     }
 
-    /// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1590)
+    /// `movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)` (aten/native_functions.yaml:1591)
     #[inline]
     pub fn movedim(&self, source: &[i64], destination: &[i64]) -> Result<Tensor> {
         crate::handles::movedim_intlist::call(self, source, destination)
     }
 
-    /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1595)
+    /// `movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)` (aten/native_functions.yaml:1596)
     #[inline]
     pub fn movedim_int(&self, source: i64, destination: i64) -> Result<Tensor> {
         crate::handles::movedim_int::call(self, source, destination)
     }
 
-    /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1600)
+    /// `unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)` (aten/native_functions.yaml:1601)
     #[inline]
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
         crate::handles::unflatten_int::call(self, dim, sizes)
     }
 
-    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1613)
+    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (aten/native_functions.yaml:1614)
     #[inline]
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         crate::handles::index_select::call(self, dim, index)
     }
 
-    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1623)
     #[inline]
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         crate::handles::gather::call(self, dim, index, false)
     }
 
-    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1622)
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (aten/native_functions.yaml:1623)
     #[inline]
     pub fn gather_with(&self, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
         crate::handles::gather::call(self, dim, index, sparse_grad)
     }
 
-    /// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1631)
+    /// `take(Tensor self, Tensor index) -> Tensor` (aten/native_functions.yaml:1632)
     #[inline]
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
         crate::handles::take::call(self, index)
     }
 
-    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1636)
+    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1637)
     #[inline]
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_src::call(self, dim, index, src)
     }
 
-    /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1641)
+    /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1642)
     #[inline]
     pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_src_::call(self, dim, index, src)
     }
 
-    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1650)
+    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
     #[inline]
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::scatter_value::call(self, dim, index, value)
     }
 
-    /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1655)
+    /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1656)
     #[inline]
     pub fn scatter_value_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::scatter_value_::call(self, dim, index, value)
     }
 
-    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1660)
+    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
     #[inline]
     pub fn scatter_reduce(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_reduce::call(self, dim, index, src, reduce)
     }
 
-    /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1665)
+    /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1666)
     #[inline]
     pub fn scatter_reduce_(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_reduce_::call(self, dim, index, src, reduce)
     }
 
-    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1670)
+    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
     #[inline]
     pub fn scatter_value_reduce(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_value_reduce::call(self, dim, index, value, reduce)
     }
 
-    /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1675)
+    /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1676)
     #[inline]
     pub fn scatter_value_reduce_(&self, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
         crate::handles::scatter_value_reduce_::call(self, dim, index, value, reduce)
     }
 
-    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1680)
+    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1681)
     #[inline]
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_add::call(self, dim, index, src)
     }
 
-    /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1685)
+    /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1686)
     #[inline]
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         crate::handles::scatter_add_::call(self, dim, index, src)
     }
 
-    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1695)
     #[inline]
     pub fn index_add(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_add::call(self, dim, index, source, Scalar::Int(1))
     }
 
-    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1694)
+    /// `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1695)
     #[inline]
     pub fn index_add_with(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
         crate::handles::index_add::call(self, dim, index, source, alpha)
     }
 
-    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1700)
     #[inline]
     pub fn index_add_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_add_::call(self, dim, index, source, Scalar::Int(1))
     }
 
-    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1699)
+    /// `index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)` (aten/native_functions.yaml:1700)
     #[inline]
     pub fn index_add_with_(&self, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
         crate::handles::index_add_::call(self, dim, index, source, alpha)
     }
 
-    /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1708)
+    /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor` (aten/native_functions.yaml:1709)
     #[inline]
     pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_copy::call(self, dim, index, source)
     }
 
-    /// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1713)
+    /// `index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1714)
     #[inline]
     pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::index_copy_::call(self, dim, index, source)
     }
 
-    /// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1718)
+    /// `index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1719)
     #[inline]
     pub fn index_fill(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::index_fill_int_scalar::call(self, dim, index, value)
     }
 
-    /// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1723)
+    /// `index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1724)
     #[inline]
     pub fn index_fill_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
         crate::handles::index_fill_int_scalar_::call(self, dim, index, value)
     }
 
-    /// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1728)
+    /// `index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor` (aten/native_functions.yaml:1729)
     #[inline]
     pub fn index_fill_int_tensor(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
         crate::handles::index_fill_int_tensor::call(self, dim, index, value)
     }
 
-    /// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1733)
+    /// `index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)` (aten/native_functions.yaml:1734)
     #[inline]
     pub fn index_fill_int_tensor_(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
         crate::handles::index_fill_int_tensor_::call(self, dim, index, value)
     }
 
-    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1738)
+    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (aten/native_functions.yaml:1739)
     #[inline]
     pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
         crate::handles::index_tensor::call(self, indices)
     }
 
-    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1744)
     #[inline]
     pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
         crate::handles::index_put::call(self, indices, values, false)
     }
 
-    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1743)
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:1744)
     #[inline]
     pub fn index_put_with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         crate::handles::index_put::call(self, indices, values, accumulate)
     }
 
-    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1749)
     #[inline]
     pub fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
         crate::handles::index_put_::call(self, indices, values, false)
     }
 
-    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1748)
+    /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (aten/native_functions.yaml:1749)
     #[inline]
     pub fn index_put_with_(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         crate::handles::index_put_::call(self, indices, values, accumulate)
     }
 
-    /// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1753)
+    /// `masked_select(Tensor self, Tensor mask) -> Tensor` (aten/native_functions.yaml:1754)
     #[inline]
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         crate::handles::masked_select::call(self, mask)
     }
 
-    /// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1758)
+    /// `masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor` (aten/native_functions.yaml:1759)
     #[inline]
     pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::masked_scatter::call(self, mask, source)
     }
 
-    /// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1763)
+    /// `masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)` (aten/native_functions.yaml:1764)
     #[inline]
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         crate::handles::masked_scatter_::call(self, mask, source)
     }
 
-    /// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1768)
+    /// `nonzero(Tensor self) -> Tensor` (aten/native_functions.yaml:1769)
     #[inline]
     pub fn nonzero(&self) -> Result<Tensor> {
         crate::handles::nonzero::call(self)
     }
 
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1778)
     #[inline]
     pub fn count_nonzero(&self) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, None)
     }
 
-    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1777)
+    /// `count_nonzero(Tensor self, int? dim=None) -> Tensor` (aten/native_functions.yaml:1778)
     #[inline]
     pub fn count_nonzero_with(&self, dim: Option<i64>) -> Result<Tensor> {
         crate::handles::count_nonzero::call(self, dim)
     }
 
-    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1782)
+    /// `count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor` (aten/native_functions.yaml:1783)
     #[inline]
     pub fn count_nonzero_dim_intlist(&self, dim: &[i64]) -> Result<Tensor> {
         crate::handles::count_nonzero_dim_intlist::call(self, dim)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
     #[inline]
     pub fn sort(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, -1, false)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1795)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
     #[inline]
     pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, dim, descending)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
     #[inline]
     pub fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, -1, false)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
     #[inline]
     pub fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, dim, descending)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
     #[inline]
     pub fn argsort(&self) -> Result<Tensor> {
         crate::handles::argsort::call(self, -1, false)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1805)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
     #[inline]
     pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort::call(self, dim, descending)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1811)
     #[inline]
     pub fn argsort_stable(&self, stable: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, -1, false)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1811)
     #[inline]
     pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, dim, descending)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
     #[inline]
     pub fn topk(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, -1, true, true)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1815)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
     #[inline]
     pub fn topk_with(&self, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, dim, largest, sorted)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
     #[inline]
     pub fn kthvalue(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, -1, false)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
     #[inline]
     pub fn kthvalue_with(&self, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, dim, keepdim)
     }
 
-    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1825)
+    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1826)
     #[inline]
     pub fn median(&self) -> Result<Tensor> {
         crate::handles::median::call(self)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
     #[inline]
     pub fn median_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, false)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1830)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
     #[inline]
     pub fn median_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, keepdim)
     }
 
-    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
+    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
     #[inline]
     pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummax::call(self, dim)
     }
 
-    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1840)
+    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
     #[inline]
     pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummin::call(self, dim)
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1850)
     #[inline]
     pub fn norm(&self) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, Scalar::Int(2))
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1849)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1850)
     #[inline]
     pub fn norm_with(&self, p: Scalar) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, p)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1855)
     #[inline]
     pub fn norm_scalaropt_dim(&self, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, false)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1854)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1855)
     #[inline]
     pub fn norm_scalaropt_dim_with(&self, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, keepdim)
     }
 
-    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1859)
+    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
     #[inline]
     pub fn norm_scalaropt_dim_dtype(
         &self,
@@ -2116,565 +2116,565 @@ impl Tensor {
         crate::handles::norm_scalaropt_dim_dtype::call(self, p, dim, keepdim, dtype)
     }
 
-    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
+    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1865)
     #[inline]
     pub fn norm_scalaropt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dtype::call(self, p, dtype)
     }
 
-    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1872)
+    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1873)
     #[inline]
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::mm::call(self, mat2)
     }
 
-    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1881)
+    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1882)
     #[inline]
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::bmm::call(self, mat2)
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
     #[inline]
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1890)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
     #[inline]
     pub fn addmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
     #[inline]
     pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
     #[inline]
     pub fn baddbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1901)
     #[inline]
     pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1901)
     #[inline]
     pub fn addbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1905)
+    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1906)
     #[inline]
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
         crate::handles::mv::call(self, vec)
     }
 
-    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1910)
+    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1911)
     #[inline]
     pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
         crate::handles::dot::call(self, tensor)
     }
 
-    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1915)
+    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1916)
     #[inline]
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::vdot::call(self, other)
     }
 
-    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1920)
+    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1921)
     #[inline]
     pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
         crate::handles::outer::call(self, vec2)
     }
 
-    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1925)
+    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1926)
     #[inline]
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::matmul::call(self, other)
     }
 
-    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2204)
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2205)
     #[inline]
     pub fn erfinv(&self) -> Result<Tensor> {
         crate::handles::erfinv::call(self)
     }
 
-    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2209)
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2210)
     #[inline]
     pub fn erfinv_(&self) -> Result<Tensor> {
         crate::handles::erfinv_::call(self)
     }
 
-    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2218)
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2219)
     #[inline]
     pub fn sgn(&self) -> Result<Tensor> {
         crate::handles::sgn::call(self)
     }
 
-    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2223)
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2224)
     #[inline]
     pub fn sgn_(&self) -> Result<Tensor> {
         crate::handles::sgn_::call(self)
     }
 
-    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2232)
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2233)
     #[inline]
     pub fn square(&self) -> Result<Tensor> {
         crate::handles::square::call(self)
     }
 
-    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2237)
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2238)
     #[inline]
     pub fn square_(&self) -> Result<Tensor> {
         crate::handles::square_::call(self)
     }
 
-    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2250)
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
     #[inline]
     pub fn isinf(&self) -> Result<Tensor> {
         crate::handles::isinf::call(self)
     }
 
-    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
     #[inline]
     pub fn isfinite(&self) -> Result<Tensor> {
         crate::handles::isfinite::call(self)
     }
 
-    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2261)
     #[inline]
     pub fn isposinf(&self) -> Result<Tensor> {
         crate::handles::isposinf::call(self)
     }
 
-    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2269)
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
     #[inline]
     pub fn isneginf(&self) -> Result<Tensor> {
         crate::handles::isneginf::call(self)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
     #[inline]
     pub fn nan_to_num(&self) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, None, None, None)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2278)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
     #[inline]
     pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, nan, posinf, neginf)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
     #[inline]
     pub fn nan_to_num_(&self) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, None, None, None)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2283)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
     #[inline]
     pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
     }
 
-    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2292)
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2293)
     #[inline]
     pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals::call(self, decimals)
     }
 
-    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2297)
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2298)
     #[inline]
     pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals_::call(self, decimals)
     }
 
-    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2306)
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
     #[inline]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         crate::handles::bitwise_not::call(self)
     }
 
-    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2311)
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2312)
     #[inline]
     pub fn bitwise_not_(&self) -> Result<Tensor> {
         crate::handles::bitwise_not_::call(self)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
     #[inline]
     pub fn clamp_(&self) -> Result<Tensor> {
         crate::handles::clamp_::call(self, None, None)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2320)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
     #[inline]
     pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp_::call(self, min, max)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
     #[inline]
     pub fn clamp_tensor(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, None, None)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2329)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
     #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, min, max)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
     #[inline]
     pub fn clamp_tensor_(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, None, None)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2334)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
     #[inline]
     pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, min, max)
     }
 
-    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2343)
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2344)
     #[inline]
     pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min::call(self, min)
     }
 
-    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2348)
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2349)
     #[inline]
     pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor::call(self, min)
     }
 
-    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2353)
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
     #[inline]
     pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min_::call(self, min)
     }
 
-    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2359)
     #[inline]
     pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor_::call(self, min)
     }
 
-    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2371)
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2372)
     #[inline]
     pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max::call(self, max)
     }
 
-    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2376)
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2377)
     #[inline]
     pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor::call(self, max)
     }
 
-    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2381)
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
     #[inline]
     pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max_::call(self, max)
     }
 
-    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2387)
     #[inline]
     pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor_::call(self, max)
     }
 
-    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2431)
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2432)
     #[inline]
     pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
         crate::handles::prelu::call(self, weight)
     }
 
-    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2444)
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2445)
     #[inline]
     pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmax::call(self, other)
     }
 
-    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2453)
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2454)
     #[inline]
     pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmin::call(self, other)
     }
 
-    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2463)
     #[inline]
     pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot::call(self, other)
     }
 
-    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2467)
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2468)
     #[inline]
     pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot_::call(self, other)
     }
 
-    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2476)
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2477)
     #[inline]
     pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor::call(self, other)
     }
 
-    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2481)
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2482)
     #[inline]
     pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor_::call(self, other)
     }
 
-    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2490)
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2491)
     #[inline]
     pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar::call(self, other)
     }
 
-    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2495)
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2496)
     #[inline]
     pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar_::call(self, other)
     }
 
-    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2500)
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2501)
     #[inline]
     pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide::call(self, other)
     }
 
-    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2505)
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
     #[inline]
     pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide_tensor_::call(self, other)
     }
 
-    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2514)
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
     #[inline]
     pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar::call(self, other)
     }
 
-    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2519)
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2520)
     #[inline]
     pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar_::call(self, other)
     }
 
-    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2524)
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2525)
     #[inline]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor::call(self, other)
     }
 
-    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2529)
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2530)
     #[inline]
     pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar::call(self, other)
     }
 
-    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2538)
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
     #[inline]
     pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor_::call(self, other)
     }
 
-    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2544)
     #[inline]
     pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar_::call(self, other)
     }
 
-    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2552)
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
     #[inline]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor::call(self, other)
     }
 
-    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2557)
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2558)
     #[inline]
     pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar::call(self, other)
     }
 
-    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2566)
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
     #[inline]
     pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor_::call(self, other)
     }
 
-    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2572)
     #[inline]
     pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar_::call(self, other)
     }
 
-    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2580)
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
     #[inline]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor::call(self, other)
     }
 
-    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2585)
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
     #[inline]
     pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar::call(self, other)
     }
 
-    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2594)
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
     #[inline]
     pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor_::call(self, other)
     }
 
-    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
     #[inline]
     pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar_::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2608)
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
     #[inline]
     pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2613)
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2622)
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
     #[inline]
     pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2640)
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2641)
     #[inline]
     pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2645)
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2646)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2654)
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
     #[inline]
     pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2672)
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
     #[inline]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_or::call(self, other)
     }
 
-    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2678)
     #[inline]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_xor::call(self, other)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3777)
     #[inline]
     pub fn cauchy_(&self) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, 0.0, 1.0, None)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3776)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3777)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3782)
     #[inline]
     pub fn geometric_(&self, p: f64) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, None)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3781)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3782)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3787)
     #[inline]
     pub fn log_normal_(&self) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, 1.0, 2.0, None)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3786)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3787)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3809)
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3810)
     #[inline]
     pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::nextafter::call(self, other)
     }
 
-    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3814)
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3815)
     #[inline]
     pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::frexp_tensor::call(self)
     }
 
-    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3819)
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3820)
     #[inline]
     pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igamma::call(self, other)
     }
 
-    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3824)
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3825)
     #[inline]
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
 
-    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3836)
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3837)
     #[inline]
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         crate::handles::equal::call(self, other)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3842)
     #[inline]
     pub fn allclose(&self, other: &Tensor) -> Result<bool> {
         crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3841)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3842)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)

@@ -11129,6 +11129,2825 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     .expect("generated registration");
 }
 
+/// Registers the `Meta` kernels.
+pub fn register_meta(d: &Dispatcher) {
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::Meta,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::add(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::add_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_out::NAME,
+        DispatchKey::Meta,
+        handles::add_out::kernel(|_ks, self_, other, alpha, out| {
+            crate::native::binary::add_out(self_, other, alpha, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_tensor::NAME,
+        DispatchKey::Meta,
+        handles::sub_tensor::kernel(|_ks, self_, other, alpha| crate::native::binary::sub(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::sub_tensor_::kernel(|_ks, self_, other, alpha| crate::native::binary::sub_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sub_out::NAME,
+        DispatchKey::Meta,
+        handles::sub_out::kernel(|_ks, self_, other, alpha, out| {
+            crate::native::binary::sub_out(self_, other, alpha, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor::NAME,
+        DispatchKey::Meta,
+        handles::mul_tensor::kernel(|_ks, self_, other| crate::native::binary::mul(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::mul_tensor_::kernel(|_ks, self_, other| crate::native::binary::mul_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_out::NAME,
+        DispatchKey::Meta,
+        handles::mul_out::kernel(|_ks, self_, other, out| crate::native::binary::mul_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor::NAME,
+        DispatchKey::Meta,
+        handles::div_tensor::kernel(|_ks, self_, other| crate::native::binary::div(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::div_tensor_::kernel(|_ks, self_, other| crate::native::binary::div_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out::NAME,
+        DispatchKey::Meta,
+        handles::div_out::kernel(|_ks, self_, other, out| crate::native::binary::div_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode::NAME,
+        DispatchKey::Meta,
+        handles::div_tensor_mode::kernel(|_ks, self_, other, rounding_mode| {
+            crate::native::binary::div_mode(self_, other, rounding_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_tensor_mode_::NAME,
+        DispatchKey::Meta,
+        handles::div_tensor_mode_::kernel(|_ks, self_, other, rounding_mode| {
+            crate::native::binary::div_mode_(self_, other, rounding_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::div_out_mode::NAME,
+        DispatchKey::Meta,
+        handles::div_out_mode::kernel(|_ks, self_, other, rounding_mode, out| {
+            crate::native::binary::div_out_mode(self_, other, rounding_mode, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor::NAME,
+        DispatchKey::Meta,
+        handles::eq_tensor::kernel(|_ks, self_, other| crate::native::compare::eq(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar::NAME,
+        DispatchKey::Meta,
+        handles::eq_scalar::kernel(|_ks, self_, other| crate::native::compare::eq_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::eq_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::eq_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::eq_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::eq_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::eq_tensor_::kernel(|_ks, self_, other| crate::native::compare::eq_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::eq_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::eq_scalar_::kernel(|_ks, self_, other| crate::native::compare::eq_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor::NAME,
+        DispatchKey::Meta,
+        handles::ne_tensor::kernel(|_ks, self_, other| crate::native::compare::ne(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar::NAME,
+        DispatchKey::Meta,
+        handles::ne_scalar::kernel(|_ks, self_, other| crate::native::compare::ne_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::ne_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ne_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::ne_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::ne_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::ne_tensor_::kernel(|_ks, self_, other| crate::native::compare::ne_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ne_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::ne_scalar_::kernel(|_ks, self_, other| crate::native::compare::ne_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor::NAME,
+        DispatchKey::Meta,
+        handles::lt_tensor::kernel(|_ks, self_, other| crate::native::compare::lt(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar::NAME,
+        DispatchKey::Meta,
+        handles::lt_scalar::kernel(|_ks, self_, other| crate::native::compare::lt_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::lt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::lt_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::lt_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::lt_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::lt_tensor_::kernel(|_ks, self_, other| crate::native::compare::lt_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lt_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::lt_scalar_::kernel(|_ks, self_, other| crate::native::compare::lt_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor::NAME,
+        DispatchKey::Meta,
+        handles::le_tensor::kernel(|_ks, self_, other| crate::native::compare::le(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar::NAME,
+        DispatchKey::Meta,
+        handles::le_scalar::kernel(|_ks, self_, other| crate::native::compare::le_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::le_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::le_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::le_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::le_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::le_tensor_::kernel(|_ks, self_, other| crate::native::compare::le_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::le_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::le_scalar_::kernel(|_ks, self_, other| crate::native::compare::le_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor::NAME,
+        DispatchKey::Meta,
+        handles::gt_tensor::kernel(|_ks, self_, other| crate::native::compare::gt(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar::NAME,
+        DispatchKey::Meta,
+        handles::gt_scalar::kernel(|_ks, self_, other| crate::native::compare::gt_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::gt_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::gt_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::gt_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::gt_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::gt_tensor_::kernel(|_ks, self_, other| crate::native::compare::gt_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gt_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::gt_scalar_::kernel(|_ks, self_, other| crate::native::compare::gt_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor::NAME,
+        DispatchKey::Meta,
+        handles::ge_tensor::kernel(|_ks, self_, other| crate::native::compare::ge(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar::NAME,
+        DispatchKey::Meta,
+        handles::ge_scalar::kernel(|_ks, self_, other| crate::native::compare::ge_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::ge_tensor_out::kernel(|_ks, self_, other, out| crate::native::compare::ge_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::ge_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::compare::ge_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::ge_tensor_::kernel(|_ks, self_, other| crate::native::compare::ge_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ge_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::ge_scalar_::kernel(|_ks, self_, other| crate::native::compare::ge_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_self::NAME,
+        DispatchKey::Meta,
+        handles::where_self::kernel(|_ks, condition, self_, other| {
+            crate::native::ternary::where_self(condition, self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::where_self_out::NAME,
+        DispatchKey::Meta,
+        handles::where_self_out::kernel(|_ks, condition, self_, other, out| {
+            crate::native::ternary::where_self_out(condition, self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg::NAME,
+        DispatchKey::Meta,
+        handles::neg::kernel(|_ks, self_| crate::native::unary::neg(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_::NAME,
+        DispatchKey::Meta,
+        handles::neg_::kernel(|_ks, self_| crate::native::unary::neg_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg_out::NAME,
+        DispatchKey::Meta,
+        handles::neg_out::kernel(|_ks, self_, out| crate::native::unary::neg_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs::NAME,
+        DispatchKey::Meta,
+        handles::abs::kernel(|_ks, self_| crate::native::unary::abs(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_::NAME,
+        DispatchKey::Meta,
+        handles::abs_::kernel(|_ks, self_| crate::native::unary::abs_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs_out::NAME,
+        DispatchKey::Meta,
+        handles::abs_out::kernel(|_ks, self_, out| crate::native::unary::abs_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copy_::NAME,
+        DispatchKey::Meta,
+        handles::copy_::kernel(|_ks, self_, src, non_blocking| {
+            crate::native::copy::copy_meta(self_, src, non_blocking)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::Meta,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::copy::to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view::NAME,
+        DispatchKey::Meta,
+        handles::view::kernel(|_ks, self_, size| crate::native::shape::view(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_reshape_alias::NAME,
+        DispatchKey::Meta,
+        handles::_reshape_alias::kernel(|_ks, self_, size, stride| {
+            crate::native::shape::reshape_alias(self_, size, stride)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::as_strided::NAME,
+        DispatchKey::Meta,
+        handles::as_strided::kernel(|_ks, self_, size, stride, storage_offset| {
+            crate::native::shape::as_strided(self_, size, stride, storage_offset)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::unfold::NAME,
+        DispatchKey::Meta,
+        handles::unfold::kernel(|_ks, self_, dimension, size, step| {
+            crate::native::shape::unfold(self_, dimension, size, step)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_memory_format::NAME,
+        DispatchKey::Meta,
+        handles::empty_memory_format::kernel(|_ks, size, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::empty_memory_format(size, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_strided::NAME,
+        DispatchKey::Meta,
+        handles::empty_strided::kernel(|_ks, size, stride, dtype, layout, device, pin_memory| {
+            crate::native::factory::empty_strided(size, stride, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zeros::NAME,
+        DispatchKey::Meta,
+        handles::zeros::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::factory::zeros(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ones::NAME,
+        DispatchKey::Meta,
+        handles::ones::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::factory::ones(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::full::NAME,
+        DispatchKey::Meta,
+        handles::full::kernel(|_ks, size, fill_value, dtype, layout, device, pin_memory| {
+            crate::native::factory::full(size, fill_value, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange::NAME,
+        DispatchKey::Meta,
+        handles::arange::kernel(|_ks, end, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange(end, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start::NAME,
+        DispatchKey::Meta,
+        handles::arange_start::kernel(|_ks, start, end, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange_start(start, end, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::arange_start_step::NAME,
+        DispatchKey::Meta,
+        handles::arange_start_step::kernel(|_ks, start, end, step, dtype, layout, device, pin_memory| {
+            crate::native::factory::arange_start_step(start, end, step, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::empty_like::NAME,
+        DispatchKey::Meta,
+        handles::empty_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::empty_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zeros_like::NAME,
+        DispatchKey::Meta,
+        handles::zeros_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ones_like::NAME,
+        DispatchKey::Meta,
+        handles::ones_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::ones_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::full_like::NAME,
+        DispatchKey::Meta,
+        handles::full_like::kernel(|_ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::factory::full_like(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fill_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::fill_scalar_::kernel(|_ks, self_, value| crate::native::factory::fill_scalar_(self_, value)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zero_::NAME,
+        DispatchKey::Meta,
+        handles::zero_::kernel(|_ks, self_| crate::native::factory::zero_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::uniform_::NAME,
+        DispatchKey::Meta,
+        handles::uniform_::kernel(|_ks, self_, from, to, generator| {
+            crate::native::random::uniform_(self_, from, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_::NAME,
+        DispatchKey::Meta,
+        handles::normal_::kernel(|_ks, self_, mean, std, generator| {
+            crate::native::random::normal_(self_, mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_from_::NAME,
+        DispatchKey::Meta,
+        handles::random_from_::kernel(|_ks, self_, from, to, generator| {
+            crate::native::random::random_from_(self_, from, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_to_::NAME,
+        DispatchKey::Meta,
+        handles::random_to_::kernel(|_ks, self_, to, generator| {
+            crate::native::random::random_to_(self_, to, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::random_::NAME,
+        DispatchKey::Meta,
+        handles::random_::kernel(|_ks, self_, generator| crate::native::random::random_(self_, generator)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_float_::NAME,
+        DispatchKey::Meta,
+        handles::bernoulli_float_::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_float_(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bernoulli_tensor_::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_Tensor_(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli::NAME,
+        DispatchKey::Meta,
+        handles::bernoulli::kernel(|_ks, self_, generator| crate::native::random::bernoulli(self_, generator)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bernoulli_p::NAME,
+        DispatchKey::Meta,
+        handles::bernoulli_p::kernel(|_ks, self_, p, generator| {
+            crate::native::random::bernoulli_p(self_, p, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exponential_::NAME,
+        DispatchKey::Meta,
+        handles::exponential_::kernel(|_ks, self_, lambd, generator| {
+            crate::native::random::exponential_(self_, lambd, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_tensor_float::NAME,
+        DispatchKey::Meta,
+        handles::normal_tensor_float::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_Tensor_float(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_float_tensor::NAME,
+        DispatchKey::Meta,
+        handles::normal_float_tensor::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_float_Tensor(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_tensor_tensor::NAME,
+        DispatchKey::Meta,
+        handles::normal_tensor_tensor::kernel(|_ks, mean, std, generator| {
+            crate::native::random::normal_Tensor_Tensor(mean, std, generator)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::normal_float_float::NAME,
+        DispatchKey::Meta,
+        handles::normal_float_float::kernel(|_ks, mean, std, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::normal_float_float(mean, std, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand::NAME,
+        DispatchKey::Meta,
+        handles::rand::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::random::rand(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand_generator::NAME,
+        DispatchKey::Meta,
+        handles::rand_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::rand_generator(size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn::NAME,
+        DispatchKey::Meta,
+        handles::randn::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randn(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn_generator::NAME,
+        DispatchKey::Meta,
+        handles::randn_generator::kernel(|_ks, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randn_generator(size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint::NAME,
+        DispatchKey::Meta,
+        handles::randint::kernel(|_ks, high, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randint(high, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_generator::NAME,
+        DispatchKey::Meta,
+        handles::randint_generator::kernel(|_ks, high, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_generator(high, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low::NAME,
+        DispatchKey::Meta,
+        handles::randint_low::kernel(|_ks, low, high, size, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_low(low, high, size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randint_low_generator::NAME,
+        DispatchKey::Meta,
+        handles::randint_low_generator::kernel(|_ks, low, high, size, generator, dtype, layout, device, pin_memory| {
+            crate::native::random::randint_low_generator(low, high, size, generator, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rand_like::NAME,
+        DispatchKey::Meta,
+        handles::rand_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::rand_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::randn_like::NAME,
+        DispatchKey::Meta,
+        handles::randn_like::kernel(|_ks, self_, dtype, layout, device, pin_memory, memory_format| {
+            crate::native::random::randn_like(self_, dtype, layout, device, pin_memory, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp::NAME,
+        DispatchKey::Meta,
+        handles::exp::kernel(|_ks, self_| crate::native::unary::exp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_::NAME,
+        DispatchKey::Meta,
+        handles::exp_::kernel(|_ks, self_| crate::native::unary::exp_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp_out::NAME,
+        DispatchKey::Meta,
+        handles::exp_out::kernel(|_ks, self_, out| crate::native::unary::exp_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2::NAME,
+        DispatchKey::Meta,
+        handles::exp2::kernel(|_ks, self_| crate::native::unary::exp2(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_::NAME,
+        DispatchKey::Meta,
+        handles::exp2_::kernel(|_ks, self_| crate::native::unary::exp2_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::exp2_out::NAME,
+        DispatchKey::Meta,
+        handles::exp2_out::kernel(|_ks, self_, out| crate::native::unary::exp2_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1::NAME,
+        DispatchKey::Meta,
+        handles::expm1::kernel(|_ks, self_| crate::native::unary::expm1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_::NAME,
+        DispatchKey::Meta,
+        handles::expm1_::kernel(|_ks, self_| crate::native::unary::expm1_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::expm1_out::NAME,
+        DispatchKey::Meta,
+        handles::expm1_out::kernel(|_ks, self_, out| crate::native::unary::expm1_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log::NAME,
+        DispatchKey::Meta,
+        handles::log::kernel(|_ks, self_| crate::native::unary::log(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_::NAME,
+        DispatchKey::Meta,
+        handles::log_::kernel(|_ks, self_| crate::native::unary::log_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_out::NAME,
+        DispatchKey::Meta,
+        handles::log_out::kernel(|_ks, self_, out| crate::native::unary::log_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2::NAME,
+        DispatchKey::Meta,
+        handles::log2::kernel(|_ks, self_| crate::native::unary::log2(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_::NAME,
+        DispatchKey::Meta,
+        handles::log2_::kernel(|_ks, self_| crate::native::unary::log2_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log2_out::NAME,
+        DispatchKey::Meta,
+        handles::log2_out::kernel(|_ks, self_, out| crate::native::unary::log2_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10::NAME,
+        DispatchKey::Meta,
+        handles::log10::kernel(|_ks, self_| crate::native::unary::log10(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_::NAME,
+        DispatchKey::Meta,
+        handles::log10_::kernel(|_ks, self_| crate::native::unary::log10_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log10_out::NAME,
+        DispatchKey::Meta,
+        handles::log10_out::kernel(|_ks, self_, out| crate::native::unary::log10_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p::NAME,
+        DispatchKey::Meta,
+        handles::log1p::kernel(|_ks, self_| crate::native::unary::log1p(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_::NAME,
+        DispatchKey::Meta,
+        handles::log1p_::kernel(|_ks, self_| crate::native::unary::log1p_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log1p_out::NAME,
+        DispatchKey::Meta,
+        handles::log1p_out::kernel(|_ks, self_, out| crate::native::unary::log1p_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt::NAME,
+        DispatchKey::Meta,
+        handles::sqrt::kernel(|_ks, self_| crate::native::unary::sqrt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_::NAME,
+        DispatchKey::Meta,
+        handles::sqrt_::kernel(|_ks, self_| crate::native::unary::sqrt_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt_out::NAME,
+        DispatchKey::Meta,
+        handles::sqrt_out::kernel(|_ks, self_, out| crate::native::unary::sqrt_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt::NAME,
+        DispatchKey::Meta,
+        handles::rsqrt::kernel(|_ks, self_| crate::native::unary::rsqrt(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_::NAME,
+        DispatchKey::Meta,
+        handles::rsqrt_::kernel(|_ks, self_| crate::native::unary::rsqrt_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::rsqrt_out::NAME,
+        DispatchKey::Meta,
+        handles::rsqrt_out::kernel(|_ks, self_, out| crate::native::unary::rsqrt_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal::NAME,
+        DispatchKey::Meta,
+        handles::reciprocal::kernel(|_ks, self_| crate::native::unary::reciprocal(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_::NAME,
+        DispatchKey::Meta,
+        handles::reciprocal_::kernel(|_ks, self_| crate::native::unary::reciprocal_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::reciprocal_out::NAME,
+        DispatchKey::Meta,
+        handles::reciprocal_out::kernel(|_ks, self_, out| crate::native::unary::reciprocal_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin::NAME,
+        DispatchKey::Meta,
+        handles::sin::kernel(|_ks, self_| crate::native::unary::sin(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_::NAME,
+        DispatchKey::Meta,
+        handles::sin_::kernel(|_ks, self_| crate::native::unary::sin_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sin_out::NAME,
+        DispatchKey::Meta,
+        handles::sin_out::kernel(|_ks, self_, out| crate::native::unary::sin_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos::NAME,
+        DispatchKey::Meta,
+        handles::cos::kernel(|_ks, self_| crate::native::unary::cos(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_::NAME,
+        DispatchKey::Meta,
+        handles::cos_::kernel(|_ks, self_| crate::native::unary::cos_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cos_out::NAME,
+        DispatchKey::Meta,
+        handles::cos_out::kernel(|_ks, self_, out| crate::native::unary::cos_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan::NAME,
+        DispatchKey::Meta,
+        handles::tan::kernel(|_ks, self_| crate::native::unary::tan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_::NAME,
+        DispatchKey::Meta,
+        handles::tan_::kernel(|_ks, self_| crate::native::unary::tan_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tan_out::NAME,
+        DispatchKey::Meta,
+        handles::tan_out::kernel(|_ks, self_, out| crate::native::unary::tan_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin::NAME,
+        DispatchKey::Meta,
+        handles::asin::kernel(|_ks, self_| crate::native::unary::asin(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_::NAME,
+        DispatchKey::Meta,
+        handles::asin_::kernel(|_ks, self_| crate::native::unary::asin_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asin_out::NAME,
+        DispatchKey::Meta,
+        handles::asin_out::kernel(|_ks, self_, out| crate::native::unary::asin_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos::NAME,
+        DispatchKey::Meta,
+        handles::acos::kernel(|_ks, self_| crate::native::unary::acos(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_::NAME,
+        DispatchKey::Meta,
+        handles::acos_::kernel(|_ks, self_| crate::native::unary::acos_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acos_out::NAME,
+        DispatchKey::Meta,
+        handles::acos_out::kernel(|_ks, self_, out| crate::native::unary::acos_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan::NAME,
+        DispatchKey::Meta,
+        handles::atan::kernel(|_ks, self_| crate::native::unary::atan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_::NAME,
+        DispatchKey::Meta,
+        handles::atan_::kernel(|_ks, self_| crate::native::unary::atan_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan_out::NAME,
+        DispatchKey::Meta,
+        handles::atan_out::kernel(|_ks, self_, out| crate::native::unary::atan_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh::NAME,
+        DispatchKey::Meta,
+        handles::sinh::kernel(|_ks, self_| crate::native::unary::sinh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_::NAME,
+        DispatchKey::Meta,
+        handles::sinh_::kernel(|_ks, self_| crate::native::unary::sinh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sinh_out::NAME,
+        DispatchKey::Meta,
+        handles::sinh_out::kernel(|_ks, self_, out| crate::native::unary::sinh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh::NAME,
+        DispatchKey::Meta,
+        handles::cosh::kernel(|_ks, self_| crate::native::unary::cosh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_::NAME,
+        DispatchKey::Meta,
+        handles::cosh_::kernel(|_ks, self_| crate::native::unary::cosh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cosh_out::NAME,
+        DispatchKey::Meta,
+        handles::cosh_out::kernel(|_ks, self_, out| crate::native::unary::cosh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh::NAME,
+        DispatchKey::Meta,
+        handles::tanh::kernel(|_ks, self_| crate::native::unary::tanh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_::NAME,
+        DispatchKey::Meta,
+        handles::tanh_::kernel(|_ks, self_| crate::native::unary::tanh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::tanh_out::NAME,
+        DispatchKey::Meta,
+        handles::tanh_out::kernel(|_ks, self_, out| crate::native::unary::tanh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh::NAME,
+        DispatchKey::Meta,
+        handles::asinh::kernel(|_ks, self_| crate::native::unary::asinh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_::NAME,
+        DispatchKey::Meta,
+        handles::asinh_::kernel(|_ks, self_| crate::native::unary::asinh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::asinh_out::NAME,
+        DispatchKey::Meta,
+        handles::asinh_out::kernel(|_ks, self_, out| crate::native::unary::asinh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh::NAME,
+        DispatchKey::Meta,
+        handles::acosh::kernel(|_ks, self_| crate::native::unary::acosh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_::NAME,
+        DispatchKey::Meta,
+        handles::acosh_::kernel(|_ks, self_| crate::native::unary::acosh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::acosh_out::NAME,
+        DispatchKey::Meta,
+        handles::acosh_out::kernel(|_ks, self_, out| crate::native::unary::acosh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh::NAME,
+        DispatchKey::Meta,
+        handles::atanh::kernel(|_ks, self_| crate::native::unary::atanh(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_::NAME,
+        DispatchKey::Meta,
+        handles::atanh_::kernel(|_ks, self_| crate::native::unary::atanh_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atanh_out::NAME,
+        DispatchKey::Meta,
+        handles::atanh_out::kernel(|_ks, self_, out| crate::native::unary::atanh_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid::NAME,
+        DispatchKey::Meta,
+        handles::sigmoid::kernel(|_ks, self_| crate::native::unary::sigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_::NAME,
+        DispatchKey::Meta,
+        handles::sigmoid_::kernel(|_ks, self_| crate::native::unary::sigmoid_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sigmoid_out::NAME,
+        DispatchKey::Meta,
+        handles::sigmoid_out::kernel(|_ks, self_, out| crate::native::unary::sigmoid_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf::NAME,
+        DispatchKey::Meta,
+        handles::erf::kernel(|_ks, self_| crate::native::unary::erf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_::NAME,
+        DispatchKey::Meta,
+        handles::erf_::kernel(|_ks, self_| crate::native::unary::erf_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erf_out::NAME,
+        DispatchKey::Meta,
+        handles::erf_out::kernel(|_ks, self_, out| crate::native::unary::erf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc::NAME,
+        DispatchKey::Meta,
+        handles::erfc::kernel(|_ks, self_| crate::native::unary::erfc(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_::NAME,
+        DispatchKey::Meta,
+        handles::erfc_::kernel(|_ks, self_| crate::native::unary::erfc_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfc_out::NAME,
+        DispatchKey::Meta,
+        handles::erfc_out::kernel(|_ks, self_, out| crate::native::unary::erfc_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor::NAME,
+        DispatchKey::Meta,
+        handles::floor::kernel(|_ks, self_| crate::native::unary::floor(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_::NAME,
+        DispatchKey::Meta,
+        handles::floor_::kernel(|_ks, self_| crate::native::unary::floor_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::floor_out::NAME,
+        DispatchKey::Meta,
+        handles::floor_out::kernel(|_ks, self_, out| crate::native::unary::floor_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil::NAME,
+        DispatchKey::Meta,
+        handles::ceil::kernel(|_ks, self_| crate::native::unary::ceil(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_::NAME,
+        DispatchKey::Meta,
+        handles::ceil_::kernel(|_ks, self_| crate::native::unary::ceil_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::ceil_out::NAME,
+        DispatchKey::Meta,
+        handles::ceil_out::kernel(|_ks, self_, out| crate::native::unary::ceil_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc::NAME,
+        DispatchKey::Meta,
+        handles::trunc::kernel(|_ks, self_| crate::native::unary::trunc(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_::NAME,
+        DispatchKey::Meta,
+        handles::trunc_::kernel(|_ks, self_| crate::native::unary::trunc_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::trunc_out::NAME,
+        DispatchKey::Meta,
+        handles::trunc_out::kernel(|_ks, self_, out| crate::native::unary::trunc_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round::NAME,
+        DispatchKey::Meta,
+        handles::round::kernel(|_ks, self_| crate::native::unary::round(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_::NAME,
+        DispatchKey::Meta,
+        handles::round_::kernel(|_ks, self_| crate::native::unary::round_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_out::NAME,
+        DispatchKey::Meta,
+        handles::round_out::kernel(|_ks, self_, out| crate::native::unary::round_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign::NAME,
+        DispatchKey::Meta,
+        handles::sign::kernel(|_ks, self_| crate::native::unary::sign(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_::NAME,
+        DispatchKey::Meta,
+        handles::sign_::kernel(|_ks, self_| crate::native::unary::sign_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sign_out::NAME,
+        DispatchKey::Meta,
+        handles::sign_out::kernel(|_ks, self_, out| crate::native::unary::sign_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu::NAME,
+        DispatchKey::Meta,
+        handles::relu::kernel(|_ks, self_| crate::native::unary::relu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_::NAME,
+        DispatchKey::Meta,
+        handles::relu_::kernel(|_ks, self_| crate::native::unary::relu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu_out::NAME,
+        DispatchKey::Meta,
+        handles::relu_out::kernel(|_ks, self_, out| crate::native::unary::relu_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac::NAME,
+        DispatchKey::Meta,
+        handles::frac::kernel(|_ks, self_| crate::native::unary::frac(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_::NAME,
+        DispatchKey::Meta,
+        handles::frac_::kernel(|_ks, self_| crate::native::unary::frac_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frac_out::NAME,
+        DispatchKey::Meta,
+        handles::frac_out::kernel(|_ks, self_, out| crate::native::unary::frac_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu::NAME,
+        DispatchKey::Meta,
+        handles::silu::kernel(|_ks, self_| crate::native::unary::silu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_::NAME,
+        DispatchKey::Meta,
+        handles::silu_::kernel(|_ks, self_| crate::native::unary::silu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::silu_out::NAME,
+        DispatchKey::Meta,
+        handles::silu_out::kernel(|_ks, self_, out| crate::native::unary::silu_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish::NAME,
+        DispatchKey::Meta,
+        handles::mish::kernel(|_ks, self_| crate::native::unary::mish(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_::NAME,
+        DispatchKey::Meta,
+        handles::mish_::kernel(|_ks, self_| crate::native::unary::mish_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mish_out::NAME,
+        DispatchKey::Meta,
+        handles::mish_out::kernel(|_ks, self_, out| crate::native::unary::mish_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid::NAME,
+        DispatchKey::Meta,
+        handles::hardsigmoid::kernel(|_ks, self_| crate::native::unary::hardsigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_::NAME,
+        DispatchKey::Meta,
+        handles::hardsigmoid_::kernel(|_ks, self_| crate::native::unary::hardsigmoid_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardsigmoid_out::NAME,
+        DispatchKey::Meta,
+        handles::hardsigmoid_out::kernel(|_ks, self_, out| crate::native::unary::hardsigmoid_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish::NAME,
+        DispatchKey::Meta,
+        handles::hardswish::kernel(|_ks, self_| crate::native::unary::hardswish(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_::NAME,
+        DispatchKey::Meta,
+        handles::hardswish_::kernel(|_ks, self_| crate::native::unary::hardswish_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardswish_out::NAME,
+        DispatchKey::Meta,
+        handles::hardswish_out::kernel(|_ks, self_, out| crate::native::unary::hardswish_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::maximum::NAME,
+        DispatchKey::Meta,
+        handles::maximum::kernel(|_ks, self_, other| crate::native::pointwise::maximum(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::minimum::NAME,
+        DispatchKey::Meta,
+        handles::minimum::kernel(|_ks, self_, other| crate::native::pointwise::minimum(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::atan2::NAME,
+        DispatchKey::Meta,
+        handles::atan2::kernel(|_ks, self_, other| crate::native::pointwise::atan2(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmod_tensor::NAME,
+        DispatchKey::Meta,
+        handles::fmod_tensor::kernel(|_ks, self_, other| crate::native::pointwise::fmod(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::remainder_tensor::NAME,
+        DispatchKey::Meta,
+        handles::remainder_tensor::kernel(|_ks, self_, other| crate::native::pointwise::remainder(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_tensor::NAME,
+        DispatchKey::Meta,
+        handles::pow_tensor_tensor::kernel(|_ks, self_, exponent| {
+            crate::native::pointwise::pow_tensor_tensor(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_scalar::NAME,
+        DispatchKey::Meta,
+        handles::pow_tensor_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::pointwise::pow_tensor_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_scalar::NAME,
+        DispatchKey::Meta,
+        handles::pow_scalar::kernel(|_ks, self_, exponent| crate::native::pointwise::pow_scalar(self_, exponent)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_and::NAME,
+        DispatchKey::Meta,
+        handles::logical_and::kernel(|_ks, self_, other| crate::native::pointwise::logical_and(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_not::NAME,
+        DispatchKey::Meta,
+        handles::logical_not::kernel(|_ks, self_| crate::native::pointwise::logical_not(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isnan::NAME,
+        DispatchKey::Meta,
+        handles::isnan::kernel(|_ks, self_| crate::native::pointwise::isnan(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lerp_scalar::NAME,
+        DispatchKey::Meta,
+        handles::lerp_scalar::kernel(|_ks, self_, end, weight| {
+            crate::native::pointwise::lerp_scalar(self_, end, weight)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcmul::NAME,
+        DispatchKey::Meta,
+        handles::addcmul::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcmul(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_backward::NAME,
+        DispatchKey::Meta,
+        handles::threshold_backward::kernel(|_ks, grad_output, self_, threshold| {
+            crate::native::pointwise::threshold_backward(grad_output, self_, threshold)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcmul_::NAME,
+        DispatchKey::Meta,
+        handles::addcmul_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcmul_(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcdiv::NAME,
+        DispatchKey::Meta,
+        handles::addcdiv::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcdiv(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addcdiv_::NAME,
+        DispatchKey::Meta,
+        handles::addcdiv_::kernel(|_ks, self_, tensor1, tensor2, value| {
+            crate::native::pointwise::addcdiv_(self_, tensor1, tensor2, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp::NAME,
+        DispatchKey::Meta,
+        handles::clamp::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::masked_fill_scalar::NAME,
+        DispatchKey::Meta,
+        handles::masked_fill_scalar::kernel(|_ks, self_, mask, value| {
+            crate::native::pointwise::masked_fill_scalar(self_, mask, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::leaky_relu::NAME,
+        DispatchKey::Meta,
+        handles::leaky_relu::kernel(|_ks, self_, negative_slope| {
+            crate::native::pointwise::leaky_relu(self_, negative_slope)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hardtanh::NAME,
+        DispatchKey::Meta,
+        handles::hardtanh::kernel(|_ks, self_, min_val, max_val| {
+            crate::native::pointwise::hardtanh(self_, min_val, max_val)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::elu::NAME,
+        DispatchKey::Meta,
+        handles::elu::kernel(|_ks, self_, alpha, scale, input_scale| {
+            crate::native::pointwise::elu(self_, alpha, scale, input_scale)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::softplus::NAME,
+        DispatchKey::Meta,
+        handles::softplus::kernel(|_ks, self_, beta, threshold| {
+            crate::native::pointwise::softplus(self_, beta, threshold)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gelu::NAME,
+        DispatchKey::Meta,
+        handles::gelu::kernel(|_ks, self_, approximate| crate::native::pointwise::gelu(self_, approximate)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logit::NAME,
+        DispatchKey::Meta,
+        handles::logit::kernel(|_ks, self_, eps| crate::native::pointwise::logit(self_, eps)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::Meta,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::reduce::sum(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum_dim_intlist::NAME,
+        DispatchKey::Meta,
+        handles::sum_dim_intlist::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::sum_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mean::NAME,
+        DispatchKey::Meta,
+        handles::mean::kernel(|_ks, self_, dtype| crate::native::reduce::mean(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mean_dim::NAME,
+        DispatchKey::Meta,
+        handles::mean_dim::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::mean_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::prod_dim_int::NAME,
+        DispatchKey::Meta,
+        handles::prod_dim_int::kernel(|_ks, self_, dim, keepdim, dtype| {
+            crate::native::reduce::prod_dim(self_, dim, keepdim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max::NAME,
+        DispatchKey::Meta,
+        handles::max::kernel(|_ks, self_| crate::native::reduce::max(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_dim::NAME,
+        DispatchKey::Meta,
+        handles::max_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::max_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::min::NAME,
+        DispatchKey::Meta,
+        handles::min::kernel(|_ks, self_| crate::native::reduce::min(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::min_dim::NAME,
+        DispatchKey::Meta,
+        handles::min_dim::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::min_dim(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::amax::NAME,
+        DispatchKey::Meta,
+        handles::amax::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::amax(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::amin::NAME,
+        DispatchKey::Meta,
+        handles::amin::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::amin(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argmax::NAME,
+        DispatchKey::Meta,
+        handles::argmax::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::argmax(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::argmin::NAME,
+        DispatchKey::Meta,
+        handles::argmin::kernel(|_ks, self_, dim, keepdim| crate::native::reduce::argmin(self_, dim, keepdim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::softmax_int::NAME,
+        DispatchKey::Meta,
+        handles::softmax_int::kernel(|_ks, self_, dim, dtype| crate::native::reduce::softmax(self_, dim, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_softmax_int::NAME,
+        DispatchKey::Meta,
+        handles::log_softmax_int::kernel(|_ks, self_, dim, dtype| {
+            crate::native::reduce::log_softmax(self_, dim, dtype)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat::NAME,
+        DispatchKey::Meta,
+        handles::cat::kernel(|_ks, tensors, dim| crate::native::join::cat(tensors, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat_out::NAME,
+        DispatchKey::Meta,
+        handles::cat_out::kernel(|_ks, tensors, dim, out| crate::native::join::cat_out(tensors, dim, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::Meta,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::linalg::mm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm_out::NAME,
+        DispatchKey::Meta,
+        handles::mm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::mm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm::NAME,
+        DispatchKey::Meta,
+        handles::bmm::kernel(|_ks, self_, mat2| crate::native::linalg::bmm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bmm_out::NAME,
+        DispatchKey::Meta,
+        handles::bmm_out::kernel(|_ks, self_, mat2, out| crate::native::linalg::bmm_out(self_, mat2, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::Meta,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::linalg::addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::baddbmm::NAME,
+        DispatchKey::Meta,
+        handles::baddbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::baddbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addbmm::NAME,
+        DispatchKey::Meta,
+        handles::addbmm::kernel(|_ks, self_, batch1, batch2, beta, alpha| {
+            crate::native::linalg::addbmm(self_, batch1, batch2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::convolution::NAME,
+        DispatchKey::Meta,
+        handles::convolution::kernel(
+            |_ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups| {
+                crate::native::conv::convolution(
+                    input,
+                    weight,
+                    bias,
+                    stride,
+                    padding,
+                    dilation,
+                    transposed,
+                    output_padding,
+                    groups,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d::NAME,
+        DispatchKey::Meta,
+        handles::max_pool1d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d::NAME,
+        DispatchKey::Meta,
+        handles::max_pool2d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d::NAME,
+        DispatchKey::Meta,
+        handles::max_pool3d::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool1d_with_indices::NAME,
+        DispatchKey::Meta,
+        handles::max_pool1d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool1d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool2d_with_indices::NAME,
+        DispatchKey::Meta,
+        handles::max_pool2d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::max_pool3d_with_indices::NAME,
+        DispatchKey::Meta,
+        handles::max_pool3d_with_indices::kernel(|_ks, self_, kernel_size, stride, padding, dilation, ceil_mode| {
+            crate::native::pool::max_pool3d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool2d::NAME,
+        DispatchKey::Meta,
+        handles::avg_pool2d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool2d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::avg_pool3d::NAME,
+        DispatchKey::Meta,
+        handles::avg_pool3d::kernel(
+            |_ks, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override| {
+                crate::native::pool::avg_pool3d(
+                    self_,
+                    kernel_size,
+                    stride,
+                    padding,
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool2d::NAME,
+        DispatchKey::Meta,
+        handles::adaptive_avg_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_avg_pool3d::NAME,
+        DispatchKey::Meta,
+        handles::adaptive_avg_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_avg_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool1d::NAME,
+        DispatchKey::Meta,
+        handles::adaptive_max_pool1d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool1d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool2d::NAME,
+        DispatchKey::Meta,
+        handles::adaptive_max_pool2d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool2d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::adaptive_max_pool3d::NAME,
+        DispatchKey::Meta,
+        handles::adaptive_max_pool3d::kernel(|_ks, self_, output_size| {
+            crate::native::pool::adaptive_max_pool3d(self_, output_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::scaled_dot_product_attention::NAME,
+        DispatchKey::Meta,
+        handles::scaled_dot_product_attention::kernel(
+            |_ks, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa| {
+                crate::native::attention::scaled_dot_product_attention(
+                    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_layer_norm::NAME,
+        DispatchKey::Meta,
+        handles::native_layer_norm::kernel(|_ks, input, normalized_shape, weight, bias, eps| {
+            crate::native::normalization::native_layer_norm(input, normalized_shape, weight, bias, eps)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::native_batch_norm::NAME,
+        DispatchKey::Meta,
+        handles::native_batch_norm::kernel(
+            |_ks, input, weight, bias, running_mean, running_var, training, momentum, eps| {
+                crate::native::normalization::native_batch_norm(
+                    input,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    training,
+                    momentum,
+                    eps,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv::NAME,
+        DispatchKey::Meta,
+        handles::erfinv::kernel(|_ks, self_| crate::native::unary::erfinv(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_::NAME,
+        DispatchKey::Meta,
+        handles::erfinv_::kernel(|_ks, self_| crate::native::unary::erfinv_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::erfinv_out::NAME,
+        DispatchKey::Meta,
+        handles::erfinv_out::kernel(|_ks, self_, out| crate::native::unary::erfinv_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn::NAME,
+        DispatchKey::Meta,
+        handles::sgn::kernel(|_ks, self_| crate::native::unary::sgn(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_::NAME,
+        DispatchKey::Meta,
+        handles::sgn_::kernel(|_ks, self_| crate::native::unary::sgn_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sgn_out::NAME,
+        DispatchKey::Meta,
+        handles::sgn_out::kernel(|_ks, self_, out| crate::native::unary::sgn_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::selu::NAME,
+        DispatchKey::Meta,
+        handles::selu::kernel(|_ks, self_| crate::native::unary::selu(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::selu_::NAME,
+        DispatchKey::Meta,
+        handles::selu_::kernel(|_ks, self_| crate::native::unary::selu_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isinf::NAME,
+        DispatchKey::Meta,
+        handles::isinf::kernel(|_ks, self_| crate::native::unary::isinf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isfinite::NAME,
+        DispatchKey::Meta,
+        handles::isfinite::kernel(|_ks, self_| crate::native::unary::isfinite(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isposinf::NAME,
+        DispatchKey::Meta,
+        handles::isposinf::kernel(|_ks, self_| crate::native::unary::isposinf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isposinf_out::NAME,
+        DispatchKey::Meta,
+        handles::isposinf_out::kernel(|_ks, self_, out| crate::native::unary::isposinf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isneginf::NAME,
+        DispatchKey::Meta,
+        handles::isneginf::kernel(|_ks, self_| crate::native::unary::isneginf(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::isneginf_out::NAME,
+        DispatchKey::Meta,
+        handles::isneginf_out::kernel(|_ks, self_, out| crate::native::unary::isneginf_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num::NAME,
+        DispatchKey::Meta,
+        handles::nan_to_num::kernel(|_ks, self_, nan, posinf, neginf| {
+            crate::native::unary::nan_to_num(self_, nan, posinf, neginf)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_::NAME,
+        DispatchKey::Meta,
+        handles::nan_to_num_::kernel(|_ks, self_, nan, posinf, neginf| {
+            crate::native::unary::nan_to_num_(self_, nan, posinf, neginf)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nan_to_num_out::NAME,
+        DispatchKey::Meta,
+        handles::nan_to_num_out::kernel(|_ks, self_, nan, posinf, neginf, out| {
+            crate::native::unary::nan_to_num_out(self_, nan, posinf, neginf, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals::NAME,
+        DispatchKey::Meta,
+        handles::round_decimals::kernel(|_ks, self_, decimals| crate::native::unary::round_decimals(self_, decimals)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_::NAME,
+        DispatchKey::Meta,
+        handles::round_decimals_::kernel(|_ks, self_, decimals| crate::native::unary::round_decimals_(self_, decimals)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::round_decimals_out::NAME,
+        DispatchKey::Meta,
+        handles::round_decimals_out::kernel(|_ks, self_, decimals, out| {
+            crate::native::unary::round_decimals_out(self_, decimals, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_not::kernel(|_ks, self_| crate::native::unary::bitwise_not(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_not_::kernel(|_ks, self_| crate::native::unary::bitwise_not_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_not_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_not_out::kernel(|_ks, self_, out| crate::native::unary::bitwise_not_out(self_, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_out::kernel(|_ks, self_, min, max, out| {
+            crate::native::pointwise::clamp_out(self_, min, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor::NAME,
+        DispatchKey::Meta,
+        handles::clamp_tensor::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_tensor(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_tensor_::kernel(|_ks, self_, min, max| crate::native::pointwise::clamp_tensor_(self_, min, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_tensor_out::kernel(|_ks, self_, min, max, out| {
+            crate::native::pointwise::clamp_tensor_out(self_, min, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min_tensor::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_tensor(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min_::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min_tensor_::kernel(|_ks, self_, min| crate::native::pointwise::clamp_min_tensor_(self_, min)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min_out::kernel(|_ks, self_, min, out| crate::native::pointwise::clamp_min_out(self_, min, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_min_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_min_tensor_out::kernel(|_ks, self_, min, out| {
+            crate::native::pointwise::clamp_min_tensor_out(self_, min, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max_tensor::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_tensor(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max_::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max_tensor_::kernel(|_ks, self_, max| crate::native::pointwise::clamp_max_tensor_(self_, max)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max_out::kernel(|_ks, self_, max, out| crate::native::pointwise::clamp_max_out(self_, max, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clamp_max_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::clamp_max_tensor_out::kernel(|_ks, self_, max, out| {
+            crate::native::pointwise::clamp_max_tensor_out(self_, max, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::relu6_::NAME,
+        DispatchKey::Meta,
+        handles::relu6_::kernel(|_ks, self_| crate::native::pointwise::relu6_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::celu::NAME,
+        DispatchKey::Meta,
+        handles::celu::kernel(|_ks, self_, alpha| crate::native::pointwise::celu(self_, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::celu_::NAME,
+        DispatchKey::Meta,
+        handles::celu_::kernel(|_ks, self_, alpha| crate::native::pointwise::celu_(self_, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold::NAME,
+        DispatchKey::Meta,
+        handles::threshold::kernel(|_ks, self_, threshold, value| {
+            crate::native::pointwise::threshold(self_, threshold, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_::NAME,
+        DispatchKey::Meta,
+        handles::threshold_::kernel(|_ks, self_, threshold, value| {
+            crate::native::pointwise::threshold_(self_, threshold, value)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::threshold_out::NAME,
+        DispatchKey::Meta,
+        handles::threshold_out::kernel(|_ks, self_, threshold, value, out| {
+            crate::native::pointwise::threshold_out(self_, threshold, value, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::glu::NAME,
+        DispatchKey::Meta,
+        handles::glu::kernel(|_ks, self_, dim| crate::native::pointwise::glu(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::prelu::NAME,
+        DispatchKey::Meta,
+        handles::prelu::kernel(|_ks, self_, weight| crate::native::pointwise::prelu(self_, weight)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_sigmoid::NAME,
+        DispatchKey::Meta,
+        handles::log_sigmoid::kernel(|_ks, self_| crate::native::pointwise::log_sigmoid(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::log_sigmoid_forward::NAME,
+        DispatchKey::Meta,
+        handles::log_sigmoid_forward::kernel(|_ks, self_| crate::native::pointwise::log_sigmoid_forward(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmax::NAME,
+        DispatchKey::Meta,
+        handles::fmax::kernel(|_ks, self_, other| crate::native::pointwise::fmax(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmax_out::NAME,
+        DispatchKey::Meta,
+        handles::fmax_out::kernel(|_ks, self_, other, out| crate::native::pointwise::fmax_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmin::NAME,
+        DispatchKey::Meta,
+        handles::fmin::kernel(|_ks, self_, other| crate::native::pointwise::fmin(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fmin_out::NAME,
+        DispatchKey::Meta,
+        handles::fmin_out::kernel(|_ks, self_, other, out| crate::native::pointwise::fmin_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot::NAME,
+        DispatchKey::Meta,
+        handles::hypot::kernel(|_ks, self_, other| crate::native::pointwise::hypot(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_::NAME,
+        DispatchKey::Meta,
+        handles::hypot_::kernel(|_ks, self_, other| crate::native::pointwise::hypot_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::hypot_out::NAME,
+        DispatchKey::Meta,
+        handles::hypot_out::kernel(|_ks, self_, other, out| crate::native::pointwise::hypot_out(self_, other, out)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor::NAME,
+        DispatchKey::Meta,
+        handles::copysign_tensor::kernel(|_ks, self_, other| crate::native::pointwise::copysign(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::copysign_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::copysign_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copysign_out::NAME,
+        DispatchKey::Meta,
+        handles::copysign_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::copysign_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_and(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_and_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_and_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_and_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_and_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_and_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_or(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_or_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_or_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_or_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_or_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_or_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_tensor::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_xor(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_tensor_::kernel(|_ks, self_, other| crate::native::pointwise::bitwise_xor_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_xor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_xor_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_xor_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_xor_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_scalar_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_left_shift_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_left_shift_tensor_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_left_shift_tensor_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_left_shift_tensor_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor_scalar::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_scalar_tensor::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_scalar_tensor::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_scalar_tensor(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor_scalar_::kernel(|_ks, self_, other| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar_(self_, other)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_right_shift_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::bitwise_right_shift_tensor_scalar_out::NAME,
+        DispatchKey::Meta,
+        handles::bitwise_right_shift_tensor_scalar_out::kernel(|_ks, self_, other, out| {
+            crate::native::pointwise::bitwise_right_shift_tensor_scalar_out(self_, other, out)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_or::NAME,
+        DispatchKey::Meta,
+        handles::logical_or::kernel(|_ks, self_, other| crate::native::pointwise::logical_or(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::logical_xor::NAME,
+        DispatchKey::Meta,
+        handles::logical_xor::kernel(|_ks, self_, other| crate::native::pointwise::logical_xor(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lgamma::NAME,
+        DispatchKey::Meta,
+        handles::lgamma::kernel(|_ks, self_| crate::native::special::lgamma_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::digamma::NAME,
+        DispatchKey::Meta,
+        handles::digamma::kernel(|_ks, self_| crate::native::special::digamma_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::i0::NAME,
+        DispatchKey::Meta,
+        handles::i0::kernel(|_ks, self_| crate::native::special::i0_op(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i0e::NAME,
+        DispatchKey::Meta,
+        handles::special_i0e::kernel(|_ks, self_| crate::native::special::special_i0e(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i1::NAME,
+        DispatchKey::Meta,
+        handles::special_i1::kernel(|_ks, self_| crate::native::special::special_i1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_i1e::NAME,
+        DispatchKey::Meta,
+        handles::special_i1e::kernel(|_ks, self_| crate::native::special::special_i1e(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_erfcx::NAME,
+        DispatchKey::Meta,
+        handles::special_erfcx::kernel(|_ks, self_| crate::native::special::special_erfcx(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_ndtr::NAME,
+        DispatchKey::Meta,
+        handles::special_ndtr::kernel(|_ks, self_| crate::native::special::special_ndtr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_ndtri::NAME,
+        DispatchKey::Meta,
+        handles::special_ndtri::kernel(|_ks, self_| crate::native::special::special_ndtri(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_log_ndtr::NAME,
+        DispatchKey::Meta,
+        handles::special_log_ndtr::kernel(|_ks, self_| crate::native::special::special_log_ndtr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_entr::NAME,
+        DispatchKey::Meta,
+        handles::special_entr::kernel(|_ks, self_| crate::native::special::special_entr(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j0::NAME,
+        DispatchKey::Meta,
+        handles::special_bessel_j0::kernel(|_ks, self_| crate::native::special::special_bessel_j0(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_j1::NAME,
+        DispatchKey::Meta,
+        handles::special_bessel_j1::kernel(|_ks, self_| crate::native::special::special_bessel_j1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y0::NAME,
+        DispatchKey::Meta,
+        handles::special_bessel_y0::kernel(|_ks, self_| crate::native::special::special_bessel_y0(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_bessel_y1::NAME,
+        DispatchKey::Meta,
+        handles::special_bessel_y1::kernel(|_ks, self_| crate::native::special::special_bessel_y1(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i0::NAME,
+        DispatchKey::Meta,
+        handles::special_modified_bessel_i0::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_i0(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_i1::NAME,
+        DispatchKey::Meta,
+        handles::special_modified_bessel_i1::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_i1(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k0::NAME,
+        DispatchKey::Meta,
+        handles::special_modified_bessel_k0::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_k0(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_modified_bessel_k1::NAME,
+        DispatchKey::Meta,
+        handles::special_modified_bessel_k1::kernel(|_ks, self_| {
+            crate::native::special::special_modified_bessel_k1(self_)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_scaled_modified_bessel_k0::NAME,
+        DispatchKey::Meta,
+        handles::special_scaled_modified_bessel_k0::kernel(|_ks, x| {
+            crate::native::special::special_scaled_modified_bessel_k0(x)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_scaled_modified_bessel_k1::NAME,
+        DispatchKey::Meta,
+        handles::special_scaled_modified_bessel_k1::kernel(|_ks, x| {
+            crate::native::special::special_scaled_modified_bessel_k1(x)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_spherical_bessel_j0::NAME,
+        DispatchKey::Meta,
+        handles::special_spherical_bessel_j0::kernel(|_ks, x| crate::native::special::special_spherical_bessel_j0(x)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::polygamma::NAME,
+        DispatchKey::Meta,
+        handles::polygamma::kernel(|_ks, n, self_| crate::native::special::polygamma_op(n, self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_zeta::NAME,
+        DispatchKey::Meta,
+        handles::special_zeta::kernel(|_ks, self_, other| crate::native::special::special_zeta(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_t::NAME,
+        DispatchKey::Meta,
+        handles::special_chebyshev_polynomial_t::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_t(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_u::NAME,
+        DispatchKey::Meta,
+        handles::special_chebyshev_polynomial_u::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_u(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_v::NAME,
+        DispatchKey::Meta,
+        handles::special_chebyshev_polynomial_v::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_v(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_chebyshev_polynomial_w::NAME,
+        DispatchKey::Meta,
+        handles::special_chebyshev_polynomial_w::kernel(|_ks, x, n| {
+            crate::native::special::special_chebyshev_polynomial_w(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_t::NAME,
+        DispatchKey::Meta,
+        handles::special_shifted_chebyshev_polynomial_t::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_t(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_u::NAME,
+        DispatchKey::Meta,
+        handles::special_shifted_chebyshev_polynomial_u::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_u(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_v::NAME,
+        DispatchKey::Meta,
+        handles::special_shifted_chebyshev_polynomial_v::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_v(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_shifted_chebyshev_polynomial_w::NAME,
+        DispatchKey::Meta,
+        handles::special_shifted_chebyshev_polynomial_w::kernel(|_ks, x, n| {
+            crate::native::special::special_shifted_chebyshev_polynomial_w(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_hermite_polynomial_h::NAME,
+        DispatchKey::Meta,
+        handles::special_hermite_polynomial_h::kernel(|_ks, x, n| {
+            crate::native::special::special_hermite_polynomial_h(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_hermite_polynomial_he::NAME,
+        DispatchKey::Meta,
+        handles::special_hermite_polynomial_he::kernel(|_ks, x, n| {
+            crate::native::special::special_hermite_polynomial_he(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_laguerre_polynomial_l::NAME,
+        DispatchKey::Meta,
+        handles::special_laguerre_polynomial_l::kernel(|_ks, x, n| {
+            crate::native::special::special_laguerre_polynomial_l(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::special_legendre_polynomial_p::NAME,
+        DispatchKey::Meta,
+        handles::special_legendre_polynomial_p::kernel(|_ks, x, n| {
+            crate::native::special::special_legendre_polynomial_p(x, n)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::gcd::NAME,
+        DispatchKey::Meta,
+        handles::gcd::kernel(|_ks, self_, other| crate::native::pointwise::gcd(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::lcm::NAME,
+        DispatchKey::Meta,
+        handles::lcm::kernel(|_ks, self_, other| crate::native::pointwise::lcm(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::nextafter::NAME,
+        DispatchKey::Meta,
+        handles::nextafter::kernel(|_ks, self_, other| crate::native::pointwise::nextafter(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::frexp_tensor::NAME,
+        DispatchKey::Meta,
+        handles::frexp_tensor::kernel(|_ks, self_| crate::native::pointwise::frexp(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::igamma::NAME,
+        DispatchKey::Meta,
+        handles::igamma::kernel(|_ks, self_, other| crate::native::pointwise::igamma(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::igammac::NAME,
+        DispatchKey::Meta,
+        handles::igammac::kernel(|_ks, self_, other| crate::native::pointwise::igammac(self_, other)),
+    )
+    .expect("generated registration");
+}
+
 /// Runs every registration of this file.
 pub fn register_all(d: &Dispatcher) {
     register_schemas(d);
@@ -11137,4 +13956,5 @@ pub fn register_all(d: &Dispatcher) {
     register_cpu(d);
     register_composite_explicit_autograd(d);
     register_composite_implicit_autograd(d);
+    register_meta(d);
 }

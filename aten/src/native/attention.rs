@@ -171,7 +171,7 @@ pub fn scaled_dot_product_attention(
         None => None,
         Some(m) => {
             let add = if m.dtype() == ScalarType::Bool {
-                let z = ops::zeros(m.sizes(), Some(compute), None, None, None)?;
+                let z = ops::zeros(m.sizes(), Some(compute), None, Some(m.device()), None)?;
                 ops::masked_fill(&z, &ops::logical_not(m)?, Scalar::Float(f64::NEG_INFINITY))?
             } else {
                 up(m)?
@@ -187,7 +187,8 @@ pub fn scaled_dot_product_attention(
     };
     let n = scores.numel() as usize;
     match compute {
-        ScalarType::F32 | ScalarType::F64 if n > 0 => {
+        // On the meta device the softmax has no values to normalise (Note [Meta loops]).
+        ScalarType::F32 | ScalarType::F64 if n > 0 && !scores.device().is_meta() => {
             match_float!(compute, T, A => {
                 // SAFETY: `scores` is a fresh contiguous tensor of n elements of T owned here.
                 let sc = unsafe { std::slice::from_raw_parts_mut(scores.data_ptr() as *mut T, n) };

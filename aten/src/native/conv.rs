@@ -514,10 +514,14 @@ pub fn convolution(
     groups: i64,
 ) -> Result<Tensor> {
     let op = "convolution";
-    for t in [Some(input), Some(weight), bias].into_iter().flatten() {
-        if !t.device().is_cpu() {
-            return Err(Error::NotImplemented { op: op.into(), msg: format!("{} tensors", t.device()) });
+    let device = input.device();
+    for t in [Some(weight), bias].into_iter().flatten() {
+        if t.device() != device {
+            return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() });
         }
+    }
+    if !device.is_cpu() && !device.is_meta() {
+        return Err(Error::NotImplemented { op: op.into(), msg: format!("{device} tensors") });
     }
     let wdim = weight.dim();
     if !(3..=5).contains(&wdim) {
@@ -687,6 +691,10 @@ pub fn convolution(
     let mut out_shape = vec![is[0], cout];
     out_shape.extend(&osp);
     let dtype = input.dtype();
+    if device.is_meta() {
+        // Every check above ran; there is nothing to compute (Note [Meta loops]).
+        return Tensor::empty_uninit(&out_shape, dtype, device);
+    }
     if !dtype.is_floating_point() {
         let p = IntConv { stride: &stride, padding: &padding, dilation: &dilation, transposed, groups: g };
         return int_convolution(input, weight, bias, &p, &out_shape);

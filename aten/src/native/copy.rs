@@ -13,6 +13,11 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.numel() == 0 {
         return Ok(());
     }
+    if !dst.device().is_cpu() || !src.device().is_cpu() {
+        // The copy kernel of the device (Note [Device-generic operators]).
+        crate::ops::copy_(dst, src, false)?;
+        return Ok(());
+    }
     let src = crate::native::shape::expand(src, dst.sizes(), false).map_err(|_| {
         Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), dst.sizes()))
     })?;
@@ -46,6 +51,22 @@ pub fn empty_like_layout(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 /// tensors on the CPU: a copy that involves another device dispatches to that device's kernel).
 pub fn copy_(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor> {
     copy_into(self_, src)?;
+    Ok(self_.clone())
+}
+
+/// `copy_` on the meta device (Note [Meta loops]): a copy into a meta tensor checks that `src`
+/// broadcasts to it and writes nothing; a copy out of a meta tensor into real memory is
+/// PyTorch's error, since there are no values to copy.
+pub fn copy_meta(self_: &Tensor, src: &Tensor, _non_blocking: bool) -> Result<Tensor> {
+    if !self_.device().is_meta() {
+        return Err(Error::NotImplemented {
+            op: "copy_".into(),
+            msg: "Cannot copy out of meta tensor; no data!".into(),
+        });
+    }
+    crate::native::shape::expand(src, self_.sizes(), false).map_err(|_| {
+        Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), self_.sizes()))
+    })?;
     Ok(self_.clone())
 }
 

@@ -28,9 +28,25 @@ fn param(op: &str, name: &str, t: Option<&Tensor>, n: usize) -> Result<Option<Ve
             if !t.dtype().is_floating_point() {
                 return Err(Error::UnsupportedDtype { op: op.into(), dtype: t.dtype() });
             }
+            if t.device().is_meta() {
+                // Checked, and no values to read: the callers return meta outputs next.
+                return Ok(None);
+            }
             Ok(Some(t.to_vec::<f64>()?))
         }
     }
+}
+
+/// That every tensor argument is on `input`'s device (the kernels here run on the CPU and, for
+/// shapes only, on the meta device).
+fn check_devices(op: &str, input: &Tensor, others: &[Option<&Tensor>]) -> Result<()> {
+    let device = input.device();
+    for t in others.iter().flatten() {
+        if t.device() != device {
+            return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() });
+        }
+    }
+    Ok(())
 }
 
 fn check_float(op: &str, t: &Tensor) -> Result<()> {
@@ -152,12 +168,17 @@ pub fn native_layer_norm(
             ),
         ));
     }
+    check_devices(OP, input, &[weight, bias])?;
     check_float(OP, input)?;
     let n = c10::size::numel(OP, normalized_shape)?;
     let w = param(OP, "weight", weight, n as usize)?;
     let b = param(OP, "bias", bias, n as usize)?;
     let mut stat_shape: Vec<i64> = input.sizes()[..nd - k].to_vec();
     stat_shape.extend(std::iter::repeat_n(1, k));
+    if input.device().is_meta() {
+        let meta = |shape: &[i64]| Tensor::empty_uninit(shape, input.dtype(), input.device());
+        return Ok((meta(input.sizes())?, meta(&stat_shape)?, meta(&stat_shape)?));
+    }
     match_float!(input.dtype(), T, A => {
         let x = input.to_vec::<T>()?;
         let (y, mean, rstd) = layer_norm_rows(&x, n as usize, w.as_deref(), b.as_deref(), eps);
@@ -266,6 +287,7 @@ fn batch_norm_impl(
     if input.dim() < 2 {
         return Err(Error::shape(op, format!("Expected 2D or higher input (got {}D input)", input.dim())));
     }
+    check_devices(op, input, &[weight, bias, running_mean, running_var])?;
     check_float(op, input)?;
     let sizes = input.sizes();
     let (outer, c) = (sizes[0] as usize, sizes[1] as usize);
@@ -274,10 +296,16 @@ fn batch_norm_impl(
     let b = param(op, "bias", bias, c)?;
     let rm = param(op, "running_mean", running_mean, c)?;
     let rv = param(op, "running_var", running_var, c)?;
-    if !training && (rm.is_none() || rv.is_none()) {
+    if !training && (running_mean.is_none() || running_var.is_none()) {
         return Err(Error::invalid(op, "running_mean and running_var must be defined in evaluation mode"));
     }
     let dtype = input.dtype();
+    if input.device().is_meta() {
+        // Note [Meta loops]: the statistics are per channel in training, empty in evaluation.
+        let stats = if training { c as i64 } else { 0 };
+        let meta = |shape: &[i64]| Tensor::empty_uninit(shape, dtype, input.device());
+        return Ok((meta(sizes)?, meta(&[stats])?, meta(&[stats])?));
+    }
     match_float!(dtype, T, A => {
         let x = input.to_vec::<T>()?;
         let (mean, invstd) = if training {

@@ -266,6 +266,12 @@ fn int_pool(
 
 /// Checks the rank (`nsp + 1` unbatched or `nsp + 2` batched) and returns the contiguous input
 /// with its spatial sizes padded to 3, plus the leading (batch, channel) shape.
+/// A meta output of pooling (Note [Meta loops]): the kernels below check and size their outputs
+/// the same way on both devices, and stop here on the meta device.
+fn meta_like(shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+    Tensor::empty_uninit(shape, dtype, c10::Device::META)
+}
+
 fn pool_input(op: &str, x: &Tensor, nsp: usize) -> Result<(Tensor, [usize; 3], Vec<i64>)> {
     check_pool_input(op, x, nsp)?;
     let d = x.dim();
@@ -411,6 +417,9 @@ fn max_pool_nd(
     let wins = all_windows(&o, &lead, |i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], a.d[i]))?;
     let mut shape = lead;
     shape.extend(&o);
+    if x.device().is_meta() {
+        return Ok((meta_like(&shape, x.dtype())?, meta_like(&shape, ScalarType::I64)?));
+    }
     let full_windows = wins.iter().flatten().all(|w| w.step == 1 && w.padded_count == w.count)
         && wins[2].iter().all(|w| w.count == wins[2][0].count);
     if c.dtype() == ScalarType::F32 && full_windows && wins[0].len() == 1 && wins[0][0].count == 1 {
@@ -671,6 +680,9 @@ fn avg_pool_nd(
     let wins = all_windows(&o, &lead, |i| strided_windows(sp[i], o[i], a.k[i], a.s[i], a.p[i], 1))?;
     let mut shape = lead;
     shape.extend(&o);
+    if x.device().is_meta() {
+        return meta_like(&shape, x.dtype());
+    }
     Ok(pool_kernel(
         &c,
         in_sp,
@@ -788,6 +800,10 @@ fn adaptive_nd(op: &str, nsp: usize, x: &Tensor, output_size: &[i64], red: Reduc
     let wins = all_windows(&o, &lead, |i| adaptive_windows(sp[i], o[i]))?;
     let mut shape = lead;
     shape.extend(&o);
+    if x.device().is_meta() {
+        let indices = matches!(red, Reduce::Max).then(|| meta_like(&shape, ScalarType::I64)).transpose()?;
+        return Ok((meta_like(&shape, x.dtype())?, indices));
+    }
     pool_kernel(&c, in_sp, &wins, red, &shape)
 }
 

@@ -55,13 +55,17 @@ fn device_fill(
     generator: Option<&Generator>,
     params: &[Scalar],
 ) -> Result<Tensor> {
-    let gen = generator_for(op, generator, self_.device())?;
     let mut config =
         TensorIteratorConfig::new(op).add_output(Some(self_)).check_all_same_dtype(false).common_dtype(self_.dtype());
     if let Some(p) = input {
         config = config.add_input(p);
     }
     let iter = config.build()?;
+    if self_.device().is_meta() {
+        // No values, so no generator either (Note [Meta loops]).
+        return Ok(self_.clone());
+    }
+    let gen = generator_for(op, generator, self_.device())?;
     stub::run_random(kernel, &iter, &gen, params)?;
     Ok(self_.clone())
 }

@@ -12,6 +12,16 @@
 //!
 //! A kernel that has no loop for the iterator's device is an error naming both, never a CPU loop
 //! over device memory.
+//!
+//! Note [Meta loops]: on the `meta` device every loop is empty. A device-generic operator has
+//! checked its arguments, promoted dtypes, broadcast shapes and allocated its outputs before its
+//! loop runs, so registering it for `Meta` (`CPU, CUDA, Meta: binary::add`) is all it takes
+//! for it to compute output shapes and dtypes without data (Note [Meta storage]). The CPU loop
+//! of a [`TensorIterator`] is empty for meta operands as well, so an operator that touches
+//! values only through its iterator (the pointwise families: `CPU, Meta: pointwise::gelu`)
+//! is a meta kernel as it stands. An operator that reads values any other way is not, and
+//! gets a meta kernel of its own (`native::meta`) or none; `cargo xtask opinfo --device meta`
+//! checks every one against PyTorch's shapes and dtypes.
 
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
@@ -85,6 +95,9 @@ pub fn kernel_name(op: &'static str) -> &'static str {
 
 /// Runs `kernel`'s loop for the iterator's device (not the CPU: CPU loops are called directly).
 pub fn run(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Result<()> {
+    if iter.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
     ELEMENTWISE.get(iter.op(), kernel, iter.device().ty, iter.common_dtype())?(kernel, iter, extra)
 }
 
@@ -101,6 +114,9 @@ pub fn run_reduction(
     reduced: &[bool],
     outputs: &[&Tensor],
 ) -> Result<()> {
+    if input.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
     REDUCTIONS.get(op, kernel, input.device().ty, input.dtype())?(kernel, input, reduced, outputs)
 }
 
@@ -111,6 +127,9 @@ pub fn register_gemm(ty: DeviceType, f: GemmLoop) {
 
 /// Runs the batched matrix product for `out`'s device (see [`GemmLoop`]).
 pub fn run_gemm(op: &str, out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Option<f64>) -> Result<()> {
+    if out.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
     GEMMS.get(op, "bmm", out.device().ty, out.dtype())?(out, a, b, alpha, beta)
 }
 
@@ -126,5 +145,8 @@ pub fn run_random(
     generator: &Generator,
     params: &[Scalar],
 ) -> Result<()> {
+    if iter.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
     RANDOM.get(iter.op(), kernel, iter.device().ty, iter.output_dtype())?(kernel, iter, generator, params)
 }

@@ -570,7 +570,9 @@ impl<'a> TensorIterator<'a> {
 
     /// Runs `f` over every 1-d run, in parallel above [`GRAIN_SIZE`] elements.
     pub fn for_each(&self, f: impl Fn(&Ptrs, &Strides, usize) + Sync) {
-        if self.numel == 0 {
+        if self.numel == 0 || self.device().is_meta() {
+            // Meta tensors have no values: the iterator's shapes, dtypes and outputs are the
+            // whole result (Note [Meta loops]).
             return;
         }
         // An internal invariant, not an input check: operators on other devices run their

@@ -7,6 +7,7 @@ mod indexing;
 mod lapack;
 mod linalg;
 mod loss;
+mod meta;
 mod norm;
 mod pointwise;
 mod random;

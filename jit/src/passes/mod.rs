@@ -15,6 +15,7 @@ pub mod cse;
 pub mod dce;
 pub mod fuse;
 pub mod peephole;
+pub mod shape_prop;
 
 use crate::interpreter::resolve;
 use crate::ir::{Graph, NodeId};
@@ -23,6 +24,7 @@ pub use constant_propagation::constant_propagation;
 pub use cse::eliminate_common_subexpressions;
 pub use dce::eliminate_dead_code;
 pub use peephole::peephole;
+pub use shape_prop::{propagate_shapes, set_input_types, ShapeReport};
 
 /// The derivative-preserving passes to a fixed point: constant propagation, peephole rules,
 /// CSE and dead-code elimination. Returns whether anything changed.

@@ -51,6 +51,7 @@ fn round_trip<M: Module>(name: &str, model: &M, x: &Tensor, run: &impl Fn(&M, &T
     let text = script.graph().to_string();
     let reparsed = jit::parse_with(&text, script.graph().tensor_constants.clone()).unwrap();
     assert_eq!(reparsed.to_string(), text, "{name}");
+    check_shape_propagation(name, script.graph(), &text);
     let path = std::env::temp_dir().join(format!("jit-ours-{name}-{}.zip", std::process::id()));
     script.save(&path).unwrap();
     let loaded = jit::load(&path).unwrap();
@@ -73,6 +74,39 @@ fn round_trip<M: Module>(name: &str, model: &M, x: &Tensor, run: &impl Fn(&M, &T
         assert_eq!(n, m, "{name}");
         assert_bit_identical(&p.grad().unwrap(), &q.grad().unwrap());
     }
+}
+
+/// Shape propagation on the meta device reproduces the types tracing recorded from the real
+/// tensors: the traced graph with every node output's type erased, propagated from the input
+/// types, has every dtype, size, stride and device back.
+fn check_shape_propagation(name: &str, traced: &jit::Graph, text: &str) {
+    use jit::JitType;
+    let mut g = jit::parse_with(text, traced.tensor_constants.clone()).unwrap();
+    let erase = |t: &JitType| match t {
+        JitType::Tensor(_) => JitType::tensor(),
+        other => other.clone(),
+    };
+    for n in g.all_nodes() {
+        for v in g.outputs_of(n).to_vec() {
+            let t = erase(g.value_type(v));
+            g.set_type(v, t);
+        }
+    }
+    let report = jit::passes::propagate_shapes(&mut g);
+    assert!(report.unknown.is_empty(), "{name}: {:?}", report.unknown);
+    let mut compared = 0;
+    for (n, m) in traced.all_nodes().into_iter().zip(g.all_nodes()) {
+        for (&v, &w) in traced.outputs_of(n).iter().zip(g.outputs_of(m)) {
+            let (JitType::Tensor(want), JitType::Tensor(got)) = (traced.value_type(v), g.value_type(w)) else {
+                continue;
+            };
+            let what = format!("{name}: %{} = {}", traced.value_name(v).unwrap_or("?"), traced.kind(n));
+            assert_eq!((got.dtype, &got.sizes, got.device), (want.dtype, &want.sizes, want.device), "{what}");
+            assert_eq!(got.strides, want.strides, "{what}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 0, "{name}");
 }
 
 #[derive(nn::Module)]

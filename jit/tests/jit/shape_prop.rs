@@ -1,0 +1,190 @@
+//! Shape and dtype propagation on the meta device (Note [Shape propagation on meta tensors]):
+//! on the text form, on PyTorch's traced models (against the output shapes PyTorch computed),
+//! and, in `state_dict.rs`, on our own traces (against the types tracing recorded from real
+//! tensors).
+
+use std::path::{Path, PathBuf};
+
+use aten::Tensor;
+use c10::ScalarType;
+use jit::{passes, JitType, TensorType};
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jit/models")
+}
+
+/// Parses `text`, propagates, and returns the graph's text and the kinds of the nodes left
+/// unknown.
+fn propagate(text: &str) -> (String, Vec<String>) {
+    let mut g = jit::parse(text).unwrap();
+    let report = passes::propagate_shapes(&mut g);
+    g.lint().unwrap();
+    (g.to_string(), report.unknown.into_iter().map(|(_, kind, _)| kind).collect())
+}
+
+/// The graph `text` as the printer prints it (so the expected graphs need not match its
+/// whitespace).
+fn normalised(text: &str) -> String {
+    jit::parse(text).unwrap().to_string()
+}
+
+#[test]
+fn broadcasting_promotion_views_and_matmul() {
+    // Float(2, 3) + Long(3) broadcasts to Float(2, 3); the size read from it makes the view's
+    // shape; the transpose has swapped strides; the product is [2, 2]. `nonzero` has no meta
+    // kernel (its shape depends on the values), so it and what uses it stay unknown.
+    let input = r#"graph(%x : Float(2, 3, strides=[3, 1], device=cpu),
+      %y : Long(3, strides=[1], device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %zero : int = prim::Constant[value=0]()
+  %n : int = aten::size(%a, %zero)
+  %minus : int = prim::Constant[value=-1]()
+  %shape : int[] = prim::ListConstruct(%n, %minus)
+  %v : Tensor = aten::view(%a, %shape)
+  %t : Tensor = aten::t(%v)
+  %mm : Tensor = aten::matmul(%v, %t)
+  %last : int[] = prim::ListConstruct(%minus)
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%mm, %last, %false, %none)
+  %nz : Tensor = aten::nonzero(%mm)
+  %r : Tensor = aten::relu(%nz)
+  return (%s, %r)
+"#;
+    let expected = r#"graph(%x : Float(2, 3, strides=[3, 1], device=cpu),
+      %y : Long(3, strides=[1], device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %a : Float(2, 3, strides=[3, 1], device=cpu) = aten::add(%x, %y, %one)
+  %zero : int = prim::Constant[value=0]()
+  %n : int = aten::size(%a, %zero)
+  %minus : int = prim::Constant[value=-1]()
+  %shape : int[] = prim::ListConstruct(%n, %minus)
+  %v : Float(2, 3, strides=[3, 1], device=cpu) = aten::view(%a, %shape)
+  %t : Float(3, 2, strides=[1, 3], device=cpu) = aten::t(%v)
+  %mm : Float(2, 2, strides=[2, 1], device=cpu) = aten::matmul(%v, %t)
+  %last : int[] = prim::ListConstruct(%minus)
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %s : Float(2, strides=[1], device=cpu) = aten::sum(%mm, %last, %false, %none)
+  %nz : Tensor = aten::nonzero(%mm)
+  %r : Tensor = aten::relu(%nz)
+  return (%s, %r)
+"#;
+    let (out, unknown) = propagate(input);
+    assert_eq!(out, normalised(expected));
+    assert_eq!(unknown, ["aten::nonzero", "aten::relu"]);
+}
+
+#[test]
+fn integer_division_reductions_and_factories() {
+    // true division of integers gives the default float dtype; `mean` keeps it; `argmax`
+    // gives Long; `zeros` with a dtype code (6 = Float) and a device makes a tensor there;
+    // `cat` joins along dim 1; a comparison gives Bool.
+    let input = r#"graph(%x : Int(4, 5, strides=[5, 1], device=cpu)):
+  %two : int = prim::Constant[value=2]()
+  %d : Tensor = aten::div(%x, %two)
+  %one : int = prim::Constant[value=1]()
+  %dims : int[] = prim::ListConstruct(%one)
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %m : Tensor = aten::mean(%d, %dims, %true, %none)
+  %i : Tensor = aten::argmax(%x, %one, %true)
+  %size : int[] = prim::Constant[value=[4, 3]]()
+  %f : int = prim::Constant[value=6]()
+  %cpu : Device = prim::Constant[value="cpu"]()
+  %false : bool = prim::Constant[value=0]()
+  %z : Tensor = aten::zeros(%size, %f, %none, %cpu, %false)
+  %list : Tensor[] = prim::ListConstruct(%d, %z, %m)
+  %c : Tensor = aten::cat(%list, %one)
+  %g : Tensor = aten::gt(%c, %two)
+  return (%i, %g)
+"#;
+    let expected = r#"graph(%x : Int(4, 5, strides=[5, 1], device=cpu)):
+  %two : int = prim::Constant[value=2]()
+  %d : Float(4, 5, strides=[5, 1], device=cpu) = aten::div(%x, %two)
+  %one : int = prim::Constant[value=1]()
+  %dims : int[] = prim::ListConstruct(%one)
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %m : Float(4, 1, strides=[1, 1], device=cpu) = aten::mean(%d, %dims, %true, %none)
+  %i : Long(4, 1, strides=[1, 1], device=cpu) = aten::argmax(%x, %one, %true)
+  %size : int[] = prim::Constant[value=[4, 3]]()
+  %f : int = prim::Constant[value=6]()
+  %cpu : Device = prim::Constant[value="cpu"]()
+  %false : bool = prim::Constant[value=0]()
+  %z : Float(4, 3, strides=[3, 1], device=cpu) = aten::zeros(%size, %f, %none, %cpu, %false)
+  %list : Tensor[] = prim::ListConstruct(%d, %z, %m)
+  %c : Float(4, 9, strides=[9, 1], device=cpu) = aten::cat(%list, %one)
+  %g : Bool(4, 9, strides=[9, 1], device=cpu) = aten::gt(%c, %two)
+  return (%i, %g)
+"#;
+    let (out, unknown) = propagate(input);
+    assert_eq!(out, normalised(expected));
+    assert!(unknown.is_empty(), "{unknown:?}");
+}
+
+#[test]
+fn a_shape_error_leaves_the_node_unknown_with_the_kernels_message() {
+    let text = r#"graph(%x : Float(2, 3, strides=[3, 1], device=cpu),
+      %y : Float(4, strides=[1], device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  return (%a)
+"#;
+    let mut g = jit::parse(text).unwrap();
+    let report = passes::propagate_shapes(&mut g);
+    assert_eq!(report.propagated, 0);
+    let [(_, kind, reason)] = &report.unknown[..] else { panic!("{report:?}") };
+    assert_eq!(kind, "aten::add");
+    assert!(reason.contains("must match the size of tensor b (4)"), "{reason}");
+    // Inputs of unknown shape: nothing to propagate, no error either.
+    let mut g = jit::parse(&text.replace("Float(2, 3, strides=[3, 1], device=cpu)", "Tensor")).unwrap();
+    let report = passes::propagate_shapes(&mut g);
+    assert!(report.unknown[0].2.contains("is not known"), "{report:?}");
+}
+
+/// The inputs and PyTorch's outputs of a model of `gen.py`.
+fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
+    let loaded = nn::serialize::load_file(models().join(format!("{name}.io.safetensors"))).unwrap();
+    let get =
+        |prefix: &str| (0..).map_while(|i| loaded.tensors.get(&format!("{prefix}{i}")).cloned()).collect::<Vec<_>>();
+    (get("input"), get("output"))
+}
+
+/// The tensor types (dtype and sizes) of a type, flattening tuples.
+fn tensor_types(t: &JitType, out: &mut Vec<(Option<ScalarType>, Option<Vec<i64>>)>) {
+    match t {
+        JitType::Tensor(t) => out.push((t.dtype, t.sizes.clone())),
+        JitType::Tuple(ts) => ts.iter().for_each(|t| tensor_types(t, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn pytorch_traced_models_propagate_to_pytorchs_output_shapes() {
+    // A model loaded from PyTorch's TorchScript code has no shapes in its graph; given the
+    // input's, every node gets its output types on the meta device, and the graph's outputs
+    // have the shapes and dtypes of the outputs PyTorch computed.
+    for name in ["mlp", "lenet", "resblock", "gru", "encoder"] {
+        let mut m = jit::load(models().join(format!("{name}.pt"))).unwrap();
+        let (inputs, expected) = io(name);
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|t| TensorType { dtype: Some(t.dtype()), sizes: Some(t.sizes().to_vec()), ..Default::default() })
+            .collect();
+        let report = m.propagate_shapes(&types).unwrap();
+        assert!(report.unknown.is_empty(), "{name}: {:?}", report.unknown);
+        assert!(report.propagated > 0, "{name}");
+        let mut got = Vec::new();
+        for &v in m.graph().outputs() {
+            tensor_types(m.graph().value_type(v), &mut got);
+        }
+        let want: Vec<_> = expected.iter().map(|t| (Some(t.dtype()), Some(t.sizes().to_vec()))).collect();
+        assert_eq!(got, want, "{name}");
+        // The specialised graph still runs and gives PyTorch's values.
+        let _g = autograd::no_grad();
+        let out = m.forward_tensors(&inputs).unwrap();
+        assert_eq!(out[0].sizes(), expected[0].sizes(), "{name}");
+    }
+}
