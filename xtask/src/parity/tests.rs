@@ -336,8 +336,9 @@ fn devices_parse_and_the_device_line_counts_fallbacks() {
     assert_eq!(parse_device("cpu").unwrap(), Device::CPU);
     assert_eq!(parse_device("cuda").unwrap(), Device::cuda(0));
     assert_eq!(parse_device("cuda:1").unwrap(), Device::cuda(1));
+    assert_eq!(parse_device("meta").unwrap(), Device::META);
     for bad in ["gpu", "cuda:-1", "cuda:x", ""] {
-        assert!(parse_device(bad).unwrap_err().contains("expected cpu, cuda or cuda:N"), "{bad}");
+        assert!(parse_device(bad).unwrap_err().contains("expected cpu, meta, cuda or cuda:N"), "{bad}");
     }
     let report =
         Report { placements: vec![Placement::Device, Placement::Fallback, Placement::Device], ..Default::default() };
@@ -348,4 +349,8 @@ fn devices_parse_and_the_device_line_counts_fallbacks() {
     assert!(lacks_device_kernel(&missing, cuda));
     assert!(!lacks_device_kernel(&Error::invalid("x", "bad argument"), cuda));
     assert!(!lacks_device_kernel(&Error::Cuda("CUDA error: an illegal memory access".into()), cuda));
+    assert!(!falls_back(&Error::invalid("x", "bad argument"), cuda));
+    // On meta every error falls back: values a kernel needs are not there by design.
+    assert!(falls_back(&Error::invalid("x", "bad argument"), Device::META));
+    assert!(falls_back(&missing, Device::META));
 }
