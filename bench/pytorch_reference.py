@@ -309,6 +309,25 @@ def w7_chain100_jit():
     return run
 
 
+def w9_solve_512():
+    a = torch.randn(512, 512, dtype=torch.float32)
+    b = torch.randn(512, 1, dtype=torch.float32)
+
+    def run():
+        return torch.linalg.solve(a, b)
+
+    return run
+
+
+def w9_svd_256():
+    a = torch.randn(256, 256, dtype=torch.float32)
+
+    def run():
+        return torch.linalg.svd(a, full_matrices=False)
+
+    return run
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W1.add1_grad": w1_add1_grad,
@@ -331,6 +350,8 @@ WORKLOADS = {
     "W7.gelu_fused": w7_gelu_fused,
     "W7.chain100_eager": w7_chain100_eager,
     "W7.chain100_jit": w7_chain100_jit,
+    "W9.solve_512": w9_solve_512,
+    "W9.svd_256": w9_svd_256,
 }
 
 

@@ -282,6 +282,13 @@ impl Tensor {
         }
         // An expanded tensor can have far more elements than memory holds: an error, not an abort.
         let mut out = c10::size::try_vec(self.numel() as usize)?;
+        if self.dtype() == T::DTYPE && self.is_contiguous() {
+            // SAFETY: a contiguous tensor of dtype T addresses numel adjacent Ts from its data
+            // pointer, inside its storage (invariant of TensorImpl construction).
+            let all = unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.numel() as usize) };
+            out.extend_from_slice(all);
+            return Ok(out);
+        }
         c10::dispatch_all_types!(self.dtype(), S => {
             let base = self.data_ptr() as *const S;
             crate::native::cpu::loops::for_each_offset(self.sizes(), self.strides(), |off| {

@@ -196,17 +196,15 @@ fn mt(t: &Tensor) -> Result<Tensor> {
 
 /// A faer matrix (column-major) copied from a row-major `m x n` slice.
 fn to_mat<T: Real>(a: &[T], m: usize, n: usize) -> Mat<T> {
-    Mat::from_fn(m, n, |i, j| a[i * n + j])
+    let mut out = Mat::zeros(m, n);
+    transpose_blocked(m, n, |i, j| a[i * n + j], |i, j, v| out[(i, j)] = v);
+    out
 }
 
 /// Writes a faer matrix row-major into `out` (`nrows * ncols` elements).
 fn store<T: Real>(a: FRef<'_, T>, out: &mut [T]) {
     let n = a.ncols();
-    for i in 0..a.nrows() {
-        for j in 0..n {
-            out[i * n + j] = a[(i, j)];
-        }
-    }
+    transpose_blocked(a.nrows(), n, |i, j| a[(i, j)], |i, j, v| out[i * n + j] = v);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,6 +249,23 @@ pub fn linalg_lu_factor_ex(a: &Tensor, pivot: bool, check_errors: bool) -> Resul
     Ok((lu, pivots, info))
 }
 
+/// Calls `put(i, j, get(i, j))` for every element of an `m x n` matrix, in 32 x 32 tiles: a
+/// copy between a row-major and a column-major layout then touches each cache line of both
+/// once per tile instead of once per element (a column walk of a 512-wide row-major matrix
+/// misses the cache on every element).
+fn transpose_blocked<T>(m: usize, n: usize, get: impl Fn(usize, usize) -> T, mut put: impl FnMut(usize, usize, T)) {
+    const TILE: usize = 32;
+    for i0 in (0..m).step_by(TILE) {
+        for j0 in (0..n).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(m) {
+                for j in j0..(j0 + TILE).min(n) {
+                    put(i, j, get(i, j));
+                }
+            }
+        }
+    }
+}
+
 /// Factors one row-major `m x n` matrix into `out` (L below the diagonal, U on and above it)
 /// and `piv` (1-based row swaps, applied in order); returns LAPACK's `info` (the 1-based index
 /// of the first exactly zero pivot, or 0).
@@ -259,15 +274,20 @@ fn lu_one<T: Real>(a: &[T], m: usize, n: usize, out: &mut [T], piv: &mut [i32]) 
     if k == 0 {
         return 0;
     }
-    let lu = faer::linalg::solvers::PartialPivLu::new(to_mat(a, m, n).as_ref());
-    let (l, u) = (lu.L(), lu.U());
-    for i in 0..m {
-        for j in 0..n {
-            out[i * n + j] = if i > j { l[(i, j)] } else { u[(i, j)] };
-        }
+    // Factored in place in one column-major copy (faer's preferred layout), which holds L
+    // below the diagonal and U on and above it, as LAPACK's packed result; no separate L and U.
+    let mut lu = Mat::<T>::zeros(m, n);
+    transpose_blocked(m, n, |i, j| a[i * n + j], |i, j, v| lu[(i, j)] = v);
+    let par = par_for(m * n * k);
+    let (mut fwd, mut bwd) = (vec![0usize; m], vec![0usize; m]);
+    {
+        use faer::dyn_stack::{MemBuffer, MemStack};
+        use faer::linalg::lu::partial_pivoting::factor;
+        let mut mem = MemBuffer::new(factor::lu_in_place_scratch::<usize, T>(m, n, par, Default::default()));
+        factor::lu_in_place(lu.as_mut(), &mut fwd, &mut bwd, par, MemStack::new(&mut mem), Default::default());
     }
+    transpose_blocked(m, n, |i, j| lu[(i, j)], |i, j, v| out[i * n + j] = v);
     // (P A)[i] = A[fwd[i]]: the swaps that bring row fwd[i] to position i, in order.
-    let fwd = lu.P().arrays().0;
     let mut at: Vec<usize> = (0..m).collect(); // at[r] = current position of original row r
     let mut row: Vec<usize> = (0..m).collect(); // row[p] = original row now at position p
     for i in 0..k {

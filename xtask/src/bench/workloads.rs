@@ -16,7 +16,8 @@
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
 //! `conv_small`), W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
 //! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
-//! `gelu_fused`, `chain100_eager`, `chain100_jit`). The peers' figures on this machine (candle
+//! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra: `solve_512`,
+//! `svd_256`). The peers' figures on this machine (candle
 //! and others) are in BENCHMARKS.md, with how they were taken.
 
 use std::hint::black_box;
@@ -186,8 +187,26 @@ pub fn registry() -> Vec<Workload> {
             let code = jit_code(&x, move |x| chain100(x, &w, &c), false)?;
             Ok(body(move || code.run(vec![IValue::Tensor(x.clone())])))
         }),
+        // Linear algebra (Note [W9 workloads]).
+        Workload::new(
+            "W9.solve_512",
+            "linalg.solve of a [512, 512] f32 system with a [512, 1] right-hand side",
+            || {
+                let (a, b) = (randn(&[512, 512])?, randn(&[512, 1])?);
+                Ok(body(move || aten::ops::linalg_solve(&a, &b, true)))
+            },
+        ),
+        Workload::new("W9.svd_256", "linalg.svd of a [256, 256] f32 matrix (full_matrices=False: U, S, Vh)", || {
+            let a = randn(&[256, 256])?;
+            Ok(body(move || aten::ops::linalg_svd(&a, false, None)))
+        }),
     ]
 }
+
+/// Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two
+/// triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, on
+/// faer here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch. The third row,
+/// `fft_1M`, needs complex tensors, which we do not have yet.
 
 /// Note [W7 workloads]: `gelu_eager` and `gelu_fused` time the tanh-approximated GELU written as
 /// eight elementwise operators, `0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3)))`
