@@ -203,10 +203,10 @@ pub fn registry() -> Vec<Workload> {
     ]
 }
 
-/// Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two
-/// triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, on
-/// faer here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch. The issue's third row,
-/// `fft_1M`, needs complex tensors, which we do not have yet.
+// Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two
+// triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, on faer
+// here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch. Issue 19's third row, `fft_1M`,
+// needs complex tensors, which we do not have yet.
 
 /// Note [W7 workloads]: `gelu_eager` and `gelu_fused` time the tanh-approximated GELU written as
 /// eight elementwise operators, `0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3)))`
