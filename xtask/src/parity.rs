@@ -389,10 +389,25 @@ fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
 }
 
 /// Whether a call on `device` that failed with `e` runs again on the CPU: when the device lacks
-/// a kernel, and on `meta` for every error, since what needs values (a data-dependent shape, a
-/// value check) is an error there by design (Note [Meta loops]).
+/// a kernel, and on `meta` also when the operator needs values (reading one copies out of a
+/// meta tensor, a `NotImplemented` error by design, Note [Meta loops]) or makes CPU tensors
+/// whatever its inputs' device (a `DeviceMismatch`). Any other error on meta (a shape check
+/// that fails where the CPU's passes) is the case's result.
 fn falls_back(e: &c10::Error, device: Device) -> bool {
-    device.is_meta() || lacks_device_kernel(e, device)
+    lacks_device_kernel(e, device)
+        || (device.is_meta() && matches!(e, c10::Error::NotImplemented { .. } | c10::Error::DeviceMismatch { .. }))
+}
+
+/// Whether every tensor a meta run returned is a meta tensor (an operator that returns CPU
+/// tensors for meta inputs did not run on meta, whatever it returned).
+fn all_on_meta(values: &[IValue]) -> bool {
+    values.iter().all(|v| match v {
+        IValue::Tensor(t) => t.device().is_meta(),
+        IValue::TensorList(ts) => ts.iter().all(|t| t.device().is_meta()),
+        IValue::OptionalTensorList(ts) => ts.iter().flatten().all(|t| t.device().is_meta()),
+        IValue::Tuple(vs) => all_on_meta(vs),
+        _ => true,
+    })
 }
 
 /// Whether a call on a device failed only because the device lacks a kernel (for the operator,
@@ -424,7 +439,7 @@ fn check_values(
             let moved = args_on(&resolved, device)?;
             match graph::run(g, &moved.positional, &load) {
                 Err(grad::GradError::Call(e)) if falls_back(&e, device) => *placement = Placement::Fallback,
-                Err(_) if device.is_meta() => *placement = Placement::Fallback,
+                Ok(values) if device.is_meta() && !all_on_meta(&values) => *placement = Placement::Fallback,
                 r => {
                     result = Some(r);
                     if !device.is_meta() {
@@ -456,6 +471,7 @@ fn check_values(
         let mut stack = fill_stack(&schema, moved.clone())?;
         match op.call_boxed(&mut stack) {
             Err(e) if falls_back(&e, device) => *placement = Placement::Fallback,
+            Ok(()) if device.is_meta() && !all_on_meta(&stack) => *placement = Placement::Fallback,
             result => {
                 if !device.is_meta() {
                     resolved = moved; // (meta: as for graphs above)

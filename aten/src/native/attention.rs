@@ -72,6 +72,17 @@ pub fn scaled_dot_product_attention(
     enable_gqa: bool,
 ) -> Result<Tensor> {
     let op = "scaled_dot_product_attention";
+    // One device for all (a CPU query with a meta mask would otherwise read the mask's
+    // missing data on the CPU path).
+    for t in [Some(key), Some(value), attn_mask].into_iter().flatten() {
+        if t.device() != query.device() {
+            return Err(Error::DeviceMismatch {
+                op: op.into(),
+                a: query.device().to_string(),
+                b: t.device().to_string(),
+            });
+        }
+    }
     let dt = query.dtype();
     if key.dtype() != dt || value.dtype() != dt {
         return Err(Error::invalid(

@@ -706,12 +706,27 @@ pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    check_out_device("mm", self_, out)?;
     let r = mm(self_, mat2)?;
     write_out("mm", &r, out)
 }
 
 /// Resizes-or-checks `out` like PyTorch's `resize_output` for an exact shape and copies `r`.
+/// That `out` is on `input`'s device: an `out=` tensor elsewhere would have the product computed
+/// where the inputs are and then copied, or (a meta `out`) dropped.
+fn check_out_device(op: &str, input: &Tensor, out: &Tensor) -> Result<()> {
+    if out.device() != input.device() {
+        return Err(Error::DeviceMismatch {
+            op: op.into(),
+            a: input.device().to_string(),
+            b: out.device().to_string(),
+        });
+    }
+    Ok(())
+}
+
 fn write_out(op: &str, r: &Tensor, out: &Tensor) -> Result<Tensor> {
+    check_out_device(op, r, out)?;
     if out.sizes() != r.sizes() {
         return Err(Error::shape(
             op,
@@ -771,6 +786,7 @@ pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+    check_out_device("bmm", self_, out)?;
     let r = bmm(self_, mat2)?;
     write_out("bmm", &r, out)
 }

@@ -88,7 +88,11 @@ pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 }
 
 fn int_mod_check(iter: &TensorIterator, op: &str) -> Result<()> {
-    if !iter.common_dtype().is_floating_point() && iter.operand(2).to_vec::<i64>()?.contains(&0) {
+    // (On the meta device there are no divisors to check, Note [Meta loops].)
+    if !iter.common_dtype().is_floating_point()
+        && !iter.device().is_meta()
+        && iter.operand(2).to_vec::<i64>()?.contains(&0)
+    {
         return Err(Error::invalid(op, "ZeroDivisionError"));
     }
     Ok(())
@@ -167,7 +171,7 @@ fn pow_impl(a: &Tensor, b: &Tensor, scalar_exponent: bool) -> Result<Tensor> {
     }, other => match_int!(other, T => {
         // Only a Scalar exponent is checked (pow.Tensor_Scalar); tensors of negative
         // exponents follow `powi`.
-        if scalar_exponent && iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
+        if scalar_exponent && !iter.device().is_meta() && iter.operand(2).to_vec::<i64>()?.iter().any(|&e| e < 0) {
             return Err(Error::invalid("pow", "Integers to negative integer powers are not allowed."));
         }
         binary_loop::<T, T, T>(&iter, powi::<T>);
@@ -1085,6 +1089,10 @@ pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let dtype = self_.dtype();
     if !dtype.is_floating_point() {
         return Err(Error::invalid("frexp", "torch.frexp() only supports floating-point dtypes".to_string()));
+    }
+    if self_.device().is_meta() {
+        let mantissa = Tensor::empty_uninit(self_.sizes(), dtype, self_.device())?;
+        return Ok((mantissa, Tensor::empty_uninit(self_.sizes(), ScalarType::I32, self_.device())?));
     }
     // Every float value of a narrower type is exact in f64, and so are its mantissa and exponent.
     let v = self_.to_vec::<f64>()?;

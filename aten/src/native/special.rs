@@ -642,7 +642,7 @@ pub fn polygamma_op(n: i64, self_: &Tensor) -> Result<Tensor> {
 pub const MAX_DEGREE: f64 = 1e6;
 
 fn check_degree(op: &str, n: &Tensor) -> Result<()> {
-    if n.numel() > 0 && n.to_vec::<f64>()?.iter().any(|&d| d > MAX_DEGREE) {
+    if n.numel() > 0 && !n.device().is_meta() && n.to_vec::<f64>()?.iter().any(|&d| d > MAX_DEGREE) {
         return Err(c10::Error::invalid(op, format!("{op}: degrees above {MAX_DEGREE:e} are not supported")));
     }
     Ok(())

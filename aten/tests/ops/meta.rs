@@ -92,3 +92,35 @@ fn operators_without_a_meta_kernel_say_so() {
     let e = ops::nonzero(&meta(&[3])).unwrap_err();
     assert!(e.to_string().contains("'Meta' backend"), "{e}");
 }
+
+#[test]
+fn cpu_and_meta_tensors_do_not_mix() {
+    // A meta argument sends the call to the meta kernel; there a CPU tensor beside it is a
+    // device mismatch, never a CPU computation that reads the meta tensor's missing data.
+    let cpu = |s: &[i64]| ops::ones(s, Some(ScalarType::F32), None, None, None).unwrap();
+    let e = ops::scaled_dot_product_attention(
+        &cpu(&[2, 4, 8]),
+        &cpu(&[2, 4, 8]),
+        &cpu(&[2, 4, 8]),
+        Some(&meta(&[4, 4])),
+        0.0,
+        false,
+        None,
+        false,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    let e = ops::mm_out(&cpu(&[2, 3]), &cpu(&[3, 4]), &meta(&[2, 4])).unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    let e = ops::cat_out(&[cpu(&[2]), cpu(&[3])], 0, &meta(&[5])).unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    // Value checks have no values to check on meta: the shapes and dtypes still come out.
+    let (m, e) = ops::frexp(&meta(&[3, 2])).unwrap();
+    assert_eq!(
+        (m.sizes(), m.dtype(), e.dtype(), e.device()),
+        (&[3, 2][..], ScalarType::F32, ScalarType::I32, Device::META)
+    );
+    let i = ops::empty(&[4], Some(ScalarType::I64), None, Some(Device::META), None, None).unwrap();
+    let r = ops::remainder(&i, &i).unwrap();
+    assert_eq!((r.dtype(), r.device()), (ScalarType::I64, Device::META));
+}

@@ -8,7 +8,7 @@
 //! kernel and skips its loop (Note [Meta loops] in aten). The results give the outputs' types:
 //! dtype, sizes and strides from the meta tensors, the device from the inputs (a value stays on
 //! the device the graph puts it on; `Device` arguments are redirected to the meta device while
-//! the node runs), and `requires_grad` as it was known. Numbers (`aten::size`, list
+//! the node runs, and so is a factory's `device=None`), and `requires_grad` as it was known. Numbers (`aten::size`, list
 //! construction) are computed too, so shapes flow through `view(x, [n, -1])` chains.
 //!
 //! A node that cannot run on meta tensors leaves its outputs as they were and everything that
@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use aten::IValue;
 use c10::Device;
 
-use crate::interpreter::{constant_ivalue, run_node};
+use schema::Type;
+
+use crate::interpreter::{constant_ivalue, resolve, run_node};
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::types::{JitType, TensorType};
 
@@ -88,7 +90,14 @@ pub fn propagate_shapes(g: &mut Graph) -> ShapeReport {
                 }
                 report.propagated += 1;
             }
-            Err(reason) => report.unknown.push((n, kind, reason)),
+            Err(reason) => {
+                // What an earlier run knew of these outputs may not hold for these inputs.
+                for v in g.outputs_of(n).to_vec() {
+                    let t = g.value_type(v).erased();
+                    g.set_type(v, t);
+                }
+                report.unknown.push((n, kind, reason));
+            }
         }
     }
     report
@@ -113,10 +122,25 @@ fn run_on_meta(g: &Graph, n: NodeId, known: &HashMap<ValueId, Known>) -> Result<
                 inputs.push(IValue::Device(Device::META));
             }
             v => {
-                if device.is_none() && has_tensor(v) {
+                // The first input on the meta device decides where the results live; a CPU
+                // scalar kept as it is (`to_meta`) joins tensors of any device and does not.
+                if device.is_none() && has_meta_tensor(v) {
                     device = Some(k.device);
                 }
                 inputs.push(v.clone());
+            }
+        }
+    }
+    // A factory's `device=None` means the default device, the CPU: it runs on meta too.
+    if let Ok((_, schema)) = resolve(g, n) {
+        for (v, arg) in inputs.iter_mut().zip(&schema.arguments) {
+            let is_device = match &arg.ty {
+                Type::Device => true,
+                Type::Optional(t) => **t == Type::Device,
+                _ => false,
+            };
+            if is_device && matches!(v, IValue::None) {
+                *v = IValue::Device(Device::META);
             }
         }
     }
@@ -125,10 +149,12 @@ fn run_on_meta(g: &Graph, n: NodeId, known: &HashMap<ValueId, Known>) -> Result<
     Ok(outs.into_iter().map(|value| Known { value, device }).collect())
 }
 
-fn has_tensor(v: &IValue) -> bool {
+fn has_meta_tensor(v: &IValue) -> bool {
     match v {
-        IValue::Tensor(_) | IValue::TensorList(_) | IValue::OptionalTensorList(_) => true,
-        IValue::Tuple(vs) => vs.iter().any(has_tensor),
+        IValue::Tensor(t) => t.device().is_meta(),
+        IValue::TensorList(ts) => ts.iter().any(|t| t.device().is_meta()),
+        IValue::OptionalTensorList(ts) => ts.iter().flatten().any(|t| t.device().is_meta()),
+        IValue::Tuple(vs) => vs.iter().any(has_meta_tensor),
         _ => false,
     }
 }

@@ -188,3 +188,38 @@ fn pytorch_traced_models_propagate_to_pytorchs_output_shapes() {
         assert_eq!(out[0].sizes(), expected[0].sizes(), "{name}");
     }
 }
+
+#[test]
+fn factories_without_a_device_run_on_meta_and_stale_types_are_reset() {
+    // `zeros(size)` with `device=None` (what TorchScript passes by default) is the CPU's
+    // default: it runs on the meta device like the rest, never allocating for real; a CPU
+    // scalar constant multiplied in does not decide the result's device.
+    let text = r#"graph(%x : Float(4, 3, strides=[3, 1], device=cpu)):
+  %size : int[] = prim::Constant[value=[4, 3]]()
+  %none : NoneType = prim::Constant()
+  %z : Tensor = aten::zeros(%size, %none, %none, %none, %none)
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %z, %one)
+  return (%a)
+"#;
+    let (out, unknown) = propagate(text);
+    assert!(unknown.is_empty(), "{unknown:?}");
+    assert!(out.contains("%z : Float(4, 3, strides=[3, 1], device=cpu) = aten::zeros"), "{out}");
+    assert!(out.contains("%a : Float(4, 3, strides=[3, 1], device=cpu) = aten::add"), "{out}");
+    // Propagated once, then again for inputs the graph cannot take: the failing node's output
+    // forgets the shape of the first run instead of keeping it.
+    let mut g = jit::parse(text).unwrap();
+    passes::propagate_shapes(&mut g);
+    let x = JitType::Tensor(TensorType {
+        dtype: Some(ScalarType::F32),
+        sizes: Some(vec![5, 3]),
+        strides: Some(vec![3, 1]),
+        device: Some(c10::Device::CPU),
+        requires_grad: None,
+    });
+    passes::set_input_types(&mut g, &[x]).unwrap();
+    let report = passes::propagate_shapes(&mut g);
+    assert_eq!(report.unknown.len(), 1, "{report:?}");
+    let a = g.outputs()[0];
+    assert_eq!(g.value_type(a), &JitType::tensor());
+}

@@ -350,7 +350,18 @@ fn devices_parse_and_the_device_line_counts_fallbacks() {
     assert!(!lacks_device_kernel(&Error::invalid("x", "bad argument"), cuda));
     assert!(!lacks_device_kernel(&Error::Cuda("CUDA error: an illegal memory access".into()), cuda));
     assert!(!falls_back(&Error::invalid("x", "bad argument"), cuda));
-    // On meta every error falls back: values a kernel needs are not there by design.
-    assert!(falls_back(&Error::invalid("x", "bad argument"), Device::META));
-    assert!(falls_back(&missing, Device::META));
+    // On meta, reading values (a copy out of a meta tensor) falls back too; a shape or argument
+    // error is the kernel's answer.
+    let meta = Device::META;
+    let no_data = Error::NotImplemented { op: "copy_".into(), msg: "Cannot copy out of meta tensor; no data!".into() };
+    assert!(falls_back(&no_data, meta) && !falls_back(&no_data, cuda));
+    assert!(!falls_back(&Error::invalid("x", "bad argument"), meta));
+    assert!(falls_back(
+        &Error::MissingKernel { op: "aten::x".into(), key: "Meta".into(), available: "CPU".into() },
+        meta
+    ));
+    let cpu = aten::ops::zeros(&[1], None, None, None, None).unwrap();
+    let on_meta = aten::ops::zeros(&[1], None, None, Some(meta), None).unwrap();
+    assert!(all_on_meta(&[IValue::Tensor(on_meta.clone()), IValue::Int(1)]));
+    assert!(!all_on_meta(&[IValue::TensorList(vec![on_meta, cpu])]));
 }
