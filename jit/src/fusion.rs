@@ -38,7 +38,7 @@
 
 use std::mem::size_of;
 
-use aten::native::cpu::vec::{exp_nonpos_f32, madd, EXP_POLY, LN2_HI, LN2_LO, LOG2E, ROUND_MAGIC};
+use aten::native::cpu::vec::{exp_nonpos_f32, exp_reduced, madd, ROUND_MAGIC};
 use aten::native::unary::{Cos, Erf, Exp, Log, Sigmoid, Silu, Sin, Tanh, UnaryFloatOp};
 use aten::parallel::Dense;
 use aten::{IValue, Tensor};
@@ -1035,15 +1035,7 @@ fn exp_f32<const FMA: bool>(x: f32) -> f32 {
     // Comparisons keep a NaN (it fails both).
     let x = if x < EXP_LO { EXP_LO } else { x };
     let x = if x > EXP_HI { EXP_HI } else { x };
-    let t = madd::<FMA>(x, LOG2E, ROUND_MAGIC);
-    let n = t - ROUND_MAGIC;
-    let r = madd::<FMA>(n, -LN2_LO, madd::<FMA>(n, -LN2_HI, x));
-    let mut p = EXP_POLY[4];
-    for c in EXP_POLY[..4].iter().rev() {
-        p = madd::<FMA>(p, r, *c);
-    }
-    p = madd::<FMA>(p, r, 1.0);
-    p = madd::<FMA>(p, r, 1.0);
+    let (t, p) = exp_reduced::<FMA>(x);
     // n in [-150, 129] applied as 2^(n/2) 2^(n - n/2): both halves are normal numbers, so the
     // product rounds once, into the subnormals or to inf when the result is there.
     let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);

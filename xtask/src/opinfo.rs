@@ -53,9 +53,8 @@ pub struct Args {
 /// Parses `--device` (the CPU or the meta device: the OpInfo cases are checked on CUDA by
 /// `cargo xtask parity --device cuda tests/opinfo`).
 fn parse_device(s: &str) -> Result<Device, String> {
-    match s {
-        "cpu" => Ok(Device::CPU),
-        "meta" => Ok(Device::META),
+    match parity::parse_device(s) {
+        Ok(d) if d.is_cpu() || d.is_meta() => Ok(d),
         _ => Err(format!("expected cpu or meta, got {s:?}")),
     }
 }

@@ -74,15 +74,7 @@ pub fn scaled_dot_product_attention(
     let op = "scaled_dot_product_attention";
     // One device for all (a CPU query with a meta mask would otherwise read the mask's
     // missing data on the CPU path).
-    for t in [Some(key), Some(value), attn_mask].into_iter().flatten() {
-        if t.device() != query.device() {
-            return Err(Error::DeviceMismatch {
-                op: op.into(),
-                a: query.device().to_string(),
-                b: t.device().to_string(),
-            });
-        }
-    }
+    crate::native::check_device(op, query.device(), [key, value].into_iter().chain(attn_mask))?;
     let dt = query.dtype();
     if key.dtype() != dt || value.dtype() != dt {
         return Err(Error::invalid(

@@ -515,11 +515,7 @@ pub fn convolution(
 ) -> Result<Tensor> {
     let op = "convolution";
     let device = input.device();
-    for t in [Some(weight), bias].into_iter().flatten() {
-        if t.device() != device {
-            return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() });
-        }
-    }
+    crate::native::check_device(op, device, std::iter::once(weight).chain(bias))?;
     if !device.is_cpu() && !device.is_meta() {
         return Err(Error::NotImplemented { op: op.into(), msg: format!("{device} tensors") });
     }

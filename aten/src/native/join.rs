@@ -118,9 +118,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn cat_out(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
     let (shape, dtype, parts, d) = cat_plan(tensors, dim)?;
-    if let Some(t) = tensors.iter().find(|t| t.device() != out.device()) {
-        return Err(Error::DeviceMismatch { op: "cat".into(), a: t.device().to_string(), b: out.device().to_string() });
-    }
+    crate::native::check_device("cat", out.device(), tensors)?;
     if out.sizes() != shape.as_slice() {
         return Err(Error::shape(
             "cat",

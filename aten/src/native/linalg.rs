@@ -632,11 +632,7 @@ fn check_cpu(op: &str, ts: &[&Tensor]) -> Result<()> {
 
 /// Every tensor on the first one's device (the products run on any device with a GEMM loop).
 fn check_same_device(op: &str, ts: &[&Tensor]) -> Result<()> {
-    let d = ts[0].device();
-    match ts.iter().find(|t| t.device() != d) {
-        Some(t) => Err(Error::DeviceMismatch { op: op.into(), a: d.to_string(), b: t.device().to_string() }),
-        None => Ok(()),
-    }
+    crate::native::check_device(op, ts[0].device(), ts[1..].iter().copied())
 }
 
 /// `dst.copy_(src)` on any device (the CPU's copy directly, others through dispatch).
@@ -706,27 +702,16 @@ pub fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
-    check_out_device("mm", self_, out)?;
+    check_same_device("mm", &[self_, out])?;
     let r = mm(self_, mat2)?;
     write_out("mm", &r, out)
 }
 
-/// Resizes-or-checks `out` like PyTorch's `resize_output` for an exact shape and copies `r`.
-/// That `out` is on `input`'s device: an `out=` tensor elsewhere would have the product computed
-/// where the inputs are and then copied, or (a meta `out`) dropped.
-fn check_out_device(op: &str, input: &Tensor, out: &Tensor) -> Result<()> {
-    if out.device() != input.device() {
-        return Err(Error::DeviceMismatch {
-            op: op.into(),
-            a: input.device().to_string(),
-            b: out.device().to_string(),
-        });
-    }
-    Ok(())
-}
-
+/// Resizes-or-checks `out` like PyTorch's `resize_output` for an exact shape and copies `r`
+/// (an `out` on another device than `r` is refused: the result would be copied across, or,
+/// to a meta `out`, dropped).
 fn write_out(op: &str, r: &Tensor, out: &Tensor) -> Result<Tensor> {
-    check_out_device(op, r, out)?;
+    check_same_device(op, &[r, out])?;
     if out.sizes() != r.sizes() {
         return Err(Error::shape(
             op,
@@ -786,7 +771,7 @@ pub fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 pub fn bmm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
-    check_out_device("bmm", self_, out)?;
+    check_same_device("bmm", &[self_, out])?;
     let r = bmm(self_, mat2)?;
     write_out("bmm", &r, out)
 }

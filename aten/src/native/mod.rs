@@ -95,3 +95,17 @@ pub mod stub;
 pub mod tensor_iterator;
 pub mod ternary;
 pub mod unary;
+
+/// That every tensor of `others` is on `device`: the first that is not gives the
+/// `DeviceMismatch` error. Kernels that run on more than one device call it before reading
+/// anything (a CPU kernel handed a meta tensor would read memory that does not exist).
+pub(crate) fn check_device<'a>(
+    op: &str,
+    device: c10::Device,
+    others: impl IntoIterator<Item = &'a crate::Tensor>,
+) -> c10::Result<()> {
+    match others.into_iter().find(|t| t.device() != device) {
+        Some(t) => Err(c10::Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() }),
+        None => Ok(()),
+    }
+}

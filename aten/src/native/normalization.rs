@@ -37,18 +37,6 @@ fn param(op: &str, name: &str, t: Option<&Tensor>, n: usize) -> Result<Option<Ve
     }
 }
 
-/// That every tensor argument is on `input`'s device (the kernels here run on the CPU and, for
-/// shapes only, on the meta device).
-fn check_devices(op: &str, input: &Tensor, others: &[Option<&Tensor>]) -> Result<()> {
-    let device = input.device();
-    for t in others.iter().flatten() {
-        if t.device() != device {
-            return Err(Error::DeviceMismatch { op: op.into(), a: device.to_string(), b: t.device().to_string() });
-        }
-    }
-    Ok(())
-}
-
 fn check_float(op: &str, t: &Tensor) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
@@ -168,7 +156,7 @@ pub fn native_layer_norm(
             ),
         ));
     }
-    check_devices(OP, input, &[weight, bias])?;
+    crate::native::check_device(OP, input.device(), [weight, bias].into_iter().flatten())?;
     check_float(OP, input)?;
     let n = c10::size::numel(OP, normalized_shape)?;
     let w = param(OP, "weight", weight, n as usize)?;
@@ -287,7 +275,8 @@ fn batch_norm_impl(
     if input.dim() < 2 {
         return Err(Error::shape(op, format!("Expected 2D or higher input (got {}D input)", input.dim())));
     }
-    check_devices(op, input, &[weight, bias, running_mean, running_var])?;
+    // The kernels here run on the CPU and, for shapes only, on the meta device.
+    crate::native::check_device(op, input.device(), [weight, bias, running_mean, running_var].into_iter().flatten())?;
     check_float(op, input)?;
     let sizes = input.sizes();
     let (outer, c) = (sizes[0] as usize, sizes[1] as usize);

@@ -69,24 +69,27 @@ fn use_avx2() -> bool {
 /// `o` and `a` address `n` elements each (the output may alias the input).
 #[inline(always)]
 unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+    #[inline(always)]
+    unsafe fn body<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+        for i in 0..n {
+            // SAFETY: the caller's contract.
+            unsafe { *o.add(i) = kernel(*a.add(i)) };
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2")]
         unsafe fn avx2<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
-            for i in 0..n {
-                // SAFETY: the caller's contract.
-                unsafe { *o.add(i) = kernel(*a.add(i)) };
-            }
+            // SAFETY: the caller's contract.
+            unsafe { body(o, a, n, kernel) }
         }
         if use_avx2() {
             // SAFETY: the CPU has AVX2; the pointers are the caller's.
             return unsafe { avx2(o, a, n, kernel) };
         }
     }
-    for i in 0..n {
-        // SAFETY: the caller's contract.
-        unsafe { *o.add(i) = kernel(*a.add(i)) };
-    }
+    // SAFETY: the caller's contract.
+    unsafe { body(o, a, n, kernel) }
 }
 
 /// `out[i] = f(a[i], b[i])` for `i < n`, as [`run1`] (Note [AVX2 elementwise runs]).
@@ -101,6 +104,19 @@ unsafe fn run2<O: Copy, A: Copy, B: Copy>(
     n: usize,
     kernel: impl Fn(A, B) -> O + Copy,
 ) {
+    #[inline(always)]
+    unsafe fn body<O: Copy, A: Copy, B: Copy>(
+        o: *mut O,
+        a: *const A,
+        b: *const B,
+        n: usize,
+        kernel: impl Fn(A, B) -> O + Copy,
+    ) {
+        for i in 0..n {
+            // SAFETY: the caller's contract.
+            unsafe { *o.add(i) = kernel(*a.add(i), *b.add(i)) };
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2")]
@@ -111,20 +127,16 @@ unsafe fn run2<O: Copy, A: Copy, B: Copy>(
             n: usize,
             kernel: impl Fn(A, B) -> O + Copy,
         ) {
-            for i in 0..n {
-                // SAFETY: the caller's contract.
-                unsafe { *o.add(i) = kernel(*a.add(i), *b.add(i)) };
-            }
+            // SAFETY: the caller's contract.
+            unsafe { body(o, a, b, n, kernel) }
         }
         if use_avx2() {
             // SAFETY: the CPU has AVX2; the pointers are the caller's.
             return unsafe { avx2(o, a, b, n, kernel) };
         }
     }
-    for i in 0..n {
-        // SAFETY: the caller's contract.
-        unsafe { *o.add(i) = kernel(*a.add(i), *b.add(i)) };
-    }
+    // SAFETY: the caller's contract.
+    unsafe { body(o, a, b, n, kernel) }
 }
 
 /// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.

@@ -295,15 +295,11 @@ pub fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
-/// `e^x` for `x <= 0` to about 1 ulp (what softmax needs: its arguments are `x - max`),
-/// branch-free so that loops over it vectorise. `x = n ln2 + r` with |r| <= ln2/2 (Cody-Waite,
-/// two-part ln2), a degree-6 minimax polynomial for `e^r`, and one multiplication by `2^n`
-/// assembled in the exponent bits, a normal number because n >= -126 above the underflow
-/// threshold. Returns 0 below -87.3 (no subnormal results) and for -inf, and keeps NaN (a NaN
-/// `p` survives the multiplication). Positive arguments are outside its contract: above 0 it
-/// is wrong from about 88.4, where `2^n` stops being finite.
+/// The shared part of the f32 exp kernels (here and in jit's fused kernels): `x = n ln2 + r`
+/// with |r| <= ln2/2 (Cody-Waite, two-part ln2) and the degree-6 polynomial for `e^r`. Returns
+/// `t`, whose bits minus `ROUND_MAGIC`'s are `n`, and `p = e^r`; the caller scales by `2^n`.
 #[inline(always)]
-pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
+pub fn exp_reduced<const FMA: bool>(x: f32) -> (f32, f32) {
     let t = madd::<FMA>(x, LOG2E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
     let r = madd::<FMA>(n, -LN2_LO, madd::<FMA>(n, -LN2_HI, x));
@@ -313,6 +309,19 @@ pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
     }
     p = madd::<FMA>(p, r, 1.0);
     p = madd::<FMA>(p, r, 1.0);
+    (t, p)
+}
+
+/// `e^x` for `x <= 0` to about 1 ulp (what softmax needs: its arguments are `x - max`),
+/// branch-free so that loops over it vectorise. `x = n ln2 + r` with |r| <= ln2/2 (Cody-Waite,
+/// two-part ln2), a degree-6 minimax polynomial for `e^r`, and one multiplication by `2^n`
+/// assembled in the exponent bits, a normal number because n >= -126 above the underflow
+/// threshold. Returns 0 below -87.3 (no subnormal results) and for -inf, and keeps NaN (a NaN
+/// `p` survives the multiplication). Positive arguments are outside its contract: above 0 it
+/// is wrong from about 88.4, where `2^n` stops being finite.
+#[inline(always)]
+pub fn exp_nonpos_f32<const FMA: bool>(x: f32) -> f32 {
+    let (t, p) = exp_reduced::<FMA>(x);
     // n + 127 is the biased exponent of 2^n (wrapping: lanes below the threshold are garbage
     // here and replaced by 0 below).
     let bias = t.to_bits().wrapping_sub(ROUND_MAGIC.to_bits()).wrapping_add(127);
