@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use c10::{Element, ScalarType};
+use c10::{Element, Result, ScalarType};
 
 use crate::Tensor;
 
@@ -23,6 +23,8 @@ enum Value {
     Float(f64),
     Int(i64),
     Bool(bool),
+    /// A complex element's real and imaginary parts.
+    Complex(f64, f64),
 }
 
 impl Value {
@@ -144,6 +146,8 @@ impl Formatter {
             Value::Float(x) => format!("{x}"),
             Value::Int(i) => i.to_string(),
             Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
+            // Complex elements are written by `Writer::element` with two formatters.
+            Value::Complex(re, im) => format!("{re}+{im}j"),
         }
     }
 
@@ -178,29 +182,43 @@ fn printed_offsets(sizes: &[i64], strides: &[i64], summarize: bool, base: isize,
 }
 
 /// Reads the printed elements of a CPU tensor.
-fn printed_values(t: &Tensor, summarize: bool) -> Vec<Value> {
+fn printed_values(t: &Tensor, summarize: bool) -> Result<Vec<Value>> {
     let mut offsets = Vec::new();
     printed_offsets(t.sizes(), t.strides(), summarize, 0, &mut offsets);
     if t.dtype() == ScalarType::Bool {
         // Read bools as bytes: a byte other than 0/1 (uninitialised memory) must not become an
         // invalid `bool`.
         let base = t.data_ptr() as *const u8;
-        return offsets
+        return Ok(offsets
             .iter()
             // SAFETY: each offset is sum(i_d * stride_d) with 0 <= i_d < size_d, the position of
             // an element of `t`, which its storage covers (TensorImpl invariant); `base` is
             // element 0 of a one-byte dtype on the CPU; we only read.
             .map(|&off| Value::Bool(unsafe { *base.offset(off) } != 0))
-            .collect();
+            .collect());
+    }
+    if t.dtype().is_complex() {
+        return c10::dispatch_complex_types!(t.dtype(), R => {
+            let base = t.data_ptr() as *const c10::Complex<R>;
+            Ok(offsets
+                .iter()
+                .map(|&off| {
+                    // SAFETY: as above, every offset addresses an element of `t` inside its CPU
+                    // storage, and `base` points at element 0 of complex type; we only read.
+                    let z = unsafe { *base.offset(off) };
+                    Value::Complex(z.re as f64, z.im as f64)
+                })
+                .collect())
+        });
     }
     c10::dispatch_all_types!(t.dtype(), T => {
         let base = t.data_ptr() as *const T;
-        offsets
+        Ok(offsets
             .iter()
             // SAFETY: as above, every offset addresses an element of `t` inside its CPU storage,
             // and `base` points at element 0 with the tensor's element type T; we only read.
             .map(|&off| Value::of(unsafe { *base.offset(off) }))
-            .collect()
+            .collect())
     })
 }
 
@@ -210,6 +228,8 @@ struct Writer<'a> {
     sizes: &'a [i64],
     summarize: bool,
     fmt: Formatter,
+    /// The imaginary parts' formatter of a complex tensor (`fmt` formats the real parts).
+    imag: Option<Formatter>,
     values: std::slice::Iter<'a, Value>,
 }
 
@@ -218,11 +238,29 @@ impl Writer<'_> {
         *self.values.next().expect("one printed value per kept index")
     }
 
+    /// One element; a complex one as `re+imj` with its parts in their own formats
+    /// (`_val_formatter`).
+    fn element(&self, v: Value) -> String {
+        match (v, &self.imag) {
+            (Value::Complex(re, im), Some(fi)) => {
+                let real = self.fmt.format(Value::Float(re));
+                let imag = format!("{}j", fi.format(Value::Float(im)));
+                let imag = imag.trim_start();
+                if imag.starts_with(['+', '-']) {
+                    format!("{real}{imag}")
+                } else {
+                    format!("{real}+{imag}")
+                }
+            }
+            _ => self.fmt.format(v),
+        }
+    }
+
     fn tensor(&mut self, level: usize, indent: usize) -> String {
         let ndim = self.sizes.len() - level;
         if ndim == 0 {
             let v = self.next();
-            return self.fmt.format(v);
+            return self.element(v);
         }
         let size = self.sizes[level];
         if ndim == 1 {
@@ -242,7 +280,7 @@ impl Writer<'_> {
 
     /// A 1-d row, wrapped so each line holds as many elements as fit in the line width.
     fn vector(&mut self, size: i64, indent: usize) -> String {
-        let element_length = self.fmt.max_width + 2;
+        let element_length = self.fmt.max_width + 2 + self.imag.as_ref().map_or(0, |f| f.max_width + 1);
         let per_line = ((LINEWIDTH as f64 - indent as f64) / element_length as f64).floor().max(1.0) as usize;
         let cut = elided(size, self.summarize);
         let mut data = Vec::new();
@@ -251,7 +289,7 @@ impl Writer<'_> {
                 data.push(" ...".to_string());
             }
             let v = self.next();
-            data.push(self.fmt.format(v));
+            data.push(self.element(v));
         }
         let lines: Vec<String> = data.chunks(per_line).map(|c| c.join(", ")).collect();
         format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(indent + 1))))
@@ -261,9 +299,20 @@ impl Writer<'_> {
 /// The element text of a non-empty CPU tensor (`_tensor_str`).
 fn tensor_str(t: &Tensor, indent: usize) -> String {
     let summarize = t.numel() > THRESHOLD;
-    let values = printed_values(t, summarize);
-    let fmt = Formatter::new(&values, t.dtype().is_floating_point());
-    let mut w = Writer { sizes: t.sizes(), summarize, fmt, values: values.iter() };
+    let values = match printed_values(t, summarize) {
+        Ok(v) => v,
+        // Only a dtype without element reads gets here; say which instead of printing nothing.
+        Err(e) => return format!("<{e}>"),
+    };
+    let (fmt, imag) = if t.dtype().is_complex() {
+        let part = |f: fn(&Value) -> f64| values.iter().map(|v| Value::Float(f(v))).collect::<Vec<_>>();
+        let re = part(|v| if let Value::Complex(re, _) = *v { re } else { 0.0 });
+        let im = part(|v| if let Value::Complex(_, im) = *v { im } else { 0.0 });
+        (Formatter::new(&re, true), Some(Formatter::new(&im, true)))
+    } else {
+        (Formatter::new(&values, t.dtype().is_floating_point()), None)
+    };
+    let mut w = Writer { sizes: t.sizes(), summarize, fmt, imag, values: values.iter() };
     w.tensor(0, indent)
 }
 
@@ -325,7 +374,7 @@ fn tensor_repr(t: &Tensor) -> String {
         }
         "[]".to_string()
     } else {
-        if !matches!(dtype, ScalarType::F32 | ScalarType::I64 | ScalarType::Bool) {
+        if !matches!(dtype, ScalarType::F32 | ScalarType::C64 | ScalarType::I64 | ScalarType::Bool) {
             suffixes.push(dtype_suffix);
         }
         tensor_str(t, indent)

@@ -88,6 +88,38 @@ impl Tensor {
     /// assert_eq!(t.sizes(), &[2, 2]);
     /// ```
     pub fn from_vec<T: Element>(v: Vec<T>, shape: &[i64]) -> Result<Tensor> {
+        Tensor::from_vec_of(v, shape, T::DTYPE)
+    }
+
+    /// A complex tensor (complex64 for `Complex<f32>`, complex128 for `Complex<f64>`) that takes
+    /// ownership of a `Vec` without copying, viewed with `shape`.
+    ///
+    /// ```
+    /// use c10::Complex;
+    /// let t = aten::Tensor::from_complex_vec(vec![Complex::new(1.0f32, 2.0)], &[1]).unwrap();
+    /// assert_eq!(t.dtype(), c10::ScalarType::C64);
+    /// ```
+    pub fn from_complex_vec<R: crate::native::complex::Real>(v: Vec<c10::Complex<R>>, shape: &[i64]) -> Result<Tensor> {
+        Tensor::from_vec_of(v, shape, R::COMPLEX)
+    }
+
+    /// The elements in row-major order as complex numbers of parts `R` (a real tensor's values
+    /// get a zero imaginary part).
+    pub fn to_complex_vec<R: crate::native::complex::Real>(&self) -> Result<Vec<c10::Complex<R>>> {
+        let t =
+            if self.dtype() == R::COMPLEX { self.clone() } else { crate::native::copy::to_dtype(self, R::COMPLEX)? };
+        let t = if t.device().is_cpu() { t } else { t.to_device(Device::CPU)? };
+        let t = t.contiguous()?;
+        // SAFETY: a contiguous CPU tensor of dtype R::COMPLEX addresses numel adjacent
+        // `Complex<R>` (two `R`s, `repr(C)`) from its data pointer, inside its storage.
+        let all = unsafe { std::slice::from_raw_parts(t.data_ptr() as *const c10::Complex<R>, t.numel() as usize) };
+        let mut out = c10::size::try_vec(all.len())?;
+        out.extend_from_slice(all);
+        Ok(out)
+    }
+
+    fn from_vec_of<T: Copy + Send + 'static>(v: Vec<T>, shape: &[i64], dtype: ScalarType) -> Result<Tensor> {
+        debug_assert_eq!(std::mem::size_of::<T>(), dtype.size());
         let numel = checked_numel("from_vec", shape)?;
         if numel as usize != v.len() {
             return Err(Error::shape("from_vec", format!("shape {shape:?} is invalid for input of size {}", v.len())));
@@ -99,7 +131,7 @@ impl Tensor {
         // SAFETY: the pointer is the Vec's buffer, which lives until `drop_boxed_vec` drops the
         // boxed Vec (ctx) exactly once; moving the Box does not move the heap buffer.
         let data = unsafe { DataPtr::from_raw(ptr, ctx, Some(drop_boxed_vec::<T>), Device::CPU) };
-        Ok(Tensor::from_storage(Storage::from_data_ptr(data, nbytes), shape, contiguous_strides(shape), 0, T::DTYPE))
+        Ok(Tensor::from_storage(Storage::from_data_ptr(data, nbytes), shape, contiguous_strides(shape), 0, dtype))
     }
 
     /// A 1-D tensor copied from a slice.

@@ -112,13 +112,72 @@ pub fn masked(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
 }
 
 /// Gradient of `self` for `self * other`.
-pub fn mul_tensor_backward(grad: &Tensor, other: &Tensor, _self_st: ScalarType) -> Result<Tensor> {
-    ops::mul(grad, other)
+pub fn mul_tensor_backward(grad: &Tensor, other: &Tensor, self_st: ScalarType) -> Result<Tensor> {
+    // PyTorch's convention for complex numbers: the gradient is `grad * conj(other)`, and a real
+    // input whose product was complex gets its real part.
+    real_if(ops::mul(grad, &ops::conj(other)?)?, self_st)
 }
 
-/// Gradient of `other` for `self / other`: `-grad * self / other^2`.
+/// Gradient of `_fft_r2c`'s real input (see `aten::native::spectral::fft_r2c_backward`).
+pub fn fft_r2c_backward(
+    grad: &Tensor,
+    dim: &[i64],
+    normalization: i64,
+    onesided: bool,
+    self_sizes: &[i64],
+) -> Result<Tensor> {
+    let last = aten::wrap_dim("_fft_r2c_backward", *dim.last().unwrap_or(&-1), self_sizes.len())?;
+    aten::native::spectral::fft_r2c_backward(grad, dim, normalization, onesided, self_sizes[last])
+}
+
+/// Gradient of `other` for `self / other`: `-grad * conj(self / other^2)` (the conjugate
+/// matters only for complex inputs), real for a real `other`.
 pub fn div_tensor_other_backward(grad: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    ops::neg(&ops::div(&ops::mul(grad, self_)?, &ops::mul(other, other)?)?)
+    let q = ops::div(self_, &ops::mul(other, other)?)?;
+    let g = ops::neg(&ops::mul(grad, &ops::conj(&q)?)?)?;
+    real_if(g, other.dtype())
+}
+
+/// Gradient of `self` for `self / other`: `grad / conj(other)`, real for a real `self`.
+pub fn div_tensor_self_backward(grad: &Tensor, other: &Tensor, self_st: ScalarType) -> Result<Tensor> {
+    real_if(ops::div(grad, &ops::conj(other)?)?, self_st)
+}
+
+/// PyTorch's `handle_r_to_c`: the real part of a complex gradient of a real input.
+fn real_if(g: Tensor, input: ScalarType) -> Result<Tensor> {
+    if g.dtype().is_complex() && !input.is_complex() {
+        ops::real(&g)
+    } else {
+        Ok(g)
+    }
+}
+
+/// Gradient of `sgn`: zero for real inputs. The complex case (PyTorch's `sgn_backward`) is not
+/// written yet, and says so instead of returning zeros.
+pub fn sgn_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return Err(Error::NotImplemented {
+            op: "sgn".into(),
+            msg: "the derivative of sgn for complex inputs is not implemented".into(),
+        });
+    }
+    zeros_like(grad)
+}
+
+/// Gradient of `angle`: zero for real inputs; for complex `z`, `grad * i z / |z|^2` (zero at
+/// `z = 0`), PyTorch's `angle_backward`.
+pub fn angle_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    if !self_.dtype().is_complex() {
+        return zeros_like(self_);
+    }
+    let r2 = ops::mul(&ops::abs(self_)?, &ops::abs(self_)?)?;
+    // |z|^2 with the zeros replaced by 1: z is 0 there, so the quotient is 0 as PyTorch masks it.
+    let one = ops::ones_like(&r2, None, None, None, None, None)?;
+    let r2 = ops::where_self(&ops::eq_scalar(&r2, Scalar::Int(0))?, &one, &r2)?;
+    let (re, im) = (ops::real(self_)?, ops::imag(self_)?);
+    // i z = -im + i re
+    let iz = ops::complex(&ops::neg(&im)?.contiguous()?, &re.contiguous()?)?;
+    ops::mul(grad, &ops::div(&iz, &r2)?)
 }
 
 /// Gradient of `self` for `self ** exponent` (a scalar exponent).

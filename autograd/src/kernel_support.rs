@@ -7,7 +7,8 @@ use c10::{Error, Result};
 use crate::node::{Grads, NodeCore, NodeRef};
 
 /// Records `t` as output `output_nr` of `node`: its shape and dtype become the node's input
-/// metadata, and, when `differentiable` (and `t` is floating), `node` becomes its `grad_fn`.
+/// metadata, and, when `differentiable` (and `t` is floating or complex), `node` becomes its
+/// `grad_fn`.
 pub fn set_history(t: &Tensor, node: &NodeRef, output_nr: u32, differentiable: bool) -> Result<()> {
     set_history_owned(t, node.clone(), output_nr, differentiable)
 }
@@ -18,7 +19,7 @@ pub fn set_history(t: &Tensor, node: &NodeRef, output_nr: u32, differentiable: b
 pub fn set_history_owned(t: &Tensor, node: NodeRef, output_nr: u32, differentiable: bool) -> Result<()> {
     let nr = node.core().add_input_metadata(t);
     debug_assert_eq!(nr, output_nr);
-    if differentiable && t.dtype().is_floating_point() {
+    if differentiable && (t.dtype().is_floating_point() || t.dtype().is_complex()) {
         crate::meta::set_grad_fn(t, node, output_nr)?;
     }
     Ok(())

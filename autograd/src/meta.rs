@@ -165,8 +165,11 @@ pub fn set_requires_grad(t: &Tensor, flag: bool) -> Result<()> {
              subgraph that doesn't require differentiation use var_no_grad = var.detach().",
         ));
     }
-    if flag && !t.dtype().is_floating_point() {
-        return Err(Error::invalid("requires_grad_", "only Tensors of floating point dtype can require gradients"));
+    if flag && !t.dtype().is_floating_point() && !t.dtype().is_complex() {
+        return Err(Error::invalid(
+            "requires_grad_",
+            "only Tensors of floating point and complex dtype can require gradients",
+        ));
     }
     if flag && t.imp().is_inference() {
         return Err(Error::invalid(

@@ -198,6 +198,8 @@ pub(crate) fn legacy_dtype_name(dtype: c10::ScalarType) -> &'static str {
         c10::ScalarType::I16 => "Short",
         c10::ScalarType::I8 => "Char",
         c10::ScalarType::U8 => "Byte",
+        c10::ScalarType::C64 => "ComplexFloat",
+        c10::ScalarType::C128 => "ComplexDouble",
         c10::ScalarType::Bool => "Bool",
     }
 }

@@ -238,6 +238,20 @@ fn oom_message(device: DeviceType, nbytes: usize) -> String {
 }
 
 impl Error {
+    /// Shorthand for [`Error::UnsupportedDtype`].
+    pub fn unsupported_dtype(op: impl Into<String>, dtype: ScalarType) -> Self {
+        Error::UnsupportedDtype { op: op.into(), dtype }
+    }
+
+    /// [`Error::UnsupportedDtype`] named after the Rust function it was raised in, as
+    /// `dispatch_all_types!` raises it for a complex dtype: `fname` is the path of an item
+    /// declared in that function (`std::any::type_name_of_val`), whose last real segment is the
+    /// kernel's name, like PyTorch's `"add_cpu" not implemented for 'ComplexFloat'`.
+    pub fn not_implemented_in(fname: &str, dtype: ScalarType) -> Self {
+        let op = fname.rsplit("::").skip(1).find(|seg| !seg.starts_with('{')).unwrap_or(fname);
+        Error::UnsupportedDtype { op: op.to_string(), dtype }
+    }
+
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::InvalidArgument { op: op.into(), msg: msg.into() }

@@ -38,3 +38,5 @@ pub use tensor_impl::{AutogradMetaInterface, TensorImpl, VersionCounter};
 
 /// The element types re-exported for users: IEEE half and bfloat16 from the `half` crate.
 pub use half::{bf16, f16};
+/// The complex element type: `Complex<f32>` is complex64's, `Complex<f64>` complex128's.
+pub use num_complex::Complex;

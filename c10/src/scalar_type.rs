@@ -27,6 +27,10 @@ pub enum ScalarType {
     F32 = 6,
     /// `torch.float64`
     F64 = 7,
+    /// `torch.complex64` (`cfloat`): two float32s, real part first.
+    C64 = 9,
+    /// `torch.complex128` (`cdouble`): two float64s, real part first.
+    C128 = 10,
     /// `torch.bool`
     Bool = 11,
     /// `torch.bfloat16`
@@ -35,7 +39,23 @@ pub enum ScalarType {
 
 impl ScalarType {
     /// Every dtype, in PyTorch's enum order.
-    pub const ALL: [ScalarType; 10] = [
+    pub const ALL: [ScalarType; 12] = [
+        ScalarType::U8,
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::F16,
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::C64,
+        ScalarType::C128,
+        ScalarType::Bool,
+        ScalarType::BF16,
+    ];
+
+    /// The real dtypes (every dtype but the complex ones), in PyTorch's enum order.
+    pub const REAL: [ScalarType; 10] = [
         ScalarType::U8,
         ScalarType::I8,
         ScalarType::I16,
@@ -54,7 +74,33 @@ impl ScalarType {
             ScalarType::U8 | ScalarType::I8 | ScalarType::Bool => 1,
             ScalarType::I16 | ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::F32 => 4,
-            ScalarType::I64 | ScalarType::F64 => 8,
+            ScalarType::I64 | ScalarType::F64 | ScalarType::C64 => 8,
+            ScalarType::C128 => 16,
+        }
+    }
+
+    /// True for complex64 and complex128.
+    pub const fn is_complex(self) -> bool {
+        matches!(self, ScalarType::C64 | ScalarType::C128)
+    }
+
+    /// `toRealValueType`: the dtype of a complex dtype's parts (complex64 -> float32); any
+    /// other dtype is returned as it is.
+    pub const fn to_real(self) -> ScalarType {
+        match self {
+            ScalarType::C64 => ScalarType::F32,
+            ScalarType::C128 => ScalarType::F64,
+            t => t,
+        }
+    }
+
+    /// `toComplexType`: the complex dtype whose parts are this floating dtype (float32 and
+    /// the half types -> complex64, float64 -> complex128). `None` for the other real dtypes.
+    pub const fn to_complex(self) -> Option<ScalarType> {
+        match self {
+            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::C64 => Some(ScalarType::C64),
+            ScalarType::F64 | ScalarType::C128 => Some(ScalarType::C128),
+            _ => None,
         }
     }
 
@@ -72,7 +118,7 @@ impl ScalarType {
         }
     }
 
-    /// True for the signed types (every floating type and the signed integers).
+    /// True for the signed types (every floating and complex type and the signed integers).
     pub const fn is_signed(self) -> bool {
         !matches!(self, ScalarType::U8 | ScalarType::Bool)
     }
@@ -88,6 +134,8 @@ impl ScalarType {
             ScalarType::F16 => "float16",
             ScalarType::F32 => "float32",
             ScalarType::F64 => "float64",
+            ScalarType::C64 => "complex64",
+            ScalarType::C128 => "complex128",
             ScalarType::Bool => "bool",
             ScalarType::BF16 => "bfloat16",
         }
@@ -104,6 +152,8 @@ impl ScalarType {
             ScalarType::F16 => "Half",
             ScalarType::F32 => "Float",
             ScalarType::F64 => "Double",
+            ScalarType::C64 => "ComplexFloat",
+            ScalarType::C128 => "ComplexDouble",
             ScalarType::Bool => "Bool",
             ScalarType::BF16 => "BFloat16",
         }
@@ -121,6 +171,8 @@ impl ScalarType {
             "float16" | "half" => ScalarType::F16,
             "float32" | "float" => ScalarType::F32,
             "float64" | "double" => ScalarType::F64,
+            "complex64" | "cfloat" => ScalarType::C64,
+            "complex128" | "cdouble" => ScalarType::C128,
             "bool" => ScalarType::Bool,
             "bfloat16" => ScalarType::BF16,
             _ => return Err(Error::invalid("dtype", format!("unknown dtype name '{name}'"))),
@@ -140,7 +192,7 @@ impl fmt::Display for ScalarType {
 }
 
 /// Index of a dtype in PyTorch's promotion table (`u1 i1 i2 i4 i8 f2 f4 f8 c2 c4 c8 b1 bf`).
-/// The complex rows are kept so the table is PyTorch's literally; our dtypes never reach them.
+/// The complex32 (`c2`) row is kept so the table is PyTorch's literally; no dtype of ours is it.
 const fn promo_index(t: ScalarType) -> usize {
     match t {
         ScalarType::U8 => 0,
@@ -151,12 +203,14 @@ const fn promo_index(t: ScalarType) -> usize {
         ScalarType::F16 => 5,
         ScalarType::F32 => 6,
         ScalarType::F64 => 7,
+        ScalarType::C64 => 9,
+        ScalarType::C128 => 10,
         ScalarType::Bool => 11,
         ScalarType::BF16 => 12,
     }
 }
 
-// Table cells. C2/C4/C8 are the complex types, not representable as `ScalarType` yet.
+// Table cells. C2 is complex32, which we do not have; C4/C8 are complex64/complex128.
 #[derive(Copy, Clone)]
 enum P {
     U1,
@@ -211,14 +265,21 @@ pub const fn promote_types(a: ScalarType, b: ScalarType) -> ScalarType {
         P::F8 => ScalarType::F64,
         P::B1 => ScalarType::Bool,
         P::BF => ScalarType::BF16,
-        // Unreachable for the real dtypes: complex cells only sit in complex rows and columns.
-        P::C2 | P::C4 | P::C8 => ScalarType::F64,
+        P::C4 => ScalarType::C64,
+        P::C8 => ScalarType::C128,
+        // complex32 is only the promotion of complex32 (a row no dtype of ours has) or of half
+        // with a complex32; the nearest dtype we have keeps the category.
+        P::C2 => ScalarType::C64,
     }
 }
 
 /// `canCast(from, to)`: PyTorch's same-kind rule used for in-place and `out=` outputs
-/// (floating cannot go to integral, integral/floating cannot go to bool).
+/// (complex cannot go to a real dtype, floating cannot go to integral, nothing but bool can go
+/// to bool).
 pub const fn can_cast(from: ScalarType, to: ScalarType) -> bool {
+    if from.is_complex() && !to.is_complex() {
+        return false;
+    }
     if from.is_floating_point() && to.is_integral(false) {
         return false;
     }
@@ -252,7 +313,14 @@ impl ResultTypeState {
     pub fn update(&mut self, dtype: ScalarType, dim: usize, wrapped_number: bool) {
         if wrapped_number {
             // A Python float becomes the default dtype, not float64.
-            let t = if dtype.is_floating_point() { ScalarType::default_float() } else { dtype };
+            // A Python complex becomes the default complex dtype (complex64).
+            let t = if dtype.is_floating_point() {
+                ScalarType::default_float()
+            } else if dtype.is_complex() {
+                ScalarType::C64
+            } else {
+                dtype
+            };
             self.wrapped_result = promote_skip_undefined(self.wrapped_result, t);
         } else if dim > 0 {
             self.dim_result = promote_skip_undefined(self.dim_result, dtype);
@@ -272,10 +340,19 @@ impl ResultTypeState {
     }
 }
 
-/// A lower-priority class wins only when it is of a higher category (bool < int < float).
+/// A lower-priority class wins only when it is of a higher category (bool < int < float <
+/// complex).
 fn combine(hi: Option<ScalarType>, lo: Option<ScalarType>) -> Option<ScalarType> {
     let Some(h) = hi else { return lo };
     let Some(l) = lo else { return hi };
+    if h.is_complex() {
+        return hi;
+    }
+    if l.is_complex() {
+        // A floating higher class keeps its precision: float64[3] * complex64 zero-dim is
+        // complex128; an integral one takes the complex dtype as it is.
+        return if h.is_floating_point() { h.to_complex() } else { lo };
+    }
     if h.is_floating_point() {
         return hi;
     }
@@ -453,8 +530,11 @@ impl Element for bool {
     }
 }
 
-/// Calls `$body` with `$T` bound to the Rust element type of a runtime dtype. The one place that
-/// turns a `ScalarType` into a type; use it instead of hand-written per-dtype matches.
+/// Calls `$body` with `$T` bound to the Rust element type of a runtime real dtype. The one place
+/// that turns a `ScalarType` into a type; use it instead of hand-written per-dtype matches.
+/// A complex dtype has no [`Element`] type (complex numbers are not ordered): for one, the macro
+/// returns `Err(Error::not_implemented_in(..))` from the enclosing function, PyTorch's
+/// `"..." not implemented for 'ComplexFloat'` (see [`dispatch_complex_types`]).
 ///
 /// ```
 /// use c10::{dispatch_all_types, ScalarType, Element};
@@ -505,6 +585,33 @@ macro_rules! dispatch_all_types {
                 type $T = bool;
                 $body
             }
+            $crate::ScalarType::C64 | $crate::ScalarType::C128 => {
+                fn here() {}
+                return Err($crate::Error::not_implemented_in(::std::any::type_name_of_val(&here), $dtype).into());
+            }
+        }
+    };
+}
+
+/// Calls `$body` with `$R` bound to the real type of a complex dtype's parts (`f32` for
+/// complex64, `f64` for complex128); the element type is `num_complex::Complex<$R>`. Any other
+/// dtype returns the `not implemented for` error from the enclosing function.
+#[macro_export]
+macro_rules! dispatch_complex_types {
+    ($dtype:expr, $R:ident => $body:expr) => {
+        match $dtype {
+            $crate::ScalarType::C64 => {
+                type $R = f32;
+                $body
+            }
+            $crate::ScalarType::C128 => {
+                type $R = f64;
+                $body
+            }
+            other => {
+                fn here() {}
+                return Err($crate::Error::not_implemented_in(::std::any::type_name_of_val(&here), other).into());
+            }
         }
     };
 }
@@ -524,6 +631,9 @@ mod tests {
         assert_eq!(promote_types(BF16, I64), BF16);
         assert_eq!(promote_types(I32, F16), F16);
         assert_eq!(promote_types(F32, F64), F64);
+        assert_eq!(promote_types(F64, C64), C128);
+        assert_eq!(promote_types(I64, C64), C64);
+        assert_eq!(promote_types(BF16, C128), C128);
         for a in ScalarType::ALL {
             assert_eq!(promote_types(a, a), a);
             for b in ScalarType::ALL {
@@ -583,6 +693,7 @@ mod tests {
         for t in ScalarType::ALL {
             assert_eq!(ScalarType::from_name(t.name()).unwrap(), t);
         }
-        assert!(ScalarType::from_name("complex64").is_err());
+        assert_eq!(ScalarType::from_name("cfloat").unwrap(), C64);
+        assert!(ScalarType::from_name("complex32").is_err());
     }
 }

@@ -281,12 +281,18 @@ impl TensorImpl {
 
     /// A view: same storage and version counter, new geometry, no autograd metadata.
     pub fn view_of(&self, sizes: DimVec, strides: DimVec, storage_offset: i64) -> Self {
+        self.view_of_dtype(sizes, strides, storage_offset, self.dtype)
+    }
+
+    /// [`Self::view_of`] reading the storage as another dtype (`view_as_real`, whose sizes,
+    /// strides and offset the caller has converted to elements of `dtype`).
+    pub fn view_of_dtype(&self, sizes: DimVec, strides: DimVec, storage_offset: i64, dtype: ScalarType) -> Self {
         let mut t = TensorImpl::new(
             self.storage.clone(),
             sizes,
             strides,
             storage_offset,
-            self.dtype,
+            dtype,
             self.version_counter().cloned(),
         );
         t.key_set = self.key_set;

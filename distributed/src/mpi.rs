@@ -107,6 +107,8 @@ fn datatype(dtype: ScalarType) -> ffi::MPI_Datatype {
             ScalarType::F32 => ffi::RSMPI_FLOAT,
             ScalarType::F64 => ffi::RSMPI_DOUBLE,
             ScalarType::Bool => ffi::RSMPI_C_BOOL,
+            ScalarType::C64 => ffi::RSMPI_FLOAT_COMPLEX,
+            ScalarType::C128 => ffi::RSMPI_DOUBLE_COMPLEX,
         }
     }
 }
@@ -734,6 +736,8 @@ fn divide(buf: &Tensor, size: usize) {
     match buf.dtype() {
         ScalarType::F32 => each!(f32, |v| (v as f64 / d) as f32),
         ScalarType::F64 => each!(f64, |v| v / d),
+        ScalarType::C64 => each!(c10::Complex<f32>, |v| v / d as f32),
+        ScalarType::C128 => each!(c10::Complex<f64>, |v| v / d),
         ScalarType::F16 => each!(f16, |v| f16::from_f64(v.to_f64() / d)),
         ScalarType::BF16 => each!(bf16, |v| bf16::from_f64(v.to_f64() / d)),
         ScalarType::U8 => each!(u8, |v| (v as i64 / size as i64) as u8),

@@ -268,7 +268,7 @@ fn datatype(op: &str, dtype: ScalarType) -> Result<c_int> {
         ScalarType::BF16 => BFLOAT16,
         ScalarType::F32 => FLOAT32,
         ScalarType::F64 => FLOAT64,
-        ScalarType::I16 => {
+        ScalarType::I16 | ScalarType::C64 | ScalarType::C128 => {
             return Err(dist_error(op, format!("Unsupported data type for NCCL process group: {}", dtype.name())))
         }
     })

@@ -69,6 +69,8 @@ impl ReduceOp {
         let ok = match self {
             ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor => dtype.is_integral(true),
             ReduceOp::Avg => dtype != ScalarType::Bool,
+            // Complex numbers have no order (PyTorch refuses MIN/MAX on them too).
+            ReduceOp::Min | ReduceOp::Max => !dtype.is_complex(),
             _ => true,
         };
         if ok {

@@ -260,6 +260,15 @@ fn gen_values(b: &mut Bytes, dtype: ScalarType, n: usize) -> Tensor {
         ScalarType::BF16 => floats!(bf16, bf16::from_f64),
         ScalarType::F32 => floats!(f32, |x: f64| x as f32),
         ScalarType::F64 => floats!(f64, |x: f64| x),
+        ScalarType::C64 => {
+            let v: Vec<c10::Complex<f32>> =
+                (0..n).map(|_| c10::Complex::new(gen_float(b) as f32, gen_float(b) as f32)).collect();
+            Tensor::from_complex_vec(v, &[n as i64])
+        }
+        ScalarType::C128 => {
+            let v: Vec<c10::Complex<f64>> = (0..n).map(|_| c10::Complex::new(gen_float(b), gen_float(b))).collect();
+            Tensor::from_complex_vec(v, &[n as i64])
+        }
         ScalarType::Bool => {
             let v: Vec<bool> = (0..n).map(|_| b.byte() & 1 == 1).collect();
             Tensor::from_vec(v, &[n as i64])

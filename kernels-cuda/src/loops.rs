@@ -50,6 +50,9 @@ pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
         ScalarType::I32 => "i32",
         ScalarType::I64 => "i64",
         ScalarType::Bool => "b8",
+        // No `.cu` kernel has these yet; `kernel_for` reports them as not implemented.
+        ScalarType::C64 => "c64",
+        ScalarType::C128 => "c128",
     }
 }
 

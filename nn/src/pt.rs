@@ -185,7 +185,7 @@ impl PtArchive {
         if self.big_endian {
             bytes.chunks_exact_mut(dtype.size()).for_each(|e| e.reverse());
         }
-        let decoded = crate::serialize::decode(crate::serialize::dtype_of(dtype), &[numel as usize], &bytes)?;
+        let decoded = crate::serialize::decode(crate::serialize::dtype_of(dtype)?, &[numel as usize], &bytes)?;
         let s = StorageRef::new(decoded.storage().clone(), dtype)?;
         self.storages.insert(name.to_string(), s.clone());
         Ok(s)

@@ -21,9 +21,10 @@ fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Io(format!("{}: {what}", path.display()))
 }
 
-/// The safetensors dtype of a tensor dtype.
-pub(crate) fn dtype_of(t: ScalarType) -> Dtype {
-    match t {
+/// The safetensors dtype of a tensor dtype. safetensors has complex64 (`C64`, two float32
+/// parts) but no complex128.
+pub(crate) fn dtype_of(t: ScalarType) -> Result<Dtype> {
+    Ok(match t {
         ScalarType::F32 => Dtype::F32,
         ScalarType::F64 => Dtype::F64,
         ScalarType::F16 => Dtype::F16,
@@ -34,7 +35,14 @@ pub(crate) fn dtype_of(t: ScalarType) -> Dtype {
         ScalarType::I8 => Dtype::I8,
         ScalarType::U8 => Dtype::U8,
         ScalarType::Bool => Dtype::BOOL,
-    }
+        ScalarType::C64 => Dtype::C64,
+        ScalarType::C128 => {
+            return Err(Error::invalid(
+                "save_file",
+                "safetensors has no complex128 dtype; save view_as_real(t) instead",
+            ))
+        }
+    })
 }
 
 /// One tensor's bytes, little-endian and contiguous, ready for the safetensors writer.
@@ -81,8 +89,15 @@ fn encode(t: &Tensor) -> Result<Entry> {
         ScalarType::I8 => le_bytes(t, i8::to_le_bytes)?,
         ScalarType::U8 => le_bytes(t, u8::to_le_bytes)?,
         ScalarType::Bool => t.to_vec::<bool>()?.into_iter().map(u8::from).collect(),
+        ScalarType::C64 => t
+            .to_complex_vec::<f32>()?
+            .into_iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()])
+            .flatten()
+            .collect(),
+        ScalarType::C128 => return Err(dtype_of(ScalarType::C128).unwrap_err()),
     };
-    Ok(Entry { dtype: dtype_of(t.dtype()), shape: t.sizes().iter().map(|&s| s as usize).collect(), bytes })
+    Ok(Entry { dtype: dtype_of(t.dtype())?, shape: t.sizes().iter().map(|&s| s as usize).collect(), bytes })
 }
 
 /// Writes `tensors` to `path` as safetensors with optional string `metadata`
@@ -200,6 +215,12 @@ pub fn decode(dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<Tensor> {
         Dtype::I8 => decode_le(data, &shape, i8::from_le_bytes),
         Dtype::U8 => decode_le(data, &shape, u8::from_le_bytes),
         Dtype::BOOL => decode_le(data, &shape, |[b]: [u8; 1]| b != 0),
+        Dtype::C64 => {
+            // Pairs of float32 parts, read as a real tensor with a last dim of 2 and viewed.
+            let mut parts = shape.clone();
+            parts.push(2);
+            aten::ops::view_as_complex(&decode_le(data, &parts, f32::from_le_bytes)?)
+        }
         other => Err(bad(&format!("dtype {other:?} is not supported"))),
     }
 }
@@ -279,6 +300,7 @@ fn scalar_type_of(d: Dtype) -> Option<ScalarType> {
         Dtype::I8 => ScalarType::I8,
         Dtype::U8 => ScalarType::U8,
         Dtype::BOOL => ScalarType::Bool,
+        Dtype::C64 => ScalarType::C64,
         _ => return None,
     })
 }

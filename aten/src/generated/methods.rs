@@ -2602,79 +2602,97 @@ impl Tensor {
         crate::handles::logical_xor::call(self, other)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3777)
+    /// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2792)
+    #[inline]
+    pub fn real(&self) -> Result<Tensor> {
+        crate::handles::real::call(self)
+    }
+
+    /// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
+    #[inline]
+    pub fn imag(&self) -> Result<Tensor> {
+        crate::handles::imag::call(self)
+    }
+
+    /// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2802)
+    #[inline]
+    pub fn conj(&self) -> Result<Tensor> {
+        crate::handles::conj::call(self)
+    }
+
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
     #[inline]
     pub fn cauchy_(&self) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, 0.0, 1.0, None)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3777)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3782)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
     #[inline]
     pub fn geometric_(&self, p: f64) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, None)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3782)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3787)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
     #[inline]
     pub fn log_normal_(&self) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, 1.0, 2.0, None)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3787)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3810)
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3899)
     #[inline]
     pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::nextafter::call(self, other)
     }
 
-    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3815)
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3904)
     #[inline]
     pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::frexp_tensor::call(self)
     }
 
-    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3820)
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3909)
     #[inline]
     pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igamma::call(self, other)
     }
 
-    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3825)
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
     #[inline]
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
 
-    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3837)
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3926)
     #[inline]
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         crate::handles::equal::call(self, other)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3842)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
     #[inline]
     pub fn allclose(&self, other: &Tensor) -> Result<bool> {
         crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3842)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)

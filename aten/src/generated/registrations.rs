@@ -606,6 +606,27 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::resolve_conj::SCHEMA).expect("generated schema parses");
     d.def(handles::conj_physical::SCHEMA).expect("generated schema parses");
     d.def(handles::real::SCHEMA).expect("generated schema parses");
+    d.def(handles::imag::SCHEMA).expect("generated schema parses");
+    d.def(handles::conj::SCHEMA).expect("generated schema parses");
+    d.def(handles::view_as_real::SCHEMA).expect("generated schema parses");
+    d.def(handles::view_as_complex::SCHEMA).expect("generated schema parses");
+    d.def(handles::complex::SCHEMA).expect("generated schema parses");
+    d.def(handles::polar::SCHEMA).expect("generated schema parses");
+    d.def(handles::_fft_c2c::SCHEMA).expect("generated schema parses");
+    d.def(handles::_fft_r2c::SCHEMA).expect("generated schema parses");
+    d.def(handles::_fft_c2r::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_fft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ifft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_rfft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ihfft::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_fft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ifft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_rfft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ihfft2::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_fftn::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ifftn::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_rfftn::SCHEMA).expect("generated schema parses");
+    d.def(handles::fft_ihfftn::SCHEMA).expect("generated schema parses");
     d.def(handles::isreal::SCHEMA).expect("generated schema parses");
     d.def(handles::broadcast_tensors::SCHEMA).expect("generated schema parses");
     d.def(handles::view_copy::SCHEMA).expect("generated schema parses");
@@ -7953,6 +7974,60 @@ pub fn register_cpu(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::conj_physical::NAME,
+        DispatchKey::CPU,
+        handles::conj_physical::kernel(|_ks, self_| crate::native::composite::conj_physical(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_as_real::NAME,
+        DispatchKey::CPU,
+        handles::view_as_real::kernel(|_ks, self_| crate::native::complex::view_as_real(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_as_complex::NAME,
+        DispatchKey::CPU,
+        handles::view_as_complex::kernel(|_ks, self_| crate::native::complex::view_as_complex(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::complex::NAME,
+        DispatchKey::CPU,
+        handles::complex::kernel(|_ks, real, imag| crate::native::complex::complex(real, imag)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::polar::NAME,
+        DispatchKey::CPU,
+        handles::polar::kernel(|_ks, abs, angle| crate::native::complex::polar(abs, angle)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_c2c::NAME,
+        DispatchKey::CPU,
+        handles::_fft_c2c::kernel(|_ks, self_, dim, normalization, forward| {
+            crate::native::spectral::fft_c2c(self_, dim, normalization, forward)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_r2c::NAME,
+        DispatchKey::CPU,
+        handles::_fft_r2c::kernel(|_ks, self_, dim, normalization, onesided| {
+            crate::native::spectral::fft_r2c(self_, dim, normalization, onesided)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_c2r::NAME,
+        DispatchKey::CPU,
+        handles::_fft_c2r::kernel(|_ks, self_, dim, normalization, last_dim_size| {
+            crate::native::spectral::fft_c2r(self_, dim, normalization, last_dim_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::lgamma::NAME,
         DispatchKey::CPU,
         handles::lgamma::kernel(|_ks, self_| crate::native::special::lgamma_op(self_)),
@@ -8202,6 +8277,12 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::special_legendre_polynomial_p::kernel(|_ks, x, n| {
             crate::native::special::special_legendre_polynomial_p(x, n)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::angle::NAME,
+        DispatchKey::CPU,
+        handles::angle::kernel(|_ks, self_| crate::native::composite::angle(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -9365,15 +9446,97 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
-        handles::conj_physical::NAME,
-        DispatchKey::CompositeImplicitAutograd,
-        handles::conj_physical::kernel(|_ks, self_| crate::native::composite::conj_physical(self_)),
-    )
-    .expect("generated registration");
-    d.register_kernel(
         handles::real::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::real::kernel(|_ks, self_| crate::native::composite::real(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::imag::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::imag::kernel(|_ks, self_| crate::native::composite::imag(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::conj::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::conj::kernel(|_ks, self_| crate::native::composite::conj(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_fft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_fft::kernel(|_ks, self_, n, dim, norm| crate::native::spectral::fft_fft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ifft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ifft::kernel(|_ks, self_, n, dim, norm| crate::native::spectral::fft_ifft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_rfft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_rfft::kernel(|_ks, self_, n, dim, norm| crate::native::spectral::fft_rfft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ihfft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ihfft::kernel(|_ks, self_, n, dim, norm| crate::native::spectral::fft_ihfft(self_, n, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_fft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_fft2::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_fft2(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ifft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ifft2::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_ifft2(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_rfft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_rfft2::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_rfft2(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ihfft2::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ihfft2::kernel(|_ks, self_, s, dim, norm| {
+            crate::native::spectral::fft_ihfft2(self_, s, dim, norm)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_fftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_fftn::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_fftn(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ifftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ifftn::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_ifftn(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_rfftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_rfftn::kernel(|_ks, self_, s, dim, norm| crate::native::spectral::fft_rfftn(self_, s, dim, norm)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::fft_ihfftn::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::fft_ihfftn::kernel(|_ks, self_, s, dim, norm| {
+            crate::native::spectral::fft_ihfftn(self_, s, dim, norm)
+        }),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -10151,12 +10314,6 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::lerp_tensor::kernel(|_ks, self_, end, weight| {
             crate::native::composite::lerp_tensor(self_, end, weight)
         }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::angle::NAME,
-        DispatchKey::CompositeImplicitAutograd,
-        handles::angle::kernel(|_ks, self_| crate::native::composite::angle(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -13659,6 +13816,60 @@ pub fn register_meta(d: &Dispatcher) {
     )
     .expect("generated registration");
     d.register_kernel(
+        handles::conj_physical::NAME,
+        DispatchKey::Meta,
+        handles::conj_physical::kernel(|_ks, self_| crate::native::composite::conj_physical(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_as_real::NAME,
+        DispatchKey::Meta,
+        handles::view_as_real::kernel(|_ks, self_| crate::native::complex::view_as_real(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_as_complex::NAME,
+        DispatchKey::Meta,
+        handles::view_as_complex::kernel(|_ks, self_| crate::native::complex::view_as_complex(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::complex::NAME,
+        DispatchKey::Meta,
+        handles::complex::kernel(|_ks, real, imag| crate::native::complex::complex(real, imag)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::polar::NAME,
+        DispatchKey::Meta,
+        handles::polar::kernel(|_ks, abs, angle| crate::native::complex::polar(abs, angle)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_c2c::NAME,
+        DispatchKey::Meta,
+        handles::_fft_c2c::kernel(|_ks, self_, dim, normalization, forward| {
+            crate::native::spectral::fft_c2c(self_, dim, normalization, forward)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_r2c::NAME,
+        DispatchKey::Meta,
+        handles::_fft_r2c::kernel(|_ks, self_, dim, normalization, onesided| {
+            crate::native::spectral::fft_r2c(self_, dim, normalization, onesided)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_fft_c2r::NAME,
+        DispatchKey::Meta,
+        handles::_fft_c2r::kernel(|_ks, self_, dim, normalization, last_dim_size| {
+            crate::native::spectral::fft_c2r(self_, dim, normalization, last_dim_size)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
         handles::lgamma::NAME,
         DispatchKey::Meta,
         handles::lgamma::kernel(|_ks, self_| crate::native::special::lgamma_op(self_)),
@@ -13908,6 +14119,12 @@ pub fn register_meta(d: &Dispatcher) {
         handles::special_legendre_polynomial_p::kernel(|_ks, x, n| {
             crate::native::special::special_legendre_polynomial_p(x, n)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::angle::NAME,
+        DispatchKey::Meta,
+        handles::angle::kernel(|_ks, self_| crate::native::composite::angle(self_)),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -20,8 +20,11 @@ fn run_binary(
 ) -> Result<Tensor> {
     // The iterator stays inside `built` (no move out of the `Result`): for one-element tensors
     // copying it around costs as much as the arithmetic and the allocation together.
-    let mut built =
-        TensorIteratorConfig::binary_op(op, out, a, b).promote_integer_inputs_to_float(int_to_float).build();
+    // Every kernel here has a complex branch (Note [Complex operands]).
+    let mut built = TensorIteratorConfig::binary_op(op, out, a, b)
+        .promote_integer_inputs_to_float(int_to_float)
+        .allow_complex()
+        .build();
     let iter = match built {
         Ok(ref mut iter) => iter,
         Err(e) => return Err(e),
@@ -37,6 +40,9 @@ fn add_kernel(iter: &TensorIterator, alpha: Scalar) -> Result<()> {
         return stub::run("add", iter, &[alpha]);
     }
     let dt = iter.common_dtype();
+    if dt.is_complex() {
+        return crate::native::complex::kernels::add(iter, alpha);
+    }
     match_float!(dt, T, A => {
         let al = alpha.to_f64() as A;
         binary_loop::<T, T, T>(iter, move |a, b| T::from_acc(a.to_acc() + al * b.to_acc()));
@@ -53,7 +59,7 @@ fn add_kernel(iter: &TensorIterator, alpha: Scalar) -> Result<()> {
 }
 
 fn check_alpha(op: &str, dtype: ScalarType, alpha: Scalar) -> Result<()> {
-    if matches!(alpha, Scalar::Float(_)) && !dtype.is_floating_point() {
+    if matches!(alpha, Scalar::Float(_)) && !dtype.is_floating_point() && !dtype.is_complex() {
         return Err(Error::invalid(
             op,
             "For integral input tensors, argument alpha must not be a floating point number.",
@@ -126,6 +132,9 @@ pub fn sub_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
 fn mul_kernel(iter: &TensorIterator) -> Result<()> {
     if !iter.is_cpu() {
         return stub::run("mul", iter, &[]);
+    }
+    if iter.common_dtype().is_complex() {
+        return crate::native::complex::kernels::mul(iter);
     }
     match_float!(iter.common_dtype(), T, A => {
         binary_loop::<T, T, T>(iter, |a, b| T::from_acc(a.to_acc() * b.to_acc()));
@@ -204,6 +213,13 @@ fn div_kernel(iter: &TensorIterator, mode: Rounding) -> Result<()> {
         return stub::run(kernel, iter, &[]);
     }
     let dt = iter.common_dtype();
+    if dt.is_complex() {
+        return match mode {
+            Rounding::True => crate::native::complex::kernels::true_div(iter),
+            Rounding::Trunc => Err(Error::unsupported_dtype("div_trunc", dt)),
+            Rounding::Floor => Err(Error::unsupported_dtype("div_floor", dt)),
+        };
+    }
     match_float!(dt, T, A => {
         match mode {
             Rounding::True => binary_loop::<T, T, T>(iter, |a, b| T::from_acc(a.to_acc() / b.to_acc())),

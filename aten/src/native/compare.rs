@@ -36,7 +36,7 @@ fn apply<T: PartialOrd>(c: Cmp, a: T, b: T) -> bool {
     }
 }
 
-fn kernel(iter: &TensorIterator, c: Cmp) {
+fn kernel(iter: &TensorIterator, c: Cmp) -> Result<()> {
     let out = iter.output_dtype();
     c10::dispatch_all_types!(iter.common_dtype(), T => {
         if out == ScalarType::Bool {
@@ -46,6 +46,7 @@ fn kernel(iter: &TensorIterator, c: Cmp) {
             c10::dispatch_all_types!(out, O => binary_loop::<O, T, T>(iter, move |a, b| O::from_bool(apply(c, a, b))));
         }
     });
+    Ok(())
 }
 
 fn name(c: Cmp) -> &'static str {
@@ -66,7 +67,7 @@ pub fn compare(c: Cmp, a: &Tensor, b: &Tensor, out: Option<&Tensor>) -> Result<T
     cfg = if inplace { cfg.static_output_dtype(a.dtype()) } else { cfg.static_output_dtype(ScalarType::Bool) };
     let iter = cfg.build()?;
     if iter.is_cpu() {
-        kernel(&iter, c);
+        kernel(&iter, c)?;
     } else {
         crate::native::stub::run(name(c), &iter, &[])?;
     }

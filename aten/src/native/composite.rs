@@ -207,21 +207,43 @@ pub fn resolve_neg(self_: &Tensor) -> Result<Tensor> {
 
 /// `resolve_conj(Tensor(a) self) -> Tensor(a)`: real tensors have no lazy conjugate.
 pub fn resolve_conj(self_: &Tensor) -> Result<Tensor> {
+    // Conjugation is never lazy here (Note [Complex operands]), so complex tensors too.
     Ok(self_.clone())
 }
 
-/// `conj_physical(Tensor self) -> Tensor`: a copy for real dtypes.
+/// `conj_physical(Tensor self) -> Tensor`: the conjugates; a copy for real dtypes.
 pub fn conj_physical(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::conj_physical(self_);
+    }
     ops::clone(self_, None)
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)`: a real tensor is its own real part.
-pub fn real(self_: &Tensor) -> Result<Tensor> {
+/// `conj(Tensor(a) self) -> Tensor(a)`: a real tensor itself; for a complex one, its
+/// conjugates in a new tensor (PyTorch's is a lazy view; see Note [Complex operands]).
+pub fn conj(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return ops::conj_physical(self_);
+    }
     Ok(self_.clone())
+}
+
+/// `real(Tensor(a) self) -> Tensor(a)`: a view of a complex tensor's real parts; a real tensor
+/// is its own real part.
+pub fn real(self_: &Tensor) -> Result<Tensor> {
+    crate::native::complex::real(self_)
+}
+
+/// `imag(Tensor(a) self) -> Tensor(a)`: a view of a complex tensor's imaginary parts.
+pub fn imag(self_: &Tensor) -> Result<Tensor> {
+    crate::native::complex::imag(self_)
 }
 
 /// `isreal(Tensor self) -> Tensor`: true everywhere for real dtypes.
 pub fn isreal(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::isreal(self_);
+    }
     ops::ones_like(self_, Some(ScalarType::Bool), None, None, None, Some(MemoryFormat::Preserve))
 }
 
@@ -1710,6 +1732,9 @@ pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tens
 
 /// `angle(Tensor self) -> Tensor`: for real numbers, pi below zero and 0 elsewhere (NaN stays).
 pub fn angle(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::angle(self_);
+    }
     let x = to_float(self_)?;
     let pi = ops::full_like(&x, Scalar::Float(std::f64::consts::PI), None, None, None, None, None)?;
     let zero = ops::zeros_like(&x, None, None, None, None, None)?;

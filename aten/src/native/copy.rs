@@ -21,13 +21,20 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let src = crate::native::shape::expand(src, dst.sizes(), false).map_err(|_| {
         Error::shape("copy_", format!("src with shape {:?} cannot be broadcast to {:?}", src.sizes(), dst.sizes()))
     })?;
-    let iter = TensorIteratorConfig::new("copy_")
+    let complex = dst.dtype().is_complex() || src.dtype().is_complex();
+    let mut cfg = TensorIteratorConfig::new("copy_")
         .add_output(Some(dst))
         .add_input(&src)
         .check_all_same_dtype(false)
         .static_output_dtype(dst.dtype())
-        .common_dtype(src.dtype())
-        .build()?;
+        .common_dtype(src.dtype());
+    if complex {
+        cfg = cfg.allow_complex();
+    }
+    let iter = cfg.build()?;
+    if complex {
+        return crate::native::complex::copy_loop(&iter, dst.dtype(), src.dtype());
+    }
     c10::dispatch_all_types!(dst.dtype(), O => {
         c10::dispatch_all_types!(src.dtype(), I => unary_loop::<O, I>(&iter, |x: I| x.cast::<O>()))
     });

@@ -107,11 +107,13 @@ fn checked_convert_name(dtype: ScalarType) -> &'static str {
         ScalarType::BF16 => "c10::BFloat16",
         ScalarType::F32 => "float",
         ScalarType::F64 => "double",
+        ScalarType::C64 => "c10::complex<float>",
+        ScalarType::C128 => "c10::complex<double>",
         ScalarType::Bool => "bool",
     }
 }
 
-/// Largest finite value of a dtype, as f64.
+/// Largest finite value of a dtype, as f64 (of its parts for a complex dtype).
 pub(crate) fn dtype_max(dtype: ScalarType) -> f64 {
     match dtype {
         ScalarType::U8 => u8::MAX as f64,
@@ -121,8 +123,8 @@ pub(crate) fn dtype_max(dtype: ScalarType) -> f64 {
         ScalarType::I64 => i64::MAX as f64,
         ScalarType::F16 => c10::f16::MAX.to_f64(),
         ScalarType::BF16 => c10::bf16::MAX.to_f64(),
-        ScalarType::F32 => f32::MAX as f64,
-        ScalarType::F64 => f64::MAX,
+        ScalarType::F32 | ScalarType::C64 => f32::MAX as f64,
+        ScalarType::F64 | ScalarType::C128 => f64::MAX,
         ScalarType::Bool => 1.0,
     }
 }
@@ -757,6 +759,13 @@ pub fn full_like(
 pub fn fill_scalar_(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     const OP: &str = "fill_";
     crate::memory_overlap::assert_no_internal_overlap(OP, self_)?;
+    if self_.dtype().is_complex() {
+        // A real value: the real parts get it, the imaginary parts 0.
+        let parts = crate::ops::view_as_real(self_)?;
+        fill_scalar_(&crate::ops::select(&parts, -1, 0)?, value)?;
+        fill_scalar_(&crate::ops::select(&parts, -1, 1)?, Scalar::Int(0))?;
+        return Ok(self_.clone());
+    }
     if !self_.device().is_cpu() {
         // The value must fit the dtype on every device (the CPU checks it below).
         c10::dispatch_all_types!(self_.dtype(), T => {

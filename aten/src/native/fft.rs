@@ -1,7 +1,8 @@
 //! `torch.fft` transforms of real input that return real output: `irfft`, `irfft2`, `irfftn`
 //! (complex-to-real inverse transforms of a Hermitian half spectrum) and `hfft`, `hfft2`,
-//! `hfftn` (their forward duals), for float32/float64 tensors, which are spectra with zero
-//! imaginary part. The transforms taking or returning complex tensors wait for complex dtypes.
+//! `hfftn` (their forward duals). Here for float32/float64 tensors, which are spectra with zero
+//! imaginary part; a complex input goes to `spectral.rs`'s `_fft_c2r`, as do the transforms
+//! that return complex tensors.
 //!
 //! They are written as DFTs along each dimension (real and imaginary parts carried as two real
 //! tensors through `matmul`), so autograd differentiates them and the gradient is PyTorch's:
@@ -76,67 +77,11 @@ fn angle(k: i64, j: i64, n: i64) -> f64 {
     2.0 * PI * r / n as f64
 }
 
-/// The transformed dims (wrapped, distinct) and their output sizes, PyTorch's defaults.
-fn shape_and_dims(op: &str, x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>) -> Result<(Vec<i64>, Vec<i64>)> {
-    let nd = x.dim() as i64;
-    if nd == 0 {
-        return Err(Error::invalid(op, "Dimension specified as -1 but tensor has no dimensions"));
-    }
-    let dims: Vec<i64> = match (dim, s) {
-        (Some(d), _) => {
-            d.iter().map(|&v| crate::wrap_dim(op, v, x.dim()).map(|w| w as i64)).collect::<Result<Vec<_>>>()?
-        }
-        (None, Some(s)) => {
-            if s.len() as i64 > nd {
-                return Err(Error::invalid(
-                    op,
-                    format!("Got shape with {} values but input tensor only has {nd} dimensions.", s.len()),
-                ));
-            }
-            (nd - s.len() as i64..nd).collect()
-        }
-        (None, None) => (0..nd).collect(),
-    };
-    let mut seen = dims.clone();
-    seen.sort_unstable();
-    seen.dedup();
-    if seen.len() != dims.len() {
-        return Err(Error::invalid(op, "FFT dims must be unique"));
-    }
-    if dims.is_empty() {
-        return Err(Error::invalid(op, "irfftn must transform at least one axis"));
-    }
-    if let Some(s) = s {
-        if s.len() != dims.len() {
-            return Err(Error::invalid(
-                op,
-                format!("When given, dim and shape arguments must have the same length. Got dim of length {} and shape of length {}", dims.len(), s.len()),
-            ));
-        }
-    }
-    let last = dims.len() - 1;
-    let sizes = dims
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| {
-            let given = s.map(|s| s[i]).filter(|&v| v != -1);
-            let m = x.sizes()[d as usize];
-            let n = match given {
-                Some(v) => v,
-                None if i == last => 2 * (m - 1),
-                None => m,
-            };
-            if n < 1 {
-                return Err(Error::invalid(op, format!("Invalid number of data points ({n}) specified")));
-            }
-            Ok(n)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((dims, sizes))
-}
-
 fn irfftn_impl(op: &str, x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     let dtype = x.dtype();
+    if dtype.is_complex() {
+        return crate::native::spectral::c2r_n(op, x, s, dim, norm, false);
+    }
     if !dtype.is_floating_point() {
         // Integers and bool promote to the default float dtype, as in PyTorch.
         let f = ops::to(x, ScalarType::default_float(), false, false, None)?;
@@ -145,7 +90,10 @@ fn irfftn_impl(op: &str, x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, nor
     if !matches!(dtype, ScalarType::F32 | ScalarType::F64) {
         return Err(Error::UnsupportedDtype { op: op.into(), dtype });
     }
-    let (dims, sizes) = shape_and_dims(op, x, s, dim)?;
+    let (dims, sizes) = crate::native::spectral::shape_and_dims(op, x, s, dim, true)?;
+    if dims.is_empty() {
+        return Err(Error::invalid(op, "irfftn must transform at least one axis"));
+    }
     let total = sizes
         .iter()
         .try_fold(1i64, |a, &b| a.checked_mul(b))
@@ -205,19 +153,32 @@ pub fn fft_irfftn(x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Opti
     irfftn_impl("fft_irfftn", x, s, dim, norm)
 }
 
+/// A complex input of the `hfft` family conjugated: `hfft(x) = irfft(conj(x))` with the dual
+/// normalization. A real input is its own conjugate.
+fn conj_if_complex(x: &Tensor) -> Result<Tensor> {
+    if x.dtype().is_complex() {
+        ops::conj_physical(x)
+    } else {
+        Ok(x.clone())
+    }
+}
+
 /// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor`: for a real
 /// (self-conjugate) input, `irfft` with the dual normalization.
 pub fn fft_hfft(x: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     let s = n.map(|v| vec![v]);
+    let x = &conj_if_complex(x)?;
     irfftn_impl("fft_hfft", x, s.as_deref(), Some(&[dim]), dual("fft_hfft", norm)?)
 }
 
 /// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor`
 pub fn fft_hfft2(x: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
+    let x = &conj_if_complex(x)?;
     irfftn_impl("fft_hfft2", x, s, Some(dim), dual("fft_hfft2", norm)?)
 }
 
 /// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor`
 pub fn fft_hfftn(x: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
+    let x = &conj_if_complex(x)?;
     irfftn_impl("fft_hfftn", x, s, dim, dual("fft_hfftn", norm)?)
 }

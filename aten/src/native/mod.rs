@@ -67,6 +67,7 @@ macro_rules! match_int {
 pub mod attention;
 pub mod binary;
 pub mod compare;
+pub mod complex;
 pub mod composite;
 pub mod conv;
 pub mod copy;
@@ -91,6 +92,7 @@ pub mod shape;
 pub mod shape_ops;
 pub mod sort;
 pub mod special;
+pub mod spectral;
 pub mod stub;
 pub mod tensor_iterator;
 pub mod ternary;

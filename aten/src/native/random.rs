@@ -115,6 +115,8 @@ fn type_meta_name(dtype: ScalarType) -> &'static str {
         ScalarType::BF16 => "c10::BFloat16",
         ScalarType::F32 => "float",
         ScalarType::F64 => "double",
+        ScalarType::C64 => "c10::complex<float>",
+        ScalarType::C128 => "c10::complex<double>",
         ScalarType::Bool => "bool",
     }
 }

@@ -268,10 +268,16 @@ fn sum_prod(
 
 /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::sum(self_, None, false, dtype);
+    }
     sum_prod("sum", self_, None, false, dtype, false)
 }
 /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub fn sum_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::sum(self_, dim, keepdim, dtype);
+    }
     sum_prod("sum", self_, dim, keepdim, dtype, false)
 }
 /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
@@ -309,10 +315,16 @@ fn mean_impl(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<Scal
 
 /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::mean(self_, None, false, dtype);
+    }
     mean_impl(self_, None, false, dtype)
 }
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::mean(self_, dim, keepdim, dtype);
+    }
     mean_impl(self_, dim, keepdim, dtype)
 }
 

@@ -66,6 +66,7 @@ pub struct TensorIteratorConfig<'a> {
     static_output_dtype: Option<ScalarType>,
     common_dtype_override: Option<ScalarType>,
     is_inplace: bool,
+    allow_complex: bool,
 }
 
 impl<'a> TensorIteratorConfig<'a> {
@@ -84,6 +85,7 @@ impl<'a> TensorIteratorConfig<'a> {
             static_output_dtype: None,
             common_dtype_override: None,
             is_inplace: false,
+            allow_complex: false,
         }
     }
 
@@ -154,6 +156,15 @@ impl<'a> TensorIteratorConfig<'a> {
         self
     }
 
+    /// Lets complex operands in. Without it the iterator refuses them with PyTorch's
+    /// `"op" not implemented for 'ComplexFloat'`, so a kernel that never learned complex
+    /// arithmetic is never handed complex data (Note [Complex operands]).
+    #[inline]
+    pub fn allow_complex(mut self) -> Self {
+        self.allow_complex = true;
+        self
+    }
+
     /// Builds the iterator.
     #[inline(always)]
     pub fn build(self) -> Result<TensorIterator<'a>> {
@@ -217,10 +228,15 @@ impl<'a> TensorIterator<'a> {
             return false;
         }
         let common = cfg.common_dtype_override.unwrap_or(dtype);
-        if common != dtype || (cfg.promote_integer_inputs_to_float && !dtype.is_floating_point()) {
+        if common != dtype || (cfg.promote_integer_inputs_to_float && !dtype.is_floating_point() && !dtype.is_complex())
+        {
             return false;
         }
         let out_dtype = cfg.static_output_dtype.unwrap_or(common);
+        if (dtype.is_complex() || out_dtype.is_complex()) && !cfg.allow_complex {
+            // The general set-up gives the error (Note [Complex operands]).
+            return false;
+        }
         cfg.outputs
             .iter()
             .flatten()
@@ -370,12 +386,21 @@ impl<'a> TensorIterator<'a> {
             }
             st.result().unwrap_or(ScalarType::F32)
         };
-        let common = if cfg.promote_integer_inputs_to_float && !common.is_floating_point() {
+        let common = if cfg.promote_integer_inputs_to_float && !common.is_floating_point() && !common.is_complex() {
             ScalarType::default_float()
         } else {
             common
         };
         let out_dtype = cfg.static_output_dtype.unwrap_or(common);
+        if !cfg.allow_complex {
+            // Note [Complex operands]: the element loops of most kernels are written for the
+            // real dtypes. An iterator is the one door they share, so the refusal is here: a
+            // complex input, output or result dtype is an error unless the kernel opted in.
+            let all = cfg.inputs.iter().copied().chain(cfg.outputs.iter().flatten().copied());
+            if let Some(d) = all.map(|t| t.dtype()).chain([common, out_dtype]).find(|d| d.is_complex()) {
+                return Err(Error::unsupported_dtype(op, d));
+            }
+        }
 
         let mut operands: SmallVec<[Option<Operand<'a>>; 4]> = SmallVec::new();
         let mut write_back = SmallVec::new();
@@ -821,7 +846,9 @@ unsafe fn stage_block(src: *const u8, row_stride: isize, rows: usize, cols: usiz
         1 => copy_as!(u8),
         2 => copy_as!(u16),
         4 => copy_as!(u32),
-        _ => copy_as!(u64),
+        8 => copy_as!(u64),
+        // complex128
+        _ => copy_as!([u64; 2]),
     }
 }
 

@@ -46,6 +46,9 @@ fn neg_kernel(iter: &TensorIterator) -> Result<()> {
 
 /// `neg(Tensor self) -> Tensor`
 pub fn neg(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::neg(self_);
+    }
     run_unary("neg", None, self_, neg_kernel)
 }
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -73,6 +76,9 @@ fn abs_kernel(iter: &TensorIterator) -> Result<()> {
 
 /// `abs(Tensor self) -> Tensor`
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::abs(self_);
+    }
     run_unary("abs", None, self_, abs_kernel)
 }
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -311,6 +317,9 @@ float_unary!(@def false, Selu, "selu", selu, selu_, selu_out, |x|
 
 /// `sgn(Tensor self) -> Tensor`: `sign` for real dtypes.
 pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    if self_.dtype().is_complex() {
+        return crate::native::complex::sgn(self_);
+    }
     sign_impl(None, self_)
 }
 /// `sgn_(Tensor(a!) self) -> Tensor(a!)`

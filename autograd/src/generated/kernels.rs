@@ -333,6 +333,7 @@ pub(crate) fn div_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> 
         Some(Arc::new(DivBackward0 {
             core,
             self_: if keep_self_ { SavedVariable::new(self_)? } else { SavedVariable::default() },
+            self_scalar_type: self_.scalar_type(),
             other: SavedVariable::new(other)?,
         }))
     } else {
@@ -361,6 +362,7 @@ pub(crate) fn div_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
         Some(Arc::new(DivBackward0 {
             core,
             self_: if keep_self_ { SavedVariable::new(&ks_::original_self(self_)?)? } else { SavedVariable::default() },
+            self_scalar_type: self_.scalar_type(),
             other: SavedVariable::new(other)?,
         }))
     } else {
@@ -2293,7 +2295,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let needs_ = crate::meta::compute_requires_grad(&diff_);
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(SgnBackward0 { core }))
+        Some(Arc::new(SgnBackward0 { core, self_: SavedVariable::new(self_)? }))
     } else {
         None
     };
@@ -2316,7 +2318,7 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     }
     let grad_fn_ = if needs_ {
         let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
-        Some(Arc::new(SgnBackward0 { core }))
+        Some(Arc::new(SgnBackward0 { core, self_: SavedVariable::new(&ks_::original_self(self_)?)? }))
     } else {
         None
     };
@@ -8779,6 +8781,204 @@ pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> R
     Ok(result_)
 }
 
+/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:875).
+pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ViewAsRealBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::view_as_real::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:878).
+pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ViewAsComplexBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::view_as_complex::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `complex` (autograd/derivatives.yaml:881).
+pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(real), Some(imag)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ComplexBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::complex::redispatch(ks & DispatchKeySet::after_autograd_keyset(), real, imag)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:885).
+pub(crate) fn _fft_c2c(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: &[i64],
+    normalization: i64,
+    forward: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FftC2cBackward0 { core, dim: dim.to_vec(), normalization: normalization, forward: forward }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_fft_c2c::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim, normalization, forward)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:888).
+pub(crate) fn _fft_r2c(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: &[i64],
+    normalization: i64,
+    onesided: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FftR2cBackward0 {
+            core,
+            self_sizes: self_.sizes().to_vec(),
+            dim: dim.to_vec(),
+            normalization: normalization,
+            onesided: onesided,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_fft_r2c::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            normalization,
+            onesided,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:891).
+pub(crate) fn _fft_c2r(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dim: &[i64],
+    normalization: i64,
+    last_dim_size: i64,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(FftC2rBackward0 { core, dim: dim.to_vec(), normalization: normalization }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_fft_c2r::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            dim,
+            normalization,
+            last_dim_size,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:894).
+pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ConjPhysicalBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::conj_physical::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `angle` (autograd/derivatives.yaml:897).
+pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(AngleBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::angle::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -9805,5 +10005,29 @@ pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::igammac::NAME, DispatchKey::Autograd, handles::igammac::kernel(igammac))
         .expect("generated registration");
     d.register_kernel(handles::nextafter::NAME, DispatchKey::Autograd, handles::nextafter::kernel(nextafter))
+        .expect("generated registration");
+    d.register_kernel(handles::view_as_real::NAME, DispatchKey::Autograd, handles::view_as_real::kernel(view_as_real))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::view_as_complex::NAME,
+        DispatchKey::Autograd,
+        handles::view_as_complex::kernel(view_as_complex),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::complex::NAME, DispatchKey::Autograd, handles::complex::kernel(complex))
+        .expect("generated registration");
+    d.register_kernel(handles::_fft_c2c::NAME, DispatchKey::Autograd, handles::_fft_c2c::kernel(_fft_c2c))
+        .expect("generated registration");
+    d.register_kernel(handles::_fft_r2c::NAME, DispatchKey::Autograd, handles::_fft_r2c::kernel(_fft_r2c))
+        .expect("generated registration");
+    d.register_kernel(handles::_fft_c2r::NAME, DispatchKey::Autograd, handles::_fft_c2r::kernel(_fft_c2r))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::conj_physical::NAME,
+        DispatchKey::Autograd,
+        handles::conj_physical::kernel(conj_physical),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::angle::NAME, DispatchKey::Autograd, handles::angle::kernel(angle))
         .expect("generated registration");
 }

@@ -277,6 +277,7 @@ impl Node for MulBackward1 {
 pub struct DivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
+    pub(crate) self_scalar_type: ScalarType,
     pub(crate) other: SavedVariable,
 }
 
@@ -297,11 +298,12 @@ impl Node for DivBackward0 {
         let grad = &grads[0];
         let grads_0 = &grads[0];
         let self_own = self.self_.unpack_opt(name)?;
+        let self_scalar_type = self.self_scalar_type;
         let other_own = self.other.unpack(name)?;
         let other = &other_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(div(grad, other)?);
+            out[at] = Some(div_tensor_self_backward(grad, other, self_scalar_type)?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
@@ -2065,6 +2067,7 @@ impl Node for SignBackward0 {
 /// Backward of `sgn` (autograd/derivatives.yaml:187).
 pub struct SgnBackward0 {
     pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
 }
 
 impl Node for SgnBackward0 {
@@ -2083,14 +2086,18 @@ impl Node for SgnBackward0 {
         let grads = crate::kernel_support::materialize(&self.core, grads)?;
         let grad = &grads[0];
         let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(zeros_like(grad)?);
+            out[at] = Some(sgn_backward(grad, self_)?);
         }
         at += 1;
         Ok(out)
     }
-    fn release_variables(&self) {}
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
 }
 
 /// Backward of `frac` (autograd/derivatives.yaml:190).
@@ -9269,4 +9276,279 @@ impl Node for NextafterBackward0 {
         Ok(out)
     }
     fn release_variables(&self) {}
+}
+
+/// Backward of `view_as_real` (autograd/derivatives.yaml:875).
+pub struct ViewAsRealBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ViewAsRealBackward0 {
+    fn name(&self) -> String {
+        "ViewAsRealBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ViewAsRealBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::view_as_complex(&grad.contiguous()?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `view_as_complex` (autograd/derivatives.yaml:878).
+pub struct ViewAsComplexBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ViewAsComplexBackward0 {
+    fn name(&self) -> String {
+        "ViewAsComplexBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ViewAsComplexBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::view_as_real(&grad.contiguous()?)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `complex` (autograd/derivatives.yaml:881).
+pub struct ComplexBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ComplexBackward0 {
+    fn name(&self) -> String {
+        "ComplexBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ComplexBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::real(grad)?.contiguous()?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::imag(grad)?.contiguous()?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_fft_c2c` (autograd/derivatives.yaml:885).
+pub struct FftC2cBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) normalization: i64,
+    pub(crate) forward: bool,
+}
+
+impl Node for FftC2cBackward0 {
+    fn name(&self) -> String {
+        "FftC2cBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FftC2cBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = &self.dim[..];
+        let normalization = self.normalization;
+        let forward = self.forward;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::_fft_c2c(grad, dim, normalization, !forward)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_fft_r2c` (autograd/derivatives.yaml:888).
+pub struct FftR2cBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: Vec<i64>,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) normalization: i64,
+    pub(crate) onesided: bool,
+}
+
+impl Node for FftR2cBackward0 {
+    fn name(&self) -> String {
+        "FftR2cBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FftR2cBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_sizes = &self.self_sizes[..];
+        let dim = &self.dim[..];
+        let normalization = self.normalization;
+        let onesided = self.onesided;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_fft_c2r` (autograd/derivatives.yaml:891).
+pub struct FftC2rBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) normalization: i64,
+}
+
+impl Node for FftC2rBackward0 {
+    fn name(&self) -> String {
+        "FftC2rBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "FftC2rBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let dim = &self.dim[..];
+        let normalization = self.normalization;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(aten::native::spectral::fft_c2r_backward(grad, dim, normalization)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `conj_physical` (autograd/derivatives.yaml:894).
+pub struct ConjPhysicalBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ConjPhysicalBackward0 {
+    fn name(&self) -> String {
+        "ConjPhysicalBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ConjPhysicalBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::conj_physical(grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `angle` (autograd/derivatives.yaml:897).
+pub struct AngleBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for AngleBackward0 {
+    fn name(&self) -> String {
+        "AngleBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "AngleBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(angle_backward(grad, self_)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
 }

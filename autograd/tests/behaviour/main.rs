@@ -1,5 +1,6 @@
 //! The autograd behaviour tests, one binary.
 mod basics;
+mod complex;
 mod fast_backward;
 mod fuzz_regressions;
 mod gradgrad;

@@ -43,6 +43,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
         ScalarType::I16 => t.to_vec::<i16>().unwrap().into_iter().map(|x| x as u16 as u64).collect(),
         ScalarType::I8 => t.to_vec::<i8>().unwrap().into_iter().map(|x| x as u8 as u64).collect(),
         ScalarType::U8 => t.to_vec::<u8>().unwrap().into_iter().map(u64::from).collect(),
+        ScalarType::C64 | ScalarType::C128 => bits(&aten::ops::view_as_real(t).unwrap()),
         ScalarType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(u64::from).collect(),
     }
 }

@@ -25,6 +25,14 @@ pub fn scalar_as<T: Element>(s: Scalar) -> T {
 /// A new contiguous tensor of `sizes` whose elements are `t`'s elements at the row-major
 /// positions `idx` (`None` gives `fill`).
 pub fn take_flat(t: &Tensor, idx: &[Option<usize>], sizes: &[i64], fill: Scalar) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        // Complex elements move as they are; a fill value is real (imaginary part 0).
+        return c10::dispatch_complex_types!(t.dtype(), R => {
+            let v = t.to_complex_vec::<R>()?;
+            let f = c10::Complex::new(scalar_as::<R>(fill), <R as Element>::from_f64(0.0));
+            Tensor::from_complex_vec(c10::size::try_collect(idx.len(), idx.iter().map(|i| i.map_or(f, |i| v[i])))?, sizes)
+        });
+    }
     c10::dispatch_all_types!(t.dtype(), T => {
         let v = t.to_vec::<T>()?;
         let f: T = scalar_as(fill);
@@ -35,11 +43,23 @@ pub fn take_flat(t: &Tensor, idx: &[Option<usize>], sizes: &[i64], fill: Scalar)
 /// A new contiguous tensor of zeros (false for bool).
 pub fn zeros_of(sizes: &[i64], dtype: c10::ScalarType) -> Result<Tensor> {
     let n = c10::size::numel("zeros", sizes)? as usize;
+    if dtype.is_complex() {
+        return c10::dispatch_complex_types!(dtype, R => {
+            let zero = c10::Complex::new(<R as Element>::from_f64(0.0), <R as Element>::from_f64(0.0));
+            Tensor::from_complex_vec(c10::size::try_vec_filled(zero, n)?, sizes)
+        });
+    }
     c10::dispatch_all_types!(dtype, T => Tensor::from_vec(c10::size::try_vec_filled(T::default(), n)?, sizes))
 }
 
 /// Like [`take_flat`] with every position present.
 pub fn take_all(t: &Tensor, idx: &[usize], sizes: &[i64]) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        return c10::dispatch_complex_types!(t.dtype(), R => {
+            let v = t.to_complex_vec::<R>()?;
+            Tensor::from_complex_vec(c10::size::try_collect(idx.len(), idx.iter().map(|&i| v[i]))?, sizes)
+        });
+    }
     c10::dispatch_all_types!(t.dtype(), T => {
         let v = t.to_vec::<T>()?;
         Tensor::from_vec(c10::size::try_collect(idx.len(), idx.iter().map(|&i| v[i]))?, sizes)

@@ -140,7 +140,7 @@ unsafe fn run2<O: Copy, A: Copy, B: Copy>(
 }
 
 /// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
-pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
+pub fn unary_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
     let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
     iter.for_each(|p, s, n| {
         // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
@@ -175,10 +175,7 @@ pub fn unary_loop<O: c10::Element, A: c10::Element>(iter: &TensorIterator, f: im
 }
 
 /// `out = f(a, b)` over an iterator with one output and two inputs.
-pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
-    iter: &TensorIterator,
-    f: impl Fn(A, B) -> O + Sync + Copy,
-) {
+pub fn binary_loop<O: Copy, A: Copy, B: Copy>(iter: &TensorIterator, f: impl Fn(A, B) -> O + Sync + Copy) {
     let (so, sa, sb) = (size_of::<O>() as isize, size_of::<A>() as isize, size_of::<B>() as isize);
     iter.for_each(|p, s, n| {
         let kernel = f; // Note [Kernel closures in registers]
@@ -208,10 +205,7 @@ pub fn binary_loop<O: c10::Element, A: c10::Element, B: c10::Element>(
 }
 
 /// `out = f(a, b, c)` over an iterator with one output and three inputs.
-pub fn ternary_loop<O: c10::Element, A: c10::Element, B: c10::Element, C: c10::Element>(
-    iter: &TensorIterator,
-    f: impl Fn(A, B, C) -> O + Sync + Copy,
-) {
+pub fn ternary_loop<O: Copy, A: Copy, B: Copy, C: Copy>(iter: &TensorIterator, f: impl Fn(A, B, C) -> O + Sync + Copy) {
     iter.for_each(|p, s, n| {
         // Note [Kernel closures in registers]
         let kernel = f;
