@@ -328,6 +328,15 @@ def w9_svd_256():
     return run
 
 
+def w9_fft_1m():
+    z = torch.complex(torch.randn(1 << 20), torch.randn(1 << 20))
+
+    def run():
+        return torch.fft.fft(z)
+
+    return run
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W1.add1_grad": w1_add1_grad,
@@ -352,6 +361,7 @@ WORKLOADS = {
     "W7.chain100_jit": w7_chain100_jit,
     "W9.solve_512": w9_solve_512,
     "W9.svd_256": w9_svd_256,
+    "W9.fft_1M": w9_fft_1m,
 }
 
 

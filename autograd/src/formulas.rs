@@ -152,6 +152,24 @@ fn real_if(g: Tensor, input: ScalarType) -> Result<Tensor> {
     }
 }
 
+/// `Re(conj(g) * w)` for complex `g` and `w`, from their parts.
+fn re_conj_mul(g: &Tensor, wr: &Tensor, wi: &Tensor) -> Result<Tensor> {
+    let (gr, gi) = (ops::real(g)?, ops::imag(g)?);
+    ops::add(&ops::mul(&gr, wr)?, &ops::mul(&gi, wi)?, Scalar::Int(1))
+}
+
+/// Gradient of `abs` for `polar(abs, angle)`: `Re(conj(grad) * sgn(result))`.
+pub fn polar_backward_abs(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let s = ops::sgn(result)?;
+    re_conj_mul(grad, &ops::real(&s)?, &ops::imag(&s)?)
+}
+
+/// Gradient of `angle` for `polar(abs, angle)`: `Re(conj(grad) * i * result)`, where
+/// `i * result = -Im(result) + i Re(result)`.
+pub fn polar_backward_angle(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    re_conj_mul(grad, &ops::neg(&ops::imag(result)?)?, &ops::real(result)?)
+}
+
 /// Gradient of `sgn`: zero for real inputs. The complex case (PyTorch's `sgn_backward`) is not
 /// written yet, and says so instead of returning zeros.
 pub fn sgn_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {

@@ -52,6 +52,12 @@ DTYPES = [
 # Samples with more elements than this (all tensor arguments together) are left out.
 MAX_NUMEL = 1024
 # Gradients are checked on float64 samples (exact enough to compare at tight tolerances).
+# An entry that supports none of DTYPES on the CPU (`view_as_real`, `imag`: complex input only)
+# takes its samples in these instead.
+COMPLEX_DTYPES = [
+    (torch.complex64, "complex64", 6),
+    (torch.complex128, "complex128", 4),
+]
 GRAD_DTYPE = torch.float64
 # Tolerances by the dtype of the results (the loosest over a case's floating outputs).
 TOL = {
@@ -59,7 +65,12 @@ TOL = {
     torch.bfloat16: (1.6e-2, 1e-2),
     torch.float32: (1e-5, 1e-5),
     torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1e-5, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
 }
+# Complex tensors are stored as their view_as_real (float32/float64 with a last dim of 2) and
+# listed in the file's metadata under "complex"; the runner views them back.
+COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
 # Factories whose values are unspecified (uninitialised memory): shapes and dtypes compared.
 UNINITIALISED = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
 GRAD_TOL = (1e-6, 1e-6)
@@ -87,7 +98,7 @@ PLUMBING = {
 # c10::ScalarType, MemoryFormat and Layout enum values as the tracer records them.
 SCALAR_TYPES = {
     0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
-    7: "float64", 11: "bool", 15: "bfloat16",
+    7: "float64", 9: "complex64", 10: "complex128", 11: "bool", 15: "bfloat16",
 }
 MEMORY_FORMATS = {0: "contiguous_format", 1: "preserve_format", 2: "channels_last", 3: "channels_last_3d"}
 LAYOUTS = {0: "strided"}
@@ -231,9 +242,7 @@ def is_wrapped_number(t):
 def check_tensor(t):
     if t.layout != torch.strided:
         raise Unmapped(f"{t.layout} tensor")
-    if t.is_complex():
-        raise Unmapped("complex tensor")
-    if t.dtype not in ST_DTYPES:
+    if t.dtype not in ST_DTYPES and t.dtype not in COMPLEX_PARTS:
         raise Unmapped(f"{t.dtype} tensor")
 
 
@@ -717,7 +726,7 @@ def build_graph_case(op, sample, dtype, dname, index, store, tensors, traced):
                 xs, res = run(0, grad=True)
                 res = flatten_outputs(res)
                 leaves = [x for x, a in zip(xs, args) if not a.get("no_grad")]
-                selected = [i for i, o in enumerate(res) if o is not None and o.requires_grad and o.is_floating_point()]
+                selected = [i for i, o in enumerate(res) if o is not None and o.requires_grad and (o.is_floating_point() or o.is_complex())]
                 if leaves and selected:
                     torch.manual_seed(1234)
                     gouts = [torch.randn_like(res[i]) for i in selected]
@@ -827,7 +836,7 @@ def gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store, 
         warnings.simplefilter("ignore")
         try:
             outs = flatten_outputs(overload(*pos, **kw))
-            selected = [i for i, o in enumerate(outs) if o is not None and o.requires_grad and o.is_floating_point()]
+            selected = [i for i, o in enumerate(outs) if o is not None and o.requires_grad and (o.is_floating_point() or o.is_complex())]
             if not selected:
                 return None
             torch.manual_seed(1234)
@@ -852,8 +861,12 @@ def gradient_block(b, case_id, overload, pos_values, kw_values, outputs, store, 
 
 def write_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
+    complex_keys = []
     for key in sorted(tensors):
-        t = tensors[key].detach().contiguous().cpu()
+        t = tensors[key].detach().resolve_conj().resolve_neg().contiguous().cpu()
+        if t.is_complex():
+            complex_keys.append(key)
+            t = torch.view_as_real(t).contiguous()
         if t.dtype not in ST_DTYPES:
             raise ValueError(f"{key}: dtype {t.dtype}")
         flat = torch.empty(t.numel(), dtype=t.dtype)
@@ -862,6 +875,8 @@ def write_safetensors(path, tensors):
         header[key] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
+    if complex_keys:
+        header["__metadata__"] = {"complex": json.dumps(complex_keys)}
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
     # mtime=0: the same tensors give the same bytes.
@@ -881,8 +896,9 @@ def main():
             continue
         record = {"entry": eid, "autograd": bool(op.supports_autograd), "cases": 0, "unsupported": []}
         supported = op.supported_dtypes("cpu")
-        record["dtypes"] = [name for d, name, _ in DTYPES if d in supported]
-        for dtype, dname, limit in DTYPES:
+        dtypes = DTYPES if any(d in supported for d, _, _ in DTYPES) else COMPLEX_DTYPES
+        record["dtypes"] = [name for d, name, _ in dtypes if d in supported]
+        for dtype, dname, limit in dtypes:
             if dtype not in supported:
                 continue
             torch.manual_seed(0)
@@ -914,7 +930,7 @@ def main():
         if eid in WIDENED:
             record["widened"] = WIDENED[eid]
         if record["cases"] == 0 and not record["unsupported"]:
-            record["unsupported"].append({"reason": f"no CPU sample under {MAX_NUMEL} elements in {', '.join(n for _, n, _ in DTYPES)}"})
+            record["unsupported"].append({"reason": f"no CPU sample under {MAX_NUMEL} elements in {', '.join(n for _, n, _ in dtypes)}"})
         entries.append(record)
         print(f"{eid}: {record['cases']} cases, {len(record['unsupported'])} unsupported", file=sys.stderr)
     meta = {"format": 1, "generator": f"torch {torch.__version__}", "source": "tests/opinfo/gen.py"}

@@ -8823,7 +8823,29 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `complex` (autograd/derivatives.yaml:881).
+/// Autograd kernel of `polar` (autograd/derivatives.yaml:881).
+pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 2] = [Some(abs), Some(angle)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(PolarBackward0 { core, result: SavedVariable::default() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::polar::redispatch(ks & DispatchKeySet::after_autograd_keyset(), abs, angle)?
+    };
+    if let Some(f) = grad_fn_ {
+        let node: NodeRef = f.clone();
+        ks_::set_history(&result_, &node, 0, true)?;
+        f.result.set_output(&result_, Arc::downgrade(&node), 0)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `complex` (autograd/derivatives.yaml:885).
 pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(real), Some(imag)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8843,7 +8865,7 @@ pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:885).
+/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:889).
 pub(crate) fn _fft_c2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8869,7 +8891,7 @@ pub(crate) fn _fft_c2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:888).
+/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:892).
 pub(crate) fn _fft_r2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8907,7 +8929,7 @@ pub(crate) fn _fft_r2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:891).
+/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:895).
 pub(crate) fn _fft_c2r(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8939,7 +8961,7 @@ pub(crate) fn _fft_c2r(
     Ok(result_)
 }
 
-/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:894).
+/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:898).
 pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8959,7 +8981,7 @@ pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `angle` (autograd/derivatives.yaml:897).
+/// Autograd kernel of `angle` (autograd/derivatives.yaml:901).
 pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -10014,6 +10036,8 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::view_as_complex::kernel(view_as_complex),
     )
     .expect("generated registration");
+    d.register_kernel(handles::polar::NAME, DispatchKey::Autograd, handles::polar::kernel(polar))
+        .expect("generated registration");
     d.register_kernel(handles::complex::NAME, DispatchKey::Autograd, handles::complex::kernel(complex))
         .expect("generated registration");
     d.register_kernel(handles::_fft_c2c::NAME, DispatchKey::Autograd, handles::_fft_c2c::kernel(_fft_c2c))

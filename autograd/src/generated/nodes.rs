@@ -9340,7 +9340,47 @@ impl Node for ViewAsComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `complex` (autograd/derivatives.yaml:881).
+/// Backward of `polar` (autograd/derivatives.yaml:881).
+pub struct PolarBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PolarBackward0 {
+    fn name(&self) -> String {
+        "PolarBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "PolarBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let result_own = self.result.unpack(name)?;
+        let result = &result_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(polar_backward_abs(grad, result)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(polar_backward_angle(grad, result)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+}
+
+/// Backward of `complex` (autograd/derivatives.yaml:885).
 pub struct ComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9375,7 +9415,7 @@ impl Node for ComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2c` (autograd/derivatives.yaml:885).
+/// Backward of `_fft_c2c` (autograd/derivatives.yaml:889).
 pub struct FftC2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9412,7 +9452,7 @@ impl Node for FftC2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_r2c` (autograd/derivatives.yaml:888).
+/// Backward of `_fft_r2c` (autograd/derivatives.yaml:892).
 pub struct FftR2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9451,7 +9491,7 @@ impl Node for FftR2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2r` (autograd/derivatives.yaml:891).
+/// Backward of `_fft_c2r` (autograd/derivatives.yaml:895).
 pub struct FftC2rBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9486,7 +9526,7 @@ impl Node for FftC2rBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `conj_physical` (autograd/derivatives.yaml:894).
+/// Backward of `conj_physical` (autograd/derivatives.yaml:898).
 pub struct ConjPhysicalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9517,7 +9557,7 @@ impl Node for ConjPhysicalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `angle` (autograd/derivatives.yaml:897).
+/// Backward of `angle` (autograd/derivatives.yaml:901).
 pub struct AngleBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,

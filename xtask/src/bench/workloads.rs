@@ -16,8 +16,8 @@
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
 //! `conv_small`), W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
 //! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
-//! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra: `solve_512`,
-//! `svd_256`). The peers' figures on this machine (candle
+//! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra and FFT: `solve_512`,
+//! `svd_256`, `fft_1M`). The peers' figures on this machine (candle
 //! and others) are in BENCHMARKS.md, with how they were taken.
 
 use std::hint::black_box;
@@ -200,13 +200,17 @@ pub fn registry() -> Vec<Workload> {
             let a = randn(&[256, 256])?;
             Ok(body(move || aten::ops::linalg_svd(&a, false, None)))
         }),
+        Workload::new("W9.fft_1M", "fft.fft of a [2^20] complex64 signal (parts random normal)", || {
+            let z = aten::ops::complex(&randn(&[1 << 20])?, &randn(&[1 << 20])?)?;
+            Ok(body(move || aten::ops::fft_fft(&z, None, -1, None)))
+        }),
     ]
 }
 
 // Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two
 // triangular solves) and `svd_256` (all three factors) of random normal f32 matrices, on faer
-// here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch. Issue 19's third row, `fft_1M`,
-// needs complex tensors, which we do not have yet.
+// here and on LAPACK (MKL in PyTorch's x86 wheels) in PyTorch; `fft_1M`, a complex-to-complex
+// transform of 2^20 points, on rustfft here and on MKL's DFT (or pocketfft) in PyTorch.
 
 /// Note [W7 workloads]: `gelu_eager` and `gelu_fused` time the tanh-approximated GELU written as
 /// eight elementwise operators, `0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3)))`

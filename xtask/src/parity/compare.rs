@@ -78,6 +78,13 @@ pub fn compare_tensors(ours: &Tensor, expected: &Tensor, tol: Tolerance) -> Resu
     if ours.dtype() != expected.dtype() {
         return Err(format!("dtype {}, expected {}", ours.dtype().name(), expected.dtype().name()));
     }
+    if expected.dtype().is_complex() {
+        // Real and imaginary parts compared as a real tensor with a last dim of 2.
+        let parts = |t: &Tensor| {
+            aten::ops::view_as_real(&t.contiguous().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+        };
+        return compare_tensors(&parts(ours)?, &parts(expected)?, tol);
+    }
     let sizes = expected.sizes();
     let mismatch = if expected.dtype().is_floating_point() {
         let o = ours.to_vec::<f64>().map_err(|e| e.to_string())?;

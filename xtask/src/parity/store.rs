@@ -18,13 +18,23 @@ use super::compare::{compare_tensors, Tolerance};
 pub struct TensorStore<'a> {
     path: PathBuf,
     file: SafeTensors<'a>,
+    /// Keys of complex tensors, stored as their `view_as_real` (the file's `complex` metadata).
+    complex: std::collections::HashSet<String>,
 }
 
 impl<'a> TensorStore<'a> {
     /// Parses the header of a safetensors file; `path` names the file in errors.
     pub fn new(path: &Path, bytes: &'a [u8]) -> Result<Self, String> {
         let file = SafeTensors::deserialize(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(TensorStore { path: path.to_path_buf(), file })
+        let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let complex = match meta.metadata().as_ref().and_then(|m| m.get("complex")) {
+            Some(list) => serde_json::from_str::<Vec<String>>(list)
+                .map_err(|e| format!("{}: the complex metadata is not a list of keys: {e}", path.display()))?
+                .into_iter()
+                .collect(),
+            None => Default::default(),
+        };
+        Ok(TensorStore { path: path.to_path_buf(), file, complex })
     }
 
     /// The tensor stored under `key`, contiguous, or (with `noncontig`) a non-contiguous tensor
@@ -34,6 +44,23 @@ impl<'a> TensorStore<'a> {
         let shape: Vec<i64> = view.shape().iter().map(|&s| s as i64).collect();
         let t = decode(view.dtype(), &shape, view.data())
             .map_err(|e| format!("{}: tensor '{key}': {e}", self.path.display()))?;
+        if self.complex.contains(key) {
+            let z = aten::ops::view_as_complex(&t).map_err(|e| format!("complex tensor '{key}': {e}"))?;
+            if !noncontig {
+                return Ok(z);
+            }
+            // A non-contiguous complex tensor: every other element of a doubled copy.
+            let mut doubled = z.sizes().to_vec();
+            let last = doubled.len().saturating_sub(1);
+            if doubled.is_empty() {
+                return Ok(z);
+            }
+            doubled[last] *= 2;
+            let wide = aten::ops::zeros(&doubled, Some(z.dtype()), None, None, None).map_err(|e| e.to_string())?;
+            let nc = aten::ops::slice(&wide, last as i64, Some(0), None, 2).map_err(|e| e.to_string())?;
+            aten::ops::copy_(&nc, &z, false).map_err(|e| e.to_string())?;
+            return Ok(nc);
+        }
         if !noncontig {
             return Ok(t);
         }
