@@ -537,9 +537,13 @@ impl Element for bool {
 /// `"..." not implemented for 'ComplexFloat'` (see [`dispatch_complex_types`]).
 ///
 /// ```
-/// use c10::{dispatch_all_types, ScalarType, Element};
-/// let size = dispatch_all_types!(ScalarType::F16, T => std::mem::size_of::<T>());
-/// assert_eq!(size, 2);
+/// use c10::{dispatch_all_types, Error, Result, ScalarType};
+/// fn element_size(dtype: ScalarType) -> Result<usize> {
+///     Ok(dispatch_all_types!(dtype, T => std::mem::size_of::<T>()))
+/// }
+/// assert_eq!(element_size(ScalarType::F16).unwrap(), 2);
+/// let e = element_size(ScalarType::C64).unwrap_err();
+/// assert!(matches!(e, Error::UnsupportedDtype { ref op, dtype: ScalarType::C64 } if op == "element_size"));
 /// ```
 #[macro_export]
 macro_rules! dispatch_all_types {

@@ -185,7 +185,9 @@ fn op_applies(op: ReduceOp, dtype: ScalarType) -> bool {
 fn rank_collectives() {
     let (rank, size) = init();
     let n = 7;
-    for dtype in ScalarType::ALL {
+    // The real dtypes: `input` and `values` go through f64 (complex collectives are MPI's
+    // complex datatypes, not covered here).
+    for dtype in ScalarType::REAL {
         let ctx = |what: &str| format!("{what} {} on rank {rank}", dtype.name());
         // all_reduce with every reduction that applies.
         for op in OPS.into_iter().filter(|op| op_applies(*op, dtype)) {

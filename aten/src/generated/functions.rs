@@ -4270,199 +4270,283 @@ pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     crate::handles::polar::call(abs, angle)
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2825)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+#[inline]
+pub fn stft(
+    self_: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    normalized: bool,
+    onesided: Option<bool>,
+    return_complex: Option<bool>,
+    align_to_window: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::stft::call(
+        self_,
+        n_fft,
+        hop_length,
+        win_length,
+        window,
+        normalized,
+        onesided,
+        return_complex,
+        align_to_window,
+    )
+}
+
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+#[inline]
+pub fn stft_center(
+    self_: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    center: bool,
+    pad_mode: &str,
+    normalized: bool,
+    onesided: Option<bool>,
+    return_complex: Option<bool>,
+    align_to_window: Option<bool>,
+) -> Result<Tensor> {
+    crate::handles::stft_center::call(
+        self_,
+        n_fft,
+        hop_length,
+        win_length,
+        window,
+        center,
+        pad_mode,
+        normalized,
+        onesided,
+        return_complex,
+        align_to_window,
+    )
+}
+
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+#[inline]
+pub fn istft(
+    self_: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    center: bool,
+    normalized: bool,
+    onesided: Option<bool>,
+    length: Option<i64>,
+    return_complex: bool,
+) -> Result<Tensor> {
+    crate::handles::istft::call(
+        self_,
+        n_fft,
+        hop_length,
+        win_length,
+        window,
+        center,
+        normalized,
+        onesided,
+        length,
+        return_complex,
+    )
+}
+
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2840)
 #[inline]
 pub fn _fft_c2c(self_: &Tensor, dim: &[i64], normalization: i64, forward: bool) -> Result<Tensor> {
     crate::handles::_fft_c2c::call(self_, dim, normalization, forward)
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2829)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2844)
 #[inline]
 pub fn _fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool) -> Result<Tensor> {
     crate::handles::_fft_r2c::call(self_, dim, normalization, onesided)
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2833)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2848)
 #[inline]
 pub fn _fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i64) -> Result<Tensor> {
     crate::handles::_fft_c2r::call(self_, dim, normalization, last_dim_size)
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2837)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2852)
 #[inline]
 pub fn fft_fft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft::call(self_, n, dim, norm)
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2841)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2856)
 #[inline]
 pub fn fft_ifft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft::call(self_, n, dim, norm)
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2845)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2860)
 #[inline]
 pub fn fft_rfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft::call(self_, n, dim, norm)
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2849)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2864)
 #[inline]
 pub fn fft_ihfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft::call(self_, n, dim, norm)
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2853)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2868)
 #[inline]
 pub fn fft_fft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2857)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2872)
 #[inline]
 pub fn fft_ifft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifft2::call(self_, s, dim, norm)
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2861)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2876)
 #[inline]
 pub fn fft_rfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2865)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2880)
 #[inline]
 pub fn fft_ihfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2869)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2884)
 #[inline]
 pub fn fft_fftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_fftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2873)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2888)
 #[inline]
 pub fn fft_ifftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ifftn::call(self_, s, dim, norm)
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2877)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2892)
 #[inline]
 pub fn fft_rfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_rfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2881)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2896)
 #[inline]
 pub fn fft_ihfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_ihfftn::call(self_, s, dim, norm)
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2885)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2900)
 #[inline]
 pub fn isreal(self_: &Tensor) -> Result<Tensor> {
     crate::handles::isreal::call(self_)
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2889)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2904)
 #[inline]
 pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     crate::handles::broadcast_tensors::call(tensors)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2893)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2908)
 #[inline]
 pub fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::view_copy::call(self_, size)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2897)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2912)
 #[inline]
 pub fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::unsqueeze_copy::call(self_, dim)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2901)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2916)
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     crate::handles::unfold_copy::call(self_, dimension, size, step)
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2905)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2920)
 #[inline]
 pub fn unbind_copy(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unbind_copy_int::call(self_, dim)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2909)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2924)
 #[inline]
 pub fn transpose_copy(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     crate::handles::transpose_copy_int::call(self_, dim0, dim1)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2913)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2928)
 #[inline]
 pub fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::handles::permute_copy::call(self_, dims)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2917)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2932)
 #[inline]
 pub fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     crate::handles::expand_copy::call(self_, size, implicit)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2921)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2936)
 #[inline]
 pub fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_copy::call(self_, offset, dim1, dim2)
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2940)
 #[inline]
 pub fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
     crate::handles::as_strided_copy::call(self_, size, stride, storage_offset)
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2929)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2944)
 #[inline]
 pub fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::split_with_sizes_copy::call(self_, split_sizes, dim)
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2933)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2948)
 #[inline]
 pub fn t_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::t_copy::call(self_)
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2937)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2952)
 #[inline]
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::alias_copy::call(self_)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2941)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2956)
 #[inline]
 pub fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     crate::handles::squeeze_copy::call(self_)
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2945)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2960)
 #[inline]
 pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2949)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2964)
 #[inline]
 pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     crate::handles::narrow_copy::call(self_, dim, start, length)
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2968)
 #[inline]
 pub fn new_zeros(
     self_: &Tensor,
@@ -4475,7 +4559,7 @@ pub fn new_zeros(
     crate::handles::new_zeros::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2972)
 #[inline]
 pub fn new_ones(
     self_: &Tensor,
@@ -4488,7 +4572,7 @@ pub fn new_ones(
     crate::handles::new_ones::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2976)
 #[inline]
 pub fn new_empty(
     self_: &Tensor,
@@ -4501,7 +4585,7 @@ pub fn new_empty(
     crate::handles::new_empty::call(self_, size, dtype, layout, device, pin_memory)
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2965)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2980)
 #[inline]
 pub fn new_full(
     self_: &Tensor,
@@ -4515,7 +4599,7 @@ pub fn new_full(
     crate::handles::new_full::call(self_, size, fill_value, dtype, layout, device, pin_memory)
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2969)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2984)
 #[inline]
 pub fn new_empty_strided(
     self_: &Tensor,
@@ -4529,7 +4613,7 @@ pub fn new_empty_strided(
     crate::handles::new_empty_strided::call(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2973)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2988)
 #[inline]
 pub fn empty_permuted(
     size: &[i64],
@@ -4542,7 +4626,7 @@ pub fn empty_permuted(
     crate::handles::empty_permuted::call(size, physical_layout, dtype, layout, device, pin_memory)
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2977)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2992)
 #[inline]
 pub fn scalar_tensor(
     s: Scalar,
@@ -4554,277 +4638,277 @@ pub fn scalar_tensor(
     crate::handles::scalar_tensor::call(s, dtype, layout, device, pin_memory)
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2981)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2996)
 #[inline]
 pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::min_other::call(self_, other)
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2985)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3000)
 #[inline]
 pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::max_other::call(self_, other)
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:2989)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3004)
 #[inline]
 pub fn rad2deg(self_: &Tensor) -> Result<Tensor> {
     crate::handles::rad2deg::call(self_)
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:2993)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3008)
 #[inline]
 pub fn deg2rad(self_: &Tensor) -> Result<Tensor> {
     crate::handles::deg2rad::call(self_)
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:2997)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3012)
 #[inline]
 pub fn signbit(self_: &Tensor) -> Result<Tensor> {
     crate::handles::signbit::call(self_)
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3001)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3016)
 #[inline]
 pub fn logaddexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp::call(self_, other)
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3005)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3020)
 #[inline]
 pub fn logaddexp2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::logaddexp2::call(self_, other)
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3009)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3024)
 #[inline]
 pub fn sinc(self_: &Tensor) -> Result<Tensor> {
     crate::handles::sinc::call(self_)
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3013)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3028)
 #[inline]
 pub fn xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_tensor::call(self_, other)
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3017)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3032)
 #[inline]
 pub fn xlogy_scalar_self(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     crate::handles::xlogy_scalar_self::call(self_, other)
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3021)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3036)
 #[inline]
 pub fn xlogy_scalar_other(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     crate::handles::xlogy_scalar_other::call(self_, other)
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3025)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3040)
 #[inline]
 pub fn special_xlog1py(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlog1py::call(self_, other)
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3029)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3044)
 #[inline]
 pub fn special_xlogy(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_xlogy::call(self_, other)
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3033)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3048)
 #[inline]
 pub fn heaviside(self_: &Tensor, values: &Tensor) -> Result<Tensor> {
     crate::handles::heaviside::call(self_, values)
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3037)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3052)
 #[inline]
 pub fn float_power(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_tensor_tensor::call(self_, exponent)
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3041)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3056)
 #[inline]
 pub fn float_power_tensor_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     crate::handles::float_power_tensor_scalar::call(self_, exponent)
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3045)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3060)
 #[inline]
 pub fn float_power_scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     crate::handles::float_power_scalar::call(self_, exponent)
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3049)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3064)
 #[inline]
 pub fn ldexp(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::ldexp_tensor::call(self_, other)
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3053)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3068)
 #[inline]
 pub fn isclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
     crate::handles::isclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3057)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3072)
 #[inline]
 pub fn hardshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::hardshrink::call(self_, lambd)
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3061)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3076)
 #[inline]
 pub fn softshrink(self_: &Tensor, lambd: Scalar) -> Result<Tensor> {
     crate::handles::softshrink::call(self_, lambd)
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3065)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3080)
 #[inline]
 pub fn prod_op(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::prod::call(self_, dtype)
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3069)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3084)
 #[inline]
 pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::var_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3073)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3088)
 #[inline]
 pub fn var_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::var::call(self_, unbiased)
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3077)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3092)
 #[inline]
 pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
     crate::handles::std_dim::call(self_, dim, unbiased, keepdim)
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3081)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3096)
 #[inline]
 pub fn std_op(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
     crate::handles::std::call(self_, unbiased)
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3085)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3100)
 #[inline]
 pub fn nansum(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nansum::call(self_, dim, keepdim, dtype)
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3089)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3104)
 #[inline]
 pub fn nanmean(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::nanmean::call(self_, dim, keepdim, dtype)
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3093)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3108)
 #[inline]
 pub fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::aminmax::call(self_, dim, keepdim)
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3097)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3112)
 #[inline]
 pub fn logcumsumexp(self_: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::logcumsumexp::call(self_, dim)
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3101)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3116)
 #[inline]
 pub fn trace(self_: &Tensor) -> Result<Tensor> {
     crate::handles::trace::call(self_)
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3105)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3120)
 #[inline]
 pub fn sum_to_size(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     crate::handles::sum_to_size::call(self_, size)
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3109)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3124)
 #[inline]
 pub fn inner(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::inner::call(self_, other)
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3113)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3128)
 #[inline]
 pub fn addmv(self_: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addmv::call(self_, mat, vec, beta, alpha)
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3117)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3132)
 #[inline]
 pub fn addr(self_: &Tensor, vec1: &Tensor, vec2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     crate::handles::addr::call(self_, vec1, vec2, beta, alpha)
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3121)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3136)
 #[inline]
 pub fn linalg_cross(self_: &Tensor, other: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_cross::call(self_, other, dim)
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3125)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3140)
 #[inline]
 pub fn cross(self_: &Tensor, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::cross::call(self_, other, dim)
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3129)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3144)
 #[inline]
 pub fn kron(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::kron::call(self_, other)
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3133)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3148)
 #[inline]
 pub fn dist(self_: &Tensor, other: &Tensor, p: Scalar) -> Result<Tensor> {
     crate::handles::dist::call(self_, other, p)
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3137)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3152)
 #[inline]
 pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
     crate::handles::pairwise_distance::call(x1, x2, p, eps, keepdim)
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3141)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3156)
 #[inline]
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
     crate::handles::cosine_similarity::call(x1, x2, dim, eps)
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3145)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3160)
 #[inline]
 pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
     crate::handles::cdist::call(x1, x2, p, compute_mode)
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3149)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3164)
 #[inline]
 pub fn pdist(self_: &Tensor, p: f64) -> Result<Tensor> {
     crate::handles::pdist::call(self_, p)
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3153)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3168)
 #[inline]
 pub fn soft_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::soft_margin_loss::call(self_, target, reduction)
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3157)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3172)
 #[inline]
 pub fn hinge_embedding_loss(self_: &Tensor, target: &Tensor, margin: f64, reduction: i64) -> Result<Tensor> {
     crate::handles::hinge_embedding_loss::call(self_, target, margin, reduction)
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3161)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3176)
 #[inline]
 pub fn poisson_nll_loss(
     input: &Tensor,
@@ -4837,19 +4921,19 @@ pub fn poisson_nll_loss(
     crate::handles::poisson_nll_loss::call(input, target, log_input, full, eps, reduction)
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3165)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3180)
 #[inline]
 pub fn rms_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, eps: Option<f64>) -> Result<Tensor> {
     crate::handles::rms_norm::call(input, normalized_shape, weight, eps)
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3169)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3184)
 #[inline]
 pub fn channel_shuffle(self_: &Tensor, groups: i64) -> Result<Tensor> {
     crate::handles::channel_shuffle::call(self_, groups)
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3173)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3188)
 #[inline]
 pub fn linalg_vector_norm(
     self_: &Tensor,
@@ -4861,91 +4945,91 @@ pub fn linalg_vector_norm(
     crate::handles::linalg_vector_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3177)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3192)
 #[inline]
 pub fn linalg_diagonal(a_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::linalg_diagonal::call(a_, offset, dim1, dim2)
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3181)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3196)
 #[inline]
 pub fn diagflat(self_: &Tensor, offset: i64) -> Result<Tensor> {
     crate::handles::diagflat::call(self_, offset)
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3185)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3200)
 #[inline]
 pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::block_diag::call(tensors)
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3189)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3204)
 #[inline]
 pub fn cartesian_prod(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::cartesian_prod::call(tensors)
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3193)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3208)
 #[inline]
 pub fn combinations(self_: &Tensor, r_: i64, with_replacement: bool) -> Result<Tensor> {
     crate::handles::combinations::call(self_, r_, with_replacement)
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3197)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3212)
 #[inline]
 pub fn diff(self_: &Tensor, n: i64, dim: i64, prepend: Option<&Tensor>, append: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::diff::call(self_, n, dim, prepend, append)
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3201)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3216)
 #[inline]
 pub fn trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_x::call(y, x, dim)
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3205)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3220)
 #[inline]
 pub fn trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::trapezoid_dx::call(y, dx, dim)
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3209)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
 #[inline]
 pub fn trapz(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_x::call(y, x, dim)
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3213)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
 #[inline]
 pub fn trapz_dx(y: &Tensor, dx: f64, dim: i64) -> Result<Tensor> {
     crate::handles::trapz_dx::call(y, dx, dim)
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3217)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
 #[inline]
 pub fn cumulative_trapezoid(y: &Tensor, x: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_x::call(y, x, dim)
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3221)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
 #[inline]
 pub fn cumulative_trapezoid_dx(y: &Tensor, dx: Scalar, dim: i64) -> Result<Tensor> {
     crate::handles::cumulative_trapezoid_dx::call(y, dx, dim)
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3225)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3240)
 #[inline]
 pub fn tensor_split(self_: &Tensor, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_sections::call(self_, sections, dim)
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3229)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3244)
 #[inline]
 pub fn tensor_split_indices(self_: &Tensor, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::tensor_split_indices::call(self_, indices, dim)
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3233)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
 #[inline]
 pub fn tensor_split_tensor_indices_or_sections(
     self_: &Tensor,
@@ -4955,79 +5039,79 @@ pub fn tensor_split_tensor_indices_or_sections(
     crate::handles::tensor_split_tensor_indices_or_sections::call(self_, tensor_indices_or_sections, dim)
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3237)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
 #[inline]
 pub fn hsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_int::call(self_, sections)
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3241)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 #[inline]
 pub fn vsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_int::call(self_, sections)
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3245)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
 #[inline]
 pub fn dsplit(self_: &Tensor, sections: i64) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_int::call(self_, sections)
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3249)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
 #[inline]
 pub fn hsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::hsplit_array::call(self_, indices)
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3253)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
 #[inline]
 pub fn vsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::vsplit_array::call(self_, indices)
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3257)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
 #[inline]
 pub fn dsplit_array(self_: &Tensor, indices: &[i64]) -> Result<Vec<Tensor>> {
     crate::handles::dsplit_array::call(self_, indices)
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3261)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3276)
 #[inline]
 pub fn unsafe_split(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_split_tensor::call(self_, split_size, dim)
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3265)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3280)
 #[inline]
 pub fn unsafe_chunk(self_: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::handles::unsafe_chunk::call(self_, chunks, dim)
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3269)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3284)
 #[inline]
 pub fn take_along_dim(self_: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     crate::handles::take_along_dim::call(self_, indices, dim)
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3273)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3288)
 #[inline]
 pub fn argwhere(self_: &Tensor) -> Result<Tensor> {
     crate::handles::argwhere::call(self_)
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3277)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3292)
 #[inline]
 pub fn narrow_tensor(self_: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     crate::handles::narrow_tensor::call(self_, dim, start, length)
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3281)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3296)
 #[inline]
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     crate::handles::masked_fill_tensor::call(self_, mask, value)
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3285)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3300)
 #[inline]
 pub fn logspace(
     start: Scalar,
@@ -5042,229 +5126,229 @@ pub fn logspace(
     crate::handles::logspace::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3291)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3306)
 #[inline]
 pub fn lgamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::lgamma::call(self_)
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3295)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3310)
 #[inline]
 pub fn digamma(self_: &Tensor) -> Result<Tensor> {
     crate::handles::digamma::call(self_)
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3299)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3314)
 #[inline]
 pub fn i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::i0::call(self_)
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3303)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3318)
 #[inline]
 pub fn special_i0e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i0e::call(self_)
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3307)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3322)
 #[inline]
 pub fn special_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1::call(self_)
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3311)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3326)
 #[inline]
 pub fn special_i1e(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_i1e::call(self_)
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3315)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3330)
 #[inline]
 pub fn special_erfcx(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_erfcx::call(self_)
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3319)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3334)
 #[inline]
 pub fn special_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtr::call(self_)
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3323)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3338)
 #[inline]
 pub fn special_ndtri(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_ndtri::call(self_)
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3327)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3342)
 #[inline]
 pub fn special_log_ndtr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_log_ndtr::call(self_)
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3331)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3346)
 #[inline]
 pub fn special_entr(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_entr::call(self_)
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3335)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3350)
 #[inline]
 pub fn special_bessel_j0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j0::call(self_)
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3339)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3354)
 #[inline]
 pub fn special_bessel_j1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_j1::call(self_)
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3343)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3358)
 #[inline]
 pub fn special_bessel_y0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y0::call(self_)
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3347)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3362)
 #[inline]
 pub fn special_bessel_y1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_bessel_y1::call(self_)
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3351)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3366)
 #[inline]
 pub fn special_modified_bessel_i0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i0::call(self_)
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3355)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3370)
 #[inline]
 pub fn special_modified_bessel_i1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_i1::call(self_)
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3359)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3374)
 #[inline]
 pub fn special_modified_bessel_k0(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k0::call(self_)
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3363)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3378)
 #[inline]
 pub fn special_modified_bessel_k1(self_: &Tensor) -> Result<Tensor> {
     crate::handles::special_modified_bessel_k1::call(self_)
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3367)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3382)
 #[inline]
 pub fn special_scaled_modified_bessel_k0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k0::call(x)
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3371)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3386)
 #[inline]
 pub fn special_scaled_modified_bessel_k1(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_scaled_modified_bessel_k1::call(x)
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3375)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3390)
 #[inline]
 pub fn special_spherical_bessel_j0(x: &Tensor) -> Result<Tensor> {
     crate::handles::special_spherical_bessel_j0::call(x)
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3394)
 #[inline]
 pub fn polygamma(n: i64, self_: &Tensor) -> Result<Tensor> {
     crate::handles::polygamma::call(n, self_)
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3383)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3398)
 #[inline]
 pub fn special_zeta(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::special_zeta::call(self_, other)
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3387)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3402)
 #[inline]
 pub fn special_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3391)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3406)
 #[inline]
 pub fn special_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3395)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3410)
 #[inline]
 pub fn special_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3399)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3414)
 #[inline]
 pub fn special_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3403)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3418)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_t(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_t::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3407)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3422)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_u(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_u::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3411)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3426)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_v(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_v::call(x, n)
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3415)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3430)
 #[inline]
 pub fn special_shifted_chebyshev_polynomial_w(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_shifted_chebyshev_polynomial_w::call(x, n)
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3419)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3434)
 #[inline]
 pub fn special_hermite_polynomial_h(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_h::call(x, n)
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3423)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3438)
 #[inline]
 pub fn special_hermite_polynomial_he(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_hermite_polynomial_he::call(x, n)
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3427)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3442)
 #[inline]
 pub fn special_laguerre_polynomial_l(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_laguerre_polynomial_l::call(x, n)
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3431)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3446)
 #[inline]
 pub fn special_legendre_polynomial_p(x: &Tensor, n: &Tensor) -> Result<Tensor> {
     crate::handles::special_legendre_polynomial_p::call(x, n)
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3435)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3450)
 #[inline]
 pub fn mvlgamma(self_: &Tensor, p: i64) -> Result<Tensor> {
     crate::handles::mvlgamma::call(self_, p)
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3441)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3456)
 #[inline]
 pub fn _convolution(
     input: &Tensor,
@@ -5298,7 +5382,7 @@ pub fn _convolution(
     )
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3445)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3460)
 #[inline]
 pub fn _convolution_mode(
     input: &Tensor,
@@ -5312,7 +5396,7 @@ pub fn _convolution_mode(
     crate::handles::_convolution_mode::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3449)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3464)
 #[inline]
 pub fn upsample_linear1d(
     input: &Tensor,
@@ -5323,7 +5407,7 @@ pub fn upsample_linear1d(
     crate::handles::upsample_linear1d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3453)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3468)
 #[inline]
 pub fn upsample_linear1d_op(
     self_: &Tensor,
@@ -5334,31 +5418,31 @@ pub fn upsample_linear1d_op(
     crate::handles::upsample_linear1d::call(self_, output_size, align_corners, scales)
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3457)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3472)
 #[inline]
 pub fn lerp_tensor(self_: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     crate::handles::lerp_tensor::call(self_, end, weight)
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3461)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3476)
 #[inline]
 pub fn angle(self_: &Tensor) -> Result<Tensor> {
     crate::handles::angle::call(self_)
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3465)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3480)
 #[inline]
 pub fn isin(elements: &Tensor, test_elements: &Tensor, assume_unique: bool, invert: bool) -> Result<Tensor> {
     crate::handles::isin_tensor_tensor::call(elements, test_elements, assume_unique, invert)
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3469)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3484)
 #[inline]
 pub fn bucketize(self_: &Tensor, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
     crate::handles::bucketize_tensor::call(self_, boundaries, out_int32, right)
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3473)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3488)
 #[inline]
 pub fn searchsorted(
     sorted_sequence: &Tensor,
@@ -5371,55 +5455,55 @@ pub fn searchsorted(
     crate::handles::searchsorted_tensor::call(sorted_sequence, self_, out_int32, right, side, sorter)
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3477)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3492)
 #[inline]
 pub fn msort(self_: &Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3481)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3496)
 #[inline]
 pub fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::any_dims::call(self_, dim, keepdim)
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3485)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3500)
 #[inline]
 pub fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     crate::handles::all_dims::call(self_, dim, keepdim)
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3489)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3504)
 #[inline]
 pub fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::handles::select_scatter::call(self_, src, dim, index)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3493)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3508)
 #[inline]
 pub fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::handles::diagonal_scatter::call(self_, src, offset, dim1, dim2)
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3497)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3512)
 #[inline]
 pub fn put(self_: &Tensor, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
     crate::handles::put::call(self_, index, source, accumulate)
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3501)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3516)
 #[inline]
 pub fn nonzero_static(self_: &Tensor, size: i64, fill_value: i64) -> Result<Tensor> {
     crate::handles::nonzero_static::call(self_, size, fill_value)
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3505)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3520)
 #[inline]
 pub fn _safe_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     crate::handles::_safe_softmax::call(self_, dim, dtype)
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3509)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3524)
 #[inline]
 pub fn _softmax_backward_data(
     grad_output: &Tensor,
@@ -5430,49 +5514,49 @@ pub fn _softmax_backward_data(
     crate::handles::_softmax_backward_data::call(grad_output, output, dim, input_dtype)
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3513)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3528)
 #[inline]
 pub fn native_dropout_backward(grad_output: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
     crate::handles::native_dropout_backward::call(grad_output, mask, scale)
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3517)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3532)
 #[inline]
 pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::bilinear::call(input1, input2, weight, bias)
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3521)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3536)
 #[inline]
 pub fn cov(self_: &Tensor, correction: i64, fweights: Option<&Tensor>, aweights: Option<&Tensor>) -> Result<Tensor> {
     crate::handles::cov::call(self_, correction, fweights, aweights)
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3525)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3540)
 #[inline]
 pub fn corrcoef(self_: &Tensor) -> Result<Tensor> {
     crate::handles::corrcoef::call(self_)
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3529)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3544)
 #[inline]
 pub fn renorm(self_: &Tensor, p: Scalar, dim: i64, maxnorm: Scalar) -> Result<Tensor> {
     crate::handles::renorm::call(self_, p, dim, maxnorm)
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3533)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3548)
 #[inline]
 pub fn bincount(self_: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
     crate::handles::bincount::call(self_, weights, minlength)
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3537)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3552)
 #[inline]
 pub fn histc(self_: &Tensor, bins: i64, min: Scalar, max: Scalar) -> Result<Tensor> {
     crate::handles::histc::call(self_, bins, min, max)
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3541)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3556)
 #[inline]
 pub fn triu_indices(
     row: i64,
@@ -5486,7 +5570,7 @@ pub fn triu_indices(
     crate::handles::triu_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3545)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3560)
 #[inline]
 pub fn tril_indices(
     row: i64,
@@ -5500,7 +5584,7 @@ pub fn tril_indices(
     crate::handles::tril_indices::call(row, col, offset, dtype, layout, device, pin_memory)
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3549)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3564)
 #[inline]
 pub fn _native_batch_norm_legit(
     input: &Tensor,
@@ -5524,7 +5608,7 @@ pub fn _native_batch_norm_legit(
     )
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3553)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3568)
 #[inline]
 pub fn _native_batch_norm_legit_no_stats(
     input: &Tensor,
@@ -5537,7 +5621,7 @@ pub fn _native_batch_norm_legit_no_stats(
     crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3557)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
 #[inline]
 pub fn _batch_norm_with_update(
     input: &Tensor,
@@ -5551,61 +5635,61 @@ pub fn _batch_norm_with_update(
     crate::handles::_batch_norm_with_update::call(input, weight, bias, running_mean, running_var, momentum, eps)
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3563)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3578)
 #[inline]
 pub fn fft_fftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_fftshift::call(self_, dim)
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3567)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3582)
 #[inline]
 pub fn fft_ifftshift(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::fft_ifftshift::call(self_, dim)
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3571)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3586)
 #[inline]
 pub fn linalg_vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     crate::handles::linalg_vecdot::call(x, y, dim)
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3575)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3590)
 #[inline]
 pub fn linalg_vander(x: &Tensor, n: Option<i64>) -> Result<Tensor> {
     crate::handles::linalg_vander::call(x, n)
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3579)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3594)
 #[inline]
 pub fn linalg_multi_dot(tensors: &[Tensor]) -> Result<Tensor> {
     crate::handles::linalg_multi_dot::call(tensors)
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3583)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3598)
 #[inline]
 pub fn linalg_matrix_power(self_: &Tensor, n: i64) -> Result<Tensor> {
     crate::handles::linalg_matrix_power::call(self_, n)
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3587)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3602)
 #[inline]
 pub fn quantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3591)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3606)
 #[inline]
 pub fn quantile_scalar(self_: &Tensor, q: f64, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::quantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3595)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3610)
 #[inline]
 pub fn nanquantile(self_: &Tensor, q: &Tensor, dim: Option<i64>, keepdim: bool, interpolation: &str) -> Result<Tensor> {
     crate::handles::nanquantile::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3599)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3614)
 #[inline]
 pub fn nanquantile_scalar(
     self_: &Tensor,
@@ -5617,25 +5701,25 @@ pub fn nanquantile_scalar(
     crate::handles::nanquantile_scalar::call(self_, q, dim, keepdim, interpolation)
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3603)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3618)
 #[inline]
 pub fn nanmedian(self_: &Tensor) -> Result<Tensor> {
     crate::handles::nanmedian::call(self_)
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3607)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3622)
 #[inline]
 pub fn nanmedian_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::nanmedian_dim::call(self_, dim, keepdim)
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3611)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3626)
 #[inline]
 pub fn mode(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::mode::call(self_, dim, keepdim)
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3615)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3630)
 #[inline]
 pub fn scatter_reduce_two(
     self_: &Tensor,
@@ -5648,7 +5732,7 @@ pub fn scatter_reduce_two(
     crate::handles::scatter_reduce_two::call(self_, dim, index, src, reduce, include_self)
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3619)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3634)
 #[inline]
 pub fn index_reduce(
     self_: &Tensor,
@@ -5661,13 +5745,13 @@ pub fn index_reduce(
     crate::handles::index_reduce::call(self_, dim, index, source, reduce, include_self)
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3625)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3640)
 #[inline]
 pub fn max_unpool2d(self_: &Tensor, indices: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     crate::handles::max_unpool2d::call(self_, indices, output_size)
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3629)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3644)
 #[inline]
 pub fn max_unpool3d(
     self_: &Tensor,
@@ -5679,37 +5763,37 @@ pub fn max_unpool3d(
     crate::handles::max_unpool3d::call(self_, indices, output_size, stride, padding)
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3648)
 #[inline]
 pub fn upsample_nearest1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::upsample_nearest1d::call(self_, output_size, scales)
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3637)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3652)
 #[inline]
 pub fn gcd(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::gcd::call(self_, other)
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3641)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3656)
 #[inline]
 pub fn lcm(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::lcm::call(self_, other)
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3648)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3663)
 #[inline]
 pub fn linalg_lu_factor_ex(a_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu_factor_ex::call(a_, pivot, check_errors)
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3652)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3667)
 #[inline]
 pub fn linalg_lu_solve(lu: &Tensor, pivots: &Tensor, b: &Tensor, left: bool, adjoint: bool) -> Result<Tensor> {
     crate::handles::linalg_lu_solve::call(lu, pivots, b, left, adjoint)
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3656)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3671)
 #[inline]
 pub fn linalg_solve_triangular(
     self_: &Tensor,
@@ -5721,31 +5805,31 @@ pub fn linalg_solve_triangular(
     crate::handles::linalg_solve_triangular::call(self_, b, upper, left, unitriangular)
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3660)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3675)
 #[inline]
 pub fn linalg_cholesky_ex(self_: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_cholesky_ex::call(self_, upper, check_errors)
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3664)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3679)
 #[inline]
 pub fn geqrf(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::geqrf::call(self_)
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3668)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3683)
 #[inline]
 pub fn linalg_qr(a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_qr::call(a_, mode)
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3672)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3687)
 #[inline]
 pub fn linalg_eigh(self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_eigh::call(self_, uplo)
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3676)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3691)
 #[inline]
 pub fn _linalg_svd(
     a_: &Tensor,
@@ -5756,25 +5840,25 @@ pub fn _linalg_svd(
     crate::handles::_linalg_svd::call(a_, full_matrices, compute_uv, driver)
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3680)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3695)
 #[inline]
 pub fn linalg_lu_factor(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_lu_factor::call(a_, pivot)
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3684)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3699)
 #[inline]
 pub fn _lu_with_info(self_: &Tensor, pivot: bool, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::_lu_with_info::call(self_, pivot, check_errors)
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3688)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3703)
 #[inline]
 pub fn linalg_lu(a_: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_lu::call(a_, pivot)
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3692)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3707)
 #[inline]
 pub fn lu_unpack(
     lu_data: &Tensor,
@@ -5785,91 +5869,91 @@ pub fn lu_unpack(
     crate::handles::lu_unpack::call(lu_data, lu_pivots, unpack_data, unpack_pivots)
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3696)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3711)
 #[inline]
 pub fn lu_solve(self_: &Tensor, lu_data: &Tensor, lu_pivots: &Tensor) -> Result<Tensor> {
     crate::handles::lu_solve::call(self_, lu_data, lu_pivots)
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3700)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3715)
 #[inline]
 pub fn linalg_solve_ex(a_: &Tensor, b: &Tensor, left: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_solve_ex::call(a_, b, left, check_errors)
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3704)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3719)
 #[inline]
 pub fn linalg_solve(a_: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     crate::handles::linalg_solve::call(a_, b, left)
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3708)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3723)
 #[inline]
 pub fn linalg_inv_ex(a_: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_inv_ex::call(a_, check_errors)
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3712)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3727)
 #[inline]
 pub fn linalg_inv(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_inv::call(a_)
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3716)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3731)
 #[inline]
 pub fn inverse(self_: &Tensor) -> Result<Tensor> {
     crate::handles::inverse::call(self_)
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3720)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3735)
 #[inline]
 pub fn linalg_det(a_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_det::call(a_)
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3724)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3739)
 #[inline]
 pub fn det(self_: &Tensor) -> Result<Tensor> {
     crate::handles::det::call(self_)
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3728)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3743)
 #[inline]
 pub fn linalg_slogdet(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_slogdet::call(a_)
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3732)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3747)
 #[inline]
 pub fn slogdet(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::slogdet::call(self_)
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3736)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3751)
 #[inline]
 pub fn logdet(self_: &Tensor) -> Result<Tensor> {
     crate::handles::logdet::call(self_)
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3740)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3755)
 #[inline]
 pub fn linalg_cholesky(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::linalg_cholesky::call(self_, upper)
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3744)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3759)
 #[inline]
 pub fn cholesky_solve(self_: &Tensor, input2: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_solve::call(self_, input2, upper)
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3748)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3763)
 #[inline]
 pub fn cholesky_inverse(self_: &Tensor, upper: bool) -> Result<Tensor> {
     crate::handles::cholesky_inverse::call(self_, upper)
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3752)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3767)
 #[inline]
 pub fn triangular_solve(
     self_: &Tensor,
@@ -5881,55 +5965,55 @@ pub fn triangular_solve(
     crate::handles::triangular_solve::call(self_, a_, upper, transpose, unitriangular)
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3756)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3771)
 #[inline]
 pub fn linalg_householder_product(input: &Tensor, tau: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_householder_product::call(input, tau)
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3760)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3775)
 #[inline]
 pub fn orgqr(self_: &Tensor, input2: &Tensor) -> Result<Tensor> {
     crate::handles::orgqr::call(self_, input2)
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3764)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3779)
 #[inline]
 pub fn ormqr(self_: &Tensor, input2: &Tensor, input3: &Tensor, left: bool, transpose: bool) -> Result<Tensor> {
     crate::handles::ormqr::call(self_, input2, input3, left, transpose)
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3768)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3783)
 #[inline]
 pub fn linalg_svd(a_: &Tensor, full_matrices: bool, driver: Option<&str>) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::linalg_svd::call(a_, full_matrices, driver)
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3772)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3787)
 #[inline]
 pub fn svd(self_: &Tensor, some: bool, compute_uv: bool) -> Result<(Tensor, Tensor, Tensor)> {
     crate::handles::svd::call(self_, some, compute_uv)
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3776)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3791)
 #[inline]
 pub fn linalg_svdvals(a_: &Tensor, driver: Option<&str>) -> Result<Tensor> {
     crate::handles::linalg_svdvals::call(a_, driver)
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3780)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3795)
 #[inline]
 pub fn linalg_eigvalsh(self_: &Tensor, uplo: &str) -> Result<Tensor> {
     crate::handles::linalg_eigvalsh::call(self_, uplo)
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3784)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3799)
 #[inline]
 pub fn linalg_pinv(self_: &Tensor, rcond: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv::call(self_, rcond, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3788)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3803)
 #[inline]
 pub fn linalg_pinv_atol_rtol_float(
     self_: &Tensor,
@@ -5940,7 +6024,7 @@ pub fn linalg_pinv_atol_rtol_float(
     crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3792)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor(
     self_: &Tensor,
@@ -5951,31 +6035,31 @@ pub fn linalg_pinv_atol_rtol_tensor(
     crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3796)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
 #[inline]
 pub fn linalg_pinv_rcond_tensor(self_: &Tensor, rcond: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian)
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3800)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3815)
 #[inline]
 pub fn pinverse(self_: &Tensor, rcond: f64) -> Result<Tensor> {
     crate::handles::pinverse::call(self_, rcond)
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3804)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
 #[inline]
 pub fn linalg_matrix_rank(self_: &Tensor, tol: f64, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank::call(self_, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3808)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3823)
 #[inline]
 pub fn linalg_matrix_rank_tol_tensor(input: &Tensor, tol: &Tensor, hermitian: bool) -> Result<Tensor> {
     crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3812)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_tensor(
     input: &Tensor,
@@ -5986,7 +6070,7 @@ pub fn linalg_matrix_rank_atol_rtol_tensor(
     crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3816)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
 #[inline]
 pub fn linalg_matrix_rank_atol_rtol_float(
     self_: &Tensor,
@@ -5997,7 +6081,7 @@ pub fn linalg_matrix_rank_atol_rtol_float(
     crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian)
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3820)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3835)
 #[inline]
 pub fn linalg_matrix_norm(
     self_: &Tensor,
@@ -6009,7 +6093,7 @@ pub fn linalg_matrix_norm(
     crate::handles::linalg_matrix_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3824)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3839)
 #[inline]
 pub fn linalg_matrix_norm_str_ord(
     self_: &Tensor,
@@ -6021,7 +6105,7 @@ pub fn linalg_matrix_norm_str_ord(
     crate::handles::linalg_matrix_norm_str_ord::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3828)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3843)
 #[inline]
 pub fn linalg_norm(
     self_: &Tensor,
@@ -6033,7 +6117,7 @@ pub fn linalg_norm(
     crate::handles::linalg_norm::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3832)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3847)
 #[inline]
 pub fn linalg_norm_ord_str(
     self_: &Tensor,
@@ -6045,43 +6129,43 @@ pub fn linalg_norm_ord_str(
     crate::handles::linalg_norm_ord_str::call(self_, ord, dim, keepdim, dtype)
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3836)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3851)
 #[inline]
 pub fn linalg_cond(self_: &Tensor, p: Option<Scalar>) -> Result<Tensor> {
     crate::handles::linalg_cond::call(self_, p)
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3840)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3855)
 #[inline]
 pub fn linalg_cond_p_str(self_: &Tensor, p: &str) -> Result<Tensor> {
     crate::handles::linalg_cond_p_str::call(self_, p)
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3844)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3859)
 #[inline]
 pub fn linalg_tensorinv(self_: &Tensor, ind: i64) -> Result<Tensor> {
     crate::handles::linalg_tensorinv::call(self_, ind)
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3848)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3863)
 #[inline]
 pub fn linalg_tensorsolve(self_: &Tensor, other: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::handles::linalg_tensorsolve::call(self_, other, dims)
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3852)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3867)
 #[inline]
 pub fn linalg_matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_exp::call(self_)
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3856)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3871)
 #[inline]
 pub fn matrix_exp(self_: &Tensor) -> Result<Tensor> {
     crate::handles::matrix_exp::call(self_)
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3860)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3875)
 #[inline]
 pub fn linalg_lstsq(
     self_: &Tensor,
@@ -6092,25 +6176,25 @@ pub fn linalg_lstsq(
     crate::handles::linalg_lstsq::call(self_, b, rcond, driver)
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
 #[inline]
 pub fn cauchy_(self_: &Tensor, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::cauchy_::call(self_, median, sigma, generator)
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
 #[inline]
 pub fn geometric_(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::geometric_::call(self_, p, generator)
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
 #[inline]
 pub fn log_normal_(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     crate::handles::log_normal_::call(self_, mean, std, generator)
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3881)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3896)
 #[inline]
 pub fn randint_like(
     self_: &Tensor,
@@ -6124,7 +6208,7 @@ pub fn randint_like(
     crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3885)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3900)
 #[inline]
 pub fn randint_like_tensor(
     self_: &Tensor,
@@ -6138,7 +6222,7 @@ pub fn randint_like_tensor(
     crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3889)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
 #[inline]
 pub fn randint_like_low_dtype(
     self_: &Tensor,
@@ -6153,7 +6237,7 @@ pub fn randint_like_low_dtype(
     crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3893)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3908)
 #[inline]
 pub fn rrelu(
     self_: &Tensor,
@@ -6165,49 +6249,49 @@ pub fn rrelu(
     crate::handles::rrelu::call(self_, lower, upper, training, generator)
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3899)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
 #[inline]
 pub fn nextafter(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::nextafter::call(self_, other)
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3904)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3919)
 #[inline]
 pub fn frexp(self_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::frexp_tensor::call(self_)
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3909)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3924)
 #[inline]
 pub fn igamma(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igamma::call(self_, other)
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3929)
 #[inline]
 pub fn igammac(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     crate::handles::igammac::call(self_, other)
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3921)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3936)
 #[inline]
 pub fn item(self_: &Tensor) -> Result<Scalar> {
     crate::handles::item::call(self_)
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3926)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3941)
 #[inline]
 pub fn equal(self_: &Tensor, other: &Tensor) -> Result<bool> {
     crate::handles::equal::call(self_, other)
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
 #[inline]
 pub fn allclose(self_: &Tensor, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
     crate::handles::allclose::call(self_, other, rtol, atol, equal_nan)
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3936)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3951)
 #[inline]
 pub fn linspace_tensor_tensor(
     start: &Tensor,
@@ -6221,7 +6305,7 @@ pub fn linspace_tensor_tensor(
     crate::handles::linspace_tensor_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3940)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3955)
 #[inline]
 pub fn logspace_tensor_tensor(
     start: &Tensor,
@@ -6236,7 +6320,7 @@ pub fn logspace_tensor_tensor(
     crate::handles::logspace_tensor_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3944)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3959)
 #[inline]
 pub fn rnn_tanh(
     input: &Tensor,
@@ -6262,7 +6346,7 @@ pub fn rnn_tanh(
     )
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3948)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3963)
 #[inline]
 pub fn rnn_relu(
     input: &Tensor,
@@ -6288,7 +6372,7 @@ pub fn rnn_relu(
     )
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3952)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3967)
 #[inline]
 pub fn gru(
     input: &Tensor,
@@ -6314,7 +6398,7 @@ pub fn gru(
     )
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3956)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3971)
 #[inline]
 pub fn lstm(
     input: &Tensor,
@@ -6340,13 +6424,13 @@ pub fn lstm(
     )
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3960)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3975)
 #[inline]
 pub fn _chunk_cat(tensors: &[Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
     crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3964)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3979)
 #[inline]
 pub fn as_strided_scatter(
     self_: &Tensor,
@@ -6358,19 +6442,19 @@ pub fn as_strided_scatter(
     crate::handles::as_strided_scatter::call(self_, src, size, stride, storage_offset)
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3968)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3983)
 #[inline]
 pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
     crate::handles::nonzero_numpy::call(self_)
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3972)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3987)
 #[inline]
 pub fn _unsafe_masked_index(self_: &Tensor, mask: &Tensor, indices: &[Option<Tensor>], fill: Scalar) -> Result<Tensor> {
     crate::handles::_unsafe_masked_index::call(self_, mask, indices, fill)
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3976)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3991)
 #[inline]
 pub fn _unsafe_masked_index_put_accumulate(
     self_: &Tensor,
@@ -6381,7 +6465,7 @@ pub fn _unsafe_masked_index_put_accumulate(
     crate::handles::_unsafe_masked_index_put_accumulate::call(self_, mask, indices, values)
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3980)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3995)
 #[inline]
 pub fn im2col(
     self_: &Tensor,
@@ -6393,19 +6477,19 @@ pub fn im2col(
     crate::handles::im2col::call(self_, kernel_size, dilation, padding, stride)
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3984)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3999)
 #[inline]
 pub fn linalg_matrix_sqrth(self_: &Tensor) -> Result<Tensor> {
     crate::handles::linalg_matrix_sqrth::call(self_)
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3988)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4003)
 #[inline]
 pub fn linalg_polar(a_: &Tensor) -> Result<(Tensor, Tensor)> {
     crate::handles::linalg_polar::call(a_)
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3992)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4007)
 #[inline]
 pub fn multi_margin_loss(
     self_: &Tensor,
@@ -6418,13 +6502,13 @@ pub fn multi_margin_loss(
     crate::handles::multi_margin_loss::call(self_, target, p, margin, weight, reduction)
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3996)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4011)
 #[inline]
 pub fn multilabel_margin_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     crate::handles::multilabel_margin_loss::call(self_, target, reduction)
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4000)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4015)
 #[inline]
 pub fn unique_consecutive(
     self_: &Tensor,
@@ -6435,7 +6519,7 @@ pub fn unique_consecutive(
     crate::handles::unique_consecutive::call(self_, return_inverse, return_counts, dim)
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4006)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4021)
 #[inline]
 pub fn _upsample_nearest_exact1d(
     input: &Tensor,
@@ -6445,7 +6529,7 @@ pub fn _upsample_nearest_exact1d(
     crate::handles::_upsample_nearest_exact1d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4010)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4025)
 #[inline]
 pub fn _upsample_nearest_exact2d(
     input: &Tensor,
@@ -6455,7 +6539,7 @@ pub fn _upsample_nearest_exact2d(
     crate::handles::_upsample_nearest_exact2d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4014)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4029)
 #[inline]
 pub fn _upsample_nearest_exact3d(
     input: &Tensor,
@@ -6465,13 +6549,13 @@ pub fn _upsample_nearest_exact3d(
     crate::handles::_upsample_nearest_exact3d_vec::call(input, output_size, scale_factors)
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4018)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4033)
 #[inline]
 pub fn _upsample_nearest_exact1d_op(self_: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
     crate::handles::_upsample_nearest_exact1d::call(self_, output_size, scales)
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4022)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4037)
 #[inline]
 pub fn _upsample_nearest_exact2d_op(
     self_: &Tensor,
@@ -6482,7 +6566,7 @@ pub fn _upsample_nearest_exact2d_op(
     crate::handles::_upsample_nearest_exact2d::call(self_, output_size, scales_h, scales_w)
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4041)
 #[inline]
 pub fn _upsample_nearest_exact3d_op(
     self_: &Tensor,
@@ -6494,43 +6578,43 @@ pub fn _upsample_nearest_exact3d_op(
     crate::handles::_upsample_nearest_exact3d::call(self_, output_size, scales_d, scales_h, scales_w)
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4032)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4047)
 #[inline]
 pub fn fft_irfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft::call(self_, n, dim, norm)
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4036)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4051)
 #[inline]
 pub fn fft_irfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4040)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4055)
 #[inline]
 pub fn fft_irfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_irfftn::call(self_, s, dim, norm)
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4044)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4059)
 #[inline]
 pub fn fft_hfft(self_: &Tensor, n: Option<i64>, dim: i64, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft::call(self_, n, dim, norm)
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4048)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4063)
 #[inline]
 pub fn fft_hfft2(self_: &Tensor, s: Option<&[i64]>, dim: &[i64], norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfft2::call(self_, s, dim, norm)
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4052)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4067)
 #[inline]
 pub fn fft_hfftn(self_: &Tensor, s: Option<&[i64]>, dim: Option<&[i64]>, norm: Option<&str>) -> Result<Tensor> {
     crate::handles::fft_hfftn::call(self_, s, dim, norm)
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4056)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4071)
 #[inline]
 pub fn linspace_tensor_scalar(
     start: &Tensor,
@@ -6544,7 +6628,7 @@ pub fn linspace_tensor_scalar(
     crate::handles::linspace_tensor_scalar::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4060)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4075)
 #[inline]
 pub fn linspace_scalar_tensor(
     start: Scalar,
@@ -6558,7 +6642,7 @@ pub fn linspace_scalar_tensor(
     crate::handles::linspace_scalar_tensor::call(start, end, steps, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4064)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4079)
 #[inline]
 pub fn logspace_tensor_scalar(
     start: &Tensor,
@@ -6573,7 +6657,7 @@ pub fn logspace_tensor_scalar(
     crate::handles::logspace_tensor_scalar::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4068)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4083)
 #[inline]
 pub fn logspace_scalar_tensor(
     start: Scalar,
@@ -6588,13 +6672,13 @@ pub fn logspace_scalar_tensor(
     crate::handles::logspace_scalar_tensor::call(start, end, steps, base, dtype, layout, device, pin_memory)
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4072)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4087)
 #[inline]
 pub fn gradient(self_: &Tensor, spacing: Option<Scalar>, dim: Option<i64>, edge_order: i64) -> Result<Vec<Tensor>> {
     crate::handles::gradient_scalarint::call(self_, spacing, dim, edge_order)
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4076)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4091)
 #[inline]
 pub fn histogram(
     self_: &Tensor,
@@ -6606,7 +6690,7 @@ pub fn histogram(
     crate::handles::histogram_bin_ct::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4080)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4095)
 #[inline]
 pub fn histogramdd(
     self_: &Tensor,
@@ -6618,7 +6702,7 @@ pub fn histogramdd(
     crate::handles::histogramdd::call(self_, bins, range, weight, density)
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4084)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4099)
 #[inline]
 pub fn histogramdd_int_bins(
     self_: &Tensor,
@@ -6630,7 +6714,7 @@ pub fn histogramdd_int_bins(
     crate::handles::histogramdd_int_bins::call(self_, bins, range, weight, density)
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4088)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4103)
 #[inline]
 pub fn histogram_bins_tensor(
     self_: &Tensor,
@@ -6641,7 +6725,7 @@ pub fn histogram_bins_tensor(
     crate::handles::histogram_bins_tensor::call(self_, bins, weight, density)
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4092)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4107)
 #[inline]
 pub fn histogramdd_tensorlist_bins(
     self_: &Tensor,
@@ -6653,7 +6737,7 @@ pub fn histogramdd_tensorlist_bins(
     crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density)
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4098)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4113)
 #[inline]
 pub fn upsample_trilinear3d(
     input: &Tensor,
@@ -6664,7 +6748,7 @@ pub fn upsample_trilinear3d(
     crate::handles::upsample_trilinear3d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4102)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4117)
 #[inline]
 pub fn upsample_bicubic2d(
     input: &Tensor,
@@ -6675,7 +6759,7 @@ pub fn upsample_bicubic2d(
     crate::handles::upsample_bicubic2d_vec::call(input, output_size, align_corners, scale_factors)
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4121)
 #[inline]
 pub fn upsample_trilinear3d_op(
     self_: &Tensor,
@@ -6688,7 +6772,7 @@ pub fn upsample_trilinear3d_op(
     crate::handles::upsample_trilinear3d::call(self_, output_size, align_corners, scales_d, scales_h, scales_w)
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4125)
 #[inline]
 pub fn upsample_bicubic2d_op(
     self_: &Tensor,
@@ -6700,7 +6784,7 @@ pub fn upsample_bicubic2d_op(
     crate::handles::upsample_bicubic2d::call(self_, output_size, align_corners, scales_h, scales_w)
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4129)
 #[inline]
 pub fn segment_reduce(
     data: &Tensor,

@@ -55072,7 +55072,670 @@ pub mod polar {
     }
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2825)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+pub mod stft {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "stft";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        Option<&Tensor>,
+        bool,
+        Option<bool>,
+        Option<bool>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | window.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                normalized,
+                onesided,
+                return_complex,
+                align_to_window,
+            ),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                normalized,
+                onesided,
+                return_complex,
+                align_to_window,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(n_fft),
+            IValue::from(hop_length),
+            IValue::from(win_length),
+            IValue::from(window),
+            IValue::from(normalized),
+            IValue::from(onesided),
+            IValue::from(return_complex),
+            IValue::from(align_to_window),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 9 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 9 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 9);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n_fft = a[1].to_int(NAME, "n_fft")?;
+                let hop_length = a[2].to_opt_int(NAME, "hop_length")?;
+                let win_length = a[3].to_opt_int(NAME, "win_length")?;
+                let window = a[4].to_opt_tensor(NAME, "window")?;
+                let normalized = a[5].to_bool(NAME, "normalized")?;
+                let onesided = a[6].to_opt_bool(NAME, "onesided")?;
+                let return_complex = a[7].to_opt_bool(NAME, "return_complex")?;
+                let align_to_window = a[8].to_opt_bool(NAME, "align_to_window")?;
+                let r = f(
+                    ks,
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    normalized,
+                    onesided,
+                    return_complex,
+                    align_to_window,
+                )?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+pub mod stft_center {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "stft.center";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode=\"reflect\", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        Option<&Tensor>,
+        bool,
+        &str,
+        bool,
+        Option<bool>,
+        Option<bool>,
+        Option<bool>,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        pad_mode: &str,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | window.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            pad_mode,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        pad_mode: &str,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            pad_mode,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        pad_mode: &str,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                center,
+                pad_mode,
+                normalized,
+                onesided,
+                return_complex,
+                align_to_window,
+            ),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                center,
+                pad_mode,
+                normalized,
+                onesided,
+                return_complex,
+                align_to_window,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        pad_mode: &str,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(n_fft),
+            IValue::from(hop_length),
+            IValue::from(win_length),
+            IValue::from(window),
+            IValue::from(center),
+            IValue::from(pad_mode),
+            IValue::from(normalized),
+            IValue::from(onesided),
+            IValue::from(return_complex),
+            IValue::from(align_to_window),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 11 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 11 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 11);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n_fft = a[1].to_int(NAME, "n_fft")?;
+                let hop_length = a[2].to_opt_int(NAME, "hop_length")?;
+                let win_length = a[3].to_opt_int(NAME, "win_length")?;
+                let window = a[4].to_opt_tensor(NAME, "window")?;
+                let center = a[5].to_bool(NAME, "center")?;
+                let pad_mode = a[6].to_str(NAME, "pad_mode")?;
+                let normalized = a[7].to_bool(NAME, "normalized")?;
+                let onesided = a[8].to_opt_bool(NAME, "onesided")?;
+                let return_complex = a[9].to_opt_bool(NAME, "return_complex")?;
+                let align_to_window = a[10].to_opt_bool(NAME, "align_to_window")?;
+                let r = f(
+                    ks,
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    center,
+                    pad_mode,
+                    normalized,
+                    onesided,
+                    return_complex,
+                    align_to_window,
+                )?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+pub mod istft {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "istft";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        Option<&Tensor>,
+        bool,
+        bool,
+        Option<bool>,
+        Option<i64>,
+        bool,
+    ) -> Result<Tensor>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        normalized: bool,
+        onesided: Option<bool>,
+        length: Option<i64>,
+        return_complex: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = op.compute_key_set(self_.key_set() | window.map_or(DispatchKeySet::EMPTY, |t| t.key_set()));
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            normalized,
+            onesided,
+            length,
+            return_complex,
+        )
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        normalized: bool,
+        onesided: Option<bool>,
+        length: Option<i64>,
+        return_complex: bool,
+    ) -> Result<Tensor> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(
+            op,
+            ks,
+            self_,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            normalized,
+            onesided,
+            length,
+            return_complex,
+        )
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        normalized: bool,
+        onesided: Option<bool>,
+        length: Option<i64>,
+        return_complex: bool,
+    ) -> Result<Tensor> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                center,
+                normalized,
+                onesided,
+                length,
+                return_complex,
+            ),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                self_,
+                n_fft,
+                hop_length,
+                win_length,
+                window,
+                center,
+                normalized,
+                onesided,
+                length,
+                return_complex,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        self_: &Tensor,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        normalized: bool,
+        onesided: Option<bool>,
+        length: Option<i64>,
+        return_complex: bool,
+    ) -> Result<Tensor> {
+        let mut stack: Stack = vec![
+            IValue::from(self_),
+            IValue::from(n_fft),
+            IValue::from(hop_length),
+            IValue::from(win_length),
+            IValue::from(window),
+            IValue::from(center),
+            IValue::from(normalized),
+            IValue::from(onesided),
+            IValue::from(length),
+            IValue::from(return_complex),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 10 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 10 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 10);
+                let self_ = a[0].to_tensor(NAME, "self")?;
+                let n_fft = a[1].to_int(NAME, "n_fft")?;
+                let hop_length = a[2].to_opt_int(NAME, "hop_length")?;
+                let win_length = a[3].to_opt_int(NAME, "win_length")?;
+                let window = a[4].to_opt_tensor(NAME, "window")?;
+                let center = a[5].to_bool(NAME, "center")?;
+                let normalized = a[6].to_bool(NAME, "normalized")?;
+                let onesided = a[7].to_opt_bool(NAME, "onesided")?;
+                let length = a[8].to_opt_int(NAME, "length")?;
+                let return_complex = a[9].to_bool(NAME, "return_complex")?;
+                let r = f(
+                    ks,
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    center,
+                    normalized,
+                    onesided,
+                    length,
+                    return_complex,
+                )?;
+                stack.push(IValue::from(r));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2840)
 pub mod _fft_c2c {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55172,7 +55835,7 @@ pub mod _fft_c2c {
     }
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2829)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2844)
 pub mod _fft_r2c {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55272,7 +55935,7 @@ pub mod _fft_r2c {
     }
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2833)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2848)
 pub mod _fft_c2r {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55372,7 +56035,7 @@ pub mod _fft_c2r {
     }
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2837)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2852)
 pub mod fft_fft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55471,7 +56134,7 @@ pub mod fft_fft {
     }
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2841)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2856)
 pub mod fft_ifft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55570,7 +56233,7 @@ pub mod fft_ifft {
     }
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2845)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2860)
 pub mod fft_rfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55669,7 +56332,7 @@ pub mod fft_rfft {
     }
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2849)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2864)
 pub mod fft_ihfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55768,7 +56431,7 @@ pub mod fft_ihfft {
     }
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2853)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2868)
 pub mod fft_fft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55867,7 +56530,7 @@ pub mod fft_fft2 {
     }
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2857)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2872)
 pub mod fft_ifft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55966,7 +56629,7 @@ pub mod fft_ifft2 {
     }
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2861)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2876)
 pub mod fft_rfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56065,7 +56728,7 @@ pub mod fft_rfft2 {
     }
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2865)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2880)
 pub mod fft_ihfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56164,7 +56827,7 @@ pub mod fft_ihfft2 {
     }
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2869)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2884)
 pub mod fft_fftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56263,7 +56926,7 @@ pub mod fft_fftn {
     }
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2873)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2888)
 pub mod fft_ifftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56362,7 +57025,7 @@ pub mod fft_ifftn {
     }
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2877)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2892)
 pub mod fft_rfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56461,7 +57124,7 @@ pub mod fft_rfftn {
     }
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2881)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2896)
 pub mod fft_ihfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56560,7 +57223,7 @@ pub mod fft_ihfftn {
     }
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2885)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2900)
 pub mod isreal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56640,7 +57303,7 @@ pub mod isreal {
     }
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2889)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2904)
 pub mod broadcast_tensors {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56720,7 +57383,7 @@ pub mod broadcast_tensors {
     }
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2893)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2908)
 pub mod view_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56802,7 +57465,7 @@ pub mod view_copy {
     }
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2897)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2912)
 pub mod unsqueeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56884,7 +57547,7 @@ pub mod unsqueeze_copy {
     }
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2901)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2916)
 pub mod unfold_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56978,7 +57641,7 @@ pub mod unfold_copy {
     }
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2905)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2920)
 pub mod unbind_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57060,7 +57723,7 @@ pub mod unbind_copy_int {
     }
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2909)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2924)
 pub mod transpose_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57150,7 +57813,7 @@ pub mod transpose_copy_int {
     }
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2913)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2928)
 pub mod permute_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57232,7 +57895,7 @@ pub mod permute_copy {
     }
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2917)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2932)
 pub mod expand_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57322,7 +57985,7 @@ pub mod expand_copy {
     }
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2921)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2936)
 pub mod diagonal_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57415,7 +58078,7 @@ pub mod diagonal_copy {
     }
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2925)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2940)
 pub mod as_strided_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57516,7 +58179,7 @@ pub mod as_strided_copy {
     }
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2929)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2944)
 pub mod split_with_sizes_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57606,7 +58269,7 @@ pub mod split_with_sizes_copy {
     }
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2933)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2948)
 pub mod t_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57686,7 +58349,7 @@ pub mod t_copy {
     }
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2937)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2952)
 pub mod alias_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57766,7 +58429,7 @@ pub mod alias_copy {
     }
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2941)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2956)
 pub mod squeeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57846,7 +58509,7 @@ pub mod squeeze_copy {
     }
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2945)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2960)
 pub mod squeeze_copy_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57928,7 +58591,7 @@ pub mod squeeze_copy_dim {
     }
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2949)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2964)
 pub mod narrow_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58021,7 +58684,7 @@ pub mod narrow_copy {
     }
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2953)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2968)
 pub mod new_zeros {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58150,7 +58813,7 @@ pub mod new_zeros {
     }
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2957)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2972)
 pub mod new_ones {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58279,7 +58942,7 @@ pub mod new_ones {
     }
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2961)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2976)
 pub mod new_empty {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58408,7 +59071,7 @@ pub mod new_empty {
     }
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2965)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2980)
 pub mod new_full {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58544,7 +59207,7 @@ pub mod new_full {
     }
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2969)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2984)
 pub mod new_empty_strided {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58680,7 +59343,7 @@ pub mod new_empty_strided {
     }
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2973)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2988)
 pub mod empty_permuted {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58809,7 +59472,7 @@ pub mod empty_permuted {
     }
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2977)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2992)
 pub mod scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58925,7 +59588,7 @@ pub mod scalar_tensor {
     }
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2981)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2996)
 pub mod min_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59007,7 +59670,7 @@ pub mod min_other {
     }
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2985)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3000)
 pub mod max_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59089,7 +59752,7 @@ pub mod max_other {
     }
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:2989)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3004)
 pub mod rad2deg {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59169,7 +59832,7 @@ pub mod rad2deg {
     }
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:2993)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3008)
 pub mod deg2rad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59249,7 +59912,7 @@ pub mod deg2rad {
     }
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:2997)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3012)
 pub mod signbit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59329,7 +59992,7 @@ pub mod signbit {
     }
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3001)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3016)
 pub mod logaddexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59411,7 +60074,7 @@ pub mod logaddexp {
     }
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3005)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3020)
 pub mod logaddexp2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59493,7 +60156,7 @@ pub mod logaddexp2 {
     }
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3009)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3024)
 pub mod sinc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59573,7 +60236,7 @@ pub mod sinc {
     }
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3013)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3028)
 pub mod xlogy_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59655,7 +60318,7 @@ pub mod xlogy_tensor {
     }
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3017)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3032)
 pub mod xlogy_scalar_self {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59737,7 +60400,7 @@ pub mod xlogy_scalar_self {
     }
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3021)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3036)
 pub mod xlogy_scalar_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59819,7 +60482,7 @@ pub mod xlogy_scalar_other {
     }
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3025)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3040)
 pub mod special_xlog1py {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59901,7 +60564,7 @@ pub mod special_xlog1py {
     }
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3029)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3044)
 pub mod special_xlogy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59983,7 +60646,7 @@ pub mod special_xlogy {
     }
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3033)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3048)
 pub mod heaviside {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60065,7 +60728,7 @@ pub mod heaviside {
     }
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3037)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3052)
 pub mod float_power_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60147,7 +60810,7 @@ pub mod float_power_tensor_tensor {
     }
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3041)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3056)
 pub mod float_power_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60229,7 +60892,7 @@ pub mod float_power_tensor_scalar {
     }
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3045)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3060)
 pub mod float_power_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60311,7 +60974,7 @@ pub mod float_power_scalar {
     }
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3049)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3064)
 pub mod ldexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60393,7 +61056,7 @@ pub mod ldexp_tensor {
     }
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3053)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3068)
 pub mod isclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60503,7 +61166,7 @@ pub mod isclose {
     }
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3057)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3072)
 pub mod hardshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60585,7 +61248,7 @@ pub mod hardshrink {
     }
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3061)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3076)
 pub mod softshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60667,7 +61330,7 @@ pub mod softshrink {
     }
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3065)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3080)
 pub mod prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60754,7 +61417,7 @@ pub mod prod {
     }
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3069)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3084)
 pub mod var_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60854,7 +61517,7 @@ pub mod var_dim {
     }
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3073)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3088)
 pub mod var {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60936,7 +61599,7 @@ pub mod var {
     }
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3077)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3092)
 pub mod std_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61036,7 +61699,7 @@ pub mod std_dim {
     }
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3081)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3096)
 pub mod std {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61118,7 +61781,7 @@ pub mod std {
     }
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3085)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3100)
 pub mod nansum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61218,7 +61881,7 @@ pub mod nansum {
     }
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3089)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3104)
 pub mod nanmean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61318,7 +61981,7 @@ pub mod nanmean {
     }
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3093)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3108)
 pub mod aminmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61413,7 +62076,7 @@ pub mod aminmax {
     }
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3097)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3112)
 pub mod logcumsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61495,7 +62158,7 @@ pub mod logcumsumexp {
     }
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3101)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3116)
 pub mod trace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61575,7 +62238,7 @@ pub mod trace {
     }
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3105)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3120)
 pub mod sum_to_size {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61657,7 +62320,7 @@ pub mod sum_to_size {
     }
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3109)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3124)
 pub mod inner {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61739,7 +62402,7 @@ pub mod inner {
     }
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3113)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3128)
 pub mod addmv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61843,7 +62506,7 @@ pub mod addmv {
     }
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3117)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3132)
 pub mod addr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61947,7 +62610,7 @@ pub mod addr {
     }
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3121)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3136)
 pub mod linalg_cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62037,7 +62700,7 @@ pub mod linalg_cross {
     }
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3125)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3140)
 pub mod cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62127,7 +62790,7 @@ pub mod cross {
     }
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3129)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3144)
 pub mod kron {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62209,7 +62872,7 @@ pub mod kron {
     }
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3133)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3148)
 pub mod dist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62299,7 +62962,7 @@ pub mod dist {
     }
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3137)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3152)
 pub mod pairwise_distance {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62396,7 +63059,7 @@ pub mod pairwise_distance {
     }
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3141)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3156)
 pub mod cosine_similarity {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62489,7 +63152,7 @@ pub mod cosine_similarity {
     }
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3145)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3160)
 pub mod cdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62588,7 +63251,7 @@ pub mod cdist {
     }
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3149)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3164)
 pub mod pdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62670,7 +63333,7 @@ pub mod pdist {
     }
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3153)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3168)
 pub mod soft_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62760,7 +63423,7 @@ pub mod soft_margin_loss {
     }
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3157)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3172)
 pub mod hinge_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62861,7 +63524,7 @@ pub mod hinge_embedding_loss {
     }
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3161)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3176)
 pub mod poisson_nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62983,7 +63646,7 @@ pub mod poisson_nll_loss {
     }
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3165)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3180)
 pub mod rms_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63084,7 +63747,7 @@ pub mod rms_norm {
     }
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3169)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3184)
 pub mod channel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63166,7 +63829,7 @@ pub mod channel_shuffle {
     }
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3173)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3188)
 pub mod linalg_vector_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63276,7 +63939,7 @@ pub mod linalg_vector_norm {
     }
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3177)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3192)
 pub mod linalg_diagonal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63369,7 +64032,7 @@ pub mod linalg_diagonal {
     }
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3181)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3196)
 pub mod diagflat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63451,7 +64114,7 @@ pub mod diagflat {
     }
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3185)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3200)
 pub mod block_diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63531,7 +64194,7 @@ pub mod block_diag {
     }
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3189)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3204)
 pub mod cartesian_prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63611,7 +64274,7 @@ pub mod cartesian_prod {
     }
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3193)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3208)
 pub mod combinations {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63701,7 +64364,7 @@ pub mod combinations {
     }
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3197)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3212)
 pub mod diff {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63810,7 +64473,7 @@ pub mod diff {
     }
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3201)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3216)
 pub mod trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63894,7 +64557,7 @@ pub mod trapezoid_x {
     }
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3205)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3220)
 pub mod trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63978,7 +64641,7 @@ pub mod trapezoid_dx {
     }
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3209)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
 pub mod trapz_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64062,7 +64725,7 @@ pub mod trapz_x {
     }
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3213)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
 pub mod trapz_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64146,7 +64809,7 @@ pub mod trapz_dx {
     }
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3217)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
 pub mod cumulative_trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64230,7 +64893,7 @@ pub mod cumulative_trapezoid_x {
     }
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3221)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
 pub mod cumulative_trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64314,7 +64977,7 @@ pub mod cumulative_trapezoid_dx {
     }
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3225)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3240)
 pub mod tensor_split_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64404,7 +65067,7 @@ pub mod tensor_split_sections {
     }
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3229)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3244)
 pub mod tensor_split_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64494,7 +65157,7 @@ pub mod tensor_split_indices {
     }
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3233)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
 pub mod tensor_split_tensor_indices_or_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64589,7 +65252,7 @@ pub mod tensor_split_tensor_indices_or_sections {
     }
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3237)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
 pub mod hsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64671,7 +65334,7 @@ pub mod hsplit_int {
     }
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3241)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 pub mod vsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64753,7 +65416,7 @@ pub mod vsplit_int {
     }
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3245)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
 pub mod dsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64835,7 +65498,7 @@ pub mod dsplit_int {
     }
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3249)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
 pub mod hsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64922,7 +65585,7 @@ pub mod hsplit_array {
     }
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3253)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
 pub mod vsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65009,7 +65672,7 @@ pub mod vsplit_array {
     }
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3257)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
 pub mod dsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65096,7 +65759,7 @@ pub mod dsplit_array {
     }
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3261)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3276)
 pub mod unsafe_split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65186,7 +65849,7 @@ pub mod unsafe_split_tensor {
     }
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3265)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3280)
 pub mod unsafe_chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65276,7 +65939,7 @@ pub mod unsafe_chunk {
     }
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3269)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3284)
 pub mod take_along_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65366,7 +66029,7 @@ pub mod take_along_dim {
     }
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3273)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3288)
 pub mod argwhere {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65446,7 +66109,7 @@ pub mod argwhere {
     }
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3277)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3292)
 pub mod narrow_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65539,7 +66202,7 @@ pub mod narrow_tensor {
     }
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3281)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3296)
 pub mod masked_fill_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65629,7 +66292,7 @@ pub mod masked_fill_tensor {
     }
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3285)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3300)
 pub mod logspace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65772,7 +66435,7 @@ pub mod logspace {
     }
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3291)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3306)
 pub mod lgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65852,7 +66515,7 @@ pub mod lgamma {
     }
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3295)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3310)
 pub mod digamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65932,7 +66595,7 @@ pub mod digamma {
     }
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3299)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3314)
 pub mod i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66012,7 +66675,7 @@ pub mod i0 {
     }
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3303)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3318)
 pub mod special_i0e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66092,7 +66755,7 @@ pub mod special_i0e {
     }
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3307)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3322)
 pub mod special_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66172,7 +66835,7 @@ pub mod special_i1 {
     }
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3311)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3326)
 pub mod special_i1e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66252,7 +66915,7 @@ pub mod special_i1e {
     }
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3315)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3330)
 pub mod special_erfcx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66332,7 +66995,7 @@ pub mod special_erfcx {
     }
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3319)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3334)
 pub mod special_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66412,7 +67075,7 @@ pub mod special_ndtr {
     }
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3323)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3338)
 pub mod special_ndtri {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66492,7 +67155,7 @@ pub mod special_ndtri {
     }
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3327)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3342)
 pub mod special_log_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66572,7 +67235,7 @@ pub mod special_log_ndtr {
     }
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3331)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3346)
 pub mod special_entr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66652,7 +67315,7 @@ pub mod special_entr {
     }
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3335)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3350)
 pub mod special_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66732,7 +67395,7 @@ pub mod special_bessel_j0 {
     }
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3339)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3354)
 pub mod special_bessel_j1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66812,7 +67475,7 @@ pub mod special_bessel_j1 {
     }
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3343)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3358)
 pub mod special_bessel_y0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66892,7 +67555,7 @@ pub mod special_bessel_y0 {
     }
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3347)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3362)
 pub mod special_bessel_y1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66972,7 +67635,7 @@ pub mod special_bessel_y1 {
     }
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3351)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3366)
 pub mod special_modified_bessel_i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67052,7 +67715,7 @@ pub mod special_modified_bessel_i0 {
     }
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3355)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3370)
 pub mod special_modified_bessel_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67132,7 +67795,7 @@ pub mod special_modified_bessel_i1 {
     }
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3359)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3374)
 pub mod special_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67212,7 +67875,7 @@ pub mod special_modified_bessel_k0 {
     }
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3363)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3378)
 pub mod special_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67292,7 +67955,7 @@ pub mod special_modified_bessel_k1 {
     }
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3367)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3382)
 pub mod special_scaled_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67372,7 +68035,7 @@ pub mod special_scaled_modified_bessel_k0 {
     }
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3371)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3386)
 pub mod special_scaled_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67452,7 +68115,7 @@ pub mod special_scaled_modified_bessel_k1 {
     }
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3375)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3390)
 pub mod special_spherical_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67532,7 +68195,7 @@ pub mod special_spherical_bessel_j0 {
     }
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3379)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3394)
 pub mod polygamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67614,7 +68277,7 @@ pub mod polygamma {
     }
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3383)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3398)
 pub mod special_zeta {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67696,7 +68359,7 @@ pub mod special_zeta {
     }
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3387)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3402)
 pub mod special_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67778,7 +68441,7 @@ pub mod special_chebyshev_polynomial_t {
     }
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3391)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3406)
 pub mod special_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67860,7 +68523,7 @@ pub mod special_chebyshev_polynomial_u {
     }
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3395)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3410)
 pub mod special_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67942,7 +68605,7 @@ pub mod special_chebyshev_polynomial_v {
     }
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3399)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3414)
 pub mod special_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68024,7 +68687,7 @@ pub mod special_chebyshev_polynomial_w {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3403)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3418)
 pub mod special_shifted_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68106,7 +68769,7 @@ pub mod special_shifted_chebyshev_polynomial_t {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3407)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3422)
 pub mod special_shifted_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68188,7 +68851,7 @@ pub mod special_shifted_chebyshev_polynomial_u {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3411)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3426)
 pub mod special_shifted_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68270,7 +68933,7 @@ pub mod special_shifted_chebyshev_polynomial_v {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3415)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3430)
 pub mod special_shifted_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68352,7 +69015,7 @@ pub mod special_shifted_chebyshev_polynomial_w {
     }
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3419)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3434)
 pub mod special_hermite_polynomial_h {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68434,7 +69097,7 @@ pub mod special_hermite_polynomial_h {
     }
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3423)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3438)
 pub mod special_hermite_polynomial_he {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68516,7 +69179,7 @@ pub mod special_hermite_polynomial_he {
     }
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3427)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3442)
 pub mod special_laguerre_polynomial_l {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68598,7 +69261,7 @@ pub mod special_laguerre_polynomial_l {
     }
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3431)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3446)
 pub mod special_legendre_polynomial_p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68680,7 +69343,7 @@ pub mod special_legendre_polynomial_p {
     }
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3435)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3450)
 pub mod mvlgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68762,7 +69425,7 @@ pub mod mvlgamma {
     }
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3441)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3456)
 pub mod _convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69020,7 +69683,7 @@ pub mod _convolution {
     }
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3445)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3460)
 pub mod _convolution_mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69148,7 +69811,7 @@ pub mod _convolution_mode {
     }
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3449)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3464)
 pub mod upsample_linear1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69257,7 +69920,7 @@ pub mod upsample_linear1d_vec {
     }
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3453)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3468)
 pub mod upsample_linear1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69358,7 +70021,7 @@ pub mod upsample_linear1d {
     }
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3457)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3472)
 pub mod lerp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69448,7 +70111,7 @@ pub mod lerp_tensor {
     }
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3461)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3476)
 pub mod angle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69528,7 +70191,7 @@ pub mod angle {
     }
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3465)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3480)
 pub mod isin_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69632,7 +70295,7 @@ pub mod isin_tensor_tensor {
     }
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3469)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3484)
 pub mod bucketize_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69733,7 +70396,7 @@ pub mod bucketize_tensor {
     }
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3473)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3488)
 pub mod searchsorted_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69856,7 +70519,7 @@ pub mod searchsorted_tensor {
     }
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3477)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3492)
 pub mod msort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69936,7 +70599,7 @@ pub mod msort {
     }
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3481)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3496)
 pub mod any_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70026,7 +70689,7 @@ pub mod any_dims {
     }
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3485)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3500)
 pub mod all_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70116,7 +70779,7 @@ pub mod all_dims {
     }
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3489)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3504)
 pub mod select_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70209,7 +70872,7 @@ pub mod select_scatter {
     }
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3493)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3508)
 pub mod diagonal_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70314,7 +70977,7 @@ pub mod diagonal_scatter {
     }
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3497)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3512)
 pub mod put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70414,7 +71077,7 @@ pub mod put {
     }
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3501)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3516)
 pub mod nonzero_static {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70504,7 +71167,7 @@ pub mod nonzero_static {
     }
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3505)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3520)
 pub mod _safe_softmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70594,7 +71257,7 @@ pub mod _safe_softmax {
     }
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3509)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3524)
 pub mod _softmax_backward_data {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70695,7 +71358,7 @@ pub mod _softmax_backward_data {
     }
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3513)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3528)
 pub mod native_dropout_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70785,7 +71448,7 @@ pub mod native_dropout_backward {
     }
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3517)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3532)
 pub mod bilinear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70890,7 +71553,7 @@ pub mod bilinear {
     }
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3521)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3536)
 pub mod cov {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71000,7 +71663,7 @@ pub mod cov {
     }
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3525)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3540)
 pub mod corrcoef {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71080,7 +71743,7 @@ pub mod corrcoef {
     }
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3529)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3544)
 pub mod renorm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71173,7 +71836,7 @@ pub mod renorm {
     }
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3533)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3548)
 pub mod bincount {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71263,7 +71926,7 @@ pub mod bincount {
     }
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3537)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3552)
 pub mod histc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71356,7 +72019,7 @@ pub mod histc {
     }
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3541)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3556)
 pub mod triu_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71492,7 +72155,7 @@ pub mod triu_indices {
     }
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3545)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3560)
 pub mod tril_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71628,7 +72291,7 @@ pub mod tril_indices {
     }
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3549)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3564)
 pub mod _native_batch_norm_legit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71786,7 +72449,7 @@ pub mod _native_batch_norm_legit {
     }
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3553)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3568)
 pub mod _native_batch_norm_legit_no_stats {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71926,7 +72589,7 @@ pub mod _native_batch_norm_legit_no_stats {
     }
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3557)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
 pub mod _batch_norm_with_update {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72077,7 +72740,7 @@ pub mod _batch_norm_with_update {
     }
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3563)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3578)
 pub mod fft_fftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72159,7 +72822,7 @@ pub mod fft_fftshift {
     }
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3567)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3582)
 pub mod fft_ifftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72241,7 +72904,7 @@ pub mod fft_ifftshift {
     }
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3571)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3586)
 pub mod linalg_vecdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72325,7 +72988,7 @@ pub mod linalg_vecdot {
     }
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3575)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3590)
 pub mod linalg_vander {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72407,7 +73070,7 @@ pub mod linalg_vander {
     }
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3579)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3594)
 pub mod linalg_multi_dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72487,7 +73150,7 @@ pub mod linalg_multi_dot {
     }
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3583)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3598)
 pub mod linalg_matrix_power {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72569,7 +73232,7 @@ pub mod linalg_matrix_power {
     }
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3587)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3602)
 pub mod quantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72679,7 +73342,7 @@ pub mod quantile {
     }
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3591)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3606)
 pub mod quantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72788,7 +73451,7 @@ pub mod quantile_scalar {
     }
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3595)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3610)
 pub mod nanquantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72897,7 +73560,7 @@ pub mod nanquantile {
     }
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3599)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3614)
 pub mod nanquantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73006,7 +73669,7 @@ pub mod nanquantile_scalar {
     }
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3603)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3618)
 pub mod nanmedian {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73086,7 +73749,7 @@ pub mod nanmedian {
     }
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3607)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3622)
 pub mod nanmedian_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73182,7 +73845,7 @@ pub mod nanmedian_dim {
     }
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3611)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3626)
 pub mod mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73277,7 +73940,7 @@ pub mod mode {
     }
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3615)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3630)
 pub mod scatter_reduce_two {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73398,7 +74061,7 @@ pub mod scatter_reduce_two {
     }
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3619)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3634)
 pub mod index_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73519,7 +74182,7 @@ pub mod index_reduce {
     }
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3625)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3640)
 pub mod max_unpool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73609,7 +74272,7 @@ pub mod max_unpool2d {
     }
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3629)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3644)
 pub mod max_unpool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73725,7 +74388,7 @@ pub mod max_unpool3d {
     }
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3633)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3648)
 pub mod upsample_nearest1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73815,7 +74478,7 @@ pub mod upsample_nearest1d {
     }
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3637)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3652)
 pub mod gcd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73897,7 +74560,7 @@ pub mod gcd {
     }
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3641)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3656)
 pub mod lcm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73979,7 +74642,7 @@ pub mod lcm {
     }
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3648)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3663)
 pub mod linalg_lu_factor_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74081,7 +74744,7 @@ pub mod linalg_lu_factor_ex {
     }
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3652)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3667)
 pub mod linalg_lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74186,7 +74849,7 @@ pub mod linalg_lu_solve {
     }
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3656)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3671)
 pub mod linalg_solve_triangular {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74295,7 +74958,7 @@ pub mod linalg_solve_triangular {
     }
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3660)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3675)
 pub mod linalg_cholesky_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74391,7 +75054,7 @@ pub mod linalg_cholesky_ex {
     }
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3664)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3679)
 pub mod geqrf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74476,7 +75139,7 @@ pub mod geqrf {
     }
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3668)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3683)
 pub mod linalg_qr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74563,7 +75226,7 @@ pub mod linalg_qr {
     }
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3672)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3687)
 pub mod linalg_eigh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74655,7 +75318,7 @@ pub mod linalg_eigh {
     }
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3676)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3691)
 pub mod _linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74767,7 +75430,7 @@ pub mod _linalg_svd {
     }
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3680)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3695)
 pub mod linalg_lu_factor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74854,7 +75517,7 @@ pub mod linalg_lu_factor {
     }
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3684)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3699)
 pub mod _lu_with_info {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74956,7 +75619,7 @@ pub mod _lu_with_info {
     }
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3688)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3703)
 pub mod linalg_lu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75050,7 +75713,7 @@ pub mod linalg_lu {
     }
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3692)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3707)
 pub mod lu_unpack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75166,7 +75829,7 @@ pub mod lu_unpack {
     }
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3696)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3711)
 pub mod lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75256,7 +75919,7 @@ pub mod lu_solve {
     }
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3700)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3715)
 pub mod linalg_solve_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75360,7 +76023,7 @@ pub mod linalg_solve_ex {
     }
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3704)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3719)
 pub mod linalg_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75444,7 +76107,7 @@ pub mod linalg_solve {
     }
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3708)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3723)
 pub mod linalg_inv_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75536,7 +76199,7 @@ pub mod linalg_inv_ex {
     }
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3712)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3727)
 pub mod linalg_inv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75616,7 +76279,7 @@ pub mod linalg_inv {
     }
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3716)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3731)
 pub mod inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75696,7 +76359,7 @@ pub mod inverse {
     }
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3720)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3735)
 pub mod linalg_det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75776,7 +76439,7 @@ pub mod linalg_det {
     }
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3724)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3739)
 pub mod det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75856,7 +76519,7 @@ pub mod det {
     }
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3728)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3743)
 pub mod linalg_slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75941,7 +76604,7 @@ pub mod linalg_slogdet {
     }
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3732)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3747)
 pub mod slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76026,7 +76689,7 @@ pub mod slogdet {
     }
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3736)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3751)
 pub mod logdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76106,7 +76769,7 @@ pub mod logdet {
     }
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3740)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3755)
 pub mod linalg_cholesky {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76188,7 +76851,7 @@ pub mod linalg_cholesky {
     }
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3744)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3759)
 pub mod cholesky_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76278,7 +76941,7 @@ pub mod cholesky_solve {
     }
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3748)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3763)
 pub mod cholesky_inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76360,7 +77023,7 @@ pub mod cholesky_inverse {
     }
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3752)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3767)
 pub mod triangular_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76480,7 +77143,7 @@ pub mod triangular_solve {
     }
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3756)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3771)
 pub mod linalg_householder_product {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76562,7 +77225,7 @@ pub mod linalg_householder_product {
     }
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3760)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3775)
 pub mod orgqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76644,7 +77307,7 @@ pub mod orgqr {
     }
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3764)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3779)
 pub mod ormqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76754,7 +77417,7 @@ pub mod ormqr {
     }
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3768)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3783)
 pub mod linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76857,7 +77520,7 @@ pub mod linalg_svd {
     }
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3772)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3787)
 pub mod svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76959,7 +77622,7 @@ pub mod svd {
     }
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3776)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3791)
 pub mod linalg_svdvals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77041,7 +77704,7 @@ pub mod linalg_svdvals {
     }
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3780)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3795)
 pub mod linalg_eigvalsh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77123,7 +77786,7 @@ pub mod linalg_eigvalsh {
     }
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3784)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3799)
 pub mod linalg_pinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77213,7 +77876,7 @@ pub mod linalg_pinv {
     }
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3788)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3803)
 pub mod linalg_pinv_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77313,7 +77976,7 @@ pub mod linalg_pinv_atol_rtol_float {
     }
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3792)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
 pub mod linalg_pinv_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77417,7 +78080,7 @@ pub mod linalg_pinv_atol_rtol_tensor {
     }
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3796)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
 pub mod linalg_pinv_rcond_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77507,7 +78170,7 @@ pub mod linalg_pinv_rcond_tensor {
     }
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3800)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3815)
 pub mod pinverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77589,7 +78252,7 @@ pub mod pinverse {
     }
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3804)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
 pub mod linalg_matrix_rank {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77679,7 +78342,7 @@ pub mod linalg_matrix_rank {
     }
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3808)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3823)
 pub mod linalg_matrix_rank_tol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77769,7 +78432,7 @@ pub mod linalg_matrix_rank_tol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3812)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
 pub mod linalg_matrix_rank_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77873,7 +78536,7 @@ pub mod linalg_matrix_rank_atol_rtol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3816)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
 pub mod linalg_matrix_rank_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77973,7 +78636,7 @@ pub mod linalg_matrix_rank_atol_rtol_float {
     }
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3820)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3835)
 pub mod linalg_matrix_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78077,7 +78740,7 @@ pub mod linalg_matrix_norm {
     }
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3824)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3839)
 pub mod linalg_matrix_norm_str_ord {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78181,7 +78844,7 @@ pub mod linalg_matrix_norm_str_ord {
     }
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3828)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3843)
 pub mod linalg_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78292,7 +78955,7 @@ pub mod linalg_norm {
     }
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3832)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3847)
 pub mod linalg_norm_ord_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78402,7 +79065,7 @@ pub mod linalg_norm_ord_str {
     }
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3836)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3851)
 pub mod linalg_cond {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78484,7 +79147,7 @@ pub mod linalg_cond {
     }
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3840)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3855)
 pub mod linalg_cond_p_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78566,7 +79229,7 @@ pub mod linalg_cond_p_str {
     }
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3844)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3859)
 pub mod linalg_tensorinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78648,7 +79311,7 @@ pub mod linalg_tensorinv {
     }
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3848)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3863)
 pub mod linalg_tensorsolve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78738,7 +79401,7 @@ pub mod linalg_tensorsolve {
     }
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3852)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3867)
 pub mod linalg_matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78818,7 +79481,7 @@ pub mod linalg_matrix_exp {
     }
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3856)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3871)
 pub mod matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78898,7 +79561,7 @@ pub mod matrix_exp {
     }
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3860)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3875)
 pub mod linalg_lstsq {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79012,7 +79675,7 @@ pub mod linalg_lstsq {
     }
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
 pub mod cauchy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79113,7 +79776,7 @@ pub mod cauchy_ {
     }
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
 pub mod geometric_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79203,7 +79866,7 @@ pub mod geometric_ {
     }
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
 pub mod log_normal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79304,7 +79967,7 @@ pub mod log_normal_ {
     }
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3881)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3896)
 pub mod randint_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79440,7 +80103,7 @@ pub mod randint_like {
     }
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3885)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3900)
 pub mod randint_like_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79578,7 +80241,7 @@ pub mod randint_like_tensor {
     }
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3889)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
 pub mod randint_like_low_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79721,7 +80384,7 @@ pub mod randint_like_low_dtype {
     }
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3893)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3908)
 pub mod rrelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79836,7 +80499,7 @@ pub mod rrelu {
     }
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3899)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
 pub mod nextafter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79918,7 +80581,7 @@ pub mod nextafter {
     }
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3904)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3919)
 pub mod frexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80003,7 +80666,7 @@ pub mod frexp_tensor {
     }
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3909)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3924)
 pub mod igamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80085,7 +80748,7 @@ pub mod igamma {
     }
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3929)
 pub mod igammac {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80167,7 +80830,7 @@ pub mod igammac {
     }
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3921)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3936)
 pub mod item {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80247,7 +80910,7 @@ pub mod item {
     }
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3926)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3941)
 pub mod equal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80329,7 +80992,7 @@ pub mod equal {
     }
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
 pub mod allclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80439,7 +81102,7 @@ pub mod allclose {
     }
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3936)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3951)
 pub mod linspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80577,7 +81240,7 @@ pub mod linspace_tensor_tensor {
     }
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3940)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3955)
 pub mod logspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80722,7 +81385,7 @@ pub mod logspace_tensor_tensor {
     }
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3944)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3959)
 pub mod rnn_tanh_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80882,7 +81545,7 @@ pub mod rnn_tanh_input {
     }
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3948)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3963)
 pub mod rnn_relu_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81042,7 +81705,7 @@ pub mod rnn_relu_input {
     }
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3952)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3967)
 pub mod gru_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81202,7 +81865,7 @@ pub mod gru_input {
     }
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3956)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3971)
 pub mod lstm_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81376,7 +82039,7 @@ pub mod lstm_input {
     }
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3960)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3975)
 pub mod _chunk_cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81466,7 +82129,7 @@ pub mod _chunk_cat {
     }
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3964)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3979)
 pub mod as_strided_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81581,7 +82244,7 @@ pub mod as_strided_scatter {
     }
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3968)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3983)
 pub mod nonzero_numpy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81661,7 +82324,7 @@ pub mod nonzero_numpy {
     }
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3972)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3987)
 pub mod _unsafe_masked_index {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81764,7 +82427,7 @@ pub mod _unsafe_masked_index {
     }
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3976)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3991)
 pub mod _unsafe_masked_index_put_accumulate {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81870,7 +82533,7 @@ pub mod _unsafe_masked_index_put_accumulate {
     }
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3980)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3995)
 pub mod im2col {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81986,7 +82649,7 @@ pub mod im2col {
     }
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3984)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3999)
 pub mod linalg_matrix_sqrth {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82066,7 +82729,7 @@ pub mod linalg_matrix_sqrth {
     }
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:3988)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4003)
 pub mod linalg_polar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82151,7 +82814,7 @@ pub mod linalg_polar {
     }
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3992)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4007)
 pub mod multi_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82274,7 +82937,7 @@ pub mod multi_margin_loss {
     }
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:3996)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4011)
 pub mod multilabel_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82364,7 +83027,7 @@ pub mod multilabel_margin_loss {
     }
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4000)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4015)
 pub mod unique_consecutive {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82476,7 +83139,7 @@ pub mod unique_consecutive {
     }
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4006)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4021)
 pub mod _upsample_nearest_exact1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82572,7 +83235,7 @@ pub mod _upsample_nearest_exact1d_vec {
     }
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4010)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4025)
 pub mod _upsample_nearest_exact2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82668,7 +83331,7 @@ pub mod _upsample_nearest_exact2d_vec {
     }
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4014)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4029)
 pub mod _upsample_nearest_exact3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82764,7 +83427,7 @@ pub mod _upsample_nearest_exact3d_vec {
     }
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4018)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4033)
 pub mod _upsample_nearest_exact1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82855,7 +83518,7 @@ pub mod _upsample_nearest_exact1d {
     }
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4022)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4037)
 pub mod _upsample_nearest_exact2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82955,7 +83618,7 @@ pub mod _upsample_nearest_exact2d {
     }
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4026)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4041)
 pub mod _upsample_nearest_exact3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83070,7 +83733,7 @@ pub mod _upsample_nearest_exact3d {
     }
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4032)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4047)
 pub mod fft_irfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83169,7 +83832,7 @@ pub mod fft_irfft {
     }
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4036)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4051)
 pub mod fft_irfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83268,7 +83931,7 @@ pub mod fft_irfft2 {
     }
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4040)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4055)
 pub mod fft_irfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83367,7 +84030,7 @@ pub mod fft_irfftn {
     }
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4044)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4059)
 pub mod fft_hfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83466,7 +84129,7 @@ pub mod fft_hfft {
     }
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4048)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4063)
 pub mod fft_hfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83565,7 +84228,7 @@ pub mod fft_hfft2 {
     }
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4052)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4067)
 pub mod fft_hfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83664,7 +84327,7 @@ pub mod fft_hfftn {
     }
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4056)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4071)
 pub mod linspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83800,7 +84463,7 @@ pub mod linspace_tensor_scalar {
     }
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4060)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4075)
 pub mod linspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83936,7 +84599,7 @@ pub mod linspace_scalar_tensor {
     }
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4064)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4079)
 pub mod logspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84079,7 +84742,7 @@ pub mod logspace_tensor_scalar {
     }
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4068)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4083)
 pub mod logspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84222,7 +84885,7 @@ pub mod logspace_scalar_tensor {
     }
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4072)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4087)
 pub mod gradient_scalarint {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84323,7 +84986,7 @@ pub mod gradient_scalarint {
     }
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4076)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4091)
 pub mod histogram_bin_ct {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84443,7 +85106,7 @@ pub mod histogram_bin_ct {
     }
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4080)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4095)
 pub mod histogramdd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84564,7 +85227,7 @@ pub mod histogramdd {
     }
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4084)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4099)
 pub mod histogramdd_int_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84685,7 +85348,7 @@ pub mod histogramdd_int_bins {
     }
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4088)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4103)
 pub mod histogram_bins_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84791,7 +85454,7 @@ pub mod histogram_bins_tensor {
     }
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4092)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4107)
 pub mod histogramdd_tensorlist_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84916,7 +85579,7 @@ pub mod histogramdd_tensorlist_bins {
     }
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4098)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4113)
 pub mod upsample_trilinear3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85025,7 +85688,7 @@ pub mod upsample_trilinear3d_vec {
     }
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4102)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4117)
 pub mod upsample_bicubic2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85134,7 +85797,7 @@ pub mod upsample_bicubic2d_vec {
     }
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4106)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4121)
 pub mod upsample_trilinear3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85255,7 +85918,7 @@ pub mod upsample_trilinear3d {
     }
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4110)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4125)
 pub mod upsample_bicubic2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85370,7 +86033,7 @@ pub mod upsample_bicubic2d {
     }
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4114)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4129)
 pub mod segment_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};

@@ -2620,79 +2620,181 @@ impl Tensor {
         crate::handles::conj::call(self)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+    #[inline]
+    pub fn stft(&self, n_fft: i64) -> Result<Tensor> {
+        crate::handles::stft::call(self, n_fft, None, None, None, false, None, None, None)
+    }
+
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+    #[inline]
+    pub fn stft_with(
+        &self,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        crate::handles::stft::call(
+            self,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+    #[inline]
+    pub fn stft_center(&self, n_fft: i64) -> Result<Tensor> {
+        crate::handles::stft_center::call(self, n_fft, None, None, None, true, "reflect", false, None, None, None)
+    }
+
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+    #[inline]
+    pub fn stft_center_with(
+        &self,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        pad_mode: &str,
+        normalized: bool,
+        onesided: Option<bool>,
+        return_complex: Option<bool>,
+        align_to_window: Option<bool>,
+    ) -> Result<Tensor> {
+        crate::handles::stft_center::call(
+            self,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            pad_mode,
+            normalized,
+            onesided,
+            return_complex,
+            align_to_window,
+        )
+    }
+
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+    #[inline]
+    pub fn istft(&self, n_fft: i64) -> Result<Tensor> {
+        crate::handles::istft::call(self, n_fft, None, None, None, true, false, None, None, false)
+    }
+
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+    #[inline]
+    pub fn istft_with(
+        &self,
+        n_fft: i64,
+        hop_length: Option<i64>,
+        win_length: Option<i64>,
+        window: Option<&Tensor>,
+        center: bool,
+        normalized: bool,
+        onesided: Option<bool>,
+        length: Option<i64>,
+        return_complex: bool,
+    ) -> Result<Tensor> {
+        crate::handles::istft::call(
+            self,
+            n_fft,
+            hop_length,
+            win_length,
+            window,
+            center,
+            normalized,
+            onesided,
+            length,
+            return_complex,
+        )
+    }
+
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
     #[inline]
     pub fn cauchy_(&self) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, 0.0, 1.0, None)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3866)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
     #[inline]
     pub fn geometric_(&self, p: f64) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, None)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3871)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
     #[inline]
     pub fn log_normal_(&self) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, 1.0, 2.0, None)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3876)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3899)
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
     #[inline]
     pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::nextafter::call(self, other)
     }
 
-    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3904)
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3919)
     #[inline]
     pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::frexp_tensor::call(self)
     }
 
-    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3909)
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3924)
     #[inline]
     pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igamma::call(self, other)
     }
 
-    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3929)
     #[inline]
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
 
-    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3926)
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3941)
     #[inline]
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         crate::handles::equal::call(self, other)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
     #[inline]
     pub fn allclose(&self, other: &Tensor) -> Result<bool> {
         crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3931)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)

@@ -612,6 +612,9 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::view_as_complex::SCHEMA).expect("generated schema parses");
     d.def(handles::complex::SCHEMA).expect("generated schema parses");
     d.def(handles::polar::SCHEMA).expect("generated schema parses");
+    d.def(handles::stft::SCHEMA).expect("generated schema parses");
+    d.def(handles::stft_center::SCHEMA).expect("generated schema parses");
+    d.def(handles::istft::SCHEMA).expect("generated schema parses");
     d.def(handles::_fft_c2c::SCHEMA).expect("generated schema parses");
     d.def(handles::_fft_r2c::SCHEMA).expect("generated schema parses");
     d.def(handles::_fft_c2r::SCHEMA).expect("generated schema parses");
@@ -9461,6 +9464,99 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::conj::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::conj::kernel(|_ks, self_| crate::native::composite::conj(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::stft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::stft::kernel(
+            |_ks,
+             self_,
+             n_fft,
+             hop_length,
+             win_length,
+             window,
+             normalized,
+             onesided,
+             return_complex,
+             align_to_window| {
+                crate::native::spectral::stft(
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    normalized,
+                    onesided,
+                    return_complex,
+                    align_to_window,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::stft_center::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::stft_center::kernel(
+            |_ks,
+             self_,
+             n_fft,
+             hop_length,
+             win_length,
+             window,
+             center,
+             pad_mode,
+             normalized,
+             onesided,
+             return_complex,
+             align_to_window| {
+                crate::native::spectral::stft_center(
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    center,
+                    pad_mode,
+                    normalized,
+                    onesided,
+                    return_complex,
+                    align_to_window,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::istft::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::istft::kernel(
+            |_ks,
+             self_,
+             n_fft,
+             hop_length,
+             win_length,
+             window,
+             center,
+             normalized,
+             onesided,
+             length,
+             return_complex| {
+                crate::native::spectral::istft(
+                    self_,
+                    n_fft,
+                    hop_length,
+                    win_length,
+                    window,
+                    center,
+                    normalized,
+                    onesided,
+                    length,
+                    return_complex,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

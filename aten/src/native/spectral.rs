@@ -520,3 +520,271 @@ pub fn fft_c2r_backward(grad: &Tensor, dim: &[i64], normalization: i64) -> Resul
     let w = crate::native::copy::to_dtype(&Tensor::from_vec(w, &shape)?, g.dtype().to_real())?;
     ops::mul(&g, &w)
 }
+
+/// `window` (or ones) of `win_length` points centred in `n_fft` points with zeros on both sides,
+/// differentiably.
+fn centred_window(
+    op: &str,
+    window: Option<&Tensor>,
+    win_length: i64,
+    n_fft: i64,
+    like: &Tensor,
+) -> Result<Option<Tensor>> {
+    if let Some(w) = window {
+        if w.dim() != 1 || w.sizes()[0] != win_length {
+            return Err(Error::invalid(
+                op,
+                format!("{op}: expected a 1D window tensor of size equal to win_length={win_length}, but got window with size {:?}", w.sizes()),
+            ));
+        }
+    }
+    if win_length == n_fft {
+        return Ok(window.cloned());
+    }
+    let w = match window {
+        Some(w) => w.clone(),
+        None => ops::ones(&[win_length], Some(like.dtype().to_real()), None, Some(like.device()), None)?,
+    };
+    let left = (n_fft - win_length) / 2;
+    let (dtype, device) = (w.dtype(), w.device());
+    let zeros = |n: i64| ops::zeros(&[n], Some(dtype), None, Some(device), None);
+    Ok(Some(ops::cat(&[zeros(left)?, w, zeros(n_fft - win_length - left)?], 0)?))
+}
+
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor`:
+/// the frames `x[f * hop : f * hop + n_fft] * window`, each transformed (one-sided for a real
+/// signal and window), as `[n_freq, n_frames]` (a batch dim first for a 2-D input).
+#[allow(clippy::too_many_arguments)]
+pub fn stft(
+    x: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    normalized: bool,
+    onesided: Option<bool>,
+    return_complex: Option<bool>,
+    align_to_window: Option<bool>,
+) -> Result<Tensor> {
+    const OP: &str = "stft";
+    let complex_input = x.dtype().is_complex() || window.is_some_and(|w| w.dtype().is_complex());
+    let return_complex = match return_complex {
+        Some(r) => r,
+        None if complex_input => true,
+        None => {
+            return Err(Error::invalid(
+                OP,
+                "stft requires the return_complex parameter be given for real inputs, and will further require that return_complex=True in a future PyTorch release.",
+            ))
+        }
+    };
+    if align_to_window == Some(true) {
+        return Err(Error::NotImplemented { op: OP.into(), msg: "align_to_window=True is not implemented".into() });
+    }
+    if x.dim() != 1 && x.dim() != 2 {
+        return Err(Error::invalid(OP, format!("stft: expected a 1D or 2D tensor, but got {}D tensor", x.dim())));
+    }
+    let hop = hop_length.unwrap_or(n_fft >> 2);
+    let win_length = win_length.unwrap_or(n_fft);
+    let input = if x.dim() == 1 { ops::unsqueeze(x, 0)? } else { x.clone() };
+    let len = input.sizes()[1];
+    if n_fft <= 0 || n_fft > len {
+        return Err(Error::invalid(OP, format!("stft: expected 0 < n_fft < {len}, but got n_fft={n_fft}")));
+    }
+    if hop <= 0 {
+        return Err(Error::invalid(OP, format!("stft: expected hop_length > 0, but got hop_length={hop}")));
+    }
+    if win_length <= 0 || win_length > n_fft {
+        return Err(Error::invalid(
+            OP,
+            format!("stft: expected 0 < win_length <= n_fft, but got win_length={win_length}"),
+        ));
+    }
+    let window = centred_window(OP, window, win_length, n_fft, x)?;
+    let mut frames = ops::unfold(&input, 1, n_fft, hop)?;
+    if let Some(w) = window {
+        frames = ops::mul(&frames, &w)?;
+    }
+    let frames = promote(OP, &frames, false)?;
+    let complex_fft = frames.dtype().is_complex();
+    let onesided = onesided.unwrap_or(!complex_fft);
+    let norm = if normalized { 1 } else { 0 };
+    let out = if complex_fft {
+        if onesided {
+            return Err(Error::invalid(OP, "Cannot have onesided output if window or input is complex"));
+        }
+        ops::_fft_c2c(&frames, &[2], norm, true)?
+    } else {
+        ops::_fft_r2c(&frames, &[2], norm, onesided)?
+    };
+    let mut out = ops::transpose(&out, 1, 2)?;
+    if x.dim() == 1 {
+        out = ops::squeeze_dim(&out, 0)?;
+    }
+    if return_complex {
+        Ok(out)
+    } else {
+        ops::view_as_real(&out.contiguous()?)
+    }
+}
+
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor`:
+/// with `center`, the signal padded by `n_fft / 2` on both sides (`pad_mode`) first.
+#[allow(clippy::too_many_arguments)]
+pub fn stft_center(
+    x: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    center: bool,
+    pad_mode: &str,
+    normalized: bool,
+    onesided: Option<bool>,
+    return_complex: Option<bool>,
+    align_to_window: Option<bool>,
+) -> Result<Tensor> {
+    let x = if center {
+        if x.dim() != 1 && x.dim() != 2 {
+            return Err(Error::invalid(
+                "stft",
+                format!("stft: expected a 1D or 2D tensor, but got {}D tensor", x.dim()),
+            ));
+        }
+        // `pad` pads the last dim of a batched signal: [1, 1, L] or [1, B, L] as PyTorch does.
+        let extended = ops::unsqueeze(&if x.dim() == 1 { ops::unsqueeze(x, 0)? } else { x.clone() }, 0)?;
+        let p = n_fft / 2;
+        let padded = ops::pad(&extended, &[p, p], pad_mode, None)?;
+        let padded = ops::squeeze_dim(&padded, 0)?;
+        if x.dim() == 1 {
+            ops::squeeze_dim(&padded, 0)?
+        } else {
+            padded
+        }
+    } else {
+        x.clone()
+    };
+    stft(&x, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+}
+
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor`:
+/// the inverse of `stft`: each frame inverse-transformed and windowed, overlapped and added, and
+/// divided by the overlapped squared window (which must not vanish: the NOLA condition).
+#[allow(clippy::too_many_arguments)]
+pub fn istft(
+    x: &Tensor,
+    n_fft: i64,
+    hop_length: Option<i64>,
+    win_length: Option<i64>,
+    window: Option<&Tensor>,
+    center: bool,
+    normalized: bool,
+    onesided: Option<bool>,
+    length: Option<i64>,
+    return_complex: bool,
+) -> Result<Tensor> {
+    const OP: &str = "istft";
+    if !x.dtype().is_complex() {
+        return Err(Error::invalid(
+            OP,
+            "istft requires a complex-valued input tensor matching the output from stft with return_complex=True.",
+        ));
+    }
+    let hop = hop_length.unwrap_or(n_fft >> 2);
+    let win_length = win_length.unwrap_or(n_fft);
+    if x.numel() == 0 {
+        return Err(Error::invalid(OP, "istft: Input tensor cannot be empty"));
+    }
+    if x.dim() != 2 && x.dim() != 3 {
+        return Err(Error::invalid(
+            OP,
+            format!("istft: Expected a tensor with 2 or 3 dimensions of complex dtype, but got {}", x.dim()),
+        ));
+    }
+    let (fft_size, n_frames) = (x.sizes()[x.dim() - 2], x.sizes()[x.dim() - 1]);
+    let onesided = onesided.unwrap_or(fft_size != n_fft);
+    if onesided && n_fft / 2 + 1 != fft_size {
+        return Err(Error::invalid(OP, format!("istft: expected the frequency dimension (3rd to the last) of the input tensor to match n_fft / 2 + 1 when onesided=True, but got {fft_size}")));
+    }
+    if !onesided && n_fft != fft_size {
+        return Err(Error::invalid(OP, format!("istft: expected the frequency dimension (3rd to the last) of the input tensor to match n_fft when onesided=False, but got {fft_size}")));
+    }
+    if !(0 < hop && hop <= win_length) {
+        return Err(Error::invalid(OP, "istft: expected 0 < hop_length <= win_length"));
+    }
+    if !(0 < win_length && win_length <= n_fft) {
+        return Err(Error::invalid(OP, "istft: expected 0 < win_length <= n_fft"));
+    }
+    if window.is_some_and(|w| w.dim() != 1 || w.sizes()[0] != win_length) {
+        return Err(Error::invalid(OP, "Invalid window shape. window has to be 1D and length of `win_length`"));
+    }
+    let real = x.dtype().to_real();
+    let window = match centred_window(OP, window, win_length, n_fft, x)? {
+        Some(w) => w,
+        None => ops::ones(&[n_fft], Some(real), None, Some(x.device()), None)?,
+    };
+    let input = if x.dim() == 2 { ops::unsqueeze(x, 0)? } else { x.clone() };
+    // [channel, n_frames, fft_size]
+    let input = ops::transpose(&input, 1, 2)?;
+    let norm = if normalized { 1 } else { 2 };
+    let frames = if return_complex {
+        if onesided {
+            return Err(Error::invalid(OP, "Cannot have onesided output if window or input is complex"));
+        }
+        ops::_fft_c2c(&input, &[2], norm, false)?
+    } else {
+        if window.dtype().is_complex() {
+            return Err(Error::invalid(OP, "Complex windows are incompatible with return_complex=False"));
+        }
+        let half = if onesided { input } else { ops::narrow(&input, -1, 0, n_fft / 2 + 1)? };
+        ops::_fft_c2r(&half, &[2], norm, n_fft)?
+    };
+    let expected_len = n_fft + hop * (n_frames - 1);
+    let channels = frames.sizes()[0];
+    let y = overlap_add(&ops::mul(&frames, &window)?, channels, expected_len, n_fft, hop)?;
+    let sq = ops::expand(&ops::reshape(&ops::mul(&window, &window)?, &[1, 1, n_fft])?, &[1, n_frames, n_fft], false)?;
+    let envelope = overlap_add(&sq, 1, expected_len, n_fft, hop)?;
+    let start = if center { n_fft / 2 } else { 0 };
+    let end = match length {
+        Some(l) => start + l,
+        None if center => expected_len - n_fft / 2,
+        None => expected_len,
+    };
+    let kept = end.min(expected_len);
+    let y = ops::narrow(&y, 1, start, (kept - start).max(0))?;
+    let envelope = ops::narrow(&envelope, 1, start, (kept - start).max(0))?;
+    if envelope.numel() > 0
+        && ops::lt_scalar(&ops::min(&ops::abs(&envelope)?)?, c10::Scalar::Float(1e-11))?.item::<bool>()?
+    {
+        return Err(Error::invalid(
+            OP,
+            "istft(...): window overlap add min: 1e-11 (the window violates the NOLA condition)",
+        ));
+    }
+    let mut y = ops::div(&y, &envelope)?;
+    if x.dim() == 2 {
+        y = ops::squeeze_dim(&y, 0)?;
+    }
+    if end > expected_len {
+        let last = y.dim() as i64 - 1;
+        y = pad_end(&y, last, end - expected_len)?;
+    }
+    Ok(y)
+}
+
+/// Overlap-add of `[channels, n_frames, n_fft]` frames `hop` apart into `[channels, len]`.
+fn overlap_add(frames: &Tensor, channels: i64, len: i64, n_fft: i64, hop: i64) -> Result<Tensor> {
+    let n_frames = frames.sizes()[1];
+    let positions: Vec<i64> = (0..n_frames).flat_map(|f| (0..n_fft).map(move |k| f * hop + k)).collect();
+    let index = ops::to_device(
+        &Tensor::from_vec(positions, &[n_frames * n_fft])?,
+        frames.device(),
+        ScalarType::I64,
+        false,
+        false,
+        None,
+    )?;
+    let flat = ops::reshape(frames, &[channels, n_frames * n_fft])?;
+    let zeros = ops::zeros(&[channels, len], Some(frames.dtype()), None, Some(frames.device()), None)?;
+    ops::index_add(&zeros, 1, &index, &flat, c10::Scalar::Int(1))
+}

@@ -180,3 +180,29 @@ fn complex_promotion_views_and_errors() {
     let f = Tensor::from_vec(vec![0.0f32; 3], &[3]).unwrap();
     assert!(ops::add_(&f, &ops::select(&z, 0, 0).unwrap(), Scalar::Int(1)).is_err());
 }
+
+#[test]
+fn stft_and_istft_round_trip_and_refuse_bad_arguments() {
+    let x = Tensor::from_vec((0..64).map(|i| ((i * 7) % 13) as f64 - 6.0).collect::<Vec<f64>>(), &[64]).unwrap();
+    // A Hann window with hop n_fft / 4 satisfies NOLA: istft(stft(x)) is x (closed form).
+    let n = 16i64;
+    let hann: Vec<f64> = (0..n).map(|k| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * k as f64 / n as f64).cos()).collect();
+    let w = Tensor::from_vec(hann, &[n]).unwrap();
+    let spec = ops::stft_center(&x, n, None, None, Some(&w), true, "reflect", false, None, Some(true), None).unwrap();
+    assert_eq!((spec.sizes(), spec.dtype()), (&[9i64, 17][..], ScalarType::C128));
+    let back = ops::istft(&spec, n, None, None, Some(&w), true, false, None, Some(64), false).unwrap();
+    assert_close("istft(stft(x))", &back, &x);
+    // Errors, PyTorch's messages.
+    let e = ops::stft(&x, n, None, None, None, false, None, None, None).unwrap_err().to_string();
+    assert!(e.contains("stft requires the return_complex parameter be given for real inputs"), "{e}");
+    let e = ops::stft(&x, 100, None, None, None, false, None, Some(true), None).unwrap_err().to_string();
+    assert!(e.contains("stft: expected 0 < n_fft < 64, but got n_fft=100"), "{e}");
+    // A window of zeros violates NOLA.
+    let zeros = ops::zeros(&[n], Some(ScalarType::F64), None, None, None).unwrap();
+    let e = ops::istft(&spec, n, None, None, Some(&zeros), true, false, None, None, false).unwrap_err().to_string();
+    assert!(e.contains("window overlap add min"), "{e}");
+    assert!(ops::istft(&x, n, None, None, None, true, false, None, None, false)
+        .unwrap_err()
+        .to_string()
+        .contains("complex-valued input"));
+}
