@@ -206,3 +206,37 @@ fn stft_and_istft_round_trip_and_refuse_bad_arguments() {
         .to_string()
         .contains("complex-valued input"));
 }
+
+/// Long transforms (a power of two, and 3 * 5 * 2^14, which rustfft splits in mixed radices):
+/// a sum of tones has a closed-form spectrum, `X[k] = n * a_f` at each tone's bin `f` and 0
+/// elsewhere.
+#[test]
+fn long_transforms_give_the_closed_form_spectrum_of_tones() {
+    for n in [1usize << 16, 3 * 5 * (1 << 14)] {
+        let tones =
+            [(3usize, Complex::new(1.0f64, 0.0)), (1000, Complex::new(0.5, -2.0)), (n - 7, Complex::new(-1.5, 0.25))];
+        let x: Vec<Complex<f64>> = (0..n)
+            .map(|j| {
+                tones.iter().fold(Complex::new(0.0, 0.0), |acc, &(f, a)| {
+                    let t = 2.0 * std::f64::consts::PI * ((f * j) % n) as f64 / n as f64;
+                    acc + a * Complex::new(t.cos(), t.sin())
+                })
+            })
+            .collect();
+        let xt = Tensor::from_complex_vec(x.clone(), &[n as i64]).unwrap();
+        let spec = ops::fft_fft(&xt, None, -1, None).unwrap().to_complex_vec::<f64>().unwrap();
+        for (k, z) in spec.iter().enumerate() {
+            let want = tones.iter().find(|t| t.0 == k).map_or(Complex::new(0.0, 0.0), |t| t.1 * n as f64);
+            assert!((z - want).norm() < 1e-7 * n as f64, "n = {n}, bin {k}: {z} vs {want}");
+        }
+        // The inverse gives the signal back; complex64 agrees within float32 accuracy.
+        let back = ops::fft_ifft(&ops::fft_fft(&xt, None, -1, None).unwrap(), None, -1, None).unwrap();
+        for (a, b) in back.to_complex_vec::<f64>().unwrap().iter().zip(&x) {
+            assert!((a - b).norm() < 1e-12, "n = {n}: {a} vs {b}");
+        }
+        let x32 = ops::to(&xt, ScalarType::C64, false, false, None).unwrap();
+        let spec32 = ops::fft_fft(&x32, None, -1, None).unwrap().to_complex_vec::<f64>().unwrap();
+        let err = spec32.iter().zip(&spec).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max);
+        assert!(err < 2e-6 * n as f64, "n = {n}: complex64 error {err}");
+    }
+}
