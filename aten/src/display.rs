@@ -206,7 +206,7 @@ fn printed_values(t: &Tensor, summarize: bool) -> Result<Vec<Value>> {
                     // SAFETY: as above, every offset addresses an element of `t` inside its CPU
                     // storage, and `base` points at element 0 of complex type; we only read.
                     let z = unsafe { *base.offset(off) };
-                    Value::Complex(z.re as f64, z.im as f64)
+                    Value::Complex(z.re.to_f64(), z.im.to_f64())
                 })
                 .collect())
         });

@@ -207,7 +207,7 @@ fn run_c2c(op: &str, x: &Tensor, dims: &[usize], forward: bool, scale: f64) -> R
         c2c_in_place(v, x.sizes(), dims, forward)?;
         if scale != 1.0 {
             let s = <R as c10::Element>::from_f64(scale);
-            v.par_iter_mut().with_min_len(1 << 14).for_each(|z| *z = *z * s);
+            v.par_iter_mut().with_min_len(1 << 14).for_each(|z| *z *= s);
         }
         Ok(out)
     })
@@ -282,7 +282,7 @@ pub fn fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i
     let moved_sizes = y.sizes().to_vec();
     c10::dispatch_complex_types!(self_.dtype(), R => {
         let v = y.to_complex_vec::<R>()?;
-        let count = if half == 0 { 0 } else { v.len() / half };
+        let count = v.len().checked_div(half).unwrap_or(0);
         let zero = Complex::new(<R as num_traits::Zero>::zero(), <R as num_traits::Zero>::zero());
         let mut full = c10::size::try_vec(count * n_last)?;
         full.resize(count * n_last, zero);
