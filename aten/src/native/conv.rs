@@ -259,6 +259,11 @@ fn int_convolution(
             }
         }
     }
+    if x.is_empty() || wv.is_empty() || y.is_empty() {
+        // Nothing to accumulate: the bias (or zeros) is the result. The loops below would still
+        // walk every channel of an empty input, which the sizes alone can make 2^40 long.
+        return crate::native::copy::to_dtype(&Tensor::from_vec(y, out_shape)?, input.dtype());
+    }
     let (cg_in, cg_out) = (cin / g, cout / g);
     // Every (input position, kernel position) pair: the output position it feeds (forward
     // convolution reads input at out * stride - pad + k * dil; the transposed one writes there).

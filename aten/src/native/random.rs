@@ -554,6 +554,9 @@ fn random_from_to_kernel(
 pub fn random_from_(self_: &Tensor, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<Tensor> {
     const OP: &str = "random_";
     let dtype = self_.dtype();
+    if dtype.is_complex() {
+        return Err(Error::UnsupportedDtype { op: "random_from_to".into(), dtype });
+    }
     let mut from = from;
     if let Some(to) = to {
         let mut to = to;
@@ -637,6 +640,9 @@ pub fn random_(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> 
     }
     assert_no_internal_overlap(OP, self_)?;
     let dtype = self_.dtype();
+    if dtype.is_complex() {
+        return Err(Error::UnsupportedDtype { op: "random_".into(), dtype });
+    }
     let wide = matches!(dtype, ScalarType::I64 | ScalarType::F64);
     let modulus: u64 = match dtype {
         ScalarType::Bool => 2,
@@ -1022,7 +1028,9 @@ pub fn randperm_generator(
     check_size_nonnegative(OP, &[n])?;
     let top = if n > 0 { n - 1 } else { n };
     let limit = match dtype {
-        ScalarType::Bool => return Err(Error::UnsupportedDtype { op: OP.into(), dtype }),
+        ScalarType::Bool | ScalarType::C64 | ScalarType::C128 => {
+            return Err(Error::UnsupportedDtype { op: OP.into(), dtype })
+        }
         ScalarType::F16 => Some((2049, "n cannot be greater than 2049 for Half type.")),
         ScalarType::F32 => Some(((1 << 24) + 1, "n cannot be greater than 2^24+1 for Float type.")),
         ScalarType::F64 => Some(((1 << 53) + 1, "n cannot be greater than 2^53+1 for Double type.")),

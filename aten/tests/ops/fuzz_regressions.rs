@@ -539,3 +539,18 @@ fn diagonal_of_an_empty_tensor_with_huge_strides_and_offset() {
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
     assert_eq!(ops::diagonal(&x, -1, 0, 1).unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
 }
+
+/// An integer `conv_transpose1d` of an empty input with 2^40 channels walked every channel
+/// (op_surface timeout): with nothing to accumulate, the result is the bias or zeros at once.
+#[test]
+fn integer_convolution_of_an_empty_input_with_huge_channels_returns_at_once() {
+    let big = 1i64 << 40;
+    let x = ops::empty(&[big, 0], Some(c10::ScalarType::I32), None, None, None, None).unwrap();
+    let w = ops::empty(&[big, 0, 5], Some(c10::ScalarType::I32), None, None, None, None).unwrap();
+    let out = ops::conv_transpose1d(&x, &w, None, &[1], &[0], &[0], 1, &[1]).unwrap();
+    assert_eq!((out.sizes(), out.dtype()), (&[0i64, 4][..], c10::ScalarType::I32));
+    // Complex tensors are refused by the random fills before any arithmetic on their range.
+    let z = ops::zeros(&[3], Some(c10::ScalarType::C64), None, None, None).unwrap();
+    assert!(matches!(ops::random_op_(&z, None).unwrap_err(), c10::Error::UnsupportedDtype { .. }));
+    assert!(matches!(ops::random_(&z, 0, Some(5), None).unwrap_err(), c10::Error::UnsupportedDtype { .. }));
+}
