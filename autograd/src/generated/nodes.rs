@@ -8083,7 +8083,18 @@ impl Node for PolygammaBackward0 {
         let self_ = &self_own;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(mul(grad, &ops::polygamma(n + 1, self_)?)?);
+            out[at] = Some(mul(
+                grad,
+                &ops::polygamma(
+                    n.checked_add(1).ok_or_else(|| {
+                        c10::Error::invalid(
+                            "polygamma",
+                            "polygamma's derivative needs order n + 1, which overflows int64",
+                        )
+                    })?,
+                    self_,
+                )?,
+            )?);
         }
         at += 1;
         Ok(out)
