@@ -117,7 +117,6 @@ fn columns<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize,
         let w = WIDTH.min(inner - c0);
         let zero = Complex::new(R::zero(), R::zero());
         let mut stage = vec![zero; n * w];
-        let mut scratch = vec![zero; scratch_len];
         let at = |k: usize, c: usize| {
             let i = b * n * inner + k * inner + c0 + c;
             debug_assert!(i < len);
@@ -131,7 +130,8 @@ fn columns<R: Planned>(fft: &Arc<dyn Fft<R>>, data: &mut [Complex<R>], n: usize,
                 stage[c * n + k] = unsafe { *base.get().add(at(k, c)) };
             }
         }
-        fft.process_with_scratch(&mut stage, &mut scratch);
+        // The per-thread scratch `lines` uses too, not a fresh buffer per column group.
+        R::with_scratch(scratch_len, &mut |scratch| fft.process_with_scratch(&mut stage, scratch));
         for k in 0..n {
             for c in 0..w {
                 // SAFETY: as above.
