@@ -52,18 +52,33 @@ fn check_tensor(name: &str, t: &Tensor) {
     let product = t.sizes().iter().try_fold(1i64, |n, &s| n.checked_mul(s));
     assert_eq!(product, Some(t.numel()), "'{name}': numel {} for sizes {:?}", t.numel(), t.sizes());
     assert!(t.is_contiguous(), "'{name}' is not contiguous");
-    let values = t.to_vec::<f64>().unwrap_or_else(|e| panic!("'{name}': to_vec failed: {e}"));
-    assert_eq!(values.len() as i64, t.numel());
+    let len = if t.dtype().is_complex() {
+        t.to_complex_vec::<f64>().unwrap_or_else(|e| panic!("'{name}': to_complex_vec failed: {e}")).len()
+    } else {
+        t.to_vec::<f64>().unwrap_or_else(|e| panic!("'{name}': to_vec failed: {e}")).len()
+    };
+    assert_eq!(len as i64, t.numel());
 }
 
-/// After a successful strict load, the module's state equals the loaded tensors.
+/// After a successful strict load, the module's state equals the loaded tensors (values are
+/// compared when the dtypes agree; a load across dtypes converts, complex to real keeping the
+/// real part, as `copy_` does in PyTorch).
 fn assert_loaded(module: &dyn Module, state: &nn::module::StateDict) {
     for (name, ours) in module.state_dict().iter() {
         let theirs = state.get(name).expect("a strict load found every key");
         assert_eq!(ours.sizes(), theirs.sizes(), "'{name}': shape after a strict load");
-        let (a, b) = (ours.to_vec::<f64>().unwrap(), theirs.to_vec::<f64>().unwrap());
-        let same =
-            a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()) || ours.dtype() != theirs.dtype());
+        if ours.dtype() != theirs.dtype() {
+            continue;
+        }
+        let (a, b) = if ours.dtype().is_complex() {
+            let flat = |t: &Tensor| -> Vec<f64> {
+                t.to_complex_vec::<f64>().unwrap().into_iter().flat_map(|z| [z.re, z.im]).collect()
+            };
+            (flat(ours), flat(theirs))
+        } else {
+            (ours.to_vec::<f64>().unwrap(), theirs.to_vec::<f64>().unwrap())
+        };
+        let same = a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()));
         assert!(same, "'{name}': values differ after a strict load");
     }
 }

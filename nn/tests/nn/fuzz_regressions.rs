@@ -106,3 +106,36 @@ fn safetensors_fuzz_seeds_load() -> Result<()> {
     }
     Ok(())
 }
+
+/// Found by `safetensors_load`: a checkpoint may hold complex64 tensors. Loading them into a
+/// real module converts as PyTorch's `copy_` does (it warns "Casting complex values to real
+/// discards the imaginary part"): every state entry keeps the real part, an integer buffer the
+/// real part truncated. Expected values from PyTorch 2.15 (`BatchNorm1d(3)` loaded with
+/// `state + (1.7 + 3j)`).
+#[test]
+fn complex_state_dict_loads_into_a_real_module_keeping_the_real_part() -> Result<()> {
+    let mut bn = BatchNorm1d::new(3)?;
+    let mut state = StateDict::new();
+    for (name, t) in bn.state_dict().iter() {
+        let shifted: Vec<c10::Complex<f32>> =
+            t.to_vec::<f64>()?.into_iter().map(|v| c10::Complex::new(v as f32 + 1.7, 3.0)).collect();
+        state.insert(name, Tensor::from_complex_vec(shifted, t.sizes())?);
+    }
+    // Round trip through safetensors, as the fuzz target does.
+    let dir = std::env::temp_dir().join(format!("complex_state_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bn.safetensors");
+    save_state_dict(&state, &file)?;
+    let loaded = load_bytes(&std::fs::read(&file).unwrap(), &file)?;
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(loaded.tensors.get("weight").unwrap().dtype(), c10::ScalarType::C64);
+    bn.load_state_dict(&loaded.tensors, true)?;
+    let after = bn.state_dict();
+    assert_eq!(after.get("weight").unwrap().to_vec::<f32>()?, vec![2.7f32; 3]);
+    assert_eq!(after.get("bias").unwrap().to_vec::<f32>()?, vec![1.7f32; 3]);
+    assert_eq!(after.get("running_mean").unwrap().to_vec::<f32>()?, vec![1.7f32; 3]);
+    assert_eq!(after.get("running_var").unwrap().to_vec::<f32>()?, vec![2.7f32; 3]);
+    let tracked = after.get("num_batches_tracked").unwrap();
+    assert_eq!((tracked.dtype(), tracked.to_vec::<i64>()?), (c10::ScalarType::I64, vec![1]));
+    Ok(())
+}
