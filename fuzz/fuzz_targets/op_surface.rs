@@ -23,8 +23,8 @@ use std::sync::{Arc, LazyLock};
 use aten::{IValue, OperatorEntry, Stack, Tensor};
 use autograd::TensorAutograd;
 use c10::{bf16, f16, Device, DeviceType, Layout, MemoryFormat, Scalar, ScalarType};
-use schema::{DefaultValue, FunctionSchema, Type};
 use libfuzzer_sys::fuzz_target;
+use schema::{DefaultValue, FunctionSchema, Type};
 
 /// Real elements allocated for one generated tensor at most (its base for strided views).
 const MAX_ELEMS: usize = 4096;

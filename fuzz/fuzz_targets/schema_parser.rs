@@ -8,8 +8,8 @@
 
 #![no_main]
 
-use schema::{parse_schema, FunctionSchema};
 use libfuzzer_sys::fuzz_target;
+use schema::{parse_schema, FunctionSchema};
 
 /// Throwaway operator names for `def`; a small fixed set so the dispatcher's table (whose
 /// entries live for the whole process) stays small however long the run.
