@@ -148,3 +148,19 @@ fn rot90_backward_with_k_i64_min() {
     ops::sum(&ops::mul(&y, &w).unwrap(), None).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 10.0, 100.0, 1000.0]);
 }
+
+/// `polygamma`'s backward needs order `n + 1`, which overflowed for `n = i64::MAX`; the
+/// backward is now an error value (the forward still runs), and an ordinary order still
+/// differentiates: d/dx digamma(x) = polygamma(1, x) = pi^2 / 6 at x = 1.
+#[test]
+fn polygamma_backward_with_n_i64_max_is_an_error() {
+    let x = leaf(vec![1.0, 2.0], &[2]);
+    let y = ops::polygamma(i64::MAX, &x).unwrap();
+    assert_eq!(y.sizes(), &[2]);
+    let e = ops::sum(&y, None).unwrap().backward().unwrap_err().to_string();
+    assert!(e.contains("polygamma's derivative needs order n + 1, which overflows int64"), "{e}");
+    let x = leaf(vec![1.0], &[1]);
+    ops::sum(&ops::polygamma(0, &x).unwrap(), None).unwrap().backward().unwrap();
+    let g = x.grad().unwrap().to_vec::<f32>().unwrap()[0] as f64;
+    assert!((g - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-6, "{g}");
+}
