@@ -111,7 +111,8 @@ impl<'a, T: Element, const N: usize> Dense<'a, T, N> {
 /// and what one worker writes no other reads. Closures call [`SendPtr::get`] (a method, so they
 /// capture the whole `Sync` wrapper rather than its raw field, as disjoint closure captures would).
 #[derive(Clone, Copy)]
-pub(crate) struct SendPtr<P>(pub(crate) P);
+#[doc(hidden)]
+pub struct SendPtr<P>(pub P);
 
 // SAFETY: see Note [Sharing raw pointers with workers]; every wrap site states why its workers'
 // accesses are disjoint.
@@ -122,7 +123,8 @@ unsafe impl<P> Sync for SendPtr<P> {}
 impl<P: Copy> SendPtr<P> {
     /// The pointer(s).
     #[inline]
-    pub(crate) fn get(self) -> P {
+    #[doc(hidden)]
+    pub fn get(self) -> P {
         self.0
     }
 }

@@ -168,7 +168,8 @@ fn build_from_parts(op: &'static str, a: &Tensor, b: &Tensor, f: fn(f64, f64) ->
 }
 
 /// The element loops of complex arithmetic, for an iterator whose common dtype is complex.
-pub(crate) mod kernels {
+#[doc(hidden)]
+pub mod kernels {
     use super::*;
 
     /// PyTorch's (and NumPy's) complex division: Smith's scaling, so that `|c|` or `|d|` near the
@@ -370,22 +371,4 @@ pub(crate) fn copy_loop(iter: &TensorIterator, out: ScalarType, src: ScalarType)
         (false, false) => return Err(Error::invalid("copy_", "complex copy of two real dtypes")),
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::kernels::div;
-    use c10::Complex;
-
-    #[test]
-    fn smith_division_matches_the_closed_form_and_survives_large_parts() {
-        let q = div(Complex::new(1.0f64, 2.0), Complex::new(3.0, -4.0));
-        // (1 + 2i)(3 + 4i) / 25 = (-5 + 10i) / 25
-        assert!((q.re + 0.2).abs() < 1e-15 && (q.im - 0.4).abs() < 1e-15);
-        // c^2 + d^2 overflows f64 here; the scaled form does not.
-        let q = div(Complex::new(1e300f64, 1e300), Complex::new(1e300, 1e300));
-        assert_eq!((q.re, q.im), (1.0, 0.0));
-        let q = div(Complex::new(1.0f32, 1.0), Complex::new(0.0, 0.0));
-        assert!(q.re.is_infinite() && q.im.is_infinite());
-    }
 }

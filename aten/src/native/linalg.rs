@@ -34,7 +34,8 @@ pub(crate) fn gemm_parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 
 /// A strided matrix: element (i, j) is at `ptr + i * rs + j * cs` (strides in elements).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct MatRef<T> {
+#[doc(hidden)]
+pub struct MatRef<T> {
     pub ptr: *const T,
     pub rs: isize,
     pub cs: isize,

@@ -4,6 +4,7 @@ mod catalogue;
 mod conv;
 mod fuzz_regressions;
 mod indexing;
+mod internals;
 mod lapack;
 mod linalg;
 mod loss;

@@ -3,5 +3,6 @@
 pub mod gather;
 pub mod loops;
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod sgemm;
+#[doc(hidden)]
+pub mod sgemm;
 pub mod vec;
