@@ -111,8 +111,7 @@ impl<'a, T: Element, const N: usize> Dense<'a, T, N> {
 /// and what one worker writes no other reads. Closures call [`SendPtr::get`] (a method, so they
 /// capture the whole `Sync` wrapper rather than its raw field, as disjoint closure captures would).
 #[derive(Clone, Copy)]
-#[doc(hidden)]
-pub struct SendPtr<P>(pub P);
+pub(crate) struct SendPtr<P>(pub(crate) P);
 
 // SAFETY: see Note [Sharing raw pointers with workers]; every wrap site states why its workers'
 // accesses are disjoint.
@@ -123,8 +122,7 @@ unsafe impl<P> Sync for SendPtr<P> {}
 impl<P: Copy> SendPtr<P> {
     /// The pointer(s).
     #[inline]
-    #[doc(hidden)]
-    pub fn get(self) -> P {
+    pub(crate) fn get(self) -> P {
         self.0
     }
 }

@@ -27,10 +27,6 @@ fn reference(
     c
 }
 
-// The output pointer goes into the pool as a `SendPtr`: only the product called inside
-// `install` writes through it.
-use aten::parallel::SendPtr;
-
 #[test]
 fn products_of_every_layout_and_edge_match_a_reference() {
     // Every kernel this CPU runs, not only the best one.
@@ -69,9 +65,13 @@ fn products_of_every_layout_and_edge_match_a_reference() {
                 );
                 let cp = c.as_mut_ptr();
                 if parallel {
-                    let cp = SendPtr(cp);
+                    // The output pointer crosses into the pool as an address: only the product
+                    // called inside `install` writes through it.
+                    let cp = cp as usize;
                     // SAFETY: the ISA is checked; the strides address the vectors above.
-                    pool.install(|| unsafe { sgemm(isa, true, m, n, k, 1.5, ap, bp, beta, cp.get(), ldc as isize) });
+                    pool.install(|| unsafe {
+                        sgemm(isa, true, m, n, k, 1.5, ap, bp, beta, cp as *mut f32, ldc as isize)
+                    });
                 } else {
                     // SAFETY: as above.
                     unsafe { sgemm(isa, false, m, n, k, 1.5, ap, bp, beta, cp, ldc as isize) };
