@@ -297,22 +297,66 @@ fn adaptive_pools_upsampling_and_pixel_shuffle() {
 #[test]
 fn max_pool2d_fast_path_matches_the_general_kernel() {
     let n = 2 * 3 * 9 * 11;
-    let v: Vec<f64> = (0..n)
-        .map(|i| match i % 23 {
-            5 => f64::NAN,
-            7..=10 => f64::NEG_INFINITY,
-            r => ((r * 7) % 4) as f64 - 1.0,
-        })
-        .collect();
-    let x64 = Tensor::from_vec(v, &[2, 3, 9, 11]).unwrap();
-    let x32 = x64.to(ScalarType::F32).unwrap();
-    for (k, s) in [(2i64, 2i64), (3, 2), (2, 1), (3, 3)] {
-        let (v32, i32_) = ops::max_pool2d_with_indices(&x32, &[k], &[s], &[0], &[1], false).unwrap();
-        let (v64, i64_) = ops::max_pool2d_with_indices(&x64, &[k], &[s], &[0], &[1], false).unwrap();
-        assert_eq!(i32_.to_vec::<i64>().unwrap(), i64_.to_vec::<i64>().unwrap(), "indices, kernel {k} stride {s}");
-        let (a, b) = (v32.to_vec::<f64>().unwrap(), v64.to_vec::<f64>().unwrap());
-        for (j, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert!(x == y || (x.is_nan() && y.is_nan()), "value {j}, kernel {k} stride {s}: {x} vs {y}");
+    // Sparse NaN, then NaN in every third position (two in many 2 x 2 windows).
+    for nan_every in [23, 3] {
+        let v: Vec<f64> = (0..n)
+            .map(|i| match i % 23 {
+                _ if i % nan_every == 5 % nan_every => f64::NAN,
+                7..=10 => f64::NEG_INFINITY,
+                r => ((r * 7) % 4) as f64 - 1.0,
+            })
+            .collect();
+        let x64 = Tensor::from_vec(v, &[2, 3, 9, 11]).unwrap();
+        let x32 = x64.to(ScalarType::F32).unwrap();
+        for (k, s) in [(2i64, 2i64), (3, 2), (2, 1), (3, 3)] {
+            let (v32, i32_) = ops::max_pool2d_with_indices(&x32, &[k], &[s], &[0], &[1], false).unwrap();
+            let (v64, i64_) = ops::max_pool2d_with_indices(&x64, &[k], &[s], &[0], &[1], false).unwrap();
+            assert_eq!(i32_.to_vec::<i64>().unwrap(), i64_.to_vec::<i64>().unwrap(), "indices, kernel {k} stride {s}");
+            let (a, b) = (v32.to_vec::<f64>().unwrap(), v64.to_vec::<f64>().unwrap());
+            for (j, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert!(x == y || (x.is_nan() && y.is_nan()), "value {j}, kernel {k} stride {s}: {x} vs {y}");
+            }
         }
     }
+}
+
+/// The 2 x 2, stride-2 kernel on a plane wider than its windows reach (odd width: the last
+/// column is not read): a closed form, each window's maximum at its bottom-right corner, and
+/// the backward scatters each gradient there and zeroes the rest.
+#[test]
+fn max_pool2d_2x2_values_indices_and_backward() {
+    let (h, w) = (5usize, 7usize);
+    let v: Vec<f32> = (0..2 * h * w).map(|i| i as f32).collect();
+    let x = Tensor::from_vec(v, &[1, 2, h as i64, w as i64]).unwrap();
+    let (out, idx) = ops::max_pool2d_with_indices(&x, &[2], &[2], &[0], &[1], false).unwrap();
+    assert_eq!(out.sizes(), &[1, 2, 2, 3]);
+    let mut want_i = Vec::new();
+    let mut want_v = Vec::new();
+    for p in 0..2 {
+        for r in 0..2 {
+            for c in 0..3 {
+                let i = (2 * r + 1) * w + 2 * c + 1;
+                want_i.push(i as i64);
+                want_v.push((p * h * w + i) as f32);
+            }
+        }
+    }
+    assert_eq!(idx.to_vec::<i64>().unwrap(), want_i);
+    assert_eq!(out.to_vec::<f32>().unwrap(), want_v);
+    let g = Tensor::from_vec((1..=12).map(|i| i as f32).collect::<Vec<f32>>(), &[1, 2, 2, 3]).unwrap();
+    let gi = ops::max_pool2d_with_indices_backward(&g, &x, &[2], &[2], &[0], &[1], false, &idx).unwrap();
+    let gi = gi.to_vec::<f32>().unwrap();
+    for p in 0..2 {
+        for i in 0..h * w {
+            let want =
+                want_i[p * 6..p * 6 + 6].iter().position(|&j| j as usize == i).map_or(0.0, |k| (p * 6 + k + 1) as f32);
+            assert_eq!(gi[p * h * w + i], want, "plane {p}, position {i}");
+        }
+    }
+    // An index outside the plane is an error value, not a write out of bounds.
+    let bad = Tensor::from_vec(vec![0i64, 1, 2, 3, 4, (h * w) as i64, 0, 1, 2, 3, 4, 5], &[1, 2, 2, 3]).unwrap();
+    let err = ops::max_pool2d_with_indices_backward(&g, &x, &[2], &[2], &[0], &[1], false, &bad).unwrap_err();
+    assert!(err.to_string().contains("out of bounds"), "{err}");
+    let neg = Tensor::from_vec(vec![-1i64; 12], &[1, 2, 2, 3]).unwrap();
+    assert!(ops::max_pool2d_with_indices_backward(&g, &x, &[2], &[2], &[0], &[1], false, &neg).is_err());
 }
