@@ -62,6 +62,18 @@ fn sums_and_softmax_rows() {
         let err = (sum_f32_with(&wavy, prefetch) - wavy_exact).abs();
         assert!(err <= 1e-6 * scale, "prefetch={prefetch}: error {err} of {scale}");
     }
+    // Past two groups of 64 spans (Note [Two-level f32 sums]), with a partial group and a tail:
+    // integers stay exact, inexact values stay within a millionth of the sum of magnitudes.
+    let long_ints: Vec<f32> = (0..600_001).map(|i| (i % 13) as f32 - 5.0).collect();
+    let long_exact: f64 = long_ints.iter().map(|v| *v as f64).sum();
+    let long_wavy: Vec<f32> = (0..600_001).map(|i| (i as f32 * 0.37).sin() * 100.0 + 1.0).collect();
+    let long_wavy_exact: f64 = long_wavy.iter().map(|v| *v as f64).sum();
+    let long_scale: f64 = long_wavy.iter().map(|v| v.abs() as f64).sum();
+    for prefetch in [true, false] {
+        assert_eq!(sum_f32_with(&long_ints, prefetch), long_exact, "prefetch={prefetch}");
+        let err = (sum_f32_with(&long_wavy, prefetch) - long_wavy_exact).abs();
+        assert!(err <= 1e-6 * long_scale, "prefetch={prefetch}: error {err} of {long_scale}");
+    }
     let bigd: Vec<f64> = big.iter().map(|v| *v as f64 + 0.5).collect();
     assert_eq!(sum_f64_with(&bigd, true), big_exact + 10_000.0);
     assert_eq!(sum_f64_with(&bigd, false), big_exact + 10_000.0);
