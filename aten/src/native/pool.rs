@@ -571,7 +571,7 @@ fn max_pool_backward_nd(
     let planes = grad_output.numel() as usize / out_plane;
     let go = ops::contiguous(grad_output, c10::MemoryFormat::Contiguous)?;
     let ix = ops::contiguous(indices, c10::MemoryFormat::Contiguous)?;
-    let ip = SendPtr(ix.typed_data_ptr::<i64>()? as *mut i64);
+    let ip = SendPtr(ix.typed_data_ptr::<i64>()?);
     // Each worker zeroes its planes of the input gradient and scatters into them while they are
     // in cache, checking every index as it goes (Note [Max pooling backward in one pass]).
     let gi = Tensor::empty_uninit(self_.sizes(), grad_output.dtype(), self_.device())?;

@@ -46,6 +46,11 @@ fn products_of_every_layout_and_edge_match_a_reference() {
         (7, 3, 1000),
         (200, 70, 20),
         (203, 35, 270),
+        // Last tiles of 4, 5 and 9 rows: the 4-, 8- and 12-row kernel instances at their
+        // edges (Note [Short row tiles]).
+        (64, 40, 30),
+        (5, 17, 9),
+        (9, 31, 3),
         // Two blocks of shared rows on the parallel path (m * k > SHARED_A_MAX).
         (700, 20, 6100),
     ] {
