@@ -360,3 +360,38 @@ fn max_pool2d_2x2_values_indices_and_backward() {
     let neg = Tensor::from_vec(vec![-1i64; 12], &[1, 2, 2, 3]).unwrap();
     assert!(ops::max_pool2d_with_indices_backward(&g, &x, &[2], &[2], &[0], &[1], false, &neg).is_err());
 }
+
+/// A bias folded into the weights (Note [Bias as a column of the weights]: one group, a column
+/// buffer) gives the convolution without bias plus the bias per channel, in f32 and f64, with
+/// padding, stride and dilation; grouped and pointwise convolutions (which add the bias
+/// separately) agree with the same identity.
+#[test]
+fn convolution_bias_is_added_per_output_channel() {
+    for dtype in [ScalarType::F32, ScalarType::F64] {
+        for (c, o, k, groups, stride, pad, dil) in [
+            (3, 4, 3, 1, 1, 1, 1),
+            (3, 5, 3, 1, 2, 0, 1),
+            (2, 3, 2, 1, 1, 2, 2),
+            (4, 6, 3, 2, 1, 1, 1),
+            (3, 4, 1, 1, 1, 0, 1),
+        ] {
+            let x = rand(&[2, c, 7, 6], 1).to(dtype).unwrap();
+            let w = rand(&[o, c / groups, k, k], 2).to(dtype).unwrap();
+            let b = rand(&[o], 3).to(dtype).unwrap();
+            let with = ops::conv2d(&x, &w, Some(&b), &[stride], &[pad], &[dil], groups).unwrap();
+            let without = ops::conv2d(&x, &w, None, &[stride], &[pad], &[dil], groups).unwrap();
+            assert_eq!(with.dtype(), dtype);
+            assert_eq!(with.sizes(), without.sizes());
+            let (hw, bs) = (with.sizes()[2] * with.sizes()[3], b.to_vec::<f64>().unwrap());
+            let (a, z) = (with.to_vec::<f64>().unwrap(), without.to_vec::<f64>().unwrap());
+            for (i, (p, q)) in a.iter().zip(&z).enumerate() {
+                let ch = (i as i64 / hw) % o;
+                let want = q + bs[ch as usize];
+                assert!(
+                    (p - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "{dtype:?} case c{c} o{o} k{k} g{groups}: {i}: {p} vs {want}"
+                );
+            }
+        }
+    }
+}
