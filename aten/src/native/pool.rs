@@ -556,7 +556,13 @@ fn max_pool_backward_nd(
             ),
         ));
     }
-    if grad_output.dim() != self_.dim() || grad_output.dim() < nsp {
+    // The leading (batch and channel) dims must agree too: planes of grad_output are scattered
+    // into the planes of self_ with the same index.
+    let lead = grad_output.dim().saturating_sub(nsp);
+    if grad_output.dim() != self_.dim()
+        || grad_output.dim() < nsp
+        || grad_output.sizes()[..lead] != self_.sizes()[..lead]
+    {
         return Err(Error::shape(
             op,
             format!("grad_output {:?} does not match the input {:?}", grad_output.sizes(), self_.sizes()),

@@ -359,6 +359,11 @@ fn max_pool2d_2x2_values_indices_and_backward() {
     assert!(err.to_string().contains("out of bounds"), "{err}");
     let neg = Tensor::from_vec(vec![-1i64; 12], &[1, 2, 2, 3]).unwrap();
     assert!(ops::max_pool2d_with_indices_backward(&g, &x, &[2], &[2], &[0], &[1], false, &neg).is_err());
+    // More planes in the gradient than in the input: a shape error, not writes past the input.
+    let g2 = ops::cat(&[g.clone(), g.clone()], 0).unwrap();
+    let idx2 = ops::cat(&[idx.clone(), idx.clone()], 0).unwrap();
+    let err = ops::max_pool2d_with_indices_backward(&g2, &x, &[2], &[2], &[0], &[1], false, &idx2).unwrap_err();
+    assert!(matches!(err, Error::Shape { .. }), "{err:?}");
 }
 
 /// A bias folded into the weights (Note [Bias as a column of the weights]: one group, a column
