@@ -359,7 +359,7 @@ fn conv_forward<T: GemmFloat>(g: &Geom, x: &Tensor, w: &Tensor, bias: Option<&Te
     // accumulating onto it (beta = 1) cost an extra write and read of the whole output: about
     // 0.8 of `W5.conv_large`'s 34 ms at one thread.
     let folded = match bias {
-        Some(b) if g.groups == 1 && !g.is_pointwise() => {
+        Some(b) if g.groups == 1 && !g.is_pointwise() && kg > 0 => {
             let wb = Tensor::empty_uninit(&[(g.o * (kg + 1)) as i64], x.dtype(), c10::Device::CPU)?;
             // SAFETY: w is [O, kg] contiguous, b [O], wb [O, kg + 1]; all of element type T.
             let (ws, bs, dst) = unsafe {

@@ -399,4 +399,12 @@ fn convolution_bias_is_added_per_output_channel() {
             }
         }
     }
+    // No input channels: the folded bias needs a non-empty weight row, so this takes the
+    // unfolded path and must not panic. (PyTorch 2.15 returns an empty [2, 0, 4, 4] here; we
+    // return [2, 3, 4, 4] holding the bias, a divergence noted on issue 19.)
+    let x = Tensor::from_vec(Vec::<f32>::new(), &[2, 0, 4, 4]).unwrap();
+    let w = Tensor::from_vec(Vec::<f32>::new(), &[3, 0, 3, 3]).unwrap();
+    let b = Tensor::from_vec(vec![1f32, 2.0, 3.0], &[3]).unwrap();
+    let y = ops::conv2d(&x, &w, Some(&b), &[1], &[1], &[1], 1);
+    assert!(y.is_ok(), "{y:?}");
 }
