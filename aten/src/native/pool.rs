@@ -450,6 +450,15 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
     // Adjacent pairs along the rows (stride 2): the vectorised plane kernel.
     let pairs = two_by_two && ww.iter().enumerate().all(|(c, w)| w.first == ww[0].first + 2 * c);
     let tops: Vec<usize> = if pairs { hw.iter().map(|w| w.first).collect() } else { Vec::new() };
+    // (first, count) of each window along the rows and the columns, for the general kernel.
+    let spans = |ws: &[Win]| -> Vec<(usize, usize)> {
+        if two_by_two {
+            Vec::new()
+        } else {
+            ws.iter().map(|w| (w.first, w.count)).collect()
+        }
+    };
+    let (rows, cols) = (spans(hw), spans(ww));
     let (xp, op, ip) =
         (SendPtr(x.data_ptr() as *mut f32), SendPtr(out.data_ptr() as *mut f32), SendPtr(idx.data_ptr() as *mut i64));
     let plane_fn = |p: usize| {
@@ -484,27 +493,7 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
             }
             return;
         }
-        for (r, wh) in hw.iter().enumerate() {
-            let orow = &mut os[r * ow..(r + 1) * ow];
-            let irow = &mut is[r * ow..(r + 1) * ow];
-            // One output at a time, its window in row-major order; the running maximum and its
-            // index live in registers and are updated with selects, not branches (which winner
-            // a comparison picks is data-dependent and mispredicts on real activations).
-            for ((o, ix), wq) in orow.iter_mut().zip(irow.iter_mut()).zip(ww) {
-                let mut best = f32::NEG_INFINITY;
-                let mut at = wh.first * iw + wq.first;
-                for a in 0..wh.count {
-                    let row = (wh.first + a) * iw + wq.first;
-                    for (c, &v) in xs[row..row + wq.count].iter().enumerate() {
-                        let take = v > best || v.is_nan();
-                        at = if take { row + c } else { at };
-                        best = if take { v } else { best };
-                    }
-                }
-                *o = best;
-                *ix = at as i64;
-            }
-        }
+        crate::native::cpu::vec::max_pool_plane_f32(xs, iw, &rows, &cols, os, is);
     };
     if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
         (0..planes).into_par_iter().for_each(plane_fn);

@@ -453,7 +453,9 @@ isa_dispatch! {
 /// became branches (x86-64 has no scalar float `cmov` before AVX-512 masks), and on real
 /// activations which value wins is random: about 37 cycles per output, 4.1 ms for the CNN
 /// step's first pooling on one thread (PyTorch's loop is alike). With the wrappers' masks and
-/// blends the selects stay selects and the loop vectorises.
+/// blends the selects stay selects and the loop vectorises. Other windows (any size and stride,
+/// inside the input) run [`max_pool_plane_f32`], the same loop compiled per ISA: a 3 × 3,
+/// stride-2 pooling of [64, 32, 26, 26] went from 6.4 to 4.9 ms on one thread (PyTorch: 6.9).
 #[inline(always)]
 fn max_pool_2x2_body(xs: &[f32], iw: usize, tops: &[usize], c0: usize, out: &mut [f32], idx: &mut [i64]) {
     let ow = out.len() / tops.len().max(1);
@@ -482,4 +484,39 @@ fn max_pool_2x2_body(xs: &[f32], iw: usize, tops: &[usize], c0: usize, out: &mut
 isa_dispatch! {
     /// A plane of 2 × 2, stride-2 max pooling (Note [Branch-free pooling]).
     pub fn max_pool_2x2_f32(xs: &[f32], iw: usize, tops: &[usize], c0: usize, out: &mut [f32], idx: &mut [i64]) -> () = max_pool_2x2_body;
+}
+
+/// One plane of a 2-d max pooling with any windows inside the input: output `(r, c)` reads
+/// rows `rows[r].0 ..+ rows[r].1` and columns `cols[c].0 ..+ cols[c].1` of `xs` (rows of `iw`),
+/// in row-major order, a later value winning if it is greater or NaN; the running maximum
+/// starts at -inf at the window's first element (Note [Branch-free pooling]).
+#[inline(always)]
+fn max_pool_plane_body(
+    xs: &[f32],
+    iw: usize,
+    rows: &[(usize, usize)],
+    cols: &[(usize, usize)],
+    out: &mut [f32],
+    idx: &mut [i64],
+) {
+    let ow = cols.len().max(1);
+    for (&(rf, rc), (orow, irow)) in rows.iter().zip(out.chunks_exact_mut(ow).zip(idx.chunks_exact_mut(ow))) {
+        for ((o, ix), &(cf, cc)) in orow.iter_mut().zip(irow.iter_mut()).zip(cols) {
+            let (mut best, mut at) = (f32::NEG_INFINITY, rf * iw + cf);
+            for a in 0..rc {
+                let row = (rf + a) * iw + cf;
+                for (c, &v) in xs[row..row + cc].iter().enumerate() {
+                    let take = (v > best) | v.is_nan();
+                    at = if take { row + c } else { at };
+                    best = if take { v } else { best };
+                }
+            }
+            *o = best;
+            *ix = at as i64;
+        }
+    }
+}
+isa_dispatch! {
+    /// A plane of 2-d max pooling with windows inside the input (Note [Branch-free pooling]).
+    pub fn max_pool_plane_f32(xs: &[f32], iw: usize, rows: &[(usize, usize)], cols: &[(usize, usize)], out: &mut [f32], idx: &mut [i64]) -> () = max_pool_plane_body;
 }
