@@ -193,7 +193,7 @@ pub fn layer_norm(
 // ---- batch norm and instance norm ----------------------------------------------------------------
 
 /// Per-channel statistics of `x` viewed as `[outer, c, inner]`: mean and biased variance.
-fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) -> (Vec<f64>, Vec<f64>) {
+fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let count = (outer * inner) as f64;
     let stats = |ch: usize| {
         let mut s = 0.0;
@@ -215,12 +215,20 @@ fn channel_moments<T: Element>(x: &[T], outer: usize, c: usize, inner: usize) ->
         }
         (mean, ss / count)
     };
-    let pairs: Vec<(f64, f64)> = if x.len() as i64 >= GRAIN_SIZE {
-        (0..c).into_par_iter().map(stats).collect()
+    // Sized fallibly (Note [Fallible scratch buffers] in c10): an empty input can still have a
+    // huge channel count.
+    let mut pairs = c10::size::try_vec::<(f64, f64)>(c)?;
+    if x.len() as i64 >= GRAIN_SIZE {
+        pairs.par_extend((0..c).into_par_iter().map(stats));
     } else {
-        (0..c).map(stats).collect()
-    };
-    pairs.into_iter().unzip()
+        pairs.extend((0..c).map(stats));
+    }
+    let (mut mean, mut var) = (c10::size::try_vec(c)?, c10::size::try_vec(c)?);
+    for (m, v) in pairs {
+        mean.push(m);
+        var.push(v);
+    }
+    Ok((mean, var))
 }
 
 /// `y = (x - mean[ch]) * invstd[ch] * w[ch] + b[ch]` over `x` viewed as `[outer, c, inner]`.
@@ -298,7 +306,7 @@ fn batch_norm_impl(
     match_float!(dtype, T, A => {
         let x = input.to_vec::<T>()?;
         let (mean, invstd) = if training {
-            let (mean, var) = channel_moments(&x, outer, c, inner);
+            let (mean, var) = channel_moments(&x, outer, c, inner)?;
             let n = outer as f64 * inner as f64;
             if let (Some(t), Some(old)) = (running_mean, rm.as_deref()) {
                 update_running(t, old, &mean, momentum)?;
@@ -307,7 +315,8 @@ fn batch_norm_impl(
                 let unbiased: Vec<f64> = var.iter().map(|v| v * n / (n - 1.0)).collect();
                 update_running(t, old, &unbiased, momentum)?;
             }
-            let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            let mut invstd = c10::size::try_vec(c)?;
+            invstd.extend(var.iter().map(|v| 1.0 / (v + eps).sqrt()));
             (mean, invstd)
         } else {
             let invstd = rv.as_deref().unwrap_or_default().iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
@@ -436,7 +445,7 @@ pub fn instance_norm(
     match_float!(input.dtype(), T, A => {
         let x = input.to_vec::<T>()?;
         let (mean, invstd) = if use_input_stats {
-            let (mean, var) = channel_moments(&x, 1, n * c, inner);
+            let (mean, var) = channel_moments(&x, 1, n * c, inner)?;
             let cnt = inner as f64;
             let batch_avg = |v: &[f64]| -> Vec<f64> {
                 (0..c).map(|ch| (0..n).map(|i| v[i * c + ch]).sum::<f64>() / n as f64).collect()

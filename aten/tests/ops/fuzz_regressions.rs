@@ -554,3 +554,25 @@ fn integer_convolution_of_an_empty_input_with_huge_channels_returns_at_once() {
     assert!(matches!(ops::random_op_(&z, None).unwrap_err(), c10::Error::UnsupportedDtype { .. }));
     assert!(matches!(ops::random_(&z, 0, Some(5), None).unwrap_err(), c10::Error::UnsupportedDtype { .. }));
 }
+
+/// Batch norm in training on an empty input with 2^40 channels collected its per-channel
+/// statistics into a plain `Vec` and aborted the process on the failed allocation (found by
+/// `op_surface`); PyTorch reports its per-channel outputs' allocation as out of memory, and so
+/// do we. Instance norm on the same input returns the empty input at once.
+#[test]
+fn batch_norm_of_an_empty_input_with_huge_channels_is_out_of_memory() {
+    let x = ops::empty(&[0, 1 << 40], Some(c10::ScalarType::F32), None, None, None, None).unwrap();
+    match ops::native_batch_norm(&x, None, None, None, None, true, 0.1, 1e-5) {
+        Err(c10::Error::OutOfMemory { .. }) => {}
+        Err(e) => panic!("expected an out-of-memory error, got {e}"),
+        Ok(_) => panic!("expected an out-of-memory error"),
+    }
+    // Evaluation needs running statistics of 2^40 elements, which cannot exist: a shape error.
+    let rm = Tensor::from_vec(vec![0f32; 3], &[3]).unwrap();
+    assert!(ops::native_batch_norm(&x, None, None, Some(&rm), Some(&rm), false, 0.1, 1e-5).is_err());
+    // A normal batch still normalises: two values per channel become -1 and 1.
+    let x = Tensor::from_vec(vec![1f32, 10.0, 3.0, 30.0], &[2, 2]).unwrap();
+    let (y, mean, _) = ops::native_batch_norm(&x, None, None, None, None, true, 0.1, 0.0).unwrap();
+    assert_eq!(mean.to_vec::<f32>().unwrap(), vec![2.0, 20.0]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, -1.0, 1.0, 1.0]);
+}
