@@ -444,21 +444,11 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         return Ok((out, idx));
     }
     let planes = out.numel() as usize / out_plane;
-    // 2 x 2 windows (any stride): straight-line code per output, without the loops over the
-    // window's rows and columns (which cost ~60 cycles per output in the CNN step's pooling).
-    let two_by_two = hw.iter().all(|w| w.count == 2) && ww.iter().all(|w| w.count == 2);
-    // Adjacent pairs along the rows (stride 2): the vectorised plane kernel.
-    let pairs = two_by_two && ww.iter().enumerate().all(|(c, w)| w.first == ww[0].first + 2 * c);
-    let tops: Vec<usize> = if pairs { hw.iter().map(|w| w.first).collect() } else { Vec::new() };
-    // (first, count) of each window along the rows and the columns, for the general kernel.
-    let spans = |ws: &[Win]| -> Vec<(usize, usize)> {
-        if two_by_two {
-            Vec::new()
-        } else {
-            ws.iter().map(|w| (w.first, w.count)).collect()
-        }
-    };
+    // (first, count) of each window along the rows and the columns.
+    let spans = |ws: &[Win]| -> Vec<(usize, usize)> { ws.iter().map(|w| (w.first, w.count)).collect() };
     let (rows, cols) = (spans(hw), spans(ww));
+    // 2 x 2 windows that are adjacent pairs along the rows (stride 2): the vectorised kernel.
+    let pairs = rows.iter().all(|r| r.1 == 2) && cols.iter().enumerate().all(|(c, w)| *w == (cols[0].0 + 2 * c, 2));
     let (xp, op, ip) =
         (SendPtr(x.data_ptr() as *mut f32), SendPtr(out.data_ptr() as *mut f32), SendPtr(idx.data_ptr() as *mut i64));
     let plane_fn = |p: usize| {
@@ -469,31 +459,10 @@ fn max_pool2d_f32(x: &Tensor, in_sp: [usize; 3], wins: &[Vec<Win>; 3], shape: &[
         // SAFETY: the index tensor has the output's shape.
         let is = unsafe { std::slice::from_raw_parts_mut(ip.get().add(p * out_plane), out_plane) };
         if pairs {
-            crate::native::cpu::vec::max_pool_2x2_f32(xs, iw, &tops, ww[0].first, os, is);
-            return;
+            crate::native::cpu::vec::max_pool_2x2_f32(xs, iw, &rows, cols[0].0, os, is);
+        } else {
+            crate::native::cpu::vec::max_pool_plane_f32(xs, iw, &rows, &cols, os, is);
         }
-        if two_by_two {
-            for (r, wh) in hw.iter().enumerate() {
-                let orow = &mut os[r * ow..(r + 1) * ow];
-                let irow = &mut is[r * ow..(r + 1) * ow];
-                let top = wh.first * iw;
-                for ((o, ix), wq) in orow.iter_mut().zip(irow.iter_mut()).zip(ww) {
-                    let (i0, i2) = (top + wq.first, top + iw + wq.first);
-                    let (pair0, pair1) = (&xs[i0..i0 + 2], &xs[i2..i2 + 2]);
-                    // In window order; a later value wins if greater or NaN.
-                    let (mut best, mut at) = (pair0[0], i0);
-                    for (v, j) in [(pair0[1], i0 + 1), (pair1[0], i2), (pair1[1], i2 + 1)] {
-                        let take = v > best || v.is_nan();
-                        at = if take { j } else { at };
-                        best = if take { v } else { best };
-                    }
-                    *o = best;
-                    *ix = at as i64;
-                }
-            }
-            return;
-        }
-        crate::native::cpu::vec::max_pool_plane_f32(xs, iw, &rows, &cols, os, is);
     };
     if planes * out_plane >= 16384 && rayon::current_num_threads() > 1 {
         (0..planes).into_par_iter().for_each(plane_fn);
