@@ -258,3 +258,48 @@ fn a_file_that_is_not_a_store_log_is_an_error() {
     assert!(matches!(err, Error::Distributed { .. }) && err.to_string().contains("not a FileStore log"), "{err}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Reads until the peer closes; `Ok` with the bytes read when it does within `limit`.
+fn read_until_closed(stream: &mut std::net::TcpStream, limit: Duration) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(format!("still open after {limit:?}, {} bytes read", got.len()));
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            // A reset is a close too (the server closed with our bytes unread).
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(got),
+            Err(e) => return Err(format!("{e} after {:?}", start.elapsed())),
+        }
+    }
+}
+
+#[test]
+fn tcp_store_closes_a_connection_that_sends_garbage() {
+    use std::io::Write;
+    let m = master();
+    let garbage: [&[u8]; 3] = [
+        &[0xEE, 1, 2, 3],
+        // A set whose key announces u64::MAX bytes.
+        &[1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, b'k'],
+        // A key longer than any value the server takes (1 GiB), announced, never sent.
+        &[1, 0, 0, 0, 0x40, 0, 0, 0, 0],
+    ];
+    for bytes in garbage {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", m.port())).unwrap();
+        s.write_all(bytes).unwrap();
+        let answer = read_until_closed(&mut s, Duration::from_secs(5));
+        assert_eq!(answer, Ok(vec![]), "{bytes:?}: closed, unanswered");
+    }
+    // The server still serves others.
+    let c = client(m.port());
+    c.set("after", b"garbage").unwrap();
+    assert_eq!(m.get("after").unwrap(), b"garbage");
+}

@@ -13,6 +13,7 @@
 //! When the master's store is dropped the server stops and closes every connection: clients
 //! then get [`Error::DistNetwork`], not a hang.
 
+use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,9 +35,13 @@ const OK: u8 = 0;
 const TIMED_OUT: u8 = 1;
 const FAILED: u8 = 2;
 
-/// The longest key or value a request may carry (a bound on what a bad peer can make the
-/// server allocate).
-const MAX_FIELD: u64 = 1 << 30;
+/// The longest key or value a request may carry (PyTorch's libuv server takes values up to
+/// 8 MiB); a longer one is a malformed request. Fields are read as their bytes arrive, so a
+/// peer that announces a long field and sends little makes the server allocate little.
+const MAX_FIELD: u64 = 8 << 20;
+
+/// The most keys one `wait` or `check` may name (PyTorch's libuv server's bound).
+const MAX_KEYS: i64 = 128 << 10;
 
 /// How a [`TcpStore`] starts (PyTorch's `TCPStore` arguments).
 #[derive(Clone, Debug)]
@@ -84,7 +89,38 @@ struct Connection {
 struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    clients: Arc<Mutex<Vec<TcpStream>>>,
+    clients: Arc<Clients>,
+}
+
+/// The open connections of a server, by id, so that stopping the server can shut them down.
+///
+/// Note [Forgetting closed connections]: each entry is a second handle (`try_clone`) on a
+/// client's socket, and a socket stays open while any handle does; so the thread serving a
+/// connection removes its entry when it ends (the client left, or sent a malformed request),
+/// else every connection ever accepted would keep its descriptor and, after `ulimit -n` of
+/// them, every new client would be refused.
+#[derive(Default)]
+struct Clients {
+    open: Mutex<HashMap<u64, TcpStream>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Clients {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, TcpStream>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a connection; `None` when it cannot be shared (it is then simply dropped).
+    fn register(&self, stream: &TcpStream) -> Option<u64> {
+        let handle = stream.try_clone().ok()?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, handle);
+        Some(id)
+    }
+
+    fn forget(&self, id: u64) {
+        self.lock().remove(&id);
+    }
 }
 
 fn network(addr: SocketAddr, what: &str, e: impl std::fmt::Display) -> Error {
@@ -230,8 +266,11 @@ fn read_field(r: &mut impl Read) -> std::io::Result<Vec<u8>> {
     if len > MAX_FIELD {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a field of {len} bytes")));
     }
-    let mut v = vec![0u8; len as usize];
-    r.read_exact(&mut v)?;
+    // Grows with the bytes that arrive, not with the length announced.
+    let mut v = Vec::new();
+    if r.take(len).read_to_end(&mut v)? as u64 != len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
     Ok(v)
 }
 
@@ -277,7 +316,7 @@ impl Server {
         let listener = TcpListener::bind(addr).map_err(|e| network(addr, "cannot serve", e))?;
         let addr = listener.local_addr().map_err(|e| network(addr, "cannot serve", e))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let clients: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let clients: Arc<Clients> = Arc::default();
         let table = Arc::new(Table::default());
         let (stop2, clients2) = (stop.clone(), clients.clone());
         std::thread::Builder::new()
@@ -287,14 +326,31 @@ impl Server {
                     if stop2.load(Ordering::Acquire) {
                         break;
                     }
-                    let Ok(stream) = stream else { continue };
+                    let stream = match stream {
+                        Ok(s) => s,
+                        Err(_) => {
+                            // Out of descriptors or threads (EMFILE, ENOBUFS): wait for
+                            // connections to close rather than spin.
+                            std::thread::sleep(Duration::from_millis(10));
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nodelay(true);
-                    if let Ok(s) = stream.try_clone() {
-                        clients2.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                    // See Note [Forgetting closed connections].
+                    let Some(id) = clients2.register(&stream) else { continue };
+                    if stop2.load(Ordering::Acquire) {
+                        // Stopped while registering: Drop may have shut the others down already.
+                        clients2.forget(id);
+                        break;
                     }
-                    let table = table.clone();
-                    let _ =
-                        std::thread::Builder::new().name("tcpstore-conn".into()).spawn(move || serve(stream, &table));
+                    let (table, clients) = (table.clone(), clients2.clone());
+                    let spawned = std::thread::Builder::new().name("tcpstore-conn".into()).spawn(move || {
+                        serve(stream, &table);
+                        clients.forget(id);
+                    });
+                    if spawned.is_err() {
+                        clients2.forget(id);
+                    }
                 }
             })
             .map_err(|e| network(addr, "cannot start a thread for", e))?;
@@ -307,13 +363,14 @@ impl Drop for Server {
         self.stop.store(true, Ordering::Release);
         // Wake the accept loop so it sees `stop`, then close every client's connection.
         let _ = TcpStream::connect(self.addr);
-        for s in self.clients.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for (_, s) in self.clients.lock().drain() {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
 }
 
-/// Serves one client until it disconnects (or sends something that is not a request).
+/// Serves one client until it disconnects or sends something that is not a request (an
+/// unknown command, a field too long): the connection is then closed, unanswered.
 fn serve(stream: TcpStream, table: &Table) {
     let Ok(read_half) = stream.try_clone() else { return };
     let mut r = BufReader::new(read_half);
@@ -350,7 +407,7 @@ fn answer(cmd: u8, r: &mut impl Read, table: &Table) -> std::io::Result<Vec<u8>>
         }
         WAIT | CHECK => {
             let n = read_i64(r)?;
-            if !(0..=1 << 20).contains(&n) {
+            if !(0..=MAX_KEYS).contains(&n) {
                 return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a bad key count"));
             }
             let keys = (0..n).map(|_| read_key(r)).collect::<std::io::Result<Vec<_>>>()?;
