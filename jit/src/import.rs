@@ -291,6 +291,14 @@ impl Importer<'_> {
                 return self.inline(m, method, argv);
             }
         }
+        // `getattr(self, "0")`: a submodule or attribute whose name is not an identifier
+        // (`nn.Sequential`'s and `nn.ModuleList`'s children).
+        if let (Expr::Name(n), [base, Expr::Str(attr)]) = (f, args) {
+            if n == "getattr" && !env.contains_key(n) && kw.is_empty() {
+                let b = self.expr(base, env)?;
+                return self.attr(b, attr);
+            }
+        }
         // `annotate(List[int], [])`: the type only matters for an empty list.
         if let (Expr::Name(n), [ty, value]) = (f, args) {
             if n == "annotate" && !env.contains_key(n) {
@@ -576,10 +584,24 @@ fn input_type(annotation: &str) -> Option<JitType> {
 
 /// Loads a `torch.jit.save` archive of a traced module.
 pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
-    let version = String::from_utf8(archive.read_record("version")?).unwrap_or_default();
+    // Archives whose operators need version 6 or later keep it in `.data/version` (PyTorch's
+    // readers look there first); older ones in `version`.
+    let record = [".data/version", "version"]
+        .into_iter()
+        .find(|r| archive.has_record(r))
+        .ok_or_else(|| load_error(archive, "the archive has no version record (.data/version or version)"))?;
+    let version = String::from_utf8(archive.read_record(record)?).unwrap_or_default();
     match version.trim().parse::<u32>() {
         Ok(v) if (1..=10).contains(&v) => {}
-        _ => return Err(load_error(archive, format!("unsupported TorchScript archive version {:?}", version.trim()))),
+        _ => {
+            return Err(load_error(
+                archive,
+                format!(
+                    "unsupported TorchScript archive version {:?} in {record} (this build reads 1 to 10)",
+                    version.trim()
+                ),
+            ))
+        }
     }
     let constants = if archive.has_record("constants.pkl") {
         match archive.unpickle("constants.pkl")? {

@@ -40057,7 +40057,278 @@ pub mod scaled_dot_product_attention {
     }
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2082)
+/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)` (aten/native_functions.yaml:2079)
+pub mod _native_multi_head_attention {
+    use crate::dispatcher::{KernelFunction, OperatorEntry};
+    use crate::ivalue::{IValue, Stack};
+    use crate::{Generator, Tensor};
+    use c10::{Device, DispatchKeySet, Layout, MemoryFormat, Result, Scalar, ScalarType};
+
+    /// The operator name (`name.overload`).
+    pub const NAME: &str = "_native_multi_head_attention";
+    /// The schema as written in the YAML.
+    pub const SCHEMA: &str = "_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)";
+    /// The typed kernel signature: the key set, then the arguments in schema order.
+    pub type Sig = fn(
+        DispatchKeySet,
+        &Tensor,
+        &Tensor,
+        &Tensor,
+        i64,
+        i64,
+        &Tensor,
+        &Tensor,
+        &Tensor,
+        &Tensor,
+        Option<&Tensor>,
+        bool,
+        bool,
+        Option<i64>,
+    ) -> Result<(Tensor, Tensor)>;
+
+    /// The operator's dispatcher entry (looked up once).
+    #[inline]
+    pub fn handle() -> &'static OperatorEntry {
+        static H: std::sync::OnceLock<&'static OperatorEntry> = std::sync::OnceLock::new();
+        H.get_or_init(|| crate::dispatcher::dispatcher().find_or_create(NAME))
+    }
+
+    /// Calls the operator: keys from the tensor arguments and the thread-local sets.
+    #[inline]
+    pub fn call(
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        embed_dim: i64,
+        num_head: i64,
+        qkv_weight: &Tensor,
+        qkv_bias: &Tensor,
+        proj_weight: &Tensor,
+        proj_bias: &Tensor,
+        mask: Option<&Tensor>,
+        need_weights: bool,
+        average_attn_weights: bool,
+        mask_type: Option<i64>,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = op.compute_key_set(
+            query.key_set()
+                | key.key_set()
+                | value.key_set()
+                | qkv_weight.key_set()
+                | qkv_bias.key_set()
+                | proj_weight.key_set()
+                | proj_bias.key_set()
+                | mask.map_or(DispatchKeySet::EMPTY, |t| t.key_set()),
+        );
+        dispatch(
+            op,
+            ks,
+            query,
+            key,
+            value,
+            embed_dim,
+            num_head,
+            qkv_weight,
+            qkv_bias,
+            proj_weight,
+            proj_bias,
+            mask,
+            need_weights,
+            average_attn_weights,
+            mask_type,
+        )
+    }
+
+    /// Calls the kernel for an explicit key set (what a kernel uses to continue below its key).
+    #[inline]
+    pub fn redispatch(
+        ks: DispatchKeySet,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        embed_dim: i64,
+        num_head: i64,
+        qkv_weight: &Tensor,
+        qkv_bias: &Tensor,
+        proj_weight: &Tensor,
+        proj_bias: &Tensor,
+        mask: Option<&Tensor>,
+        need_weights: bool,
+        average_attn_weights: bool,
+        mask_type: Option<i64>,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = handle();
+        let ks = ks & op.mask_for(ks);
+        dispatch(
+            op,
+            ks,
+            query,
+            key,
+            value,
+            embed_dim,
+            num_head,
+            qkv_weight,
+            qkv_bias,
+            proj_weight,
+            proj_bias,
+            mask,
+            need_weights,
+            average_attn_weights,
+            mask_type,
+        )
+    }
+
+    #[inline]
+    fn dispatch(
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        embed_dim: i64,
+        num_head: i64,
+        qkv_weight: &Tensor,
+        qkv_bias: &Tensor,
+        proj_weight: &Tensor,
+        proj_bias: &Tensor,
+        mask: Option<&Tensor>,
+        need_weights: bool,
+        average_attn_weights: bool,
+        mask_type: Option<i64>,
+    ) -> Result<(Tensor, Tensor)> {
+        let k = op.lookup(ks)?;
+        match k.unboxed::<Sig>() {
+            Some(f) => f(
+                ks,
+                query,
+                key,
+                value,
+                embed_dim,
+                num_head,
+                qkv_weight,
+                qkv_bias,
+                proj_weight,
+                proj_bias,
+                mask,
+                need_weights,
+                average_attn_weights,
+                mask_type,
+            ),
+            None => call_boxed_kernel(
+                &k,
+                op,
+                ks,
+                query,
+                key,
+                value,
+                embed_dim,
+                num_head,
+                qkv_weight,
+                qkv_bias,
+                proj_weight,
+                proj_bias,
+                mask,
+                need_weights,
+                average_attn_weights,
+                mask_type,
+            ),
+        }
+    }
+
+    /// Typed → boxed: pushes the arguments, runs a boxed kernel, pops the returns.
+    #[inline(never)]
+    fn call_boxed_kernel(
+        k: &KernelFunction,
+        op: &'static OperatorEntry,
+        ks: DispatchKeySet,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        embed_dim: i64,
+        num_head: i64,
+        qkv_weight: &Tensor,
+        qkv_bias: &Tensor,
+        proj_weight: &Tensor,
+        proj_bias: &Tensor,
+        mask: Option<&Tensor>,
+        need_weights: bool,
+        average_attn_weights: bool,
+        mask_type: Option<i64>,
+    ) -> Result<(Tensor, Tensor)> {
+        let mut stack: Stack = vec![
+            IValue::from(query),
+            IValue::from(key),
+            IValue::from(value),
+            IValue::from(embed_dim),
+            IValue::from(num_head),
+            IValue::from(qkv_weight),
+            IValue::from(qkv_bias),
+            IValue::from(proj_weight),
+            IValue::from(proj_bias),
+            IValue::from(mask),
+            IValue::from(need_weights),
+            IValue::from(average_attn_weights),
+            IValue::from(mask_type),
+        ];
+        k.call_boxed(op, ks, &mut stack)?;
+        {
+            let r1 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            let r0 = crate::ivalue::pop_return(&mut stack, NAME)?.into_tensor(NAME)?;
+            Ok((r0, r1))
+        }
+    }
+
+    /// Boxed → typed: a kernel record holding `f` and the adapter that pops its arguments.
+    pub fn kernel(f: Sig) -> KernelFunction {
+        KernelFunction::from_unboxed(
+            f,
+            move |_op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| -> Result<()> {
+                if stack.len() < 13 {
+                    return Err(c10::Error::BoxedArgument {
+                        op: NAME.to_string(),
+                        msg: format!("expected 13 arguments, got {}", stack.len()),
+                    });
+                }
+                let a = stack.split_off(stack.len() - 13);
+                let query = a[0].to_tensor(NAME, "query")?;
+                let key = a[1].to_tensor(NAME, "key")?;
+                let value = a[2].to_tensor(NAME, "value")?;
+                let embed_dim = a[3].to_int(NAME, "embed_dim")?;
+                let num_head = a[4].to_int(NAME, "num_head")?;
+                let qkv_weight = a[5].to_tensor(NAME, "qkv_weight")?;
+                let qkv_bias = a[6].to_tensor(NAME, "qkv_bias")?;
+                let proj_weight = a[7].to_tensor(NAME, "proj_weight")?;
+                let proj_bias = a[8].to_tensor(NAME, "proj_bias")?;
+                let mask = a[9].to_opt_tensor(NAME, "mask")?;
+                let need_weights = a[10].to_bool(NAME, "need_weights")?;
+                let average_attn_weights = a[11].to_bool(NAME, "average_attn_weights")?;
+                let mask_type = a[12].to_opt_int(NAME, "mask_type")?;
+                let r = f(
+                    ks,
+                    query,
+                    key,
+                    value,
+                    embed_dim,
+                    num_head,
+                    qkv_weight,
+                    qkv_bias,
+                    proj_weight,
+                    proj_bias,
+                    mask,
+                    need_weights,
+                    average_attn_weights,
+                    mask_type,
+                )?;
+                stack.push(IValue::from(r.0));
+                stack.push(IValue::from(r.1));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2086)
 pub mod native_layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40184,7 +40455,7 @@ pub mod native_layer_norm {
     }
 }
 
-/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2086)
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor` (aten/native_functions.yaml:2090)
 pub mod layer_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40309,7 +40580,7 @@ pub mod layer_norm {
     }
 }
 
-/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2090)
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2094)
 pub mod native_batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40467,7 +40738,7 @@ pub mod native_batch_norm {
     }
 }
 
-/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2094)
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2098)
 pub mod batch_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40636,7 +40907,7 @@ pub mod batch_norm {
     }
 }
 
-/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2098)
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor` (aten/native_functions.yaml:2102)
 pub mod instance_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40818,7 +41089,7 @@ pub mod instance_norm {
     }
 }
 
-/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2102)
+/// `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:2106)
 pub mod native_group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -40972,7 +41243,7 @@ pub mod native_group_norm {
     }
 }
 
-/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2106)
+/// `group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor` (aten/native_functions.yaml:2110)
 pub mod group_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41097,7 +41368,7 @@ pub mod group_norm {
     }
 }
 
-/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2111)
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2115)
 pub mod mse_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41187,7 +41458,7 @@ pub mod mse_loss {
     }
 }
 
-/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2115)
+/// `l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2119)
 pub mod l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41277,7 +41548,7 @@ pub mod l1_loss {
     }
 }
 
-/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2119)
+/// `smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor` (aten/native_functions.yaml:2123)
 pub mod smooth_l1_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41377,7 +41648,7 @@ pub mod smooth_l1_loss {
     }
 }
 
-/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2123)
+/// `huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor` (aten/native_functions.yaml:2127)
 pub mod huber_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41477,7 +41748,7 @@ pub mod huber_loss {
     }
 }
 
-/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2127)
+/// `binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2131)
 pub mod binary_cross_entropy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41580,7 +41851,7 @@ pub mod binary_cross_entropy {
     }
 }
 
-/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2131)
+/// `binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2135)
 pub mod binary_cross_entropy_with_logits {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41700,7 +41971,7 @@ pub mod binary_cross_entropy_with_logits {
     }
 }
 
-/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2135)
+/// `kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor` (aten/native_functions.yaml:2139)
 pub mod kl_div {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41801,7 +42072,7 @@ pub mod kl_div {
     }
 }
 
-/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2139)
+/// `margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2143)
 pub mod margin_ranking_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -41910,7 +42181,7 @@ pub mod margin_ranking_loss {
     }
 }
 
-/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2143)
+/// `cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2147)
 pub mod cosine_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42019,7 +42290,7 @@ pub mod cosine_embedding_loss {
     }
 }
 
-/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2147)
+/// `triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:2151)
 pub mod triplet_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42152,7 +42423,7 @@ pub mod triplet_margin_loss {
     }
 }
 
-/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2151)
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2155)
 pub mod nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42269,7 +42540,7 @@ pub mod nll_loss {
     }
 }
 
-/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2155)
+/// `nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2159)
 pub mod nll_loss2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42386,7 +42657,7 @@ pub mod nll_loss2d {
     }
 }
 
-/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2159)
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor` (aten/native_functions.yaml:2163)
 pub mod nll_loss_nd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42503,7 +42774,7 @@ pub mod nll_loss_nd {
     }
 }
 
-/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2163)
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor` (aten/native_functions.yaml:2167)
 pub mod cross_entropy_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42626,7 +42897,7 @@ pub mod cross_entropy_loss {
     }
 }
 
-/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2168)
+/// `dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2172)
 pub mod dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42710,7 +42981,7 @@ pub mod dropout {
     }
 }
 
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2172)
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2176)
 pub mod dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42794,7 +43065,7 @@ pub mod dropout_ {
     }
 }
 
-/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2176)
+/// `feature_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2180)
 pub mod feature_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42878,7 +43149,7 @@ pub mod feature_dropout {
     }
 }
 
-/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2180)
+/// `feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2184)
 pub mod feature_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -42962,7 +43233,7 @@ pub mod feature_dropout_ {
     }
 }
 
-/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2184)
+/// `alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2188)
 pub mod alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43046,7 +43317,7 @@ pub mod alpha_dropout {
     }
 }
 
-/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2188)
+/// `alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2192)
 pub mod alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43130,7 +43401,7 @@ pub mod alpha_dropout_ {
     }
 }
 
-/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2192)
+/// `feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor` (aten/native_functions.yaml:2196)
 pub mod feature_alpha_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43214,7 +43485,7 @@ pub mod feature_alpha_dropout {
     }
 }
 
-/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2196)
+/// `feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)` (aten/native_functions.yaml:2200)
 pub mod feature_alpha_dropout_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43298,7 +43569,7 @@ pub mod feature_alpha_dropout_ {
     }
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2200)
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (aten/native_functions.yaml:2204)
 pub mod native_dropout {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43393,7 +43664,7 @@ pub mod native_dropout {
     }
 }
 
-/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2205)
+/// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
 pub mod erfinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43473,7 +43744,7 @@ pub mod erfinv {
     }
 }
 
-/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2210)
+/// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
 pub mod erfinv_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43553,7 +43824,7 @@ pub mod erfinv_ {
     }
 }
 
-/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2215)
+/// `erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2219)
 pub mod erfinv_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43635,7 +43906,7 @@ pub mod erfinv_out {
     }
 }
 
-/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2219)
+/// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2223)
 pub mod sgn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43715,7 +43986,7 @@ pub mod sgn {
     }
 }
 
-/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2224)
+/// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2228)
 pub mod sgn_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43795,7 +44066,7 @@ pub mod sgn_ {
     }
 }
 
-/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2229)
+/// `sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2233)
 pub mod sgn_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43877,7 +44148,7 @@ pub mod sgn_out {
     }
 }
 
-/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2233)
+/// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2237)
 pub mod square {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -43957,7 +44228,7 @@ pub mod square {
     }
 }
 
-/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2238)
+/// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2242)
 pub mod square_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44037,7 +44308,7 @@ pub mod square_ {
     }
 }
 
-/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2243)
+/// `selu(Tensor self) -> Tensor` (aten/native_functions.yaml:2247)
 pub mod selu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44117,7 +44388,7 @@ pub mod selu {
     }
 }
 
-/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2247)
+/// `selu_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2251)
 pub mod selu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44197,7 +44468,7 @@ pub mod selu_ {
     }
 }
 
-/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
+/// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
 pub mod isinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44277,7 +44548,7 @@ pub mod isinf {
     }
 }
 
-/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
+/// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
 pub mod isfinite {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44357,7 +44628,7 @@ pub mod isfinite {
     }
 }
 
-/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2261)
+/// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
 pub mod isposinf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44437,7 +44708,7 @@ pub mod isposinf {
     }
 }
 
-/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2266)
+/// `isposinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2270)
 pub mod isposinf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44519,7 +44790,7 @@ pub mod isposinf_out {
     }
 }
 
-/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
+/// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2274)
 pub mod isneginf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44599,7 +44870,7 @@ pub mod isneginf {
     }
 }
 
-/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2275)
+/// `isneginf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2279)
 pub mod isneginf_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44681,7 +44952,7 @@ pub mod isneginf_out {
     }
 }
 
-/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2283)
 pub mod nan_to_num {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44781,7 +45052,7 @@ pub mod nan_to_num {
     }
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
 pub mod nan_to_num_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44881,7 +45152,7 @@ pub mod nan_to_num_ {
     }
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2289)
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2293)
 pub mod nan_to_num_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -44991,7 +45262,7 @@ pub mod nan_to_num_out {
     }
 }
 
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2293)
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2297)
 pub mod round_decimals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45073,7 +45344,7 @@ pub mod round_decimals {
     }
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2302)
 pub mod round_decimals_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45155,7 +45426,7 @@ pub mod round_decimals_ {
     }
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2303)
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2307)
 pub mod round_decimals_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45245,7 +45516,7 @@ pub mod round_decimals_out {
     }
 }
 
-/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
+/// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2311)
 pub mod bitwise_not {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45325,7 +45596,7 @@ pub mod bitwise_not {
     }
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2312)
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2316)
 pub mod bitwise_not_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45405,7 +45676,7 @@ pub mod bitwise_not_ {
     }
 }
 
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2317)
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2321)
 pub mod bitwise_not_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45487,7 +45758,7 @@ pub mod bitwise_not_out {
     }
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2325)
 pub mod clamp_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45577,7 +45848,7 @@ pub mod clamp_ {
     }
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2326)
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2330)
 pub mod clamp_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45677,7 +45948,7 @@ pub mod clamp_out {
     }
 }
 
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2334)
 pub mod clamp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45776,7 +46047,7 @@ pub mod clamp_tensor {
     }
 }
 
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2339)
 pub mod clamp_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45875,7 +46146,7 @@ pub mod clamp_tensor_ {
     }
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2340)
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2344)
 pub mod clamp_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -45980,7 +46251,7 @@ pub mod clamp_tensor_out {
     }
 }
 
-/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2344)
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2348)
 pub mod clamp_min {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46062,7 +46333,7 @@ pub mod clamp_min {
     }
 }
 
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2349)
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2353)
 pub mod clamp_min_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46144,7 +46415,7 @@ pub mod clamp_min_tensor {
     }
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
 pub mod clamp_min_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46226,7 +46497,7 @@ pub mod clamp_min_ {
     }
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2359)
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2363)
 pub mod clamp_min_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46308,7 +46579,7 @@ pub mod clamp_min_tensor_ {
     }
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2364)
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2368)
 pub mod clamp_min_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46398,7 +46669,7 @@ pub mod clamp_min_out {
     }
 }
 
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2368)
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2372)
 pub mod clamp_min_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46488,7 +46759,7 @@ pub mod clamp_min_tensor_out {
     }
 }
 
-/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2372)
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2376)
 pub mod clamp_max {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46570,7 +46841,7 @@ pub mod clamp_max {
     }
 }
 
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2377)
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2381)
 pub mod clamp_max_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46652,7 +46923,7 @@ pub mod clamp_max_tensor {
     }
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
 pub mod clamp_max_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46734,7 +47005,7 @@ pub mod clamp_max_ {
     }
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2387)
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2391)
 pub mod clamp_max_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46816,7 +47087,7 @@ pub mod clamp_max_tensor_ {
     }
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2392)
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2396)
 pub mod clamp_max_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46906,7 +47177,7 @@ pub mod clamp_max_out {
     }
 }
 
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2396)
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2400)
 pub mod clamp_max_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -46996,7 +47267,7 @@ pub mod clamp_max_tensor_out {
     }
 }
 
-/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2400)
+/// `relu6(Tensor self) -> Tensor` (aten/native_functions.yaml:2404)
 pub mod relu6 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47076,7 +47347,7 @@ pub mod relu6 {
     }
 }
 
-/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2404)
+/// `relu6_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2408)
 pub mod relu6_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47156,7 +47427,7 @@ pub mod relu6_ {
     }
 }
 
-/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2408)
+/// `celu(Tensor self, Scalar alpha=1.0) -> Tensor` (aten/native_functions.yaml:2412)
 pub mod celu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47238,7 +47509,7 @@ pub mod celu {
     }
 }
 
-/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2412)
+/// `celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)` (aten/native_functions.yaml:2416)
 pub mod celu_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47320,7 +47591,7 @@ pub mod celu_ {
     }
 }
 
-/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2416)
+/// `threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor` (aten/native_functions.yaml:2420)
 pub mod threshold {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47410,7 +47681,7 @@ pub mod threshold {
     }
 }
 
-/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2420)
+/// `threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:2424)
 pub mod threshold_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47500,7 +47771,7 @@ pub mod threshold_ {
     }
 }
 
-/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2424)
+/// `threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2428)
 pub mod threshold_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47601,7 +47872,7 @@ pub mod threshold_out {
     }
 }
 
-/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2428)
+/// `glu(Tensor self, int dim=-1) -> Tensor` (aten/native_functions.yaml:2432)
 pub mod glu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47683,7 +47954,7 @@ pub mod glu {
     }
 }
 
-/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2432)
+/// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2436)
 pub mod prelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47765,7 +48036,7 @@ pub mod prelu {
     }
 }
 
-/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2437)
+/// `log_sigmoid(Tensor self) -> Tensor` (aten/native_functions.yaml:2441)
 pub mod log_sigmoid {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47845,7 +48116,7 @@ pub mod log_sigmoid {
     }
 }
 
-/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2441)
+/// `log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)` (aten/native_functions.yaml:2445)
 pub mod log_sigmoid_forward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -47930,7 +48201,7 @@ pub mod log_sigmoid_forward {
     }
 }
 
-/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2445)
+/// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
 pub mod fmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48012,7 +48283,7 @@ pub mod fmax {
     }
 }
 
-/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2450)
+/// `fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2454)
 pub mod fmax_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48102,7 +48373,7 @@ pub mod fmax_out {
     }
 }
 
-/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2454)
+/// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
 pub mod fmin {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48184,7 +48455,7 @@ pub mod fmin {
     }
 }
 
-/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2459)
+/// `fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2463)
 pub mod fmin_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48274,7 +48545,7 @@ pub mod fmin_out {
     }
 }
 
-/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2463)
+/// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2467)
 pub mod hypot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48356,7 +48627,7 @@ pub mod hypot {
     }
 }
 
-/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2468)
+/// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2472)
 pub mod hypot_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48438,7 +48709,7 @@ pub mod hypot_ {
     }
 }
 
-/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2473)
+/// `hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2477)
 pub mod hypot_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48528,7 +48799,7 @@ pub mod hypot_out {
     }
 }
 
-/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2477)
+/// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2481)
 pub mod copysign_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48610,7 +48881,7 @@ pub mod copysign_tensor {
     }
 }
 
-/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2482)
+/// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2486)
 pub mod copysign_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48692,7 +48963,7 @@ pub mod copysign_tensor_ {
     }
 }
 
-/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2487)
+/// `copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2491)
 pub mod copysign_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48782,7 +49053,7 @@ pub mod copysign_out {
     }
 }
 
-/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2491)
+/// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2495)
 pub mod copysign_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48864,7 +49135,7 @@ pub mod copysign_scalar {
     }
 }
 
-/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2496)
+/// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2500)
 pub mod copysign_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -48946,7 +49217,7 @@ pub mod copysign_scalar_ {
     }
 }
 
-/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2501)
+/// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2505)
 pub mod floor_divide {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49028,7 +49299,7 @@ pub mod floor_divide {
     }
 }
 
-/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
+/// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2510)
 pub mod floor_divide_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49110,7 +49381,7 @@ pub mod floor_divide_tensor_ {
     }
 }
 
-/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2511)
+/// `floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2515)
 pub mod floor_divide_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49200,7 +49471,7 @@ pub mod floor_divide_out {
     }
 }
 
-/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
+/// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2519)
 pub mod floor_divide_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49282,7 +49553,7 @@ pub mod floor_divide_scalar {
     }
 }
 
-/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2520)
+/// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2524)
 pub mod floor_divide_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49364,7 +49635,7 @@ pub mod floor_divide_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2525)
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2529)
 pub mod bitwise_and_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49446,7 +49717,7 @@ pub mod bitwise_and_tensor {
     }
 }
 
-/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2530)
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2534)
 pub mod bitwise_and_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49528,7 +49799,7 @@ pub mod bitwise_and_scalar {
     }
 }
 
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2535)
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2539)
 pub mod bitwise_and_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49610,7 +49881,7 @@ pub mod bitwise_and_scalar_tensor {
     }
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
 pub mod bitwise_and_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49692,7 +49963,7 @@ pub mod bitwise_and_tensor_ {
     }
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2544)
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2548)
 pub mod bitwise_and_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49774,7 +50045,7 @@ pub mod bitwise_and_scalar_ {
     }
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2549)
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2553)
 pub mod bitwise_and_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49864,7 +50135,7 @@ pub mod bitwise_and_tensor_out {
     }
 }
 
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2557)
 pub mod bitwise_or_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -49946,7 +50217,7 @@ pub mod bitwise_or_tensor {
     }
 }
 
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2558)
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2562)
 pub mod bitwise_or_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50028,7 +50299,7 @@ pub mod bitwise_or_scalar {
     }
 }
 
-/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2563)
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2567)
 pub mod bitwise_or_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50110,7 +50381,7 @@ pub mod bitwise_or_scalar_tensor {
     }
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
 pub mod bitwise_or_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50192,7 +50463,7 @@ pub mod bitwise_or_tensor_ {
     }
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2572)
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2576)
 pub mod bitwise_or_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50274,7 +50545,7 @@ pub mod bitwise_or_scalar_ {
     }
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2577)
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2581)
 pub mod bitwise_or_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50364,7 +50635,7 @@ pub mod bitwise_or_tensor_out {
     }
 }
 
-/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2585)
 pub mod bitwise_xor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50446,7 +50717,7 @@ pub mod bitwise_xor_tensor {
     }
 }
 
-/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2590)
 pub mod bitwise_xor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50528,7 +50799,7 @@ pub mod bitwise_xor_scalar {
     }
 }
 
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2591)
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2595)
 pub mod bitwise_xor_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50610,7 +50881,7 @@ pub mod bitwise_xor_scalar_tensor {
     }
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
 pub mod bitwise_xor_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50692,7 +50963,7 @@ pub mod bitwise_xor_tensor_ {
     }
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
 pub mod bitwise_xor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50774,7 +51045,7 @@ pub mod bitwise_xor_scalar_ {
     }
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2605)
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2609)
 pub mod bitwise_xor_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50864,7 +51135,7 @@ pub mod bitwise_xor_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
+/// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2613)
 pub mod bitwise_left_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -50946,7 +51217,7 @@ pub mod bitwise_left_shift_tensor {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
+/// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2618)
 pub mod bitwise_left_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51028,7 +51299,7 @@ pub mod bitwise_left_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2619)
+/// `bitwise_left_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2623)
 pub mod bitwise_left_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51110,7 +51381,7 @@ pub mod bitwise_left_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+/// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
 pub mod bitwise_left_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51192,7 +51463,7 @@ pub mod bitwise_left_shift_tensor_ {
     }
 }
 
-/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+/// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
 pub mod bitwise_left_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51274,7 +51545,7 @@ pub mod bitwise_left_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2633)
+/// `bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2637)
 pub mod bitwise_left_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51365,7 +51636,7 @@ pub mod bitwise_left_shift_tensor_out {
     }
 }
 
-/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2637)
+/// `bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2641)
 pub mod bitwise_left_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51456,7 +51727,7 @@ pub mod bitwise_left_shift_tensor_scalar_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2641)
+/// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2645)
 pub mod bitwise_right_shift_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51538,7 +51809,7 @@ pub mod bitwise_right_shift_tensor {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2646)
+/// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2650)
 pub mod bitwise_right_shift_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51620,7 +51891,7 @@ pub mod bitwise_right_shift_tensor_scalar {
     }
 }
 
-/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2651)
+/// `bitwise_right_shift.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:2655)
 pub mod bitwise_right_shift_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51702,7 +51973,7 @@ pub mod bitwise_right_shift_scalar_tensor {
     }
 }
 
-/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
+/// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
 pub mod bitwise_right_shift_tensor_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51784,7 +52055,7 @@ pub mod bitwise_right_shift_tensor_ {
     }
 }
 
-/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
+/// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2664)
 pub mod bitwise_right_shift_tensor_scalar_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51866,7 +52137,7 @@ pub mod bitwise_right_shift_tensor_scalar_ {
     }
 }
 
-/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2665)
+/// `bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2669)
 pub mod bitwise_right_shift_tensor_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -51957,7 +52228,7 @@ pub mod bitwise_right_shift_tensor_out {
     }
 }
 
-/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2669)
+/// `bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (aten/native_functions.yaml:2673)
 pub mod bitwise_right_shift_tensor_scalar_out {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52048,7 +52319,7 @@ pub mod bitwise_right_shift_tensor_scalar_out {
     }
 }
 
-/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
 pub mod logical_or {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52130,7 +52401,7 @@ pub mod logical_or {
     }
 }
 
-/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2678)
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
 pub mod logical_xor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52212,7 +52483,7 @@ pub mod logical_xor {
     }
 }
 
-/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2683)
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2687)
 pub mod var_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52304,7 +52575,7 @@ pub mod var_mean {
     }
 }
 
-/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2687)
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2691)
 pub mod var_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52410,7 +52681,7 @@ pub mod var_mean_dim {
     }
 }
 
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2691)
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2695)
 pub mod var_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52520,7 +52791,7 @@ pub mod var_mean_correction {
     }
 }
 
-/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2695)
+/// `std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)` (aten/native_functions.yaml:2699)
 pub mod std_mean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52612,7 +52883,7 @@ pub mod std_mean {
     }
 }
 
-/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2699)
+/// `std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2703)
 pub mod std_mean_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52718,7 +52989,7 @@ pub mod std_mean_dim {
     }
 }
 
-/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2703)
+/// `std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (aten/native_functions.yaml:2707)
 pub mod std_mean_correction {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52828,7 +53099,7 @@ pub mod std_mean_correction {
     }
 }
 
-/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2708)
+/// `atleast_1d(Tensor self) -> Tensor` (aten/native_functions.yaml:2712)
 pub mod atleast_1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52908,7 +53179,7 @@ pub mod atleast_1d {
     }
 }
 
-/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2712)
+/// `atleast_2d(Tensor self) -> Tensor` (aten/native_functions.yaml:2716)
 pub mod atleast_2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -52988,7 +53259,7 @@ pub mod atleast_2d {
     }
 }
 
-/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2716)
+/// `atleast_3d(Tensor self) -> Tensor` (aten/native_functions.yaml:2720)
 pub mod atleast_3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53068,7 +53339,7 @@ pub mod atleast_3d {
     }
 }
 
-/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2720)
+/// `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2724)
 pub mod atleast_1d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53148,7 +53419,7 @@ pub mod atleast_1d_sequence {
     }
 }
 
-/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2724)
+/// `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2728)
 pub mod atleast_2d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53228,7 +53499,7 @@ pub mod atleast_2d_sequence {
     }
 }
 
-/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2728)
+/// `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2732)
 pub mod atleast_3d_sequence {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53308,7 +53579,7 @@ pub mod atleast_3d_sequence {
     }
 }
 
-/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2732)
+/// `mT(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2736)
 pub mod mt {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53388,7 +53659,7 @@ pub mod mt {
     }
 }
 
-/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2736)
+/// `mH(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2740)
 pub mod mh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53468,7 +53739,7 @@ pub mod mh {
     }
 }
 
-/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2740)
+/// `matrix_H(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2744)
 pub mod matrix_h {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53548,7 +53819,7 @@ pub mod matrix_h {
     }
 }
 
-/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2744)
+/// `numpy_T(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2748)
 pub mod numpy_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53628,7 +53899,7 @@ pub mod numpy_t {
     }
 }
 
-/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2748)
+/// `ravel(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2752)
 pub mod ravel {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53708,7 +53979,7 @@ pub mod ravel {
     }
 }
 
-/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2752)
+/// `flipud(Tensor self) -> Tensor` (aten/native_functions.yaml:2756)
 pub mod flipud {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53788,7 +54059,7 @@ pub mod flipud {
     }
 }
 
-/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2756)
+/// `fliplr(Tensor self) -> Tensor` (aten/native_functions.yaml:2760)
 pub mod fliplr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53868,7 +54139,7 @@ pub mod fliplr {
     }
 }
 
-/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2760)
+/// `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2764)
 pub mod hstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -53948,7 +54219,7 @@ pub mod hstack {
     }
 }
 
-/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2764)
+/// `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2768)
 pub mod vstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54028,7 +54299,7 @@ pub mod vstack {
     }
 }
 
-/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2768)
+/// `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2772)
 pub mod dstack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54108,7 +54379,7 @@ pub mod dstack {
     }
 }
 
-/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2772)
+/// `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2776)
 pub mod column_stack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54188,7 +54459,7 @@ pub mod column_stack {
     }
 }
 
-/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2776)
+/// `positive(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2780)
 pub mod positive {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54268,7 +54539,7 @@ pub mod positive {
     }
 }
 
-/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2780)
+/// `resolve_neg(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2784)
 pub mod resolve_neg {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54348,7 +54619,7 @@ pub mod resolve_neg {
     }
 }
 
-/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2784)
+/// `resolve_conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2788)
 pub mod resolve_conj {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54428,7 +54699,7 @@ pub mod resolve_conj {
     }
 }
 
-/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2788)
+/// `conj_physical(Tensor self) -> Tensor` (aten/native_functions.yaml:2792)
 pub mod conj_physical {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54508,7 +54779,7 @@ pub mod conj_physical {
     }
 }
 
-/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2792)
+/// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2796)
 pub mod real {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54588,7 +54859,7 @@ pub mod real {
     }
 }
 
-/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
+/// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
 pub mod imag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54668,7 +54939,7 @@ pub mod imag {
     }
 }
 
-/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2802)
+/// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2806)
 pub mod conj {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54748,7 +55019,7 @@ pub mod conj {
     }
 }
 
-/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2808)
+/// `view_as_real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2812)
 pub mod view_as_real {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54828,7 +55099,7 @@ pub mod view_as_real {
     }
 }
 
-/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2812)
+/// `view_as_complex(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2816)
 pub mod view_as_complex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54908,7 +55179,7 @@ pub mod view_as_complex {
     }
 }
 
-/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2816)
+/// `complex(Tensor real, Tensor imag) -> Tensor` (aten/native_functions.yaml:2820)
 pub mod complex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -54990,7 +55261,7 @@ pub mod complex {
     }
 }
 
-/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2820)
+/// `polar(Tensor abs, Tensor angle) -> Tensor` (aten/native_functions.yaml:2824)
 pub mod polar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55072,7 +55343,7 @@ pub mod polar {
     }
 }
 
-/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+/// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2829)
 pub mod stft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55281,7 +55552,7 @@ pub mod stft {
     }
 }
 
-/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+/// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2834)
 pub mod stft_center {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55514,7 +55785,7 @@ pub mod stft_center {
     }
 }
 
-/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+/// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2839)
 pub mod istft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55735,7 +56006,7 @@ pub mod istft {
     }
 }
 
-/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2840)
+/// `_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor` (aten/native_functions.yaml:2844)
 pub mod _fft_c2c {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55835,7 +56106,7 @@ pub mod _fft_c2c {
     }
 }
 
-/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2844)
+/// `_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor` (aten/native_functions.yaml:2848)
 pub mod _fft_r2c {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -55935,7 +56206,7 @@ pub mod _fft_r2c {
     }
 }
 
-/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2848)
+/// `_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor` (aten/native_functions.yaml:2852)
 pub mod _fft_c2r {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56035,7 +56306,7 @@ pub mod _fft_c2r {
     }
 }
 
-/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2852)
+/// `fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2856)
 pub mod fft_fft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56134,7 +56405,7 @@ pub mod fft_fft {
     }
 }
 
-/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2856)
+/// `fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2860)
 pub mod fft_ifft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56233,7 +56504,7 @@ pub mod fft_ifft {
     }
 }
 
-/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2860)
+/// `fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2864)
 pub mod fft_rfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56332,7 +56603,7 @@ pub mod fft_rfft {
     }
 }
 
-/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2864)
+/// `fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:2868)
 pub mod fft_ihfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56431,7 +56702,7 @@ pub mod fft_ihfft {
     }
 }
 
-/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2868)
+/// `fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2872)
 pub mod fft_fft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56530,7 +56801,7 @@ pub mod fft_fft2 {
     }
 }
 
-/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2872)
+/// `fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2876)
 pub mod fft_ifft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56629,7 +56900,7 @@ pub mod fft_ifft2 {
     }
 }
 
-/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2876)
+/// `fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2880)
 pub mod fft_rfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56728,7 +56999,7 @@ pub mod fft_rfft2 {
     }
 }
 
-/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2880)
+/// `fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:2884)
 pub mod fft_ihfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56827,7 +57098,7 @@ pub mod fft_ihfft2 {
     }
 }
 
-/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2884)
+/// `fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2888)
 pub mod fft_fftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -56926,7 +57197,7 @@ pub mod fft_fftn {
     }
 }
 
-/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2888)
+/// `fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2892)
 pub mod fft_ifftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57025,7 +57296,7 @@ pub mod fft_ifftn {
     }
 }
 
-/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2892)
+/// `fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2896)
 pub mod fft_rfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57124,7 +57395,7 @@ pub mod fft_rfftn {
     }
 }
 
-/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2896)
+/// `fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:2900)
 pub mod fft_ihfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57223,7 +57494,7 @@ pub mod fft_ihfftn {
     }
 }
 
-/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2900)
+/// `isreal(Tensor self) -> Tensor` (aten/native_functions.yaml:2904)
 pub mod isreal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57303,7 +57574,7 @@ pub mod isreal {
     }
 }
 
-/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2904)
+/// `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2908)
 pub mod broadcast_tensors {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57383,7 +57654,7 @@ pub mod broadcast_tensors {
     }
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2908)
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:2912)
 pub mod view_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57465,7 +57736,7 @@ pub mod view_copy {
     }
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2912)
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2916)
 pub mod unsqueeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57547,7 +57818,7 @@ pub mod unsqueeze_copy {
     }
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2916)
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (aten/native_functions.yaml:2920)
 pub mod unfold_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57641,7 +57912,7 @@ pub mod unfold_copy {
     }
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2920)
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2924)
 pub mod unbind_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57723,7 +57994,7 @@ pub mod unbind_copy_int {
     }
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2924)
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor` (aten/native_functions.yaml:2928)
 pub mod transpose_copy_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57813,7 +58084,7 @@ pub mod transpose_copy_int {
     }
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2928)
+/// `permute_copy(Tensor self, int[] dims) -> Tensor` (aten/native_functions.yaml:2932)
 pub mod permute_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57895,7 +58166,7 @@ pub mod permute_copy {
     }
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2932)
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (aten/native_functions.yaml:2936)
 pub mod expand_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -57985,7 +58256,7 @@ pub mod expand_copy {
     }
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2936)
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:2940)
 pub mod diagonal_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58078,7 +58349,7 @@ pub mod diagonal_copy {
     }
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2940)
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:2944)
 pub mod as_strided_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58179,7 +58450,7 @@ pub mod as_strided_copy {
     }
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2944)
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (aten/native_functions.yaml:2948)
 pub mod split_with_sizes_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58269,7 +58540,7 @@ pub mod split_with_sizes_copy {
     }
 }
 
-/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2948)
+/// `t_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2952)
 pub mod t_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58349,7 +58620,7 @@ pub mod t_copy {
     }
 }
 
-/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2952)
+/// `alias_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2956)
 pub mod alias_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58429,7 +58700,7 @@ pub mod alias_copy {
     }
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2956)
+/// `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2960)
 pub mod squeeze_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58509,7 +58780,7 @@ pub mod squeeze_copy {
     }
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2960)
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2964)
 pub mod squeeze_copy_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58591,7 +58862,7 @@ pub mod squeeze_copy_dim {
     }
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2964)
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (aten/native_functions.yaml:2968)
 pub mod narrow_copy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58684,7 +58955,7 @@ pub mod narrow_copy {
     }
 }
 
-/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2968)
+/// `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2972)
 pub mod new_zeros {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58813,7 +59084,7 @@ pub mod new_zeros {
     }
 }
 
-/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2972)
+/// `new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2976)
 pub mod new_ones {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -58942,7 +59213,7 @@ pub mod new_ones {
     }
 }
 
-/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2976)
+/// `new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2980)
 pub mod new_empty {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59071,7 +59342,7 @@ pub mod new_empty {
     }
 }
 
-/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2980)
+/// `new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2984)
 pub mod new_full {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59207,7 +59478,7 @@ pub mod new_full {
     }
 }
 
-/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2984)
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2988)
 pub mod new_empty_strided {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59343,7 +59614,7 @@ pub mod new_empty_strided {
     }
 }
 
-/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2988)
+/// `empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2992)
 pub mod empty_permuted {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59472,7 +59743,7 @@ pub mod empty_permuted {
     }
 }
 
-/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2992)
+/// `scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2996)
 pub mod scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59588,7 +59859,7 @@ pub mod scalar_tensor {
     }
 }
 
-/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2996)
+/// `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3000)
 pub mod min_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59670,7 +59941,7 @@ pub mod min_other {
     }
 }
 
-/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3000)
+/// `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3004)
 pub mod max_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59752,7 +60023,7 @@ pub mod max_other {
     }
 }
 
-/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3004)
+/// `rad2deg(Tensor self) -> Tensor` (aten/native_functions.yaml:3008)
 pub mod rad2deg {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59832,7 +60103,7 @@ pub mod rad2deg {
     }
 }
 
-/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3008)
+/// `deg2rad(Tensor self) -> Tensor` (aten/native_functions.yaml:3012)
 pub mod deg2rad {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59912,7 +60183,7 @@ pub mod deg2rad {
     }
 }
 
-/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3012)
+/// `signbit(Tensor self) -> Tensor` (aten/native_functions.yaml:3016)
 pub mod signbit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -59992,7 +60263,7 @@ pub mod signbit {
     }
 }
 
-/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3016)
+/// `logaddexp(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3020)
 pub mod logaddexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60074,7 +60345,7 @@ pub mod logaddexp {
     }
 }
 
-/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3020)
+/// `logaddexp2(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3024)
 pub mod logaddexp2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60156,7 +60427,7 @@ pub mod logaddexp2 {
     }
 }
 
-/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3024)
+/// `sinc(Tensor self) -> Tensor` (aten/native_functions.yaml:3028)
 pub mod sinc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60236,7 +60507,7 @@ pub mod sinc {
     }
 }
 
-/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3028)
+/// `xlogy.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3032)
 pub mod xlogy_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60318,7 +60589,7 @@ pub mod xlogy_tensor {
     }
 }
 
-/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3032)
+/// `xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor` (aten/native_functions.yaml:3036)
 pub mod xlogy_scalar_self {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60400,7 +60671,7 @@ pub mod xlogy_scalar_self {
     }
 }
 
-/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3036)
+/// `xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:3040)
 pub mod xlogy_scalar_other {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60482,7 +60753,7 @@ pub mod xlogy_scalar_other {
     }
 }
 
-/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3040)
+/// `special_xlog1py(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3044)
 pub mod special_xlog1py {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60564,7 +60835,7 @@ pub mod special_xlog1py {
     }
 }
 
-/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3044)
+/// `special_xlogy(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3048)
 pub mod special_xlogy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60646,7 +60917,7 @@ pub mod special_xlogy {
     }
 }
 
-/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3048)
+/// `heaviside(Tensor self, Tensor values) -> Tensor` (aten/native_functions.yaml:3052)
 pub mod heaviside {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60728,7 +60999,7 @@ pub mod heaviside {
     }
 }
 
-/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3052)
+/// `float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3056)
 pub mod float_power_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60810,7 +61081,7 @@ pub mod float_power_tensor_tensor {
     }
 }
 
-/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3056)
+/// `float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor` (aten/native_functions.yaml:3060)
 pub mod float_power_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60892,7 +61163,7 @@ pub mod float_power_tensor_scalar {
     }
 }
 
-/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3060)
+/// `float_power.Scalar(Scalar self, Tensor exponent) -> Tensor` (aten/native_functions.yaml:3064)
 pub mod float_power_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -60974,7 +61245,7 @@ pub mod float_power_scalar {
     }
 }
 
-/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3064)
+/// `ldexp.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3068)
 pub mod ldexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61056,7 +61327,7 @@ pub mod ldexp_tensor {
     }
 }
 
-/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3068)
+/// `isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor` (aten/native_functions.yaml:3072)
 pub mod isclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61166,7 +61437,7 @@ pub mod isclose {
     }
 }
 
-/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3072)
+/// `hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3076)
 pub mod hardshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61248,7 +61519,7 @@ pub mod hardshrink {
     }
 }
 
-/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3076)
+/// `softshrink(Tensor self, Scalar lambd=0.5) -> Tensor` (aten/native_functions.yaml:3080)
 pub mod softshrink {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61330,7 +61601,7 @@ pub mod softshrink {
     }
 }
 
-/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3080)
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3084)
 pub mod prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61417,7 +61688,7 @@ pub mod prod {
     }
 }
 
-/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3084)
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3088)
 pub mod var_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61517,7 +61788,7 @@ pub mod var_dim {
     }
 }
 
-/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3088)
+/// `var(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3092)
 pub mod var {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61599,7 +61870,7 @@ pub mod var {
     }
 }
 
-/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3092)
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3096)
 pub mod std_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61699,7 +61970,7 @@ pub mod std_dim {
     }
 }
 
-/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3096)
+/// `std(Tensor self, bool unbiased=True) -> Tensor` (aten/native_functions.yaml:3100)
 pub mod std {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61781,7 +62052,7 @@ pub mod std {
     }
 }
 
-/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3100)
+/// `nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3104)
 pub mod nansum {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61881,7 +62152,7 @@ pub mod nansum {
     }
 }
 
-/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3104)
+/// `nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3108)
 pub mod nanmean {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -61981,7 +62252,7 @@ pub mod nanmean {
     }
 }
 
-/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3108)
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (aten/native_functions.yaml:3112)
 pub mod aminmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62076,7 +62347,7 @@ pub mod aminmax {
     }
 }
 
-/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3112)
+/// `logcumsumexp(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:3116)
 pub mod logcumsumexp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62158,7 +62429,7 @@ pub mod logcumsumexp {
     }
 }
 
-/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3116)
+/// `trace(Tensor self) -> Tensor` (aten/native_functions.yaml:3120)
 pub mod trace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62238,7 +62509,7 @@ pub mod trace {
     }
 }
 
-/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3120)
+/// `sum_to_size(Tensor self, SymInt[] size) -> Tensor` (aten/native_functions.yaml:3124)
 pub mod sum_to_size {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62320,7 +62591,7 @@ pub mod sum_to_size {
     }
 }
 
-/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3124)
+/// `inner(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3128)
 pub mod inner {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62402,7 +62673,7 @@ pub mod inner {
     }
 }
 
-/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3128)
+/// `addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3132)
 pub mod addmv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62506,7 +62777,7 @@ pub mod addmv {
     }
 }
 
-/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3132)
+/// `addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:3136)
 pub mod addr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62610,7 +62881,7 @@ pub mod addr {
     }
 }
 
-/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3136)
+/// `linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3140)
 pub mod linalg_cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62700,7 +62971,7 @@ pub mod linalg_cross {
     }
 }
 
-/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3140)
+/// `cross(Tensor self, Tensor other, int? dim=None) -> Tensor` (aten/native_functions.yaml:3144)
 pub mod cross {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62790,7 +63061,7 @@ pub mod cross {
     }
 }
 
-/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3144)
+/// `kron(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3148)
 pub mod kron {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62872,7 +63143,7 @@ pub mod kron {
     }
 }
 
-/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3148)
+/// `dist(Tensor self, Tensor other, Scalar p=2) -> Tensor` (aten/native_functions.yaml:3152)
 pub mod dist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -62962,7 +63233,7 @@ pub mod dist {
     }
 }
 
-/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3152)
+/// `pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=9.9999999999999995e-07, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3156)
 pub mod pairwise_distance {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63059,7 +63330,7 @@ pub mod pairwise_distance {
     }
 }
 
-/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3156)
+/// `cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor` (aten/native_functions.yaml:3160)
 pub mod cosine_similarity {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63152,7 +63423,7 @@ pub mod cosine_similarity {
     }
 }
 
-/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3160)
+/// `cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor` (aten/native_functions.yaml:3164)
 pub mod cdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63251,7 +63522,7 @@ pub mod cdist {
     }
 }
 
-/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3164)
+/// `pdist(Tensor self, float p=2.) -> Tensor` (aten/native_functions.yaml:3168)
 pub mod pdist {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63333,7 +63604,7 @@ pub mod pdist {
     }
 }
 
-/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3168)
+/// `soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor` (aten/native_functions.yaml:3172)
 pub mod soft_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63423,7 +63694,7 @@ pub mod soft_margin_loss {
     }
 }
 
-/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3172)
+/// `hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=1) -> Tensor` (aten/native_functions.yaml:3176)
 pub mod hinge_embedding_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63524,7 +63795,7 @@ pub mod hinge_embedding_loss {
     }
 }
 
-/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3176)
+/// `poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor` (aten/native_functions.yaml:3180)
 pub mod poisson_nll_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63646,7 +63917,7 @@ pub mod poisson_nll_loss {
     }
 }
 
-/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3180)
+/// `rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor` (aten/native_functions.yaml:3184)
 pub mod rms_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63747,7 +64018,7 @@ pub mod rms_norm {
     }
 }
 
-/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3184)
+/// `channel_shuffle(Tensor self, SymInt groups) -> Tensor` (aten/native_functions.yaml:3188)
 pub mod channel_shuffle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63829,7 +64100,7 @@ pub mod channel_shuffle {
     }
 }
 
-/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3188)
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3192)
 pub mod linalg_vector_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -63939,7 +64210,7 @@ pub mod linalg_vector_norm {
     }
 }
 
-/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3192)
+/// `linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)` (aten/native_functions.yaml:3196)
 pub mod linalg_diagonal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64032,7 +64303,7 @@ pub mod linalg_diagonal {
     }
 }
 
-/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3196)
+/// `diagflat(Tensor self, int offset=0) -> Tensor` (aten/native_functions.yaml:3200)
 pub mod diagflat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64114,7 +64385,7 @@ pub mod diagflat {
     }
 }
 
-/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3200)
+/// `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3204)
 pub mod block_diag {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64194,7 +64465,7 @@ pub mod block_diag {
     }
 }
 
-/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3204)
+/// `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3208)
 pub mod cartesian_prod {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64274,7 +64545,7 @@ pub mod cartesian_prod {
     }
 }
 
-/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3208)
+/// `combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor` (aten/native_functions.yaml:3212)
 pub mod combinations {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64364,7 +64635,7 @@ pub mod combinations {
     }
 }
 
-/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3212)
+/// `diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor` (aten/native_functions.yaml:3216)
 pub mod diff {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64473,7 +64744,7 @@ pub mod diff {
     }
 }
 
-/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3216)
+/// `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3220)
 pub mod trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64557,7 +64828,7 @@ pub mod trapezoid_x {
     }
 }
 
-/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3220)
+/// `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
 pub mod trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64641,7 +64912,7 @@ pub mod trapezoid_dx {
     }
 }
 
-/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
+/// `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
 pub mod trapz_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64725,7 +64996,7 @@ pub mod trapz_x {
     }
 }
 
-/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
+/// `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
 pub mod trapz_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64809,7 +65080,7 @@ pub mod trapz_dx {
     }
 }
 
-/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
+/// `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
 pub mod cumulative_trapezoid_x {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64893,7 +65164,7 @@ pub mod cumulative_trapezoid_x {
     }
 }
 
-/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
+/// `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3240)
 pub mod cumulative_trapezoid_dx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -64977,7 +65248,7 @@ pub mod cumulative_trapezoid_dx {
     }
 }
 
-/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3240)
+/// `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3244)
 pub mod tensor_split_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65067,7 +65338,7 @@ pub mod tensor_split_sections {
     }
 }
 
-/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3244)
+/// `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
 pub mod tensor_split_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65157,7 +65428,7 @@ pub mod tensor_split_indices {
     }
 }
 
-/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
+/// `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
 pub mod tensor_split_tensor_indices_or_sections {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65252,7 +65523,7 @@ pub mod tensor_split_tensor_indices_or_sections {
     }
 }
 
-/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
+/// `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 pub mod hsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65334,7 +65605,7 @@ pub mod hsplit_int {
     }
 }
 
-/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
+/// `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
 pub mod vsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65416,7 +65687,7 @@ pub mod vsplit_int {
     }
 }
 
-/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
+/// `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
 pub mod dsplit_int {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65498,7 +65769,7 @@ pub mod dsplit_int {
     }
 }
 
-/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
+/// `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
 pub mod hsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65585,7 +65856,7 @@ pub mod hsplit_array {
     }
 }
 
-/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
+/// `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
 pub mod vsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65672,7 +65943,7 @@ pub mod vsplit_array {
     }
 }
 
-/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
+/// `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3276)
 pub mod dsplit_array {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65759,7 +66030,7 @@ pub mod dsplit_array {
     }
 }
 
-/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3276)
+/// `unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3280)
 pub mod unsafe_split_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65849,7 +66120,7 @@ pub mod unsafe_split_tensor {
     }
 }
 
-/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3280)
+/// `unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]` (aten/native_functions.yaml:3284)
 pub mod unsafe_chunk {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -65939,7 +66210,7 @@ pub mod unsafe_chunk {
     }
 }
 
-/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3284)
+/// `take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor` (aten/native_functions.yaml:3288)
 pub mod take_along_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66029,7 +66300,7 @@ pub mod take_along_dim {
     }
 }
 
-/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3288)
+/// `argwhere(Tensor self) -> Tensor` (aten/native_functions.yaml:3292)
 pub mod argwhere {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66109,7 +66380,7 @@ pub mod argwhere {
     }
 }
 
-/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3292)
+/// `narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)` (aten/native_functions.yaml:3296)
 pub mod narrow_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66202,7 +66473,7 @@ pub mod narrow_tensor {
     }
 }
 
-/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3296)
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (aten/native_functions.yaml:3300)
 pub mod masked_fill_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66292,7 +66563,7 @@ pub mod masked_fill_tensor {
     }
 }
 
-/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3300)
+/// `logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3304)
 pub mod logspace {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66435,7 +66706,7 @@ pub mod logspace {
     }
 }
 
-/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3306)
+/// `lgamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3310)
 pub mod lgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66515,7 +66786,7 @@ pub mod lgamma {
     }
 }
 
-/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3310)
+/// `digamma(Tensor self) -> Tensor` (aten/native_functions.yaml:3314)
 pub mod digamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66595,7 +66866,7 @@ pub mod digamma {
     }
 }
 
-/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3314)
+/// `i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3318)
 pub mod i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66675,7 +66946,7 @@ pub mod i0 {
     }
 }
 
-/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3318)
+/// `special_i0e(Tensor self) -> Tensor` (aten/native_functions.yaml:3322)
 pub mod special_i0e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66755,7 +67026,7 @@ pub mod special_i0e {
     }
 }
 
-/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3322)
+/// `special_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3326)
 pub mod special_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66835,7 +67106,7 @@ pub mod special_i1 {
     }
 }
 
-/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3326)
+/// `special_i1e(Tensor self) -> Tensor` (aten/native_functions.yaml:3330)
 pub mod special_i1e {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66915,7 +67186,7 @@ pub mod special_i1e {
     }
 }
 
-/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3330)
+/// `special_erfcx(Tensor self) -> Tensor` (aten/native_functions.yaml:3334)
 pub mod special_erfcx {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -66995,7 +67266,7 @@ pub mod special_erfcx {
     }
 }
 
-/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3334)
+/// `special_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3338)
 pub mod special_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67075,7 +67346,7 @@ pub mod special_ndtr {
     }
 }
 
-/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3338)
+/// `special_ndtri(Tensor self) -> Tensor` (aten/native_functions.yaml:3342)
 pub mod special_ndtri {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67155,7 +67426,7 @@ pub mod special_ndtri {
     }
 }
 
-/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3342)
+/// `special_log_ndtr(Tensor self) -> Tensor` (aten/native_functions.yaml:3346)
 pub mod special_log_ndtr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67235,7 +67506,7 @@ pub mod special_log_ndtr {
     }
 }
 
-/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3346)
+/// `special_entr(Tensor self) -> Tensor` (aten/native_functions.yaml:3350)
 pub mod special_entr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67315,7 +67586,7 @@ pub mod special_entr {
     }
 }
 
-/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3350)
+/// `special_bessel_j0(Tensor self) -> Tensor` (aten/native_functions.yaml:3354)
 pub mod special_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67395,7 +67666,7 @@ pub mod special_bessel_j0 {
     }
 }
 
-/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3354)
+/// `special_bessel_j1(Tensor self) -> Tensor` (aten/native_functions.yaml:3358)
 pub mod special_bessel_j1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67475,7 +67746,7 @@ pub mod special_bessel_j1 {
     }
 }
 
-/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3358)
+/// `special_bessel_y0(Tensor self) -> Tensor` (aten/native_functions.yaml:3362)
 pub mod special_bessel_y0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67555,7 +67826,7 @@ pub mod special_bessel_y0 {
     }
 }
 
-/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3362)
+/// `special_bessel_y1(Tensor self) -> Tensor` (aten/native_functions.yaml:3366)
 pub mod special_bessel_y1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67635,7 +67906,7 @@ pub mod special_bessel_y1 {
     }
 }
 
-/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3366)
+/// `special_modified_bessel_i0(Tensor self) -> Tensor` (aten/native_functions.yaml:3370)
 pub mod special_modified_bessel_i0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67715,7 +67986,7 @@ pub mod special_modified_bessel_i0 {
     }
 }
 
-/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3370)
+/// `special_modified_bessel_i1(Tensor self) -> Tensor` (aten/native_functions.yaml:3374)
 pub mod special_modified_bessel_i1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67795,7 +68066,7 @@ pub mod special_modified_bessel_i1 {
     }
 }
 
-/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3374)
+/// `special_modified_bessel_k0(Tensor self) -> Tensor` (aten/native_functions.yaml:3378)
 pub mod special_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67875,7 +68146,7 @@ pub mod special_modified_bessel_k0 {
     }
 }
 
-/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3378)
+/// `special_modified_bessel_k1(Tensor self) -> Tensor` (aten/native_functions.yaml:3382)
 pub mod special_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -67955,7 +68226,7 @@ pub mod special_modified_bessel_k1 {
     }
 }
 
-/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3382)
+/// `special_scaled_modified_bessel_k0(Tensor x) -> Tensor` (aten/native_functions.yaml:3386)
 pub mod special_scaled_modified_bessel_k0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68035,7 +68306,7 @@ pub mod special_scaled_modified_bessel_k0 {
     }
 }
 
-/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3386)
+/// `special_scaled_modified_bessel_k1(Tensor x) -> Tensor` (aten/native_functions.yaml:3390)
 pub mod special_scaled_modified_bessel_k1 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68115,7 +68386,7 @@ pub mod special_scaled_modified_bessel_k1 {
     }
 }
 
-/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3390)
+/// `special_spherical_bessel_j0(Tensor x) -> Tensor` (aten/native_functions.yaml:3394)
 pub mod special_spherical_bessel_j0 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68195,7 +68466,7 @@ pub mod special_spherical_bessel_j0 {
     }
 }
 
-/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3394)
+/// `polygamma(int n, Tensor self) -> Tensor` (aten/native_functions.yaml:3398)
 pub mod polygamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68277,7 +68548,7 @@ pub mod polygamma {
     }
 }
 
-/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3398)
+/// `special_zeta(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3402)
 pub mod special_zeta {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68359,7 +68630,7 @@ pub mod special_zeta {
     }
 }
 
-/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3402)
+/// `special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3406)
 pub mod special_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68441,7 +68712,7 @@ pub mod special_chebyshev_polynomial_t {
     }
 }
 
-/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3406)
+/// `special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3410)
 pub mod special_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68523,7 +68794,7 @@ pub mod special_chebyshev_polynomial_u {
     }
 }
 
-/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3410)
+/// `special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3414)
 pub mod special_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68605,7 +68876,7 @@ pub mod special_chebyshev_polynomial_v {
     }
 }
 
-/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3414)
+/// `special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3418)
 pub mod special_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68687,7 +68958,7 @@ pub mod special_chebyshev_polynomial_w {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3418)
+/// `special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3422)
 pub mod special_shifted_chebyshev_polynomial_t {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68769,7 +69040,7 @@ pub mod special_shifted_chebyshev_polynomial_t {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3422)
+/// `special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3426)
 pub mod special_shifted_chebyshev_polynomial_u {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68851,7 +69122,7 @@ pub mod special_shifted_chebyshev_polynomial_u {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3426)
+/// `special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3430)
 pub mod special_shifted_chebyshev_polynomial_v {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -68933,7 +69204,7 @@ pub mod special_shifted_chebyshev_polynomial_v {
     }
 }
 
-/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3430)
+/// `special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3434)
 pub mod special_shifted_chebyshev_polynomial_w {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69015,7 +69286,7 @@ pub mod special_shifted_chebyshev_polynomial_w {
     }
 }
 
-/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3434)
+/// `special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3438)
 pub mod special_hermite_polynomial_h {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69097,7 +69368,7 @@ pub mod special_hermite_polynomial_h {
     }
 }
 
-/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3438)
+/// `special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3442)
 pub mod special_hermite_polynomial_he {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69179,7 +69450,7 @@ pub mod special_hermite_polynomial_he {
     }
 }
 
-/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3442)
+/// `special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3446)
 pub mod special_laguerre_polynomial_l {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69261,7 +69532,7 @@ pub mod special_laguerre_polynomial_l {
     }
 }
 
-/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3446)
+/// `special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor` (aten/native_functions.yaml:3450)
 pub mod special_legendre_polynomial_p {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69343,7 +69614,7 @@ pub mod special_legendre_polynomial_p {
     }
 }
 
-/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3450)
+/// `mvlgamma(Tensor self, int p) -> Tensor` (aten/native_functions.yaml:3454)
 pub mod mvlgamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69425,7 +69696,7 @@ pub mod mvlgamma {
     }
 }
 
-/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3456)
+/// `_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor` (aten/native_functions.yaml:3460)
 pub mod _convolution {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69683,7 +69954,7 @@ pub mod _convolution {
     }
 }
 
-/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3460)
+/// `_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, SymInt[] dilation, SymInt groups) -> Tensor` (aten/native_functions.yaml:3464)
 pub mod _convolution_mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69811,7 +70082,7 @@ pub mod _convolution_mode {
     }
 }
 
-/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3464)
+/// `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3468)
 pub mod upsample_linear1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -69920,7 +70191,7 @@ pub mod upsample_linear1d_vec {
     }
 }
 
-/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3468)
+/// `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3472)
 pub mod upsample_linear1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70021,7 +70292,7 @@ pub mod upsample_linear1d {
     }
 }
 
-/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3472)
+/// `lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor` (aten/native_functions.yaml:3476)
 pub mod lerp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70111,7 +70382,7 @@ pub mod lerp_tensor {
     }
 }
 
-/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3476)
+/// `angle(Tensor self) -> Tensor` (aten/native_functions.yaml:3480)
 pub mod angle {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70191,7 +70462,7 @@ pub mod angle {
     }
 }
 
-/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3480)
+/// `isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor` (aten/native_functions.yaml:3484)
 pub mod isin_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70295,7 +70566,7 @@ pub mod isin_tensor_tensor {
     }
 }
 
-/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3484)
+/// `bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor` (aten/native_functions.yaml:3488)
 pub mod bucketize_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70396,7 +70667,7 @@ pub mod bucketize_tensor {
     }
 }
 
-/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3488)
+/// `searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor` (aten/native_functions.yaml:3492)
 pub mod searchsorted_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70519,7 +70790,7 @@ pub mod searchsorted_tensor {
     }
 }
 
-/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3492)
+/// `msort(Tensor self) -> Tensor` (aten/native_functions.yaml:3496)
 pub mod msort {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70599,7 +70870,7 @@ pub mod msort {
     }
 }
 
-/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3496)
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3500)
 pub mod any_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70689,7 +70960,7 @@ pub mod any_dims {
     }
 }
 
-/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3500)
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
 pub mod all_dims {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70779,7 +71050,7 @@ pub mod all_dims {
     }
 }
 
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3504)
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3508)
 pub mod select_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70872,7 +71143,7 @@ pub mod select_scatter {
     }
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3508)
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (aten/native_functions.yaml:3512)
 pub mod diagonal_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -70977,7 +71248,7 @@ pub mod diagonal_scatter {
     }
 }
 
-/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3512)
+/// `put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor` (aten/native_functions.yaml:3516)
 pub mod put {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71077,7 +71348,7 @@ pub mod put {
     }
 }
 
-/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3516)
+/// `nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor` (aten/native_functions.yaml:3520)
 pub mod nonzero_static {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71167,7 +71438,7 @@ pub mod nonzero_static {
     }
 }
 
-/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3520)
+/// `_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3524)
 pub mod _safe_softmax {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71257,7 +71528,7 @@ pub mod _safe_softmax {
     }
 }
 
-/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3524)
+/// `_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor` (aten/native_functions.yaml:3528)
 pub mod _softmax_backward_data {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71358,7 +71629,7 @@ pub mod _softmax_backward_data {
     }
 }
 
-/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3528)
+/// `native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor` (aten/native_functions.yaml:3532)
 pub mod native_dropout_backward {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71448,7 +71719,7 @@ pub mod native_dropout_backward {
     }
 }
 
-/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3532)
+/// `bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor` (aten/native_functions.yaml:3536)
 pub mod bilinear {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71553,7 +71824,7 @@ pub mod bilinear {
     }
 }
 
-/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3536)
+/// `cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor` (aten/native_functions.yaml:3540)
 pub mod cov {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71663,7 +71934,7 @@ pub mod cov {
     }
 }
 
-/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3540)
+/// `corrcoef(Tensor self) -> Tensor` (aten/native_functions.yaml:3544)
 pub mod corrcoef {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71743,7 +72014,7 @@ pub mod corrcoef {
     }
 }
 
-/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3544)
+/// `renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor` (aten/native_functions.yaml:3548)
 pub mod renorm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71836,7 +72107,7 @@ pub mod renorm {
     }
 }
 
-/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3548)
+/// `bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor` (aten/native_functions.yaml:3552)
 pub mod bincount {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -71926,7 +72197,7 @@ pub mod bincount {
     }
 }
 
-/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3552)
+/// `histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor` (aten/native_functions.yaml:3556)
 pub mod histc {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72019,7 +72290,7 @@ pub mod histc {
     }
 }
 
-/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3556)
+/// `triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3560)
 pub mod triu_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72155,7 +72426,7 @@ pub mod triu_indices {
     }
 }
 
-/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3560)
+/// `tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3564)
 pub mod tril_indices {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72291,7 +72562,7 @@ pub mod tril_indices {
     }
 }
 
-/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3564)
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3568)
 pub mod _native_batch_norm_legit {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72449,7 +72720,7 @@ pub mod _native_batch_norm_legit {
     }
 }
 
-/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3568)
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
 pub mod _native_batch_norm_legit_no_stats {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72589,7 +72860,7 @@ pub mod _native_batch_norm_legit_no_stats {
     }
 }
 
-/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
+/// `_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3576)
 pub mod _batch_norm_with_update {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72740,7 +73011,7 @@ pub mod _batch_norm_with_update {
     }
 }
 
-/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3578)
+/// `fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3582)
 pub mod fft_fftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72822,7 +73093,7 @@ pub mod fft_fftshift {
     }
 }
 
-/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3582)
+/// `fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor` (aten/native_functions.yaml:3586)
 pub mod fft_ifftshift {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72904,7 +73175,7 @@ pub mod fft_ifftshift {
     }
 }
 
-/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3586)
+/// `linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3590)
 pub mod linalg_vecdot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -72988,7 +73259,7 @@ pub mod linalg_vecdot {
     }
 }
 
-/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3590)
+/// `linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor` (aten/native_functions.yaml:3594)
 pub mod linalg_vander {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73070,7 +73341,7 @@ pub mod linalg_vander {
     }
 }
 
-/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3594)
+/// `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3598)
 pub mod linalg_multi_dot {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73150,7 +73421,7 @@ pub mod linalg_multi_dot {
     }
 }
 
-/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3598)
+/// `linalg_matrix_power(Tensor self, int n) -> Tensor` (aten/native_functions.yaml:3602)
 pub mod linalg_matrix_power {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73232,7 +73503,7 @@ pub mod linalg_matrix_power {
     }
 }
 
-/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3602)
+/// `quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3606)
 pub mod quantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73342,7 +73613,7 @@ pub mod quantile {
     }
 }
 
-/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3606)
+/// `quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3610)
 pub mod quantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73451,7 +73722,7 @@ pub mod quantile_scalar {
     }
 }
 
-/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3610)
+/// `nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3614)
 pub mod nanquantile {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73560,7 +73831,7 @@ pub mod nanquantile {
     }
 }
 
-/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3614)
+/// `nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor` (aten/native_functions.yaml:3618)
 pub mod nanquantile_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73669,7 +73940,7 @@ pub mod nanquantile_scalar {
     }
 }
 
-/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3618)
+/// `nanmedian(Tensor self) -> Tensor` (aten/native_functions.yaml:3622)
 pub mod nanmedian {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73749,7 +74020,7 @@ pub mod nanmedian {
     }
 }
 
-/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3622)
+/// `nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3626)
 pub mod nanmedian_dim {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73845,7 +74116,7 @@ pub mod nanmedian_dim {
     }
 }
 
-/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3626)
+/// `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:3630)
 pub mod mode {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -73940,7 +74211,7 @@ pub mod mode {
     }
 }
 
-/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3630)
+/// `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3634)
 pub mod scatter_reduce_two {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74061,7 +74332,7 @@ pub mod scatter_reduce_two {
     }
 }
 
-/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3634)
+/// `index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor` (aten/native_functions.yaml:3638)
 pub mod index_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74182,7 +74453,7 @@ pub mod index_reduce {
     }
 }
 
-/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3640)
+/// `max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor` (aten/native_functions.yaml:3644)
 pub mod max_unpool2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74272,7 +74543,7 @@ pub mod max_unpool2d {
     }
 }
 
-/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3644)
+/// `max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor` (aten/native_functions.yaml:3648)
 pub mod max_unpool3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74388,7 +74659,7 @@ pub mod max_unpool3d {
     }
 }
 
-/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3648)
+/// `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3652)
 pub mod upsample_nearest1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74478,7 +74749,7 @@ pub mod upsample_nearest1d {
     }
 }
 
-/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3652)
+/// `gcd(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3656)
 pub mod gcd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74560,7 +74831,7 @@ pub mod gcd {
     }
 }
 
-/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3656)
+/// `lcm(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3660)
 pub mod lcm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74642,7 +74913,7 @@ pub mod lcm {
     }
 }
 
-/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3663)
+/// `linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3667)
 pub mod linalg_lu_factor_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74744,7 +75015,7 @@ pub mod linalg_lu_factor_ex {
     }
 }
 
-/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3667)
+/// `linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor` (aten/native_functions.yaml:3671)
 pub mod linalg_lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74849,7 +75120,7 @@ pub mod linalg_lu_solve {
     }
 }
 
-/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3671)
+/// `linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor` (aten/native_functions.yaml:3675)
 pub mod linalg_solve_triangular {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -74958,7 +75229,7 @@ pub mod linalg_solve_triangular {
     }
 }
 
-/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3675)
+/// `linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)` (aten/native_functions.yaml:3679)
 pub mod linalg_cholesky_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75054,7 +75325,7 @@ pub mod linalg_cholesky_ex {
     }
 }
 
-/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3679)
+/// `geqrf(Tensor self) -> (Tensor a, Tensor tau)` (aten/native_functions.yaml:3683)
 pub mod geqrf {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75139,7 +75410,7 @@ pub mod geqrf {
     }
 }
 
-/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3683)
+/// `linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)` (aten/native_functions.yaml:3687)
 pub mod linalg_qr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75226,7 +75497,7 @@ pub mod linalg_qr {
     }
 }
 
-/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3687)
+/// `linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)` (aten/native_functions.yaml:3691)
 pub mod linalg_eigh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75318,7 +75589,7 @@ pub mod linalg_eigh {
     }
 }
 
-/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3691)
+/// `_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3695)
 pub mod _linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75430,7 +75701,7 @@ pub mod _linalg_svd {
     }
 }
 
-/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3695)
+/// `linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)` (aten/native_functions.yaml:3699)
 pub mod linalg_lu_factor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75517,7 +75788,7 @@ pub mod linalg_lu_factor {
     }
 }
 
-/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3699)
+/// `_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)` (aten/native_functions.yaml:3703)
 pub mod _lu_with_info {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75619,7 +75890,7 @@ pub mod _lu_with_info {
     }
 }
 
-/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3703)
+/// `linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3707)
 pub mod linalg_lu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75713,7 +75984,7 @@ pub mod linalg_lu {
     }
 }
 
-/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3707)
+/// `lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)` (aten/native_functions.yaml:3711)
 pub mod lu_unpack {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75829,7 +76100,7 @@ pub mod lu_unpack {
     }
 }
 
-/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3711)
+/// `lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor` (aten/native_functions.yaml:3715)
 pub mod lu_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -75919,7 +76190,7 @@ pub mod lu_solve {
     }
 }
 
-/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3715)
+/// `linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)` (aten/native_functions.yaml:3719)
 pub mod linalg_solve_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76023,7 +76294,7 @@ pub mod linalg_solve_ex {
     }
 }
 
-/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3719)
+/// `linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor` (aten/native_functions.yaml:3723)
 pub mod linalg_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76107,7 +76378,7 @@ pub mod linalg_solve {
     }
 }
 
-/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3723)
+/// `linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)` (aten/native_functions.yaml:3727)
 pub mod linalg_inv_ex {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76199,7 +76470,7 @@ pub mod linalg_inv_ex {
     }
 }
 
-/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3727)
+/// `linalg_inv(Tensor A) -> Tensor` (aten/native_functions.yaml:3731)
 pub mod linalg_inv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76279,7 +76550,7 @@ pub mod linalg_inv {
     }
 }
 
-/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3731)
+/// `inverse(Tensor self) -> Tensor` (aten/native_functions.yaml:3735)
 pub mod inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76359,7 +76630,7 @@ pub mod inverse {
     }
 }
 
-/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3735)
+/// `linalg_det(Tensor A) -> Tensor` (aten/native_functions.yaml:3739)
 pub mod linalg_det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76439,7 +76710,7 @@ pub mod linalg_det {
     }
 }
 
-/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3739)
+/// `det(Tensor self) -> Tensor` (aten/native_functions.yaml:3743)
 pub mod det {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76519,7 +76790,7 @@ pub mod det {
     }
 }
 
-/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3743)
+/// `linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3747)
 pub mod linalg_slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76604,7 +76875,7 @@ pub mod linalg_slogdet {
     }
 }
 
-/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3747)
+/// `slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)` (aten/native_functions.yaml:3751)
 pub mod slogdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76689,7 +76960,7 @@ pub mod slogdet {
     }
 }
 
-/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3751)
+/// `logdet(Tensor self) -> Tensor` (aten/native_functions.yaml:3755)
 pub mod logdet {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76769,7 +77040,7 @@ pub mod logdet {
     }
 }
 
-/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3755)
+/// `linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor` (aten/native_functions.yaml:3759)
 pub mod linalg_cholesky {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76851,7 +77122,7 @@ pub mod linalg_cholesky {
     }
 }
 
-/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3759)
+/// `cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor` (aten/native_functions.yaml:3763)
 pub mod cholesky_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -76941,7 +77212,7 @@ pub mod cholesky_solve {
     }
 }
 
-/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3763)
+/// `cholesky_inverse(Tensor self, bool upper=False) -> Tensor` (aten/native_functions.yaml:3767)
 pub mod cholesky_inverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77023,7 +77294,7 @@ pub mod cholesky_inverse {
     }
 }
 
-/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3767)
+/// `triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)` (aten/native_functions.yaml:3771)
 pub mod triangular_solve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77143,7 +77414,7 @@ pub mod triangular_solve {
     }
 }
 
-/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3771)
+/// `linalg_householder_product(Tensor input, Tensor tau) -> Tensor` (aten/native_functions.yaml:3775)
 pub mod linalg_householder_product {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77225,7 +77496,7 @@ pub mod linalg_householder_product {
     }
 }
 
-/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3775)
+/// `orgqr(Tensor self, Tensor input2) -> Tensor` (aten/native_functions.yaml:3779)
 pub mod orgqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77307,7 +77578,7 @@ pub mod orgqr {
     }
 }
 
-/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3779)
+/// `ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor` (aten/native_functions.yaml:3783)
 pub mod ormqr {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77417,7 +77688,7 @@ pub mod ormqr {
     }
 }
 
-/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3783)
+/// `linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)` (aten/native_functions.yaml:3787)
 pub mod linalg_svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77520,7 +77791,7 @@ pub mod linalg_svd {
     }
 }
 
-/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3787)
+/// `svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)` (aten/native_functions.yaml:3791)
 pub mod svd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77622,7 +77893,7 @@ pub mod svd {
     }
 }
 
-/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3791)
+/// `linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor` (aten/native_functions.yaml:3795)
 pub mod linalg_svdvals {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77704,7 +77975,7 @@ pub mod linalg_svdvals {
     }
 }
 
-/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3795)
+/// `linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor` (aten/native_functions.yaml:3799)
 pub mod linalg_eigvalsh {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77786,7 +78057,7 @@ pub mod linalg_eigvalsh {
     }
 }
 
-/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3799)
+/// `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3803)
 pub mod linalg_pinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77876,7 +78147,7 @@ pub mod linalg_pinv {
     }
 }
 
-/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3803)
+/// `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
 pub mod linalg_pinv_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -77976,7 +78247,7 @@ pub mod linalg_pinv_atol_rtol_float {
     }
 }
 
-/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
+/// `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
 pub mod linalg_pinv_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78080,7 +78351,7 @@ pub mod linalg_pinv_atol_rtol_tensor {
     }
 }
 
-/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
+/// `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3815)
 pub mod linalg_pinv_rcond_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78170,7 +78441,7 @@ pub mod linalg_pinv_rcond_tensor {
     }
 }
 
-/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3815)
+/// `pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor` (aten/native_functions.yaml:3819)
 pub mod pinverse {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78252,7 +78523,7 @@ pub mod pinverse {
     }
 }
 
-/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
+/// `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3823)
 pub mod linalg_matrix_rank {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78342,7 +78613,7 @@ pub mod linalg_matrix_rank {
     }
 }
 
-/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3823)
+/// `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
 pub mod linalg_matrix_rank_tol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78432,7 +78703,7 @@ pub mod linalg_matrix_rank_tol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
+/// `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
 pub mod linalg_matrix_rank_atol_rtol_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78536,7 +78807,7 @@ pub mod linalg_matrix_rank_atol_rtol_tensor {
     }
 }
 
-/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
+/// `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3835)
 pub mod linalg_matrix_rank_atol_rtol_float {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78636,7 +78907,7 @@ pub mod linalg_matrix_rank_atol_rtol_float {
     }
 }
 
-/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3835)
+/// `linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3839)
 pub mod linalg_matrix_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78740,7 +79011,7 @@ pub mod linalg_matrix_norm {
     }
 }
 
-/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3839)
+/// `linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2, -1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3843)
 pub mod linalg_matrix_norm_str_ord {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78844,7 +79115,7 @@ pub mod linalg_matrix_norm_str_ord {
     }
 }
 
-/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3843)
+/// `linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3847)
 pub mod linalg_norm {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -78955,7 +79226,7 @@ pub mod linalg_norm {
     }
 }
 
-/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3847)
+/// `linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3851)
 pub mod linalg_norm_ord_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79065,7 +79336,7 @@ pub mod linalg_norm_ord_str {
     }
 }
 
-/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3851)
+/// `linalg_cond(Tensor self, Scalar? p=None) -> Tensor` (aten/native_functions.yaml:3855)
 pub mod linalg_cond {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79147,7 +79418,7 @@ pub mod linalg_cond {
     }
 }
 
-/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3855)
+/// `linalg_cond.p_str(Tensor self, str p) -> Tensor` (aten/native_functions.yaml:3859)
 pub mod linalg_cond_p_str {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79229,7 +79500,7 @@ pub mod linalg_cond_p_str {
     }
 }
 
-/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3859)
+/// `linalg_tensorinv(Tensor self, int ind=2) -> Tensor` (aten/native_functions.yaml:3863)
 pub mod linalg_tensorinv {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79311,7 +79582,7 @@ pub mod linalg_tensorinv {
     }
 }
 
-/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3863)
+/// `linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor` (aten/native_functions.yaml:3867)
 pub mod linalg_tensorsolve {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79401,7 +79672,7 @@ pub mod linalg_tensorsolve {
     }
 }
 
-/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3867)
+/// `linalg_matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3871)
 pub mod linalg_matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79481,7 +79752,7 @@ pub mod linalg_matrix_exp {
     }
 }
 
-/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3871)
+/// `matrix_exp(Tensor self) -> Tensor` (aten/native_functions.yaml:3875)
 pub mod matrix_exp {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79561,7 +79832,7 @@ pub mod matrix_exp {
     }
 }
 
-/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3875)
+/// `linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)` (aten/native_functions.yaml:3879)
 pub mod linalg_lstsq {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79675,7 +79946,7 @@ pub mod linalg_lstsq {
     }
 }
 
-/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
+/// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3885)
 pub mod cauchy_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79776,7 +80047,7 @@ pub mod cauchy_ {
     }
 }
 
-/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
+/// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3890)
 pub mod geometric_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79866,7 +80137,7 @@ pub mod geometric_ {
     }
 }
 
-/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
+/// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3895)
 pub mod log_normal_ {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -79967,7 +80238,7 @@ pub mod log_normal_ {
     }
 }
 
-/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3896)
+/// `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3900)
 pub mod randint_like {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80103,7 +80374,7 @@ pub mod randint_like {
     }
 }
 
-/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3900)
+/// `randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
 pub mod randint_like_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80241,7 +80512,7 @@ pub mod randint_like_tensor {
     }
 }
 
-/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
+/// `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3908)
 pub mod randint_like_low_dtype {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80384,7 +80655,7 @@ pub mod randint_like_low_dtype {
     }
 }
 
-/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3908)
+/// `rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:3912)
 pub mod rrelu {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80499,7 +80770,7 @@ pub mod rrelu {
     }
 }
 
-/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
+/// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3918)
 pub mod nextafter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80581,7 +80852,7 @@ pub mod nextafter {
     }
 }
 
-/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3919)
+/// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3923)
 pub mod frexp_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80666,7 +80937,7 @@ pub mod frexp_tensor {
     }
 }
 
-/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3924)
+/// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3928)
 pub mod igamma {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80748,7 +81019,7 @@ pub mod igamma {
     }
 }
 
-/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3929)
+/// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3933)
 pub mod igammac {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80830,7 +81101,7 @@ pub mod igammac {
     }
 }
 
-/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3936)
+/// `item(Tensor self) -> Scalar` (aten/native_functions.yaml:3940)
 pub mod item {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80910,7 +81181,7 @@ pub mod item {
     }
 }
 
-/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3941)
+/// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3945)
 pub mod equal {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -80992,7 +81263,7 @@ pub mod equal {
     }
 }
 
-/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
+/// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3950)
 pub mod allclose {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81102,7 +81373,7 @@ pub mod allclose {
     }
 }
 
-/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3951)
+/// `linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3955)
 pub mod linspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81240,7 +81511,7 @@ pub mod linspace_tensor_tensor {
     }
 }
 
-/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3955)
+/// `logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:3959)
 pub mod logspace_tensor_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81385,7 +81656,7 @@ pub mod logspace_tensor_tensor {
     }
 }
 
-/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3959)
+/// `rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3963)
 pub mod rnn_tanh_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81545,7 +81816,7 @@ pub mod rnn_tanh_input {
     }
 }
 
-/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3963)
+/// `rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3967)
 pub mod rnn_relu_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81705,7 +81976,7 @@ pub mod rnn_relu_input {
     }
 }
 
-/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3967)
+/// `gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)` (aten/native_functions.yaml:3971)
 pub mod gru_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -81865,7 +82136,7 @@ pub mod gru_input {
     }
 }
 
-/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3971)
+/// `lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3975)
 pub mod lstm_input {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82039,7 +82310,7 @@ pub mod lstm_input {
     }
 }
 
-/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3975)
+/// `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3979)
 pub mod _chunk_cat {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82129,7 +82400,7 @@ pub mod _chunk_cat {
     }
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3979)
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (aten/native_functions.yaml:3983)
 pub mod as_strided_scatter {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82244,7 +82515,7 @@ pub mod as_strided_scatter {
     }
 }
 
-/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3983)
+/// `nonzero_numpy(Tensor self) -> Tensor[]` (aten/native_functions.yaml:3987)
 pub mod nonzero_numpy {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82324,7 +82595,7 @@ pub mod nonzero_numpy {
     }
 }
 
-/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3987)
+/// `_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor` (aten/native_functions.yaml:3991)
 pub mod _unsafe_masked_index {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82427,7 +82698,7 @@ pub mod _unsafe_masked_index {
     }
 }
 
-/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3991)
+/// `_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor` (aten/native_functions.yaml:3995)
 pub mod _unsafe_masked_index_put_accumulate {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82533,7 +82804,7 @@ pub mod _unsafe_masked_index_put_accumulate {
     }
 }
 
-/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3995)
+/// `im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor` (aten/native_functions.yaml:3999)
 pub mod im2col {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82649,7 +82920,7 @@ pub mod im2col {
     }
 }
 
-/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:3999)
+/// `linalg_matrix_sqrth(Tensor self) -> Tensor` (aten/native_functions.yaml:4003)
 pub mod linalg_matrix_sqrth {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82729,7 +83000,7 @@ pub mod linalg_matrix_sqrth {
     }
 }
 
-/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4003)
+/// `linalg_polar(Tensor A) -> (Tensor U, Tensor H)` (aten/native_functions.yaml:4007)
 pub mod linalg_polar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82814,7 +83085,7 @@ pub mod linalg_polar {
     }
 }
 
-/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4007)
+/// `multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4011)
 pub mod multi_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -82937,7 +83208,7 @@ pub mod multi_margin_loss {
     }
 }
 
-/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4011)
+/// `multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (aten/native_functions.yaml:4015)
 pub mod multilabel_margin_loss {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83027,7 +83298,7 @@ pub mod multilabel_margin_loss {
     }
 }
 
-/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4015)
+/// `unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:4019)
 pub mod unique_consecutive {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83139,7 +83410,7 @@ pub mod unique_consecutive {
     }
 }
 
-/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4021)
+/// `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4025)
 pub mod _upsample_nearest_exact1d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83235,7 +83506,7 @@ pub mod _upsample_nearest_exact1d_vec {
     }
 }
 
-/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4025)
+/// `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4029)
 pub mod _upsample_nearest_exact2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83331,7 +83602,7 @@ pub mod _upsample_nearest_exact2d_vec {
     }
 }
 
-/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4029)
+/// `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4033)
 pub mod _upsample_nearest_exact3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83427,7 +83698,7 @@ pub mod _upsample_nearest_exact3d_vec {
     }
 }
 
-/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4033)
+/// `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4037)
 pub mod _upsample_nearest_exact1d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83518,7 +83789,7 @@ pub mod _upsample_nearest_exact1d {
     }
 }
 
-/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4037)
+/// `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4041)
 pub mod _upsample_nearest_exact2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83618,7 +83889,7 @@ pub mod _upsample_nearest_exact2d {
     }
 }
 
-/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4041)
+/// `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4045)
 pub mod _upsample_nearest_exact3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83733,7 +84004,7 @@ pub mod _upsample_nearest_exact3d {
     }
 }
 
-/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4047)
+/// `fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4051)
 pub mod fft_irfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83832,7 +84103,7 @@ pub mod fft_irfft {
     }
 }
 
-/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4051)
+/// `fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4055)
 pub mod fft_irfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -83931,7 +84202,7 @@ pub mod fft_irfft2 {
     }
 }
 
-/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4055)
+/// `fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4059)
 pub mod fft_irfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84030,7 +84301,7 @@ pub mod fft_irfftn {
     }
 }
 
-/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4059)
+/// `fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor` (aten/native_functions.yaml:4063)
 pub mod fft_hfft {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84129,7 +84400,7 @@ pub mod fft_hfft {
     }
 }
 
-/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4063)
+/// `fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor` (aten/native_functions.yaml:4067)
 pub mod fft_hfft2 {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84228,7 +84499,7 @@ pub mod fft_hfft2 {
     }
 }
 
-/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4067)
+/// `fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor` (aten/native_functions.yaml:4071)
 pub mod fft_hfftn {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84327,7 +84598,7 @@ pub mod fft_hfftn {
     }
 }
 
-/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4071)
+/// `linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4075)
 pub mod linspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84463,7 +84734,7 @@ pub mod linspace_tensor_scalar {
     }
 }
 
-/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4075)
+/// `linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4079)
 pub mod linspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84599,7 +84870,7 @@ pub mod linspace_scalar_tensor {
     }
 }
 
-/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4079)
+/// `logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4083)
 pub mod logspace_tensor_scalar {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84742,7 +85013,7 @@ pub mod logspace_tensor_scalar {
     }
 }
 
-/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4083)
+/// `logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:4087)
 pub mod logspace_scalar_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84885,7 +85156,7 @@ pub mod logspace_scalar_tensor {
     }
 }
 
-/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4087)
+/// `gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]` (aten/native_functions.yaml:4091)
 pub mod gradient_scalarint {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -84986,7 +85257,7 @@ pub mod gradient_scalarint {
     }
 }
 
-/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4091)
+/// `histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4095)
 pub mod histogram_bin_ct {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85106,7 +85377,7 @@ pub mod histogram_bin_ct {
     }
 }
 
-/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4095)
+/// `histogramdd(Tensor self, int[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4099)
 pub mod histogramdd {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85227,7 +85498,7 @@ pub mod histogramdd {
     }
 }
 
-/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4099)
+/// `histogramdd.int_bins(Tensor self, int bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4103)
 pub mod histogramdd_int_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85348,7 +85619,7 @@ pub mod histogramdd_int_bins {
     }
 }
 
-/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4103)
+/// `histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)` (aten/native_functions.yaml:4107)
 pub mod histogram_bins_tensor {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85454,7 +85725,7 @@ pub mod histogram_bins_tensor {
     }
 }
 
-/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4107)
+/// `histogramdd.TensorList_bins(Tensor self, Tensor[] bins, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor[] bin_edges)` (aten/native_functions.yaml:4111)
 pub mod histogramdd_tensorlist_bins {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85579,7 +85850,7 @@ pub mod histogramdd_tensorlist_bins {
     }
 }
 
-/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4113)
+/// `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4117)
 pub mod upsample_trilinear3d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85688,7 +85959,7 @@ pub mod upsample_trilinear3d_vec {
     }
 }
 
-/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4117)
+/// `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4121)
 pub mod upsample_bicubic2d_vec {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85797,7 +86068,7 @@ pub mod upsample_bicubic2d_vec {
     }
 }
 
-/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4121)
+/// `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4125)
 pub mod upsample_trilinear3d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -85918,7 +86189,7 @@ pub mod upsample_trilinear3d {
     }
 }
 
-/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4125)
+/// `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4129)
 pub mod upsample_bicubic2d {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};
@@ -86033,7 +86304,7 @@ pub mod upsample_bicubic2d {
     }
 }
 
-/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4129)
+/// `segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor` (aten/native_functions.yaml:4133)
 pub mod segment_reduce {
     use crate::dispatcher::{KernelFunction, OperatorEntry};
     use crate::ivalue::{IValue, Stack};

@@ -2200,433 +2200,433 @@ impl Tensor {
         crate::handles::matmul::call(self, other)
     }
 
-    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2205)
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
     #[inline]
     pub fn erfinv(&self) -> Result<Tensor> {
         crate::handles::erfinv::call(self)
     }
 
-    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2210)
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
     #[inline]
     pub fn erfinv_(&self) -> Result<Tensor> {
         crate::handles::erfinv_::call(self)
     }
 
-    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2219)
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2223)
     #[inline]
     pub fn sgn(&self) -> Result<Tensor> {
         crate::handles::sgn::call(self)
     }
 
-    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2224)
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2228)
     #[inline]
     pub fn sgn_(&self) -> Result<Tensor> {
         crate::handles::sgn_::call(self)
     }
 
-    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2233)
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2237)
     #[inline]
     pub fn square(&self) -> Result<Tensor> {
         crate::handles::square::call(self)
     }
 
-    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2238)
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2242)
     #[inline]
     pub fn square_(&self) -> Result<Tensor> {
         crate::handles::square_::call(self)
     }
 
-    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2251)
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
     #[inline]
     pub fn isinf(&self) -> Result<Tensor> {
         crate::handles::isinf::call(self)
     }
 
-    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2256)
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
     #[inline]
     pub fn isfinite(&self) -> Result<Tensor> {
         crate::handles::isfinite::call(self)
     }
 
-    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2261)
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
     #[inline]
     pub fn isposinf(&self) -> Result<Tensor> {
         crate::handles::isposinf::call(self)
     }
 
-    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2270)
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2274)
     #[inline]
     pub fn isneginf(&self) -> Result<Tensor> {
         crate::handles::isneginf::call(self)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2283)
     #[inline]
     pub fn nan_to_num(&self) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, None, None, None)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2279)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2283)
     #[inline]
     pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, nan, posinf, neginf)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
     #[inline]
     pub fn nan_to_num_(&self) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, None, None, None)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2284)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
     #[inline]
     pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
     }
 
-    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2293)
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2297)
     #[inline]
     pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals::call(self, decimals)
     }
 
-    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2298)
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2302)
     #[inline]
     pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals_::call(self, decimals)
     }
 
-    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2307)
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2311)
     #[inline]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         crate::handles::bitwise_not::call(self)
     }
 
-    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2312)
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2316)
     #[inline]
     pub fn bitwise_not_(&self) -> Result<Tensor> {
         crate::handles::bitwise_not_::call(self)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2325)
     #[inline]
     pub fn clamp_(&self) -> Result<Tensor> {
         crate::handles::clamp_::call(self, None, None)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2321)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2325)
     #[inline]
     pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp_::call(self, min, max)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2334)
     #[inline]
     pub fn clamp_tensor(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, None, None)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2330)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2334)
     #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, min, max)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2339)
     #[inline]
     pub fn clamp_tensor_(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, None, None)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2335)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2339)
     #[inline]
     pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, min, max)
     }
 
-    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2344)
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2348)
     #[inline]
     pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min::call(self, min)
     }
 
-    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2349)
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2353)
     #[inline]
     pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor::call(self, min)
     }
 
-    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2354)
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
     #[inline]
     pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min_::call(self, min)
     }
 
-    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2359)
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2363)
     #[inline]
     pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor_::call(self, min)
     }
 
-    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2372)
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2376)
     #[inline]
     pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max::call(self, max)
     }
 
-    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2377)
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2381)
     #[inline]
     pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor::call(self, max)
     }
 
-    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2382)
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
     #[inline]
     pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max_::call(self, max)
     }
 
-    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2387)
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2391)
     #[inline]
     pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor_::call(self, max)
     }
 
-    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2432)
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2436)
     #[inline]
     pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
         crate::handles::prelu::call(self, weight)
     }
 
-    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2445)
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
     #[inline]
     pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmax::call(self, other)
     }
 
-    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2454)
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
     #[inline]
     pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmin::call(self, other)
     }
 
-    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2463)
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2467)
     #[inline]
     pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot::call(self, other)
     }
 
-    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2468)
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2472)
     #[inline]
     pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot_::call(self, other)
     }
 
-    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2477)
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2481)
     #[inline]
     pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor::call(self, other)
     }
 
-    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2482)
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2486)
     #[inline]
     pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor_::call(self, other)
     }
 
-    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2491)
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2495)
     #[inline]
     pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar::call(self, other)
     }
 
-    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2496)
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2500)
     #[inline]
     pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar_::call(self, other)
     }
 
-    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2501)
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2505)
     #[inline]
     pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide::call(self, other)
     }
 
-    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2506)
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2510)
     #[inline]
     pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide_tensor_::call(self, other)
     }
 
-    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2515)
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2519)
     #[inline]
     pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar::call(self, other)
     }
 
-    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2520)
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2524)
     #[inline]
     pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar_::call(self, other)
     }
 
-    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2525)
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2529)
     #[inline]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor::call(self, other)
     }
 
-    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2530)
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2534)
     #[inline]
     pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar::call(self, other)
     }
 
-    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2539)
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
     #[inline]
     pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor_::call(self, other)
     }
 
-    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2544)
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2548)
     #[inline]
     pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar_::call(self, other)
     }
 
-    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2553)
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2557)
     #[inline]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor::call(self, other)
     }
 
-    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2558)
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2562)
     #[inline]
     pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar::call(self, other)
     }
 
-    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2567)
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
     #[inline]
     pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor_::call(self, other)
     }
 
-    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2572)
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2576)
     #[inline]
     pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar_::call(self, other)
     }
 
-    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2581)
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2585)
     #[inline]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor::call(self, other)
     }
 
-    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2586)
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2590)
     #[inline]
     pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar::call(self, other)
     }
 
-    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2595)
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
     #[inline]
     pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor_::call(self, other)
     }
 
-    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2600)
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
     #[inline]
     pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar_::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2609)
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2613)
     #[inline]
     pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2614)
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2618)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2623)
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
     #[inline]
     pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2628)
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2641)
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2645)
     #[inline]
     pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2646)
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2650)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2655)
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
     #[inline]
     pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2660)
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2664)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2673)
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
     #[inline]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_or::call(self, other)
     }
 
-    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2678)
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
     #[inline]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_xor::call(self, other)
     }
 
-    /// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2792)
+    /// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2796)
     #[inline]
     pub fn real(&self) -> Result<Tensor> {
         crate::handles::real::call(self)
     }
 
-    /// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2797)
+    /// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
     #[inline]
     pub fn imag(&self) -> Result<Tensor> {
         crate::handles::imag::call(self)
     }
 
-    /// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2802)
+    /// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2806)
     #[inline]
     pub fn conj(&self) -> Result<Tensor> {
         crate::handles::conj::call(self)
     }
 
-    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2829)
     #[inline]
     pub fn stft(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::stft::call(self, n_fft, None, None, None, false, None, None, None)
     }
 
-    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2825)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2829)
     #[inline]
     pub fn stft_with(
         &self,
@@ -2652,13 +2652,13 @@ impl Tensor {
         )
     }
 
-    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2834)
     #[inline]
     pub fn stft_center(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::stft_center::call(self, n_fft, None, None, None, true, "reflect", false, None, None, None)
     }
 
-    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2830)
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2834)
     #[inline]
     pub fn stft_center_with(
         &self,
@@ -2688,13 +2688,13 @@ impl Tensor {
         )
     }
 
-    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2839)
     #[inline]
     pub fn istft(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::istft::call(self, n_fft, None, None, None, true, false, None, None, false)
     }
 
-    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2835)
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2839)
     #[inline]
     pub fn istft_with(
         &self,
@@ -2722,79 +2722,79 @@ impl Tensor {
         )
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3885)
     #[inline]
     pub fn cauchy_(&self) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, 0.0, 1.0, None)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3881)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3885)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3890)
     #[inline]
     pub fn geometric_(&self, p: f64) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, None)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3886)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3890)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3895)
     #[inline]
     pub fn log_normal_(&self) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, 1.0, 2.0, None)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3891)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3895)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3914)
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3918)
     #[inline]
     pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::nextafter::call(self, other)
     }
 
-    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3919)
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3923)
     #[inline]
     pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::frexp_tensor::call(self)
     }
 
-    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3924)
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3928)
     #[inline]
     pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igamma::call(self, other)
     }
 
-    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3929)
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3933)
     #[inline]
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
 
-    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3941)
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3945)
     #[inline]
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         crate::handles::equal::call(self, other)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3950)
     #[inline]
     pub fn allclose(&self, other: &Tensor) -> Result<bool> {
         crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3946)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3950)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)

@@ -444,6 +444,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::pixel_shuffle::SCHEMA).expect("generated schema parses");
     d.def(handles::pixel_unshuffle::SCHEMA).expect("generated schema parses");
     d.def(handles::scaled_dot_product_attention::SCHEMA).expect("generated schema parses");
+    d.def(handles::_native_multi_head_attention::SCHEMA).expect("generated schema parses");
     d.def(handles::native_layer_norm::SCHEMA).expect("generated schema parses");
     d.def(handles::layer_norm::SCHEMA).expect("generated schema parses");
     d.def(handles::native_batch_norm::SCHEMA).expect("generated schema parses");
@@ -9156,6 +9157,43 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::pixel_unshuffle::kernel(|_ks, self_, downscale_factor| {
             crate::native::pool::pixel_unshuffle(self_, downscale_factor)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_native_multi_head_attention::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_native_multi_head_attention::kernel(
+            |_ks,
+             query,
+             key,
+             value,
+             embed_dim,
+             num_head,
+             qkv_weight,
+             qkv_bias,
+             proj_weight,
+             proj_bias,
+             mask,
+             need_weights,
+             average_attn_weights,
+             mask_type| {
+                crate::native::attention::native_multi_head_attention(
+                    query,
+                    key,
+                    value,
+                    embed_dim,
+                    num_head,
+                    qkv_weight,
+                    qkv_bias,
+                    proj_weight,
+                    proj_bias,
+                    mask,
+                    need_weights,
+                    average_attn_weights,
+                    mask_type,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -1,7 +1,9 @@
-//! `scaled_dot_product_attention`, PyTorch's math path: `softmax(q @ k^T * scale + mask) @ v`
-//! with a causal (top-left aligned) or explicit boolean/additive mask, optional dropout and
-//! grouped-query attention. Fully masked rows give zeros (PyTorch's `_safe_softmax`), not NaN.
-//! f16/bf16 compute in f32 and round once.
+//! Attention. `scaled_dot_product_attention`, PyTorch's math path: `softmax(q @ k^T * scale +
+//! mask) @ v` with a causal (top-left aligned) or explicit boolean/additive mask, optional
+//! dropout and grouped-query attention. Fully masked rows give zeros (PyTorch's
+//! `_safe_softmax`), not NaN. f16/bf16 compute in f32 and round once. And
+//! `_native_multi_head_attention`, the fused `nn.MultiheadAttention` of PyTorch's inference fast
+//! path, composed from linear layers, matrix products and a softmax.
 
 use c10::{Error, Result, Scalar, ScalarType};
 
@@ -221,4 +223,125 @@ pub fn scaled_dot_product_attention(
     } else {
         Ok(out)
     }
+}
+
+/// `_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int
+/// num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor?
+/// mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) ->
+/// (Tensor, Tensor)`: what `nn.MultiheadAttention` calls in eval mode (batch first, no extra
+/// key/value biases), and so what a model traced that way holds.
+///
+/// `query` is `(B, L, E)`, `key` and `value` `(B, S, E)`; `qkv_weight` (`3E x E`) and `qkv_bias`
+/// (`3E`) stack the query, key and value projections. Each of the `num_head` heads attends with
+/// `softmax(q k^T / sqrt(E / num_head))`; the heads' outputs are concatenated and projected by
+/// `proj_weight`, `proj_bias`. `mask` is true where attention is not allowed (a non-bool mask is
+/// taken as `mask != 0`, as PyTorch does): with `mask_type` 1 a `(B, S)` key padding mask,
+/// otherwise any mask that broadcasts to `(B, num_head, L, S)`; a query that may attend to
+/// nothing gets zero weights. The second output is the attention weights, averaged over the
+/// heads (`(B, L, S)`) or per head (`(B, num_head, L, S)`), or an empty tensor when
+/// `need_weights` is false.
+#[allow(clippy::too_many_arguments)]
+pub fn native_multi_head_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    embed_dim: i64,
+    num_head: i64,
+    qkv_weight: &Tensor,
+    qkv_bias: &Tensor,
+    proj_weight: &Tensor,
+    proj_bias: &Tensor,
+    mask: Option<&Tensor>,
+    need_weights: bool,
+    average_attn_weights: bool,
+    mask_type: Option<i64>,
+) -> Result<(Tensor, Tensor)> {
+    let op = "_native_multi_head_attention";
+    if query.dim() != 3 || key.dim() != 3 || value.dim() != 3 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "expected query, key and value of shape (batch, sequence, embed_dim), got {:?}, {:?} and {:?}",
+                query.sizes(),
+                key.sizes(),
+                value.sizes()
+            ),
+        ));
+    }
+    let (b, l, e) = (query.sizes()[0], query.sizes()[1], query.sizes()[2]);
+    let s = key.sizes()[1];
+    if e != embed_dim || key.sizes() != [b, s, e] || value.sizes() != [b, s, e] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "query {:?}, key {:?} and value {:?} do not match embed_dim {embed_dim} (key and value must have \
+                 the same shape, and the batch size of the query)",
+                query.sizes(),
+                key.sizes(),
+                value.sizes()
+            ),
+        ));
+    }
+    if num_head <= 0 || embed_dim % num_head != 0 {
+        return Err(Error::invalid(op, format!("embed_dim ({embed_dim}) must be divisible by num_head ({num_head})")));
+    }
+    for (name, t, want) in [
+        ("qkv_weight", qkv_weight, &[3 * e, e][..]),
+        ("qkv_bias", qkv_bias, &[3 * e][..]),
+        ("proj_weight", proj_weight, &[e, e][..]),
+        ("proj_bias", proj_bias, &[e][..]),
+    ] {
+        if t.sizes() != want {
+            return Err(Error::shape(op, format!("expected {name} of shape {want:?}, got {:?}", t.sizes())));
+        }
+    }
+    let dh = embed_dim / num_head;
+    let w = ops::chunk(qkv_weight, 3, 0)?;
+    let bias = ops::chunk(qkv_bias, 3, 0)?;
+    // (B, n, E) -> (B, heads, n, E / heads).
+    let heads = |x: &Tensor, n: i64| ops::transpose(&ops::reshape(x, &[b, n, num_head, dh])?, 1, 2);
+    // The query is scaled before the product, as PyTorch's fused kernel does.
+    let q = ops::mul_scalar(&ops::linear(query, &w[0], Some(&bias[0]))?, Scalar::Float(1.0 / (dh as f64).sqrt()))?;
+    let q = heads(&q, l)?;
+    let k = heads(&ops::linear(key, &w[1], Some(&bias[1]))?, s)?;
+    let v = heads(&ops::linear(value, &w[2], Some(&bias[2]))?, s)?;
+    let scores = ops::matmul(&q, &ops::transpose(&k, 2, 3)?)?;
+    let weights = match mask {
+        None => ops::softmax(&scores, -1, None)?,
+        Some(m) => {
+            let m = if m.dtype() == ScalarType::Bool { m.clone() } else { ops::ne_scalar(m, Scalar::Int(0))? };
+            let m = if mask_type == Some(1) {
+                if m.sizes() != [b, s] {
+                    return Err(Error::shape(
+                        op,
+                        format!("expected a key padding mask (mask_type 1) of shape {:?}, got {:?}", [b, s], m.sizes()),
+                    ));
+                }
+                ops::reshape(&m, &[b, 1, 1, s])?
+            } else {
+                m
+            };
+            let full = [b, num_head, l, s];
+            let m = ops::expand(&m, &full, false).map_err(|_| {
+                Error::shape(
+                    op,
+                    format!("mask of shape {:?} cannot be broadcast to the attention weights {full:?}", m.sizes()),
+                )
+            })?;
+            let masked = ops::masked_fill(&scores, &m, Scalar::Float(f64::NEG_INFINITY))?;
+            // A fully masked row's softmax is NaN; every entry of it is masked, so it becomes 0.
+            ops::masked_fill(&ops::softmax(&masked, -1, None)?, &m, Scalar::Float(0.0))?
+        }
+    };
+    let ctx = ops::matmul(&weights, &v)?;
+    let ctx = ops::reshape(&ops::transpose(&ctx, 1, 2)?, &[b, l, e])?;
+    let out = ops::linear(&ctx, proj_weight, Some(proj_bias))?;
+    let weights = if !need_weights {
+        ops::empty(&[0], Some(query.dtype()), None, Some(query.device()), None, None)?
+    } else if average_attn_weights {
+        ops::div_scalar(&ops::sum_dim_intlist(&weights, Some(&[1]), false, None)?, Scalar::Int(num_head))?
+    } else {
+        weights
+    };
+    Ok((out, weights))
 }

@@ -2,14 +2,19 @@
 with torch.jit.save (`<name>.pt`), its state_dict saved with torch.save (`<name>.state.pt`), and
 its inputs and PyTorch's outputs (`<name>.io.safetensors`: input0, input1, ..., output0, ...).
 
-Run by hand from the repository root: python3 jit/tests/jit/gen.py
+Run by hand from the repository root: python3 jit/tests/jit/gen.py [name ...] (no names: every
+model). Every model is built either way, in one order from one seed, so regenerating some leaves
+the others' weights as they were. Needs only PyTorch (the safetensors files are written here).
 """
+import json
 import os
+import struct
+import sys
+import zipfile
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
@@ -73,6 +78,60 @@ class Encoder(nn.Module):
         return self.layer(x)
 
 
+class SelfAttention(nn.Module):
+    """`nn.MultiheadAttention` called as `mha(x, x, x)`: in eval mode under no_grad it takes
+    PyTorch's fast path, one `aten::_native_multi_head_attention` call (query is key is value,
+    batch_first, an even number of heads). Returns the output and the head-averaged weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x)
+
+
+class GeluMLP(nn.Module):
+    """`gelu` has an operator upgrader, so its archive's version is 10, kept in `.data/version`
+    rather than `version`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+
+
+def save_file(tensors, path):
+    """Writes `tensors` (a dict of contiguous CPU tensors) in the safetensors format: an 8-byte
+    little-endian header length, the JSON header (padded with spaces to 8 bytes), the data."""
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = bytes(t.contiguous().view(torch.uint8).flatten().tolist())
+        header[name] = {
+            "dtype": SAFETENSORS_DTYPES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def version_record(path):
+    """The archive's version record: `.data/version` or `version`."""
+    names = zipfile.ZipFile(path).namelist()
+    return [n.split("/", 1)[1] for n in names if n.endswith("/version")]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -82,8 +141,20 @@ def main():
         "resblock": (ResBlock(), [torch.randn(2, 4, 6, 6)]),
         "gru": (GRUNet(), [torch.randn(2, 5, 6)]),
         "encoder": (Encoder(), [torch.randn(2, 5, 8)]),
+        # Children named "0", "1", "2", read with getattr(self, "0").
+        "sequential": (nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), [torch.randn(3, 8)]),
+        "mha": (SelfAttention(), [torch.randn(2, 5, 8)]),
+        "gelu": (GeluMLP(), [torch.randn(3, 8)]),
     }
+    # Traced under no_grad, where PyTorch takes its inference fast paths.
+    no_grad_trace = {"mha"}
+    wanted = sys.argv[1:] or list(models)
+    unknown = set(wanted) - set(models)
+    if unknown:
+        sys.exit(f"unknown models {sorted(unknown)}; known: {list(models)}")
     for name, (model, inputs) in models.items():
+        if name not in wanted:
+            continue
         # Buffers with values other than their initial ones (BatchNorm's running statistics).
         if any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
             model.train()
@@ -93,7 +164,10 @@ def main():
         model.eval()
         # Traced with gradients enabled: under no_grad, PyTorch's TransformerEncoderLayer takes
         # its fused inference path (one `_transformer_encoder_layer_fwd` call).
-        traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+        # check_trace=False: a check would run the trace again, and for "mha" the fast path
+        # is only taken while its three inputs are one tensor, which the check's clones are not.
+        with torch.set_grad_enabled(name not in no_grad_trace):
+            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
         with torch.no_grad():
             outputs = model(*inputs)
         if isinstance(outputs, torch.Tensor):
@@ -103,7 +177,13 @@ def main():
         io = {f"input{i}": t.contiguous() for i, t in enumerate(inputs)}
         io.update({f"output{i}": t.contiguous() for i, t in enumerate(outputs)})
         save_file(io, os.path.join(OUT, f"{name}.io.safetensors"))
-        print(name, "->", [tuple(t.shape) for t in outputs])
+        print(name, "->", [tuple(t.shape) for t in outputs], version_record(os.path.join(OUT, f"{name}.pt")))
+    if "gelu" in wanted:
+        assert version_record(os.path.join(OUT, "gelu.pt")) == [".data/version"]
+    if "mha" in wanted:
+        with zipfile.ZipFile(os.path.join(OUT, "mha.pt")) as z:
+            code = z.read("mha/code/__torch__/torch/nn/modules/activation.py").decode()
+        assert "torch._native_multi_head_attention" in code, code
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
     }
 }
 
-const MODELS: [&str; 5] = ["mlp", "lenet", "resblock", "gru", "encoder"];
+/// `sequential` reads its children with `getattr(self, "0")`; `mha` is one
+/// `aten::_native_multi_head_attention` (PyTorch's inference fast path), with its head-averaged
+/// attention weights as a second output; `gelu` keeps its version in `.data/version`.
+const MODELS: [&str; 8] = ["mlp", "lenet", "resblock", "gru", "encoder", "sequential", "mha", "gelu"];
 
 #[test]
 fn pytorch_traced_models_load_and_match_pytorch() {
@@ -162,4 +165,18 @@ fn models_optimized_for_inference_give_the_same_outputs() {
             assert_close(a, b, &format!("{name} optimized vs not"));
         }
     }
+}
+
+#[test]
+fn the_fixtures_are_what_their_tests_say() {
+    // Guards against a regenerated fixture that no longer exercises its case.
+    let records = |name: &str| nn::PtArchive::open(models().join(format!("{name}.pt"))).unwrap().record_names();
+    let gelu = records("gelu");
+    assert!(gelu.iter().any(|r| r == ".data/version") && !gelu.iter().any(|r| r == "version"), "{gelu:?}");
+    assert!(records("mlp").iter().any(|r| r == "version"));
+    let m = jit::load(models().join("mha.pt")).unwrap();
+    assert!(m.graph().to_string().contains("aten::_native_multi_head_attention"), "{}", m.graph());
+    let m = jit::load(models().join("sequential.pt")).unwrap();
+    let names: Vec<String> = m.state_dict().keys().map(str::to_string).collect();
+    assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
 }
