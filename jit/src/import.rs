@@ -60,8 +60,23 @@ struct Importer<'a> {
     /// `fc1.weight` → its graph input.
     tensors: HashMap<String, ValueId>,
     constants: Vec<usize>,
-    depth: usize,
+    /// How many submodule `forward`s are being inlined, one inside the other.
+    inlined: usize,
+    /// The recursion of the compiler: expressions being compiled plus inlined methods (see
+    /// Note [Nesting limits]).
+    nesting: usize,
 }
+
+/// How many submodules may be inlined one inside the other (the module tree's depth).
+const MAX_MODULE_DEPTH: usize = 64;
+/// How deep the compiler may recurse over expressions and inlined methods together (see Note
+/// [Nesting limits]): an expression nests at most `script::MAX_EXPR_DEPTH` levels, and each
+/// inlined call adds the depth of its call site.
+const MAX_COMPILE_DEPTH: usize = 400;
+/// How many modules a tree may have; a shared submodule counts once per path to it, so a
+/// crafted `data.pkl` sharing one object under two names at every level would otherwise
+/// describe 2^64 modules.
+const MAX_MODULES: usize = 1 << 16;
 
 fn qualified_name(o: &Object) -> String {
     let c = o.class();
@@ -100,26 +115,49 @@ impl Importer<'_> {
         self.classes.get(qualified).cloned().ok_or_else(|| self.err(format!("{record} has no class {name}")))
     }
 
-    /// Registers a module and its descendants, depth first.
-    fn add_module(&mut self, path: String, obj: &Object) -> Result<usize> {
-        let class = self.class(&qualified_name(obj))?;
-        let state = match obj.state() {
-            Some(Value::Dict(d)) => d,
-            Some(other) => {
-                return Err(self.err(format!("module {path:?}: its state is a {}, not a dict", other.kind())))
+    /// Registers the module tree under `root`, depth first (parents before children, children
+    /// in attribute order), without recursion: `data.pkl` may nest objects without limit, or
+    /// make a module its own descendant (see Note [Nesting limits]).
+    fn add_modules(&mut self, root: &Object) -> Result<()> {
+        // (path, object, its ancestors' objects).
+        let mut pending: Vec<(String, Object, Rc<Vec<Object>>)> =
+            vec![(String::new(), root.clone(), Rc::new(Vec::new()))];
+        while let Some((path, obj, ancestors)) = pending.pop() {
+            if ancestors.iter().any(|a| a.ptr_eq(&obj)) {
+                return Err(self.err(format!("module {path:?} contains itself")));
             }
-            None => Dict::new(Vec::new()),
-        };
-        let id = self.mods.len();
-        self.mods.push(ModInfo { path: path.clone(), class, state: state.clone() });
-        for (k, v) in state.borrow().iter() {
-            if let (Some(name), Value::Object(child)) = (k.as_str(), v) {
-                if child.class().module().starts_with("__torch__") {
-                    self.add_module(join(&path, name), child)?;
+            if ancestors.len() >= MAX_MODULE_DEPTH {
+                return Err(self.err(format!("modules nested more than {MAX_MODULE_DEPTH} deep (at {path:?})")));
+            }
+            if self.mods.len() >= MAX_MODULES {
+                return Err(self.err(format!("more than {MAX_MODULES} modules")));
+            }
+            let class = self.class(&qualified_name(&obj))?;
+            let state = match obj.state() {
+                Some(Value::Dict(d)) => d,
+                Some(other) => {
+                    return Err(self.err(format!("module {path:?}: its state is a {}, not a dict", other.kind())))
                 }
-            }
+                None => Dict::new(Vec::new()),
+            };
+            self.mods.push(ModInfo { path: path.clone(), class, state: state.clone() });
+            let mut inner = (*ancestors).clone();
+            inner.push(obj);
+            let inner = Rc::new(inner);
+            let children: Vec<(String, Object)> = state
+                .borrow()
+                .iter()
+                .filter_map(|(k, v)| match (k.as_str(), v) {
+                    (Some(name), Value::Object(child)) if child.class().module().starts_with("__torch__") => {
+                        Some((join(&path, name), child.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            // Popped in attribute order.
+            pending.extend(children.into_iter().rev().map(|(p, c)| (p, c, inner.clone())));
         }
-        Ok(id)
+        Ok(())
     }
 
     fn tensor_attr(&self, m: usize, name: &str) -> Result<aten::Tensor> {
@@ -155,7 +193,19 @@ impl Importer<'_> {
         }
     }
 
+    /// Compiles an expression; counts towards [`MAX_COMPILE_DEPTH`].
     fn expr(&mut self, e: &Expr, env: &HashMap<String, Sym>) -> Result<Sym> {
+        self.nesting += 1;
+        let out = if self.nesting > MAX_COMPILE_DEPTH {
+            Err(self.err(format!("expressions and module calls nest more than {MAX_COMPILE_DEPTH} deep")))
+        } else {
+            self.expr_inner(e, env)
+        };
+        self.nesting -= 1;
+        out
+    }
+
+    fn expr_inner(&mut self, e: &Expr, env: &HashMap<String, Sym>) -> Result<Sym> {
         Ok(match e {
             Expr::Name(n) => match env.get(n) {
                 Some(s) => s.clone(),
@@ -454,17 +504,25 @@ impl Importer<'_> {
                 args.len()
             )));
         }
-        self.depth += 1;
-        if self.depth > 64 {
-            return Err(self.err("modules nested more than 64 deep (a module calling itself?)"));
+        if self.inlined >= MAX_MODULE_DEPTH {
+            return Err(
+                self.err(format!("module calls nest more than {MAX_MODULE_DEPTH} deep (a module calling itself?)"))
+            );
         }
         let mut env = HashMap::new();
         env.insert(def.params[0].0.clone(), Sym::Module(m));
         for ((name, _), a) in def.params[1..].iter().zip(args) {
             env.insert(name.clone(), a);
         }
-        let out = self.body(&def, env);
-        self.depth -= 1;
+        self.inlined += 1;
+        self.nesting += 1;
+        let out = if self.nesting > MAX_COMPILE_DEPTH {
+            Err(self.err(format!("expressions and module calls nest more than {MAX_COMPILE_DEPTH} deep")))
+        } else {
+            self.body(&def, env)
+        };
+        self.inlined -= 1;
+        self.nesting -= 1;
         out
     }
 
@@ -622,7 +680,8 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
         classes: HashMap::new(),
         tensors: HashMap::new(),
         constants: Vec::new(),
-        depth: 0,
+        inlined: 0,
+        nesting: 0,
     };
     for c in constants {
         match c {
@@ -633,7 +692,7 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
             other => return Err(imp.err(format!("constants.pkl holds a {}", other.kind()))),
         }
     }
-    imp.add_module(String::new(), &root)?;
+    imp.add_modules(&root)?;
     let forward = imp.mods[0]
         .class
         .methods

@@ -71,6 +71,20 @@ pub struct Class {
     pub methods: Vec<Method>,
 }
 
+/// How deep an expression may nest: brackets, calls, attribute reads, subscripts and unary
+/// minuses all count, one level each.
+///
+/// Note [Nesting limits]: a file may hold any text, and a parser (or a pass over what it built)
+/// that recurses once per level would overflow the stack, which aborts the process, on ten
+/// thousand nested parentheses or thirty thousand chained attribute reads. So every recursive
+/// reader of an archive counts its depth and stops with an error past a fixed limit, well
+/// below what a test thread's 2 MiB stack holds: here, `text.rs` for our graphs, the module
+/// tree and the inlining in `import.rs`. What PyTorch prints for real models nests a handful of
+/// levels (`torch.linear(x, self.fc1.weight, self.fc1.bias)` is four); Python itself refuses
+/// more than 200 nested parentheses. Rejected: growing the stack (a thread per parse) only moves
+/// the limit, and the trees built would still be dropped and walked recursively.
+pub const MAX_EXPR_DEPTH: usize = 200;
+
 fn syntax(source: &str, line: usize, msg: impl std::fmt::Display) -> Error {
     Error::invalid("jit::load", format!("{source}:{line}: {msg}"))
 }
@@ -254,15 +268,34 @@ struct Parser<'a> {
     pos: usize,
     source: &'a str,
     line: usize,
+    /// The nesting of what is being parsed (see Note [Nesting limits]).
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
     fn new(text: &'a str, source: &'a str, line: usize) -> Self {
-        Parser { s: text.as_bytes(), text, pos: 0, source, line }
+        Parser { s: text.as_bytes(), text, pos: 0, source, line, depth: 0 }
     }
 
+    /// One level deeper, or an error past [`MAX_EXPR_DEPTH`] (see Note [Nesting limits]).
+    fn nest(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_DEPTH {
+            return Err(syntax(
+                self.source,
+                self.line,
+                format!("the expression nests more than {MAX_EXPR_DEPTH} levels deep (column {})", self.pos + 1),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `expected <what> at '<the next 60 characters>'`.
     fn err(&self, what: &str) -> Error {
-        syntax(self.source, self.line, format!("expected {what} at '{}'", &self.text[self.pos.min(self.text.len())..]))
+        let rest = self.text.get(self.pos..).unwrap_or("");
+        let shown: String = rest.chars().take(60).collect();
+        let more = if shown.len() < rest.len() { "..." } else { "" };
+        syntax(self.source, self.line, format!("expected {what} at '{shown}{more}'"))
     }
 
     fn peek(&mut self) -> Option<u8> {
@@ -318,9 +351,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// An expression; every level it nests, inside brackets or along a chain of attribute
+    /// reads, calls and subscripts, counts towards [`MAX_EXPR_DEPTH`].
     fn expr(&mut self) -> Result<Expr> {
+        let depth = self.depth;
+        let e = self.postfix();
+        self.depth = depth;
+        e
+    }
+
+    fn postfix(&mut self) -> Result<Expr> {
+        self.nest()?;
         let mut e = self.atom()?;
         loop {
+            if matches!(self.peek(), Some(b'.' | b'(' | b'[')) {
+                self.nest()?;
+            }
             match self.peek() {
                 Some(b'.') => {
                     self.pos += 1;
@@ -381,6 +427,7 @@ impl<'a> Parser<'a> {
             }
             Some(b'-') => {
                 self.pos += 1;
+                self.nest()?;
                 Ok(match self.atom()? {
                     Expr::Int(i) => Expr::Int(i.wrapping_neg()),
                     Expr::Float(x) => Expr::Float(-x),

@@ -212,7 +212,7 @@ pub(crate) fn unquote(text: &str) -> Option<(String, usize)> {
 
 /// Parses a graph whose tensor constants (if any) are in `constants`.
 pub fn parse_with(text: &str, constants: Vec<Tensor>) -> Result<Graph> {
-    let mut p = Parser { s: text.as_bytes(), pos: 0, text };
+    let mut p = Parser { s: text.as_bytes(), pos: 0, text, depth: 0 };
     let mut g = Graph::new();
     g.tensor_constants = constants;
     let mut subs = Vec::new();
@@ -263,10 +263,16 @@ enum Literal {
     ScalarTensor(f64, bool),
 }
 
+/// How deep blocks, list literals and types may nest in a graph's text (see Note [Nesting
+/// limits] in `script.rs`).
+pub const MAX_DEPTH: usize = 200;
+
 struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
     text: &'a str,
+    /// The nesting of what is being parsed.
+    depth: usize,
 }
 
 type Scope = HashMap<String, ValueId>;
@@ -276,6 +282,23 @@ impl Parser<'_> {
         let line = self.text[..self.pos.min(self.text.len())].matches('\n').count() + 1;
         let rest: String = self.text[self.pos.min(self.text.len())..].chars().take(30).collect();
         Error::invalid("jit::parse", format!("line {line}: expected {what} at '{rest}'"))
+    }
+
+    /// One level deeper, or an error past [`MAX_DEPTH`].
+    fn nest(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.err(&format!("at most {MAX_DEPTH} levels of nested blocks, lists and types")));
+        }
+        Ok(())
+    }
+
+    /// `f` one level deeper (see [`Parser::nest`]).
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let depth = self.depth;
+        let out = self.nest().and_then(|()| f(self));
+        self.depth = depth;
+        out
     }
 
     fn skip_ws(&mut self) {
@@ -509,15 +532,18 @@ impl Parser<'_> {
         while self.eat_word(&format!("block{i}")) {
             let blk = g.add_block(n);
             scopes.push(Scope::new());
-            self.params(g, blk, scopes)?;
-            self.expect(b':')?;
-            self.nodes(g, blk, scopes, subs)?;
-            if !self.eat_str("->") {
-                return Err(self.err("a node or '->' ending the block"));
-            }
-            for v in self.value_uses(scopes)? {
-                g.add_return(blk, v);
-            }
+            self.nested(|p| {
+                p.params(g, blk, scopes)?;
+                p.expect(b':')?;
+                p.nodes(g, blk, scopes, subs)?;
+                if !p.eat_str("->") {
+                    return Err(p.err("a node or '->' ending the block"));
+                }
+                for v in p.value_uses(scopes)? {
+                    g.add_return(blk, v);
+                }
+                Ok(())
+            })?;
             scopes.pop();
             i += 1;
         }
@@ -562,7 +588,7 @@ impl Parser<'_> {
                 self.pos += len;
                 Ok(Literal::Str(lit))
             }
-            Some(b'[') => Ok(Literal::List(self.sequence(b'[', b']', Self::literal)?)),
+            Some(b'[') => Ok(Literal::List(self.nested(|p| p.sequence(b'[', b']', Self::literal))?)),
             Some(b'<') => {
                 self.pos += 1;
                 if !self.eat_word("Tensor") {
@@ -660,18 +686,23 @@ impl Parser<'_> {
         })
     }
 
+    /// A type; each `[]`, `?` and tuple nests one level (see [`MAX_DEPTH`]).
     fn ty(&mut self) -> Result<JitType> {
-        let mut t = self.base_type()?;
-        loop {
-            if self.eat_str("[]") {
-                t = JitType::List(Box::new(t));
-            } else if self.peek() == Some(b'?') {
-                self.pos += 1;
-                t = JitType::Optional(Box::new(t));
-            } else {
-                return Ok(t);
+        self.nested(|p| {
+            let mut t = p.base_type()?;
+            loop {
+                if p.eat_str("[]") {
+                    p.nest()?;
+                    t = JitType::List(Box::new(t));
+                } else if p.peek() == Some(b'?') {
+                    p.pos += 1;
+                    p.nest()?;
+                    t = JitType::Optional(Box::new(t));
+                } else {
+                    return Ok(t);
+                }
             }
-        }
+        })
     }
 
     fn base_type(&mut self) -> Result<JitType> {

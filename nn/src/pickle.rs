@@ -1098,13 +1098,19 @@ fn pairs(items: Vec<Value>) -> Result<Vec<(Value, Value)>> {
 }
 
 /// Whether a `BUILD` state carries nothing (`None`, `{}`, or `(None, {})`/`({}, None)` slots).
+/// Tuples are walked with a work list, not recursion: a pickle can nest them a million deep
+/// (see Note [Dropping deep values]).
 fn is_empty_state(state: &Value) -> bool {
-    match state {
-        Value::None => true,
-        Value::Dict(d) => d.is_empty(),
-        Value::Tuple(t) => t.iter().all(is_empty_state),
-        _ => false,
+    let mut pending = vec![state.clone()];
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::None => {}
+            Value::Dict(d) if d.is_empty() => {}
+            Value::Tuple(t) => pending.extend(t.iter().cloned()),
+            _ => return false,
+        }
     }
+    true
 }
 
 /// `BUILD`: sets an object's state.

@@ -180,3 +180,176 @@ fn the_fixtures_are_what_their_tests_say() {
     let names: Vec<String> = m.state_dict().keys().map(str::to_string).collect();
     assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
 }
+
+/// A copy of `mlp.pt` at `out` with `edit` applied to each record (name relative to the
+/// archive's folder, bytes).
+fn edited_mlp(out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(models().join("mlp.pt")).unwrap()).unwrap();
+    let mut w = zip::ZipWriter::new(std::fs::File::create(out).unwrap());
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).unwrap();
+        let name = f.name().unwrap().to_string();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+        edit(name.strip_prefix("mlp/").unwrap(), &mut bytes);
+        w.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
+        std::io::Write::write_all(&mut w, &bytes).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// The root's code of `mlp.pt` with `forward(self, x)` being `return <expr>`.
+fn forward_returning(code: &[u8], expr: &str) -> Vec<u8> {
+    let code = String::from_utf8(code.to_vec()).unwrap();
+    let body = code.find("-> Tensor:\n").expect("forward's signature") + "-> Tensor:\n".len();
+    format!("{}    return {expr}\n", &code[..body]).into_bytes()
+}
+
+/// `mlp.pt` with the root's `forward` returning `expr` instead.
+fn mlp_returning(out: &Path, expr: &str) {
+    edited_mlp(out, |name, bytes| {
+        if name == "code/__torch__.py" {
+            *bytes = forward_returning(bytes, expr);
+        }
+    });
+}
+
+#[test]
+fn deeply_nested_code_is_an_error_not_a_stack_overflow() {
+    // Run on the test's own thread (2 MiB of stack): a recursion per level would abort.
+    let dir = std::env::temp_dir().join(format!("jit-deep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("parens", format!("{}x{}", "(".repeat(10_000), ")".repeat(10_000))),
+        ("attrs", format!("x{}", ".a".repeat(30_000))),
+        ("calls", format!("{}x{}", "torch.relu(".repeat(10_000), ")".repeat(10_000))),
+        ("subscripts", format!("x{}", "[0]".repeat(30_000))),
+        ("negations", format!("{}x", "-".repeat(30_000))),
+        ("lists", format!("{}x{}", "[".repeat(10_000), "]".repeat(10_000))),
+    ];
+    for (what, expr) in cases {
+        let path = dir.join(format!("{what}.pt"));
+        mlp_returning(&path, &expr);
+        let err = jit::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{what}.pt"))
+                && err.contains("code/__torch__.py")
+                && err.contains("nests more than 200 levels deep"),
+            "{what}: {err}"
+        );
+        assert!(err.len() < 1000, "{what}: the error quotes the whole line: {err}");
+    }
+    // Nesting within the limit still compiles (and the compiler does not overflow on it).
+    let path = dir.join("relu66.pt");
+    mlp_returning(&path, &format!("{}x{}", "torch.relu(".repeat(66), ")".repeat(66)));
+    let m = jit::load(&path).unwrap();
+    let out = m.forward_tensors(&[Tensor::from_vec(vec![-1.0f32, 2.0], &[1, 2]).unwrap()]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [0.0, 2.0]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A protocol-2 pickle of `levels` nested `__torch__.MLP` modules, each the attribute `m` of
+/// its parent; the innermost has no attributes.
+fn nested_modules(levels: usize) -> Vec<u8> {
+    let mut p = b"\x80\x02c__torch__\nMLP\nq\x00)\x81".to_vec(); // the root, memo 0 = the class
+    for _ in 1..levels {
+        p.extend_from_slice(b"}X\x01\x00\x00\x00mh\x00)\x81"); // {'m': MLP.__new__(MLP) ...
+    }
+    p.extend_from_slice(b"}b"); // the innermost's empty state
+    for _ in 1..levels {
+        p.extend_from_slice(b"sb"); // ... set as the parent's m, and the parent's state
+    }
+    p.push(b'.');
+    p
+}
+
+#[test]
+fn hostile_module_trees_are_errors() {
+    let dir = std::env::temp_dir().join(format!("jit-tree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let with_data = |name: &str, data: Vec<u8>| {
+        let path = dir.join(name);
+        edited_mlp(&path, |record, bytes| {
+            if record == "data.pkl" {
+                *bytes = data.clone();
+            }
+        });
+        jit::load(&path).unwrap_err().to_string()
+    };
+    let err = with_data("deep.pt", nested_modules(100_000));
+    assert!(err.contains("deep.pt") && err.contains("modules nested more than 64 deep"), "{err}");
+    // 64 nested modules, each calling the next inside 60 nested calls: the compiler's
+    // recursion reaches its limit (on the test's own thread) before the module depth does.
+    let path = dir.join("calls.pt");
+    let relus = format!("{}(self.m).forward(x, ){}", "torch.relu(".repeat(60), ")".repeat(60));
+    edited_mlp(&path, |record, bytes| {
+        if record == "data.pkl" {
+            *bytes = nested_modules(64);
+        } else if record == "code/__torch__.py" {
+            *bytes = forward_returning(bytes, &relus);
+        }
+    });
+    let err = jit::load(&path).unwrap_err().to_string();
+    assert!(err.contains("calls.pt") && err.contains("expressions and module calls nest more than 400 deep"), "{err}");
+    // A module that is its own attribute: m = MLP(); m.m = m.
+    let err = with_data("cycle.pt", b"\x80\x02c__torch__\nMLP\n)\x81q\x00}X\x01\x00\x00\x00mh\x00sb.".to_vec());
+    assert!(err.contains("cycle.pt") && err.contains("module \"m\" contains itself"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn deeply_nested_graph_text_is_an_error_not_a_stack_overflow() {
+    let lists = format!(
+        "graph(%x : Tensor):\n  %l : int[] = prim::Constant[value={}1{}]()\n  return (%x)\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let types = format!("graph(%x : Tensor{}):\n  return (%x)\n", "[]".repeat(30_000));
+    let optionals = format!("graph(%x : Tensor{}):\n  return (%x)\n", "?".repeat(30_000));
+    let tuples = format!("graph(%x : {}Tensor{}):\n  return (%x)\n", "(".repeat(10_000), ")".repeat(10_000));
+    let mut blocks = String::from("graph(%c : bool):\n");
+    for i in 0..10_000 {
+        blocks.push_str(&format!("  %o{i} : int = prim::If(%c)\n    block0():\n"));
+    }
+    for case in [lists, types, optionals, tuples, blocks] {
+        let err = jit::parse(&case).unwrap_err().to_string();
+        assert!(err.contains("at most 200 levels of nested blocks, lists and types"), "{err}");
+    }
+}
+
+/// Damages single bytes of PyTorch archives (a fixed pseudo-random sequence): every load is a
+/// module or an error naming the file, never a panic.
+#[test]
+fn damaged_archives_never_panic() {
+    let dir = std::env::temp_dir().join(format!("jit-damaged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for name in ["mlp", "sequential", "mha"] {
+        let good = std::fs::read(models().join(format!("{name}.pt"))).unwrap();
+        let path = dir.join(format!("{name}.pt"));
+        for _ in 0..200 {
+            let mut bytes = good.clone();
+            for _ in 0..1 + next() % 3 {
+                let i = (next() % bytes.len() as u64) as usize;
+                bytes[i] = next() as u8;
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            match jit::load(&path) {
+                Ok(_) => ok += 1,
+                Err(e) => {
+                    assert!(e.to_string().contains(&format!("{name}.pt")), "{e}");
+                    failed += 1;
+                }
+            }
+        }
+    }
+    assert!(ok > 0 && failed > 0, "{ok} loaded, {failed} failed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -639,3 +639,22 @@ fn malformed_pickles_are_errors_naming_the_cause() {
         assert!(err.contains(why) && err.ends_with("test.pkl"), "{data:?}: {err}");
     }
 }
+
+#[test]
+fn a_deeply_nested_build_state_is_walked_without_recursion() {
+    // BUILD on a tensor with a state of a million nested 1-tuples around None: empty, so the
+    // tensor loads; the check walks the tuples without recursing (a recursion would abort).
+    let mut data = rebuild(0, &[8, 4], &[4, 1]);
+    data.truncate(data.len() - 2); // before SETITEM and STOP
+    data.push(b'N');
+    data.extend(std::iter::repeat_n(0x85u8, 1_000_000)); // TUPLE1
+    data.extend_from_slice(b"bs.");
+    let bytes = edited_mlp(|name, d| {
+        if name.ends_with("data.pkl") {
+            *d = data.clone();
+        }
+    });
+    let mut archive = PtArchive::from_bytes(bytes, "deep.pt").unwrap();
+    let v = archive.unpickle("data.pkl").unwrap();
+    assert_eq!(v.as_dict().unwrap().get("w").unwrap().as_tensor().unwrap().sizes(), [8, 4]);
+}
