@@ -640,6 +640,17 @@ fn input_type(annotation: &str) -> Option<JitType> {
     })
 }
 
+/// Whether a TorchScript archive's pickles may name `global` beyond PyTorch's weights_only list
+/// (see Note [Allowed globals] in `nn/src/pickle.rs`): the classes of the archive's own code
+/// (`__torch__.*`, which become objects whose code is read from `code/`, never run as Python)
+/// and the `torch.jit._pickle` helpers that tag typed containers. These are what PyTorch's
+/// TorchScript loader resolves on top of tensors and containers; a `torch.load` checkpoint gets
+/// no such extension. Anything else (`os.system`) is refused, naming the global.
+fn torchscript_global(global: &nn::pickle::Global) -> bool {
+    let module = global.module();
+    module == "__torch__" || module.starts_with("__torch__.") || module == "torch.jit._pickle"
+}
+
 /// Loads a `torch.jit.save` archive of a traced module.
 pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
     // Archives whose operators need version 6 or later keep it in `.data/version` (PyTorch's
@@ -662,14 +673,14 @@ pub fn load_torchscript(archive: &mut PtArchive) -> Result<ScriptModule> {
         }
     }
     let constants = if archive.has_record("constants.pkl") {
-        match archive.unpickle("constants.pkl")? {
+        match archive.unpickle_allowing("constants.pkl", &torchscript_global)? {
             Value::Tuple(t) => t.iter().cloned().collect::<Vec<_>>(),
             other => return Err(load_error(archive, format!("constants.pkl holds a {}, not a tuple", other.kind()))),
         }
     } else {
         Vec::new()
     };
-    let root = match archive.unpickle("data.pkl")? {
+    let root = match archive.unpickle_allowing("data.pkl", &torchscript_global)? {
         Value::Object(o) => o,
         other => return Err(load_error(archive, format!("data.pkl holds a {}, not a module", other.kind()))),
     };

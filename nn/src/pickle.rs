@@ -21,6 +21,20 @@
 //! Tuples, strings and bytes never change and are shared through a plain `Rc`. Two references to
 //! one container can be told apart from two equal containers with `ptr_eq`.
 //!
+//! Note [Allowed globals]: a pickle names the functions and classes it calls (`GLOBAL`,
+//! `STACK_GLOBAL`). Nothing named is ever run here (see above), but a checkpoint that names
+//! `os.system` is hostile, and PyTorch's `torch.load(weights_only=True)` (the default since
+//! 2.6) refuses it. So does this reader: a global is accepted only if it is on the allow-list of
+//! PyTorch's weights_only unpickler ([`weights_only_allows`]: containers, `torch.Size`,
+//! `torch.device`, dtypes, storage and tensor classes, the tensor rebuilders; the 144 names of
+//! PyTorch 2.15) or the caller's [`PickleHooks::allows_global`] accepts it (what
+//! `torch.serialization.add_safe_globals` is for PyTorch). The modules `sys`, `os`, `posix` and
+//! `nt` are refused whatever the hooks say. The error names the global and where it is. Readers
+//! of other kinds of pickle widen the list for their kind only: a TorchScript archive's
+//! `data.pkl` names its modules' `__torch__.*` classes and `torch.jit._pickle` helpers (see
+//! `jit/src/import.rs`), which PyTorch's TorchScript loader resolves itself; `torch.load`
+//! checkpoints get exactly PyTorch's list.
+//!
 //! Note [Dropping deep values]: a pickle can nest containers a million deep at one byte per level
 //! (`TUPLE1` repeated), and dropping such a value recursively would overflow the stack. The
 //! container handles' `Drop` moves the items of a container it alone owns into a work list and
@@ -249,6 +263,169 @@ impl Global {
             _ => return None,
         })
     }
+}
+
+/// The globals PyTorch's weights_only unpickler allows by default (PyTorch 2.15's
+/// `torch._weights_only_unpickler._get_allowed_globals()`), as `module.name`, sorted. See Note
+/// [Allowed globals].
+const WEIGHTS_ONLY_GLOBALS: [&str; 144] = [
+    "_codecs.encode",
+    "builtins.bytearray",
+    "builtins.complex",
+    "builtins.set",
+    "collections.Counter",
+    "collections.OrderedDict",
+    "torch.BFloat16Storage",
+    "torch.BFloat16Tensor",
+    "torch.BoolStorage",
+    "torch.BoolTensor",
+    "torch.ByteStorage",
+    "torch.ByteTensor",
+    "torch.CharStorage",
+    "torch.CharTensor",
+    "torch.ComplexDoubleStorage",
+    "torch.ComplexFloatStorage",
+    "torch.DoubleStorage",
+    "torch.DoubleTensor",
+    "torch.FloatStorage",
+    "torch.FloatTensor",
+    "torch.HalfStorage",
+    "torch.HalfTensor",
+    "torch.IntStorage",
+    "torch.IntTensor",
+    "torch.LongStorage",
+    "torch.LongTensor",
+    "torch.QInt32Storage",
+    "torch.QInt8Storage",
+    "torch.QUInt2x4Storage",
+    "torch.QUInt4x2Storage",
+    "torch.QUInt8Storage",
+    "torch.ShortStorage",
+    "torch.ShortTensor",
+    "torch.Size",
+    "torch.Tensor",
+    "torch._tensor._rebuild_from_type_v2",
+    "torch._utils._rebuild_device_tensor_from_cpu_tensor",
+    "torch._utils._rebuild_device_tensor_from_numpy",
+    "torch._utils._rebuild_meta_tensor_no_storage",
+    "torch._utils._rebuild_parameter",
+    "torch._utils._rebuild_parameter_with_state",
+    "torch._utils._rebuild_qtensor",
+    "torch._utils._rebuild_sparse_tensor",
+    "torch._utils._rebuild_tensor",
+    "torch._utils._rebuild_tensor_v2",
+    "torch._utils._rebuild_tensor_v3",
+    "torch._utils._rebuild_wrapper_subclass",
+    "torch.bcomplex32",
+    "torch.bfloat16",
+    "torch.bits16",
+    "torch.bits1x8",
+    "torch.bits2x4",
+    "torch.bits4x2",
+    "torch.bits8",
+    "torch.bool",
+    "torch.complex128",
+    "torch.complex32",
+    "torch.complex64",
+    "torch.cuda.BFloat16Storage",
+    "torch.cuda.BFloat16Tensor",
+    "torch.cuda.BoolStorage",
+    "torch.cuda.BoolTensor",
+    "torch.cuda.ByteStorage",
+    "torch.cuda.ByteTensor",
+    "torch.cuda.CharStorage",
+    "torch.cuda.CharTensor",
+    "torch.cuda.ComplexDoubleStorage",
+    "torch.cuda.ComplexFloatStorage",
+    "torch.cuda.DoubleStorage",
+    "torch.cuda.DoubleTensor",
+    "torch.cuda.FloatStorage",
+    "torch.cuda.FloatTensor",
+    "torch.cuda.HalfStorage",
+    "torch.cuda.HalfTensor",
+    "torch.cuda.IntStorage",
+    "torch.cuda.IntTensor",
+    "torch.cuda.LongStorage",
+    "torch.cuda.LongTensor",
+    "torch.cuda.ShortStorage",
+    "torch.cuda.ShortTensor",
+    "torch.cuda.sparse.BFloat16Tensor",
+    "torch.cuda.sparse.ByteTensor",
+    "torch.cuda.sparse.CharTensor",
+    "torch.cuda.sparse.DoubleTensor",
+    "torch.cuda.sparse.FloatTensor",
+    "torch.cuda.sparse.HalfTensor",
+    "torch.cuda.sparse.IntTensor",
+    "torch.cuda.sparse.LongTensor",
+    "torch.cuda.sparse.ShortTensor",
+    "torch.device",
+    "torch.float16",
+    "torch.float32",
+    "torch.float4_e2m1fn_x2",
+    "torch.float64",
+    "torch.float8_e4m3fn",
+    "torch.float8_e4m3fnuz",
+    "torch.float8_e5m2",
+    "torch.float8_e5m2fnuz",
+    "torch.float8_e8m0fnu",
+    "torch.int1",
+    "torch.int16",
+    "torch.int2",
+    "torch.int3",
+    "torch.int32",
+    "torch.int4",
+    "torch.int5",
+    "torch.int6",
+    "torch.int64",
+    "torch.int7",
+    "torch.int8",
+    "torch.nn.parameter.Parameter",
+    "torch.per_channel_affine",
+    "torch.per_channel_affine_float_qparams",
+    "torch.per_channel_symmetric",
+    "torch.per_tensor_affine",
+    "torch.per_tensor_symmetric",
+    "torch.qint32",
+    "torch.qint8",
+    "torch.quint2x4",
+    "torch.quint4x2",
+    "torch.quint8",
+    "torch.serialization._get_layout",
+    "torch.sparse.BFloat16Tensor",
+    "torch.sparse.ByteTensor",
+    "torch.sparse.CharTensor",
+    "torch.sparse.DoubleTensor",
+    "torch.sparse.FloatTensor",
+    "torch.sparse.HalfTensor",
+    "torch.sparse.IntTensor",
+    "torch.sparse.LongTensor",
+    "torch.sparse.ShortTensor",
+    "torch.storage.TypedStorage",
+    "torch.storage.UntypedStorage",
+    "torch.uint1",
+    "torch.uint16",
+    "torch.uint2",
+    "torch.uint3",
+    "torch.uint32",
+    "torch.uint4",
+    "torch.uint5",
+    "torch.uint6",
+    "torch.uint64",
+    "torch.uint7",
+    "torch.uint8",
+];
+
+/// Whether PyTorch's weights_only unpickler allows `global` by default (see Note [Allowed
+/// globals]).
+pub fn weights_only_allows(global: &Global) -> bool {
+    let full = global.to_string();
+    WEIGHTS_ONLY_GLOBALS.binary_search(&full.as_str()).is_ok()
+}
+
+/// Modules a pickle may never name, whatever a reader allows (PyTorch refuses them too).
+fn always_refused(global: &Global) -> bool {
+    let top = global.module().split('.').next().unwrap_or("");
+    matches!(top, "sys" | "os" | "posix" | "nt")
 }
 
 impl fmt::Display for Global {
@@ -581,6 +758,14 @@ pub trait PickleHooks {
     /// The value of a persistent id (`BINPERSID`), such as torch's
     /// `('storage', torch.FloatStorage, '0', 'cpu', 6)`.
     fn persistent_load(&mut self, pid: &Value) -> Result<Value>;
+
+    /// Whether the pickle may name `global` although it is not on PyTorch's weights_only
+    /// allow-list (see Note [Allowed globals]); by default, no global beyond the list is
+    /// allowed. `sys`, `os`, `posix` and `nt` are refused whatever this says.
+    fn allows_global(&self, global: &Global) -> bool {
+        let _ = global;
+        false
+    }
 
     /// The value of `class(*args)` (`REDUCE`, `NEWOBJ`), asked before the built-ins; `Ok(None)`
     /// leaves it to them.
@@ -1005,7 +1190,8 @@ impl<'d> Machine<'d, '_> {
             op::GLOBAL => {
                 let module = self.line()?;
                 let name = self.line()?;
-                self.push(Value::Global(Global::new(module, name)));
+                let g = self.allowed(Global::new(module, name))?;
+                self.push(Value::Global(g));
             }
             op::STACK_GLOBAL => {
                 let name = self.pop()?;
@@ -1013,7 +1199,8 @@ impl<'d> Machine<'d, '_> {
                 let (Some(module), Some(name)) = (module.as_str(), name.as_str()) else {
                     return fail(format!("STACK_GLOBAL of a {} and a {}, not two str", module.kind(), name.kind()));
                 };
-                self.push(Value::Global(Global::new(module, name)));
+                let g = self.allowed(Global::new(module, name))?;
+                self.push(Value::Global(g));
             }
             op::REDUCE | op::NEWOBJ => {
                 let args = self.pop()?;
@@ -1049,6 +1236,17 @@ impl<'d> Machine<'d, '_> {
             other => return fail(format!("unsupported pickle opcode 0x{other:02x}{}", unsupported(other))),
         }
         Ok(None)
+    }
+
+    /// `global` if the pickle may name it (see Note [Allowed globals]).
+    fn allowed(&self, global: Global) -> Result<Global> {
+        if !always_refused(&global) && (weights_only_allows(&global) || self.hooks.allows_global(&global)) {
+            return Ok(global);
+        }
+        fail(format!(
+            "unsupported global: GLOBAL {global} is not an allowed global (PyTorch's weights_only unpickler refuses \
+             it too)"
+        ))
     }
 
     /// `class(*args)`: the hooks first, then the built-ins, else an [`Object`].

@@ -23,7 +23,7 @@ use c10::{Error, Result, ScalarType};
 use zip::ZipArchive;
 
 use crate::module::{IncompatibleKeys, Module, StateDict};
-use crate::pickle::{self, PickleHooks, StorageRef, Value};
+use crate::pickle::{self, Global, PickleHooks, StorageRef, Value};
 
 fn io_err(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Io(format!("{}: {what}", path.display()))
@@ -215,26 +215,41 @@ impl PtArchive {
 
     /// Unpickles record `name` (`data.pkl`, `constants.pkl`), resolving storages from the records
     /// under its stem (`data/`, `constants/`), with the built-in classes of
-    /// [`crate::pickle::PickleHooks`]. For classes of one's own, read the record and call
-    /// [`crate::pickle::unpickle`] with hooks that use [`PtArchive::persistent_load`].
+    /// [`crate::pickle::PickleHooks`]. Only the globals PyTorch's `weights_only` loader allows
+    /// may appear, as for `torch.load` (see Note [Allowed globals] in `pickle.rs`). For classes
+    /// of one's own, read the record and call [`crate::pickle::unpickle`] with hooks that use
+    /// [`PtArchive::persistent_load`].
     pub fn unpickle(&mut self, name: &str) -> Result<Value> {
+        self.unpickle_allowing(name, &|_| false)
+    }
+
+    /// [`PtArchive::unpickle`], also allowing the globals `also_allowed` accepts (a reader of
+    /// another kind of pickle than a `torch.save` checkpoint: a TorchScript archive's modules are
+    /// `__torch__.*` classes).
+    pub fn unpickle_allowing(&mut self, name: &str, also_allowed: &dyn Fn(&Global) -> bool) -> Result<Value> {
         let data = self.read_record(name)?;
         let source = self.source(name);
         let storage_dir = name.strip_suffix(".pkl").unwrap_or(name).to_string();
-        pickle::unpickle(&data, &source, &mut ArchiveHooks { archive: self, storage_dir })
+        pickle::unpickle(&data, &source, &mut ArchiveHooks { archive: self, storage_dir, also_allowed })
     }
 }
 
-/// The archive's storages as persistent ids, and the built-in classes.
+/// The archive's storages as persistent ids, the built-in classes, and the globals allowed
+/// beyond PyTorch's weights_only list.
 struct ArchiveHooks<'a> {
     archive: &'a mut PtArchive,
     storage_dir: String,
+    also_allowed: &'a dyn Fn(&Global) -> bool,
 }
 
 impl PickleHooks for ArchiveHooks<'_> {
     fn persistent_load(&mut self, pid: &Value) -> Result<Value> {
         // The unpickler adds the source and position.
         self.archive.persistent_load_inner(pid, &self.storage_dir)
+    }
+
+    fn allows_global(&self, global: &Global) -> bool {
+        (self.also_allowed)(global)
     }
 }
 

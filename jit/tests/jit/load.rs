@@ -294,6 +294,21 @@ fn hostile_module_trees_are_errors() {
     // A module that is its own attribute: m = MLP(); m.m = m.
     let err = with_data("cycle.pt", b"\x80\x02c__torch__\nMLP\n)\x81q\x00}X\x01\x00\x00\x00mh\x00sb.".to_vec());
     assert!(err.contains("cycle.pt") && err.contains("module \"m\" contains itself"), "{err}");
+    // A global outside what TorchScript archives name: os.system in place of OrderedDict.
+    let path = dir.join("system.pt");
+    edited_mlp(&path, |record, bytes| {
+        if record == "data.pkl" {
+            let at = bytes.windows(24).position(|w| w == b"collections\nOrderedDict\n").unwrap();
+            bytes.splice(at..at + 24, b"os\nsystem\n".iter().copied());
+        }
+    });
+    let err = jit::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("GLOBAL os.system is not an allowed global")
+            && err.contains("mlp/data.pkl in ")
+            && err.contains("system.pt"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

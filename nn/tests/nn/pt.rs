@@ -532,11 +532,30 @@ fn scalars_strings_and_bytes_decode_as_python() {
     assert!(matches!(v, Value::Device(d) if d == Device::CPU));
 }
 
+/// Hooks that allow `__main__.Point` (what `torch.serialization.add_safe_globals` does).
+struct AllowPoint;
+
+impl PickleHooks for AllowPoint {
+    fn persistent_load(&mut self, _: &Value) -> c10::Result<Value> {
+        unreachable!("no persistent ids here")
+    }
+    fn allows_global(&self, global: &Global) -> bool {
+        global.is("__main__", "Point")
+    }
+}
+
 #[test]
 fn unknown_classes_become_objects_and_hooks_can_resolve_them() {
     // Point.__new__(Point) with state {'x': 3}, as a scripted module's attributes are pickled.
     let data = P::new().global("__main__", "Point").op(b")\x81}").str("x").op(b"K\x03sb").stop();
-    let v = run(&data).unwrap();
+    // Not on PyTorch's weights_only list: refused unless the hooks allow it.
+    let err = run(&data).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "unsupported global: GLOBAL __main__.Point is not an allowed global (PyTorch's weights_only unpickler \
+         refuses it too) at byte 2 of test.pkl"
+    );
+    let v = pickle::unpickle(&data, "t", &mut AllowPoint).unwrap();
     let o = v.as_object().unwrap();
     assert!(o.class().is("__main__", "Point"));
     assert!(o.args().is_empty());
@@ -547,6 +566,9 @@ fn unknown_classes_become_objects_and_hooks_can_resolve_them() {
     impl PickleHooks for Points {
         fn persistent_load(&mut self, _: &Value) -> c10::Result<Value> {
             unreachable!("no persistent ids here")
+        }
+        fn allows_global(&self, global: &Global) -> bool {
+            global.is("__main__", "Point")
         }
         fn reduce(&mut self, class: &Global, args: &Tuple) -> c10::Result<Option<Value>> {
             Ok(class.is("__main__", "Point").then(|| Value::Int(args.len() as i64 + 40)))
@@ -637,6 +659,66 @@ fn malformed_pickles_are_errors_naming_the_cause() {
     ] {
         let err = run(data).unwrap_err().to_string();
         assert!(err.contains(why) && err.ends_with("test.pkl"), "{data:?}: {err}");
+    }
+}
+
+#[test]
+fn globals_outside_the_weights_only_list_are_refused() {
+    // A state_dict naming os.system where it names OrderedDict: torch.load refuses it, and so
+    // does load_pt, naming the global, the pickle and the file.
+    let bytes = edited_mlp(|name, data| {
+        if name.ends_with("data.pkl") {
+            let at = data.windows(24).position(|w| w == b"collections\nOrderedDict\n").unwrap();
+            data.splice(at..at + 24, b"os\nsystem\n".iter().copied());
+        }
+    });
+    let err = load_err(bytes.clone());
+    assert!(
+        err.starts_with("unsupported global: GLOBAL os.system is not an allowed global")
+            && err.ends_with(" of mlp/data.pkl in damaged.pt"),
+        "{err}"
+    );
+    let path = std::env::temp_dir().join(format!("nn-pt-system-{}.pt", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    let err = nn::load_pt(&path).unwrap_err().to_string();
+    std::fs::remove_file(&path).unwrap();
+    assert!(err.contains("GLOBAL os.system is not an allowed global") && err.contains("nn-pt-system-"), "{err}");
+    // Through STACK_GLOBAL (protocol 4), and for names a hook would allow: sys, os, posix and nt
+    // are refused whatever the hooks say.
+    let stack_global = P::new().str("builtins").str("eval").op(b"\x93").stop();
+    let err = run(&stack_global).unwrap_err().to_string();
+    assert!(err.starts_with("unsupported global: GLOBAL builtins.eval is not an allowed global"), "{err}");
+    struct AllowAll;
+    impl PickleHooks for AllowAll {
+        fn persistent_load(&mut self, _: &Value) -> c10::Result<Value> {
+            unreachable!("no persistent ids here")
+        }
+        fn allows_global(&self, _: &Global) -> bool {
+            true
+        }
+    }
+    for (module, name) in
+        [("os", "system"), ("posix", "system"), ("nt", "system"), ("sys", "exit"), ("os.path", "join")]
+    {
+        let err = pickle::unpickle(&P::new().global(module, name).stop(), "t", &mut AllowAll).unwrap_err().to_string();
+        assert!(err.contains(&format!("GLOBAL {module}.{name} is not an allowed global")), "{err}");
+    }
+    assert!(pickle::unpickle(&P::new().global("__main__", "Point").stop(), "t", &mut AllowAll).is_ok());
+    // Everything on the list is accepted: dtypes, storages, containers, the rebuilders.
+    for (module, name) in [
+        ("torch", "float16"),
+        ("torch", "FloatStorage"),
+        ("torch.cuda", "HalfStorage"),
+        ("collections", "Counter"),
+        ("__builtin__", "set"),
+        ("torch._utils", "_rebuild_parameter"),
+        ("torch.nn.parameter", "Parameter"),
+    ] {
+        let v = run(&P::new().global(module, name).stop());
+        assert!(v.is_ok(), "{module}.{name}: {v:?}");
+    }
+    for (module, name) in [("builtins", "frozenset"), ("torch", "float"), ("torch._utils", "_rebuild_nested_tensor")] {
+        assert!(run(&P::new().global(module, name).stop()).is_err(), "{module}.{name}");
     }
 }
 
