@@ -124,20 +124,11 @@ fn bad_archives_are_errors_naming_the_file_and_the_cause() {
     let ours = dir.join("ours.zip");
     m.save(&ours).unwrap();
     let rewrite = |from: &str, to: &str, entry: &str, out: &Path| {
-        let mut zip = zip::ZipArchive::new(std::fs::File::open(&ours).unwrap()).unwrap();
-        let mut w = zip::ZipWriter::new(std::fs::File::create(out).unwrap());
-        for i in 0..zip.len() {
-            let mut f = zip.by_index(i).unwrap();
-            let name = f.name().unwrap().to_string();
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+        edited_zip(&ours, out, |name, bytes| {
             if name.ends_with(entry) {
-                bytes = String::from_utf8(bytes).unwrap().replacen(from, to, 1).into_bytes();
+                *bytes = String::from_utf8(bytes.clone()).unwrap().replacen(from, to, 1).into_bytes();
             }
-            w.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
-            std::io::Write::write_all(&mut w, &bytes).unwrap();
-        }
-        w.finish().unwrap();
+        })
     };
     let unknown = dir.join("unknown_op.zip");
     rewrite("aten::relu", "aten::not_an_op", "graph.txt", &unknown);
@@ -181,21 +172,26 @@ fn the_fixtures_are_what_their_tests_say() {
     assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
 }
 
-/// A copy of `mlp.pt` at `out` with `edit` applied to each record (name relative to the
-/// archive's folder, bytes).
-fn edited_mlp(out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(models().join("mlp.pt")).unwrap()).unwrap();
+/// A copy of the zip archive `from` at `out` with `edit` applied to each entry (name, bytes).
+fn edited_zip(from: &Path, out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(from).unwrap()).unwrap();
     let mut w = zip::ZipWriter::new(std::fs::File::create(out).unwrap());
     for i in 0..zip.len() {
         let mut f = zip.by_index(i).unwrap();
         let name = f.name().unwrap().to_string();
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
-        edit(name.strip_prefix("mlp/").unwrap(), &mut bytes);
+        edit(&name, &mut bytes);
         w.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
         std::io::Write::write_all(&mut w, &bytes).unwrap();
     }
     w.finish().unwrap();
+}
+
+/// A copy of `mlp.pt` at `out` with `edit` applied to each record (name relative to the
+/// archive's folder, bytes).
+fn edited_mlp(out: &Path, edit: impl Fn(&str, &mut Vec<u8>)) {
+    edited_zip(&models().join("mlp.pt"), out, |name, bytes| edit(name.strip_prefix("mlp/").unwrap_or(name), bytes));
 }
 
 /// The root's code of `mlp.pt` with `forward(self, x)` being `return <expr>`.
