@@ -231,15 +231,15 @@ pub fn scaled_dot_product_attention(
 /// (Tensor, Tensor)`: what `nn.MultiheadAttention` calls in eval mode (batch first, no extra
 /// key/value biases), and so what a model traced that way holds.
 ///
-/// `query` is `(B, L, E)`, `key` and `value` `(B, S, E)`; `qkv_weight` (`3E x E`) and `qkv_bias`
-/// (`3E`) stack the query, key and value projections. Each of the `num_head` heads attends with
+/// `query`, `key` and `value` are `(B, L, E)`; `qkv_weight` (`3E x E`) and `qkv_bias` (`3E`)
+/// stack the query, key and value projections. Each of the `num_head` heads attends with
 /// `softmax(q k^T / sqrt(E / num_head))`; the heads' outputs are concatenated and projected by
 /// `proj_weight`, `proj_bias`. `mask` is true where attention is not allowed (a non-bool mask is
-/// taken as `mask != 0`, as PyTorch does): with `mask_type` 1 a `(B, S)` key padding mask,
-/// otherwise any mask that broadcasts to `(B, num_head, L, S)`; a query that may attend to
-/// nothing gets zero weights. The second output is the attention weights, averaged over the
-/// heads (`(B, L, S)`) or per head (`(B, num_head, L, S)`), or an empty tensor when
-/// `need_weights` is false.
+/// taken as `mask != 0`, as PyTorch does): with `mask_type` 1 a `(B, L)` key padding mask,
+/// otherwise any mask that broadcasts to `(B, num_head, L, L)`; a query that may attend to
+/// nothing gets NaN, as in PyTorch. The second output is the attention weights, averaged over
+/// the heads (`(B, L, L)`) or per head (`(B, num_head, L, L)`); without `need_weights` it is an
+/// empty tensor (PyTorch's is undefined, `None` in Python: our tensors are always defined).
 #[allow(clippy::too_many_arguments)]
 pub fn native_multi_head_attention(
     query: &Tensor,
@@ -269,18 +269,20 @@ pub fn native_multi_head_attention(
         ));
     }
     let (b, l, e) = (query.sizes()[0], query.sizes()[1], query.sizes()[2]);
-    let s = key.sizes()[1];
-    if e != embed_dim || key.sizes() != [b, s, e] || value.sizes() != [b, s, e] {
+    let s = l;
+    if key.sizes() != query.sizes() || value.sizes() != query.sizes() {
         return Err(Error::shape(
             op,
             format!(
-                "query {:?}, key {:?} and value {:?} do not match embed_dim {embed_dim} (key and value must have \
-                 the same shape, and the batch size of the query)",
+                "expected `query`/`key`/`value` shapes to match, got {:?}, {:?} and {:?}",
                 query.sizes(),
                 key.sizes(),
                 value.sizes()
             ),
         ));
+    }
+    if e != embed_dim {
+        return Err(Error::shape(op, format!("query's last dimension ({e}) must be embed_dim ({embed_dim})")));
     }
     if num_head <= 0 || embed_dim % num_head != 0 {
         return Err(Error::invalid(op, format!("embed_dim ({embed_dim}) must be divisible by num_head ({num_head})")));
@@ -328,9 +330,8 @@ pub fn native_multi_head_attention(
                     format!("mask of shape {:?} cannot be broadcast to the attention weights {full:?}", m.sizes()),
                 )
             })?;
-            let masked = ops::masked_fill(&scores, &m, Scalar::Float(f64::NEG_INFINITY))?;
-            // A fully masked row's softmax is NaN; every entry of it is masked, so it becomes 0.
-            ops::masked_fill(&ops::softmax(&masked, -1, None)?, &m, Scalar::Float(0.0))?
+            // A fully masked row's softmax is NaN, as PyTorch's is.
+            ops::softmax(&ops::masked_fill(&scores, &m, Scalar::Float(f64::NEG_INFINITY))?, -1, None)?
         }
     };
     let ctx = ops::matmul(&weights, &v)?;

@@ -104,7 +104,7 @@ class GeluMLP(nn.Module):
         return self.fc2(F.gelu(self.fc1(x)))
 
 
-SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
 
 
 def save_file(tensors, path):
@@ -132,6 +132,36 @@ def version_record(path):
     return [n.split("/", 1)[1] for n in names if n.endswith("/version")]
 
 
+def mha_variants():
+    """`aten::_native_multi_head_attention` called directly (`mha_variants.safetensors`): per-head
+    weights, a key padding mask (mask_type 1) with one batch entry fully masked (NaN rows), a
+    causal attention mask (mask_type 0), and need_weights=False."""
+    torch.manual_seed(1)
+    b, l, e, h = 2, 5, 8, 2
+    t = {
+        "x": torch.randn(b, l, e),
+        "qkv_weight": torch.randn(3 * e, e) * 0.3,
+        "qkv_bias": torch.randn(3 * e) * 0.1,
+        "proj_weight": torch.randn(e, e) * 0.3,
+        "proj_bias": torch.randn(e) * 0.1,
+    }
+    padding = torch.zeros(b, l, dtype=torch.bool)
+    padding[0, 3:] = True
+    padding[1, :] = True
+    t["padding_mask"] = padding
+    t["causal_mask"] = torch.triu(torch.ones(l, l, dtype=torch.bool), 1)
+    x = t["x"]
+    args = (x, x, x, e, h, t["qkv_weight"], t["qkv_bias"], t["proj_weight"], t["proj_bias"])
+    f = torch._native_multi_head_attention
+    t["per_head.out"], t["per_head.weights"] = f(*args, None, True, False)
+    t["padding.out"], t["padding.weights"] = f(*args, padding, True, True, 1)
+    t["causal.out"], t["causal.weights"] = f(*args, t["causal_mask"], True, True, 0)
+    out, none = f(*args, None, False)
+    assert none is None
+    t["no_weights.out"] = out
+    save_file(t, os.path.join(OUT, "mha_variants.safetensors"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -148,10 +178,10 @@ def main():
     }
     # Traced under no_grad, where PyTorch takes its inference fast paths.
     no_grad_trace = {"mha"}
-    wanted = sys.argv[1:] or list(models)
-    unknown = set(wanted) - set(models)
+    wanted = sys.argv[1:] or list(models) + ["mha_variants"]
+    unknown = set(wanted) - set(models) - {"mha_variants"}
     if unknown:
-        sys.exit(f"unknown models {sorted(unknown)}; known: {list(models)}")
+        sys.exit(f"unknown models {sorted(unknown)}; known: {list(models) + ['mha_variants']}")
     for name, (model, inputs) in models.items():
         if name not in wanted:
             continue
@@ -178,6 +208,9 @@ def main():
         io.update({f"output{i}": t.contiguous() for i, t in enumerate(outputs)})
         save_file(io, os.path.join(OUT, f"{name}.io.safetensors"))
         print(name, "->", [tuple(t.shape) for t in outputs], version_record(os.path.join(OUT, f"{name}.pt")))
+    # Last: it seeds the generator again.
+    if "mha_variants" in wanted:
+        mha_variants()
     if "gelu" in wanted:
         assert version_record(os.path.join(OUT, "gelu.pt")) == [".data/version"]
     if "mha" in wanted:

@@ -364,3 +364,63 @@ fn damaged_archives_never_panic() {
     assert!(ok > 0 && failed > 0, "{ok} loaded, {failed} failed");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `|a - b| <= 1e-5 * |b| + 1e-6` element by element, NaN where PyTorch has NaN.
+fn assert_close_nan(ours: &Tensor, theirs: &Tensor, what: &str) {
+    assert_eq!(ours.sizes(), theirs.sizes(), "{what}");
+    let a = ours.contiguous().unwrap().to_vec::<f32>().unwrap();
+    let b = theirs.to_vec::<f32>().unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let ok = if y.is_nan() { x.is_nan() } else { (x - y).abs() <= 1e-5 * y.abs() + 1e-6 };
+        assert!(ok, "{what}[{i}]: {x} vs PyTorch's {y}");
+    }
+}
+
+#[test]
+fn native_multi_head_attention_matches_pytorch_with_masks_and_options() {
+    let data = nn::serialize::load_file(models().join("mha_variants.safetensors")).unwrap();
+    let t = |name: &str| data.tensors.get(name).unwrap_or_else(|| panic!("no {name}")).clone();
+    let (x, w, b, pw, pb) = (t("x"), t("qkv_weight"), t("qkv_bias"), t("proj_weight"), t("proj_bias"));
+    let mha = |mask: Option<&Tensor>, need_weights: bool, average: bool, mask_type: Option<i64>| {
+        aten::ops::_native_multi_head_attention(
+            &x,
+            &x,
+            &x,
+            8,
+            2,
+            &w,
+            &b,
+            &pw,
+            &pb,
+            mask,
+            need_weights,
+            average,
+            mask_type,
+        )
+        .unwrap()
+    };
+    let (out, weights) = mha(None, true, false, None);
+    assert_close_nan(&out, &t("per_head.out"), "per-head out");
+    assert_close_nan(&weights, &t("per_head.weights"), "per-head weights");
+    // Batch entry 1 may attend to no key: NaN, as in PyTorch.
+    let (out, weights) = mha(Some(&t("padding_mask")), true, true, Some(1));
+    assert_close_nan(&out, &t("padding.out"), "padding out");
+    assert_close_nan(&weights, &t("padding.weights"), "padding weights");
+    let (out, weights) = mha(Some(&t("causal_mask")), true, true, Some(0));
+    assert_close_nan(&out, &t("causal.out"), "causal out");
+    assert_close_nan(&weights, &t("causal.weights"), "causal weights");
+    let (out, weights) = mha(None, false, true, None);
+    assert_close_nan(&out, &t("no_weights.out"), "out without weights");
+    assert_eq!(weights.sizes(), [0]);
+    // PyTorch's checks: one shape for query, key and value; heads dividing embed_dim.
+    let short = x.narrow(1, 0, 3).unwrap();
+    let err =
+        aten::ops::_native_multi_head_attention(&x, &short, &short, 8, 2, &w, &b, &pw, &pb, None, true, true, None)
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("expected `query`/`key`/`value` shapes to match"), "{err}");
+    let err = aten::ops::_native_multi_head_attention(&x, &x, &x, 8, 3, &w, &b, &pw, &pb, None, true, true, None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("embed_dim (8) must be divisible by num_head (3)"), "{err}");
+}
