@@ -298,8 +298,11 @@ pub fn native_multi_head_attention(
         }
     }
     let dh = embed_dim / num_head;
-    let w = ops::chunk(qkv_weight, 3, 0)?;
-    let bias = ops::chunk(qkv_bias, 3, 0)?;
+    // The query, key and value rows of the stacked projection (narrowed rather than chunked:
+    // `chunk` gives fewer than three pieces when embed_dim is 0).
+    let third = |t: &Tensor, k: i64| ops::narrow(t, 0, k * e, e);
+    let w = [third(qkv_weight, 0)?, third(qkv_weight, 1)?, third(qkv_weight, 2)?];
+    let bias = [third(qkv_bias, 0)?, third(qkv_bias, 1)?, third(qkv_bias, 2)?];
     // (B, n, E) -> (B, heads, n, E / heads).
     let heads = |x: &Tensor, n: i64| ops::transpose(&ops::reshape(x, &[b, n, num_head, dh])?, 1, 2);
     // The query is scaled before the product, as PyTorch's fused kernel does.

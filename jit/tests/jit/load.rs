@@ -424,3 +424,17 @@ fn native_multi_head_attention_matches_pytorch_with_masks_and_options() {
         .to_string();
     assert!(err.contains("embed_dim (8) must be divisible by num_head (3)"), "{err}");
 }
+
+#[test]
+fn native_multi_head_attention_of_empty_inputs_is_not_a_panic() {
+    // embed_dim 0: three empty projections; a batch of 0 and a sequence of 0.
+    let z = |s: &[i64]| aten::ops::zeros(s, None, None, None, None).unwrap();
+    for (b, l, e) in [(1, 2, 0), (0, 3, 4), (2, 0, 4)] {
+        let x = z(&[b, l, e]);
+        let (w, bias, pw, pb) = (z(&[3 * e, e]), z(&[3 * e]), z(&[e, e]), z(&[e]));
+        let r = aten::ops::_native_multi_head_attention(&x, &x, &x, e, 2, &w, &bias, &pw, &pb, None, true, true, None);
+        if let Ok((out, weights)) = r {
+            assert_eq!((out.sizes(), weights.sizes()), (&[b, l, e][..], &[b, l, l][..]));
+        }
+    }
+}
