@@ -605,18 +605,30 @@ pub fn index_backward(grad: &Tensor, sizes: &[i64], indices: &[Option<Tensor>]) 
     ops::index_put(&zeros_of(sizes, grad)?, indices, grad, true)
 }
 
-/// Gradient of `embedding`: rows of `grad` accumulated per index, except `padding_idx`.
-pub fn embedding_backward(grad: &Tensor, weight_sizes: &[i64], indices: &Tensor, padding_idx: i64) -> Result<Tensor> {
-    let dim = weight_sizes[1];
-    let flat_idx = ops::reshape(indices, &[-1])?;
-    let flat_grad = ops::reshape(grad, &[-1, dim])?;
-    let g = if padding_idx >= 0 {
-        let keep = ops::ne_scalar(&flat_idx, Scalar::Int(padding_idx))?;
-        masked(&flat_grad, &ops::unsqueeze(&keep, 1)?)?
-    } else {
-        flat_grad
-    };
-    ops::index_add(&zeros_of(weight_sizes, grad)?, 0, &flat_idx, &g, one())
+/// Gradient of `embedding_dense_backward` for `grad_output`: each position gets the table
+/// gradient's row of its index, zero at `padding_idx` and divided by the index's count with
+/// `scale_grad_by_freq` (the forward's sum is linear in each row).
+pub fn embedding_dense_double_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let mut g = ops::embedding(grad, indices, -1, false, false)?;
+    if padding_idx >= 0 {
+        let keep = ops::ne_scalar(indices, Scalar::Int(padding_idx))?;
+        g = masked(&g, &ops::unsqueeze(&keep, -1)?)?;
+    }
+    if scale_grad_by_freq {
+        // Each index's count: the table gradient of an all-ones gradient.
+        let mut ones_shape = indices.sizes().to_vec();
+        ones_shape.push(1);
+        let ones = ops::ones(&ones_shape, Some(grad.dtype()), None, Some(grad.device()), None)?;
+        let counts = ops::embedding_dense_backward(&ones, indices, grad.sizes()[0], -1, false)?;
+        let per_position = ops::embedding(&counts, indices, -1, false, false)?;
+        g = ops::div(&g, &per_position)?;
+    }
+    Ok(g)
 }
 
 /// Gradient of `mse_loss` for `self` (negate for `target`).

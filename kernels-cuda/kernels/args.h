@@ -39,4 +39,18 @@ typedef struct KcReduction {
     int64_t inner_strides[KC_MAX_DIMS];
 } KcReduction;
 
+// A gather through per-dimension maps (flip, roll, padding, index_select, embedding): output
+// element i (row-major over `sizes`, which are innermost first, so coordinate c_0 varies
+// fastest) reads the source at sum_d s_d * src_strides[d], where s_d = maps[map_offsets[d] + c_d]
+// for a mapped dim (map_offsets[d] >= 0) and s_d = c_d otherwise. A negative s_d makes the
+// element the fill value. The output is contiguous; strides in elements.
+typedef struct KcRemap {
+    int32_t ndim;
+    int32_t unused;
+    int64_t numel;
+    int64_t sizes[KC_MAX_DIMS];
+    int64_t src_strides[KC_MAX_DIMS];
+    int64_t map_offsets[KC_MAX_DIMS];
+} KcRemap;
+
 #endif

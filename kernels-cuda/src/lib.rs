@@ -16,7 +16,11 @@ mod blas;
 #[cfg(feature = "cuda")]
 mod copies;
 #[cfg(feature = "cuda")]
+mod index;
+#[cfg(feature = "cuda")]
 mod loops;
+#[cfg(feature = "cuda")]
+mod sort;
 
 #[cfg(feature = "cuda")]
 pub mod driver;

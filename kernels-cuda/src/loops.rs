@@ -32,6 +32,9 @@ pub(crate) fn register() {
         stub::register_reduction(k, cuda, reduction);
     }
     stub::register_gemm(cuda, crate::blas::gemm);
+    stub::register_remap(cuda, crate::index::remap);
+    stub::register_embedding_backward(cuda, crate::index::embedding_backward);
+    stub::register_sort(cuda, crate::sort::sort);
     for k in ["uniform", "normal", "exponential", "bernoulli", "bernoulli_tensor", "random"] {
         stub::register_random(k, cuda, random);
     }
@@ -57,7 +60,7 @@ pub(crate) fn suffix(dtype: ScalarType) -> &'static str {
 }
 
 /// The kernel `<base>_<suffix of dtype>`, or PyTorch's "not implemented for" error.
-fn kernel_for(op: &str, base: &str, dtype: ScalarType) -> Result<String> {
+pub(crate) fn kernel_for(op: &str, base: &str, dtype: ScalarType) -> Result<String> {
     let name = format!("{base}_{}", suffix(dtype));
     // The same set on both drivers: the emulator's table is built from the very `.cu` files
     // nvcc compiles.
@@ -160,20 +163,23 @@ fn fill(kernel: &'static str, iter: &TensorIterator<'_>, extra: &[Scalar]) -> Re
     let dtype = iter.output_dtype();
     let name = kernel_for(iter.op(), kernel, dtype)?;
     let v = extra.first().copied().unwrap_or(Scalar::Int(0));
-    launch(iter, &name, |a| {
-        match dtype {
-            ScalarType::F32 => a.push(v.to_f64() as f32),
-            ScalarType::F64 => a.push(v.to_f64()),
-            ScalarType::F16 => a.push(f16::from_f64(v.to_f64())),
-            ScalarType::BF16 => a.push(bf16::from_f64(v.to_f64())),
-            ScalarType::U8 => a.push(v.to_i64() as u8),
-            ScalarType::I8 => a.push(v.to_i64() as i8),
-            ScalarType::I16 => a.push(v.to_i64() as i16),
-            ScalarType::I32 => a.push(v.to_i64() as i32),
-            ScalarType::Bool => a.push(v.to_bool()),
-            _ => a.push(v.to_i64()),
-        };
-    })
+    launch(iter, &name, |a| push_element(a, dtype, v))
+}
+
+/// Pushes `v` as a kernel argument of element type `dtype` (a `T` parameter of the kernel).
+pub(crate) fn push_element(a: &mut KernelArgs, dtype: ScalarType, v: Scalar) {
+    match dtype {
+        ScalarType::F32 => a.push(v.to_f64() as f32),
+        ScalarType::F64 => a.push(v.to_f64()),
+        ScalarType::F16 => a.push(f16::from_f64(v.to_f64())),
+        ScalarType::BF16 => a.push(bf16::from_f64(v.to_f64())),
+        ScalarType::U8 => a.push(v.to_i64() as u8),
+        ScalarType::I8 => a.push(v.to_i64() as i8),
+        ScalarType::I16 => a.push(v.to_i64() as i16),
+        ScalarType::I32 => a.push(v.to_i64() as i32),
+        ScalarType::Bool => a.push(v.to_bool()),
+        _ => a.push(v.to_i64()),
+    };
 }
 
 /// Threads per block of the reduction kernels (`KC_REDUCE_THREADS` in `kernels/reduce.cu`).

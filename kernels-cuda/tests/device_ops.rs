@@ -717,3 +717,132 @@ fn default_cuda_generators_follow_manual_seed_and_drive_dropout() {
         assert_eq!(*o, if *k == 1.0 { 2.0 } else { 0.0 });
     }
 }
+
+/// `got` lives on the device and equals `want` (a CPU result) exactly.
+fn assert_on_device_eq(got: &Tensor, want: &Tensor, what: &str) {
+    assert_eq!(got.device(), GPU, "{what}: device");
+    assert_close(&got.cpu().unwrap(), want, 0.0, what);
+}
+
+/// Gathers (Note [Device gathers]): flip, roll, rot90, repeat, repeat_interleave, every pad
+/// mode, diag_embed and index_select run on the device and equal the CPU's results; a bad
+/// index is the CPU's error.
+#[test]
+fn gathers_run_on_the_device_and_match_the_cpu() {
+    setup();
+    for dtype in [ScalarType::F32, ScalarType::F16, ScalarType::I64, ScalarType::Bool] {
+        let x = sample(&[3, 4, 5], dtype, 3);
+        let g = x.cuda(0).unwrap();
+        let both = |what: &str, f: &dyn Fn(&Tensor) -> c10::Result<Tensor>| {
+            assert_on_device_eq(&f(&g).unwrap(), &f(&x).unwrap(), &format!("{what} {dtype}"));
+        };
+        both("flip", &|t| ops::flip(t, &[0, 2]));
+        both("roll", &|t| ops::roll(t, &[1, -2], &[0, 2]));
+        both("roll flat", &|t| ops::roll(t, &[7], &[]));
+        for k in [1, 2, 3, -1] {
+            both("rot90", &|t| ops::rot90(t, k, &[1, 2]));
+        }
+        both("repeat", &|t| ops::repeat(t, &[2, 1, 1, 2]));
+        both("repeat_interleave", &|t| ops::repeat_interleave_self_int(t, 2, Some(1), None));
+        both("constant pad", &|t| ops::constant_pad_nd(t, &[1, 2, 0, 1], Scalar::Int(1)));
+        both("cropping pad", &|t| ops::constant_pad_nd(t, &[-1, 1], Scalar::Int(0)));
+        both("diag_embed", &|t| ops::diag_embed(t, 1, 0, 2));
+        let idx = Tensor::from_vec(vec![3i64, 0, 3, 1], &[4]).unwrap();
+        let gi = idx.cuda(0).unwrap();
+        assert_on_device_eq(
+            &ops::index_select(&g, 1, &gi).unwrap(),
+            &ops::index_select(&x, 1, &idx).unwrap(),
+            "index_select",
+        );
+        let idx32 = idx.to(ScalarType::I32).unwrap();
+        assert_on_device_eq(
+            &ops::index_select(&g, 2, &idx32.cuda(0).unwrap()).unwrap(),
+            &ops::index_select(&x, 2, &idx32).unwrap(),
+            "index_select int32",
+        );
+    }
+    let x = sample(&[2, 3, 5], ScalarType::F32, 5);
+    let g = x.cuda(0).unwrap();
+    for mode in ["constant", "reflect", "replicate", "circular"] {
+        let pad = |t: &Tensor| ops::pad(t, &[2, 1, 1, 2], mode, None);
+        assert_on_device_eq(&pad(&g).unwrap(), &pad(&x).unwrap(), mode);
+    }
+    // Empty results stay on the device.
+    let e = ops::flip(&ops::narrow(&g, 1, 0, 0).unwrap(), &[1]).unwrap();
+    assert_eq!((e.device(), e.sizes()), (GPU, &[2, 0, 5][..]));
+    // An index past the end, and indices on another device, are errors as on the CPU.
+    let bad = Tensor::from_vec(vec![0i64, 5], &[2]).unwrap();
+    let want = ops::index_select(&x, 1, &bad).unwrap_err();
+    let got = ops::index_select(&g, 1, &bad.cuda(0).unwrap()).unwrap_err();
+    assert!(matches!(got, Error::IndexOutOfRange { index: 5, size: 3, .. }), "{got:?}");
+    assert_eq!(got.to_string(), want.to_string());
+    assert!(matches!(ops::index_select(&g, 1, &bad).unwrap_err(), Error::DeviceMismatch { .. }));
+}
+
+/// sort and argsort on the device: stable, NaN last ascending and first descending, along any
+/// dim, equal to the CPU's values and indices.
+#[test]
+fn sort_and_argsort_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let v = vec![3.0f32, f32::NAN, -1.0, 3.0, 0.0, -1.0, 2.5, f32::NAN, 3.0, -7.0, 0.0, 1.0];
+    let base = Tensor::from_vec(v, &[3, 4]).unwrap();
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::BF16, ScalarType::I32, ScalarType::U8] {
+        let x = base.to(dtype).unwrap();
+        let g = x.cuda(0).unwrap();
+        for (dim, descending) in [(-1, false), (-1, true), (0, false), (0, true)] {
+            let what = format!("sort {dtype} dim {dim} descending {descending}");
+            let (gv, gi) = ops::sort(&g, dim, descending).unwrap();
+            let (cv, ci) = ops::sort(&x, dim, descending).unwrap();
+            assert_on_device_eq(&gv, &cv, &what);
+            assert_on_device_eq(&gi, &ci, &what);
+            assert_on_device_eq(&ops::argsort(&g, dim, descending).unwrap(), &ci, &what);
+        }
+    }
+    // Closed form: the stable ascending order of the first row [3, NaN, -1, 3].
+    let (_, i) = ops::sort(&base.cuda(0).unwrap(), -1, false).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap()[..4], [2, 0, 3, 1]);
+    // A zero-dim tensor and an empty one.
+    let s = Tensor::from_vec(vec![4.0f32], &[]).unwrap().cuda(0).unwrap();
+    let (sv, si) = ops::sort(&s, 0, false).unwrap();
+    assert_eq!((sv.device(), sv.dim(), si.item::<i64>().unwrap()), (GPU, 0, 0));
+    let (ev, _) = ops::sort(&ops::narrow(&base.cuda(0).unwrap(), 1, 0, 0).unwrap(), 1, false).unwrap();
+    assert_eq!((ev.device(), ev.sizes()), (GPU, &[3, 0][..]));
+}
+
+/// embedding, its dense gradient (padding_idx, scale_grad_by_freq) and one_hot on the device.
+#[test]
+fn embedding_and_one_hot_run_on_the_device_and_match_the_cpu() {
+    setup();
+    let w = sample(&[10, 4], ScalarType::F32, 2);
+    let idx = Tensor::from_vec(vec![1i64, 3, 3, 0, 9, 1, 3, 3], &[2, 4]).unwrap();
+    let (gw, gidx) = (w.cuda(0).unwrap(), idx.cuda(0).unwrap());
+    assert_on_device_eq(
+        &ops::embedding(&gw, &gidx, -1, false, false).unwrap(),
+        &ops::embedding(&w, &idx, -1, false, false).unwrap(),
+        "embedding",
+    );
+    let grad = sample(&[2, 4, 4], ScalarType::F32, 4);
+    let ggrad = grad.cuda(0).unwrap();
+    for (padding_idx, scale) in [(-1, false), (3, false), (1, true), (-1, true)] {
+        let what = format!("embedding_dense_backward padding {padding_idx} scale {scale}");
+        let got = ops::embedding_dense_backward(&ggrad, &gidx, 10, padding_idx, scale).unwrap();
+        let want = ops::embedding_dense_backward(&grad, &idx, 10, padding_idx, scale).unwrap();
+        assert_on_device_eq(&got, &want, &what);
+    }
+    // Closed form on the CPU: row 3 is looked up at positions 1, 2, 6, 7; scaled by 1/4.
+    let want = ops::embedding_dense_backward(&grad, &idx, 10, -1, true).unwrap();
+    let g = values(&grad);
+    let row3: Vec<f64> = (0..4).map(|c| [1, 2, 6, 7].iter().map(|p| g[p * 4 + c]).sum::<f64>() / 4.0).collect();
+    let got = values(&want);
+    for c in 0..4 {
+        assert!((got[12 + c] - row3[c]).abs() <= 1e-6 * row3[c].abs().max(1.0), "row 3 col {c}");
+    }
+    assert!(got[8..12].iter().all(|&x| x == 0.0), "row 2 was never looked up");
+    let classes = Tensor::from_vec(vec![2i64, 0, 5, 2], &[2, 2]).unwrap();
+    let gc = classes.cuda(0).unwrap();
+    for n in [-1, 7] {
+        assert_on_device_eq(&ops::one_hot(&gc, n).unwrap(), &ops::one_hot(&classes, n).unwrap(), "one_hot");
+    }
+    let e = ops::one_hot(&gc, 4).unwrap_err().to_string();
+    assert!(e.contains("Class values must be smaller than num_classes."), "{e}");
+}

@@ -401,13 +401,44 @@ fn falls_back(e: &c10::Error, device: Device) -> bool {
 /// Whether every tensor a meta run returned is a meta tensor (an operator that returns CPU
 /// tensors for meta inputs did not run on meta, whatever it returned).
 fn all_on_meta(values: &[IValue]) -> bool {
-    values.iter().all(|v| match v {
-        IValue::Tensor(t) => t.device().is_meta(),
-        IValue::TensorList(ts) => ts.iter().all(|t| t.device().is_meta()),
-        IValue::OptionalTensorList(ts) => ts.iter().flatten().all(|t| t.device().is_meta()),
-        IValue::Tuple(vs) => all_on_meta(vs),
-        _ => true,
+    misplaced(values, Device::META).is_none()
+}
+
+/// The device of the first returned tensor that is not on `device`, if any.
+///
+/// Note [Outputs on the device]: on a device other than meta, a call that returns a tensor
+/// elsewhere (a composite that computed on the host and returned CPU tensors for CUDA inputs)
+/// is a failed case, not a pass and not a fallback: PyTorch's operators return their results
+/// on their inputs' device, and a silent device change is a wrong answer. On meta such a call
+/// runs again on the CPU (meta has no values to compute from, Note [Meta loops]).
+pub(crate) fn misplaced(values: &[IValue], device: Device) -> Option<Device> {
+    values.iter().find_map(|v| match v {
+        IValue::Tensor(t) => (t.device() != device).then(|| t.device()),
+        IValue::TensorList(ts) => ts.iter().map(Tensor::device).find(|&d| d != device),
+        IValue::OptionalTensorList(ts) => ts.iter().flatten().map(Tensor::device).find(|&d| d != device),
+        IValue::Tuple(vs) => misplaced(vs, device),
+        _ => None,
     })
+}
+
+/// The error of a device run whose outputs are not all on `device` (Note [Outputs on the device]).
+/// A call without tensor arguments (a factory with no `device=`) makes CPU tensors, as PyTorch's.
+fn check_placement(values: &[IValue], args: &ResolvedArgs, device: Device) -> Result<(), String> {
+    let has_tensor = |v: &IValue| match v {
+        IValue::Tensor(_) => true,
+        IValue::TensorList(ts) => !ts.is_empty(),
+        IValue::OptionalTensorList(ts) => ts.iter().any(Option::is_some),
+        _ => false,
+    };
+    if !args.positional.iter().chain(args.kwargs.iter().map(|(_, v)| v)).any(has_tensor) {
+        return Ok(());
+    }
+    match misplaced(values, device) {
+        Some(other) if !device.is_meta() && !device.is_cpu() => {
+            Err(format!("the inputs were on {device}, but an output is on {other}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether a call on a device failed only because the device lacks a kernel (for the operator,
@@ -458,6 +489,9 @@ fn check_values(
             };
         }
         let returned = result.map_err(|e| e.to_string())?;
+        if *placement != Placement::Fallback {
+            check_placement(&returned, &resolved, device)?;
+        }
         if let Some(outputs) = &case.outputs {
             check_outputs(case, outputs, &returned, store)?;
         }
@@ -503,6 +537,9 @@ fn check_values(
         ));
     }
     let returned = flatten_returns(stack);
+    if *placement != Placement::Fallback {
+        check_placement(&returned, &resolved, device)?;
+    }
     if let Some(outputs) = &case.outputs {
         check_outputs(case, outputs, &returned, store)?;
     }

@@ -1978,133 +1978,133 @@ impl Tensor {
         crate::handles::count_nonzero_dim_intlist::call(self, dim)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
     #[inline]
     pub fn sort(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, -1, false)
     }
 
-    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1796)
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1800)
     #[inline]
     pub fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort::call(self, dim, descending)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1805)
     #[inline]
     pub fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, -1, false)
     }
 
-    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1801)
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1805)
     #[inline]
     pub fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::sort_stable::call(self, stable, dim, descending)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
     #[inline]
     pub fn argsort(&self) -> Result<Tensor> {
         crate::handles::argsort::call(self, -1, false)
     }
 
-    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1806)
+    /// `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
     #[inline]
     pub fn argsort_with(&self, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort::call(self, dim, descending)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1811)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
     #[inline]
     pub fn argsort_stable(&self, stable: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, -1, false)
     }
 
-    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1811)
+    /// `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
     #[inline]
     pub fn argsort_stable_with(&self, stable: bool, dim: i64, descending: bool) -> Result<Tensor> {
         crate::handles::argsort_stable::call(self, stable, dim, descending)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
     #[inline]
     pub fn topk(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, -1, true, true)
     }
 
-    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1816)
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1820)
     #[inline]
     pub fn topk_with(&self, k_: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::topk::call(self, k_, dim, largest, sorted)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1825)
     #[inline]
     pub fn kthvalue(&self, k_: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, -1, false)
     }
 
-    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1821)
+    /// `kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1825)
     #[inline]
     pub fn kthvalue_with(&self, k_: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::kthvalue::call(self, k_, dim, keepdim)
     }
 
-    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1826)
+    /// `median(Tensor self) -> Tensor` (aten/native_functions.yaml:1830)
     #[inline]
     pub fn median(&self) -> Result<Tensor> {
         crate::handles::median::call(self)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
     #[inline]
     pub fn median_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, false)
     }
 
-    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1831)
+    /// `median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1835)
     #[inline]
     pub fn median_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         crate::handles::median_dim::call(self, dim, keepdim)
     }
 
-    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1836)
+    /// `cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1840)
     #[inline]
     pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummax::call(self, dim)
     }
 
-    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1841)
+    /// `cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1845)
     #[inline]
     pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         crate::handles::cummin::call(self, dim)
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1850)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn norm(&self) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, Scalar::Int(2))
     }
 
-    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1850)
+    /// `norm.Scalar(Tensor self, Scalar p=2) -> Tensor` (aten/native_functions.yaml:1854)
     #[inline]
     pub fn norm_with(&self, p: Scalar) -> Result<Tensor> {
         crate::handles::norm_scalar::call(self, p)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1855)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1859)
     #[inline]
     pub fn norm_scalaropt_dim(&self, p: Option<Scalar>, dim: &[i64]) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, false)
     }
 
-    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1855)
+    /// `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1859)
     #[inline]
     pub fn norm_scalaropt_dim_with(&self, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dim::call(self, p, dim, keepdim)
     }
 
-    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1860)
+    /// `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
     #[inline]
     pub fn norm_scalaropt_dim_dtype(
         &self,
@@ -2116,517 +2116,517 @@ impl Tensor {
         crate::handles::norm_scalaropt_dim_dtype::call(self, p, dim, keepdim, dtype)
     }
 
-    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1865)
+    /// `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1869)
     #[inline]
     pub fn norm_scalaropt_dtype(&self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
         crate::handles::norm_scalaropt_dtype::call(self, p, dtype)
     }
 
-    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1873)
+    /// `mm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1877)
     #[inline]
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::mm::call(self, mat2)
     }
 
-    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1882)
+    /// `bmm(Tensor self, Tensor mat2) -> Tensor` (aten/native_functions.yaml:1886)
     #[inline]
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::bmm::call(self, mat2)
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
     #[inline]
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1891)
+    /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1895)
     #[inline]
     pub fn addmm_with(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addmm::call(self, mat1, mat2, beta, alpha)
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
     #[inline]
     pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1896)
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1900)
     #[inline]
     pub fn baddbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::baddbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1901)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1905)
     #[inline]
     pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, Scalar::Int(1), Scalar::Int(1))
     }
 
-    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1901)
+    /// `addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1905)
     #[inline]
     pub fn addbmm_with(&self, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
         crate::handles::addbmm::call(self, batch1, batch2, beta, alpha)
     }
 
-    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1906)
+    /// `mv(Tensor self, Tensor vec) -> Tensor` (aten/native_functions.yaml:1910)
     #[inline]
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
         crate::handles::mv::call(self, vec)
     }
 
-    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1911)
+    /// `dot(Tensor self, Tensor tensor) -> Tensor` (aten/native_functions.yaml:1915)
     #[inline]
     pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
         crate::handles::dot::call(self, tensor)
     }
 
-    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1916)
+    /// `vdot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1920)
     #[inline]
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::vdot::call(self, other)
     }
 
-    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1921)
+    /// `outer(Tensor self, Tensor vec2) -> Tensor` (aten/native_functions.yaml:1925)
     #[inline]
     pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
         crate::handles::outer::call(self, vec2)
     }
 
-    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1926)
+    /// `matmul(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:1930)
     #[inline]
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::matmul::call(self, other)
     }
 
-    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2209)
+    /// `erfinv(Tensor self) -> Tensor` (aten/native_functions.yaml:2213)
     #[inline]
     pub fn erfinv(&self) -> Result<Tensor> {
         crate::handles::erfinv::call(self)
     }
 
-    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2214)
+    /// `erfinv_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2218)
     #[inline]
     pub fn erfinv_(&self) -> Result<Tensor> {
         crate::handles::erfinv_::call(self)
     }
 
-    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2223)
+    /// `sgn(Tensor self) -> Tensor` (aten/native_functions.yaml:2227)
     #[inline]
     pub fn sgn(&self) -> Result<Tensor> {
         crate::handles::sgn::call(self)
     }
 
-    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2228)
+    /// `sgn_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2232)
     #[inline]
     pub fn sgn_(&self) -> Result<Tensor> {
         crate::handles::sgn_::call(self)
     }
 
-    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2237)
+    /// `square(Tensor self) -> Tensor` (aten/native_functions.yaml:2241)
     #[inline]
     pub fn square(&self) -> Result<Tensor> {
         crate::handles::square::call(self)
     }
 
-    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2242)
+    /// `square_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2246)
     #[inline]
     pub fn square_(&self) -> Result<Tensor> {
         crate::handles::square_::call(self)
     }
 
-    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2255)
+    /// `isinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2259)
     #[inline]
     pub fn isinf(&self) -> Result<Tensor> {
         crate::handles::isinf::call(self)
     }
 
-    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2260)
+    /// `isfinite(Tensor self) -> Tensor` (aten/native_functions.yaml:2264)
     #[inline]
     pub fn isfinite(&self) -> Result<Tensor> {
         crate::handles::isfinite::call(self)
     }
 
-    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2265)
+    /// `isposinf(Tensor self) -> Tensor` (aten/native_functions.yaml:2269)
     #[inline]
     pub fn isposinf(&self) -> Result<Tensor> {
         crate::handles::isposinf::call(self)
     }
 
-    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2274)
+    /// `isneginf(Tensor self) -> Tensor` (aten/native_functions.yaml:2278)
     #[inline]
     pub fn isneginf(&self) -> Result<Tensor> {
         crate::handles::isneginf::call(self)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2283)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2287)
     #[inline]
     pub fn nan_to_num(&self) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, None, None, None)
     }
 
-    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2283)
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (aten/native_functions.yaml:2287)
     #[inline]
     pub fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num::call(self, nan, posinf, neginf)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2292)
     #[inline]
     pub fn nan_to_num_(&self) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, None, None, None)
     }
 
-    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2288)
+    /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (aten/native_functions.yaml:2292)
     #[inline]
     pub fn nan_to_num_with_(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         crate::handles::nan_to_num_::call(self, nan, posinf, neginf)
     }
 
-    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2297)
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
     #[inline]
     pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals::call(self, decimals)
     }
 
-    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2302)
+    /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
     #[inline]
     pub fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
         crate::handles::round_decimals_::call(self, decimals)
     }
 
-    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2311)
+    /// `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2315)
     #[inline]
     pub fn bitwise_not(&self) -> Result<Tensor> {
         crate::handles::bitwise_not::call(self)
     }
 
-    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2316)
+    /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:2320)
     #[inline]
     pub fn bitwise_not_(&self) -> Result<Tensor> {
         crate::handles::bitwise_not_::call(self)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2329)
     #[inline]
     pub fn clamp_(&self) -> Result<Tensor> {
         crate::handles::clamp_::call(self, None, None)
     }
 
-    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2325)
+    /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2329)
     #[inline]
     pub fn clamp_with_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         crate::handles::clamp_::call(self, min, max)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2334)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2338)
     #[inline]
     pub fn clamp_tensor(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, None, None)
     }
 
-    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2334)
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (aten/native_functions.yaml:2338)
     #[inline]
     pub fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor::call(self, min, max)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2339)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2343)
     #[inline]
     pub fn clamp_tensor_(&self) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, None, None)
     }
 
-    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2339)
+    /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (aten/native_functions.yaml:2343)
     #[inline]
     pub fn clamp_tensor_with_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
         crate::handles::clamp_tensor_::call(self, min, max)
     }
 
-    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2348)
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor` (aten/native_functions.yaml:2352)
     #[inline]
     pub fn clamp_min(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min::call(self, min)
     }
 
-    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2353)
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (aten/native_functions.yaml:2357)
     #[inline]
     pub fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor::call(self, min)
     }
 
-    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2358)
+    /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (aten/native_functions.yaml:2362)
     #[inline]
     pub fn clamp_min_(&self, min: Scalar) -> Result<Tensor> {
         crate::handles::clamp_min_::call(self, min)
     }
 
-    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2363)
+    /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (aten/native_functions.yaml:2367)
     #[inline]
     pub fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_min_tensor_::call(self, min)
     }
 
-    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2376)
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor` (aten/native_functions.yaml:2380)
     #[inline]
     pub fn clamp_max(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max::call(self, max)
     }
 
-    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2381)
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (aten/native_functions.yaml:2385)
     #[inline]
     pub fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor::call(self, max)
     }
 
-    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2386)
+    /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (aten/native_functions.yaml:2390)
     #[inline]
     pub fn clamp_max_(&self, max: Scalar) -> Result<Tensor> {
         crate::handles::clamp_max_::call(self, max)
     }
 
-    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2391)
+    /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (aten/native_functions.yaml:2395)
     #[inline]
     pub fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
         crate::handles::clamp_max_tensor_::call(self, max)
     }
 
-    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2436)
+    /// `prelu(Tensor self, Tensor weight) -> Tensor` (aten/native_functions.yaml:2440)
     #[inline]
     pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
         crate::handles::prelu::call(self, weight)
     }
 
-    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2449)
+    /// `fmax(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2453)
     #[inline]
     pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmax::call(self, other)
     }
 
-    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2458)
+    /// `fmin(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2462)
     #[inline]
     pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::fmin::call(self, other)
     }
 
-    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2467)
+    /// `hypot(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2471)
     #[inline]
     pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot::call(self, other)
     }
 
-    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2472)
+    /// `hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2476)
     #[inline]
     pub fn hypot_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::hypot_::call(self, other)
     }
 
-    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2481)
+    /// `copysign.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2485)
     #[inline]
     pub fn copysign(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor::call(self, other)
     }
 
-    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2486)
+    /// `copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2490)
     #[inline]
     pub fn copysign_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::copysign_tensor_::call(self, other)
     }
 
-    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2495)
+    /// `copysign.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2499)
     #[inline]
     pub fn copysign_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar::call(self, other)
     }
 
-    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2500)
+    /// `copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2504)
     #[inline]
     pub fn copysign_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::copysign_scalar_::call(self, other)
     }
 
-    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2505)
+    /// `floor_divide(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2509)
     #[inline]
     pub fn floor_divide(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide::call(self, other)
     }
 
-    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2510)
+    /// `floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2514)
     #[inline]
     pub fn floor_divide_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::floor_divide_tensor_::call(self, other)
     }
 
-    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2519)
+    /// `floor_divide.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2523)
     #[inline]
     pub fn floor_divide_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar::call(self, other)
     }
 
-    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2524)
+    /// `floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2528)
     #[inline]
     pub fn floor_divide_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::floor_divide_scalar_::call(self, other)
     }
 
-    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2529)
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2533)
     #[inline]
     pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor::call(self, other)
     }
 
-    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2534)
+    /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2538)
     #[inline]
     pub fn bitwise_and_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar::call(self, other)
     }
 
-    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2543)
+    /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2547)
     #[inline]
     pub fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_and_tensor_::call(self, other)
     }
 
-    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2548)
+    /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2552)
     #[inline]
     pub fn bitwise_and_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_and_scalar_::call(self, other)
     }
 
-    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2557)
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2561)
     #[inline]
     pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor::call(self, other)
     }
 
-    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2562)
+    /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2566)
     #[inline]
     pub fn bitwise_or_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar::call(self, other)
     }
 
-    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2571)
+    /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2575)
     #[inline]
     pub fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_or_tensor_::call(self, other)
     }
 
-    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2576)
+    /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2580)
     #[inline]
     pub fn bitwise_or_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_or_scalar_::call(self, other)
     }
 
-    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2585)
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2589)
     #[inline]
     pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor::call(self, other)
     }
 
-    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2590)
+    /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2594)
     #[inline]
     pub fn bitwise_xor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar::call(self, other)
     }
 
-    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2599)
+    /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2603)
     #[inline]
     pub fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_xor_tensor_::call(self, other)
     }
 
-    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2604)
+    /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2608)
     #[inline]
     pub fn bitwise_xor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_xor_scalar_::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2613)
+    /// `bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2617)
     #[inline]
     pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2618)
+    /// `bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2622)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2627)
+    /// `bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2631)
     #[inline]
     pub fn bitwise_left_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2632)
+    /// `bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2636)
     #[inline]
     pub fn bitwise_left_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_left_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2645)
+    /// `bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2649)
     #[inline]
     pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor::call(self, other)
     }
 
-    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2650)
+    /// `bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor` (aten/native_functions.yaml:2654)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2659)
+    /// `bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (aten/native_functions.yaml:2663)
     #[inline]
     pub fn bitwise_right_shift_(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_::call(self, other)
     }
 
-    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2664)
+    /// `bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (aten/native_functions.yaml:2668)
     #[inline]
     pub fn bitwise_right_shift_tensor_scalar_(&self, other: Scalar) -> Result<Tensor> {
         crate::handles::bitwise_right_shift_tensor_scalar_::call(self, other)
     }
 
-    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2677)
+    /// `logical_or(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2681)
     #[inline]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_or::call(self, other)
     }
 
-    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2682)
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:2686)
     #[inline]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::logical_xor::call(self, other)
     }
 
-    /// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2796)
+    /// `real(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2800)
     #[inline]
     pub fn real(&self) -> Result<Tensor> {
         crate::handles::real::call(self)
     }
 
-    /// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2801)
+    /// `imag(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2805)
     #[inline]
     pub fn imag(&self) -> Result<Tensor> {
         crate::handles::imag::call(self)
     }
 
-    /// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2806)
+    /// `conj(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:2810)
     #[inline]
     pub fn conj(&self) -> Result<Tensor> {
         crate::handles::conj::call(self)
     }
 
-    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2829)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2833)
     #[inline]
     pub fn stft(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::stft::call(self, n_fft, None, None, None, false, None, None, None)
     }
 
-    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2829)
+    /// `stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2833)
     #[inline]
     pub fn stft_with(
         &self,
@@ -2652,13 +2652,13 @@ impl Tensor {
         )
     }
 
-    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2834)
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2838)
     #[inline]
     pub fn stft_center(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::stft_center::call(self, n_fft, None, None, None, true, "reflect", false, None, None, None)
     }
 
-    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2834)
+    /// `stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor` (aten/native_functions.yaml:2838)
     #[inline]
     pub fn stft_center_with(
         &self,
@@ -2688,13 +2688,13 @@ impl Tensor {
         )
     }
 
-    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2839)
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2843)
     #[inline]
     pub fn istft(&self, n_fft: i64) -> Result<Tensor> {
         crate::handles::istft::call(self, n_fft, None, None, None, true, false, None, None, false)
     }
 
-    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2839)
+    /// `istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor` (aten/native_functions.yaml:2843)
     #[inline]
     pub fn istft_with(
         &self,
@@ -2722,79 +2722,79 @@ impl Tensor {
         )
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3885)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3889)
     #[inline]
     pub fn cauchy_(&self) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, 0.0, 1.0, None)
     }
 
-    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3885)
+    /// `cauchy_(Tensor(a!) self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3889)
     #[inline]
     pub fn cauchy_with_(&self, median: f64, sigma: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::cauchy_::call(self, median, sigma, generator)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3890)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3894)
     #[inline]
     pub fn geometric_(&self, p: f64) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, None)
     }
 
-    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3890)
+    /// `geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3894)
     #[inline]
     pub fn geometric_with_(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::geometric_::call(self, p, generator)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3895)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3899)
     #[inline]
     pub fn log_normal_(&self) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, 1.0, 2.0, None)
     }
 
-    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3895)
+    /// `log_normal_(Tensor(a!) self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:3899)
     #[inline]
     pub fn log_normal_with_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
         crate::handles::log_normal_::call(self, mean, std, generator)
     }
 
-    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3918)
+    /// `nextafter(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3922)
     #[inline]
     pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::nextafter::call(self, other)
     }
 
-    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3923)
+    /// `frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)` (aten/native_functions.yaml:3927)
     #[inline]
     pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
         crate::handles::frexp_tensor::call(self)
     }
 
-    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3928)
+    /// `igamma(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3932)
     #[inline]
     pub fn igamma(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igamma::call(self, other)
     }
 
-    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3933)
+    /// `igammac(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3937)
     #[inline]
     pub fn igammac(&self, other: &Tensor) -> Result<Tensor> {
         crate::handles::igammac::call(self, other)
     }
 
-    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3945)
+    /// `equal(Tensor self, Tensor other) -> bool` (aten/native_functions.yaml:3949)
     #[inline]
     pub fn equal(&self, other: &Tensor) -> Result<bool> {
         crate::handles::equal::call(self, other)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3950)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3954)
     #[inline]
     pub fn allclose(&self, other: &Tensor) -> Result<bool> {
         crate::handles::allclose::call(self, other, 1e-5, 1e-8, false)
     }
 
-    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3950)
+    /// `allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool` (aten/native_functions.yaml:3954)
     #[inline]
     pub fn allclose_with(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
         crate::handles::allclose::call(self, other, rtol, atol, equal_nan)

@@ -379,6 +379,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::count_nonzero::SCHEMA).expect("generated schema parses");
     d.def(handles::count_nonzero_dim_intlist::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding::SCHEMA).expect("generated schema parses");
+    d.def(handles::embedding_dense_backward::SCHEMA).expect("generated schema parses");
     d.def(handles::one_hot::SCHEMA).expect("generated schema parses");
     d.def(handles::sort::SCHEMA).expect("generated schema parses");
     d.def(handles::sort_stable::SCHEMA).expect("generated schema parses");
@@ -6801,6 +6802,22 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::count_nonzero_dim_intlist::kernel(|_ks, self_, dim| {
             crate::native::indexing::count_nonzero_dim_intlist(self_, dim)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::embedding_dense_backward::NAME,
+        DispatchKey::CPU,
+        handles::embedding_dense_backward::kernel(
+            |_ks, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq| {
+                crate::native::indexing::embedding_dense_backward(
+                    grad_output,
+                    indices,
+                    num_weights,
+                    padding_idx,
+                    scale_grad_by_freq,
+                )
+            },
+        ),
     )
     .expect("generated registration");
     d.register_kernel(

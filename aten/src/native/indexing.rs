@@ -8,7 +8,7 @@
 //! out tensor's shape and dtype (out tensors are not resized).
 
 use c10::tensor_impl::contiguous_strides;
-use c10::{Error, Result, Scalar, ScalarType};
+use c10::{Error, MemoryFormat, Result, Scalar, ScalarType};
 
 use crate::native::copy::copy_into;
 use crate::native::cpu::gather::{
@@ -57,6 +57,9 @@ fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
     if index.dim() > 1 {
         return Err(Error::invalid(op, "index_select(): Index is supposed to be a vector"));
     }
+    if !self_.device().is_cpu() {
+        return index_select_on_device(self_, dim, index);
+    }
     let idx = index_values(
         op,
         index,
@@ -82,6 +85,51 @@ fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
     maps[d] = map;
     let pos: Vec<usize> = separable_index(&sizes, &maps)?.into_iter().flatten().collect();
     take_all(self_, &pos, &out_sizes)
+}
+
+/// `index_select` on a device other than the CPU (Note [Device gathers]): the same checks,
+/// the index's range checked from its minimum and maximum (two numbers copied to the host, as
+/// PyTorch's CUDA kernel checks on the device), then the index itself is the gather map of `dim`.
+fn index_select_on_device(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let op = "index_select";
+    if index.device() != self_.device() {
+        return Err(Error::DeviceMismatch {
+            op: op.into(),
+            a: self_.device().to_string(),
+            b: index.device().to_string(),
+        });
+    }
+    if !matches!(index.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(
+            op,
+            format!("index_select(): Expected dtype int32 or int64 for index, but got {}", index.dtype().cpp_name()),
+        ));
+    }
+    let d = wrap_dim(op, dim, self_.dim())?;
+    let sizes = nonempty_sizes(self_);
+    let n = index.numel();
+    if self_.dim() == 0 && n != 1 {
+        return Err(Error::invalid(op, "index_select(): Index to scalar can have only 1 value"));
+    }
+    if n > 0 && !index.device().is_meta() {
+        for extreme in [crate::ops::amin(index, &[], false)?, crate::ops::amax(index, &[], false)?] {
+            check_index(op, extreme.item::<i64>()?, d, sizes[d], false)?;
+        }
+    }
+    let mut out_sizes = sizes.clone();
+    out_sizes[d] = n;
+    if self_.dim() == 0 {
+        out_sizes.clear();
+    }
+    let map =
+        crate::ops::contiguous(&crate::ops::reshape(&index.to(ScalarType::I64)?, &[-1])?, MemoryFormat::Contiguous)?;
+    let src = crate::ops::reshape(self_, &sizes)?;
+    let mut offsets = vec![None; sizes.len()];
+    offsets[d] = Some(0);
+    // The loop's output has the source's rank: a zero-dim source reads through a one-element view.
+    let gather_sizes = if self_.dim() == 0 { vec![1] } else { out_sizes.clone() };
+    let out = crate::native::shape_ops::gather_on_device(op, &src, &gather_sizes, &map, &offsets, Scalar::Int(0))?;
+    crate::ops::view(&out, &out_sizes)
 }
 
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
@@ -857,10 +905,171 @@ pub fn embedding(
     crate::ops::view(&rows, &shape)
 }
 
+/// `embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor`
+///
+/// The gradient of an embedding table: row `i` is the sum of the gradient rows of the positions
+/// that looked up `i` (none for `padding_idx`), each sum divided by `i`'s count in the batch
+/// with `scale_grad_by_freq`. The positions are grouped by index on the host (the indices are
+/// small next to the gradient) and summed in position order, in `float` for the 32- and 16-bit
+/// floats and `double` for `float64`, on the CPU and on a device alike (Note [Deterministic
+/// embedding backward] in kernels-cuda): the same numbers on both, on every run.
+pub fn embedding_dense_backward(
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let op = "embedding_dense_backward";
+    if !matches!(indices.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                indices.dtype().cpp_name()
+            ),
+        ));
+    }
+    let dtype = grad_output.dtype();
+    if !dtype.is_floating_point() {
+        return Err(Error::UnsupportedDtype { op: op.into(), dtype });
+    }
+    if grad_output.device() != indices.device() {
+        return Err(Error::DeviceMismatch {
+            op: op.into(),
+            a: grad_output.device().to_string(),
+            b: indices.device().to_string(),
+        });
+    }
+    if num_weights < 0 {
+        return Err(Error::invalid(op, format!("num_weights must be non-negative, got {num_weights}")));
+    }
+    let n = indices.numel();
+    let cols = match grad_output.dim() {
+        0 => 1,
+        d => grad_output.sizes()[d - 1],
+    };
+    let mut want = indices.sizes().to_vec();
+    want.push(cols);
+    if grad_output.sizes() != want.as_slice() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "grad_output of shape {:?} does not match indices of shape {:?}",
+                grad_output.sizes(),
+                indices.sizes()
+            ),
+        ));
+    }
+    let idx = indices.to_vec::<i64>()?;
+    for &i in &idx {
+        check_index(op, i, 0, num_weights, false)?;
+    }
+    // Positions grouped by index (a stable sort keeps each group in position order).
+    let mut order: Vec<i64> = c10::size::try_vec(idx.len())?;
+    order.extend((0..n).filter(|&p| idx[p as usize] != padding_idx));
+    order.sort_by_key(|&p| idx[p as usize]);
+    let mut starts: Vec<i64> = vec![0];
+    let mut rows: Vec<i64> = Vec::new();
+    for (k, &p) in order.iter().enumerate() {
+        let i = idx[p as usize];
+        if rows.last() != Some(&i) {
+            if k > 0 {
+                starts.push(k as i64);
+            }
+            rows.push(i);
+        }
+    }
+    starts.push(order.len() as i64);
+    if rows.is_empty() {
+        starts.truncate(1);
+    }
+    let grad = crate::ops::contiguous(&crate::ops::reshape(grad_output, &[n, cols])?, MemoryFormat::Contiguous)?;
+    if !grad.device().is_cpu() {
+        let device = grad.device();
+        let out = crate::ops::zeros(&[num_weights, cols], Some(dtype), None, Some(device), None)?;
+        if !rows.is_empty() && cols > 0 {
+            let up = |v: Vec<i64>| {
+                let len = v.len() as i64;
+                crate::native::shape_ops::to_device(&Tensor::from_vec(v, &[len])?, device)
+            };
+            let (order, starts, rows) = (up(order)?, up(starts)?, up(rows)?);
+            crate::native::stub::run_embedding_backward(&out, &grad, &order, &starts, &rows, scale_grad_by_freq)?;
+        }
+        return Ok(out);
+    }
+    // The sums as the device computes them: rounded to f32 after every step unless float64.
+    let round = |x: f64| if dtype == ScalarType::F64 { x } else { x as f32 as f64 };
+    let g = grad.to_vec::<f64>()?;
+    let total = (num_weights as usize)
+        .checked_mul(cols as usize)
+        .ok_or_else(|| Error::invalid(op, "numel: integer multiplication overflow"))?;
+    let mut out = c10::size::try_vec_filled(0f64, total)?;
+    let cols = cols as usize;
+    for (w, &row) in rows.iter().enumerate() {
+        let group = &order[starts[w] as usize..starts[w + 1] as usize];
+        for c in 0..cols {
+            let mut acc = 0f64;
+            for &p in group {
+                acc = round(acc + g[p as usize * cols + c]);
+            }
+            if scale_grad_by_freq {
+                acc = round(acc / group.len() as f64);
+            }
+            out[row as usize * cols + c] = acc;
+        }
+    }
+    Tensor::from_vec(out, &[num_weights, cols as i64])?.to(dtype)
+}
+
+/// `one_hot` on a device other than the CPU, from device operators: the checks read the
+/// minimum and maximum (two numbers copied to the host, as PyTorch's CUDA `one_hot` does),
+/// then `self.unsqueeze(-1) == arange(classes)` as int64, computed on the device.
+fn one_hot_on_device(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    let op = "one_hot";
+    if num_classes < -1 {
+        return Err(Error::invalid(op, "num_classes should be positive"));
+    }
+    let (lo, hi) = if self_.numel() > 0 && !self_.device().is_meta() {
+        let lo = crate::ops::amin(self_, &[], false)?.item::<i64>()?;
+        (Some(lo), Some(crate::ops::amax(self_, &[], false)?.item::<i64>()?))
+    } else {
+        (None, None)
+    };
+    if lo.is_some_and(|lo| lo < 0) {
+        return Err(Error::invalid(op, "Class values must be non-negative."));
+    }
+    let classes = if num_classes == -1 {
+        match hi {
+            Some(m) => m.checked_add(1).ok_or_else(|| Error::shape(op, "numel: integer multiplication overflow"))?,
+            None if self_.numel() == 0 => {
+                return Err(Error::invalid(op, "Can not infer total number of classes from empty tensor."))
+            }
+            None => {
+                return Err(Error::NotImplemented {
+                    op: op.into(),
+                    msg: "inferring num_classes needs the values".into(),
+                })
+            }
+        }
+    } else {
+        if hi.is_some_and(|hi| hi >= num_classes) {
+            return Err(Error::invalid(op, "Class values must be smaller than num_classes."));
+        }
+        num_classes
+    };
+    let range = crate::ops::arange(Scalar::Int(classes), Some(ScalarType::I64), None, Some(self_.device()), None)?;
+    let hits = crate::ops::eq(&crate::ops::unsqueeze(self_, -1)?, &range)?;
+    hits.to(ScalarType::I64)
+}
+
 /// `one_hot(Tensor self, int num_classes=-1) -> Tensor`
 pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     if self_.dtype() != ScalarType::I64 {
         return Err(Error::invalid("one_hot", "one_hot is only applicable to index tensor of type LongTensor."));
+    }
+    if !self_.device().is_cpu() {
+        return one_hot_on_device(self_, num_classes);
     }
     let v = self_.to_vec::<i64>()?;
     if v.iter().any(|&x| x < 0) {

@@ -6,15 +6,64 @@
 
 use c10::{Error, Result, Scalar};
 
-use crate::native::cpu::gather::{dim_map, identity_map, separable_index, take_flat, zeros_of};
+use crate::native::cpu::gather::{dim_map, identity_map, separable_index, take_flat};
 use crate::native::join::write_out;
+use crate::native::stub;
 use crate::{wrap_dim, Tensor};
 
 /// `t`'s elements read through per-dimension maps (output dim `d` has `maps[d].len()` entries),
-/// with `fill` where a map has no source.
+/// with `fill` where a map has no source, on `t`'s device.
+///
+/// Note [Device gathers]: flip, roll, repeat, padding, rot90, diag_embed's source and
+/// index_select (and so embedding) move elements through one index map per dimension. On the
+/// CPU the gather runs on the host ([`take_flat`]). On another device the maps (a few integers
+/// per output row or column, not per element) are copied there and the backend's gather loop
+/// ([`stub::run_remap`]) moves the elements, so the result lives on the input's device and its
+/// memory is never read on the host. A device without that loop fails with an error naming it.
 fn remap(t: &Tensor, maps: &[Vec<Option<i64>>], fill: Scalar) -> Result<Tensor> {
     let sizes: Vec<i64> = maps.iter().map(|m| m.len() as i64).collect();
-    take_flat(t, &separable_index(t.sizes(), maps)?, &sizes, fill)
+    if t.device().is_cpu() {
+        return take_flat(t, &separable_index(t.sizes(), maps)?, &sizes, fill);
+    }
+    let total: usize = maps.iter().map(Vec::len).sum();
+    let mut flat: Vec<i64> = c10::size::try_vec(total)?;
+    let mut offsets = Vec::with_capacity(maps.len());
+    for m in maps {
+        offsets.push(Some(flat.len() as i64));
+        flat.extend(m.iter().map(|s| s.unwrap_or(-1)));
+    }
+    let maps = to_device(&Tensor::from_vec(flat, &[total as i64])?, t.device())?;
+    gather_on_device("remap", t, &sizes, &maps, &offsets, fill)
+}
+
+/// `t` on `device` (a copy through the device's copy kernel, or `t` itself when it is there).
+pub(crate) fn to_device(t: &Tensor, device: c10::Device) -> Result<Tensor> {
+    if t.device() == device {
+        return Ok(t.clone());
+    }
+    crate::ops::_to_copy(t, None, None, Some(device), None, false, None)
+}
+
+/// A new contiguous tensor of `sizes` on `src`'s device gathered from `src` through `maps`, an
+/// int64 tensor on that device (see [`stub::RemapLoop`]): Note [Device gathers].
+pub(crate) fn gather_on_device(
+    op: &str,
+    src: &Tensor,
+    sizes: &[i64],
+    maps: &Tensor,
+    map_offsets: &[Option<i64>],
+    fill: Scalar,
+) -> Result<Tensor> {
+    let out = Tensor::empty_uninit(sizes, src.dtype(), src.device())?;
+    if out.numel() > 0 {
+        stub::run_remap(op, &out, src, maps, map_offsets, fill)?;
+    }
+    Ok(out)
+}
+
+/// A new tensor of zeros of `sizes` with `like`'s dtype, on `like`'s device.
+fn zeros_on(like: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    crate::ops::zeros(sizes, Some(like.dtype()), None, Some(like.device()), None)
 }
 
 /// The identity map of every dimension of `t`. The maps are as long as the dimensions, which
@@ -52,7 +101,7 @@ pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         .map(|(&n, &r)| n.checked_mul(r).ok_or_else(|| size_overflow("repeat")))
         .collect::<Result<_>>()?;
     if c10::size::numel("repeat", &out)? == 0 {
-        return zeros_of(&out, self_.dtype());
+        return zeros_on(self_, &out);
     }
     let maps: Vec<Vec<Option<i64>>> =
         padded.iter().zip(&out).map(|(&n, &o)| dim_map(o, |o| Some(o % n))).collect::<Result<_>>()?;
@@ -116,7 +165,7 @@ fn repeat_interleave_impl(t: &Tensor, repeats: &[i64], dim: Option<i64>, output_
         // No positions to map: `[0, 4]` repeated 2^40 times along dim 1 is an empty `[0, 2^42]`.
         let mut out = src.sizes().to_vec();
         out[d] = total;
-        return zeros_of(&out, src.dtype());
+        return zeros_on(&src, &out);
     }
     let mut maps = identity_maps(&src)?;
     maps[d] = interleave_map(src.sizes()[d], repeats, total)?;
@@ -203,7 +252,7 @@ fn wrap_unique(op: &str, dims: &[i64], n: usize) -> Result<Vec<usize>> {
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let flipped = wrap_unique("flip", dims, self_.dim())?;
     if self_.numel() == 0 {
-        return zeros_of(self_.sizes(), self_.dtype());
+        return zeros_on(self_, self_.sizes());
     }
     let mut maps = identity_maps(self_)?;
     for d in flipped {
@@ -238,7 +287,7 @@ pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         for &d in dims {
             wrap_dim("roll", d, self_.dim())?;
         }
-        return zeros_of(self_.sizes(), self_.dtype());
+        return zeros_on(self_, self_.sizes());
     }
     let mut maps = identity_maps(self_)?;
     for (&s, &d) in shifts.iter().zip(dims) {
@@ -345,7 +394,7 @@ pub fn diag(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
                 .checked_abs()
                 .and_then(|a| self_.sizes()[0].checked_add(a))
                 .ok_or_else(|| size_overflow("diag"))?;
-            let out = zeros_of(&[n, n], self_.dtype())?;
+            let out = zeros_on(self_, &[n, n])?;
             let d = crate::native::shape::diagonal(&out, diagonal, 0, 1)?;
             crate::native::copy::copy_into(&d, self_)?;
             Ok(out)
@@ -373,7 +422,7 @@ pub fn diag_embed(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<T
     for i in 0..n {
         shape.push(if i == d1 || i == d2 { m } else { rest.remove(0) });
     }
-    let out = zeros_of(&shape, self_.dtype())?;
+    let out = zeros_on(self_, &shape)?;
     let d = crate::native::shape::diagonal(&out, offset, d1 as i64, d2 as i64)?;
     crate::native::copy::copy_into(&d, self_)?;
     Ok(out)
@@ -538,7 +587,7 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
     for (k, idx) in sources.into_iter().enumerate() {
         let d = n - 1 - k;
         let len = idx.len() as i64;
-        out = crate::ops::index_select(&out, d as i64, &Tensor::from_vec(idx, &[len])?)?;
+        out = crate::ops::index_select(&out, d as i64, &to_device(&Tensor::from_vec(idx, &[len])?, self_.device())?)?;
     }
     Ok(out)
 }
@@ -567,7 +616,7 @@ pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Ten
         out_sizes[d] = out;
     }
     if c10::size::numel("constant_pad_nd", &out_sizes)? == 0 {
-        return zeros_of(&out_sizes, self_.dtype());
+        return zeros_on(self_, &out_sizes);
     }
     let mut maps = identity_maps(self_)?;
     for k in 0..pad.len() / 2 {

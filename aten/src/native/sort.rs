@@ -7,9 +7,10 @@
 
 use std::cmp::Ordering;
 
-use c10::{Element, Error, Result};
+use c10::{Element, Error, MemoryFormat, Result, ScalarType};
 
 use crate::native::cpu::gather::cmp_nan_last;
+use crate::native::stub;
 use crate::{wrap_dim, Tensor};
 
 /// The lines of `t` along `dim`: `t` with `dim` swapped last (as a row-major `Vec`), the line
@@ -84,6 +85,9 @@ fn line_order<T: PartialOrd>(line: &[T], descending: bool) -> Vec<usize> {
 
 /// Values and indices of the first `k` elements of each line in sorted order.
 fn sorted_prefix(op: &str, t: &Tensor, dim: i64, descending: bool, k: Option<usize>) -> Result<(Tensor, Tensor)> {
+    if !t.device().is_cpu() {
+        return sorted_prefix_on_device(op, t, dim, descending, k);
+    }
     c10::dispatch_all_types!(t.dtype(), T => {
         let l = lines::<T>(op, t, dim)?;
         let k = k.unwrap_or(l.len);
@@ -99,6 +103,40 @@ fn sorted_prefix(op: &str, t: &Tensor, dim: i64, descending: bool, k: Option<usi
         }
         Ok((l.assemble(vals, Some(k), false)?, l.assemble(idx, Some(k), false)?))
     })
+}
+
+/// [`sorted_prefix`] on a device other than the CPU: the lines are made the contiguous last
+/// dim, the device's sort loop ([`stub::run_sort`]) sorts every line there, and the results go
+/// back to the input's dim order (contiguous, as the CPU's), narrowed to `k`.
+fn sorted_prefix_on_device(
+    op: &str,
+    t: &Tensor,
+    dim: i64,
+    descending: bool,
+    k: Option<usize>,
+) -> Result<(Tensor, Tensor)> {
+    let d = wrap_dim(op, dim, t.dim())? as i64;
+    let src = if t.dim() == 0 { crate::ops::reshape(t, &[1])? } else { t.clone() };
+    let last = src.dim() as i64 - 1;
+    let lines = crate::ops::contiguous(&crate::ops::transpose(&src, d, last)?, MemoryFormat::Contiguous)?;
+    let values = Tensor::empty_uninit(lines.sizes(), lines.dtype(), lines.device())?;
+    let indices = Tensor::empty_uninit(lines.sizes(), ScalarType::I64, lines.device())?;
+    if lines.numel() > 0 {
+        stub::run_sort(op, &values, &indices, &lines, descending)?;
+    }
+    let back = |x: &Tensor| -> Result<Tensor> {
+        let mut x = crate::ops::transpose(x, d, last)?;
+        if let Some(k) = k {
+            x = crate::ops::narrow(&x, d, 0, k as i64)?;
+        }
+        let x = crate::ops::contiguous(&x, MemoryFormat::Contiguous)?;
+        if t.dim() == 0 {
+            crate::ops::reshape(&x, &[])
+        } else {
+            Ok(x)
+        }
+    };
+    Ok((back(&values)?, back(&indices)?))
 }
 
 /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`

@@ -77,10 +77,41 @@ pub type GemmLoop = fn(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: O
 pub type RandomLoop =
     fn(kernel: &'static str, iter: &TensorIterator<'_>, generator: &Generator, params: &[Scalar]) -> Result<()>;
 
+/// A gather's loop on one device type (Note [Device gathers] in `native::shape_ops`): fills the
+/// contiguous `out` with elements of `src`, output coordinate `c` of dim `d` reading source
+/// coordinate `maps[map_offsets[d] + c]` (a negative one: `fill`) where `map_offsets[d]` is
+/// `Some`, and `c` itself otherwise. `maps` is an int64 tensor on `out`'s device; `src` has
+/// `out`'s dtype and device and as many dims.
+pub type RemapLoop =
+    fn(out: &Tensor, src: &Tensor, maps: &Tensor, map_offsets: &[Option<i64>], fill: Scalar) -> Result<()>;
+
+/// A sort's loop on one device type: sorts every line of the contiguous `[lines, n]` `input`
+/// stably (NaN above every number, as `torch.sort` orders it) into the contiguous `values`
+/// (the input's dtype) and int64 `indices` of the same shape.
+pub type SortLoop = fn(values: &Tensor, indices: &Tensor, input: &Tensor, descending: bool) -> Result<()>;
+
+/// The dense gradient of `embedding` on one device type (Note [Deterministic embedding
+/// backward] in `kernels-cuda`): `grad_weight` (contiguous `[num_weights, cols]`, zeros) gets,
+/// for each group `g`, the sum of the rows `order[starts[g]..starts[g + 1]]` of `grad`
+/// (contiguous `[positions, cols]`) in that order, written to row `rows[g]`; divided by the
+/// group's size with `scale_by_freq`. `order`, `starts` and `rows` are int64 tensors on the
+/// device.
+pub type EmbeddingBackwardLoop = fn(
+    grad_weight: &Tensor,
+    grad: &Tensor,
+    order: &Tensor,
+    starts: &Tensor,
+    rows: &Tensor,
+    scale_by_freq: bool,
+) -> Result<()>;
+
 static ELEMENTWISE: Loops<DeviceLoop> = Loops::new();
 static REDUCTIONS: Loops<ReduceLoop> = Loops::new();
 static GEMMS: Loops<GemmLoop> = Loops::new();
 static RANDOM: Loops<RandomLoop> = Loops::new();
+static REMAPS: Loops<RemapLoop> = Loops::new();
+static SORTS: Loops<SortLoop> = Loops::new();
+static EMBEDDING_BACKWARDS: Loops<EmbeddingBackwardLoop> = Loops::new();
 
 /// Registers `f` as the loop of `kernel` on devices of type `ty` (a later registration of the
 /// same pair replaces the earlier one).
@@ -149,4 +180,66 @@ pub fn run_random(
         return Ok(()); // Note [Meta loops]
     }
     RANDOM.get(iter.op(), kernel, iter.device().ty, iter.output_dtype())?(kernel, iter, generator, params)
+}
+
+/// Registers the gather loop of devices of type `ty` (see [`RemapLoop`]).
+pub fn register_remap(ty: DeviceType, f: RemapLoop) {
+    REMAPS.insert("remap", ty, f);
+}
+
+/// Runs the gather loop for `out`'s device (see [`RemapLoop`]).
+pub fn run_remap(
+    op: &str,
+    out: &Tensor,
+    src: &Tensor,
+    maps: &Tensor,
+    map_offsets: &[Option<i64>],
+    fill: Scalar,
+) -> Result<()> {
+    if out.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
+    REMAPS.get(op, "remap", out.device().ty, out.dtype())?(out, src, maps, map_offsets, fill)
+}
+
+/// Registers the sort loop of devices of type `ty` (see [`SortLoop`]).
+pub fn register_sort(ty: DeviceType, f: SortLoop) {
+    SORTS.insert("sort", ty, f);
+}
+
+/// Runs the sort loop for `input`'s device (see [`SortLoop`]).
+pub fn run_sort(op: &str, values: &Tensor, indices: &Tensor, input: &Tensor, descending: bool) -> Result<()> {
+    if input.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
+    SORTS.get(op, "sort", input.device().ty, input.dtype())?(values, indices, input, descending)
+}
+
+/// Registers the embedding gradient loop of devices of type `ty` (see
+/// [`EmbeddingBackwardLoop`]).
+pub fn register_embedding_backward(ty: DeviceType, f: EmbeddingBackwardLoop) {
+    EMBEDDING_BACKWARDS.insert("embedding_backward", ty, f);
+}
+
+/// Runs the embedding gradient loop for `grad_weight`'s device (see [`EmbeddingBackwardLoop`]).
+pub fn run_embedding_backward(
+    grad_weight: &Tensor,
+    grad: &Tensor,
+    order: &Tensor,
+    starts: &Tensor,
+    rows: &Tensor,
+    scale_by_freq: bool,
+) -> Result<()> {
+    if grad_weight.device().is_meta() {
+        return Ok(()); // Note [Meta loops]
+    }
+    let ty = grad_weight.device().ty;
+    EMBEDDING_BACKWARDS.get("embedding_dense_backward", "embedding_backward", ty, grad_weight.dtype())?(
+        grad_weight,
+        grad,
+        order,
+        starts,
+        rows,
+        scale_by_freq,
+    )
 }

@@ -4203,6 +4203,7 @@ pub(crate) fn embedding(
             weight_sizes: weight.sizes().to_vec(),
             indices: SavedVariable::new(indices)?,
             padding_idx: padding_idx,
+            scale_grad_by_freq: scale_grad_by_freq,
         }))
     } else {
         None
@@ -4224,7 +4225,46 @@ pub(crate) fn embedding(
     Ok(result_)
 }
 
-/// Autograd kernel of `mm` (autograd/derivatives.yaml:384).
+/// Autograd kernel of `embedding_dense_backward` (autograd/derivatives.yaml:384).
+pub(crate) fn embedding_dense_backward(
+    ks: DispatchKeySet,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(grad_output)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(EmbeddingDenseBackwardBackward0 {
+            core,
+            indices: SavedVariable::new(indices)?,
+            padding_idx: padding_idx,
+            scale_grad_by_freq: scale_grad_by_freq,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::embedding_dense_backward::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            grad_output,
+            indices,
+            num_weights,
+            padding_idx,
+            scale_grad_by_freq,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `mm` (autograd/derivatives.yaml:387).
 pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4244,7 +4284,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `bmm` (autograd/derivatives.yaml:388).
+/// Autograd kernel of `bmm` (autograd/derivatives.yaml:391).
 pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4270,7 +4310,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `addmm` (autograd/derivatives.yaml:392).
+/// Autograd kernel of `addmm` (autograd/derivatives.yaml:395).
 pub(crate) fn addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4305,7 +4345,7 @@ pub(crate) fn addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `mv` (autograd/derivatives.yaml:397).
+/// Autograd kernel of `mv` (autograd/derivatives.yaml:400).
 pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(vec)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4331,7 +4371,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `dot` (autograd/derivatives.yaml:401).
+/// Autograd kernel of `dot` (autograd/derivatives.yaml:404).
 pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(tensor)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4357,7 +4397,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `convolution` (autograd/derivatives.yaml:405).
+/// Autograd kernel of `convolution` (autograd/derivatives.yaml:408).
 pub(crate) fn convolution(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4412,7 +4452,7 @@ pub(crate) fn convolution(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:410): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:413): the decomposition when an input requires grad.
 pub(crate) fn max_pool1d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4437,7 +4477,7 @@ pub(crate) fn max_pool1d(
     )
 }
 
-/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:413): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:416): the decomposition when an input requires grad.
 pub(crate) fn max_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4462,7 +4502,7 @@ pub(crate) fn max_pool2d(
     )
 }
 
-/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:416).
+/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:419).
 pub(crate) fn max_pool1d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4505,7 +4545,7 @@ pub(crate) fn max_pool1d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:420).
+/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:423).
 pub(crate) fn max_pool2d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4553,7 +4593,7 @@ pub(crate) fn max_pool2d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:424).
+/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:427).
 pub(crate) fn threshold_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4588,7 +4628,7 @@ pub(crate) fn threshold_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:428).
+/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:431).
 pub(crate) fn max_pool2d_with_indices_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4632,7 +4672,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:432): the decomposition when an input requires grad.
+/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:435): the decomposition when an input requires grad.
 pub(crate) fn native_layer_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4655,7 +4695,7 @@ pub(crate) fn native_layer_norm(
     )
 }
 
-/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:435).
+/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:438).
 pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4680,7 +4720,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
     Ok(result_)
 }
 
-/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:439).
+/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:442).
 pub(crate) fn binary_cross_entropy_with_logits(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4721,7 +4761,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:443).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:446).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4762,7 +4802,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:446).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:449).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4803,7 +4843,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:449).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:452).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4844,7 +4884,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:452): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:455): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4876,7 +4916,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:455).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:458).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4911,7 +4951,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:459).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:462).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4939,7 +4979,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:463).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:466).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4974,7 +5014,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:467).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:470).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5003,7 +5043,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:471).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:474).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5031,7 +5071,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:475).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:478).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5059,7 +5099,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:479).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:482).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5079,7 +5119,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:482).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:485).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5113,7 +5153,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:488).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5140,7 +5180,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:491).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5175,7 +5215,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:494).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5195,7 +5235,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:494).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:497).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5221,7 +5261,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:494).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:497).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5251,7 +5291,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:498).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:501).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5283,7 +5323,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:498).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:501).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5319,7 +5359,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:502).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:505).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5357,7 +5397,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:506).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:509).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5389,7 +5429,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:510).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:513).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5421,7 +5461,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:514): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5459,7 +5499,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5488,7 +5528,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `prelu` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
 pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
         return crate::decompositions::prelu(self_, weight);
@@ -5497,7 +5537,7 @@ pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Resu
     handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
 }
 
-/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
 pub(crate) fn binary_cross_entropy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5518,7 +5558,7 @@ pub(crate) fn binary_cross_entropy(
     )
 }
 
-/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
 pub(crate) fn instance_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5559,7 +5599,7 @@ pub(crate) fn instance_norm(
     )
 }
 
-/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:532): the decomposition when an input requires grad.
 pub(crate) fn upsample_bilinear2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5580,7 +5620,7 @@ pub(crate) fn upsample_bilinear2d_vec(
     )
 }
 
-/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:532).
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:535).
 pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5607,7 +5647,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:536).
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:539).
 pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5634,7 +5674,7 @@ pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:540).
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:543).
 pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5661,7 +5701,7 @@ pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:544).
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:547).
 pub(crate) fn max_pool3d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5704,7 +5744,7 @@ pub(crate) fn max_pool3d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:548): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:551): the decomposition when an input requires grad.
 pub(crate) fn max_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5729,7 +5769,7 @@ pub(crate) fn max_pool3d(
     )
 }
 
-/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:551).
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:554).
 pub(crate) fn div_tensor_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5760,7 +5800,7 @@ pub(crate) fn div_tensor_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:551).
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:554).
 pub(crate) fn div_tensor_mode_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5800,7 +5840,7 @@ pub(crate) fn div_tensor_mode_(
     Ok(result_)
 }
 
-/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:555).
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:558).
 pub(crate) fn div_scalar_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5825,7 +5865,7 @@ pub(crate) fn div_scalar_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:558).
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:561).
 pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5852,7 +5892,7 @@ pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:564).
 pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5872,7 +5912,7 @@ pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: 
     Ok(result_)
 }
 
-/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:564).
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:567).
 pub(crate) fn movedim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5898,7 +5938,7 @@ pub(crate) fn movedim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:567).
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:570).
 pub(crate) fn baddbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5933,7 +5973,7 @@ pub(crate) fn baddbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:572).
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:575).
 pub(crate) fn addbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5969,7 +6009,7 @@ pub(crate) fn addbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `vdot` (autograd/derivatives.yaml:577).
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:580).
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5995,7 +6035,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:581).
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:584).
 pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6022,7 +6062,7 @@ pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:584).
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:587).
 pub(crate) fn clamp_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6052,7 +6092,7 @@ pub(crate) fn clamp_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:584).
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:587).
 pub(crate) fn clamp_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6086,7 +6126,7 @@ pub(crate) fn clamp_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
 pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6106,7 +6146,7 @@ pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
 pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6134,7 +6174,7 @@ pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
 pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6154,7 +6194,7 @@ pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
 pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6182,7 +6222,7 @@ pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:597).
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:600).
 pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6202,7 +6242,7 @@ pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:597).
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:600).
 pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6226,7 +6266,7 @@ pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64)
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:600).
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:603).
 pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6248,7 +6288,7 @@ pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:600).
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:603).
 pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6277,7 +6317,7 @@ pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:603).
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:606).
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6299,7 +6339,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:607).
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:610).
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6327,7 +6367,7 @@ pub(crate) fn native_dropout(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:611).
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:614).
 pub(crate) fn index_copy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6358,7 +6398,7 @@ pub(crate) fn index_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:611).
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:614).
 pub(crate) fn index_copy_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6393,7 +6433,7 @@ pub(crate) fn index_copy_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
 pub(crate) fn index_fill_int_scalar(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6425,7 +6465,7 @@ pub(crate) fn index_fill_int_scalar(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
 pub(crate) fn index_fill_int_scalar_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6461,7 +6501,7 @@ pub(crate) fn index_fill_int_scalar_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
 pub(crate) fn index_fill_int_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6493,7 +6533,7 @@ pub(crate) fn index_fill_int_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
 pub(crate) fn index_fill_int_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6529,7 +6569,7 @@ pub(crate) fn index_fill_int_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:622).
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:625).
 pub(crate) fn scatter_value(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6555,7 +6595,7 @@ pub(crate) fn scatter_value(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:622).
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:625).
 pub(crate) fn scatter_value_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6585,7 +6625,7 @@ pub(crate) fn scatter_value_(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:625).
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:628).
 pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6609,7 +6649,7 @@ pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:625).
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:628).
 pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6637,7 +6677,7 @@ pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:629).
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:632).
 pub(crate) fn sort_stable(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6671,7 +6711,7 @@ pub(crate) fn sort_stable(
     Ok(result_)
 }
 
-/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:633).
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:636).
 pub(crate) fn split_with_sizes(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6702,7 +6742,7 @@ pub(crate) fn split_with_sizes(
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:636): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
 pub(crate) fn avg_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6737,7 +6777,7 @@ pub(crate) fn avg_pool3d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
@@ -6746,7 +6786,7 @@ pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest1d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6765,7 +6805,7 @@ pub(crate) fn upsample_nearest1d_vec(
     )
 }
 
-/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest3d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6784,7 +6824,7 @@ pub(crate) fn upsample_nearest3d_vec(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6819,7 +6859,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -6828,7 +6868,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6847,7 +6887,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -6878,7 +6918,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6899,7 +6939,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:666): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6920,7 +6960,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:666).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:669).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6946,7 +6986,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:666).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:669).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6976,7 +7016,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:669).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:672).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6996,7 +7036,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:669).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:672).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7020,7 +7060,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:672).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:675).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7040,7 +7080,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:672).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:675).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7068,7 +7108,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:675).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:678).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7088,7 +7128,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:675).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:678).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7116,7 +7156,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:678).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:681).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7136,7 +7176,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:678).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:681).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7164,7 +7204,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:681).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:684).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7186,7 +7226,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:681).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:684).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7215,7 +7255,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:684).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:687).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7235,7 +7275,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:688).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:691).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7255,7 +7295,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:692).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:695).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7275,7 +7315,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:695).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:698).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7295,7 +7335,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:701).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7315,7 +7355,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:704).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7352,7 +7392,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:707).
 pub(crate) fn repeat_interleave_self_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7389,7 +7429,7 @@ pub(crate) fn repeat_interleave_self_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `unfold` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:710).
 pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7416,7 +7456,7 @@ pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:713).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7440,7 +7480,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:716).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7460,7 +7500,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:719).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7482,7 +7522,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:722).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7518,7 +7558,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:725).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7554,7 +7594,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:728).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7592,7 +7632,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:731).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7628,7 +7668,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:734).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7664,7 +7704,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:737).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7700,7 +7740,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:740).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7720,7 +7760,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:743).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7740,7 +7780,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:746).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7772,7 +7812,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:749).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7797,7 +7837,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:749).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:752).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7822,7 +7862,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:752).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:755).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7847,7 +7887,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:755).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:758).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7867,7 +7907,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7887,7 +7927,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7911,7 +7951,7 @@ pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:762).
+/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:765).
 pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7931,7 +7971,7 @@ pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `digamma` (autograd/derivatives.yaml:765).
+/// Autograd kernel of `digamma` (autograd/derivatives.yaml:768).
 pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7951,7 +7991,7 @@ pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:768).
+/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:771).
 pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7971,7 +8011,7 @@ pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `i0` (autograd/derivatives.yaml:771).
+/// Autograd kernel of `i0` (autograd/derivatives.yaml:774).
 pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7991,7 +8031,7 @@ pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:774).
+/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:777).
 pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8017,7 +8057,7 @@ pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:777).
+/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:780).
 pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8039,7 +8079,7 @@ pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:780).
+/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:783).
 pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8065,7 +8105,7 @@ pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:783).
+/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:786).
 pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8091,7 +8131,7 @@ pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:786).
+/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:789).
 pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8111,7 +8151,7 @@ pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:789).
+/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:792).
 pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8133,7 +8173,7 @@ pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:792).
+/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:795).
 pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8159,7 +8199,7 @@ pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:795).
+/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:798).
 pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8179,7 +8219,7 @@ pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:798).
+/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:801).
 pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8203,7 +8243,7 @@ pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:801).
+/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:804).
 pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8223,7 +8263,7 @@ pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:804).
+/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:807).
 pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8249,7 +8289,7 @@ pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:807).
+/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:810).
 pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8269,7 +8309,7 @@ pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:810).
+/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:813).
 pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8295,7 +8335,7 @@ pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:813).
+/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:816).
 pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8315,7 +8355,7 @@ pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:816).
+/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:819).
 pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8341,7 +8381,7 @@ pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:819).
+/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:822).
 pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8361,7 +8401,7 @@ pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:822).
+/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:825).
 pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8387,7 +8427,7 @@ pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:825): the decomposition when an input requires grad.
+/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:828): the decomposition when an input requires grad.
 pub(crate) fn scatter_reduce_two(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8412,7 +8452,7 @@ pub(crate) fn scatter_reduce_two(
     )
 }
 
-/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:828): the decomposition when an input requires grad.
+/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:831): the decomposition when an input requires grad.
 pub(crate) fn index_reduce(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8437,7 +8477,7 @@ pub(crate) fn index_reduce(
     )
 }
 
-/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:835).
+/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:838).
 pub(crate) fn linalg_lu_factor_ex(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8471,7 +8511,7 @@ pub(crate) fn linalg_lu_factor_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:839).
+/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:842).
 pub(crate) fn linalg_lu_solve(
     ks: DispatchKeySet,
     lu: &Tensor,
@@ -8515,7 +8555,7 @@ pub(crate) fn linalg_lu_solve(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:843).
+/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:846).
 pub(crate) fn linalg_solve_triangular(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8559,7 +8599,7 @@ pub(crate) fn linalg_solve_triangular(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:847).
+/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:850).
 pub(crate) fn linalg_cholesky_ex(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8592,7 +8632,7 @@ pub(crate) fn linalg_cholesky_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:851).
+/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:854).
 pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(a_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8621,7 +8661,7 @@ pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:854).
+/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:857).
 pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8649,7 +8689,7 @@ pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:857).
+/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:860).
 pub(crate) fn _linalg_svd(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8694,7 +8734,7 @@ pub(crate) fn _linalg_svd(
     Ok(result_)
 }
 
-/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:860).
+/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:863).
 pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8717,7 +8757,7 @@ pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `igamma` (autograd/derivatives.yaml:864).
+/// Autograd kernel of `igamma` (autograd/derivatives.yaml:867).
 pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8737,7 +8777,7 @@ pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `igammac` (autograd/derivatives.yaml:867).
+/// Autograd kernel of `igammac` (autograd/derivatives.yaml:870).
 pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8757,7 +8797,7 @@ pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:870).
+/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:873).
 pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8781,7 +8821,7 @@ pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> R
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:875).
+/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:878).
 pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8802,7 +8842,7 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:878).
+/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:881).
 pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8823,7 +8863,7 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `polar` (autograd/derivatives.yaml:881).
+/// Autograd kernel of `polar` (autograd/derivatives.yaml:884).
 pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(abs), Some(angle)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8845,7 +8885,7 @@ pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `complex` (autograd/derivatives.yaml:885).
+/// Autograd kernel of `complex` (autograd/derivatives.yaml:888).
 pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(real), Some(imag)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8865,7 +8905,7 @@ pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:889).
+/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:892).
 pub(crate) fn _fft_c2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8891,7 +8931,7 @@ pub(crate) fn _fft_c2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:892).
+/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:895).
 pub(crate) fn _fft_r2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8929,7 +8969,7 @@ pub(crate) fn _fft_r2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:895).
+/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:898).
 pub(crate) fn _fft_c2r(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8961,7 +9001,7 @@ pub(crate) fn _fft_c2r(
     Ok(result_)
 }
 
-/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:898).
+/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:901).
 pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8981,7 +9021,7 @@ pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `angle` (autograd/derivatives.yaml:901).
+/// Autograd kernel of `angle` (autograd/derivatives.yaml:904).
 pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9396,6 +9436,12 @@ pub fn register_all(d: &aten::Dispatcher) {
         .expect("generated registration");
     d.register_kernel(handles::embedding::NAME, DispatchKey::Autograd, handles::embedding::kernel(embedding))
         .expect("generated registration");
+    d.register_kernel(
+        handles::embedding_dense_backward::NAME,
+        DispatchKey::Autograd,
+        handles::embedding_dense_backward::kernel(embedding_dense_backward),
+    )
+    .expect("generated registration");
     d.register_kernel(handles::mm::NAME, DispatchKey::Autograd, handles::mm::kernel(mm))
         .expect("generated registration");
     d.register_kernel(handles::bmm::NAME, DispatchKey::Autograd, handles::bmm::kernel(bmm))

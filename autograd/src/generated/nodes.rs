@@ -4408,6 +4408,7 @@ pub struct EmbeddingBackward0 {
     pub(crate) weight_sizes: Vec<i64>,
     pub(crate) indices: SavedVariable,
     pub(crate) padding_idx: i64,
+    pub(crate) scale_grad_by_freq: bool,
 }
 
 impl Node for EmbeddingBackward0 {
@@ -4430,9 +4431,11 @@ impl Node for EmbeddingBackward0 {
         let indices_own = self.indices.unpack(name)?;
         let indices = &indices_own;
         let padding_idx = self.padding_idx;
+        let scale_grad_by_freq = self.scale_grad_by_freq;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(embedding_backward(grad, weight_sizes, indices, padding_idx)?);
+            out[at] =
+                Some(ops::embedding_dense_backward(grad, indices, weight_sizes[0], padding_idx, scale_grad_by_freq)?);
         }
         at += 1;
         Ok(out)
@@ -4442,7 +4445,47 @@ impl Node for EmbeddingBackward0 {
     }
 }
 
-/// Backward of `mm` (autograd/derivatives.yaml:384).
+/// Backward of `embedding_dense_backward` (autograd/derivatives.yaml:384).
+pub struct EmbeddingDenseBackwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: SavedVariable,
+    pub(crate) padding_idx: i64,
+    pub(crate) scale_grad_by_freq: bool,
+}
+
+impl Node for EmbeddingDenseBackwardBackward0 {
+    fn name(&self) -> String {
+        "EmbeddingDenseBackwardBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "EmbeddingDenseBackwardBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let indices_own = self.indices.unpack(name)?;
+        let indices = &indices_own;
+        let padding_idx = self.padding_idx;
+        let scale_grad_by_freq = self.scale_grad_by_freq;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+}
+
+/// Backward of `mm` (autograd/derivatives.yaml:387).
 pub struct MmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4486,7 +4529,7 @@ impl Node for MmBackward0 {
     }
 }
 
-/// Backward of `bmm` (autograd/derivatives.yaml:388).
+/// Backward of `bmm` (autograd/derivatives.yaml:391).
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4532,7 +4575,7 @@ impl Node for BmmBackward0 {
     }
 }
 
-/// Backward of `addmm` (autograd/derivatives.yaml:392).
+/// Backward of `addmm` (autograd/derivatives.yaml:395).
 pub struct AddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -4590,7 +4633,7 @@ impl Node for AddmmBackward0 {
     }
 }
 
-/// Backward of `mv` (autograd/derivatives.yaml:397).
+/// Backward of `mv` (autograd/derivatives.yaml:400).
 pub struct MvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4636,7 +4679,7 @@ impl Node for MvBackward0 {
     }
 }
 
-/// Backward of `dot` (autograd/derivatives.yaml:401).
+/// Backward of `dot` (autograd/derivatives.yaml:404).
 pub struct DotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4682,7 +4725,7 @@ impl Node for DotBackward0 {
     }
 }
 
-/// Backward of `convolution` (autograd/derivatives.yaml:405).
+/// Backward of `convolution` (autograd/derivatives.yaml:408).
 pub struct ConvolutionBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) input: SavedVariable,
@@ -4764,7 +4807,7 @@ impl Node for ConvolutionBackward0 {
     }
 }
 
-/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:416).
+/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:419).
 pub struct MaxPool1dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4802,7 +4845,7 @@ impl Node for MaxPool1dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:420).
+/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:423).
 pub struct MaxPool2dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4861,7 +4904,7 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `threshold_backward` (autograd/derivatives.yaml:424).
+/// Backward of `threshold_backward` (autograd/derivatives.yaml:427).
 pub struct ThresholdBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4904,7 +4947,7 @@ impl Node for ThresholdBackwardBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:428).
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:431).
 pub struct MaxPool2dWithIndicesBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4946,7 +4989,7 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:435).
+/// Backward of `mse_loss` (autograd/derivatives.yaml:438).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4992,7 +5035,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:439).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:442).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5046,7 +5089,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:443).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:446).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5094,7 +5137,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:446).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:449).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5142,7 +5185,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:449).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:452).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5190,7 +5233,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:455).
+/// Backward of `topk` (autograd/derivatives.yaml:458).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5230,7 +5273,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:459).
+/// Backward of `sort` (autograd/derivatives.yaml:462).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5270,7 +5313,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:463).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:466).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5312,7 +5355,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:467).
+/// Backward of `median.dim` (autograd/derivatives.yaml:470).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5354,7 +5397,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:471).
+/// Backward of `cummax` (autograd/derivatives.yaml:474).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5394,7 +5437,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:475).
+/// Backward of `cummin` (autograd/derivatives.yaml:478).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5434,7 +5477,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:479).
+/// Backward of `logit` (autograd/derivatives.yaml:482).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5472,7 +5515,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:482).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:485).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5516,7 +5559,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:485).
+/// Backward of `cumprod` (autograd/derivatives.yaml:488).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5558,7 +5601,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:488).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:491).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5604,7 +5647,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:491).
+/// Backward of `repeat` (autograd/derivatives.yaml:494).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5639,7 +5682,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:494).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:497).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5681,7 +5724,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:498).
+/// Backward of `index_put` (autograd/derivatives.yaml:501).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5720,7 +5763,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:502).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:505).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5768,7 +5811,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:506).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:509).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5816,7 +5859,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:510).
+/// Backward of `kl_div` (autograd/derivatives.yaml:513).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5864,7 +5907,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:532).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:535).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5902,7 +5945,7 @@ impl Node for AdaptiveMaxPool2dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:536).
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:539).
 pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5940,7 +5983,7 @@ impl Node for AdaptiveMaxPool1dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:540).
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:543).
 pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5978,7 +6021,7 @@ impl Node for AdaptiveMaxPool3dBackward0 {
     }
 }
 
-/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:544).
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:547).
 pub struct MaxPool3dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6016,7 +6059,7 @@ impl Node for MaxPool3dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:551).
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:554).
 pub struct DivBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6063,7 +6106,7 @@ impl Node for DivBackward2 {
     }
 }
 
-/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:555).
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:558).
 pub struct DivBackward3 {
     pub(crate) core: NodeCore,
     pub(crate) other: Scalar,
@@ -6098,7 +6141,7 @@ impl Node for DivBackward3 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diagonal` (autograd/derivatives.yaml:558).
+/// Backward of `diagonal` (autograd/derivatives.yaml:561).
 pub struct DiagonalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6137,7 +6180,7 @@ impl Node for DiagonalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag_embed` (autograd/derivatives.yaml:561).
+/// Backward of `diag_embed` (autograd/derivatives.yaml:564).
 pub struct DiagEmbedBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) offset: i64,
@@ -6174,7 +6217,7 @@ impl Node for DiagEmbedBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `movedim.intlist` (autograd/derivatives.yaml:564).
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:567).
 pub struct MovedimBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) source: Vec<i64>,
@@ -6209,7 +6252,7 @@ impl Node for MovedimBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `baddbmm` (autograd/derivatives.yaml:567).
+/// Backward of `baddbmm` (autograd/derivatives.yaml:570).
 pub struct BaddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6263,7 +6306,7 @@ impl Node for BaddbmmBackward0 {
     }
 }
 
-/// Backward of `addbmm` (autograd/derivatives.yaml:572).
+/// Backward of `addbmm` (autograd/derivatives.yaml:575).
 pub struct AddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6325,7 +6368,7 @@ impl Node for AddbmmBackward0 {
     }
 }
 
-/// Backward of `vdot` (autograd/derivatives.yaml:577).
+/// Backward of `vdot` (autograd/derivatives.yaml:580).
 pub struct VdotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6371,7 +6414,7 @@ impl Node for VdotBackward0 {
     }
 }
 
-/// Backward of `norm.Scalar` (autograd/derivatives.yaml:581).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:584).
 pub struct NormBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6413,7 +6456,7 @@ impl Node for NormBackward1 {
     }
 }
 
-/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:584).
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:587).
 pub struct ClampBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6465,7 +6508,7 @@ impl Node for ClampBackward1 {
     }
 }
 
-/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:589).
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6509,7 +6552,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:593).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6553,7 +6596,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `round.decimals` (autograd/derivatives.yaml:597).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:600).
 pub struct RoundBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6584,7 +6627,7 @@ impl Node for RoundBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:600).
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:603).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6624,7 +6667,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:603).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:606).
 pub struct LogSigmoidForwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6660,7 +6703,7 @@ impl Node for LogSigmoidForwardBackward0 {
     }
 }
 
-/// Backward of `native_dropout` (autograd/derivatives.yaml:607).
+/// Backward of `native_dropout` (autograd/derivatives.yaml:610).
 pub struct NativeDropoutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) p: f64,
@@ -6700,7 +6743,7 @@ impl Node for NativeDropoutBackward0 {
     }
 }
 
-/// Backward of `index_copy` (autograd/derivatives.yaml:611).
+/// Backward of `index_copy` (autograd/derivatives.yaml:614).
 pub struct IndexCopyBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6744,7 +6787,7 @@ impl Node for IndexCopyBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:615).
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
 pub struct IndexFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6782,7 +6825,7 @@ impl Node for IndexFillBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:618).
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
 pub struct IndexFillBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6824,7 +6867,7 @@ impl Node for IndexFillBackward1 {
     }
 }
 
-/// Backward of `scatter.value` (autograd/derivatives.yaml:622).
+/// Backward of `scatter.value` (autograd/derivatives.yaml:625).
 pub struct ScatterBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6862,7 +6905,7 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// Backward of `masked_scatter` (autograd/derivatives.yaml:625).
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:628).
 pub struct MaskedScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -6904,7 +6947,7 @@ impl Node for MaskedScatterBackward0 {
     }
 }
 
-/// Backward of `sort.stable` (autograd/derivatives.yaml:629).
+/// Backward of `sort.stable` (autograd/derivatives.yaml:632).
 pub struct SortBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6944,7 +6987,7 @@ impl Node for SortBackward1 {
     }
 }
 
-/// Backward of `split_with_sizes` (autograd/derivatives.yaml:633).
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:636).
 pub struct SplitWithSizesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6976,7 +7019,7 @@ impl Node for SplitWithSizesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:666).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:669).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7012,7 +7055,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:669).
+/// Backward of `selu` (autograd/derivatives.yaml:672).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7049,7 +7092,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:672).
+/// Backward of `celu` (autograd/derivatives.yaml:675).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7087,7 +7130,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:675).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:678).
 pub struct ClampMinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7125,7 +7168,7 @@ impl Node for ClampMinBackward1 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:678).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:681).
 pub struct ClampMaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7163,7 +7206,7 @@ impl Node for ClampMaxBackward1 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:681).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:684).
 pub struct CopysignBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7203,7 +7246,7 @@ impl Node for CopysignBackward1 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:684).
+/// Backward of `fmax` (autograd/derivatives.yaml:687).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7247,7 +7290,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:688).
+/// Backward of `fmin` (autograd/derivatives.yaml:691).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7291,7 +7334,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:692).
+/// Backward of `glu` (autograd/derivatives.yaml:695).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7329,7 +7372,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:695).
+/// Backward of `rot90` (autograd/derivatives.yaml:698).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -7364,7 +7407,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:698).
+/// Backward of `diag` (autograd/derivatives.yaml:701).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7399,7 +7442,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:701).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:704).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7436,7 +7479,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:704).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:707).
 pub struct RepeatInterleaveBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7476,7 +7519,7 @@ impl Node for RepeatInterleaveBackward1 {
     }
 }
 
-/// Backward of `unfold` (autograd/derivatives.yaml:707).
+/// Backward of `unfold` (autograd/derivatives.yaml:710).
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7515,7 +7558,7 @@ impl Node for UnfoldBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:710).
+/// Backward of `masked_select` (autograd/derivatives.yaml:713).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7555,7 +7598,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:713).
+/// Backward of `take` (autograd/derivatives.yaml:716).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7593,7 +7636,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:716).
+/// Backward of `median` (autograd/derivatives.yaml:719).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7633,7 +7676,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:719).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:722).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7658,7 +7701,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:722).
+/// Backward of `ones_like` (autograd/derivatives.yaml:725).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7683,7 +7726,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:725).
+/// Backward of `full_like` (autograd/derivatives.yaml:728).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7708,7 +7751,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:728).
+/// Backward of `empty_like` (autograd/derivatives.yaml:731).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7733,7 +7776,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:731).
+/// Backward of `rand_like` (autograd/derivatives.yaml:734).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7758,7 +7801,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:734).
+/// Backward of `randn_like` (autograd/derivatives.yaml:737).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7783,7 +7826,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:737).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:740).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7808,7 +7851,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:740).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:743).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7833,7 +7876,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:743).
+/// Backward of `multinomial` (autograd/derivatives.yaml:746).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7858,7 +7901,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:746).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:749).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7883,7 +7926,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:749).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:752).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7908,7 +7951,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:752).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:755).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -7933,7 +7976,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:755).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:758).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7958,7 +8001,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:758).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7983,7 +8026,7 @@ impl Node for FloorDivideBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `lgamma` (autograd/derivatives.yaml:762).
+/// Backward of `lgamma` (autograd/derivatives.yaml:765).
 pub struct LgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8019,7 +8062,7 @@ impl Node for LgammaBackward0 {
     }
 }
 
-/// Backward of `digamma` (autograd/derivatives.yaml:765).
+/// Backward of `digamma` (autograd/derivatives.yaml:768).
 pub struct DigammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8055,7 +8098,7 @@ impl Node for DigammaBackward0 {
     }
 }
 
-/// Backward of `polygamma` (autograd/derivatives.yaml:768).
+/// Backward of `polygamma` (autograd/derivatives.yaml:771).
 pub struct PolygammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) n: i64,
@@ -8104,7 +8147,7 @@ impl Node for PolygammaBackward0 {
     }
 }
 
-/// Backward of `i0` (autograd/derivatives.yaml:771).
+/// Backward of `i0` (autograd/derivatives.yaml:774).
 pub struct I0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8140,7 +8183,7 @@ impl Node for I0Backward0 {
     }
 }
 
-/// Backward of `special_i0e` (autograd/derivatives.yaml:774).
+/// Backward of `special_i0e` (autograd/derivatives.yaml:777).
 pub struct SpecialI0eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8181,7 +8224,7 @@ impl Node for SpecialI0eBackward0 {
     }
 }
 
-/// Backward of `special_i1` (autograd/derivatives.yaml:777).
+/// Backward of `special_i1` (autograd/derivatives.yaml:780).
 pub struct SpecialI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8221,7 +8264,7 @@ impl Node for SpecialI1Backward0 {
     }
 }
 
-/// Backward of `special_i1e` (autograd/derivatives.yaml:780).
+/// Backward of `special_i1e` (autograd/derivatives.yaml:783).
 pub struct SpecialI1eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8261,7 +8304,7 @@ impl Node for SpecialI1eBackward0 {
     }
 }
 
-/// Backward of `special_erfcx` (autograd/derivatives.yaml:783).
+/// Backward of `special_erfcx` (autograd/derivatives.yaml:786).
 pub struct SpecialErfcxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8304,7 +8347,7 @@ impl Node for SpecialErfcxBackward0 {
     }
 }
 
-/// Backward of `special_ndtr` (autograd/derivatives.yaml:786).
+/// Backward of `special_ndtr` (autograd/derivatives.yaml:789).
 pub struct SpecialNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8343,7 +8386,7 @@ impl Node for SpecialNdtrBackward0 {
     }
 }
 
-/// Backward of `special_ndtri` (autograd/derivatives.yaml:789).
+/// Backward of `special_ndtri` (autograd/derivatives.yaml:792).
 pub struct SpecialNdtriBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -8382,7 +8425,7 @@ impl Node for SpecialNdtriBackward0 {
     }
 }
 
-/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:792).
+/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:795).
 pub struct SpecialLogNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8428,7 +8471,7 @@ impl Node for SpecialLogNdtrBackward0 {
     }
 }
 
-/// Backward of `special_entr` (autograd/derivatives.yaml:795).
+/// Backward of `special_entr` (autograd/derivatives.yaml:798).
 pub struct SpecialEntrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8464,7 +8507,7 @@ impl Node for SpecialEntrBackward0 {
     }
 }
 
-/// Backward of `special_zeta` (autograd/derivatives.yaml:798).
+/// Backward of `special_zeta` (autograd/derivatives.yaml:801).
 pub struct SpecialZetaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8507,7 +8550,7 @@ impl Node for SpecialZetaBackward0 {
     }
 }
 
-/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:801).
+/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:804).
 pub struct SpecialBesselJ0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8543,7 +8586,7 @@ impl Node for SpecialBesselJ0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:804).
+/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:807).
 pub struct SpecialBesselJ1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8583,7 +8626,7 @@ impl Node for SpecialBesselJ1Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:807).
+/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:810).
 pub struct SpecialBesselY0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8619,7 +8662,7 @@ impl Node for SpecialBesselY0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:810).
+/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:813).
 pub struct SpecialBesselY1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8659,7 +8702,7 @@ impl Node for SpecialBesselY1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:813).
+/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:816).
 pub struct SpecialModifiedBesselI0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8695,7 +8738,7 @@ impl Node for SpecialModifiedBesselI0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:816).
+/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:819).
 pub struct SpecialModifiedBesselI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8736,7 +8779,7 @@ impl Node for SpecialModifiedBesselI1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:819).
+/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:822).
 pub struct SpecialModifiedBesselK0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8772,7 +8815,7 @@ impl Node for SpecialModifiedBesselK0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:822).
+/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:825).
 pub struct SpecialModifiedBesselK1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8815,7 +8858,7 @@ impl Node for SpecialModifiedBesselK1Backward0 {
     }
 }
 
-/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:835).
+/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:838).
 pub struct LinalgLuFactorExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -8855,7 +8898,7 @@ impl Node for LinalgLuFactorExBackward0 {
     }
 }
 
-/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:839).
+/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:842).
 pub struct LinalgLuSolveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) lu: SavedVariable,
@@ -8909,7 +8952,7 @@ impl Node for LinalgLuSolveBackward0 {
     }
 }
 
-/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:843).
+/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:846).
 pub struct LinalgSolveTriangularBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8961,7 +9004,7 @@ impl Node for LinalgSolveTriangularBackward0 {
     }
 }
 
-/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:847).
+/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:850).
 pub struct LinalgCholeskyExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) upper: bool,
@@ -8999,7 +9042,7 @@ impl Node for LinalgCholeskyExBackward0 {
     }
 }
 
-/// Backward of `linalg_qr` (autograd/derivatives.yaml:851).
+/// Backward of `linalg_qr` (autograd/derivatives.yaml:854).
 pub struct LinalgQrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mode: String,
@@ -9042,7 +9085,7 @@ impl Node for LinalgQrBackward0 {
     }
 }
 
-/// Backward of `linalg_eigh` (autograd/derivatives.yaml:854).
+/// Backward of `linalg_eigh` (autograd/derivatives.yaml:857).
 pub struct LinalgEighBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -9083,7 +9126,7 @@ impl Node for LinalgEighBackward0 {
     }
 }
 
-/// Backward of `_linalg_svd` (autograd/derivatives.yaml:857).
+/// Backward of `_linalg_svd` (autograd/derivatives.yaml:860).
 pub struct LinalgSvdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) full_matrices: bool,
@@ -9134,7 +9177,7 @@ impl Node for LinalgSvdBackward0 {
     }
 }
 
-/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:860).
+/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:863).
 pub struct FrexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result1: SavedVariable,
@@ -9170,7 +9213,7 @@ impl Node for FrexpBackward0 {
     }
 }
 
-/// Backward of `igamma` (autograd/derivatives.yaml:864).
+/// Backward of `igamma` (autograd/derivatives.yaml:867).
 pub struct IgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9210,7 +9253,7 @@ impl Node for IgammaBackward0 {
     }
 }
 
-/// Backward of `igammac` (autograd/derivatives.yaml:867).
+/// Backward of `igammac` (autograd/derivatives.yaml:870).
 pub struct IgammacBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9250,7 +9293,7 @@ impl Node for IgammacBackward0 {
     }
 }
 
-/// Backward of `nextafter` (autograd/derivatives.yaml:870).
+/// Backward of `nextafter` (autograd/derivatives.yaml:873).
 pub struct NextafterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9289,7 +9332,7 @@ impl Node for NextafterBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_real` (autograd/derivatives.yaml:875).
+/// Backward of `view_as_real` (autograd/derivatives.yaml:878).
 pub struct ViewAsRealBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9320,7 +9363,7 @@ impl Node for ViewAsRealBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_complex` (autograd/derivatives.yaml:878).
+/// Backward of `view_as_complex` (autograd/derivatives.yaml:881).
 pub struct ViewAsComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9351,7 +9394,7 @@ impl Node for ViewAsComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `polar` (autograd/derivatives.yaml:881).
+/// Backward of `polar` (autograd/derivatives.yaml:884).
 pub struct PolarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -9391,7 +9434,7 @@ impl Node for PolarBackward0 {
     }
 }
 
-/// Backward of `complex` (autograd/derivatives.yaml:885).
+/// Backward of `complex` (autograd/derivatives.yaml:888).
 pub struct ComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9426,7 +9469,7 @@ impl Node for ComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2c` (autograd/derivatives.yaml:889).
+/// Backward of `_fft_c2c` (autograd/derivatives.yaml:892).
 pub struct FftC2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9463,7 +9506,7 @@ impl Node for FftC2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_r2c` (autograd/derivatives.yaml:892).
+/// Backward of `_fft_r2c` (autograd/derivatives.yaml:895).
 pub struct FftR2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9502,7 +9545,7 @@ impl Node for FftR2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2r` (autograd/derivatives.yaml:895).
+/// Backward of `_fft_c2r` (autograd/derivatives.yaml:898).
 pub struct FftC2rBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9537,7 +9580,7 @@ impl Node for FftC2rBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `conj_physical` (autograd/derivatives.yaml:898).
+/// Backward of `conj_physical` (autograd/derivatives.yaml:901).
 pub struct ConjPhysicalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9568,7 +9611,7 @@ impl Node for ConjPhysicalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `angle` (autograd/derivatives.yaml:901).
+/// Backward of `angle` (autograd/derivatives.yaml:904).
 pub struct AngleBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,

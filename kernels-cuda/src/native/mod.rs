@@ -6,6 +6,8 @@
 //! shared with the CPU, and only their loops are CUDA launches ([`crate::loops`]). The kernels
 //! that are CUDA's own live in this module's submodules.
 
-pub use aten::native::{binary, compare, complex, factory, linalg, pointwise, random, reduce, shape, unary};
+pub use aten::native::{
+    binary, compare, complex, factory, indexing, linalg, pointwise, random, reduce, shape, shape_ops, sort, unary,
+};
 
 pub mod copy;

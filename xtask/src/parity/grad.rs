@@ -178,6 +178,12 @@ fn run_plan(case: &Case, args: &ResolvedArgs, plan: &GradPlan<'_>, store: &Tenso
     let tol = Tolerance { rtol: plan.spec.rtol, atol: plan.spec.atol };
     for (j, (g, key)) in grads.iter().zip(&plan.spec.expected).enumerate() {
         let expected = store.tensor(key, false)?;
+        if let Some(g) = g.as_ref().filter(|g| g.device() != inputs[j].device()) {
+            // Note [Outputs on the device] in parity.rs: gradients live where their inputs do.
+            return Err(
+                format!("gradient of input {j} is on {}, the input on {}", g.device(), inputs[j].device()).into()
+            );
+        }
         let ours = match g {
             Some(g) => g.cpu().map_err(GradError::Call)?,
             None => aten::ops::zeros_like(&expected, None, None, None, None, None).map_err(|e| e.to_string())?,

@@ -365,3 +365,22 @@ fn devices_parse_and_the_device_line_counts_fallbacks() {
     assert!(all_on_meta(&[IValue::Tensor(on_meta.clone()), IValue::Int(1)]));
     assert!(!all_on_meta(&[IValue::TensorList(vec![on_meta, cpu])]));
 }
+
+/// Note [Outputs on the device]: a call whose tensor arguments were on a device and that
+/// returned a tensor elsewhere fails; a call without tensor arguments (a factory) and a meta
+/// run do not.
+#[test]
+fn outputs_off_the_inputs_device_fail_the_case() {
+    let cpu = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let cuda = Device::cuda(0);
+    let returned = [IValue::Int(3), IValue::Tuple(vec![IValue::TensorList(vec![cpu.clone()])])];
+    assert_eq!(misplaced(&returned, cuda), Some(Device::CPU));
+    assert_eq!(misplaced(&returned, Device::CPU), None);
+    let with_tensor = ResolvedArgs { positional: vec![IValue::Tensor(cpu.clone())], kwargs: vec![] };
+    let e = check_placement(&returned, &with_tensor, cuda).unwrap_err();
+    assert_eq!(e, "the inputs were on cuda:0, but an output is on cpu");
+    let factory = ResolvedArgs { positional: vec![IValue::Int(2)], kwargs: vec![("dtype".into(), IValue::None)] };
+    assert_eq!(check_placement(&returned, &factory, cuda), Ok(()));
+    assert_eq!(check_placement(&returned, &with_tensor, Device::META), Ok(()));
+    assert!(!all_on_meta(&returned));
+}
