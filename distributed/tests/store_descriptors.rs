@@ -1,4 +1,4 @@
-//! The TCP store's server forgets closed connections (Note [Forgetting closed connections]):
+//! The TCP store's server forgets closed connections (Note [TCPStore server loop]):
 //! under a low descriptor limit it serves connection after connection, and the process's
 //! descriptor count returns to where it started.
 //!
@@ -84,8 +84,8 @@ fn the_server_serves_10000_connections_under_256_descriptors() {
     }
     let cycles = start.elapsed();
 
-    // A burst of 40 stores open at once (each holds up to 5 descriptors between its client and
-    // the server), then closed.
+    // A burst of 40 stores open at once (each holds 3 descriptors: 2 in its client, 1 in the
+    // server), then closed.
     let burst: Vec<TcpStore> = (0..40).map(|_| TcpStore::new("127.0.0.1", port, opts(false)).unwrap()).collect();
     for c in &burst {
         assert_eq!(c.get("k").unwrap(), b"v");

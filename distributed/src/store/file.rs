@@ -180,18 +180,25 @@ impl Store for FileStore {
     }
     fn add(&self, key: &str, amount: i64) -> Result<i64> {
         self.locked(|log, path| {
-            let sum = added(&log.table, key, amount)?;
+            let sum = added(log.table.get(key).map(Vec::as_slice), key, amount)?;
             log.append(path, SET, key, Some(sum.to_string().as_bytes()))?;
             Ok(sum)
         })
     }
     fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
         self.locked(|log, path| {
-            if let Some(kept) = compare_set_outcome(&log.table, key, expected) {
+            if let Some(kept) = compare_set_outcome(log.table.get(key).map(Vec::as_slice), expected) {
                 return Ok(kept);
             }
             log.append(path, SET, key, Some(desired))?;
             Ok(desired.to_vec())
+        })
+    }
+    fn append(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.locked(|log, path| {
+            let mut joined = log.table.get(key).cloned().unwrap_or_default();
+            joined.extend_from_slice(value);
+            log.append(path, SET, key, Some(&joined))
         })
     }
     fn wait_timeout(&self, keys: &[&str], timeout: Duration) -> Result<()> {

@@ -46,6 +46,10 @@ impl Store for HashStore {
     fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
         Ok(self.table.compare_set(key, expected, desired))
     }
+    fn append(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.table.append(key, value);
+        Ok(())
+    }
     fn wait_timeout(&self, keys: &[&str], timeout: Duration) -> Result<()> {
         self.table.wait(keys, timeout)
     }

@@ -10,9 +10,13 @@
 //! - `compare_set(key, expected, desired)` sets `desired` when the current value is
 //!   `expected` (a missing key matches an empty `expected`) and returns the value the key then
 //!   has; a missing key with a non-empty `expected` is left missing and `expected` is returned.
+//! - `append(key, v)` adds bytes to the end of the value (a missing key starts empty);
+//!   `multi_get` waits for every key and returns their values in order; `multi_set` sets
+//!   several keys (as many values as keys, else an error).
 //! - `wait(keys)` waits for all of them; `check(keys)` tells without waiting; `delete_key`
 //!   says whether the key existed; `num_keys` counts the user's keys (not the store's own
-//!   bookkeeping keys).
+//!   bookkeeping keys) except in a `TcpStore`, whose server counts every key as PyTorch's
+//!   does (the `init/` counter of stores that joined with a world size).
 
 mod file;
 mod hash;
@@ -56,10 +60,37 @@ pub trait Store: Send + Sync {
     /// Changes the timeout of `get` and `wait`.
     fn set_timeout(&self, timeout: Duration);
 
+    /// Appends `value` to the value of `key` (a missing key starts empty), waking everyone
+    /// waiting for it.
+    fn append(&self, key: &str, value: &[u8]) -> Result<()>;
+
     /// Waits until every key exists, at most the store's timeout.
     fn wait(&self, keys: &[&str]) -> Result<()> {
         self.wait_timeout(keys, self.timeout())
     }
+
+    /// The values of `keys`, in order, once all exist (at most the store's timeout).
+    fn multi_get(&self, keys: &[&str]) -> Result<Vec<Vec<u8>>> {
+        self.wait(keys)?;
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
+    /// Sets `keys[i]` to `values[i]`; the two must be as long.
+    fn multi_set(&self, keys: &[&str], values: &[&[u8]]) -> Result<()> {
+        check_multi_set(keys, values)?;
+        keys.iter().zip(values).try_for_each(|(k, v)| self.set(k, v))
+    }
+}
+
+/// `multi_set`'s keys and values pair up.
+pub(crate) fn check_multi_set(keys: &[&str], values: &[&[u8]]) -> Result<()> {
+    if keys.len() != values.len() {
+        return Err(Error::Distributed {
+            op: "multi_set".into(),
+            msg: format!("{} keys and {} values: each key needs a value", keys.len(), values.len()),
+        });
+    }
+    Ok(())
 }
 
 /// Keys the stores use for their own bookkeeping start with this (never a user's key: users'
@@ -84,27 +115,28 @@ pub(crate) fn parse_counter(key: &str, value: &[u8]) -> Result<i64> {
     std::str::from_utf8(value).ok().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| not_an_integer(key, value))
 }
 
-/// The sum `add(key, amount)` stores, from the table's current value (see Note [Store
+/// The sum `add(key, amount)` stores, from the key's current value (see Note [Store
 /// semantics]); shared by every store's `add`.
-pub(crate) fn added(map: &HashMap<String, Vec<u8>>, key: &str, amount: i64) -> Result<i64> {
-    let current = match map.get(key) {
+pub(crate) fn added(current: Option<&[u8]>, key: &str, amount: i64) -> Result<i64> {
+    let current = match current {
         Some(v) => parse_counter(key, v)?,
         None => 0,
     };
     Ok(current.wrapping_add(amount))
 }
 
-/// Whether `compare_set(key, expected, _)` swaps, and otherwise the value it returns.
-pub(crate) fn compare_set_outcome(map: &HashMap<String, Vec<u8>>, key: &str, expected: &[u8]) -> Option<Vec<u8>> {
-    match map.get(key) {
+/// Whether `compare_set(key, expected, _)` swaps, given the key's current value, and
+/// otherwise the value it returns.
+pub(crate) fn compare_set_outcome(current: Option<&[u8]>, expected: &[u8]) -> Option<Vec<u8>> {
+    match current {
         None if expected.is_empty() => None,
         None => Some(expected.to_vec()),
-        Some(current) if current.as_slice() == expected => None,
-        Some(current) => Some(current.clone()),
+        Some(current) if current == expected => None,
+        Some(current) => Some(current.to_vec()),
     }
 }
 
-/// The in-memory table behind [`HashStore`] and the [`TcpStore`] server: the map, and a
+/// The in-memory table behind [`HashStore`]: the map, and a
 /// condition variable notified on every change so waiters re-check.
 #[derive(Default)]
 pub(crate) struct Table {
@@ -129,7 +161,7 @@ impl Table {
 
     pub(crate) fn add(&self, key: &str, amount: i64) -> Result<i64> {
         let mut map = self.lock();
-        let sum = added(&map, key, amount)?;
+        let sum = added(map.get(key).map(Vec::as_slice), key, amount)?;
         map.insert(key.to_string(), sum.to_string().into_bytes());
         drop(map);
         self.changed.notify_all();
@@ -138,13 +170,18 @@ impl Table {
 
     pub(crate) fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Vec<u8> {
         let mut map = self.lock();
-        if let Some(kept) = compare_set_outcome(&map, key, expected) {
+        if let Some(kept) = compare_set_outcome(map.get(key).map(Vec::as_slice), expected) {
             return kept;
         }
         map.insert(key.to_string(), desired.to_vec());
         drop(map);
         self.changed.notify_all();
         desired.to_vec()
+    }
+
+    pub(crate) fn append(&self, key: &str, value: &[u8]) {
+        self.lock().entry(key.to_string()).or_default().extend_from_slice(value);
+        self.changed.notify_all();
     }
 
     pub(crate) fn wait(&self, keys: &[&str], timeout: Duration) -> Result<()> {

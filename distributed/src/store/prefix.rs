@@ -41,6 +41,17 @@ impl Store for PrefixStore {
     fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
         self.inner.compare_set(&self.key(key), expected, desired)
     }
+    fn append(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.append(&self.key(key), value)
+    }
+    fn multi_get(&self, keys: &[&str]) -> Result<Vec<Vec<u8>>> {
+        let keys: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        self.inner.multi_get(&keys.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+    fn multi_set(&self, keys: &[&str], values: &[&[u8]]) -> Result<()> {
+        let keys: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        self.inner.multi_set(&keys.iter().map(String::as_str).collect::<Vec<_>>(), values)
+    }
     fn wait_timeout(&self, keys: &[&str], timeout: Duration) -> Result<()> {
         let keys: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
