@@ -376,11 +376,14 @@ fn value_on(v: &IValue, device: Device) -> Result<IValue, String> {
         IValue::OptionalTensorList(ts) => {
             IValue::OptionalTensorList(ts.iter().map(|t| t.as_ref().map(to).transpose()).collect::<Result<_, _>>()?)
         }
+        // A sample made for the CPU names it (`zeros_like(x, device="cpu")`); PyTorch's OpInfo
+        // makes each sample for the device under test, so the device argument moves too.
+        IValue::Device(d) if d.is_cpu() => IValue::Device(device),
         other => other.clone(),
     })
 }
 
-/// The arguments with every tensor moved to `device`.
+/// The arguments with every tensor (and every `device="cpu"` argument) moved to `device`.
 fn args_on(r: &ResolvedArgs, device: Device) -> Result<ResolvedArgs, String> {
     Ok(ResolvedArgs {
         positional: r.positional.iter().map(|v| value_on(v, device)).collect::<Result<_, _>>()?,
@@ -422,12 +425,14 @@ pub(crate) fn misplaced(values: &[IValue], device: Device) -> Option<Device> {
 }
 
 /// The error of a device run whose outputs are not all on `device` (Note [Outputs on the device]).
-/// A call without tensor arguments (a factory with no `device=`) makes CPU tensors, as PyTorch's.
+/// A call with neither tensor arguments nor a device argument (a factory with no `device=`)
+/// makes CPU tensors, as PyTorch's.
 fn check_placement(values: &[IValue], args: &ResolvedArgs, device: Device) -> Result<(), String> {
     let has_tensor = |v: &IValue| match v {
         IValue::Tensor(_) => true,
         IValue::TensorList(ts) => !ts.is_empty(),
         IValue::OptionalTensorList(ts) => ts.iter().any(Option::is_some),
+        IValue::Device(d) => *d == device,
         _ => false,
     };
     if !args.positional.iter().chain(args.kwargs.iter().map(|(_, v)| v)).any(has_tensor) {

@@ -8438,6 +8438,46 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::igammac::kernel(|_ks, self_, other| crate::native::pointwise::igammac(self_, other)),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::histogram_bin_ct::NAME,
+        DispatchKey::CPU,
+        handles::histogram_bin_ct::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogram_bin_ct(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd::NAME,
+        DispatchKey::CPU,
+        handles::histogramdd::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd_int_bins::NAME,
+        DispatchKey::CPU,
+        handles::histogramdd_int_bins::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd_int_bins(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogram_bins_tensor::NAME,
+        DispatchKey::CPU,
+        handles::histogram_bins_tensor::kernel(|_ks, self_, bins, weight, density| {
+            crate::native::composite::histogram_bins_tensor(self_, bins, weight, density)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::histogramdd_tensorlist_bins::NAME,
+        DispatchKey::CPU,
+        handles::histogramdd_tensorlist_bins::kernel(|_ks, self_, bins, range, weight, density| {
+            crate::native::composite::histogramdd_TensorList_bins(self_, bins, range, weight, density)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeExplicitAutograd` kernels.
@@ -8810,46 +8850,6 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         DispatchKey::CompositeExplicitAutograd,
         handles::logspace_scalar_tensor::kernel(|_ks, start, end, steps, base, dtype, layout, device, pin_memory| {
             crate::native::composite::logspace_Scalar_Tensor(start, end, steps, base, dtype, layout, device, pin_memory)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::histogram_bin_ct::NAME,
-        DispatchKey::CompositeExplicitAutograd,
-        handles::histogram_bin_ct::kernel(|_ks, self_, bins, range, weight, density| {
-            crate::native::composite::histogram_bin_ct(self_, bins, range, weight, density)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::histogramdd::NAME,
-        DispatchKey::CompositeExplicitAutograd,
-        handles::histogramdd::kernel(|_ks, self_, bins, range, weight, density| {
-            crate::native::composite::histogramdd(self_, bins, range, weight, density)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::histogramdd_int_bins::NAME,
-        DispatchKey::CompositeExplicitAutograd,
-        handles::histogramdd_int_bins::kernel(|_ks, self_, bins, range, weight, density| {
-            crate::native::composite::histogramdd_int_bins(self_, bins, range, weight, density)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::histogram_bins_tensor::NAME,
-        DispatchKey::CompositeExplicitAutograd,
-        handles::histogram_bins_tensor::kernel(|_ks, self_, bins, weight, density| {
-            crate::native::composite::histogram_bins_tensor(self_, bins, weight, density)
-        }),
-    )
-    .expect("generated registration");
-    d.register_kernel(
-        handles::histogramdd_tensorlist_bins::NAME,
-        DispatchKey::CompositeExplicitAutograd,
-        handles::histogramdd_tensorlist_bins::kernel(|_ks, self_, bins, range, weight, density| {
-            crate::native::composite::histogramdd_TensorList_bins(self_, bins, range, weight, density)
         }),
     )
     .expect("generated registration");

@@ -65,9 +65,10 @@ fn matrix(rows: i64, cols: i64, dtype: ScalarType, f: impl Fn(i64, i64) -> f64) 
 }
 
 /// `m` (`[rows, cols]`) applied along `dim` of `t`: `out[.., k, ..] = sum_j m[k, j] t[.., j, ..]`.
+/// The matrix is built on the host and goes to `t`'s device.
 fn along(t: &Tensor, dim: i64, m: &Tensor) -> Result<Tensor> {
     let moved = ops::movedim(t, &[dim], &[-1])?;
-    let r = ops::matmul(&moved, &ops::transpose(m, 0, 1)?)?;
+    let r = ops::matmul(&moved, &ops::transpose(&m.to_device(t.device())?, 0, 1)?)?;
     ops::movedim(&r, &[-1], &[dim])
 }
 

@@ -1191,8 +1191,10 @@ pub fn linalg_svdvals(a: &Tensor, driver: Option<&str>) -> Result<Tensor> {
 }
 
 /// `linalg_eigvalsh` differentiated through `linalg_eigh` (its derivative needs the vectors).
+/// Off the CPU it goes through the dispatcher too: the CPU kernel below never sees device
+/// memory (a device without `linalg_eigh` is the dispatcher's error).
 pub fn linalg_eigvalsh_composite(a: &Tensor, uplo: &str) -> Result<Tensor> {
-    if requires_grad(a) {
+    if requires_grad(a) || !a.device().is_cpu() {
         Ok(crate::ops::linalg_eigh(a, uplo)?.0)
     } else {
         linalg_eigvalsh(a, uplo)

@@ -1193,7 +1193,7 @@ fn upsample_nearest_exact_nd(
         let s = scales.map_or(sc[i], |v| v[i]);
         let idx = nearest_exact_indices(input.sizes()[2 + i], o[i], s);
         let n = idx.len() as i64;
-        x = ops::index_select(&x, 2 + i as i64, &Tensor::from_vec(idx, &[n])?)?;
+        x = ops::index_select(&x, 2 + i as i64, &Tensor::from_vec(idx, &[n])?.to_device(x.device())?)?;
     }
     Ok(x)
 }
@@ -1253,11 +1253,11 @@ fn interpolate_along(x: &Tensor, dim: i64, taps: &[(Vec<i64>, Vec<f64>)]) -> Res
     let mut acc: Option<Tensor> = None;
     for (idx, w) in taps {
         let n = idx.len() as i64;
-        let picked = ops::index_select(x, dim, &Tensor::from_vec(idx.clone(), &[n])?)?;
+        let picked = ops::index_select(x, dim, &Tensor::from_vec(idx.clone(), &[n])?.to_device(x.device())?)?;
         // The weights broadcast along `dim`.
         let mut shape = vec![1i64; nd];
         shape[dim as usize] = n;
-        let w = crate::native::copy::to_dtype(&Tensor::from_vec(w.clone(), &shape)?, x.dtype())?;
+        let w = crate::native::copy::to_dtype(&Tensor::from_vec(w.clone(), &shape)?.to_device(x.device())?, x.dtype())?;
         let term = ops::mul(&picked, &w)?;
         acc = Some(match acc {
             None => term,

@@ -227,6 +227,13 @@ fn builtin(env: &Env<'_>, node: &NodeSpec) -> Option<Result<Vec<IValue>, GradErr
 /// Runs the graph on `inputs` and returns its outputs (tensor lists flattened).
 pub fn run(graph: &GraphSpec, inputs: &[IValue], load: &LoadTensor<'_>) -> Result<Vec<IValue>, GradError> {
     let mut env = Env { inputs, values: Vec::with_capacity(graph.nodes.len()), load };
+    // A graph traced on the CPU names the CPU in its factories (`ones(..., device="cpu")`) and
+    // holds CPU constants; run on a device, those follow the inputs there, as the same program
+    // traced on that device would have them (Note [Outputs on the device] in parity.rs).
+    let device = inputs.iter().find_map(|v| match v {
+        IValue::Tensor(t) if !t.device().is_cpu() => Some(t.device()),
+        _ => None,
+    });
     for (n, node) in graph.nodes.iter().enumerate() {
         let outs = match builtin(&env, node) {
             Some(r) => r?,
@@ -242,7 +249,16 @@ pub fn run(graph: &GraphSpec, inputs: &[IValue], load: &LoadTensor<'_>) -> Resul
                 }
                 let mut stack = Vec::with_capacity(node.args.len());
                 for (a, s) in node.args.iter().zip(&schema.arguments) {
-                    stack.push(env.typed(a, &s.ty)?);
+                    let value = match (env.typed(a, &s.ty)?, device) {
+                        (IValue::Device(d), Some(to)) if d.is_cpu() => IValue::Device(to),
+                        (IValue::Tensor(t), Some(to))
+                            if matches!(a, GraphArg::Const(ArgSpec::Tensor { .. })) && t.device().is_cpu() =>
+                        {
+                            IValue::Tensor(t.to_device(to).map_err(GradError::Call)?)
+                        }
+                        (v, _) => v,
+                    };
+                    stack.push(value);
                 }
                 op.call_boxed(&mut stack).map_err(GradError::Call)?;
                 stack

@@ -381,6 +381,14 @@ fn outputs_off_the_inputs_device_fail_the_case() {
     assert_eq!(e, "the inputs were on cuda:0, but an output is on cpu");
     let factory = ResolvedArgs { positional: vec![IValue::Int(2)], kwargs: vec![("dtype".into(), IValue::None)] };
     assert_eq!(check_placement(&returned, &factory, cuda), Ok(()));
+    // A `device="cpu"` argument moves with the tensors, and then binds the outputs too.
+    let moved = args_on(
+        &ResolvedArgs { positional: vec![], kwargs: vec![("device".into(), IValue::Device(Device::CPU))] },
+        cuda,
+    )
+    .unwrap();
+    assert!(matches!(moved.kwargs[0].1, IValue::Device(d) if d == cuda));
+    assert!(check_placement(&returned, &moved, cuda).is_err());
     assert_eq!(check_placement(&returned, &with_tensor, Device::META), Ok(()));
     assert!(!all_on_meta(&returned));
 }
