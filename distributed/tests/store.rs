@@ -552,3 +552,18 @@ fn tcp_store_closes_a_connection_that_sends_garbage() {
     assert_eq!(m.get("after").unwrap(), b"garbage");
     assert_eq!(m.get("t").unwrap(), b"abc", "the failed add left the value");
 }
+
+#[test]
+fn tcp_store_answers_pipelined_requests_whose_replies_back_up() {
+    use wire::{s, VALIDATE};
+    // Replies past the server's ~1 MiB of unsent bytes per connection pause the reading of
+    // that connection's requests; once the client reads, the rest are still answered.
+    let m = master();
+    let big = vec![7u8; 4 << 20];
+    let mut c = Raw::connect(m.port());
+    let get = [&[3][..], &s(b"/big")].concat();
+    c.send(&[&VALIDATE, &[1], &s(b"/big"), &s(&big), &get, &get, &get, &get]);
+    for i in 0..4 {
+        assert_eq!(c.recv(8 + big.len()), s(&big), "reply {i}");
+    }
+}
