@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 use c10::{bf16, f16, Element};
-use kernels_cuda::args::{KcGeometry, KcReduction};
+use kernels_cuda::args::{KcGeometry, KcReduction, KcRemap};
 use kernels_cuda::driver::{self, DevicePtr, Driver, DriverKind, KernelArgs, LaunchConfig, StreamId};
 use kernels_cuda::geometry;
 
@@ -1007,6 +1007,141 @@ fn random_kernels_follow_the_philox_streams() {
     assert_eq!(outs[0][999], u24(words(999, 4)[3]));
 }
 
+/// `remap_<T>`: a 2-d gather through per-dim maps (rows reversed, columns picked with
+/// repeats and a hole that takes the fill value) from a transposed source, for every dtype,
+/// against the same indexing on the host.
+fn remap_gathers_through_per_dim_maps() {
+    fn check<T: Suffix>() {
+        let (rows, cols) = (3usize, 4usize);
+        let src_vals: Vec<T> = (0..rows * cols).map(|i| T::from_i64(i as i64 % 7 + 1)).collect();
+        // The source is read transposed: element (r, c) at c * rows + r.
+        let src = Buf::from(&src_vals);
+        let row_map: Vec<i64> = vec![2, 1, 0];
+        let col_map: Vec<i64> = vec![3, -1, 0, 0, 2];
+        let maps: Vec<i64> = row_map.iter().chain(&col_map).copied().collect();
+        let dmaps = Buf::from(&maps);
+        let (orows, ocols) = (row_map.len(), col_map.len());
+        let out = Buf::<T>::zeroed(orows * ocols);
+        let mut r = KcRemap { ndim: 2, numel: (orows * ocols) as i64, ..Default::default() };
+        // Innermost first: dim 0 of the geometry is the output's columns.
+        (r.sizes[0], r.src_strides[0], r.map_offsets[0]) = (ocols as i64, rows as i64, row_map.len() as i64);
+        (r.sizes[1], r.src_strides[1], r.map_offsets[1]) = (orows as i64, 1, 0);
+        let fill = T::from_i64(9);
+        let name = format!("remap_{}", T::SFX);
+        let cfg = geometry::elementwise_launch(r.numel, StreamId::DEFAULT);
+        launch(&name, &cfg, KernelArgs::new().push(r).push(out.ptr).push(src.ptr).push(dmaps.ptr).push(fill)).unwrap();
+        let got = out.read();
+        for (i, &ri) in row_map.iter().enumerate() {
+            for (j, &cj) in col_map.iter().enumerate() {
+                let want = if cj < 0 { fill } else { src_vals[cj as usize * rows + ri as usize] };
+                assert_eq!(got[i * ocols + j], want, "{name}[{i}, {j}]");
+            }
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<f16>();
+    check::<bf16>();
+    check::<u8>();
+    check::<i8>();
+    check::<i16>();
+    check::<i32>();
+    check::<i64>();
+    check::<bool>();
+}
+
+/// `sort_<T>`: every line sorted stably (NaN last ascending, first descending), with the
+/// positions, against a stable sort on the host.
+fn sort_ranks_lines_stably() {
+    fn check<T: Suffix>(vals: &[f64]) {
+        let n = 8usize;
+        let lines = vals.len() / n;
+        let input: Vec<T> = vals.iter().map(|&v| T::from_f64(v)).collect();
+        let inb = Buf::from(&input);
+        for descending in [false, true] {
+            let (values, indices) = (Buf::<T>::zeroed(vals.len()), Buf::<i64>::zeroed(vals.len()));
+            let name = format!("sort_{}", T::SFX);
+            let cfg = geometry::elementwise_launch(vals.len() as i64, StreamId::DEFAULT);
+            let mut args = KernelArgs::new();
+            args.push(lines as i64).push(n as i64).push(values.ptr).push(indices.ptr).push(inb.ptr).push(descending);
+            launch(&name, &cfg, &mut args).unwrap();
+            let (gv, gi) = (values.read(), indices.read());
+            for l in 0..lines {
+                let line: Vec<f64> = input[l * n..(l + 1) * n].iter().map(|v| v.to_f64()).collect();
+                let mut order: Vec<usize> = (0..n).collect();
+                // NaN above every number; equal keys keep their positions (a stable sort).
+                let key = |x: f64| if x.is_nan() { f64::INFINITY } else { x };
+                let rank = |a: usize, b: usize| {
+                    let (x, y) = (line[a], line[b]);
+                    let o = match (x.is_nan(), y.is_nan()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ => key(x).partial_cmp(&key(y)).unwrap(),
+                    };
+                    if descending {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                };
+                order.sort_by(|&a, &b| rank(a, b));
+                for (k, &p) in order.iter().enumerate() {
+                    assert_eq!(gi[l * n + k], p as i64, "{name} descending={descending} line {l} place {k}");
+                    let (g, w) = (gv[l * n + k].to_f64(), line[p]);
+                    assert!(g == w || (g.is_nan() && w.is_nan()), "{name} line {l} place {k}: {g} vs {w}");
+                }
+            }
+        }
+    }
+    let floats = [3.0, f64::NAN, -1.0, 3.0, 0.0, -1.0, 2.5, f64::NAN, 1.0, 1.0, 1.0, -2.0, 7.0, 0.5, -0.5, 1.0];
+    check::<f32>(&floats);
+    check::<f64>(&floats);
+    check::<f16>(&floats);
+    check::<bf16>(&floats);
+    let ints = [3.0, 0.0, 1.0, 3.0, 5.0, 1.0, 2.0, 0.0, 1.0, 1.0, 1.0, 2.0, 7.0, 0.0, 4.0, 1.0];
+    check::<u8>(&ints);
+    check::<i8>(&ints);
+    check::<i16>(&ints);
+    check::<i32>(&ints);
+    check::<i64>(&ints);
+    check::<bool>(&[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]);
+}
+
+/// `embedding_backward_<T>`: each group's gradient rows summed in order into its table row,
+/// divided by the group size when scaling, other rows untouched.
+fn embedding_backward_sums_groups_in_order() {
+    fn check<T: Suffix>() {
+        let (positions, cols, weights) = (5usize, 3usize, 4usize);
+        let grad: Vec<T> = (0..positions * cols).map(|i| T::from_f64(i as f64 * 0.5 - 2.0)).collect();
+        // Rows 3 (positions 0, 2, 4) and 1 (position 3); position 1 was the padding index.
+        let (order, starts, rows) = (vec![3i64, 0, 2, 4], vec![0i64, 1, 4], vec![1i64, 3]);
+        let (g, o, st, ro) = (Buf::from(&grad), Buf::from(&order), Buf::from(&starts), Buf::from(&rows));
+        for scale in [false, true] {
+            let out = Buf::<T>::zeroed(weights * cols);
+            let name = format!("embedding_backward_{}", T::SFX);
+            let work = (rows.len() * cols) as i64;
+            let mut args = KernelArgs::new();
+            args.push(rows.len() as i64).push(cols as i64).push(out.ptr).push(g.ptr);
+            args.push(o.ptr).push(st.ptr).push(ro.ptr).push(scale);
+            launch(&name, &geometry::elementwise_launch(work, StreamId::DEFAULT), &mut args).unwrap();
+            let got: Vec<f64> = out.read().iter().map(|v| v.to_f64()).collect();
+            for c in 0..cols {
+                let at = |p: usize| grad[p * cols + c].to_f64();
+                let row3 = (at(0) + at(2) + at(4)) / if scale { 3.0 } else { 1.0 };
+                let tol = if T::DTYPE.size() == 2 { 2e-2 } else { 1e-6 };
+                assert!((got[3 * cols + c] - row3).abs() <= tol * row3.abs().max(1.0), "{name} row 3 col {c}");
+                assert!((got[cols + c] - at(3)).abs() <= tol * at(3).abs().max(1.0), "{name} row 1 col {c}");
+                assert_eq!((got[c], got[2 * cols + c]), (0.0, 0.0), "{name}: rows 0 and 2 are untouched");
+            }
+        }
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<f16>();
+    check::<bf16>();
+}
+
 mod suite {
     #[test]
     fn casts_between_every_pair_of_dtypes_match_the_cpu() {
@@ -1057,6 +1192,18 @@ mod suite {
         super::arange_computes_start_plus_i_step_in_the_accumulation_type();
     }
     #[test]
+    fn remap_gathers_through_per_dim_maps() {
+        super::remap_gathers_through_per_dim_maps();
+    }
+    #[test]
+    fn sort_ranks_lines_stably() {
+        super::sort_ranks_lines_stably();
+    }
+    #[test]
+    fn embedding_backward_sums_groups_in_order() {
+        super::embedding_backward_sums_groups_in_order();
+    }
+    #[test]
     fn reduction_sums_and_products_match_f64_folds() {
         super::reduction_sums_and_products_match_f64_folds();
     }
@@ -1101,6 +1248,9 @@ fn every_shipped_kernel_is_tested() {
     reduction_extremes_take_the_first_index_and_propagate_nan();
     softmax_rows_sum_to_one_and_match_closed_forms();
     random_kernels_follow_the_philox_streams();
+    remap_gathers_through_per_dim_maps();
+    sort_ranks_lines_stably();
+    embedding_backward_sums_groups_in_order();
     let launched = LAUNCHED.with(|l| l.borrow().clone());
     let untested: Vec<&str> =
         kernels_cuda::emu::kernel_names().into_iter().filter(|k| !launched.contains(*k)).collect();
