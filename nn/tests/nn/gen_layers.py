@@ -50,6 +50,14 @@ e1 = nn.Embedding.from_pretrained(w.clone(), freeze=False, max_norm=1.5, norm_ty
 e1(torch.tensor([1, 4]))
 show("embedding max_norm p=1 weight", e1.weight)
 
+# Embedding's weight gradient with padding_idx and scale_grad_by_freq
+ids = torch.tensor([[1, 3, 3, 0], [9, 1, 3, 3]])
+go = wave([2, 4, 4], 0.9, 0.1)
+for pad, scale in [(None, False), (3, False), (1, True), (None, True)]:
+    w = wave([10, 4], 1.1, 0.5).requires_grad_()
+    F.embedding(ids, w, padding_idx=pad, scale_grad_by_freq=scale).backward(go)
+    show(f"embedding grad padding {pad} scale {scale}", w.grad)
+
 # EmbeddingBag with include_last_offset (an empty bag) and padding_idx.
 wb = wave([10, 3], 0.9, 0.4)
 idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])

@@ -1,5 +1,6 @@
 //! Layers against PyTorch's numbers: every `interpolate` mode (values and input gradients),
-//! Embedding `max_norm`, EmbeddingBag (`include_last_offset`, empty bags, `padding_idx`, the
+//! Embedding `max_norm` and its weight gradient (`padding_idx`, `scale_grad_by_freq`),
+//! EmbeddingBag (`include_last_offset`, empty bags, `padding_idx`, the
 //! three modes and their weight gradients), MaxPool indices, Bilinear, Conv3d, InstanceNorm2d,
 //! PixelShuffle and the activations. The expected values are in `layers_expected.txt`, written
 //! by `gen_layers.py` with PyTorch 2.15 from the same deterministic inputs (`wave`).
@@ -110,6 +111,26 @@ fn embedding_max_norm_renormalises_the_rows_looked_up() -> Result<()> {
     check("embedding max_norm p=1 weight", &e1.weight, 1e-12);
     let bad = e1.call(&Tensor::from_slice(&[7i64])).expect_err("an out-of-range index").to_string();
     assert!(bad.contains("out of range"), "{bad}");
+    Ok(())
+}
+
+/// Embedding's weight gradient against PyTorch's: rows summed per index, nothing for
+/// `padding_idx`, and divided by each index's count in the batch with `scale_grad_by_freq`.
+#[test]
+fn embedding_weight_gradient_honours_padding_idx_and_scale_grad_by_freq() -> Result<()> {
+    let ids = Tensor::from_vec(vec![1i64, 3, 3, 0, 9, 1, 3, 3], &[2, 4])?;
+    let go = wave(&[2, 4, 4], 0.9, 0.1);
+    for (pad, scale) in [(None, false), (Some(3), false), (Some(1), true), (None, true)] {
+        let w = wave(&[10, 4], 1.1, 0.5).requires_grad_(true)?;
+        let out = aten::ops::embedding(&w, &ids, pad.unwrap_or(-1), scale, false)?;
+        let g = autograd::grad(&[out], &[w], &[Some(go.clone())], None, false, false)?;
+        let name = format!(
+            "embedding grad padding {} scale {}",
+            pad.map_or("None".to_string(), |p: i64| p.to_string()),
+            if scale { "True" } else { "False" }
+        );
+        check(&name, g[0].as_ref().expect("a gradient"), 1e-12);
+    }
     Ok(())
 }
 
