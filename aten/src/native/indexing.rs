@@ -991,7 +991,7 @@ pub fn embedding_dense_backward(
         if !rows.is_empty() && cols > 0 {
             let up = |v: Vec<i64>| {
                 let len = v.len() as i64;
-                crate::native::shape_ops::to_device(&Tensor::from_vec(v, &[len])?, device)
+                Tensor::from_vec(v, &[len])?.to_device(device)
             };
             let (order, starts, rows) = (up(order)?, up(starts)?, up(rows)?);
             crate::native::stub::run_embedding_backward(&out, &grad, &order, &starts, &rows, scale_grad_by_freq)?;

@@ -32,16 +32,8 @@ fn remap(t: &Tensor, maps: &[Vec<Option<i64>>], fill: Scalar) -> Result<Tensor> 
         offsets.push(Some(flat.len() as i64));
         flat.extend(m.iter().map(|s| s.unwrap_or(-1)));
     }
-    let maps = to_device(&Tensor::from_vec(flat, &[total as i64])?, t.device())?;
+    let maps = Tensor::from_vec(flat, &[total as i64])?.to_device(t.device())?;
     gather_on_device("remap", t, &sizes, &maps, &offsets, fill)
-}
-
-/// `t` on `device` (a copy through the device's copy kernel, or `t` itself when it is there).
-pub(crate) fn to_device(t: &Tensor, device: c10::Device) -> Result<Tensor> {
-    if t.device() == device {
-        return Ok(t.clone());
-    }
-    crate::ops::_to_copy(t, None, None, Some(device), None, false, None)
 }
 
 /// A new contiguous tensor of `sizes` on `src`'s device gathered from `src` through `maps`, an
@@ -587,7 +579,7 @@ pub fn pad(self_: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Resul
     for (k, idx) in sources.into_iter().enumerate() {
         let d = n - 1 - k;
         let len = idx.len() as i64;
-        out = crate::ops::index_select(&out, d as i64, &to_device(&Tensor::from_vec(idx, &[len])?, self_.device())?)?;
+        out = crate::ops::index_select(&out, d as i64, &Tensor::from_vec(idx, &[len])?.to_device(self_.device())?)?;
     }
     Ok(out)
 }
