@@ -9,6 +9,7 @@
 
 pub mod dispatcher;
 pub mod display;
+pub mod front;
 pub mod generated;
 pub mod generator;
 pub mod ivalue;
@@ -20,6 +21,7 @@ pub mod tensor;
 mod tensor_ops;
 
 pub use dispatcher::{dispatcher, Dispatcher, KernelFunction, OperatorEntry};
+pub use generated::builders;
 pub use generated::functions as ops;
 pub use generated::handles;
 pub use generator::{cuda_manual_seed, cuda_manual_seed_all, default_generator, manual_seed, Generator};

@@ -109,7 +109,7 @@ impl Tensor {
         let t =
             if self.dtype() == R::COMPLEX { self.clone() } else { crate::native::copy::to_dtype(self, R::COMPLEX)? };
         let t = if t.device().is_cpu() { t } else { t.to_device(Device::CPU)? };
-        let t = t.contiguous()?;
+        let t = t.contiguous().call()?;
         // SAFETY: a contiguous CPU tensor of dtype R::COMPLEX addresses numel adjacent
         // `Complex<R>` (two `R`s, `repr(C)`) from its data pointer, inside its storage.
         let all = unsafe { std::slice::from_raw_parts(t.data_ptr() as *const c10::Complex<R>, t.numel() as usize) };

@@ -65,7 +65,7 @@ pub fn cross_entropy_loss(
                     let t = ops::masked_select(target, &kept)?;
                     ops::sum(&ops::index_select(w, 0, &t)?, None)?
                 }
-                None => ops::sum(&kept.to(self_.dtype())?, None)?,
+                None => ops::sum(&kept.to(self_.dtype()).call()?, None)?,
             };
             ops::div(&ops::sum(&smooth, None)?, &denom)?
         }
@@ -326,7 +326,7 @@ fn adaptive_matrix(input: i64, output: i64, like: &Tensor) -> Result<Tensor> {
             m[(i * input + j) as usize] = 1.0 / (end - start) as f64;
         }
     }
-    Tensor::from_vec(m, &[output, input])?.to(like.dtype())
+    Tensor::from_vec(m, &[output, input])?.to(like.dtype()).call()
 }
 
 /// `adaptive_avg_pool2d` as `A_h @ x @ A_w^T` with averaging matrices.
@@ -408,7 +408,7 @@ fn interpolation_matrix(plan: &[(usize, usize, f64, f64)], input: i64, like: &Te
         m[o * input as usize + i0] += l0;
         m[o * input as usize + i1] += l1;
     }
-    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype())
+    Tensor::from_vec(m, &[out as i64, input])?.to(like.dtype()).call()
 }
 
 /// `upsample_bilinear2d.vec` as `A_h @ x @ A_w^T`, with the kernel's interpolation weights.
@@ -497,7 +497,7 @@ pub fn instance_norm(
         let _off = crate::grad_mode::no_grad();
         for (running, updated) in [(running_mean, &rm), (running_var, &rv)] {
             if let (Some(running), Some(updated)) = (running, updated) {
-                running.copy_(&ops::mean_dim(&ops::reshape(updated, &[n, c])?, Some(&[0]), false, None)?)?;
+                running.copy_(&ops::mean_dim(&ops::reshape(updated, &[n, c])?, Some(&[0]), false, None)?).call()?;
             }
         }
     }

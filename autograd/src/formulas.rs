@@ -108,7 +108,7 @@ pub fn zeros_of(sizes: &[i64], like: &Tensor) -> Result<Tensor> {
 
 /// `grad` where `mask`, else 0.
 pub fn masked(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    ops::mul(grad, &mask.to(grad.dtype())?)
+    ops::mul(grad, &mask.to(grad.dtype()).call()?)
 }
 
 /// Gradient of `self` for `self * other`.
@@ -194,7 +194,7 @@ pub fn angle_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
     let r2 = ops::where_self(&ops::eq_scalar(&r2, Scalar::Int(0))?, &one, &r2)?;
     let (re, im) = (ops::real(self_)?, ops::imag(self_)?);
     // i z = -im + i re
-    let iz = ops::complex(&ops::neg(&im)?.contiguous()?, &re.contiguous()?)?;
+    let iz = ops::complex(&ops::neg(&im)?.contiguous().call()?, &re.contiguous().call()?)?;
     ops::mul(grad, &ops::div(&iz, &r2)?)
 }
 
@@ -297,7 +297,7 @@ pub fn std_backward(
 
 /// Gradient of a full `max`/`min`: shared evenly by the elements equal to the result.
 pub fn evenly_distribute_backward(grad: &Tensor, self_: &Tensor, result: &Tensor) -> Result<Tensor> {
-    let mask = ops::eq(self_, result)?.to(grad.dtype())?;
+    let mask = ops::eq(self_, result)?.to(grad.dtype()).call()?;
     let count = ops::sum(&mask, None)?;
     ops::mul(&mask, &ops::div(grad, &count)?)
 }
@@ -306,7 +306,7 @@ pub fn evenly_distribute_backward(grad: &Tensor, self_: &Tensor, result: &Tensor
 pub fn amax_backward(grad: &Tensor, self_: &Tensor, result: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let r = sum_backward(result, self_.sizes(), Some(dims), keepdim)?;
     let g = sum_backward(grad, self_.sizes(), Some(dims), keepdim)?;
-    let mask = ops::eq(self_, &r)?.to(grad.dtype())?;
+    let mask = ops::eq(self_, &r)?.to(grad.dtype()).call()?;
     let all: Vec<i64> = (0..self_.dim() as i64).collect();
     let d = if dims.is_empty() { &all[..] } else { dims };
     let count = ops::sum_dim_intlist(&mask, Some(d), true, None)?;
@@ -483,7 +483,7 @@ pub fn extremum_backward(grad: &Tensor, self_: &Tensor, other: &Tensor, max: boo
     let (a, b) = if for_self { (self_, other) } else { (other, self_) };
     let wins = if max { ops::gt(a, b)? } else { ops::lt(a, b)? };
     let ties = ops::eq(a, b)?;
-    let w = ops::add(&wins.to(grad.dtype())?, &scale(&ties.to(grad.dtype())?, 0.5)?, one())?;
+    let w = ops::add(&wins.to(grad.dtype()).call()?, &scale(&ties.to(grad.dtype()).call()?, 0.5)?, one())?;
     ops::mul(grad, &w)
 }
 
@@ -1271,7 +1271,7 @@ pub fn native_dropout_backward(grad: &Tensor, mask: &Tensor, p: f64, train: Opti
     if p >= 1.0 {
         return zeros_like(grad);
     }
-    scale(&ops::mul(grad, &mask.to(grad.dtype())?)?, 1.0 / (1.0 - p))
+    scale(&ops::mul(grad, &mask.to(grad.dtype()).call()?)?, 1.0 / (1.0 - p))
 }
 
 /// Gradient of `index_copy` for `source`: the rows of `grad` at `index` (a zero-dim source gets

@@ -95,7 +95,7 @@ pub fn gradcheck(
         for m in 0..n {
             let mut onehot = vec![0.0f64; n];
             onehot[m] = 1.0;
-            let go = Tensor::from_vec(onehot, out.sizes())?.to(out.dtype())?;
+            let go = Tensor::from_vec(onehot, out.sizes())?.to(out.dtype()).call()?;
             let gs =
                 crate::engine::grad(std::slice::from_ref(out), &diff_tensors, &[Some(go)], Some(true), false, true)?;
             for (jj, g) in gs.iter().enumerate() {

@@ -9,7 +9,7 @@ use autograd::TensorAutograd;
 fn saved_tensors_are_freed_after_backward() {
     let x = Tensor::from_vec(vec![1.0f64; 4096], &[4096]).unwrap().requires_grad_(true).unwrap();
     let stats_before = c10::caching_allocator::memory_stats();
-    let y = x.exp().unwrap().exp().unwrap().sum().unwrap();
+    let y = x.exp().unwrap().exp().unwrap().sum().call().unwrap();
     let during = c10::caching_allocator::memory_stats();
     assert!(during.allocated_bytes >= stats_before.allocated_bytes + 2 * 4096 * 8, "{during:?} vs {stats_before:?}");
     y.backward().unwrap();

@@ -9,6 +9,8 @@
 #![warn(missing_docs)]
 
 pub mod autograd;
+pub mod front_rust;
+pub mod frontend;
 pub mod gen;
 pub mod yaml;
 

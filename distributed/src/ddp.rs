@@ -230,7 +230,7 @@ impl Reducer {
         match self.params[i].grad().filter(|_| has_grad) {
             Some(g) if g.data_ptr() == view.data_ptr() && g.strides() == view.strides() => {}
             Some(g) => {
-                view.copy_(&g)?;
+                view.copy_(&g).call()?;
             }
             None => {
                 view.zero_()?;
@@ -279,7 +279,7 @@ impl Reducer {
                 Some(g) if g.data_ptr() == view.data_ptr() && g.strides() == view.strides() => {}
                 _ if self.as_view => p.set_grad(Some(view))?,
                 Some(g) => {
-                    g.copy_(&view)?;
+                    g.copy_(&view).call()?;
                 }
                 None => p.set_grad(Some(view.clone_tensor()?))?,
             }

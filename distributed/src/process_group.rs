@@ -243,7 +243,7 @@ impl Staged {
     /// Copies the host buffer back to the device tensor.
     fn copy_back(self) -> Result<()> {
         if let Some(d) = self.device {
-            d.copy_(&self.host)?;
+            d.copy_(&self.host).call()?;
         }
         Ok(())
     }
@@ -296,7 +296,7 @@ fn pack(list: &[Tensor], dtype: ScalarType, device: Device) -> Result<Tensor> {
     let mut start = 0;
     for t in list {
         let n = t.numel();
-        buf.narrow(0, start, n)?.view(t.sizes())?.copy_(t)?;
+        buf.narrow(0, start, n)?.view(t.sizes())?.copy_(t).call()?;
         start += n;
     }
     Ok(buf)
@@ -307,7 +307,7 @@ fn unpack(buf: &Tensor, list: &[Tensor]) -> Result<()> {
     let mut start = 0;
     for t in list {
         let n = t.numel();
-        t.copy_(&buf.narrow(0, start, n)?.view(t.sizes())?)?;
+        t.copy_(&buf.narrow(0, start, n)?.view(t.sizes())?).call()?;
         start += n;
     }
     Ok(())

@@ -132,7 +132,7 @@ fn value(dtype: ScalarType, r: usize, i: usize) -> f64 {
 
 fn input(dtype: ScalarType, r: usize, n: usize) -> Tensor {
     let v: Vec<f64> = (0..n).map(|i| value(dtype, r, i)).collect();
-    Tensor::from_vec(v, &[n as i64]).unwrap().to(dtype).unwrap()
+    Tensor::from_vec(v, &[n as i64]).unwrap().to(dtype).call().unwrap()
 }
 
 /// The reduction of element `i` over `size` ranks, in f64.
@@ -257,6 +257,7 @@ fn rank_collectives() {
         )
         .unwrap()
         .to(dtype)
+        .call()
         .unwrap();
         let out = input(dtype, 0, n).zero_().unwrap();
         dist::reduce_scatter_tensor(&out, &flat, op).unwrap();
@@ -265,7 +266,7 @@ fn rank_collectives() {
         // value 10 r + j to rank j.
         let fill = |len: usize, v: usize| {
             let v = if dtype == ScalarType::Bool { (v % 2) as f64 } else { (v % 50) as f64 };
-            Tensor::from_vec(vec![v; len], &[len as i64]).unwrap().to(dtype).unwrap()
+            Tensor::from_vec(vec![v; len], &[len as i64]).unwrap().to(dtype).call().unwrap()
         };
         let ins: Vec<Tensor> = (0..size).map(|j| fill(rank + j + 1, 10 * rank + j)).collect();
         let outs: Vec<Tensor> = (0..size).map(|j| fill(rank + j + 1, 0)).collect();
@@ -638,10 +639,10 @@ fn rank_ddp() {
         {
             let _local = model.no_sync();
             let l = loss(&model.forward(&part(&x, s, 2 * rank, 16)).unwrap(), &part(&y, s, 2 * rank, 16));
-            l.mul_scalar(c10::Scalar::Float(0.5)).unwrap().backward().unwrap();
+            l.mul(c10::Scalar::Float(0.5)).unwrap().backward().unwrap();
         }
         let l = loss(&model.forward(&part(&x, s, 2 * rank + 1, 16)).unwrap(), &part(&y, s, 2 * rank + 1, 16));
-        l.mul_scalar(c10::Scalar::Float(0.5)).unwrap().backward().unwrap();
+        l.mul(c10::Scalar::Float(0.5)).unwrap().backward().unwrap();
         opt.step().unwrap();
     }
     assert_close("DDP with no_sync accumulation", model.module(), &want);

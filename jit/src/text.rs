@@ -673,7 +673,7 @@ impl Parser<'_> {
                     _ if is_int => c10::ScalarType::I64,
                     _ => c10::ScalarType::F32,
                 };
-                let t = Tensor::scalar_tensor(x).to(dtype)?;
+                let t = Tensor::scalar_tensor(x).to(dtype).call()?;
                 Constant::Tensor(g.add_tensor_constant(t))
             }
         })

@@ -671,7 +671,8 @@ fn random_operators_sample_on_the_device_from_a_cuda_generator() {
     let cpu_gen = aten::Generator::new(Device::CPU);
     let err = ops::uniform_(&kept, 0.0, 1.0, Some(&cpu_gen)).unwrap_err();
     assert!(err.to_string().contains("Expected a 'cuda' device type for generator but found 'cpu'"), "{err}");
-    let err = ops::uniform_(&Tensor::zeros(&[3], ScalarType::F32).unwrap(), 0.0, 1.0, Some(&g)).unwrap_err();
+    let err =
+        ops::uniform_(&Tensor::zeros(&[3]).dtype(ScalarType::F32).call().unwrap(), 0.0, 1.0, Some(&g)).unwrap_err();
     assert!(err.to_string().contains("Expected a 'cpu' device type for generator but found 'cuda'"), "{err}");
     assert!(matches!(ops::normal_(&kept, 0.0, -1.0, Some(&g)), Err(Error::InvalidArgument { .. })));
     assert_eq!(values(&kept), vec![0.0; 3]);
@@ -754,7 +755,7 @@ fn gathers_run_on_the_device_and_match_the_cpu() {
             &ops::index_select(&x, 1, &idx).unwrap(),
             "index_select",
         );
-        let idx32 = idx.to(ScalarType::I32).unwrap();
+        let idx32 = idx.to(ScalarType::I32).call().unwrap();
         assert_on_device_eq(
             &ops::index_select(&g, 2, &idx32.cuda(0).unwrap()).unwrap(),
             &ops::index_select(&x, 2, &idx32).unwrap(),
@@ -787,7 +788,7 @@ fn sort_and_argsort_run_on_the_device_and_match_the_cpu() {
     let v = vec![3.0f32, f32::NAN, -1.0, 3.0, 0.0, -1.0, 2.5, f32::NAN, 3.0, -7.0, 0.0, 1.0];
     let base = Tensor::from_vec(v, &[3, 4]).unwrap();
     for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::BF16, ScalarType::I32, ScalarType::U8] {
-        let x = base.to(dtype).unwrap();
+        let x = base.to(dtype).call().unwrap();
         let g = x.cuda(0).unwrap();
         for (dim, descending) in [(-1, false), (-1, true), (0, false), (0, true)] {
             let what = format!("sort {dtype} dim {dim} descending {descending}");

@@ -145,8 +145,8 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64) -> Result<
     let fresh = |like: &Tensor| -> Result<Tensor> { ops::empty_like(like, None, None, None, None, None) };
     if p > 0.3 {
         // The bounds as the tensor's dtype represents them, so the mask agrees with the values.
-        let lo = Tensor::from_slice(&[a]).to(t.dtype())?.to(ScalarType::F64)?.item::<f64>()?;
-        let hi = Tensor::from_slice(&[b]).to(t.dtype())?.to(ScalarType::F64)?.item::<f64>()?;
+        let lo = Tensor::from_slice(&[a]).to(t.dtype()).call()?.to(ScalarType::F64).call()?.item::<f64>()?;
+        let hi = Tensor::from_slice(&[b]).to(t.dtype()).call()?.to(ScalarType::F64).call()?.item::<f64>()?;
         ops::normal_(t, mean, std, None)?;
         let mut result = t.clone();
         loop {
@@ -162,7 +162,7 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64) -> Result<
             result = ops::where_self(&mask, &redraw, &result)?;
         }
         if !result.is_same(t) {
-            t.copy_(&result)?;
+            t.copy_(&result).call()?;
         }
         return Ok(());
     }
@@ -170,17 +170,17 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64) -> Result<
     let log_peak = -0.5 * ((mode - mean) / std).powi(2);
     // log pdf(x) - log pdf(mode), in place on `c`.
     let log_ratio = |c: &Tensor| -> Result<()> {
-        c.sub_scalar_(Scalar::Float(mean))?;
-        c.div_scalar_(Scalar::Float(std))?;
+        c.sub_(Scalar::Float(mean)).call()?;
+        c.div_(Scalar::Float(std)).call()?;
         c.mul_(&c.clone())?;
-        c.mul_scalar_(Scalar::Float(-0.5))?;
-        c.sub_scalar_(Scalar::Float(log_peak))?;
+        c.mul_(Scalar::Float(-0.5))?;
+        c.sub_(Scalar::Float(log_peak)).call()?;
         Ok(())
     };
     let candidates = fresh(t)?;
     let accept = fresh(t)?;
     ops::uniform_(t, a, b, None)?;
-    candidates.copy_(t)?;
+    candidates.copy_(t).call()?;
     log_ratio(&candidates)?;
     ops::uniform_(&accept, 0.0, 1.0, None)?;
     let mut pending = ops::gt(&ops::log(&accept)?, &candidates)?;
@@ -198,7 +198,7 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64) -> Result<
             break;
         }
     }
-    t.copy_(&result)?;
+    t.copy_(&result).call()?;
     Ok(())
 }
 
@@ -220,16 +220,16 @@ pub fn orthogonal_(t: &Tensor, gain: f64) -> Result<()> {
     let _g = no_grad();
     let flat = ops::zeros(&[rows, cols], Some(t.dtype()), None, None, None)?;
     ops::normal_(&flat, 0.0, 1.0, None)?;
-    let flat = flat.to(ScalarType::F64)?;
+    let flat = flat.to(ScalarType::F64).call()?;
     let transposed = rows < cols;
     let (m, n) = if transposed { (cols, rows) } else { (rows, cols) };
-    let src = if transposed { flat.t()?.contiguous()? } else { flat };
+    let src = if transposed { flat.t()?.contiguous().call()? } else { flat };
     let a = src.to_vec::<f64>()?;
     let q = householder_q(&a, m as usize, n as usize);
     let q = Tensor::from_vec(q, &[m, n])?;
-    let q = if transposed { q.t()?.contiguous()? } else { q };
-    let q = q.mul_scalar(Scalar::Float(gain))?.view(t.sizes())?;
-    t.copy_(&q)?;
+    let q = if transposed { q.t()?.contiguous().call()? } else { q };
+    let q = q.mul(Scalar::Float(gain))?.view(t.sizes())?;
+    t.copy_(&q).call()?;
     Ok(())
 }
 

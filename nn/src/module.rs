@@ -59,6 +59,20 @@ impl std::ops::Deref for Parameter {
     }
 }
 
+// A parameter or buffer passes where the front end takes a tensor or a number (`y.add(&bias)`),
+// as it does through `Deref` where a call takes `&Tensor`.
+impl<'a> From<&'a Parameter> for aten::front::TensorOrScalar<'a> {
+    fn from(p: &'a Parameter) -> Self {
+        aten::front::TensorOrScalar::Tensor(&p.tensor)
+    }
+}
+
+impl<'a> From<&'a Buffer> for aten::front::TensorOrScalar<'a> {
+    fn from(b: &'a Buffer) -> Self {
+        aten::front::TensorOrScalar::Tensor(&b.tensor)
+    }
+}
+
 impl fmt::Debug for Parameter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Parameter containing:\n{}", self.tensor)
@@ -579,7 +593,7 @@ pub trait Module: Send + Sync {
         let _g = autograd::no_grad();
         for (name, current) in &expected {
             if let Some(src) = state.get(name) {
-                current.copy_(src)?;
+                current.copy_(src).call()?;
             }
         }
         Ok(keys)
@@ -655,7 +669,7 @@ pub trait Module: Send + Sync {
                 ),
             });
         }
-        self.apply_tensors(&mut |t| if t.is_floating_point() { t.to(dtype) } else { Ok(t.clone()) })
+        self.apply_tensors(&mut |t| if t.is_floating_point() { t.to(dtype).call() } else { Ok(t.clone()) })
     }
 
     /// `module.to(device)`: every parameter and buffer (and every parameter's `.grad`) on

@@ -57,20 +57,20 @@ fn allocation_failure_is_an_error_value() {
 fn element_counts_past_i64_are_errors() {
     let one = Tensor::from_vec(vec![1.0f32], &[1, 1]).unwrap();
     // numel used to wrap to 0, and `sum()` then aborted the process in an allocation.
-    let e = err(one.expand(&[1 << 32, 1 << 32]));
+    let e = err(one.expand(&[1 << 32, 1 << 32]).call());
     assert!(e.contains("numel: integer multiplication overflow"), "{e}");
     let e = err(one.broadcast_to(&[1 << 40, 1 << 40]));
     assert!(e.contains("numel: integer multiplication overflow"), "{e}");
     // A big expand whose count fits is fine (nothing is allocated), and its element count is right.
-    let big = one.expand(&[1 << 31, 1 << 31]).unwrap();
+    let big = one.expand(&[1 << 31, 1 << 31]).call().unwrap();
     assert_eq!(big.numel(), 1 << 62);
     // Copying it out would need 2^64 bytes: an error, not an abort.
     let e = err(big.to_vec::<f32>());
     assert!(e.contains("can't allocate memory"), "{e}");
-    let e = err(big.contiguous());
+    let e = err(big.contiguous().call());
     assert!(e.contains(STORAGE_OVERFLOW), "{e}");
     // Overlapping windows can multiply the count.
-    let row = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().expand(&[1 << 40]).unwrap();
+    let row = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().expand(&[1 << 40]).call().unwrap();
     let e = err(row.unfold(0, 1 << 39, 1));
     assert!(e.contains("numel: integer multiplication overflow"), "{e}");
 }
@@ -101,17 +101,17 @@ fn in_place_writes_into_overlapping_memory_are_refused() {
         "unsupported operation: some elements of the input tensor and the written-to tensor refer to \
                            a single memory location. Please clone() the tensor before performing the operation.";
     let base = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
-    let expanded = base.expand(&[3]).unwrap();
+    let expanded = base.expand(&[3]).call().unwrap();
     let ones = Tensor::from_vec(vec![1.0f32; 3], &[3]).unwrap();
     // This used to add three times into the one element.
-    let e = err(expanded.add_(&ones));
+    let e = err(expanded.add_(&ones).call());
     assert!(e.contains(INTERNAL), "{e}");
     assert_eq!(base.to_vec::<f32>().unwrap(), vec![1.0], "a refused write changes nothing");
     let e = err(ops::mul_out(&ones, &ones, &expanded));
     assert!(e.contains(INTERNAL), "{e}");
     let e = err(expanded.fill_(Scalar::Float(2.0)));
     assert!(e.contains(INTERNAL), "{e}");
-    let e = err(expanded.copy_(&ones));
+    let e = err(expanded.copy_(&ones).call());
     assert!(e.contains(INTERNAL), "{e}");
 
     // An output that partly overlaps an input.
@@ -119,7 +119,7 @@ fn in_place_writes_into_overlapping_memory_are_refused() {
     let (head, mid) = (t.narrow(0, 0, 4).unwrap(), t.narrow(0, 2, 4).unwrap());
     let e = err(ops::add_out(&mid, &mid, Scalar::Int(1), &head));
     assert!(e.contains(PARTIAL), "{e}");
-    let e = err(head.copy_(&mid));
+    let e = err(head.copy_(&mid).call());
     assert!(e.contains(PARTIAL), "{e}");
     assert_eq!(t.to_vec::<f32>().unwrap(), (0..8).map(|x| x as f32).collect::<Vec<_>>());
 
@@ -141,15 +141,15 @@ fn empty_tensor_lists_get_pytorchs_messages() {
 #[test]
 fn tensor_hooks_may_not_change_a_gradients_shape_or_dtype() {
     let w = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2]).unwrap().requires_grad_(true).unwrap();
-    w.register_hook(|g| Ok(Some(g.sum()?.reshape(&[1])?))).unwrap();
-    let e = err(w.mul_scalar(Scalar::Float(3.0)).unwrap().sum().unwrap().backward());
+    w.register_hook(|g| Ok(Some(g.sum().call()?.reshape(&[1])?))).unwrap();
+    let e = err(w.mul(Scalar::Float(3.0)).unwrap().sum().call().unwrap().backward());
     assert!(e.contains("hook 'tensor hook 0' has changed the size of value (was [1, 2] got [1])"), "{e}");
     assert!(w.grad().is_none(), "the refused gradient must not reach .grad");
 
     let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().requires_grad_(true).unwrap();
-    let y = x.mul_scalar(Scalar::Float(2.0)).unwrap();
-    y.register_hook(|g| Ok(Some(g.to(ScalarType::F64)?))).unwrap();
-    let e = err(y.sum().unwrap().backward());
+    let y = x.mul(Scalar::Float(2.0)).unwrap();
+    y.register_hook(|g| Ok(Some(g.to(ScalarType::F64).call()?))).unwrap();
+    let e = err(y.sum().call().unwrap().backward());
     assert!(
         e.contains("hook 'tensor hook 0' has changed the type of value (was CPUFloatType got CPUDoubleType)"),
         "{e}"
@@ -157,8 +157,8 @@ fn tensor_hooks_may_not_change_a_gradients_shape_or_dtype() {
 
     // A hook that keeps shape and dtype may still replace the values.
     let z = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().requires_grad_(true).unwrap();
-    z.register_hook(|g| Ok(Some(g.mul_scalar(Scalar::Float(10.0))?))).unwrap();
-    z.sum().unwrap().backward().unwrap();
+    z.register_hook(|g| Ok(Some(g.mul(Scalar::Float(10.0))?))).unwrap();
+    z.sum().call().unwrap().backward().unwrap();
     assert_eq!(z.grad().unwrap().to_vec::<f32>().unwrap(), vec![10.0, 10.0]);
 }
 

@@ -228,7 +228,7 @@ fn randt(shape: &[i64], d: ScalarType, lo: f64, hi: f64, seed: u64) -> Tensor {
         .collect();
     let t = Tensor::from_vec(v, shape).unwrap();
     let t = if d == Bool { ops::ne_scalar(&t, Scalar::Float(0.0)).unwrap() } else { t };
-    t.to(d).unwrap()
+    t.to(d).call().unwrap()
 }
 
 fn mat(d: ScalarType) -> Vec<Tensor> {
@@ -698,7 +698,7 @@ fn table() -> Vec<OpInfo> {
             Skip
         ),
         // Conversions and copies.
-        custom!("_to_copy", ALL, mat, |t| one(t[0].to(F64)), Double),
+        custom!("_to_copy", ALL, mat, |t| one(t[0].to(F64).call()), Double),
     ]
 }
 
@@ -715,7 +715,7 @@ fn tolerance(d: ScalarType) -> (f64, f64) {
 }
 
 fn values(t: &Tensor) -> Vec<f64> {
-    t.to(F64).and_then(|c| c.to_vec::<f64>()).expect("readable result")
+    t.to(F64).call().and_then(|c| c.to_vec::<f64>()).expect("readable result")
 }
 
 fn close(name: &str, what: &str, got: &Tensor, want: &Tensor, d: ScalarType) {
@@ -743,7 +743,7 @@ fn noncontig(t: &Tensor) -> Tensor {
         }
         n => {
             let (a, b) = (n as i64 - 1, n as i64 - 2);
-            let tt = ops::transpose(t, a, b).unwrap().contiguous().unwrap();
+            let tt = ops::transpose(t, a, b).unwrap().contiguous().call().unwrap();
             ops::transpose(&tt, a, b).unwrap()
         }
     }
@@ -800,14 +800,14 @@ fn reference_result(op: &OpInfo, args: &[Tensor], d: ScalarType, got: &Tensor) -
         Reference::None => return None,
         Reference::Unary(f) => values(&args[0]).into_iter().map(f).collect(),
         Reference::Binary(f) => {
-            let a = values(&args[0].expand(&shape).unwrap().contiguous().unwrap());
-            let b = values(&args[1].expand(&shape).unwrap().contiguous().unwrap());
+            let a = values(&args[0].expand(&shape).call().unwrap().contiguous().call().unwrap());
+            let b = values(&args[1].expand(&shape).call().unwrap().contiguous().call().unwrap());
             a.iter().zip(&b).map(|(x, y)| f(*x, *y)).collect()
         }
     };
     // Integer-dtype entries only use formulas that are exact on their inputs, so the f64 result
     // converts to the output dtype without rounding.
-    Some(Tensor::from_vec(v, &shape).unwrap().to(out_dtype).unwrap())
+    Some(Tensor::from_vec(v, &shape).unwrap().to(out_dtype).call().unwrap())
 }
 
 #[test]
@@ -845,7 +845,7 @@ fn elementwise_values_layouts_and_broadcasting() {
                 close(op.name, &format!("non-contiguous {what}"), &got_nc[0], got, d);
                 if let Kind::Binary { .. } = op.kind {
                     let expanded: Vec<Tensor> =
-                        args.iter().map(|t| t.expand(&shape).unwrap().contiguous().unwrap()).collect();
+                        args.iter().map(|t| t.expand(&shape).call().unwrap().contiguous().call().unwrap()).collect();
                     let got_x = run(&op, &expanded).unwrap();
                     close(op.name, &format!("expanded {what}"), &got_x[0], got, d);
                 }
@@ -923,7 +923,7 @@ fn gradcheck_every_differentiable_entry() {
             let g = aten::Generator::new(c10::Device::CPU);
             g.manual_seed(seed);
             let u = ops::rand_generator(shape, Some(&g), Some(F64), None, None, None).unwrap();
-            u.mul_scalar(Scalar::Float(hi - lo)).unwrap().add_scalar(Scalar::Float(lo)).unwrap()
+            u.mul(Scalar::Float(hi - lo)).unwrap().add(Scalar::Float(lo)).call().unwrap()
         };
         let args: Vec<Tensor> = match op.kind {
             Kind::Custom(inputs) => inputs(F64),

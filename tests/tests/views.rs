@@ -23,11 +23,11 @@ fn views_share_storage_and_version_counter() {
         a.select(0, 2).unwrap(),
         a.slice_with(1, Some(0), None, 2).unwrap(),
         a.unsqueeze(0).unwrap(),
-        a.unsqueeze(2).unwrap().squeeze().unwrap(),
-        a.unsqueeze(0).unwrap().expand(&[2, 3, 4]).unwrap(),
-        a.diagonal().unwrap(),
+        a.unsqueeze(2).unwrap().squeeze().call().unwrap(),
+        a.unsqueeze(0).unwrap().expand(&[2, 3, 4]).call().unwrap(),
+        a.diagonal().call().unwrap(),
         a.reshape(&[2, 6]).unwrap(),
-        a.flatten().unwrap(),
+        a.flatten().call().unwrap(),
         ops::as_strided(&a, &[2, 2], &[4, 1], Some(1)).unwrap(),
         a.unfold(1, 2, 2).unwrap(),
     ];
@@ -35,13 +35,13 @@ fn views_share_storage_and_version_counter() {
         assert!(v.storage().is_same(a.storage()), "{:?} does not share storage", v.sizes());
     }
     let before = a.version();
-    views[4].add_(&Tensor::from_slice(&[100.0f32])).unwrap();
+    views[4].add_(&Tensor::from_slice(&[100.0f32])).call().unwrap();
     assert_eq!(a.version(), before + 1, "an in-place op on a view bumps the base's version");
     assert_eq!(views[0].version(), a.version());
     assert_eq!(a.to_vec::<f32>().unwrap()[8..], [108.0, 109.0, 110.0, 111.0]);
     // A composite in-place op (mul_.Scalar calls mul_.Tensor) still bumps exactly once.
     let before = a.version();
-    views[4].mul_scalar_(c10::Scalar::Int(-1)).unwrap();
+    views[4].mul_(c10::Scalar::Int(-1)).unwrap();
     assert_eq!(a.version(), before + 1);
 }
 
@@ -57,7 +57,7 @@ fn view_values_and_strides() {
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![1., 3., 5., 7., 9., 11.]);
     assert_eq!(a.select(1, -1).unwrap().to_vec::<f32>().unwrap(), vec![3., 7., 11.]);
     assert_eq!(a.diagonal_with(1, 0, 1).unwrap().to_vec::<f32>().unwrap(), vec![1., 6., 11.]);
-    let e = Tensor::from_slice(&[1.0f32, 2.0]).unsqueeze(1).unwrap().expand(&[2, 3]).unwrap();
+    let e = Tensor::from_slice(&[1.0f32, 2.0]).unsqueeze(1).unwrap().expand(&[2, 3]).call().unwrap();
     assert_eq!(e.strides(), &[1, 0]);
     assert_eq!(e.to_vec::<f32>().unwrap(), vec![1., 1., 1., 2., 2., 2.]);
     let u = arange(5, &[5]).unfold(0, 2, 1).unwrap();
@@ -85,7 +85,7 @@ fn view_errors_are_values() {
     let a = arange(6, &[2, 3]);
     assert!(matches!(a.transpose(0, 2), Err(Error::DimOutOfRange { .. })));
     assert!(a.permute(&[0, 0]).is_err());
-    assert!(a.expand(&[4, 3]).is_err());
+    assert!(a.expand(&[4, 3]).call().is_err());
     assert!(a.narrow(1, 2, 2).is_err());
     assert!(matches!(a.select(0, 2), Err(Error::IndexOutOfRange { .. })));
     assert!(a.slice_with(0, None, None, 0).is_err());
@@ -96,21 +96,21 @@ fn view_errors_are_values() {
 fn contiguous_clone_and_conversions() {
     let a = arange(6, &[2, 3]);
     let t = a.t().unwrap();
-    let c = t.contiguous().unwrap();
+    let c = t.contiguous().call().unwrap();
     assert!(c.is_contiguous());
     assert_eq!(c.strides(), &[2, 1]);
-    assert!(a.contiguous().unwrap().is_same(&a), "contiguous() of a contiguous tensor is itself");
-    let d = a.to(ScalarType::I64).unwrap();
+    assert!(a.contiguous().call().unwrap().is_same(&a), "contiguous() of a contiguous tensor is itself");
+    let d = a.to(ScalarType::I64).call().unwrap();
     assert_eq!(d.dtype(), ScalarType::I64);
     assert_eq!(d.to_vec::<i64>().unwrap(), vec![0, 1, 2, 3, 4, 5]);
-    assert!(a.to(ScalarType::F32).unwrap().is_same(&a));
+    assert!(a.to(ScalarType::F32).call().unwrap().is_same(&a));
     let k = a.clone_tensor().unwrap();
     assert!(!k.storage().is_same(a.storage()));
-    let h = Tensor::from_slice(&[-1.7f32, 2.5, 300.0]).to(ScalarType::U8).unwrap();
+    let h = Tensor::from_slice(&[-1.7f32, 2.5, 300.0]).to(ScalarType::U8).call().unwrap();
     assert_eq!(h.to_vec::<u8>().unwrap(), vec![255, 2, 44]);
     // copy_ broadcasts and converts.
     let dst = Tensor::from_vec(vec![0i32; 6], &[2, 3]).unwrap();
-    dst.copy_(&Tensor::from_slice(&[1.9f64, -2.9, 3.0])).unwrap();
+    dst.copy_(&Tensor::from_slice(&[1.9f64, -2.9, 3.0])).call().unwrap();
     assert_eq!(dst.to_vec::<i32>().unwrap(), vec![1, -2, 3, 1, -2, 3]);
     assert_eq!(
         a.item::<f32>().unwrap_err().to_string(),

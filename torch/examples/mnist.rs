@@ -128,7 +128,7 @@ fn accuracy(model: &Net, test: &(Tensor, Tensor)) -> torch::Result<f64> {
         let len = (n - start).min(1000);
         let logits = model.call(&images.narrow(0, start, len)?)?;
         let pred = ops::argmax(&logits, Some(1), false)?;
-        correct += pred.eq(&labels.narrow(0, start, len)?)?.sum()?.item::<i64>()?;
+        correct += pred.eq(&labels.narrow(0, start, len)?)?.sum().call()?.item::<i64>()?;
         start += len;
     }
     Ok(correct as f64 / n as f64)

@@ -727,9 +727,9 @@ fn run_module(case: &Value, store: &StateDict) -> Result<(), String> {
         if !o.requires_grad() {
             continue;
         }
-        let term = s(o.mul(&get(store, k)?).and_then(|t| t.sum()))?;
+        let term = s(o.mul(&get(store, k)?).and_then(|t| t.sum().call()))?;
         total = Some(match total {
-            Some(t) => s(t.add(&term))?,
+            Some(t) => s(t.add(&term).call())?,
             None => term,
         });
     }

@@ -2,6 +2,8 @@
 //! Code generated from `aten/native_functions.yaml`: typed operator handles, free functions,
 //! `Tensor` methods and the kernel registrations.
 
+pub mod builders;
+pub mod front;
 pub mod functions;
 pub mod handles;
 pub mod methods;

@@ -347,7 +347,7 @@ fn linear_reduction(
     } else {
         ops::sum_dim_intlist(&r, Some(&dims), keepdim, None)?
     };
-    ops::view_as_complex(&out.contiguous()?)
+    ops::view_as_complex(&out.contiguous().call()?)
 }
 
 /// `copy_`'s element conversions when either side is complex: real to complex gets a zero

@@ -121,8 +121,10 @@ fn index_select_on_device(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Te
     if self_.dim() == 0 {
         out_sizes.clear();
     }
-    let map =
-        crate::ops::contiguous(&crate::ops::reshape(&index.to(ScalarType::I64)?, &[-1])?, MemoryFormat::Contiguous)?;
+    let map = crate::ops::contiguous(
+        &crate::ops::reshape(&index.to(ScalarType::I64).call()?, &[-1])?,
+        MemoryFormat::Contiguous,
+    )?;
     let src = crate::ops::reshape(self_, &sizes)?;
     let mut offsets = vec![None; sizes.len()];
     offsets[d] = Some(0);
@@ -1019,7 +1021,7 @@ pub fn embedding_dense_backward(
             out[row as usize * cols + c] = acc;
         }
     }
-    Tensor::from_vec(out, &[num_weights, cols as i64])?.to(dtype)
+    Tensor::from_vec(out, &[num_weights, cols as i64])?.to(dtype).call()
 }
 
 /// `one_hot` on a device other than the CPU, from device operators: the checks read the
@@ -1060,7 +1062,7 @@ fn one_hot_on_device(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
     };
     let range = crate::ops::arange(Scalar::Int(classes), Some(ScalarType::I64), None, Some(self_.device()), None)?;
     let hits = crate::ops::eq(&crate::ops::unsqueeze(self_, -1)?, &range)?;
-    hits.to(ScalarType::I64)
+    hits.to(ScalarType::I64).call()
 }
 
 /// `one_hot(Tensor self, int num_classes=-1) -> Tensor`

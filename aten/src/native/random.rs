@@ -875,7 +875,7 @@ fn values_in_memory_order_of(t: &Tensor, order: &Tensor) -> Result<Vec<f64>> {
     let perm = stride_order(order.sizes(), order.strides());
     let outer_first: Vec<i64> = perm.iter().rev().map(|&d| d as i64).collect();
     let permuted = crate::ops::permute(t, &outer_first)?;
-    crate::native::copy::to_dtype(&permuted, ScalarType::F64)?.contiguous()?.to_vec::<f64>()
+    crate::native::copy::to_dtype(&permuted, ScalarType::F64)?.contiguous().call()?.to_vec::<f64>()
 }
 
 /// `bernoulli_.Tensor`: element `i` becomes 1 with probability `p[i]` (`p` broadcast to
@@ -1157,7 +1157,7 @@ pub fn multinomial(
             Ok(crate::ops::topk(&ratio, num_samples, -1, true, true)?.1)
         };
     }
-    let probs = crate::native::copy::to_dtype(self_, ScalarType::F64)?.contiguous()?.to_vec::<f64>()?;
+    let probs = crate::native::copy::to_dtype(self_, ScalarType::F64)?.contiguous().call()?.to_vec::<f64>()?;
     let n_cat = n_categories as usize;
     let n_dist = if self_.dim() == 2 { self_.sizes()[0] as usize } else { 1 };
     let double = self_.dtype() == ScalarType::F64;

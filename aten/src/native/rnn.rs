@@ -56,15 +56,15 @@ pub fn cell_step(
     c: Option<&Tensor>,
 ) -> Result<(Tensor, Option<Tensor>)> {
     match mode {
-        RnnMode::Tanh => Ok((gi.add(gh)?.tanh()?, None)),
-        RnnMode::Relu => Ok((gi.add(gh)?.relu()?, None)),
+        RnnMode::Tanh => Ok((gi.add(gh).call()?.tanh()?, None)),
+        RnnMode::Relu => Ok((gi.add(gh).call()?.relu()?, None)),
         RnnMode::Lstm => {
             let c = c.ok_or_else(|| Error::invalid("lstm", "the cell state is missing"))?;
-            let gates = gi.add(gh)?.chunk_with(4, -1)?;
+            let gates = gi.add(gh).call()?.chunk_with(4, -1)?;
             let [i, f, g, o] = <[Tensor; 4]>::try_from(gates)
                 .map_err(|_| Error::invalid("lstm", "the gate size must be 4 * hidden_size"))?;
             let (i, f, g, o) = (i.sigmoid()?, f.sigmoid()?, g.tanh()?, o.sigmoid()?);
-            let c_new = f.mul(c)?.add(&i.mul(&g)?)?;
+            let c_new = f.mul(c)?.add(&i.mul(&g)?).call()?;
             let h_new = o.mul(&c_new.tanh()?)?;
             Ok((h_new, Some(c_new)))
         }
@@ -74,12 +74,12 @@ pub fn cell_step(
             if i.len() != 3 || hh.len() != 3 {
                 return Err(Error::invalid("gru", "the gate size must be 3 * hidden_size"));
             }
-            let r = i[0].add(&hh[0])?.sigmoid()?;
-            let z = i[1].add(&hh[1])?.sigmoid()?;
+            let r = i[0].add(&hh[0]).call()?.sigmoid()?;
+            let z = i[1].add(&hh[1]).call()?.sigmoid()?;
             // n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); h' = (1 - z) * n + z * h, written as
             // ATen does: (h - n) * z + n.
-            let n = i[2].add(&r.mul(&hh[2])?)?.tanh()?;
-            Ok((h.sub(&n)?.mul(&z)?.add(&n)?, None))
+            let n = i[2].add(&r.mul(&hh[2])?).call()?.tanh()?;
+            Ok((h.sub(&n).call()?.mul(&z)?.add(&n).call()?, None))
         }
     }
 }

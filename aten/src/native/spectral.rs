@@ -239,7 +239,7 @@ pub fn fft_r2c(self_: &Tensor, dim: &[i64], normalization: i64, onesided: bool) 
     match (onesided, dims.last()) {
         (true, Some(&last)) => {
             let half = self_.sizes()[last] / 2 + 1;
-            ops::narrow(&full, last as i64, 0, half)?.contiguous()
+            ops::narrow(&full, last as i64, 0, half)?.contiguous().call()
         }
         _ => Ok(full),
     }
@@ -303,7 +303,7 @@ pub fn fft_c2r(self_: &Tensor, dim: &[i64], normalization: i64, last_dim_size: i
         let mut sizes = moved_sizes.clone();
         *sizes.last_mut().expect("at least one dim") = last_dim_size;
         let t = Tensor::from_vec(out, &sizes)?;
-        ops::movedim(&t, &[-1], &[last as i64])?.contiguous()
+        ops::movedim(&t, &[-1], &[last as i64])?.contiguous().call()
     })
 }
 
@@ -577,7 +577,7 @@ pub fn fft_r2c_backward(
     let have = grad.sizes()[last];
     let full =
         if onesided && last_dim_size > have { pad_end(grad, last as i64, last_dim_size - have)? } else { grad.clone() };
-    ops::real(&ops::_fft_c2c(&full, dim, normalization, false)?)?.contiguous()
+    ops::real(&ops::_fft_c2c(&full, dim, normalization, false)?)?.contiguous().call()
 }
 
 /// `fft_c2r_backward`: the gradient of `_fft_c2r` (a one-sided spectrum) from a real gradient:
@@ -701,7 +701,7 @@ pub fn stft(
     if return_complex {
         Ok(out)
     } else {
-        ops::view_as_real(&out.contiguous()?)
+        ops::view_as_real(&out.contiguous().call()?)
     }
 }
 

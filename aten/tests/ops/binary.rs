@@ -55,7 +55,7 @@ fn div_rounding_modes() {
 fn inplace_and_out_variants() {
     let a = t(&[1., 2., 3.], &[3]);
     let v0 = a.version();
-    a.add_(&t(&[1., 1., 1.], &[3])).unwrap();
+    a.add_(&t(&[1., 1., 1.], &[3])).call().unwrap();
     assert_eq!(a.to_vec::<f32>().unwrap(), vec![2., 3., 4.]);
     assert_eq!(a.version(), v0 + 1, "in-place ops bump the version counter");
     let out = t(&[0., 0., 0.], &[3]);
@@ -67,11 +67,11 @@ fn inplace_and_out_variants() {
     assert_eq!(out64.to_vec::<f64>().unwrap(), vec![4., 6., 8.]);
     // An int tensor cannot receive a float result in place.
     let i = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
-    let e = i.add_(&a).unwrap_err();
+    let e = i.add_(&a).call().unwrap_err();
     assert!(matches!(e, Error::UnsafeCast { .. }), "{e}");
     // Broadcasting must not change self's shape in place.
     let small = t(&[1.], &[1]);
-    assert!(small.add_(&a).is_err());
+    assert!(small.add_(&a).call().is_err());
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn comparisons_where_neg_abs() {
     let m = a.lt(&b).unwrap();
     assert_eq!(m.dtype(), ScalarType::Bool);
     assert_eq!(m.to_vec::<bool>().unwrap(), vec![false, true, false]);
-    assert_eq!(a.eq_scalar(Scalar::Int(1)).unwrap().to_vec::<bool>().unwrap(), vec![true, false, false]);
+    assert_eq!(a.eq(Scalar::Int(1)).unwrap().to_vec::<bool>().unwrap(), vec![true, false, false]);
     let w = ops::where_self(&m, &a, &b).unwrap();
     assert_eq!(w.to_vec::<f32>().unwrap(), vec![1., -2., -3.]);
     assert_eq!(a.neg().unwrap().to_vec::<f32>().unwrap(), vec![-1., 2., -3.]);

@@ -307,7 +307,7 @@ fn max_pool2d_fast_path_matches_the_general_kernel() {
             })
             .collect();
         let x64 = Tensor::from_vec(v, &[2, 3, 9, 11]).unwrap();
-        let x32 = x64.to(ScalarType::F32).unwrap();
+        let x32 = x64.to(ScalarType::F32).call().unwrap();
         for (k, s) in [(2i64, 2i64), (3, 2), (2, 1), (3, 3)] {
             let (v32, i32_) = ops::max_pool2d_with_indices(&x32, &[k], &[s], &[0], &[1], false).unwrap();
             let (v64, i64_) = ops::max_pool2d_with_indices(&x64, &[k], &[s], &[0], &[1], false).unwrap();
@@ -380,9 +380,9 @@ fn convolution_bias_is_added_per_output_channel() {
             (4, 6, 3, 2, 1, 1, 1),
             (3, 4, 1, 1, 1, 0, 1),
         ] {
-            let x = rand(&[2, c, 7, 6], 1).to(dtype).unwrap();
-            let w = rand(&[o, c / groups, k, k], 2).to(dtype).unwrap();
-            let b = rand(&[o], 3).to(dtype).unwrap();
+            let x = rand(&[2, c, 7, 6], 1).to(dtype).call().unwrap();
+            let w = rand(&[o, c / groups, k, k], 2).to(dtype).call().unwrap();
+            let b = rand(&[o], 3).to(dtype).call().unwrap();
             let with = ops::conv2d(&x, &w, Some(&b), &[stride], &[pad], &[dil], groups).unwrap();
             let without = ops::conv2d(&x, &w, None, &[stride], &[pad], &[dil], groups).unwrap();
             assert_eq!(with.dtype(), dtype);

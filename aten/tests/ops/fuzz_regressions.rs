@@ -510,7 +510,7 @@ fn full_svd_of_a_tall_matrix_is_a_valid_factorisation() {
         assert!((x - y).abs() < 1e-12, "{x} vs {y}");
     }
     // Wide matrices too (more rows of Vh than columns of U).
-    let w = a.transpose(1, 2).unwrap().contiguous().unwrap();
+    let w = a.transpose(1, 2).unwrap().contiguous().call().unwrap();
     let (u, _, vh) = ops::_linalg_svd(&w, true, true, None).unwrap();
     assert_eq!((u.sizes(), vh.sizes()), (&[16i64, 2, 2][..], &[16i64, 5, 5][..]));
 }

@@ -263,8 +263,8 @@ fn panel_split_products_match_reference() {
         let r = ops::mm(&a, &b).unwrap();
         assert_close(&r.to_vec::<f64>().unwrap(), &want, 1e-4);
         // Transposed operands: the same values through column-major layouts.
-        let at = ops::t(&a.t().unwrap().contiguous().unwrap()).unwrap();
-        let bt = ops::t(&b.t().unwrap().contiguous().unwrap()).unwrap();
+        let at = ops::t(&a.t().unwrap().contiguous().call().unwrap()).unwrap();
+        let bt = ops::t(&b.t().unwrap().contiguous().call().unwrap()).unwrap();
         assert!(!at.is_contiguous() && !bt.is_contiguous());
         assert_close(&ops::mm(&at, &bt).unwrap().to_vec::<f64>().unwrap(), &want, 1e-4);
         // addmm's beta * c + alpha * a @ b on the split output.
@@ -287,7 +287,7 @@ fn reoriented_products_match_reference() {
     let a = rand(&[m, k], 21);
     let b = rand(&[k, n], 22);
     let want = naive_mm(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), m as usize, k as usize, n as usize);
-    let col_major = |x: &Tensor| ops::t(&x.t().unwrap().contiguous().unwrap()).unwrap();
+    let col_major = |x: &Tensor| ops::t(&x.t().unwrap().contiguous().call().unwrap()).unwrap();
     for threads in [1usize, 2] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -307,7 +307,7 @@ fn reoriented_products_match_reference() {
                     let out = ops::t(&Tensor::empty_uninit(&[n, m], dtype, c10::Device::CPU).unwrap()).unwrap();
                     ops::mm_out(&a_, &b_, &out).unwrap();
                     assert_eq!(out.strides(), &[1, m]);
-                    assert_close(&out.contiguous().unwrap().to_vec::<f64>().unwrap(), &want, tol);
+                    assert_close(&out.contiguous().call().unwrap().to_vec::<f64>().unwrap(), &want, tol);
                 }
             }
         });

@@ -43,8 +43,8 @@ fn regression_losses_and_reductions() {
     assert!(ops::huber_loss(&x, &y, MEAN, 0.0).is_err());
     assert!(ops::mse_loss(&x, &y, 3).is_err());
     // Non-contiguous input and f32.
-    let xt = x.to(ScalarType::F32).unwrap().transpose(0, 1).unwrap();
-    let yt = y.to(ScalarType::F32).unwrap().transpose(0, 1).unwrap();
+    let xt = x.to(ScalarType::F32).call().unwrap().transpose(0, 1).unwrap();
+    let yt = y.to(ScalarType::F32).call().unwrap().transpose(0, 1).unwrap();
     let l = ops::mse_loss(&xt, &yt, NONE).unwrap();
     assert_eq!(l.dtype(), ScalarType::F32);
     assert_eq!(l.to_vec::<f32>().unwrap(), vec![0.25, 4.0, 0.0, 4.0]);
@@ -196,7 +196,7 @@ fn cross_entropy_indices_smoothing_probabilities_and_spatial() {
     assert_eq!(lsp.sizes(), &[1, 2]);
     close(&f64s(&lsp), &l, 1e-12);
     // f32 in, f32 out.
-    let lf = ops::cross_entropy_loss(&x.to(ScalarType::F32).unwrap(), &target, None, MEAN, -100, 0.0).unwrap();
+    let lf = ops::cross_entropy_loss(&x.to(ScalarType::F32).call().unwrap(), &target, None, MEAN, -100, 0.0).unwrap();
     assert_eq!(lf.dtype(), ScalarType::F32);
 }
 

@@ -54,10 +54,10 @@ fn layer_norm_non_contiguous_and_half() {
     let xt = x.transpose(0, 1).unwrap(); // [3, 4], non-contiguous
     assert!(!xt.is_contiguous());
     let y = ops::layer_norm(&xt, &[4], None, None, 1e-5, true).unwrap();
-    let rows = xt.contiguous().unwrap().to_vec::<f64>().unwrap();
+    let rows = xt.contiguous().call().unwrap().to_vec::<f64>().unwrap();
     let expected: Vec<f64> = rows.chunks(4).flat_map(|r| naive(r, 1e-5).0).collect();
     close(&y.to_vec::<f64>().unwrap(), &expected, 1e-12);
-    let h = x.to(ScalarType::F16).unwrap();
+    let h = x.to(ScalarType::F16).call().unwrap();
     let yh = ops::layer_norm(&h, &[3], None, None, 1e-5, true).unwrap();
     assert_eq!(yh.dtype(), ScalarType::F16);
     let expected: Vec<f64> = x.to_vec::<f64>().unwrap().chunks(3).flat_map(|r| naive(r, 1e-5).0).collect();
@@ -157,7 +157,7 @@ fn instance_norm_normalises_each_instance_channel() {
 fn group_norm_values_and_errors() {
     let x = seq(24, &[2, 4, 3]);
     let w = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
-    let xf = x.to(ScalarType::F32).unwrap();
+    let xf = x.to(ScalarType::F32).call().unwrap();
     let (y, mean, rstd) = ops::native_group_norm(&xf, Some(&w), None, 2, 4, 3, 2, 1e-5).unwrap();
     assert_eq!(y.dtype(), ScalarType::F32);
     assert_eq!(mean.sizes(), &[2, 2]);

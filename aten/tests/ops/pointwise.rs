@@ -22,9 +22,9 @@ fn maximum_propagates_nan_and_mod_ops_follow_their_sign_rules() {
     let base = Tensor::from_vec(vec![2i64, 3, 1, -1, -1, 5], &[6]).unwrap();
     let e = Tensor::from_vec(vec![-1i64, 2, -3, -3, -2, -1], &[6]).unwrap();
     assert_eq!(base.pow(&e).unwrap().to_vec::<i64>().unwrap(), vec![0, 9, 1, -1, 1, 0]);
-    assert!(x.pow_tensor_scalar(Scalar::Int(-1)).is_err());
-    assert_eq!(x.pow_tensor_scalar(Scalar::Int(2)).unwrap().to_vec::<i64>().unwrap(), vec![49, 49]);
-    assert_eq!(x.pow_tensor_scalar(Scalar::Float(0.5)).unwrap().dtype(), ScalarType::F32);
+    assert!(x.pow(Scalar::Int(-1)).is_err());
+    assert_eq!(x.pow(Scalar::Int(2)).unwrap().to_vec::<i64>().unwrap(), vec![49, 49]);
+    assert_eq!(x.pow(Scalar::Float(0.5)).unwrap().dtype(), ScalarType::F32);
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn clamp_masked_fill_and_logical_ops() {
     assert_eq!(c[..3], [-0.5, 0.25, 0.5]);
     assert!(c[3].is_nan());
     assert!(a.clamp_with(None, None).is_err());
-    let mask = a.gt_scalar(Scalar::Int(0)).unwrap();
+    let mask = a.gt(Scalar::Int(0)).unwrap();
     let f = a.masked_fill(&mask, Scalar::Float(9.0)).unwrap().to_vec::<f64>().unwrap();
     assert_eq!(f[..3], [-1.0, 9.0, 9.0]);
     assert!(matches!(a.masked_fill(&a, Scalar::Int(0)), Err(Error::InvalidArgument { .. })));
@@ -102,7 +102,7 @@ fn erfinv_sgn_square_selu_and_predicates() {
     assert_eq!(ops::isfinite(&i).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
     let n = ops::nan_to_num(&v, None, None, Some(-5.0)).unwrap();
     assert_eq!(f64s(&n), vec![f64::MAX, -5.0, 0.0, 1.0]);
-    let nf = ops::nan_to_num(&v.to(ScalarType::F32).unwrap(), Some(2.0), None, None).unwrap();
+    let nf = ops::nan_to_num(&v.to(ScalarType::F32).call().unwrap(), Some(2.0), None, None).unwrap();
     assert_eq!(nf.to_vec::<f32>().unwrap(), vec![f32::MAX, f32::MIN, 2.0, 1.0]);
 }
 

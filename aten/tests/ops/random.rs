@@ -48,7 +48,7 @@ fn multinomial_matches_pytorch() {
     let one = ops::multinomial(&row, 1, false, Some(&gen(3))).unwrap();
     assert_eq!((one.sizes().to_vec(), one.to_vec::<i64>().unwrap()), (vec![1], vec![0]));
     // With replacement: binary search of a uniform in the cumulative distribution.
-    let wd = w.to(ScalarType::F64).unwrap();
+    let wd = w.to(ScalarType::F64).call().unwrap();
     let r = ops::multinomial(&wd, 5, true, Some(&gen(5))).unwrap();
     assert_eq!(r.to_vec::<i64>().unwrap(), vec![3, 1, 2, 2, 1, 2, 1, 2, 2, 1]);
     let z = Tensor::from_vec(vec![1.0f32, 0.0, 3.0], &[3]).unwrap();
@@ -111,7 +111,7 @@ fn exponential_matches_pytorch() {
         0.266_902_804_374_694_8,
         0.115_909_129_381_179_81,
     ];
-    assert_eq!(f32s(&tt.contiguous().unwrap()), want.map(|v| v as f32).to_vec());
+    assert_eq!(f32s(&tt.contiguous().call().unwrap()), want.map(|v| v as f32).to_vec());
     assert!(err(ops::exponential_(&t, 0.0, None)).contains("exponential_ expects lambda > 0.0, but found lambda=0"));
     assert!(err(ops::exponential_(&t, -1.0, None)).contains("but found lambda=-1"));
     let ints = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();

@@ -10,13 +10,13 @@ fn t23() -> Tensor {
 #[test]
 fn sums_means_and_dtypes() {
     let a = t23();
-    assert_eq!(a.sum().unwrap().item::<f32>().unwrap(), 21.0);
+    assert_eq!(a.sum().call().unwrap().item::<f32>().unwrap(), 21.0);
     let s = ops::sum_dim_intlist(&a, Some(&[1]), true, None).unwrap();
     assert_eq!(s.sizes(), &[2, 1]);
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![9.0, 12.0]);
     let i = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
-    assert_eq!(i.sum().unwrap().dtype(), ScalarType::I64, "integer sums accumulate in int64");
-    assert!(matches!(i.mean(), Err(Error::InvalidArgument { .. })));
+    assert_eq!(i.sum().call().unwrap().dtype(), ScalarType::I64, "integer sums accumulate in int64");
+    assert!(matches!(i.mean().call(), Err(Error::InvalidArgument { .. })));
     assert_eq!(ops::mean_dim(&a, Some(&[0]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![2.5, 3.5, 4.5]);
     let empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap();
     assert_eq!(ops::sum_dim_intlist(&empty, Some(&[0]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
@@ -27,14 +27,14 @@ fn sums_means_and_dtypes() {
 #[test]
 fn extremes_ties_and_nan() {
     let a = Tensor::from_slice(&[3.0f32, 7.0, 7.0, 1.0]);
-    assert_eq!(a.argmax().unwrap().item::<i64>().unwrap(), 1, "first index on ties");
+    assert_eq!(a.argmax().call().unwrap().item::<i64>().unwrap(), 1, "first index on ties");
     let (v, i) = ops::max_dim(&t23(), 1, false).unwrap();
     assert_eq!((v.to_vec::<f32>().unwrap(), i.to_vec::<i64>().unwrap()), (vec![5.0, 6.0], vec![1, 2]));
     let n = Tensor::from_slice(&[1.0f32, f32::NAN, 9.0]);
-    assert!(n.max().unwrap().item::<f32>().unwrap().is_nan());
-    assert_eq!(n.argmax().unwrap().item::<i64>().unwrap(), 1);
+    assert!(n.max().call().unwrap().item::<f32>().unwrap().is_nan());
+    assert_eq!(n.argmax().call().unwrap().item::<i64>().unwrap(), 1);
     let empty = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
-    assert!(empty.max().is_err());
+    assert!(empty.max().call().is_err());
     // An empty input reduced over a non-empty dim gives empty results; over a zero-size dim it
     // is an error naming the dim (PyTorch's messages).
     let e05 = ops::zeros(&[0, 5], Some(ScalarType::F32), None, None, None).unwrap();
@@ -53,17 +53,17 @@ fn extremes_ties_and_nan() {
 #[test]
 fn scans_and_softmax() {
     let a = t23();
-    assert_eq!(a.cumsum(1).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 6.0, 9.0, 4.0, 6.0, 12.0]);
-    let sm = a.softmax(1).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(a.cumsum(1).call().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 6.0, 9.0, 4.0, 6.0, 12.0]);
+    let sm = a.softmax(1).call().unwrap().to_vec::<f32>().unwrap();
     assert!((sm[..3].iter().sum::<f32>() - 1.0).abs() < 1e-6);
     let big = Tensor::from_slice(&[1000.0f32, 1000.0]);
-    assert_eq!(big.log_softmax(0).unwrap().to_vec::<f32>().unwrap(), vec![-std::f32::consts::LN_2; 2]);
+    assert_eq!(big.log_softmax(0).call().unwrap().to_vec::<f32>().unwrap(), vec![-std::f32::consts::LN_2; 2]);
     let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-    assert!(i.softmax(0).is_err());
+    assert!(i.softmax(0).call().is_err());
     assert_eq!(i.softmax_with(0, Some(ScalarType::F64)).unwrap().dtype(), ScalarType::F64);
     let b = Tensor::from_vec(vec![true, false, true, true], &[2, 2]).unwrap();
-    assert_eq!(b.any_dim(1).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
-    assert!(!b.all().unwrap().item::<bool>().unwrap());
+    assert_eq!(b.any().dim(1).call().unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
+    assert!(!b.all().call().unwrap().item::<bool>().unwrap());
 }
 
 /// Sums over leading dimensions of a contiguous tensor (the fast column path) agree with the
@@ -74,9 +74,9 @@ fn leading_dim_sums_match_the_reference_path() {
     let n = 2 * 3 * 300;
     let v: Vec<f64> = (0..n).map(|i| ((i * 37 % 101) as f64) * 0.25 - 7.0).collect();
     for dtype in [ScalarType::F32, ScalarType::F64] {
-        let a = Tensor::from_vec(v.clone(), &[2, 3, 300]).unwrap().to(dtype).unwrap();
+        let a = Tensor::from_vec(v.clone(), &[2, 3, 300]).unwrap().to(dtype).call().unwrap();
         // The same values laid out non-contiguously: a transposed copy transposed back.
-        let strided = ops::transpose(&ops::transpose(&a, 0, 2).unwrap().contiguous().unwrap(), 0, 2).unwrap();
+        let strided = ops::transpose(&ops::transpose(&a, 0, 2).unwrap().contiguous().call().unwrap(), 0, 2).unwrap();
         assert!(!strided.is_contiguous());
         for (dims, keepdim, shape) in
             [(vec![0i64], false, vec![3i64, 300]), (vec![0, 1], true, vec![1, 1, 300]), (vec![0, 1], false, vec![300])]

@@ -9355,7 +9355,7 @@ impl Node for ViewAsRealBackward0 {
         let grads_0 = &grads[0];
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::view_as_complex(&grad.contiguous()?)?);
+            out[at] = Some(ops::view_as_complex(&grad.contiguous().call()?)?);
         }
         at += 1;
         Ok(out)
@@ -9386,7 +9386,7 @@ impl Node for ViewAsComplexBackward0 {
         let grads_0 = &grads[0];
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::view_as_real(&grad.contiguous()?)?);
+            out[at] = Some(ops::view_as_real(&grad.contiguous().call()?)?);
         }
         at += 1;
         Ok(out)
@@ -9457,11 +9457,11 @@ impl Node for ComplexBackward0 {
         let grads_0 = &grads[0];
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::real(grad)?.contiguous()?);
+            out[at] = Some(ops::real(grad)?.contiguous().call()?);
         }
         at += 1;
         if self.core.should_compute_output(at) {
-            out[at] = Some(ops::imag(grad)?.contiguous()?);
+            out[at] = Some(ops::imag(grad)?.contiguous().call()?);
         }
         at += 1;
         Ok(out)

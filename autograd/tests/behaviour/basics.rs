@@ -30,13 +30,13 @@ fn simple_backward_and_grad_fn() {
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
     let next = autograd::node::next_functions(&y.grad_fn().unwrap());
     assert_eq!(next, vec![Some(("AccumulateGrad".to_string(), 0)), Some(("AccumulateGrad".to_string(), 0))]);
-    let s = y.sum().unwrap();
+    let s = y.sum().call().unwrap();
     assert_eq!(s.grad_fn().unwrap().name(), "SumBackward0");
     s.backward().unwrap();
     close(&vals(&x.grad().unwrap()), &[0.5, -1.0, 2.0]);
     close(&vals(&w.grad().unwrap()), &[1.0, 2.0, 3.0]);
     // A second pass accumulates into .grad (retain_graph not needed: a new graph).
-    x.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    x.mul(&w).unwrap().sum().call().unwrap().backward().unwrap();
     close(&vals(&x.grad().unwrap()), &[1.0, -2.0, 4.0]);
 }
 
@@ -44,7 +44,7 @@ fn simple_backward_and_grad_fn() {
 fn broadcasting_reduces_gradients() {
     let a = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
     let b = leaf(&[10.0, 20.0, 30.0], &[3]);
-    let y = a.add(&b).unwrap().mul(&a).unwrap().sum().unwrap();
+    let y = a.add(&b).call().unwrap().mul(&a).unwrap().sum().call().unwrap();
     y.backward().unwrap();
     // d/da (a+b)a = 2a + b ; d/db = sum over rows of a
     close(&vals(&a.grad().unwrap()), &[12.0, 24.0, 36.0, 18.0, 30.0, 42.0]);
@@ -66,7 +66,7 @@ fn non_scalar_output_needs_grad_outputs() {
 #[test]
 fn backward_twice_and_retain_graph() {
     let x = leaf(&[2.0], &[1]);
-    let y = x.exp().unwrap().sum().unwrap();
+    let y = x.exp().unwrap().sum().call().unwrap();
     y.backward_with(None, Some(true), false).unwrap();
     y.backward().unwrap();
     close(&vals(&x.grad().unwrap()), &[2.0 * 2f64.exp()]);
@@ -78,21 +78,21 @@ fn backward_twice_and_retain_graph() {
 #[test]
 fn inplace_modification_of_saved_tensor_is_detected() {
     let x = leaf(&[1.0, 2.0], &[2]);
-    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let y = x.mul(Scalar::Int(2)).unwrap();
     let z = y.exp().unwrap(); // saves its result
     let w = y.mul(&y).unwrap(); // saves y
     {
         let _g = autograd::no_grad();
-        y.add_scalar_(Scalar::Int(1)).unwrap();
+        y.add_(Scalar::Int(1)).call().unwrap();
     }
-    let e = w.sum().unwrap().backward().unwrap_err().to_string();
+    let e = w.sum().call().unwrap().backward().unwrap_err().to_string();
     assert!(
         e.contains("one of the variables needed for gradient computation has been modified by an inplace operation"),
         "{e}"
     );
     assert!(e.contains("[torch.DoubleTensor [2]] is at version 1; expected version 0 instead"), "{e}");
     // The saved output of exp was not modified: its backward works.
-    z.sum().unwrap().backward().unwrap();
+    z.sum().call().unwrap().backward().unwrap();
 }
 
 #[test]
@@ -104,40 +104,40 @@ fn only_tensors_a_wanted_gradient_reads_are_saved() {
     let y = x.mul(&w).unwrap();
     {
         let _g = autograd::no_grad();
-        w.add_scalar_(Scalar::Int(1)).unwrap();
+        w.add_(Scalar::Int(1)).call().unwrap();
     }
-    y.sum().unwrap().backward().unwrap();
+    y.sum().call().unwrap().backward().unwrap();
     close(&vals(&w.grad().unwrap()), &[1.0, 2.0]);
 
     let w2 = leaf(&[3.0, -1.0], &[2]);
     let y2 = x.mul(&w2).unwrap();
-    x.add_scalar_(Scalar::Int(1)).unwrap();
-    let e = y2.sum().unwrap().backward().unwrap_err().to_string();
+    x.add_(Scalar::Int(1)).call().unwrap();
+    let e = y2.sum().call().unwrap().backward().unwrap_err().to_string();
     assert!(e.contains("is at version 1; expected version 0 instead"), "{e}");
 
     // With both inputs requiring grad both are saved, and both gradients are right.
     let a = leaf(&[2.0, 5.0], &[2]);
     let b = leaf(&[-1.0, 0.5], &[2]);
-    a.mul(&b).unwrap().sum().unwrap().backward().unwrap();
+    a.mul(&b).unwrap().sum().call().unwrap().backward().unwrap();
     close(&vals(&a.grad().unwrap()), &[-1.0, 0.5]);
     close(&vals(&b.grad().unwrap()), &[2.0, 5.0]);
     // A division by a constant keeps the divisor only.
     let c = leaf(&[4.0, 6.0], &[2]);
     let d = t64(&[2.0, 3.0], &[2]);
-    let q = c.div(&d).unwrap();
-    q.sum().unwrap().backward().unwrap();
+    let q = c.div(&d).call().unwrap();
+    q.sum().call().unwrap().backward().unwrap();
     close(&vals(&c.grad().unwrap()), &[0.5, 1.0 / 3.0]);
 }
 
 #[test]
 fn inplace_on_leaf_is_an_error_and_inplace_ops_record() {
     let x = leaf(&[1.0, 2.0], &[2]);
-    let e = x.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
+    let e = x.mul_(Scalar::Int(2)).unwrap_err().to_string();
     assert!(e.contains("a leaf Variable that requires grad is being used in an in-place operation."), "{e}");
-    let y = x.mul_scalar(Scalar::Int(1)).unwrap();
+    let y = x.mul(Scalar::Int(1)).unwrap();
     y.mul_(&x).unwrap(); // y = x * x, in place
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
-    y.sum().unwrap().backward().unwrap();
+    y.sum().call().unwrap().backward().unwrap();
     close(&vals(&x.grad().unwrap()), &[2.0, 4.0]);
 }
 
@@ -169,7 +169,7 @@ fn grad_with_multiple_roots_and_allow_unused() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let u = leaf(&[5.0], &[1]);
     let a = x.mul(&x).unwrap(); // 2x
-    let b = x.mul_scalar(Scalar::Int(3)).unwrap(); // 3
+    let b = x.mul(Scalar::Int(3)).unwrap(); // 3
     let g = autograd::grad(
         &[a, b],
         std::slice::from_ref(&x),
@@ -181,7 +181,7 @@ fn grad_with_multiple_roots_and_allow_unused() {
     .unwrap();
     close(&vals(g[0].as_ref().unwrap()), &[2.0 + 6.0, 4.0 + 3.0]);
     assert!(x.grad().is_none(), "grad() does not touch .grad");
-    let y = x.sum().unwrap();
+    let y = x.sum().call().unwrap();
     let e = autograd::grad(std::slice::from_ref(&y), std::slice::from_ref(&u), &[], Some(true), false, false)
         .unwrap_err()
         .to_string();
@@ -194,12 +194,12 @@ fn grad_with_multiple_roots_and_allow_unused() {
 #[test]
 fn double_backward_through_tanh() {
     let x = leaf(&[0.3, -1.2], &[2]);
-    let y = x.tanh().unwrap().sum().unwrap();
+    let y = x.tanh().unwrap().sum().call().unwrap();
     let g = autograd::grad(&[y], std::slice::from_ref(&x), &[], None, true, false).unwrap().remove(0).unwrap();
     let t: Vec<f64> = [0.3f64, -1.2].iter().map(|v| v.tanh()).collect();
     close(&vals(&g), &t.iter().map(|v| 1.0 - v * v).collect::<Vec<_>>());
     assert!(g.requires_grad());
-    let gg = autograd::grad(&[g.sum().unwrap()], std::slice::from_ref(&x), &[], None, false, false)
+    let gg = autograd::grad(&[g.sum().call().unwrap()], std::slice::from_ref(&x), &[], None, false, false)
         .unwrap()
         .remove(0)
         .unwrap();
@@ -212,11 +212,13 @@ fn hessian_vector_product_matches_analytic_hessian() {
     // f(x) = sum(x^3) + x0 * x1 ; H = diag(6x) + [[0,1],[1,0]]
     let x = leaf(&[1.5, -2.0], &[2]);
     let f = x
-        .pow_tensor_scalar(Scalar::Int(3))
+        .pow(Scalar::Int(3))
         .unwrap()
         .sum()
+        .call()
         .unwrap()
         .add(&x.select(0, 0).unwrap().mul(&x.select(0, 1).unwrap()).unwrap())
+        .call()
         .unwrap();
     let g = autograd::grad(&[f], std::slice::from_ref(&x), &[], None, true, false).unwrap().remove(0).unwrap();
     let v = t64(&[0.7, -0.3], &[2]);
@@ -229,12 +231,12 @@ fn hessian_vector_product_matches_analytic_hessian() {
 fn hooks_run_in_order_and_can_replace_gradients() {
     use std::sync::{Arc, Mutex};
     let x = leaf(&[1.0, 2.0], &[2]);
-    let y = x.mul_scalar(Scalar::Int(3)).unwrap();
+    let y = x.mul(Scalar::Int(3)).unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
     let l1 = log.clone();
     y.register_hook(move |g| {
         l1.lock().unwrap().push(format!("first {:?}", g.to_vec::<f64>().unwrap()));
-        Ok(Some(g.mul_scalar(Scalar::Int(10))?))
+        Ok(Some(g.mul(Scalar::Int(10))?))
     })
     .unwrap();
     let l2 = log.clone();
@@ -258,7 +260,7 @@ fn hooks_run_in_order_and_can_replace_gradients() {
         Ok(())
     })
     .unwrap();
-    y.sum().unwrap().backward().unwrap();
+    y.sum().call().unwrap().backward().unwrap();
     assert_eq!(
         *log.lock().unwrap(),
         vec!["first [1.0, 1.0]".to_string(), "second [10.0, 10.0]".into(), "leaf [30.0, 30.0]".into()]
@@ -286,11 +288,11 @@ impl autograd::Function for StraightThroughClamp {
 #[test]
 fn custom_function_inside_a_graph() {
     let x = leaf(&[-3.0, 0.5, 2.0], &[3]);
-    let h = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let h = x.mul(Scalar::Int(2)).unwrap();
     let c = autograd::custom::apply(StraightThroughClamp, &[h]).unwrap().remove(0);
     assert_eq!(c.grad_fn().unwrap().name(), "StraightThroughClampBackward");
     close(&vals(&c), &[-1.0, 1.0, 1.0]);
-    c.mul(&c).unwrap().sum().unwrap().backward().unwrap();
+    c.mul(&c).unwrap().sum().call().unwrap().backward().unwrap();
     // d/dx (clamp(2x))^2 with straight-through clamp = 2 * clamp(2x) * 2
     close(&vals(&x.grad().unwrap()), &[-4.0, 4.0, 4.0]);
 }
@@ -305,13 +307,13 @@ fn wgan_gp_gradient_penalty_trains() {
     for _ in 0..20 {
         let xi = x.detach().requires_grad_(true).unwrap();
         let d = xi.mm(&w).unwrap().tanh().unwrap();
-        let g = autograd::grad(&[d.sum().unwrap()], std::slice::from_ref(&xi), &[], None, true, false)
+        let g = autograd::grad(&[d.sum().call().unwrap()], std::slice::from_ref(&xi), &[], None, true, false)
             .unwrap()
             .remove(0)
             .unwrap();
-        let norm = g.mul(&g).unwrap().sum_dim_intlist(Some(&[1])).unwrap().sqrt().unwrap();
-        let pen = norm.add_scalar(Scalar::Int(-1)).unwrap();
-        let loss = pen.mul(&pen).unwrap().mean().unwrap();
+        let norm = g.mul(&g).unwrap().sum().dim(&[1]).call().unwrap().sqrt().unwrap();
+        let pen = norm.add(Scalar::Int(-1)).call().unwrap();
+        let loss = pen.mul(&pen).unwrap().mean().call().unwrap();
         let lv = loss.item::<f64>().unwrap();
         first.get_or_insert(lv);
         last = lv;
@@ -319,7 +321,7 @@ fn wgan_gp_gradient_penalty_trains() {
         loss.backward().unwrap();
         let gw = w.grad().expect("the penalty reaches w through the gradient");
         let _g = autograd::no_grad();
-        w.sub_(&gw.mul_scalar(Scalar::Float(0.5)).unwrap()).unwrap();
+        w.sub_(&gw.mul(Scalar::Float(0.5)).unwrap()).call().unwrap();
     }
     assert!(last < first.unwrap() * 0.5, "penalty {first:?} -> {last}");
 }
@@ -329,10 +331,12 @@ fn gradcheck_and_gradgradcheck_basic_ops() {
     let o = GradcheckOptions::default();
     let a = leaf(&[0.3, -0.7, 1.1, 0.4, 0.9, -1.3], &[2, 3]);
     let b = leaf(&[0.5, 1.5, -0.2, 0.8, -0.6, 0.25], &[3, 2]);
-    let f = |t: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![t[0].matmul(&t[1])?.tanh()?.softmax(1)?]) };
+    let f = |t: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![t[0].matmul(&t[1])?.tanh()?.softmax(1).call()?]) };
     autograd::gradcheck(&f, &[a.clone(), b.clone()], o).unwrap();
     autograd::gradgradcheck(&f, &[a.clone(), b.clone()], o).unwrap();
-    let g = |t: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![t[0].div(&t[1].t()?.exp()?)?.log_softmax(0)?.mean()?]) };
+    let g = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+        Ok(vec![t[0].div(&t[1].t()?.exp()?).call()?.log_softmax(0).call()?.mean().call()?])
+    };
     autograd::gradcheck(&g, &[a.clone(), b.clone()], o).unwrap();
     autograd::gradgradcheck(&g, &[a, b], o).unwrap();
 }
@@ -342,38 +346,38 @@ fn inplace_on_a_view_of_a_leaf_derived_tensor() {
     // PyTorch: x = arange(1., 5.).requires_grad_(); y = x * 2; v = y[1:3]; v.mul_(y[0:2].detach() + 1)
     // y.pow(2).sum().backward()  ->  x.grad == [8, 48, 160, 32]
     let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
-    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let y = x.mul(Scalar::Int(2)).unwrap();
     let v = y.slice_with(0, Some(1), Some(3), 1).unwrap();
     let w = t64(&[3.0, 5.0], &[2]);
     v.mul_(&w).unwrap();
     close(&vals(&y), &[2.0, 12.0, 30.0, 8.0]);
     assert_eq!(y.grad_fn().unwrap().name(), "CopySlices");
-    y.pow_tensor_scalar(Scalar::Int(2)).unwrap().sum().unwrap().backward().unwrap();
+    y.pow(Scalar::Int(2)).unwrap().sum().call().unwrap().backward().unwrap();
     // d/dx sum(y'^2), y' = [2x0, 2x1*3, 2x2*5, 2x3]: 2 y' * dy'/dx
     close(&vals(&x.grad().unwrap()), &[8.0, 2.0 * 12.0 * 6.0, 2.0 * 30.0 * 10.0, 32.0]);
     // The view sees the new history too: gradients through it reach x.
     let x2 = leaf(&[1.0, 2.0, 3.0], &[3]);
-    let y2 = x2.mul_scalar(Scalar::Int(1)).unwrap();
+    let y2 = x2.mul(Scalar::Int(1)).unwrap();
     let v2 = y2.select(0, 1).unwrap();
-    v2.mul_scalar_(Scalar::Int(10)).unwrap();
+    v2.mul_(Scalar::Int(10)).unwrap();
     v2.backward().unwrap();
     close(&vals(&x2.grad().unwrap()), &[0.0, 10.0, 0.0]);
     // A view of a leaf that requires grad cannot be modified in place.
     let leaf_view = x2.slice_with(0, Some(0), Some(2), 1).unwrap();
-    let e = leaf_view.mul_scalar_(Scalar::Int(2)).unwrap_err().to_string();
+    let e = leaf_view.mul_(Scalar::Int(2)).unwrap_err().to_string();
     assert!(e.contains("a view of a leaf Variable that requires grad is being used in an in-place operation."), "{e}");
 }
 
 #[test]
 fn anomaly_mode_names_the_node_that_returned_nan() {
     let x = leaf(&[0.0, 1.0], &[2]);
-    let y = x.sqrt().unwrap().mul_scalar(Scalar::Int(0)).unwrap().sum().unwrap();
+    let y = x.sqrt().unwrap().mul(Scalar::Int(0)).unwrap().sum().call().unwrap();
     // Without anomaly mode the NaN gradient just arrives.
     y.backward_with(None, Some(true), false).unwrap();
     assert!(vals(&x.grad().unwrap())[0].is_nan());
     let _a = autograd::detect_anomaly();
     let x = leaf(&[0.0, 1.0], &[2]);
-    let y = x.sqrt().unwrap().mul_scalar(Scalar::Int(0)).unwrap().sum().unwrap();
+    let y = x.sqrt().unwrap().mul(Scalar::Int(0)).unwrap().sum().call().unwrap();
     let e = y.backward().unwrap_err().to_string();
     assert!(e.contains("Function 'SqrtBackward0' returned nan values in its 0th output."), "{e}");
     assert!(e.contains("Traceback of forward call that caused the error"), "{e}");
@@ -382,7 +386,7 @@ fn anomaly_mode_names_the_node_that_returned_nan() {
 #[test]
 fn detach_set_grad_and_missing_derivatives() {
     let x = leaf(&[1.0, 2.0], &[2]);
-    let y = x.mul_scalar(Scalar::Int(2)).unwrap();
+    let y = x.mul(Scalar::Int(2)).unwrap();
     let d = y.detach();
     assert!(!d.requires_grad() && d.is_leaf());
     assert_eq!(d.version(), y.version());
@@ -394,7 +398,8 @@ fn detach_set_grad_and_missing_derivatives() {
     // An operator without a derivative formula (PyTorch has none for the Chebyshev polynomials'
     // x) fails at backward time, naming itself.
     let n = t64(&[2.0, 3.0], &[2]);
-    let e = ops::special_chebyshev_polynomial_t(&x, &n).unwrap().sum().unwrap().backward().unwrap_err().to_string();
+    let e =
+        ops::special_chebyshev_polynomial_t(&x, &n).unwrap().sum().call().unwrap().backward().unwrap_err().to_string();
     assert!(e.contains("the derivative for 'special_chebyshev_polynomial_t' is not implemented."), "{e}");
 }
 
@@ -402,13 +407,13 @@ fn detach_set_grad_and_missing_derivatives() {
 fn as_strided_gradients_add_up_over_overlapping_windows() {
     // Windows [0,1], [1,2], [2,3] of a 4-vector: the middle elements are read twice.
     let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
-    ops::as_strided(&x, &[3, 2], &[1, 1], None).unwrap().sum().unwrap().backward().unwrap();
+    ops::as_strided(&x, &[3, 2], &[1, 1], None).unwrap().sum().call().unwrap().backward().unwrap();
     close(&vals(&x.grad().unwrap()), &[1.0, 2.0, 2.0, 1.0]);
     // From a view with an offset: the gradient lands on the base's elements 1..=3, weighted.
     let base = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5]);
     let v = ops::narrow(&base, 0, 1, 3).unwrap();
     let w = t64(&[1.0, 10.0], &[2]);
-    ops::as_strided(&v, &[2], &[2], Some(1)).unwrap().mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    ops::as_strided(&v, &[2], &[2], Some(1)).unwrap().mul(&w).unwrap().sum().call().unwrap().backward().unwrap();
     close(&vals(&base.grad().unwrap()), &[0.0, 1.0, 0.0, 10.0, 0.0]);
     let f = |t: &[Tensor]| -> c10::Result<Vec<Tensor>> { Ok(vec![ops::as_strided(&t[0], &[2, 3], &[1, 2], Some(0))?]) };
     autograd::gradcheck(&f, &[leaf(&[0.3, -1.2, 2.0, 0.7, 1.1, -0.4], &[6])], autograd::GradcheckOptions::default())
@@ -438,7 +443,7 @@ fn long_chains_are_freed_without_deep_recursion() {
             y = y.mul(&w).unwrap();
         }
         if backward {
-            y.sum().unwrap().backward().unwrap();
+            y.sum().call().unwrap().backward().unwrap();
             close(&vals(&x.grad().unwrap()), &[1.0]);
         }
         drop(y);

@@ -26,7 +26,8 @@ fn decode(v: &Value) -> Tensor {
 
 /// The values of `t` as f64s, complex ones as (re, im) pairs.
 fn flat(t: &Tensor) -> Vec<f64> {
-    let t = if t.dtype().is_complex() { ops::view_as_real(&t.contiguous().unwrap()).unwrap() } else { t.clone() };
+    let t =
+        if t.dtype().is_complex() { ops::view_as_real(&t.contiguous().call().unwrap()).unwrap() } else { t.clone() };
     t.to_vec::<f64>().unwrap()
 }
 
@@ -55,8 +56,8 @@ fn run(name: &str, x: &[Tensor]) -> Result<Tensor> {
         "angle" => ops::angle(&x[0]),
         "sgn" => ops::sgn(&x[0]),
         "conj" => ops::conj_physical(&x[0]),
-        "real" => ops::real(&x[0])?.contiguous(),
-        "imag" => ops::imag(&x[0])?.contiguous(),
+        "real" => ops::real(&x[0])?.contiguous().call(),
+        "imag" => ops::imag(&x[0])?.contiguous().call(),
         "sum_all" => ops::sum(&x[0], None),
         "sum_dim0" => ops::sum_dim_intlist(&x[0], Some(&[0]), false, None),
         "mean_dim1_keepdim" => ops::mean_dim(&x[0], Some(&[1]), true, None),
@@ -155,9 +156,11 @@ fn complex_promotion_views_and_errors() {
     let bad = Tensor::from_vec(vec![0.0f32; 6], &[2, 3]).unwrap();
     let e = ops::view_as_complex(&bad).unwrap_err().to_string();
     assert!(e.contains("Tensor must have a last dimension of size 2"), "{e}");
-    let e = ops::view_as_complex(&ops::transpose(&r, 0, 1).unwrap().contiguous().unwrap().transpose(-1, -2).unwrap())
-        .unwrap_err()
-        .to_string();
+    let e = ops::view_as_complex(
+        &ops::transpose(&r, 0, 1).unwrap().contiguous().call().unwrap().transpose(-1, -2).unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("last dimension"), "{e}");
     // Kernels without complex arithmetic refuse complex tensors with PyTorch's error.
     let e = ops::exp(&z).unwrap_err();

@@ -9,11 +9,11 @@ fn rand(shape: &[i64], seed: u64, dtype: ScalarType) -> Tensor {
     let g = aten::Generator::new(c10::Device::CPU);
     g.manual_seed(seed);
     let t = ops::rand_generator(shape, Some(&g), Some(dtype), None, None, None).unwrap();
-    t.mul_scalar(Scalar::Float(2.0)).unwrap().sub_scalar(Scalar::Float(1.0)).unwrap()
+    t.mul(Scalar::Float(2.0)).unwrap().sub(Scalar::Float(1.0)).call().unwrap()
 }
 
 fn vals(t: &Tensor) -> Vec<f64> {
-    t.to(ScalarType::F64).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
+    t.to(ScalarType::F64).call().unwrap().contiguous().call().unwrap().to_vec::<f64>().unwrap()
 }
 
 fn close(a: &[f64], b: &[f64], tol: f64) {
@@ -75,15 +75,21 @@ fn max_pool2d_backward_and_double_backward() {
     gradgradcheck(&f, std::slice::from_ref(&x), GradcheckOptions::default()).unwrap();
     let x32 = rand(&[2, 3, 7, 6], 6, ScalarType::F32);
     let (fast, fi) = ops::max_pool2d_with_indices(&x32, &[3, 2], &[2, 2], &[0, 0], &[1, 1], false).unwrap();
-    let (slow, si) =
-        ops::max_pool2d_with_indices(&x32.to(ScalarType::F64).unwrap(), &[3, 2], &[2, 2], &[0, 0], &[1, 1], false)
-            .unwrap();
+    let (slow, si) = ops::max_pool2d_with_indices(
+        &x32.to(ScalarType::F64).call().unwrap(),
+        &[3, 2],
+        &[2, 2],
+        &[0, 0],
+        &[1, 1],
+        false,
+    )
+    .unwrap();
     close(&vals(&fast), &vals(&slow), 0.0);
     assert_eq!(fi.to_vec::<i64>().unwrap(), si.to_vec::<i64>().unwrap());
     // Overlapping windows: gradients of a position chosen twice add up.
     let t =
         Tensor::from_vec(vec![1.0f32, 9.0, 2.0, 3.0, 0.0, 4.0], &[1, 1, 2, 3]).unwrap().requires_grad_(true).unwrap();
-    ops::max_pool2d(&t, &[2, 2], &[1, 1], &[0], &[1], false).unwrap().sum().unwrap().backward().unwrap();
+    ops::max_pool2d(&t, &[2, 2], &[1, 1], &[0], &[1], false).unwrap().sum().call().unwrap().backward().unwrap();
     assert_eq!(vals(&t.grad().unwrap()), [0.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
 }
 
@@ -106,8 +112,8 @@ fn mm_gradients_follow_the_operand_layout() {
         assert_eq!(gwt.sizes(), &[5, 4]);
         assert_eq!(gwt.strides(), &[1, 5], "the gradient of a transposed operand keeps its layout");
         assert!(gx.is_contiguous());
-        let want_wt = ops::mm(&x.detach().t().unwrap(), &gy).unwrap().mul_scalar(Scalar::Float(alpha)).unwrap();
-        let want_x = ops::mm(&gy, &w.detach()).unwrap().mul_scalar(Scalar::Float(alpha)).unwrap();
+        let want_wt = ops::mm(&x.detach().t().unwrap(), &gy).unwrap().mul(Scalar::Float(alpha)).unwrap();
+        let want_x = ops::mm(&gy, &w.detach()).unwrap().mul(Scalar::Float(alpha)).unwrap();
         close(&vals(gwt), &vals(&want_wt), 1e-12);
         close(&vals(gx), &vals(&want_x), 1e-12);
     }
@@ -129,9 +135,9 @@ fn first_gradient_is_taken_over_only_when_unshared() {
     // Unshared: `x * w` sends a fresh product to the leaf.
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap().requires_grad_(true).unwrap();
     let w = Tensor::from_vec(vec![2.0f32, 3.0, 4.0], &[3]).unwrap();
-    ops::mul(&x, &w).unwrap().sum().unwrap().backward().unwrap();
+    ops::mul(&x, &w).unwrap().sum().call().unwrap().backward().unwrap();
     assert_eq!(vals(&x.grad().unwrap()), vec![2.0, 3.0, 4.0]);
-    ops::mul(&x, &w).unwrap().sum().unwrap().backward().unwrap();
+    ops::mul(&x, &w).unwrap().sum().call().unwrap().backward().unwrap();
     assert_eq!(vals(&x.grad().unwrap()), vec![4.0, 6.0, 8.0]);
     assert_eq!(vals(&w), vec![2.0, 3.0, 4.0]);
 
@@ -150,9 +156,9 @@ fn first_gradient_is_taken_over_only_when_unshared() {
     // A non-contiguous leaf: the gradient (contiguous here) does not match its strides, so it is
     // copied rather than taken over, with the same values.
     let base = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
-    let t = base.t().unwrap().contiguous().unwrap().t().unwrap().requires_grad_(true).unwrap();
+    let t = base.t().unwrap().contiguous().call().unwrap().t().unwrap().requires_grad_(true).unwrap();
     assert_eq!(t.strides(), &[1, 2]);
-    ops::mul(&t, &base).unwrap().sum().unwrap().backward().unwrap();
+    ops::mul(&t, &base).unwrap().sum().call().unwrap().backward().unwrap();
     let gt = t.grad().unwrap();
     assert_eq!(vals(&gt), vals(&base));
 }

@@ -9,7 +9,7 @@ fn leaf(shape: &[i64], seed: u64, lo: f64, hi: f64) -> Tensor {
     let g = aten::Generator::new(c10::Device::CPU);
     g.manual_seed(seed);
     let t = ops::rand_generator(shape, Some(&g), Some(c10::ScalarType::F64), None, None, None).unwrap();
-    let t = t.mul_scalar(Scalar::Float(hi - lo)).unwrap().add_scalar(Scalar::Float(lo)).unwrap();
+    let t = t.mul(Scalar::Float(hi - lo)).unwrap().add(Scalar::Float(lo)).call().unwrap();
     t.requires_grad_(true).unwrap()
 }
 
@@ -24,11 +24,11 @@ fn elementwise() {
     let a = leaf(&[2, 3], 1, -1.0, 1.0);
     let b = leaf(&[3], 2, 0.5, 1.5);
     let p = leaf(&[2, 3], 3, 0.5, 2.0);
-    both("add", &|t| Ok(vec![t[0].add(&t[1])?]), &[a.clone(), b.clone()]);
+    both("add", &|t| Ok(vec![t[0].add(&t[1]).call()?]), &[a.clone(), b.clone()]);
     both("mul", &|t| Ok(vec![t[0].mul(&t[1])?]), &[a.clone(), b.clone()]);
-    both("div", &|t| Ok(vec![t[0].div(&t[1])?]), &[a.clone(), b.clone()]);
+    both("div", &|t| Ok(vec![t[0].div(&t[1]).call()?]), &[a.clone(), b.clone()]);
     both("pow", &|t| Ok(vec![ops::pow(&t[0], &t[1])?]), &[p.clone(), b.clone()]);
-    both("pow scalar", &|t| Ok(vec![t[0].pow_tensor_scalar(Scalar::Float(2.5))?]), std::slice::from_ref(&p));
+    both("pow scalar", &|t| Ok(vec![t[0].pow(Scalar::Float(2.5))?]), std::slice::from_ref(&p));
     both("exp", &|t| Ok(vec![t[0].exp()?]), std::slice::from_ref(&a));
     both("log", &|t| Ok(vec![t[0].log()?]), std::slice::from_ref(&p));
     both("tanh", &|t| Ok(vec![t[0].tanh()?]), std::slice::from_ref(&a));
@@ -40,11 +40,11 @@ fn elementwise() {
 #[test]
 fn reductions_and_softmax() {
     let a = leaf(&[3, 4], 4, -2.0, 2.0);
-    both("sum", &|t| Ok(vec![t[0].sum()?]), std::slice::from_ref(&a));
+    both("sum", &|t| Ok(vec![t[0].sum().call()?]), std::slice::from_ref(&a));
     both("sum dim", &|t| Ok(vec![ops::sum_dim_intlist(&t[0], Some(&[1]), false, None)?]), std::slice::from_ref(&a));
-    both("mean", &|t| Ok(vec![t[0].mean()?]), std::slice::from_ref(&a));
-    both("softmax", &|t| Ok(vec![t[0].softmax(1)?]), std::slice::from_ref(&a));
-    both("log_softmax", &|t| Ok(vec![t[0].log_softmax(0)?]), std::slice::from_ref(&a));
+    both("mean", &|t| Ok(vec![t[0].mean().call()?]), std::slice::from_ref(&a));
+    both("softmax", &|t| Ok(vec![t[0].softmax(1).call()?]), std::slice::from_ref(&a));
+    both("log_softmax", &|t| Ok(vec![t[0].log_softmax(0).call()?]), std::slice::from_ref(&a));
 }
 
 #[test]

@@ -302,10 +302,10 @@ fn compare_every_op(inputs: &[Tensor], traced_with: &[Tensor], rtol: f64, atol: 
 #[test]
 fn fused_results_match_eager_on_contiguous_inputs() {
     let x = randn(&[37, 61], 1);
-    let y = randn(&[37, 61], 2).abs().unwrap().add_scalar(Scalar::Float(0.5)).unwrap();
+    let y = randn(&[37, 61], 2).abs().unwrap().add(Scalar::Float(0.5)).call().unwrap();
     let (abs, rel) = compare_every_op(&[x.clone(), y.clone()], &[x.clone(), y.clone()], 1e-6, 1e-7);
     eprintln!("f32, contiguous: largest difference from eager {abs:.2e} absolute, {rel:.2e} relative");
-    let (xd, yd) = (x.to(ScalarType::F64).unwrap(), y.to(ScalarType::F64).unwrap());
+    let (xd, yd) = (x.to(ScalarType::F64).call().unwrap(), y.to(ScalarType::F64).call().unwrap());
     let (abs, rel) = compare_every_op(&[xd.clone(), yd.clone()], &[xd, yd], 1e-15, 1e-16);
     eprintln!("f64, contiguous: largest difference from eager {abs:.2e} absolute, {rel:.2e} relative");
 }
@@ -329,7 +329,7 @@ fn transposed_and_broadcast_inputs_match_eager() {
         Ok(vec![sigmoid(&c)?, a])
     };
     for dtype in [ScalarType::F32, ScalarType::F64] {
-        let to = |t: &Tensor| t.to(dtype).unwrap();
+        let to = |t: &Tensor| t.to(dtype).call().unwrap();
         for inputs in [
             vec![to(&y), to(&row), to(&col), to(&one)],
             vec![to(&xt), to(&row), to(&col), to(&one)],
@@ -376,7 +376,7 @@ fn inputs_unlike_the_traced_ones_broadcast_or_run_unfused() {
     let out = same(&[randn(&[1, 5], 12), randn(&[4, 5], 13)]);
     assert_eq!(out[0].sizes(), &[1, 5]);
     // Another dtype than the kernel's: the interpreter, in f64.
-    let out = same(&[x.to(ScalarType::F64).unwrap(), y.to(ScalarType::F64).unwrap()]);
+    let out = same(&[x.to(ScalarType::F64).call().unwrap(), y.to(ScalarType::F64).call().unwrap()]);
     assert_eq!(out[1].dtype(), ScalarType::F64);
     // Shapes that do not broadcast: eager's error.
     let err = code.run(vec![IValue::Tensor(randn(&[3], 14)), IValue::Tensor(randn(&[4], 15))]).unwrap_err();
@@ -387,7 +387,7 @@ fn inputs_unlike_the_traced_ones_broadcast_or_run_unfused() {
     // Inputs that require grad: run op by op, so the gradient flows (Note [Fusion is for inference]).
     let xg = x.clone().requires_grad_(true).unwrap();
     let out = run(&code, &[xg.clone(), y.clone()]);
-    out[1].sum().unwrap().backward().unwrap();
+    out[1].sum().call().unwrap().backward().unwrap();
     let e = x.exp().unwrap();
     let t = e.tanh().unwrap();
     // d/dx tanh(exp(x)) = (1 - tanh^2) e
@@ -518,7 +518,7 @@ fn the_benchmark_gelu_fuses_into_one_kernel() {
         let t = tanh(&mul_scalar(&inner, Scalar::Float(0.7978845608))?)?;
         Ok(vec![mul(&mul_scalar(x, Scalar::Float(0.5))?, &add_scalar(&t, Scalar::Int(1), Scalar::Int(1))?)?])
     };
-    let x = randn(&[100_003], 20).mul_scalar(Scalar::Int(3)).unwrap();
+    let x = randn(&[100_003], 20).mul(Scalar::Int(3)).unwrap();
     let g = fuse_trace(std::slice::from_ref(&x), &gelu);
     assert_eq!(g.to_string().matches("aten::").count(), 8, "{g}");
     let fused = run(&Code::new(&g).unwrap(), std::slice::from_ref(&x));

@@ -24,7 +24,7 @@ fn io(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
 
 fn assert_close(ours: &Tensor, theirs: &Tensor, what: &str) {
     assert_eq!(ours.sizes(), theirs.sizes(), "{what}");
-    let a = ours.contiguous().unwrap().to_vec::<f32>().unwrap();
+    let a = ours.contiguous().call().unwrap().to_vec::<f32>().unwrap();
     let b = theirs.to_vec::<f32>().unwrap();
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         assert!((x - y).abs() <= 1e-5 * y.abs() + 1e-6, "{what}[{i}]: {x} vs PyTorch's {y}");
@@ -84,7 +84,7 @@ fn our_archives_round_trip_bit_for_bit_with_gradients() {
         }
         // Gradients through the loaded module equal those through the original.
         let grads = |s: &ScriptModule| {
-            s.forward_tensors(&inputs).unwrap()[0].sum().unwrap().backward().unwrap();
+            s.forward_tensors(&inputs).unwrap()[0].sum().call().unwrap().backward().unwrap();
             s.parameters().iter().map(|p| p.grad().unwrap()).collect::<Vec<_>>()
         };
         for (x, y) in grads(&m).iter().zip(&grads(&back)) {
@@ -368,7 +368,7 @@ fn damaged_archives_never_panic() {
 /// `|a - b| <= 1e-5 * |b| + 1e-6` element by element, NaN where PyTorch has NaN.
 fn assert_close_nan(ours: &Tensor, theirs: &Tensor, what: &str) {
     assert_eq!(ours.sizes(), theirs.sizes(), "{what}");
-    let a = ours.contiguous().unwrap().to_vec::<f32>().unwrap();
+    let a = ours.contiguous().call().unwrap().to_vec::<f32>().unwrap();
     let b = theirs.to_vec::<f32>().unwrap();
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         let ok = if y.is_nan() { x.is_nan() } else { (x - y).abs() <= 1e-5 * y.abs() + 1e-6 };

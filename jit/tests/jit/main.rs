@@ -20,6 +20,9 @@ pub fn randn(shape: &[i64], seed: u64) -> Tensor {
 pub fn assert_bit_identical(a: &Tensor, b: &Tensor) {
     assert_eq!(a.sizes(), b.sizes());
     assert_eq!(a.dtype(), b.dtype());
-    let (x, y) = (a.contiguous().unwrap().to_vec::<f32>().unwrap(), b.contiguous().unwrap().to_vec::<f32>().unwrap());
+    let (x, y) = (
+        a.contiguous().call().unwrap().to_vec::<f32>().unwrap(),
+        b.contiguous().call().unwrap().to_vec::<f32>().unwrap(),
+    );
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()), "{x:?} != {y:?}");
 }

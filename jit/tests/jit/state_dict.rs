@@ -33,7 +33,7 @@ fn check<M: Module>(name: &str, mut model: M, run: impl Fn(&M, &Tensor) -> Vec<T
         assert_eq!(out.len(), expected.len(), "{name}");
         for (o, e) in out.iter().zip(&expected) {
             assert_eq!(o.sizes(), e.sizes(), "{name}");
-            let (a, b) = (o.contiguous().unwrap().to_vec::<f32>().unwrap(), e.to_vec::<f32>().unwrap());
+            let (a, b) = (o.contiguous().call().unwrap().to_vec::<f32>().unwrap(), e.to_vec::<f32>().unwrap());
             for (x, y) in a.iter().zip(&b) {
                 assert!((x - y).abs() <= 1e-5 * y.abs() + 1e-6, "{name}: {x} vs PyTorch's {y}");
             }
@@ -60,9 +60,9 @@ fn round_trip<M: Module>(name: &str, model: &M, x: &Tensor, run: &impl Fn(&M, &T
         p.set_grad(None).unwrap();
     }
     let eager = run(model, x);
-    eager[0].sum().unwrap().backward().unwrap();
+    eager[0].sum().call().unwrap().backward().unwrap();
     let ours = loaded.forward_tensors(std::slice::from_ref(x)).unwrap();
-    ours[0].sum().unwrap().backward().unwrap();
+    ours[0].sum().call().unwrap().backward().unwrap();
     assert_eq!(ours.len(), eager.len(), "{name}");
     for (a, b) in ours.iter().zip(&eager) {
         assert_bit_identical(a, b);
@@ -175,7 +175,7 @@ fn pytorch_state_dicts_load_into_our_modules_with_identical_names() {
     check("resblock", res, |m, x| {
         let y = m.bn1.forward(&m.conv1.forward(x).unwrap()).unwrap().relu().unwrap();
         let y = m.bn2.forward(&m.conv2.forward(&y).unwrap()).unwrap();
-        vec![y.add(x).unwrap().relu().unwrap()]
+        vec![y.add(x).call().unwrap().relu().unwrap()]
     });
     let gru = GruNet {
         gru: GRU::with_options(6, 8, &RNNOptions::default().batch_first(true)).unwrap(),

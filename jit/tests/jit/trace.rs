@@ -14,7 +14,7 @@ fn a_traced_function_records_each_call_with_constants_for_numbers() {
     let x = randn(&[2, 3], 1);
     let y = randn(&[2, 3], 2);
     let t = trace_fn(&[x.clone(), y.clone()], |v| {
-        let z = v[0].mul_scalar(Scalar::Int(2))?.add(&v[1])?.relu()?;
+        let z = v[0].mul(Scalar::Int(2))?.add(&v[1]).call()?.relu()?;
         Ok(vec![z.sum_dim_intlist_with(Some(&[0]), true, None)?])
     })
     .unwrap();
@@ -38,9 +38,10 @@ graph(%input0 : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu),
     let out = Code::new(&t.graph).unwrap().run(vec![IValue::Tensor(x.clone()), IValue::Tensor(y.clone())]).unwrap();
     let IValue::Tensor(out) = &out[0] else { panic!("a tensor output") };
     let eager = x
-        .mul_scalar(Scalar::Int(2))
+        .mul(Scalar::Int(2))
         .unwrap()
         .add(&y)
+        .call()
         .unwrap()
         .relu()
         .unwrap()
@@ -81,7 +82,7 @@ fn a_traced_module_matches_eager_bit_for_bit_and_so_do_its_gradients() {
         for p in model.parameters() {
             p.set_grad(None).unwrap();
         }
-        run().sum().unwrap().backward().unwrap();
+        run().sum().call().unwrap().backward().unwrap();
         model.parameters().iter().map(|p| p.grad().unwrap()).collect::<Vec<_>>()
     };
     let g_eager = grads(&|| model.forward(&x2).unwrap());
@@ -95,8 +96,8 @@ fn a_traced_module_matches_eager_bit_for_bit_and_so_do_its_gradients() {
 fn in_place_operations_rebind_the_tensor_to_the_node_output() {
     let x = randn(&[3], 4);
     let t = trace_fn(std::slice::from_ref(&x), |v| {
-        let y = v[0].mul_scalar(Scalar::Int(3))?;
-        y.add_scalar_(Scalar::Int(1))?;
+        let y = v[0].mul(Scalar::Int(3))?;
+        y.add_(Scalar::Int(1)).call()?;
         Ok(vec![y.relu()?])
     })
     .unwrap();
@@ -107,7 +108,7 @@ fn in_place_operations_rebind_the_tensor_to_the_node_output() {
     assert_eq!(g.kind(add_), "aten::add_");
     let out = Code::new(g).unwrap().run(vec![IValue::Tensor(x.clone())]).unwrap();
     let IValue::Tensor(out) = &out[0] else { panic!() };
-    let eager = x.mul_scalar(Scalar::Int(3)).unwrap().add_scalar(Scalar::Int(1)).unwrap().relu().unwrap();
+    let eager = x.mul(Scalar::Int(3)).unwrap().add(Scalar::Int(1)).call().unwrap().relu().unwrap();
     assert_bit_identical(out, &eager);
 }
 
@@ -132,7 +133,7 @@ fn tensors_from_outside_the_trace_become_constants_and_lists_are_constructed() {
 fn reading_a_value_into_a_number_warns_that_the_trace_may_not_generalize() {
     let x = randn(&[3], 6);
     let t = trace_fn(&[x], |v| {
-        let s: f32 = v[0].sum()?.item()?;
+        let s: f32 = v[0].sum().call()?.item()?;
         Ok(vec![if s > 0.0 { v[0].relu()? } else { v[0].neg()? }])
     })
     .unwrap();
@@ -166,7 +167,7 @@ fn a_loaded_graph_of_a_module_trains() {
     let target = randn(&[8, 3], 10);
     let mut opt = nn::optim::SGD::new(script.parameters(), SGDOptions { lr: 0.1, ..Default::default() }).unwrap();
     let loss = |m: &dyn Forward| {
-        m.forward(&x).unwrap().sub(&target).unwrap().pow_tensor_scalar(Scalar::Int(2)).unwrap().mean().unwrap()
+        m.forward(&x).unwrap().sub(&target).call().unwrap().pow(Scalar::Int(2)).unwrap().mean().call().unwrap()
     };
     let before: f32 = loss(&script).item().unwrap();
     for _ in 0..20 {

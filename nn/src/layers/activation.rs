@@ -50,9 +50,9 @@ simple_activation! {
     /// `nn.LogSigmoid()`.
     LogSigmoid => |x| ops::log_sigmoid(x);
     /// `nn.Softsign()`: `x / (1 + |x|)`.
-    Softsign => |x| x.div(&ops::abs(x)?.add_scalar(Scalar::Float(1.0))?);
+    Softsign => |x| x.div(&ops::abs(x)?.add(Scalar::Float(1.0)).call()?).call();
     /// `nn.Tanhshrink()`: `x - tanh(x)`.
-    Tanhshrink => |x| x.sub(&ops::tanh(x)?);
+    Tanhshrink => |x| x.sub(&ops::tanh(x)?).call();
 }
 
 /// `nn.GELU(approximate='none')`.
@@ -150,12 +150,12 @@ param_activation! {
     Softmin { dim: i64 = -1 } => |s, x| ops::softmax(&ops::neg(x)?, s.dim, None);
     /// `nn.Hardshrink(lambd=0.5)`: `x if |x| > lambd else 0`.
     Hardshrink { lambd: f64 = 0.5 } => |s, x| {
-        let keep = ops::abs(x)?.gt_scalar(Scalar::Float(s.lambd))?;
+        let keep = ops::abs(x)?.gt(Scalar::Float(s.lambd))?;
         x.mul(&keep)
     };
     /// `nn.Softshrink(lambd=0.5)`: `x - lambd` above, `x + lambd` below, 0 between.
     Softshrink { lambd: f64 = 0.5 } => |s, x| {
-        let shrunk = ops::abs(x)?.sub_scalar(Scalar::Float(s.lambd))?.relu()?;
+        let shrunk = ops::abs(x)?.sub(Scalar::Float(s.lambd)).call()?.relu()?;
         shrunk.mul(&ops::sign(x)?)
     };
 }

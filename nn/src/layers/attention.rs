@@ -372,14 +372,14 @@ impl MultiheadAttention {
         };
         let (out, weights) = self.attend(&q_in, &k_in, &v_in, self_attention, key_padding_mask, attn_mask, opts)?;
         let out = if !batched {
-            out.squeeze_dim(1)?
+            out.squeeze().dim(1).call()?
         } else if self.batch_first {
             out.transpose(0, 1)?
         } else {
             out
         };
         let weights = match weights {
-            Some(w) if !batched => Some(w.squeeze_dim(0)?),
+            Some(w) if !batched => Some(w.squeeze().dim(0).call()?),
             w => w,
         };
         Ok((out, weights))
@@ -607,9 +607,10 @@ impl MultiheadAttention {
                     m.sizes()
                 )));
             }
-            let m = m.view(&[bsz, 1, 1, src_len])?.expand(&[bsz, h, 1, src_len])?.reshape(&[bsz * h, 1, src_len])?;
+            let m =
+                m.view(&[bsz, 1, 1, src_len])?.expand(&[bsz, h, 1, src_len]).call()?.reshape(&[bsz * h, 1, src_len])?;
             attn_mask = Some(match attn_mask {
-                Some(a) => a.add(&m)?,
+                Some(a) => a.add(&m).call()?,
                 None => m,
             });
         }
@@ -617,10 +618,10 @@ impl MultiheadAttention {
         let out_proj_bias = self.out_proj.bias.as_deref();
         if opts.need_weights {
             // See Note [Two attention paths].
-            let q_scaled = q.mul_scalar(Scalar::Float((1.0 / hd as f64).sqrt()))?;
+            let q_scaled = q.mul(Scalar::Float((1.0 / hd as f64).sqrt()))?;
             let mut w = q_scaled.bmm(&k.transpose(-2, -1)?)?;
             if let Some(m) = &attn_mask {
-                w = m.add(&w)?;
+                w = m.add(&w).call()?;
             }
             let mut w = ops::softmax(&w, -1, None)?;
             if dropout_p > 0.0 {

@@ -34,7 +34,7 @@ pub struct Embedding {
 pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
     let _no_grad = autograd::no_grad();
     let num = weight.sizes().first().copied().unwrap_or(0);
-    let mut rows = indices.to(ScalarType::I64)?.reshape(&[-1])?.to_vec::<i64>()?;
+    let mut rows = indices.to(ScalarType::I64).call()?.reshape(&[-1])?.to_vec::<i64>()?;
     rows.sort_unstable();
     rows.dedup();
     if let Some(&bad) = rows.iter().find(|&&r| r < 0 || r >= num) {
@@ -45,7 +45,8 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
     }
     let all = Tensor::from_vec(rows.clone(), &[rows.len() as i64])?;
     let norms = ops::norm_scalaropt_dim(&weight.index_select(0, &all)?, Some(Scalar::Float(norm_type)), &[1], false)?
-        .to(ScalarType::F64)?
+        .to(ScalarType::F64)
+        .call()?
         .to_vec::<f64>()?;
     let (over, factors): (Vec<i64>, Vec<f64>) =
         rows.iter().zip(&norms).filter(|(_, &n)| n > max_norm).map(|(&r, &n)| (r, max_norm / (n + 1e-7))).unzip();
@@ -54,7 +55,7 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
     }
     let k = over.len() as i64;
     let over = Tensor::from_vec(over, &[k])?;
-    let factors = Tensor::from_vec(factors, &[k, 1])?.to(weight.dtype())?;
+    let factors = Tensor::from_vec(factors, &[k, 1])?.to(weight.dtype()).call()?;
     let scaled = weight.index_select(0, &over)?.mul(&factors)?;
     weight.index_copy_(0, &over, &scaled)?;
     Ok(())
@@ -234,7 +235,7 @@ impl EmbeddingBag {
                         format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", o.dim()),
                     ));
                 }
-                let mut b = o.to(ScalarType::I64)?.to_vec::<i64>()?;
+                let mut b = o.to(ScalarType::I64).call()?.to_vec::<i64>()?;
                 if self.include_last_offset {
                     if b.is_empty() {
                         return Err(invalid(op, "include_last_offset: number of offset should be at least 1"));
@@ -262,7 +263,7 @@ impl EmbeddingBag {
         let n = flat.numel();
         // Every branch above leaves at least one bound: the bags are the gaps between them.
         let bags = bounds.len() - 1;
-        let idx = flat.to(ScalarType::I64)?.to_vec::<i64>()?;
+        let idx = flat.to(ScalarType::I64).call()?.to_vec::<i64>()?;
         // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
         let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
         for b in 0..bags {
@@ -299,8 +300,8 @@ impl EmbeddingBag {
                     return Ok(sums);
                 }
                 let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
-                let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype())?;
-                sums.div(&counts)
+                let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?;
+                sums.div(&counts).call()
             }
             BagMode::Max => {
                 let mut out = Vec::with_capacity(counts.len());

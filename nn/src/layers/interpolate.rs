@@ -261,7 +261,7 @@ fn gather_weighted(x: &Tensor, dim: i64, taps: Taps) -> Result<Tensor> {
         shape[dim as usize] = n;
         let mut term = x.index_select(dim, &Tensor::from_vec(idx, &[n])?)?;
         if let Some(w) = w {
-            let w = Tensor::from_vec(w, &shape)?.to(x.dtype())?;
+            let w = Tensor::from_vec(w, &shape)?.to(x.dtype()).call()?;
             term = term.mul(&w)?;
         }
         acc = Some(match acc {

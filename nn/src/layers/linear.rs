@@ -130,7 +130,7 @@ impl Bilinear {
     pub fn forward(&self, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
         let y = ops::einsum("...i,oij,...j->...o", &[x1.clone(), (*self.weight).clone(), x2.clone()], None)?;
         match &self.bias {
-            Some(b) => y.add(b),
+            Some(b) => y.add(b).call(),
             None => Ok(y),
         }
     }

@@ -95,7 +95,7 @@ impl<const N: usize> Forward for BatchNormNd<N> {
         if self.training {
             if let Some(n) = &self.num_batches_tracked {
                 let _g = autograd::no_grad();
-                n.add_scalar_(Scalar::Int(1))?;
+                n.add_(1).call()?;
                 if self.momentum.is_none() {
                     factor = 1.0 / n.item::<i64>()? as f64;
                 }
@@ -275,7 +275,7 @@ impl Forward for InstanceNorm2d {
             false,
         )?;
         if unbatched {
-            y.squeeze_dim(0)
+            y.squeeze().dim(0).call()
         } else {
             Ok(y)
         }

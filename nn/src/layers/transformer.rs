@@ -285,11 +285,11 @@ impl TransformerEncoderLayer {
         let ff =
             |x: &Tensor| feed_forward(&self.linear1, &self.linear2, self.activation, &self.dropout, &self.dropout2, x);
         if self.norm_first {
-            let x = src.add(&sa(&self.norm1.call(src)?)?)?;
-            x.add(&ff(&self.norm2.call(&x)?)?)
+            let x = src.add(&sa(&self.norm1.call(src)?)?).call()?;
+            x.add(&ff(&self.norm2.call(&x)?)?).call()
         } else {
-            let x = self.norm1.call(&src.add(&sa(src)?)?)?;
-            self.norm2.call(&x.add(&ff(&x)?)?)
+            let x = self.norm1.call(&src.add(&sa(src)?).call()?)?;
+            self.norm2.call(&x.add(&ff(&x)?).call()?)
         }
     }
 }
@@ -409,13 +409,13 @@ impl TransformerDecoderLayer {
         let ff =
             |x: &Tensor| feed_forward(&self.linear1, &self.linear2, self.activation, &self.dropout, &self.dropout3, x);
         if self.norm_first {
-            let x = tgt.add(&sa(&self.norm1.call(tgt)?)?)?;
-            let x = x.add(&mha(&self.norm2.call(&x)?)?)?;
-            x.add(&ff(&self.norm3.call(&x)?)?)
+            let x = tgt.add(&sa(&self.norm1.call(tgt)?)?).call()?;
+            let x = x.add(&mha(&self.norm2.call(&x)?)?).call()?;
+            x.add(&ff(&self.norm3.call(&x)?)?).call()
         } else {
-            let x = self.norm1.call(&tgt.add(&sa(tgt)?)?)?;
-            let x = self.norm2.call(&x.add(&mha(&x)?)?)?;
-            self.norm3.call(&x.add(&ff(&x)?)?)
+            let x = self.norm1.call(&tgt.add(&sa(tgt)?).call()?)?;
+            let x = self.norm2.call(&x.add(&mha(&x)?).call()?)?;
+            self.norm3.call(&x.add(&ff(&x)?).call()?)
         }
     }
 }
@@ -438,7 +438,7 @@ fn detect_is_causal(mask: Option<&Tensor>, is_causal: Option<bool>, seq_len: i64
             } else {
                 m.clone()
             };
-            Ok(m.eq(&causal)?.all()?.item::<bool>()?)
+            Ok(m.eq(&causal)?.all().call()?.item::<bool>()?)
         }
         _ => Ok(false),
     }

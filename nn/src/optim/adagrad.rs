@@ -159,7 +159,7 @@ fn adagrad_update(o: &AdagradOptions, param: &Tensor, grad: &Tensor, state: &mut
     }
     addcmul_(&s.sum, &grad, &grad, 1.0)?;
     let std = s.sum.sqrt()?;
-    std.add_scalar_(float(o.eps))?;
+    std.add_(float(o.eps)).call()?;
     addcdiv_(param, &grad, &std, -clr)
 }
 

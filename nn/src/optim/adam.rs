@@ -304,13 +304,13 @@ fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Optio
     let mut grad = signed_grad(grad, o.maximize)?;
     if o.weight_decay != 0.0 {
         if o.decoupled_weight_decay {
-            param.mul_scalar_(float(1.0 - o.lr * o.weight_decay))?;
+            param.mul_(float(1.0 - o.lr * o.weight_decay))?;
         } else {
             grad = grad.add_with(param, float(o.weight_decay))?;
         }
     }
     lerp_(&s.exp_avg, &grad, 1.0 - beta1)?;
-    s.exp_avg_sq.mul_scalar_(float(beta2))?;
+    s.exp_avg_sq.mul_(float(beta2))?;
     addcmul_(&s.exp_avg_sq, &grad, &grad, 1.0 - beta2)?;
 
     let bias_correction1 = 1.0 - beta1.powf(s.step);
@@ -326,8 +326,8 @@ fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Optio
         _ => &s.exp_avg_sq,
     };
     let denom = second_moment.sqrt()?;
-    denom.div_scalar_(float(bias_correction2_sqrt))?;
-    denom.add_scalar_(float(o.eps))?;
+    denom.div_(float(bias_correction2_sqrt)).call()?;
+    denom.add_(float(o.eps)).call()?;
     addcdiv_(param, &s.exp_avg, &denom, -step_size)
 }
 

@@ -16,7 +16,7 @@ pub fn get_total_norm(tensors: &[Tensor], norm_type: f64, error_if_nonfinite: bo
     let _no_grad = autograd::no_grad();
     let Some(first) = tensors.first() else { return Ok(Tensor::scalar_tensor(0.0f32)) };
     let dtype = tensors.iter().fold(first.dtype(), |d, t| promote_types(d, t.dtype()));
-    let norms = tensors.iter().map(|t| t.norm_with(float(norm_type))?.to(dtype)).collect::<Result<Vec<_>>>()?;
+    let norms = tensors.iter().map(|t| t.norm_with(float(norm_type))?.to(dtype).call()).collect::<Result<Vec<_>>>()?;
     let total = ops::stack(&norms, 0)?.norm_with(float(norm_type))?;
     if error_if_nonfinite && !total.item::<f64>()?.is_finite() {
         return Err(Error::invalid(
@@ -40,8 +40,8 @@ pub fn clip_grads_with_norm_(parameters: &[Parameter], max_norm: f64, total_norm
     if grads.is_empty() {
         return Ok(());
     }
-    let denom = total_norm.add_scalar(float(1e-6))?;
-    let coef = ops::full_like(&denom, float(max_norm), None, None, None, None, None)?.div(&denom)?;
+    let denom = total_norm.add(float(1e-6)).call()?;
+    let coef = ops::full_like(&denom, float(max_norm), None, None, None, None, None)?.div(&denom).call()?;
     let coef = coef.clamp_max(float(1.0))?;
     for g in &grads {
         g.mul_(&coef)?;

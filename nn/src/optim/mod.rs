@@ -711,13 +711,13 @@ pub(crate) fn addcdiv_(t: &Tensor, a: &Tensor, b: &Tensor, value: f64) -> Result
 
 /// `t.lerp_(end, weight)`.
 pub(crate) fn lerp_(t: &Tensor, end: &Tensor, weight: f64) -> Result<()> {
-    t.copy_(&t.lerp(end, float(weight))?)?;
+    t.copy_(&t.lerp(end, float(weight))?).call()?;
     Ok(())
 }
 
 /// `torch.maximum(t, other, out=t)`.
 pub(crate) fn maximum_(t: &Tensor, other: &Tensor) -> Result<()> {
-    t.copy_(&t.maximum(other)?)?;
+    t.copy_(&t.maximum(other)?).call()?;
     Ok(())
 }
 

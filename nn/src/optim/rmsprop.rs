@@ -196,7 +196,7 @@ fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut
     if o.weight_decay != 0.0 {
         grad = grad.add_with(param, float(o.weight_decay))?;
     }
-    s.square_avg.mul_scalar_(float(o.alpha))?;
+    s.square_avg.mul_(float(o.alpha))?;
     addcmul_(&s.square_avg, &grad, &grad, 1.0 - o.alpha)?;
 
     let avg = match &s.grad_avg {
@@ -207,11 +207,11 @@ fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut
         }
         _ => s.square_avg.sqrt()?,
     };
-    avg.add_scalar_(float(o.eps))?;
+    avg.add_(float(o.eps)).call()?;
 
     match &s.momentum_buffer {
         Some(buf) if o.momentum > 0.0 => {
-            buf.mul_scalar_(float(o.momentum))?;
+            buf.mul_(float(o.momentum))?;
             addcdiv_(buf, &grad, &avg, 1.0)?;
             param.add_with_(buf, float(-o.lr))?;
         }

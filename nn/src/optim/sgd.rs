@@ -174,7 +174,7 @@ fn sgd_update(o: &SGDOptions, param: &Tensor, grad: &Tensor, state: &mut Option<
     if o.momentum != 0.0 {
         let buf = match state {
             Some(s) => {
-                s.momentum_buffer.mul_scalar_(float(o.momentum))?;
+                s.momentum_buffer.mul_(float(o.momentum))?;
                 s.momentum_buffer.add_with_(&grad, float(1.0 - o.dampening))?;
                 s.momentum_buffer.clone()
             }

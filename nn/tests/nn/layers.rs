@@ -39,7 +39,7 @@ fn expected(name: &str) -> (Vec<f64>, Vec<i64>) {
 fn check(name: &str, t: &Tensor, tol: f64) {
     let (want, shape) = expected(name);
     assert_eq!(t.sizes(), shape.as_slice(), "{name}: shape");
-    let got = t.to(ScalarType::F64).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap();
+    let got = t.to(ScalarType::F64).call().unwrap().contiguous().call().unwrap().to_vec::<f64>().unwrap();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{name}[{i}]: got {g}, expected {w}\n{got:?}\n{want:?}");
     }
@@ -51,7 +51,7 @@ fn interp(name: &str, shape: &[i64], size: Option<&[i64]>, scale: Option<&[f64]>
     let y = nn::interpolate(&x, size, scale, mode, align).unwrap();
     check(name, &y, 1e-12);
     let g = wave(y.sizes(), 0.3, 0.1);
-    y.mul(&g).unwrap().sum().unwrap().backward().unwrap();
+    y.mul(&g).unwrap().sum().call().unwrap().backward().unwrap();
     check(&format!("{name} grad"), &x.grad().unwrap(), 1e-12);
 }
 
@@ -99,7 +99,7 @@ fn interpolate_and_upsample_report_bad_arguments() -> Result<()> {
 
 #[test]
 fn embedding_max_norm_renormalises_the_rows_looked_up() -> Result<()> {
-    let w = wave(&[5, 3], 1.3, 0.2).mul_scalar(c10::Scalar::Float(2.0))?;
+    let w = wave(&[5, 3], 1.3, 0.2).mul(c10::Scalar::Float(2.0))?;
     let e = Embedding::from_pretrained(&w, false, None)?.with_max_norm(1.0, 2.0);
     let out = e.call(&Tensor::from_vec(vec![0i64, 2, 2, 3], &[2, 2])?)?;
     check("embedding max_norm out", &out, 1e-12);
@@ -151,7 +151,7 @@ fn embedding_bag_modes_match_pytorch_with_offsets_and_padding() -> Result<()> {
         let b = bag(mode)?;
         let o = b.forward_bags(&idx, Some(&offs), None)?;
         check(&format!("bag {name}"), &o, 1e-12);
-        o.mul(&wave(o.sizes(), 0.3, 0.1))?.sum()?.backward()?;
+        o.mul(&wave(o.sizes(), 0.3, 0.1))?.sum().call()?.backward()?;
         check(&format!("bag {name} grad"), &b.weight.grad().unwrap(), 1e-12);
     }
     assert_eq!(BagMode::default(), BagMode::Mean);
@@ -225,7 +225,7 @@ fn bilinear_conv3d_instance_norm_and_pixel_shuffle_match_pytorch() -> Result<()>
 
 #[test]
 fn activation_modules_match_pytorch() -> Result<()> {
-    let x = wave(&[7], 1.7, 0.2).mul_scalar(c10::Scalar::Float(3.0))?;
+    let x = wave(&[7], 1.7, 0.2).mul(c10::Scalar::Float(3.0))?;
     let mut prelu = nn::PReLU::with(1, 0.3)?;
     prelu.to_dtype(ScalarType::F64)?;
     let acts: Vec<(&str, Box<dyn Forward>)> = vec![

@@ -9,7 +9,7 @@ use c10::{Result, ScalarType};
 use nn::{BatchNorm2d, Conv2d, ConvOptions, Dropout, Embedding, Forward, Linear, Module, ReLU, Sequential, StateDict};
 
 fn vals(t: &Tensor) -> Vec<f64> {
-    t.to(ScalarType::F64).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
+    t.to(ScalarType::F64).call().unwrap().contiguous().call().unwrap().to_vec::<f64>().unwrap()
 }
 
 fn close(a: &[f64], b: &[f64], tol: f64) {
@@ -245,7 +245,7 @@ fn checkpoint_round_trip_resumes_training_exactly() -> Result<()> {
     let x = ops::randn(&[4, 3], None, None, None, None)?;
     let step = |m: &Linear, opt: &mut Adam| -> Result<()> {
         opt.zero_grad(true)?;
-        m.call(&x)?.pow_tensor_scalar(2.into())?.mean()?.backward()?;
+        m.call(&x)?.pow(2)?.mean().call()?.backward()?;
         opt.step()
     };
     aten::manual_seed(5);
@@ -400,17 +400,17 @@ fn forward_hooks_and_removal() {
     let l = Linear::new(2, 2).unwrap();
     {
         let _g = autograd::no_grad();
-        l.weight.copy_(&Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 1.0], &[2, 2]).unwrap()).unwrap();
+        l.weight.copy_(&Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 1.0], &[2, 2]).unwrap()).call().unwrap();
         l.bias.as_ref().unwrap().zero_().unwrap();
     }
     let x = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2]).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let pre = l.register_forward_pre_hook(|x| Ok(Some(x.mul_scalar(10.into())?))).unwrap();
+    let pre = l.register_forward_pre_hook(|x| Ok(Some(x.mul(10)?))).unwrap();
     let post = l
         .register_forward_hook(move |input, out| {
             s2.lock().unwrap().push((vals(input), vals(out)));
-            Ok(Some(out.add_scalar(1.into())?))
+            Ok(Some(out.add(1).call()?))
         })
         .unwrap();
     assert_eq!(vals(&l.call(&x).unwrap()), [11.0, 21.0]);
@@ -429,17 +429,20 @@ fn full_backward_hook_sees_and_replaces_grad_input() {
     let l = Linear::with_bias(2, 1, false).unwrap();
     {
         let _g = autograd::no_grad();
-        l.weight.copy_(&Tensor::from_vec(vec![3.0f64, -1.0], &[1, 2]).unwrap().to(ScalarType::F32).unwrap()).unwrap();
+        l.weight
+            .copy_(&Tensor::from_vec(vec![3.0f64, -1.0], &[1, 2]).unwrap().to(ScalarType::F32).call().unwrap())
+            .call()
+            .unwrap();
     }
     let log = Arc::new(Mutex::new(Vec::new()));
     let l2 = log.clone();
     l.register_full_backward_hook(move |gi, go| {
         l2.lock().unwrap().push((vals(gi[0].as_ref().unwrap()), vals(go[0].as_ref().unwrap())));
-        Ok(Some(vec![Some(gi[0].as_ref().unwrap().mul_scalar(2.into())?)]))
+        Ok(Some(vec![Some(gi[0].as_ref().unwrap().mul(2)?)]))
     })
     .unwrap();
     let x = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2]).unwrap().requires_grad_(true).unwrap();
-    let y = l.call(&x).unwrap().mul_scalar(5.into()).unwrap().sum().unwrap();
+    let y = l.call(&x).unwrap().mul(5).unwrap().sum().call().unwrap();
     y.backward().unwrap();
     let log = log.lock().unwrap();
     assert_eq!(log.len(), 1);
@@ -458,7 +461,7 @@ fn train_eval_dropout_and_batchnorm() {
     assert!(!seq.is_training());
     // Eval: dropout is the identity and batchnorm uses the initial running stats (0, 1).
     let y = seq.call(&x).unwrap();
-    close(&vals(&y), &vals(&x.div_scalar((1.0f64 + 1e-5).sqrt().into()).unwrap()), 1e-6);
+    close(&vals(&y), &vals(&x.div((1.0f64 + 1e-5).sqrt()).call().unwrap()), 1e-6);
     let mut bn = BatchNorm2d::new(2).unwrap();
     bn.train(true);
     bn.call(&x).unwrap();
@@ -488,7 +491,7 @@ fn to_dtype_zero_grad_and_requires_grad() -> Result<()> {
     for b in &n.features {
         feats = b.bn.call(&b.conv.call(&feats)?)?;
     }
-    let out = n.head.call(&feats)?.mul(&n.scale)?.sum()?;
+    let out = n.head.call(&feats)?.mul(&n.scale)?.sum().call()?;
     out.backward()?;
     assert!(n.parameters().iter().all(|p| p.grad().is_some()));
     n.zero_grad(false)?;
@@ -530,8 +533,8 @@ fn conv_padding_modes_and_layers_shapes() -> Result<()> {
     let offs = Tensor::from_slice(&[0i64, 4]);
     let bags = bag.forward_bags(&idx, Some(&offs), None)?;
     assert_eq!(bags.sizes(), &[2, 3]);
-    let first = ops::embedding(&bag.weight, &Tensor::from_slice(&[1i64, 2, 4, 5]), -1, false, false)?
-        .sum_dim_intlist(Some(&[0]))?;
+    let first =
+        ops::embedding(&bag.weight, &Tensor::from_slice(&[1i64, 2, 4, 5]), -1, false, false)?.sum().dim(&[0]).call()?;
     close(&vals(&bags.select(0, 0)?), &vals(&first), 1e-6);
     Ok(())
 }
@@ -615,7 +618,7 @@ fn failed_saves_leave_no_temporary_file_and_keep_the_old_one() {
     let good = dir.join("good.safetensors");
     nn::serialize::save_file([("w", &w)], None, &good).unwrap();
     let before = std::fs::read(&good).unwrap();
-    let huge = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().expand(&[1 << 31, 1 << 31]).unwrap();
+    let huge = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().expand(&[1 << 31, 1 << 31]).call().unwrap();
     assert!(nn::serialize::save_file([("w", &huge)], None, &good).is_err());
     assert_eq!(std::fs::read(&good).unwrap(), before, "a failed save keeps the old file");
     assert_eq!(listing(), vec!["good.safetensors".to_string(), "taken".to_string()]);

@@ -30,7 +30,7 @@ use nn::optim::{
 use nn::Parameter;
 
 fn vals(t: &Tensor) -> Vec<f64> {
-    t.to(ScalarType::F64).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
+    t.to(ScalarType::F64).call().unwrap().contiguous().call().unwrap().to_vec::<f64>().unwrap()
 }
 
 /// `|a - b| <= tol * (1 + |b|)` elementwise.
@@ -533,8 +533,8 @@ fn step_through_autograd_and_no_history() {
     let mut opt = SGD::new([w.clone()], SGDOptions::default().lr(0.25)).unwrap();
     for _ in 0..3 {
         opt.zero_grad(true).unwrap();
-        let d = w.sub_scalar(c10::Scalar::Float(3.0)).unwrap();
-        d.mul(&d).unwrap().sum().unwrap().backward().unwrap();
+        let d = w.sub(3.0).call().unwrap();
+        d.mul(&d).unwrap().sum().call().unwrap().backward().unwrap();
         opt.step().unwrap();
     }
     close("w", &vals(&w), &[2.75, 3.25], 1e-7);
@@ -1327,17 +1327,18 @@ fn fused_updates_match_the_operator_path() {
         let start = Tensor::from_vec((0..12).map(|i| (i as f64 * 0.37).sin()).collect::<Vec<f64>>(), &[3, 4])
             .unwrap()
             .to(dtype)
+            .call()
             .unwrap();
         let grads: Vec<Tensor> = (0..6)
             .map(|s| {
                 let v: Vec<f64> = (0..12).map(|i| ((i * 7 + s * 3) as f64 * 0.21).cos()).collect();
-                Tensor::from_vec(v, &[3, 4]).unwrap().to(dtype).unwrap()
+                Tensor::from_vec(v, &[3, 4]).unwrap().to(dtype).call().unwrap()
             })
             .collect();
         for (name, build) in &builds {
             // Dense: the fused loop. Transposed storage: the operator path.
             let dense = Parameter::new(start.clone()).unwrap();
-            let strided = Parameter::new(start.t().unwrap().contiguous().unwrap().t().unwrap()).unwrap();
+            let strided = Parameter::new(start.t().unwrap().contiguous().call().unwrap().t().unwrap()).unwrap();
             assert!(dense.is_contiguous() && !strided.is_contiguous());
             let (mut fused, mut reference) = (build(vec![dense.clone()]), build(vec![strided.clone()]));
             for g in &grads {

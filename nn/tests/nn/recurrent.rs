@@ -30,7 +30,7 @@ fn input(case: &[Entry], i: usize) -> Tensor {
 }
 
 fn bool_mask(case: &[Entry], name: &str) -> Tensor {
-    get(case, &format!("mask.{name}")).ne_scalar(Scalar::Float(0.0)).unwrap()
+    get(case, &format!("mask.{name}")).ne(Scalar::Float(0.0)).unwrap()
 }
 
 fn float_mask(case: &[Entry], name: &str) -> Tensor {
@@ -47,7 +47,7 @@ fn state(case: &[Entry]) -> StateDict {
 
 fn assert_close(actual: &Tensor, expected: &Tensor, what: &str) {
     assert_eq!(actual.sizes(), expected.sizes(), "{what}: shape");
-    let a = actual.detach().contiguous().unwrap().to_vec::<f32>().unwrap();
+    let a = actual.detach().contiguous().call().unwrap().to_vec::<f32>().unwrap();
     let e = expected.to_vec::<f32>().unwrap();
     for (i, (x, y)) in a.iter().zip(&e).enumerate() {
         assert!((x - y).abs() <= 1e-5 + 1e-5 * y.abs(), "{what}[{i}]: got {x}, PyTorch {y}\n got {a:?}\nwant {e:?}");
@@ -70,7 +70,7 @@ fn check(case: &[Entry], m: &dyn Module, outs: &[Tensor], ins: &[Tensor]) {
         assert_close(o, &get(case, &format!("out.{i}")), &format!("out.{i}"));
         let term = ops::sum(&o.mul(&get(case, &format!("gout.{i}"))).unwrap(), None).unwrap();
         loss = Some(match loss {
-            Some(l) => l.add(&term).unwrap(),
+            Some(l) => l.add(&term).call().unwrap(),
             None => term,
         });
     }
@@ -421,7 +421,7 @@ fn transformer_encoder_stack_and_train_mode() {
 
 fn parity_close(a: &Tensor, e: &Tensor, scale: f32, what: &str) {
     assert_eq!(a.sizes(), e.sizes(), "{what}");
-    let a = a.detach().contiguous().unwrap().to_vec::<f32>().unwrap();
+    let a = a.detach().contiguous().call().unwrap().to_vec::<f32>().unwrap();
     let e = e.to_vec::<f32>().unwrap();
     for (x, y) in a.iter().zip(&e) {
         assert!((x - y).abs() <= scale * (1e-5 + 1e-4 * y.abs()), "{what}: got {x}, want {y}");
@@ -449,7 +449,7 @@ fn parity_case<M: Module>(
         parity_close(o, &t(&format!("{id}:out{i}")), 1.0, &format!("{id} out{i}"));
         let term = ops::sum(&o.mul(&t(&format!("{id}:gout{i}"))).unwrap(), None).unwrap();
         loss = Some(match loss {
-            Some(l) => l.add(&term).unwrap(),
+            Some(l) => l.add(&term).call().unwrap(),
             None => term,
         });
     }

@@ -62,7 +62,7 @@ fn run(args: &Args) -> c10::Result<()> {
     let named: Vec<(String, torch::Tensor)> = outputs
         .into_iter()
         .enumerate()
-        .map(|(i, t)| (format!("output{i}"), t.contiguous()))
+        .map(|(i, t)| (format!("output{i}"), t.contiguous().call()))
         .collect::<Vec<_>>()
         .into_iter()
         .map(|(n, t)| t.map(|t| (n, t)))

@@ -88,7 +88,7 @@ pub fn registry() -> Vec<Workload> {
                 for _ in 0..50 {
                     y = (&(&y * &w)? + &c)?;
                 }
-                y.sum()?.backward()?;
+                y.sum().call()?.backward()?;
                 x.set_grad(None)
             }))
         }),
@@ -110,15 +110,15 @@ pub fn registry() -> Vec<Workload> {
         }),
         Workload::new("W4.sum_16M", "sum of a contiguous [16777216] f32 tensor", || {
             let a = randn(&[1 << 24])?;
-            Ok(body(move || a.sum()))
+            Ok(body(move || a.sum().call()))
         }),
         Workload::new("W4.softmax", "softmax over the last dim of [4096,1024] f32", || {
             let a = randn(&[4096, 1024])?;
-            Ok(body(move || a.softmax(-1)))
+            Ok(body(move || a.softmax(-1).call()))
         }),
         Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", || {
             let a = randn(&[4096, 1024])?;
-            Ok(body(move || a.log_softmax(-1)))
+            Ok(body(move || a.log_softmax(-1).call()))
         }),
         // Square f32 matrix products (the GEMM; See Note [Strided GEMM] in aten's linalg.rs).
         Workload::new("W3.matmul_256", "matmul of two [256, 256] f32 tensors", || matmul_square(256)),
@@ -240,7 +240,7 @@ fn chain100(x: &Tensor, w: &Tensor, c: &Tensor) -> Result<Tensor> {
     for _ in 0..50 {
         y = (&(&y * w)? + c)?;
     }
-    y.sum()
+    y.sum().call()
 }
 
 /// `f` traced on `x` (fused when `fuse`, which must then give one group) and compiled.
@@ -314,13 +314,13 @@ pub fn device_registry(device: c10::Device) -> Vec<Workload> {
             binary(vec![4096, 4096], vec![4096, 4096], true)
         }),
         Workload::new("W4.sum_16M", "sum of a contiguous [16777216] f32 tensor", move || {
-            reduce(vec![1 << 24], |a| a.sum())
+            reduce(vec![1 << 24], |a| a.sum().call())
         }),
         Workload::new("W4.softmax", "softmax over the last dim of [4096,1024] f32", move || {
-            reduce(vec![4096, 1024], |a| a.softmax(-1))
+            reduce(vec![4096, 1024], |a| a.softmax(-1).call())
         }),
         Workload::new("W4.log_softmax", "log_softmax over the last dim of [4096,1024] f32", move || {
-            reduce(vec![4096, 1024], |a| a.log_softmax(-1))
+            reduce(vec![4096, 1024], |a| a.log_softmax(-1).call())
         }),
         // The products run on the device's GEMM (cuBLAS).
         Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", move || {

@@ -81,7 +81,7 @@ pub fn compare_tensors(ours: &Tensor, expected: &Tensor, tol: Tolerance) -> Resu
     if expected.dtype().is_complex() {
         // Real and imaginary parts compared as a real tensor with a last dim of 2.
         let parts = |t: &Tensor| {
-            aten::ops::view_as_real(&t.contiguous().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+            aten::ops::view_as_real(&t.contiguous().call().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
         };
         return compare_tensors(&parts(ours)?, &parts(expected)?, tol);
     }

@@ -65,10 +65,10 @@ fn zeros_ones_full_infer_dtypes() {
         err_msg(full(&[2], Scalar::Int(300), Some(ScalarType::U8), None, None, None)),
         "fill_: value cannot be converted to type uint8_t without overflow"
     );
-    let h = Tensor::full(&[1], 2.5, ScalarType::F16).unwrap();
+    let h = Tensor::full(&[1], 2.5).dtype(ScalarType::F16).call().unwrap();
     assert_eq!(h.to_vec::<f16>().unwrap(), vec![f16::from_f32(2.5)]);
-    assert_eq!(Tensor::ones(&[2], ScalarType::Bool).unwrap().to_vec::<bool>().unwrap(), vec![true; 2]);
-    assert_eq!(Tensor::zeros(&[0, 3], ScalarType::F32).unwrap().numel(), 0);
+    assert_eq!(Tensor::ones(&[2]).dtype(ScalarType::Bool).call().unwrap().to_vec::<bool>().unwrap(), vec![true; 2]);
+    assert_eq!(Tensor::zeros(&[0, 3]).dtype(ScalarType::F32).call().unwrap().numel(), 0);
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn arange_values_dtypes_and_errors() {
         )),
         "arange: step must be nonzero"
     );
-    assert_eq!(Tensor::arange(3).unwrap().to_vec::<i64>().unwrap(), vec![0, 1, 2]);
+    assert_eq!(Tensor::arange(3).call().unwrap().to_vec::<i64>().unwrap(), vec![0, 1, 2]);
 }
 
 #[test]

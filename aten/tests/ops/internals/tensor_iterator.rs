@@ -45,15 +45,17 @@ fn tiled_iteration_matches_elementwise_definition() {
     for (rows, cols, dt) in [(300i64, 200i64, ScalarType::F64), (257, 130, ScalarType::I16), (129, 300, ScalarType::U8)]
     {
         let n = rows * cols;
-        let a = Tensor::from_vec((0..n).map(|x| (x % 97) as f64).collect(), &[cols, rows]).unwrap().to(dt).unwrap();
-        let b = Tensor::from_vec((0..n).map(|x| (x % 89) as f64).collect(), &[rows, cols]).unwrap().to(dt).unwrap();
+        let a =
+            Tensor::from_vec((0..n).map(|x| (x % 97) as f64).collect(), &[cols, rows]).unwrap().to(dt).call().unwrap();
+        let b =
+            Tensor::from_vec((0..n).map(|x| (x % 89) as f64).collect(), &[rows, cols]).unwrap().to(dt).call().unwrap();
         let at = ops::t(&a).unwrap();
         let it = TensorIteratorConfig::binary_op("add", None, &at, &b).build().unwrap();
         assert!(it.wants_tiling());
-        let sum = (&at + &b).unwrap().to(ScalarType::F64).unwrap();
-        let as_f64 = |t: &Tensor| t.to(ScalarType::F64).unwrap().to_vec::<f64>().unwrap();
+        let sum = (&at + &b).unwrap().to(ScalarType::F64).call().unwrap();
+        let as_f64 = |t: &Tensor| t.to(ScalarType::F64).call().unwrap().to_vec::<f64>().unwrap();
         let (av, bv) = (as_f64(&a), as_f64(&b));
-        let got = sum.contiguous().unwrap().to_vec::<f64>().unwrap();
+        let got = sum.contiguous().call().unwrap().to_vec::<f64>().unwrap();
         for i in 0..rows as usize {
             for j in 0..cols as usize {
                 let want = av[j * rows as usize + i] + bv[i * cols as usize + j];
@@ -65,7 +67,7 @@ fn tiled_iteration_matches_elementwise_definition() {
     // A batch of transposed matrices added in place into a contiguous output.
     let x = Tensor::from_vec((0..3 * 200 * 150).map(|v| v as f32).collect(), &[3, 200, 150]).unwrap();
     let out = ops::zeros(&[3, 150, 200], Some(ScalarType::F32), None, None, None).unwrap();
-    out.add_(&ops::transpose(&x, 1, 2).unwrap()).unwrap();
+    out.add_(&ops::transpose(&x, 1, 2).unwrap()).call().unwrap();
     let got = out.to_vec::<f32>().unwrap();
     for (bi, i, j) in [(0usize, 0usize, 0usize), (1, 149, 199), (2, 70, 33), (2, 149, 0)] {
         assert_eq!(got[bi * 30000 + i * 200 + j], (bi * 30000 + j * 150 + i) as f32);

@@ -1,0 +1,170 @@
+//! The front-end model shared by the Rust and Python front ends: which overloads of an
+//! operator share one user-facing name, which arguments are positional (required in every
+//! overload) and which are options with defaults, and how a call picks its overload.
+//!
+//! Note [One name per PyTorch function]: PyTorch's users call `torch.sum(x)` and
+//! `torch.sum(x, 1, keepdim=True)`, `x.pow(2)` and `x.pow(e)`: one name, the overload chosen by
+//! the arguments. The YAML has one entry per overload (`sum`, `sum.dim_IntList`; `pow.Tensor_Tensor`,
+//! `pow.Tensor_Scalar`). [`front_groups`] puts the non-out overloads of one base name into
+//! *groups* that share a call: an overload joins the first group whose overloads return the
+//! same types and whose arguments of the same name have the same type, a `Tensor` in one and a
+//! `Scalar` in another giving a [`FieldTy::TensorOrScalar`]. In a group, an argument present
+//! without a default in every overload, in the same relative order, is *positional* (the
+//! call takes it); every other argument is an *option* (a setter in Rust, a keyword in Python),
+//! and a call uses the first overload, in YAML order, that has every option that was set, is
+//! given every argument it requires, and agrees on `Tensor`-or-`Scalar`. Overloads that cannot
+//! join (`max.dim` returns two tensors where `max` returns one) keep a group, and a name, of
+//! their own: the explicit layer's name (`max_dim`).
+
+use schema::{Argument, Type};
+
+use crate::gen::Names;
+use crate::yaml::NativeFunction;
+
+/// The type of one argument of a group.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldTy {
+    /// The same schema type in every overload that has the argument.
+    Schema(Type),
+    /// A `Tensor` in some overloads and a `Scalar` in others.
+    TensorOrScalar,
+}
+
+/// One argument of a group, with what each overload makes of it.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The schema name (`self`, `dim`).
+    pub name: String,
+    /// Its type.
+    pub ty: FieldTy,
+    /// Required (no default) in every overload of the group: the call takes it.
+    pub positional: bool,
+    /// Per overload of the group (same order as [`Group::overloads`]): the argument, if that
+    /// overload has it.
+    pub per_overload: Vec<Option<Argument>>,
+}
+
+/// Overloads sharing one front-end call.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The call's name: the explicit layer's function name of the first overload (`sum`,
+    /// `add_`, `max_dim`).
+    pub name: String,
+    /// Indices into the YAML's functions, in YAML order.
+    pub overloads: Vec<usize>,
+    /// Positional arguments first (in schema order), then the options in the order they first
+    /// appear.
+    pub fields: Vec<Field>,
+    /// Some overload is a `Tensor` method (`variants: method`).
+    pub method: bool,
+    /// Some overload is a free function (`variants: function`).
+    pub function: bool,
+}
+
+impl Group {
+    /// The positional fields, in order.
+    pub fn positional(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().filter(|f| f.positional)
+    }
+    /// The option fields.
+    pub fn options(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().filter(|f| !f.positional)
+    }
+    /// No argument of any overload is a tensor: a factory (`zeros`, `arange`, `randperm`).
+    pub fn is_factory(&self) -> bool {
+        self.fields.iter().all(|f| match &f.ty {
+            FieldTy::TensorOrScalar => false,
+            FieldTy::Schema(t) => !t.is_tensor_like(),
+        })
+    }
+}
+
+/// Groups the non-out operators of `fns` (see Note [One name per PyTorch function]).
+/// `ret_key` gives the return type an overload's group must agree on (the language's own
+/// spelling of it); `names` are the explicit layer's names, parallel to `fns`.
+pub fn front_groups(fns: &[NativeFunction], names: &[Names], ret_key: impl Fn(usize) -> String) -> Vec<Group> {
+    let mut groups: Vec<(String, String, Vec<usize>)> = Vec::new(); // (base name, ret, overloads)
+    for (i, f) in fns.iter().enumerate() {
+        if f.func.is_out_fn() {
+            continue;
+        }
+        let base = &f.func.name;
+        let ret = ret_key(i);
+        let slot = groups.iter().position(|(b, r, ovs)| {
+            b == base && *r == ret && {
+                let mut trial: Vec<usize> = ovs.clone();
+                trial.push(i);
+                fields_of(fns, &trial).is_some()
+            }
+        });
+        match slot {
+            Some(g) => groups[g].2.push(i),
+            None => groups.push((base.clone(), ret, vec![i])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, _, overloads)| {
+            let fields = fields_of(fns, &overloads).unwrap_or_default();
+            Group {
+                name: names[overloads[0]].function.clone(),
+                method: overloads.iter().any(|&i| fns[i].variants_method),
+                function: overloads.iter().any(|&i| fns[i].variants_function),
+                overloads,
+                fields,
+            }
+        })
+        .collect()
+}
+
+/// The fields of a would-be group, or `None` when its overloads cannot share a call.
+fn fields_of(fns: &[NativeFunction], overloads: &[usize]) -> Option<Vec<Field>> {
+    let mut fields: Vec<Field> = Vec::new();
+    for (k, &i) in overloads.iter().enumerate() {
+        for a in &fns[i].func.arguments {
+            match fields.iter_mut().find(|f| f.name == a.name) {
+                Some(f) => {
+                    f.ty = unify(&f.ty, &a.ty)?;
+                    f.per_overload[k] = Some(a.clone());
+                }
+                None => {
+                    let mut per_overload = vec![None; overloads.len()];
+                    per_overload[k] = Some(a.clone());
+                    fields.push(Field {
+                        name: a.name.clone(),
+                        ty: FieldTy::Schema(a.ty.clone()),
+                        positional: false,
+                        per_overload,
+                    });
+                }
+            }
+        }
+    }
+    for f in &mut fields {
+        f.positional = f.per_overload.iter().all(|a| a.as_ref().is_some_and(|a| a.default.is_none()));
+    }
+    // The positional arguments must come in the same order in every overload.
+    let order: Vec<String> = fields.iter().filter(|f| f.positional).map(|f| f.name.clone()).collect();
+    for &i in overloads {
+        let seen: Vec<&String> = fns[i].func.arguments.iter().map(|a| &a.name).filter(|n| order.contains(n)).collect();
+        if !seen.iter().copied().eq(order.iter()) {
+            return None;
+        }
+    }
+    // Positional first, in the first overload's order; options after, in order of appearance.
+    let (mut pos, opts): (Vec<Field>, Vec<Field>) = fields.into_iter().partition(|f| f.positional);
+    pos.sort_by_key(|f| order.iter().position(|n| *n == f.name));
+    pos.extend(opts);
+    Some(pos)
+}
+
+fn unify(a: &FieldTy, b: &Type) -> Option<FieldTy> {
+    match (a, b) {
+        (FieldTy::Schema(x), y) if x == y => Some(a.clone()),
+        (FieldTy::Schema(Type::Tensor), Type::Scalar) | (FieldTy::Schema(Type::Scalar), Type::Tensor) => {
+            Some(FieldTy::TensorOrScalar)
+        }
+        (FieldTy::TensorOrScalar, Type::Tensor | Type::Scalar) => Some(FieldTy::TensorOrScalar),
+        _ => None,
+    }
+}
