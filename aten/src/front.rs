@@ -18,6 +18,8 @@
 
 use std::ops::Deref;
 
+pub use crate::generated::front::*;
+
 use c10::{Error, Result, Scalar};
 
 use crate::Tensor;

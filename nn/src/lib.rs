@@ -21,6 +21,7 @@
 extern crate self as nn;
 
 pub mod data;
+pub mod functional;
 mod hooks;
 pub mod init;
 pub mod layers;

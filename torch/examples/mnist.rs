@@ -13,10 +13,10 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use torch::data::{DataLoader, Dataset, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
-use torch::nn::{self, Conv2d, Forward, Linear, Module};
+use torch::nn::{self, functional as F, Conv2d, Forward, Linear, Module};
 use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
-use torch::{ops, Tensor, TensorAutograd};
+use torch::{Tensor, TensorAutograd};
 
 #[derive(Parser)]
 #[command(about = "Train a LeNet-style CNN on MNIST digits (or Fashion-MNIST with --data)")]
@@ -73,10 +73,9 @@ impl Net {
 
 impl Forward for Net {
     fn forward(&self, x: &Tensor) -> torch::Result<Tensor> {
-        let pool = |t: &Tensor| ops::max_pool2d(t, &[2], &[2], &[0], &[1], false);
-        let x = pool(&self.conv1.call(x)?.relu()?)?;
-        let x = pool(&self.conv2.call(&x)?.relu()?)?;
-        let x = self.dropout.call(&ops::flatten(&x, 1, -1)?)?;
+        let x = F::max_pool2d(&self.conv1.call(x)?.relu()?, 2).call()?;
+        let x = F::max_pool2d(&self.conv2.call(&x)?.relu()?, 2).call()?;
+        let x = self.dropout.call(&x.flatten().start_dim(1).call()?)?;
         let x = self.dropout.call(&self.fc1.call(&x)?.relu()?)?;
         self.fc2.call(&x)
     }
@@ -107,7 +106,7 @@ fn load(args: &Args) -> torch::Result<Split> {
             // A seeded hold-out of 1,000 digits (the file is ordered by class).
             let g = torch::Generator::new(torch::Device::CPU);
             g.manual_seed(args.seed);
-            let perm = ops::randperm_generator(images.sizes()[0], Some(&g), None, None, None, None)?;
+            let perm = torch::randperm(images.sizes()[0]).generator(&g).call()?;
             let (train_idx, test_idx) = (perm.narrow(0, 0, 4000)?, perm.narrow(0, 4000, 1000)?);
             Ok(Split {
                 train: TensorDataset::new((images.index_select(0, &train_idx)?, labels.index_select(0, &train_idx)?))?,
@@ -127,7 +126,7 @@ fn accuracy(model: &Net, test: &(Tensor, Tensor)) -> torch::Result<f64> {
     while start < n {
         let len = (n - start).min(1000);
         let logits = model.call(&images.narrow(0, start, len)?)?;
-        let pred = ops::argmax(&logits, Some(1), false)?;
+        let pred = logits.argmax().dim(1).call()?;
         correct += pred.eq(&labels.narrow(0, start, len)?)?.sum().call()?.item::<i64>()?;
         start += len;
     }
@@ -238,7 +237,7 @@ fn run(args: &Args) -> torch::Result<()> {
             let (x, y) = batch?;
             let (x, y) = (&x, &y);
             opt.zero_grad(true)?;
-            let loss = ops::cross_entropy_loss(&model.call(x)?, y, None, 1, -100, 0.0)?;
+            let loss = F::cross_entropy(&model.call(x)?, y).call()?;
             loss.backward()?;
             opt.step()?;
             sched.step(&mut opt)?;

@@ -20,10 +20,10 @@ use std::time::Instant;
 use clap::Parser;
 use torch::data::{DataLoader, DistributedSampler, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
 use torch::distributed::{self as dist, DistributedDataParallel, ReduceOp};
-use torch::nn::{self, Conv2d, Forward, Linear, Module};
+use torch::nn::{self, functional as F, Conv2d, Forward, Linear, Module};
 use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
-use torch::{ops, Tensor, TensorAutograd};
+use torch::{Tensor, TensorAutograd};
 
 #[derive(Parser)]
 #[command(about = "Train the MNIST CNN on several processes with DistributedDataParallel (start with mpirun -np N)")]
@@ -70,10 +70,10 @@ impl Net {
 
 impl Forward for Net {
     fn forward(&self, x: &Tensor) -> torch::Result<Tensor> {
-        let pool = |t: &Tensor| ops::max_pool2d(t, &[2], &[2], &[0], &[1], false);
+        let pool = |t: &Tensor| F::max_pool2d(t, 2).call();
         let x = pool(&self.conv1.call(x)?.relu()?)?;
         let x = pool(&self.conv2.call(&x)?.relu()?)?;
-        let x = self.dropout.call(&ops::flatten(&x, 1, -1)?)?;
+        let x = self.dropout.call(&x.flatten().start_dim(1).call()?)?;
         let x = self.dropout.call(&self.fc1.call(&x)?.relu()?)?;
         self.fc2.call(&x)
     }
@@ -81,7 +81,7 @@ impl Forward for Net {
 
 fn accuracy(model: &Net, images: &Tensor, labels: &Tensor) -> torch::Result<f64> {
     let _g = torch::no_grad();
-    let pred = ops::argmax(&model.call(images)?, Some(1), false)?;
+    let pred = model.call(images)?.argmax().dim(1).call()?;
     Ok(pred.eq(labels)?.sum()?.item::<i64>()? as f64 / images.sizes()[0] as f64)
 }
 
@@ -121,7 +121,7 @@ fn run(args: &Args) -> torch::Result<()> {
     let (images, labels) = (all.images_f32(MNIST_MEAN, MNIST_STD)?, all.labels().clone());
     let g = torch::Generator::new(torch::Device::CPU);
     g.manual_seed(args.seed);
-    let perm = ops::randperm_generator(images.sizes()[0], Some(&g), None, None, None, None)?;
+    let perm = torch::randperm(images.sizes()[0]).generator(&g).call()?;
     let (train_idx, test_idx) = (perm.narrow(0, 0, 4000)?, perm.narrow(0, 4000, 1000)?);
     let train = TensorDataset::new((images.index_select(0, &train_idx)?, labels.index_select(0, &train_idx)?))?;
     let (test_x, test_y) = (images.index_select(0, &test_idx)?, labels.index_select(0, &test_idx)?);
@@ -156,7 +156,7 @@ fn run(args: &Args) -> torch::Result<()> {
         for batch in loader.iter() {
             let (x, y) = batch?;
             opt.zero_grad(true)?;
-            let loss = ops::cross_entropy_loss(&model.forward(&x)?, &y, None, 1, -100, 0.0)?;
+            let loss = F::cross_entropy(&model.forward(&x)?, &y).call()?;
             loss.backward()?;
             opt.step()?;
             sched.step(&mut opt)?;

@@ -5,7 +5,7 @@
 //! happens behind each call ("Life of an operator call").
 
 use torch::dispatch::{dispatcher, IValue, Stack};
-use torch::{kind, ops, Scalar, Tensor};
+use torch::{Scalar, Tensor};
 
 fn heading(title: &str) {
     println!("\n== {title} {}", "=".repeat(72usize.saturating_sub(title.len())));
@@ -28,29 +28,29 @@ fn main() -> torch::Result<()> {
     let b = Tensor::from_slice(&[10i64, 20, 30]);
     show("from_vec", &a);
     show("from_slice", &b);
-    // Free functions in `torch::ops` take every schema argument: dtype, layout, device and
-    // pin_memory are `None` for PyTorch's defaults.
-    let r = ops::arange_start_step(0.into(), 10.into(), 3.into(), None, None, None, None)?;
-    show("arange(0, 10, 3)", &r);
-    show("zeros(2, 2)", &ops::zeros(&[2, 2], None, None, None, None)?);
-    show("ones(3, int32)", &ops::ones(&[3], Some(kind::int32), None, None, None)?);
-    show("full(2, 7.5)", &ops::full(&[2], 7.5.into(), None, None, None, None)?);
-    show("linspace(0, 1, 5)", &ops::linspace(0.into(), 1.into(), 5, None, None, None, None)?);
-    show("eye(3)", &ops::eye(3, None, None, None, None)?);
+    // A factory takes PyTorch's required arguments and returns a builder for the rest (dtype,
+    // device, ...), finished by `.call()`. (`torch::ops` has the explicit forms that take every
+    // schema argument, for generated and generic code.)
+    show("arange(0, 10, 3)", &torch::arange(10).start(0).step(3).call()?);
+    show("zeros(2, 2)", &Tensor::zeros(&[2, 2]).call()?);
+    show("ones(3, int32)", &torch::ones(3).dtype(torch::int32).call()?);
+    show("full(2, 7.5)", &torch::full(2, 7.5).call()?);
+    show("linspace(0, 1, 5)", &torch::linspace(0, 1, 5).call()?);
+    show("eye(3)", &torch::eye(3).call()?);
     // The CPU generator is PyTorch's mt19937: the same seed gives PyTorch's numbers.
     torch::manual_seed(0);
-    show("rand(3), seed 0", &ops::rand(&[3], None, None, None, None)?);
-    show("randn(3)", &ops::randn(&[3], None, None, None, None)?);
+    show("rand(3), seed 0", &torch::rand(3).call()?);
+    show("randn(3)", &torch::randn(3).call()?);
 
     heading("Printing");
     // `Display` is PyTorch's `str(t)`: precision 4, summarised above 1000 elements.
     println!("{}", Tensor::from_slice(&[1e-5f64, 1.0, 3.0]));
     println!("{}", Tensor::from_slice(&[true, false]));
-    println!("{}", ops::arange(Scalar::Int(2000), None, None, None, None)?);
+    println!("{}", torch::arange(2000).call()?);
     println!("{}", Tensor::scalar_tensor(2.5f32));
 
     heading("Views share storage and the version counter");
-    let base = ops::arange(Scalar::Int(12), Some(kind::float32), None, None, None)?.view(&[3, 4])?;
+    let base = torch::arange(12).dtype(torch::float32).call()?.view(&[3, 4])?;
     let t = base.transpose(0, 1)?;
     let row = base.select(0, 1)?;
     let cols = base.narrow(1, 1, 2)?;

@@ -9,25 +9,35 @@
 //! assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
 //! ```
 //!
-//! Factories are free functions in [`ops`] that take every schema argument (`None` picks
-//! PyTorch's default), and the CPU generator reproduces PyTorch's random numbers:
+//! Every operator is a call with PyTorch's name that takes the arguments without defaults and
+//! returns a builder for the rest, finished by `.call()` (a call with nothing to set returns
+//! its result directly); `nn::functional` has `torch.nn.functional`'s names. The CPU generator
+//! reproduces PyTorch's random numbers:
 //!
 //! ```
+//! use torch::nn::functional as F;
 //! torch::manual_seed(0);
-//! let r = torch::ops::rand(&[3], None, None, None, None).unwrap();
+//! let r = torch::rand(3).call().unwrap();
 //! assert_eq!(r.to_string(), "tensor([0.4963, 0.7682, 0.0885])");
-//! let z = torch::ops::zeros(&[2], Some(torch::kind::int64), None, None, None).unwrap();
+//! let z = torch::zeros(2).dtype(torch::int64).call().unwrap();
 //! assert_eq!(z.to_string(), "tensor([0, 0])");
+//! let y = F::relu(&r.sub(0.5).call().unwrap()).unwrap();
+//! assert_eq!(y.sum().dim(0).keepdim(true).call().unwrap().sizes(), &[1]);
 //! ```
+//!
+//! [`ops`] has the explicit form of every overload, taking every schema argument
+//! (`ops::sum_dim_intlist(&x, Some(&[1]), true, None)`), for generated and generic code.
 //!
 //! `cargo run --release -p torch --example tour` walks through tensors, views, promotion,
 //! errors and the dispatcher; the book in `docs/` explains the layers underneath.
 #![warn(missing_docs)]
 
-pub use aten::{get_num_threads, manual_seed, ops, set_num_threads, Generator, Tensor};
+pub use aten::front::*;
+pub use aten::{builders, get_num_threads, manual_seed, ops, set_num_threads, Generator, Tensor};
+pub use kind::*;
 pub use autograd::{no_grad, TensorAutograd};
 
-/// `torch.nn`: modules, layers, losses and `init` (see the `nn` crate).
+/// `torch.nn`: modules, layers, losses, `init` and `functional` (see the `nn` crate).
 pub mod nn {
     pub use ::nn::*;
 }
@@ -138,7 +148,7 @@ pub mod cuda {
     }
 }
 
-/// Dtype constants under PyTorch's names: `torch::kind::float32`.
+/// Dtype constants under PyTorch's names, also at the crate root: `torch::float32`.
 pub mod kind {
     #![allow(non_upper_case_globals)]
     use c10::ScalarType;

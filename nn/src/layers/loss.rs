@@ -7,28 +7,7 @@ use c10::Result;
 use crate::module::Buffer;
 use crate::Module;
 
-/// How a loss reduces over the batch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Reduction {
-    /// `reduction='none'`.
-    None,
-    /// `reduction='mean'` (the default).
-    #[default]
-    Mean,
-    /// `reduction='sum'`.
-    Sum,
-}
-
-impl Reduction {
-    /// The integer ATen's loss operators take (0 none, 1 mean, 2 sum).
-    pub fn code(self) -> i64 {
-        match self {
-            Reduction::None => 0,
-            Reduction::Mean => 1,
-            Reduction::Sum => 2,
-        }
-    }
-}
+pub use aten::front::Reduction;
 
 // Tensor options (`weight`, `pos_weight`) are `Option<Buffer>` fields: PyTorch registers them
 // as buffers, so they appear in the state_dict.

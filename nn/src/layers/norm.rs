@@ -1,7 +1,7 @@
 //! Normalisation layers: BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm2d.
 
 use aten::{ops, Tensor};
-use c10::{Result, Scalar, ScalarType};
+use c10::{Result, ScalarType};
 
 use crate::layers::invalid;
 use crate::layers::linear::empty;
