@@ -339,8 +339,10 @@ def w9_fft_1m():
 
 WORKLOADS = {
     "W1.add1": w1_add1,
+    "W1.add1_front": w1_add1,
     "W1.add1_grad": w1_add1_grad,
     "W1.chain100": w1_chain100,
+    "W1.chain100_front": w1_chain100,
     "W2.add_1M": lambda: binary(randn(1 << 20), randn(1 << 20), lambda a, b: a + b),
     "W2.add_16M": lambda: binary(randn(1 << 24), randn(1 << 24), lambda a, b: a + b),
     "W2.bcast_add": lambda: binary(randn(4096, 4096), randn(4096), lambda a, b: a + b),
@@ -354,6 +356,7 @@ WORKLOADS = {
     "W5.conv_large": conv((32, 64, 56, 56), (64, 64, 3, 3), 1),
     "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
     "W6.mlp_step": train_step(mlp, (128, 784), 128),
+    "W6.mlp_step_front": train_step(mlp, (128, 784), 128),
     "W6.cnn_step": train_step(cnn, (64, 1, 28, 28), 64),
     "W7.gelu_eager": w7_gelu_eager,
     "W7.gelu_fused": w7_gelu_fused,

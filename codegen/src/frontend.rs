@@ -168,3 +168,63 @@ fn unify(a: &FieldTy, b: &Type) -> Option<FieldTy> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::compute_names;
+    use crate::yaml::parse_native_functions;
+
+    fn groups(yaml: &str) -> Vec<Group> {
+        let fns = parse_native_functions("n.yaml", yaml).unwrap();
+        let names = compute_names(&fns).unwrap();
+        // Stand-in return types: the number of returns.
+        front_groups(&fns, &names, |i| fns[i].func.returns.len().to_string())
+    }
+
+    #[test]
+    fn overloads_share_a_name_when_they_can() {
+        let g = groups(
+            "\
+- func: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
+  variants: function, method
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  variants: function, method
+- func: sum.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+- func: max(Tensor self) -> Tensor
+- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+- func: pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
+- func: pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+- func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+- func: squeeze.dim(Tensor self, int dim) -> Tensor
+- func: squeeze.dims(Tensor self, int[] dim) -> Tensor
+",
+        );
+        let names: Vec<(&str, usize)> = g.iter().map(|g| (g.name.as_str(), g.overloads.len())).collect();
+        // The out= overload has no front-end call; max.dim returns two tensors, squeeze.dims
+        // types `dim` differently: both keep a call of their own, under the explicit layer's
+        // name.
+        assert_eq!(names, [("sum", 2), ("max", 1), ("max_dim", 1), ("pow", 3), ("squeeze", 1), ("squeeze_dims", 1)]);
+        let sum = &g[0];
+        let pos: Vec<&str> = sum.positional().map(|f| f.name.as_str()).collect();
+        let opts: Vec<&str> = sum.options().map(|f| f.name.as_str()).collect();
+        assert_eq!(pos, ["self"]);
+        assert_eq!(opts, ["dtype", "dim", "keepdim"]);
+        assert!(sum.method && sum.function);
+        let pow = &g[3];
+        assert!(pow.fields.iter().all(|f| f.positional && f.ty == FieldTy::TensorOrScalar));
+        assert!(!pow.is_factory());
+    }
+
+    #[test]
+    fn positional_arguments_must_keep_their_order() {
+        // `b a` in one overload and `a b` in the other cannot be one positional call.
+        let g = groups(
+            "\
+- func: f.x(Tensor a, Tensor b) -> Tensor
+- func: f.y(Tensor b, Tensor a) -> Tensor
+",
+        );
+        assert_eq!(g.len(), 2);
+    }
+}

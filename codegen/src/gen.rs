@@ -864,13 +864,30 @@ mod tests {
     }
 
     #[test]
-    fn methods_apply_defaults_and_offer_with_forms() {
+    fn methods_offer_with_forms_and_the_front_end_the_short_ones() {
         let files = gen();
         let m = file(&files, "methods.rs");
-        assert!(m.contains("pub fn add(&self, other: &Tensor) -> Result<Tensor> {\n        crate::handles::add_tensor::call(self, other, Scalar::Int(1))"));
         assert!(m.contains("pub fn add_with(&self, other: &Tensor, alpha: Scalar)"));
-        assert!(m.contains("pub fn where_self(&self, condition: &Tensor, other: &Tensor)"));
+        assert!(!m.contains("pub fn add(&self"), "the short form is the front end's");
         assert!(!m.contains("fn add_out"));
+        let f = file(&files, "front.rs");
+        // add.Tensor and add.Scalar share `add`: `other` is a tensor or a number, alpha an option.
+        assert!(f.contains("pub fn add<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> builders::Add<'a> {"));
+        assert!(f.contains("pub fn add<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> builders::Add<'a> {"));
+        // No defaulted argument: the result directly.
+        assert!(f.contains("pub fn where_self<'a>(&'a self, condition: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {"));
+        // A factory is also an associated function; `int[]` takes one integer or a list.
+        assert!(f.contains("pub fn zeros<'a>(size: impl Into<IntList<'a>>) -> builders::Zeros<'a> {"));
+        assert!(f.contains("    pub fn zeros<'a>(size: impl Into<IntList<'a>>) -> builders::Zeros<'a> { zeros(size) }"));
+        assert!(!f.contains("fn add_out"));
+        let b = file(&files, "builders.rs");
+        assert!(b.contains("pub fn alpha(mut self, v: impl Into<Scalar>) -> Self {"));
+        // The overload follows the argument's kind, the default fills what was not set.
+        assert!(b.contains("if other.is_tensor() {  return crate::handles::add_tensor::call(self_, other.tensor(\"add\", \"other\")?, alpha.unwrap_or(Scalar::Int(1))); }"));
+        assert!(b.contains("if other.is_scalar() {"));
+        assert!(b.contains("Err(crate::front::no_overload("));
+        assert!(b.contains("pub struct Zeros<'a> {"));
+        assert!(b.contains("let size_v = size.expand(None);"));
     }
 
     #[test]

@@ -11,10 +11,12 @@
 //! }),
 //! ```
 //!
-//! The planned ids, in order: W1 (per-op overhead: `add1`, `add1_grad`, `chain100`), W2
+//! The planned ids, in order: W1 (per-op overhead: `add1`, `add1_front`, `add1_grad`,
+//! `chain100`, `chain100_front`; the `_front` rows are the same work written with the front
+//! end's builders, to show they cost nothing), W2
 //! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
-//! `conv_small`), W6 (`mlp_step`, `cnn_step` training steps; one iteration is one step, so
+//! `conv_small`), W6 (`mlp_step`, `mlp_step_front`, `cnn_step` training steps; one iteration is one step, so
 //! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
 //! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra and FFT: `solve_512`,
 //! `svd_256`, `fft_1M`). The peers' figures on this machine (candle
@@ -72,6 +74,13 @@ pub fn registry() -> Vec<Workload> {
             let b = Tensor::from_slice(&[1.0f32]);
             Ok(body(move || &a + &b))
         }),
+        // The same add through the front end's call (Note [Front-end calls] in aten's front.rs):
+        // its builder must cost nothing over the explicit call above.
+        Workload::new("W1.add1_front", "W1.add1 written with the front end (a.add(&b).call())", || {
+            let a = Tensor::from_slice(&[1.0f32]);
+            let b = Tensor::from_slice(&[1.0f32]);
+            Ok(body(move || a.add(&b).call()))
+        }),
         Workload::new("W1.add1_grad", "add of two 1-element f32 tensors that require grad (records the node)", || {
             use autograd::TensorAutograd;
             let a = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
@@ -87,6 +96,20 @@ pub fn registry() -> Vec<Workload> {
                 let mut y = x.clone();
                 for _ in 0..50 {
                     y = (&(&y * &w)? + &c)?;
+                }
+                aten::ops::sum(&y, None)?.backward()?;
+                x.set_grad(None)
+            }))
+        }),
+        Workload::new("W1.chain100_front", "W1.chain100 written with the front end (y.mul(&w)?.add(&c).call()?)", || {
+            use autograd::TensorAutograd;
+            let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+            let w = Tensor::from_slice(&[0.999f32]);
+            let c = Tensor::from_slice(&[0.001f32]);
+            Ok(body(move || {
+                let mut y = x.clone();
+                for _ in 0..50 {
+                    y = y.mul(&w)?.add(&c).call()?;
                 }
                 y.sum().call()?.backward()?;
                 x.set_grad(None)
@@ -139,7 +162,16 @@ pub fn registry() -> Vec<Workload> {
                 .add(nn::Linear::new(512, 512)?)
                 .add(nn::ReLU::new())
                 .add(nn::Linear::new(512, 10)?);
-            train_step(net, randn(&[128, 784])?, 128)
+            train_step(net, randn(&[128, 784])?, 128, false)
+        }),
+        Workload::new("W6.mlp_step_front", "W6.mlp_step with the loss through the front end (F::cross_entropy)", || {
+            let net = nn::Sequential::new()
+                .add(nn::Linear::new(784, 512)?)
+                .add(nn::ReLU::new())
+                .add(nn::Linear::new(512, 512)?)
+                .add(nn::ReLU::new())
+                .add(nn::Linear::new(512, 10)?);
+            train_step(net, randn(&[128, 784])?, 128, true)
         }),
         Workload::new(
             "W6.cnn_step",
@@ -157,7 +189,7 @@ pub fn registry() -> Vec<Workload> {
                     .add(nn::Linear::new(1600, 128)?)
                     .add(nn::ReLU::new())
                     .add(nn::Linear::new(128, 10)?);
-                train_step(net, randn(&[64, 1, 28, 28])?, 64)
+                train_step(net, randn(&[64, 1, 28, 28])?, 64, false)
             },
         ),
         // The JIT (Note [W7 workloads]): elementwise fusion and the interpreter's overhead.
@@ -258,8 +290,10 @@ fn jit_code(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>, fuse: bool) -
     jit::Code::new(&g)
 }
 
-/// One SGD (momentum 0.9, lr 0.01) training step of `net` on a fixed batch with random labels.
-fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
+/// One SGD (momentum 0.9, lr 0.01) training step of `net` on a fixed batch with random labels;
+/// the loss through `F::cross_entropy` when `front`, the explicit `ops::cross_entropy_loss`
+/// otherwise.
+fn train_step(net: nn::Sequential, x: Tensor, batch: i64, front: bool) -> Result<Body> {
     use autograd::TensorAutograd;
     use nn::optim::Optimizer;
     use nn::{Forward, Module};
@@ -268,7 +302,12 @@ fn train_step(net: nn::Sequential, x: Tensor, batch: i64) -> Result<Body> {
         nn::optim::SGD::new(net.parameters(), nn::optim::SGDOptions { lr: 0.01, momentum: 0.9, ..Default::default() })?;
     Ok(body(move || {
         opt.zero_grad(true)?;
-        let loss = aten::ops::cross_entropy_loss(&net.call(&x)?, &y, None, 1, -100, 0.0)?;
+        let logits = net.call(&x)?;
+        let loss = if front {
+            nn::functional::cross_entropy(&logits, &y).call()?
+        } else {
+            aten::ops::cross_entropy_loss(&logits, &y, None, 1, -100, 0.0)?
+        };
         loss.backward()?;
         opt.step()
     }))
@@ -376,7 +415,7 @@ mod tests {
     #[test]
     fn filter_is_a_substring_match() {
         let ids = |f| select(registry(), f).iter().map(|w| w.id).collect::<Vec<_>>();
-        assert_eq!(ids(Some("add1")), vec!["W1.add1", "W1.add1_grad"]);
+        assert_eq!(ids(Some("add1")), vec!["W1.add1", "W1.add1_front", "W1.add1_grad"]);
         assert!(ids(Some("no-such-workload")).is_empty());
         assert_eq!(ids(None).len(), registry().len());
     }
