@@ -20,7 +20,7 @@
 //! let x = Tensor::from_slice(&[-3.0f64, 0.5]).requires_grad_(true).unwrap();
 //! let y = custom::apply(StraightThroughClamp, &[x.clone()]).unwrap().remove(0);
 //! assert_eq!(y.to_vec::<f64>().unwrap(), vec![-1.0, 0.5]);
-//! y.sum().unwrap().backward().unwrap();
+//! y.sum().call().unwrap().backward().unwrap();
 //! assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 1.0]);
 //! ```
 

@@ -12,7 +12,7 @@
 //! use aten::Tensor;
 //! use autograd::TensorAutograd;
 //! let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0]).requires_grad_(true).unwrap();
-//! let y = x.mul(&x).unwrap().sum().unwrap();
+//! let y = x.mul(&x).unwrap().sum().call().unwrap();
 //! y.backward().unwrap();
 //! assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 4.0, 6.0]);
 //! ```
