@@ -233,7 +233,7 @@ pub fn generate_front(
     b.push_str(
         "//! One builder per front-end call that has options or several overloads (Note [Front-end calls]\n\
          //! in `aten/src/front.rs`): a setter per option, then `call()`.\n\n\
-         #![allow(unused_imports, unused_mut, clippy::all)]\n\n\
+         #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]\n\n\
          use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};\n\
          use crate::front::{IntList, Reduction, TensorOrScalar};\n\
          use crate::{Generator, Tensor};\n\n",
@@ -244,7 +244,7 @@ pub fn generate_front(
          //! operator name (`front::sum(&x)`), `Tensor` methods (`x.sum()`) and, for factories, associated\n\
          //! functions (`Tensor::zeros(&[2, 2])`). Each takes the arguments without defaults and returns a\n\
          //! builder for the rest, or the result when there is nothing to choose.\n\n\
-         #![allow(unused_imports, clippy::all)]\n\n\
+         #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]\n\n\
          use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};\n\
          use crate::builders;\n\
          use crate::front::{IntList, Reduction, TensorOrScalar};\n\

@@ -2,7 +2,7 @@
 //! One builder per front-end call that has options or several overloads (Note [Front-end calls]
 //! in `aten/src/front.rs`): a setter per option, then `call()`.
 
-#![allow(unused_imports, unused_mut, clippy::all)]
+#![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]
 
 use crate::front::{IntList, Reduction, TensorOrScalar};
 use crate::{Generator, Tensor};

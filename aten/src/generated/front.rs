@@ -4,7 +4,7 @@
 //! functions (`Tensor::zeros(&[2, 2])`). Each takes the arguments without defaults and returns a
 //! builder for the rest, or the result when there is nothing to choose.
 
-#![allow(unused_imports, clippy::all)]
+#![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]
 
 use crate::builders;
 use crate::front::{IntList, Reduction, TensorOrScalar};
