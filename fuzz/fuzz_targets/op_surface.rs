@@ -347,7 +347,7 @@ fn gen_tensor(b: &mut Bytes, ctx: &Ctx, shape: &[i64], dtype: ScalarType) -> Opt
         // Expanded: some dims of a smaller tensor broadcast (stride 0).
         200..=239 => {
             let small: Vec<i64> = shape.iter().map(|&s| if b.chance(128) { 1.min(s) } else { s }).collect();
-            gen_values(b, dtype, numel(&small)).reshape(&small).ok()?.expand(shape).ok()?
+            gen_values(b, dtype, numel(&small)).reshape(&small).ok()?.expand(shape).call().ok()?
         }
         // Huge: a dim of 2^40 expanded from 1. Outside views the element count is kept at 0
         // (another dim is 0), so no operator has 2^40 elements of work to do.
@@ -367,7 +367,7 @@ fn gen_tensor(b: &mut Bytes, ctx: &Ctx, shape: &[i64], dtype: ScalarType) -> Opt
                 }
             }
             let small: Vec<i64> = huge.iter().map(|&s| if s == HUGE { 1 } else { s }).collect();
-            gen_values(b, dtype, numel(&small)).reshape(&small).ok()?.expand(&huge).ok()?
+            gen_values(b, dtype, numel(&small)).reshape(&small).ok()?.expand(&huge).call().ok()?
         }
         _ => gen_values(b, dtype, n).reshape(shape).ok()?,
     };
