@@ -148,6 +148,8 @@ pub mod cuda {
     }
 }
 
+pub mod from_pytorch;
+
 /// Dtype constants under PyTorch's names, also at the crate root: `torch::float32`.
 pub mod kind {
     #![allow(non_upper_case_globals)]
