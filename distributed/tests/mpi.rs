@@ -700,7 +700,7 @@ fn rank_cuda_staging() {
     let cuda = c10::Device::cuda(0);
     let on_device = |v: Vec<f32>| {
         let n = v.len() as i64;
-        let t = Tensor::from_vec(v, &[n]).unwrap().cuda(0).unwrap();
+        let t = Tensor::from_vec(v, &[n]).unwrap().cuda_on(0).unwrap();
         assert_eq!(t.device(), cuda);
         t
     };

@@ -57,7 +57,7 @@ fn to_device_round_trips_every_dtype() {
         ScalarType::Bool,
     ] {
         let cpu = sample(&[3, 5], dt, 1);
-        let gpu = cpu.cuda(0).unwrap();
+        let gpu = cpu.cuda_on(0).unwrap();
         assert_eq!(gpu.device(), GPU);
         assert_eq!(gpu.dtype(), dt);
         assert_eq!(gpu.sizes(), &[3, 5]);
@@ -84,7 +84,7 @@ fn copies_convert_and_follow_strides_in_every_direction() {
     assert_close(&dst.cpu().unwrap(), &want, 0.0, "H2D strided");
 
     // Device (a column slice, non-contiguous) to a strided host view, converting to i32.
-    let gsrc = src.cuda(0).unwrap();
+    let gsrc = src.cuda_on(0).unwrap();
     let col = ops::slice(&gsrc, 1, Some(1), Some(5), 2).unwrap();
     let host = ops::zeros(&[2, 4], Some(ScalarType::I32), None, None, None).unwrap();
     let host_t = ops::transpose(&host, 0, 1).unwrap();
@@ -111,7 +111,7 @@ fn copies_convert_and_follow_strides_in_every_direction() {
 
     // Between the two emulated devices.
     if kernels_cuda::runtime::device_count() > 1 {
-        let on1 = gsrc.cuda(1).unwrap();
+        let on1 = gsrc.cuda_on(1).unwrap();
         assert_eq!(on1.device(), Device::cuda(1));
         assert_close(&on1.cpu().unwrap(), &src, 0.0, "peer copy");
         let t1 = ops::transpose(&on1, 0, 1).unwrap();
@@ -220,7 +220,7 @@ fn binary_operators_broadcast_and_promote_like_the_cpu() {
         // a: [4, 1, 3] transposed from [3, 1, 4]; b: [5, 1] broadcast along the other dims.
         let a = ops::permute(&sample(&[3, 1, 4], da, 3), &[2, 1, 0]).unwrap();
         let b = sample(&[5, 1], db, 4);
-        let (ga, gb) = (a.cuda(0).unwrap(), b.cuda(0).unwrap());
+        let (ga, gb) = (a.cuda_on(0).unwrap(), b.cuda_on(0).unwrap());
         for (name, f) in ops_ {
             let int_alpha_float = name == "add_float_alpha" && !(da.is_floating_point() || db.is_floating_point());
             let want = f(&a, &b);
@@ -246,17 +246,17 @@ fn in_place_and_out_variants_write_the_given_tensor() {
     setup();
     let a = sample(&[4, 6], ScalarType::F32, 5);
     let b = sample(&[6], ScalarType::F32, 6);
-    let ga = a.cuda(0).unwrap();
+    let ga = a.cuda_on(0).unwrap();
     // In place on a strided view: only the view changes.
     let view = ops::slice(&ga, 1, Some(0), Some(6), 2).unwrap();
     let cpu_view = ops::slice(&a, 1, Some(0), Some(6), 2).unwrap();
     let bb = ops::slice(&b, 0, Some(0), Some(3), 1).unwrap();
-    ops::mul_(&view, &bb.cuda(0).unwrap()).unwrap();
+    ops::mul_(&view, &bb.cuda_on(0).unwrap()).unwrap();
     ops::mul_(&cpu_view, &bb).unwrap();
     assert_close(&ga.cpu().unwrap(), &a, 0.0, "mul_ on a view");
     // out= of another dtype: computed in the common dtype, then cast into out.
     let out = ops::empty(&[4, 6], Some(ScalarType::F64), None, Some(GPU), None, None).unwrap();
-    ops::add_out(&ga, &b.cuda(0).unwrap(), Scalar::Int(1), &out).unwrap();
+    ops::add_out(&ga, &b.cuda_on(0).unwrap(), Scalar::Int(1), &out).unwrap();
     let want = ops::add(&a, &b, Scalar::Int(1)).unwrap();
     let want = ops::_to_copy(&want, Some(ScalarType::F64), None, None, None, false, None).unwrap();
     assert_close(&out.cpu().unwrap(), &want, 0.0, "add.out f64");
@@ -271,7 +271,7 @@ fn comparisons_give_bool_tensors() {
     setup();
     let a = sample(&[3, 4], ScalarType::F32, 7);
     let b = sample(&[4], ScalarType::I64, 8);
-    let (ga, gb) = (a.cuda(0).unwrap(), b.cuda(0).unwrap());
+    let (ga, gb) = (a.cuda_on(0).unwrap(), b.cuda_on(0).unwrap());
     let fs: [(&str, Binary); 6] =
         [("eq", ops::eq), ("ne", ops::ne), ("lt", ops::lt), ("le", ops::le), ("gt", ops::gt), ("ge", ops::ge)];
     for (name, f) in fs {
@@ -302,7 +302,7 @@ fn unary_operators_match_the_cpu() {
     ];
     for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16, ScalarType::I32, ScalarType::I64] {
         let a = ops::transpose(&sample(&[5, 3], dt, 9), 0, 1).unwrap();
-        let ga = a.cuda(0).unwrap();
+        let ga = a.cuda_on(0).unwrap();
         for (name, f) in fs {
             let (w, g) = (f(&a).unwrap(), f(&ga).unwrap());
             assert_eq!(g.device(), GPU);
@@ -317,7 +317,7 @@ fn unary_operators_match_the_cpu() {
     }
     // In place.
     let a = sample(&[7], ScalarType::F32, 10);
-    let ga = a.cuda(0).unwrap();
+    let ga = a.cuda_on(0).unwrap();
     ops::relu_(&ga).unwrap();
     assert_close(&ga.cpu().unwrap(), &ops::relu(&a).unwrap(), 0.0, "relu_");
 }
@@ -325,12 +325,12 @@ fn unary_operators_match_the_cpu() {
 #[test]
 fn errors_are_values_with_the_cpus_kinds() {
     setup();
-    let ga = sample(&[3], ScalarType::F32, 1).cuda(0).unwrap();
+    let ga = sample(&[3], ScalarType::F32, 1).cuda_on(0).unwrap();
     // Tensors on two devices (a CPU tensor with dims is not a scalar).
     let e = ops::add(&ga, &sample(&[3], ScalarType::F32, 2), Scalar::Int(1)).unwrap_err();
     assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
     if kernels_cuda::runtime::device_count() > 1 {
-        let e = ops::mul(&ga, &ga.cuda(1).unwrap()).unwrap_err();
+        let e = ops::mul(&ga, &ga.cuda_on(1).unwrap()).unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
     }
     // A dtype without a CUDA kernel, an operator without one, a rounding mode without one.
@@ -352,7 +352,7 @@ fn reductions_over_any_dims_match_the_cpu() {
     // [4, 3, 5] seen through a permutation, so the reduced dims are strided.
     for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16, ScalarType::I32, ScalarType::I64] {
         let a = ops::permute(&sample(&[5, 4, 3], dt, 11), &[1, 2, 0]).unwrap();
-        let ga = a.cuda(0).unwrap();
+        let ga = a.cuda_on(0).unwrap();
         let rel = match dt {
             ScalarType::F16 | ScalarType::BF16 => 1e-2,
             ScalarType::F32 => 1e-5,
@@ -402,7 +402,7 @@ fn reductions_handle_ties_nan_large_rows_and_empty_inputs() {
     setup();
     // Ties: the first index; NaN: propagates with the first NaN's index.
     let t = Tensor::from_vec(vec![1.0f32, 3.0, 3.0, -1.0, f32::NAN, 2.0, f32::NAN, 0.0], &[2, 4]).unwrap();
-    let (v, i) = ops::max_dim(&t.cuda(0).unwrap(), 1, false).unwrap();
+    let (v, i) = ops::max_dim(&t.cuda_on(0).unwrap(), 1, false).unwrap();
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 0]);
     let v = v.to_vec::<f32>().unwrap();
     assert_eq!(v[0], 3.0);
@@ -412,11 +412,11 @@ fn reductions_handle_ties_nan_large_rows_and_empty_inputs() {
     let mut x = vec![0.0f64; n];
     x[4321] = 9.0;
     x[300] = 9.0;
-    let g = Tensor::from_vec(x, &[n as i64]).unwrap().cuda(0).unwrap();
+    let g = Tensor::from_vec(x, &[n as i64]).unwrap().cuda_on(0).unwrap();
     assert_eq!(ops::argmax(&g, None, false).unwrap().item::<i64>().unwrap(), 300);
     assert_eq!(ops::sum(&g, None).unwrap().item::<f64>().unwrap(), 18.0);
     // Integer sums wrap in int64 and give int64 for narrower inputs.
-    let ints = Tensor::from_vec(vec![i32::MAX, i32::MAX, 5], &[3]).unwrap().cuda(0).unwrap();
+    let ints = Tensor::from_vec(vec![i32::MAX, i32::MAX, 5], &[3]).unwrap().cuda_on(0).unwrap();
     let s = ops::sum(&ints, None).unwrap();
     assert_eq!((s.dtype(), s.item::<i64>().unwrap()), (ScalarType::I64, 2 * i32::MAX as i64 + 5));
     // Empty reductions: sum 0, prod 1, mean NaN; max over an empty dim is the CPU's error.
@@ -434,7 +434,7 @@ fn softmax_and_log_softmax_match_the_cpu() {
     setup();
     for dt in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16] {
         let a = ops::transpose(&sample(&[6, 3, 4], dt, 12), 0, 2).unwrap();
-        let ga = a.cuda(0).unwrap();
+        let ga = a.cuda_on(0).unwrap();
         let rel = match dt {
             ScalarType::F16 | ScalarType::BF16 => 2e-2,
             ScalarType::F32 => 1e-5,
@@ -451,10 +451,10 @@ fn softmax_and_log_softmax_match_the_cpu() {
     let mut x: Vec<f32> = (0..3000).map(|i| (i % 17) as f32 * 0.25).collect();
     x[7] = f32::NEG_INFINITY;
     let t = Tensor::from_vec(x, &[1, 3000]).unwrap();
-    let (w, g) = (ops::softmax(&t, 1, None).unwrap(), ops::softmax(&t.cuda(0).unwrap(), 1, None).unwrap());
+    let (w, g) = (ops::softmax(&t, 1, None).unwrap(), ops::softmax(&t.cuda_on(0).unwrap(), 1, None).unwrap());
     assert_close(&g.cpu().unwrap(), &w, 1e-5, "long softmax");
     let i = sample(&[3], ScalarType::I64, 0);
-    let (ce, ge) = (ops::softmax(&i, 0, None).unwrap_err(), ops::softmax(&i.cuda(0).unwrap(), 0, None).unwrap_err());
+    let (ce, ge) = (ops::softmax(&i, 0, None).unwrap_err(), ops::softmax(&i.cuda_on(0).unwrap(), 0, None).unwrap_err());
     assert_eq!(ce.to_string(), ge.to_string());
 }
 
@@ -471,7 +471,7 @@ fn matrix_products_map_onto_the_column_major_gemm() {
         let b = sample(&[7, 3], dt, 22);
         // Every layout of each operand: row-major, transposed (column-major) and sliced.
         let layouts = |t: &Tensor| -> Vec<Tensor> {
-            let g = t.cuda(0).unwrap();
+            let g = t.cuda_on(0).unwrap();
             let tt = ops::transpose(
                 &ops::contiguous(&ops::transpose(&g, 0, 1).unwrap(), c10::MemoryFormat::Contiguous).unwrap(),
                 0,
@@ -500,24 +500,24 @@ fn matrix_products_map_onto_the_column_major_gemm() {
         let bias = sample(&[3], dt, 23);
         let w = ops::addmm(&bias, &a, &b, Scalar::Float(0.5), Scalar::Float(2.0)).unwrap();
         let g = ops::addmm(
-            &bias.cuda(0).unwrap(),
-            &a.cuda(0).unwrap(),
-            &b.cuda(0).unwrap(),
+            &bias.cuda_on(0).unwrap(),
+            &a.cuda_on(0).unwrap(),
+            &b.cuda_on(0).unwrap(),
             Scalar::Float(0.5),
             Scalar::Float(2.0),
         )
         .unwrap();
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("addmm {dt}"));
         let nan = ops::full(&[5, 3], Scalar::Float(f64::NAN), Some(dt), None, Some(GPU), None).unwrap();
-        let g = ops::addmm(&nan, &a.cuda(0).unwrap(), &b.cuda(0).unwrap(), Scalar::Int(0), Scalar::Int(1)).unwrap();
+        let g = ops::addmm(&nan, &a.cuda_on(0).unwrap(), &b.cuda_on(0).unwrap(), Scalar::Int(0), Scalar::Int(1)).unwrap();
         assert_close(&g.cpu().unwrap(), &want, rel, &format!("addmm beta=0 {dt}"));
         // bmm and matmul with a broadcast batch.
         let x = sample(&[4, 2, 6], dt, 24);
         let y = sample(&[4, 6, 5], dt, 25);
-        let (w, g) = (ops::bmm(&x, &y).unwrap(), ops::bmm(&x.cuda(0).unwrap(), &y.cuda(0).unwrap()).unwrap());
+        let (w, g) = (ops::bmm(&x, &y).unwrap(), ops::bmm(&x.cuda_on(0).unwrap(), &y.cuda_on(0).unwrap()).unwrap());
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("bmm {dt}"));
         let y2 = sample(&[6, 5], dt, 26);
-        let (w, g) = (ops::matmul(&x, &y2).unwrap(), ops::matmul(&x.cuda(0).unwrap(), &y2.cuda(0).unwrap()).unwrap());
+        let (w, g) = (ops::matmul(&x, &y2).unwrap(), ops::matmul(&x.cuda_on(0).unwrap(), &y2.cuda_on(0).unwrap()).unwrap());
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("matmul {dt}"));
     }
     // An empty inner dimension gives zeros (and beta * self for addmm).
@@ -528,10 +528,10 @@ fn matrix_products_map_onto_the_column_major_gemm() {
     .unwrap();
     assert_eq!(e.to_vec::<f32>().unwrap(), vec![0.0; 6]);
     // Integer products have no CUDA kernel (as in PyTorch), and devices must match.
-    let i = sample(&[2, 2], ScalarType::I64, 0).cuda(0).unwrap();
+    let i = sample(&[2, 2], ScalarType::I64, 0).cuda_on(0).unwrap();
     assert!(matches!(ops::mm(&i, &i).unwrap_err(), Error::UnsupportedDtype { .. }));
     let f = sample(&[2, 2], ScalarType::F32, 0);
-    assert!(matches!(ops::mm(&f.cuda(0).unwrap(), &f).unwrap_err(), Error::DeviceMismatch { .. }));
+    assert!(matches!(ops::mm(&f.cuda_on(0).unwrap(), &f).unwrap_err(), Error::DeviceMismatch { .. }));
 }
 
 #[test]
@@ -646,7 +646,7 @@ fn random_operators_sample_on_the_device_from_a_cuda_generator() {
     assert!((ones / n as f64 - 0.25).abs() < 0.016, "bernoulli_(0.25): {ones} ones");
     let p = Tensor::from_vec((0..n).map(|i| [0.0, 1.0, 0.5][i as usize % 3]).collect::<Vec<f64>>(), &[n])
         .unwrap()
-        .cuda(0)
+        .cuda_on(0)
         .unwrap();
     let draws = ops::bernoulli(&p, Some(&g)).unwrap();
     assert_eq!((draws.device(), draws.dtype()), (GPU, ScalarType::F64));
@@ -660,10 +660,10 @@ fn random_operators_sample_on_the_device_from_a_cuda_generator() {
 
     // Errors leave the output as it was.
     let kept = ops::zeros(&[3], None, None, Some(GPU), None).unwrap();
-    let bad_p = Tensor::from_vec(vec![0.5f32, 1.5, 0.0], &[3]).unwrap().cuda(0).unwrap();
+    let bad_p = Tensor::from_vec(vec![0.5f32, 1.5, 0.0], &[3]).unwrap().cuda_on(0).unwrap();
     let err = ops::bernoulli_tensor_(&kept, &bad_p, Some(&g)).unwrap_err();
     assert!(err.to_string().contains("Expected p_in >= 0 && p_in <= 1"), "{err}");
-    let nan_p = Tensor::from_vec(vec![f32::NAN; 3], &[3]).unwrap().cuda(0).unwrap();
+    let nan_p = Tensor::from_vec(vec![f32::NAN; 3], &[3]).unwrap().cuda_on(0).unwrap();
     assert!(matches!(ops::bernoulli_tensor_(&kept, &nan_p, Some(&g)), Err(Error::InvalidArgument { .. })));
     let cpu_p = Tensor::from_vec(vec![0.5f32; 3], &[3]).unwrap();
     assert!(matches!(ops::bernoulli_tensor_(&kept, &cpu_p, Some(&g)), Err(Error::DeviceMismatch { .. })));
@@ -733,7 +733,7 @@ fn gathers_run_on_the_device_and_match_the_cpu() {
     setup();
     for dtype in [ScalarType::F32, ScalarType::F16, ScalarType::I64, ScalarType::Bool] {
         let x = sample(&[3, 4, 5], dtype, 3);
-        let g = x.cuda(0).unwrap();
+        let g = x.cuda_on(0).unwrap();
         let both = |what: &str, f: &dyn Fn(&Tensor) -> c10::Result<Tensor>| {
             assert_on_device_eq(&f(&g).unwrap(), &f(&x).unwrap(), &format!("{what} {dtype}"));
         };
@@ -749,7 +749,7 @@ fn gathers_run_on_the_device_and_match_the_cpu() {
         both("cropping pad", &|t| ops::constant_pad_nd(t, &[-1, 1], Scalar::Int(0)));
         both("diag_embed", &|t| ops::diag_embed(t, 1, 0, 2));
         let idx = Tensor::from_vec(vec![3i64, 0, 3, 1], &[4]).unwrap();
-        let gi = idx.cuda(0).unwrap();
+        let gi = idx.cuda_on(0).unwrap();
         assert_on_device_eq(
             &ops::index_select(&g, 1, &gi).unwrap(),
             &ops::index_select(&x, 1, &idx).unwrap(),
@@ -757,13 +757,13 @@ fn gathers_run_on_the_device_and_match_the_cpu() {
         );
         let idx32 = idx.to(ScalarType::I32).call().unwrap();
         assert_on_device_eq(
-            &ops::index_select(&g, 2, &idx32.cuda(0).unwrap()).unwrap(),
+            &ops::index_select(&g, 2, &idx32.cuda_on(0).unwrap()).unwrap(),
             &ops::index_select(&x, 2, &idx32).unwrap(),
             "index_select int32",
         );
     }
     let x = sample(&[2, 3, 5], ScalarType::F32, 5);
-    let g = x.cuda(0).unwrap();
+    let g = x.cuda_on(0).unwrap();
     for mode in ["constant", "reflect", "replicate", "circular"] {
         let pad = |t: &Tensor| ops::pad(t, &[2, 1, 1, 2], mode, None);
         assert_on_device_eq(&pad(&g).unwrap(), &pad(&x).unwrap(), mode);
@@ -774,7 +774,7 @@ fn gathers_run_on_the_device_and_match_the_cpu() {
     // An index past the end, and indices on another device, are errors as on the CPU.
     let bad = Tensor::from_vec(vec![0i64, 5], &[2]).unwrap();
     let want = ops::index_select(&x, 1, &bad).unwrap_err();
-    let got = ops::index_select(&g, 1, &bad.cuda(0).unwrap()).unwrap_err();
+    let got = ops::index_select(&g, 1, &bad.cuda_on(0).unwrap()).unwrap_err();
     assert!(matches!(got, Error::IndexOutOfRange { index: 5, size: 3, .. }), "{got:?}");
     assert_eq!(got.to_string(), want.to_string());
     assert!(matches!(ops::index_select(&g, 1, &bad).unwrap_err(), Error::DeviceMismatch { .. }));
@@ -789,7 +789,7 @@ fn sort_and_argsort_run_on_the_device_and_match_the_cpu() {
     let base = Tensor::from_vec(v, &[3, 4]).unwrap();
     for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::BF16, ScalarType::I32, ScalarType::U8] {
         let x = base.to(dtype).call().unwrap();
-        let g = x.cuda(0).unwrap();
+        let g = x.cuda_on(0).unwrap();
         for (dim, descending) in [(-1, false), (-1, true), (0, false), (0, true)] {
             let what = format!("sort {dtype} dim {dim} descending {descending}");
             let (gv, gi) = ops::sort(&g, dim, descending).unwrap();
@@ -800,13 +800,13 @@ fn sort_and_argsort_run_on_the_device_and_match_the_cpu() {
         }
     }
     // Closed form: the stable ascending order of the first row [3, NaN, -1, 3].
-    let (_, i) = ops::sort(&base.cuda(0).unwrap(), -1, false).unwrap();
+    let (_, i) = ops::sort(&base.cuda_on(0).unwrap(), -1, false).unwrap();
     assert_eq!(i.to_vec::<i64>().unwrap()[..4], [2, 0, 3, 1]);
     // A zero-dim tensor and an empty one.
-    let s = Tensor::from_vec(vec![4.0f32], &[]).unwrap().cuda(0).unwrap();
+    let s = Tensor::from_vec(vec![4.0f32], &[]).unwrap().cuda_on(0).unwrap();
     let (sv, si) = ops::sort(&s, 0, false).unwrap();
     assert_eq!((sv.device(), sv.dim(), si.item::<i64>().unwrap()), (GPU, 0, 0));
-    let (ev, _) = ops::sort(&ops::narrow(&base.cuda(0).unwrap(), 1, 0, 0).unwrap(), 1, false).unwrap();
+    let (ev, _) = ops::sort(&ops::narrow(&base.cuda_on(0).unwrap(), 1, 0, 0).unwrap(), 1, false).unwrap();
     assert_eq!((ev.device(), ev.sizes()), (GPU, &[3, 0][..]));
 }
 
@@ -816,14 +816,14 @@ fn embedding_and_one_hot_run_on_the_device_and_match_the_cpu() {
     setup();
     let w = sample(&[10, 4], ScalarType::F32, 2);
     let idx = Tensor::from_vec(vec![1i64, 3, 3, 0, 9, 1, 3, 3], &[2, 4]).unwrap();
-    let (gw, gidx) = (w.cuda(0).unwrap(), idx.cuda(0).unwrap());
+    let (gw, gidx) = (w.cuda_on(0).unwrap(), idx.cuda_on(0).unwrap());
     assert_on_device_eq(
         &ops::embedding(&gw, &gidx, -1, false, false).unwrap(),
         &ops::embedding(&w, &idx, -1, false, false).unwrap(),
         "embedding",
     );
     let grad = sample(&[2, 4, 4], ScalarType::F32, 4);
-    let ggrad = grad.cuda(0).unwrap();
+    let ggrad = grad.cuda_on(0).unwrap();
     for (padding_idx, scale) in [(-1, false), (3, false), (1, true), (-1, true)] {
         let what = format!("embedding_dense_backward padding {padding_idx} scale {scale}");
         let got = ops::embedding_dense_backward(&ggrad, &gidx, 10, padding_idx, scale).unwrap();
@@ -840,7 +840,7 @@ fn embedding_and_one_hot_run_on_the_device_and_match_the_cpu() {
     }
     assert!(got[8..12].iter().all(|&x| x == 0.0), "row 2 was never looked up");
     let classes = Tensor::from_vec(vec![2i64, 0, 5, 2], &[2, 2]).unwrap();
-    let gc = classes.cuda(0).unwrap();
+    let gc = classes.cuda_on(0).unwrap();
     for n in [-1, 7] {
         assert_on_device_eq(&ops::one_hot(&gc, n).unwrap(), &ops::one_hot(&classes, n).unwrap(), "one_hot");
     }

@@ -28,14 +28,51 @@
 //! [`ops`] has the explicit form of every overload, taking every schema argument
 //! (`ops::sum_dim_intlist(&x, Some(&[1]), true, None)`), for generated and generic code.
 //!
+//! The small things PyTorch programs reach for: literals (`torch.tensor`), numbers on either side
+//! of an operator, Python's indexing through [`IndexOp::i`](prelude::IndexOp::i), device moves:
+//!
+//! ```
+//! use torch::prelude::*;
+//! # fn main() -> torch::Result<()> {
+//! let x = tensor![[1., 2., 3.], [4., 5., 6.]]?; // float32, shape [2, 3]
+//! let y = (1.0 - &x)?;
+//! assert_eq!(y.i((.., 1))?.to_vec::<f32>()?, vec![-1., -4.]); // y[:, 1]
+//! assert_eq!(x.i((-1, step(.., 2)))?.to_vec::<f32>()?, vec![4., 6.]); // x[-1, ::2]
+//! assert_eq!(x.i((NewAxis, Ellipsis, 0))?.sizes(), &[1, 2]); // x[None, ..., 0]
+//! let mask = tensor![true, false, true]?;
+//! assert_eq!(x.i((0, &mask))?.to_vec::<f32>()?, vec![1., 3.]);
+//! assert_eq!((1.0 / &tensor![2, 4]?)?.to_vec::<f32>()?, vec![0.5, 0.25]); // int / -> float
+//! assert_eq!(Tensor::from(2.0f32).dim(), 0); // torch.tensor(2.0)
+//! if !torch::cuda::is_available() {
+//!     assert!(x.cuda().is_err()); // an error value, as every move to a missing device
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! `cargo run --release -p torch --example tour` walks through tensors, views, promotion,
 //! errors and the dispatcher; the book in `docs/` explains the layers underneath.
 #![warn(missing_docs)]
 
 pub use aten::front::*;
-pub use aten::{builders, get_num_threads, manual_seed, ops, set_num_threads, Generator, Tensor};
-pub use kind::*;
+pub use aten::{builders, get_num_threads, manual_seed, ops, set_num_threads, tensor, Generator, Tensor};
 pub use autograd::{no_grad, TensorAutograd};
+pub use kind::*;
+
+/// Python's `x[...]` as `x.i(...)` (PyTorch C++'s `torch::indexing`): [`indexing::IndexOp`],
+/// slices, `NewAxis` (`None`), `Ellipsis` (`...`), masks and index tensors; see the table in
+/// [`aten::indexing`].
+///
+/// ```
+/// use torch::indexing::{step, IndexOp, Slice};
+/// let x = torch::tensor![0, 1, 2, 3, 4, 5].unwrap();
+/// assert_eq!(x.i(step(1.., 2)).unwrap().to_vec::<i64>().unwrap(), vec![1, 3, 5]); // x[1::2]
+/// assert_eq!(x.i(Slice::new(None, Some(-4), 1)).unwrap().to_vec::<i64>().unwrap(), vec![0, 1]);
+/// assert_eq!(x.i([5, 0]).unwrap().to_vec::<i64>().unwrap(), vec![5, 0]); // x[[5, 0]]
+/// ```
+pub mod indexing {
+    pub use aten::indexing::{index, step, Ellipsis, IndexOp, Indices, NewAxis, Slice, TensorIndex};
+}
 
 /// `torch.nn`: modules, layers, losses, `init` and `functional` (see the `nn` crate).
 pub mod nn {
@@ -176,9 +213,12 @@ pub mod kind {
     pub const bool: ScalarType = ScalarType::Bool;
 }
 
-/// Everything a typical program needs.
+/// Everything a typical program needs: the tensor type and [`tensor!`](crate::tensor!),
+/// indexing ([`IndexOp`](crate::indexing::IndexOp), `NewAxis`, `Ellipsis`, `step`), autograd's
+/// methods, dtypes and devices, and the module traits.
 pub mod prelude {
-    pub use aten::Tensor;
+    pub use aten::indexing::{step, Ellipsis, IndexOp, NewAxis};
+    pub use aten::{tensor, Tensor};
     pub use autograd::TensorAutograd;
     pub use c10::{Device, Scalar, ScalarType};
     pub use nn::{Forward, Module};

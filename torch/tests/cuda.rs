@@ -55,11 +55,26 @@ fn gradients_on_the_device_match_the_cpu() {
 
     // A leaf on the CPU used on the device: the gradient flows back through the copy.
     let xc2 = x.detach().requires_grad_(true).unwrap();
-    let y = program(&xc2.cuda(0).unwrap(), &wg.detach(), &bg.detach());
+    let y = program(&xc2.cuda_on(0).unwrap(), &wg.detach(), &bg.detach());
     y.backward().unwrap();
     let g = xc2.grad().unwrap();
     assert!(g.device().is_cpu());
     close(&g, &xc.grad().unwrap(), "x.grad through .cuda()");
+}
+
+/// `tensor.cuda()` is the current device and `cuda_on(i)` device `i` (PyTorch's `x.cuda()` and
+/// `x.cuda(i)`); `cpu()` comes back.
+#[test]
+fn tensors_move_to_the_current_device() {
+    let gpu = setup();
+    let x = tensor![1.0, -2.0].unwrap();
+    let g = x.cuda().unwrap();
+    assert_eq!(g.device(), gpu);
+    assert_eq!(x.cuda_on(0).unwrap().device(), gpu);
+    assert_eq!(g.cuda().unwrap().device(), gpu);
+    let back = g.cpu().unwrap();
+    assert!(back.device().is_cpu());
+    assert_eq!(back.to_vec::<f32>().unwrap(), vec![1.0, -2.0]);
 }
 
 #[test]
@@ -115,7 +130,7 @@ fn a_training_step_on_the_device_matches_the_cpu() {
         loss
     };
     let lc = step(&cpu_net, &x);
-    let lg = step(&gpu_net, &x.cuda(0).unwrap());
+    let lg = step(&gpu_net, &x.cuda_on(0).unwrap());
     assert_eq!(lg.device(), gpu);
     let (a, b) = (lg.item::<f64>().unwrap(), lc.item::<f64>().unwrap());
     assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "loss: cuda {a}, cpu {b}");

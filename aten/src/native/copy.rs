@@ -185,8 +185,22 @@ impl Tensor {
         crate::ops::to_device(self, device, self.dtype(), false, false, None)
     }
 
+    /// `self` on the current CUDA device (PyTorch's `tensor.cuda()`): the tensor itself when it
+    /// is there already. Without a CUDA backend (aten alone links none) it is the error every
+    /// move to a missing device is, a value:
+    ///
+    /// ```
+    /// let t = aten::Tensor::from_slice(&[1.0f32]);
+    /// assert!(t.cuda().is_err());
+    /// assert!(t.cuda_on(0).is_err());
+    /// assert!(t.cpu().unwrap().is_same(&t));
+    /// ```
+    pub fn cuda(&self) -> Result<Tensor> {
+        self.to_device(Device::cuda(-1))
+    }
+
     /// `self` on CUDA device `index` (PyTorch's `tensor.cuda(index)`).
-    pub fn cuda(&self, index: i8) -> Result<Tensor> {
+    pub fn cuda_on(&self, index: i8) -> Result<Tensor> {
         self.to_device(Device::cuda(index))
     }
 

@@ -132,7 +132,7 @@ fn pinning_and_devices_without_a_backend_are_errors() {
     assert!(!t.is_pinned());
     let e = t.pin_memory().unwrap_err().to_string();
     assert!(e.contains("Cannot access accelerator device when none is available."), "{e}");
-    assert!(t.cuda(0).is_err());
+    assert!(t.cuda_on(0).is_err());
     // The CPU is where the tensor is: `to_device(cpu)` is the tensor itself.
     assert!(t.to_device(c10::Device::CPU).unwrap().is_same(&t));
     assert!(t.cpu().unwrap().is_same(&t));

@@ -2,6 +2,7 @@
 mod binary;
 mod catalogue;
 mod conv;
+mod front;
 mod fuzz_regressions;
 mod indexing;
 mod internals;
