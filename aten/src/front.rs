@@ -24,7 +24,9 @@ use c10::{Error, Result, Scalar};
 
 use crate::Tensor;
 
-/// An `int[]` or `int[N]` argument: a slice, an array, a vector or one integer. One integer
+/// An `int[]` or `int[N]` argument: a borrowed slice or array (`&[2, 2]`), a vector or one
+/// integer. (Owned arrays are left out on purpose: `[2, 2]` would have to be copied to the
+/// heap, and clippy would then ask every `&[2, 2]` to drop its borrow.) One integer
 /// stands for `N` copies of it where the schema says `int[N]` (`2` is `[2, 2]` for
 /// `max_pool2d`'s `kernel_size`), as PyTorch's argument parser does, and for `[i]` elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,13 +96,6 @@ impl<'a, const N: usize> From<&'a [i64; N]> for IntList<'a> {
     #[inline]
     fn from(s: &'a [i64; N]) -> Self {
         IntList::Slice(s)
-    }
-}
-
-impl<const N: usize> From<[i64; N]> for IntList<'_> {
-    #[inline]
-    fn from(s: [i64; N]) -> Self {
-        IntList::Vec(s.to_vec())
     }
 }
 

@@ -281,7 +281,7 @@ pub fn generate_front(
                 always = true;
                 break;
             }
-            let _ = write!(body, "if {} {{ {pre} return {}; }}\n", br.cond.join(" && "), br.call);
+            let _ = writeln!(body, "if {} {{ {pre} return {}; }}", br.cond.join(" && "), br.call);
         }
         if !always {
             let sigs: Vec<String> = g.overloads.iter().map(|&i| format!("{:?}", fns[i].schema_str)).collect();

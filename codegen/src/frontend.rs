@@ -11,10 +11,13 @@
 //! `Scalar` in another giving a [`FieldTy::TensorOrScalar`]. In a group, an argument present
 //! without a default in every overload, in the same relative order, is *positional* (the
 //! call takes it); every other argument is an *option* (a setter in Rust, a keyword in Python),
-//! and a call uses the first overload, in YAML order, that has every option that was set, is
-//! given every argument it requires, and agrees on `Tensor`-or-`Scalar`. Overloads that cannot
-//! join (`max.dim` returns two tensors where `max` returns one) keep a group, and a name, of
-//! their own: the explicit layer's name (`max_dim`).
+//! and must have a default or be optional in every overload that has it: the call takes all
+//! the required arguments, so a call that compiles never lacks one. A call uses the first
+//! overload, in YAML order, that has every option that was set and agrees on
+//! `Tensor`-or-`Scalar`. Overloads that cannot join (`max.dim` returns two tensors where `max`
+//! returns one; `max.other` requires an `other` that `max` lacks; `squeeze.dim` requires a
+//! `dim`) keep a group, and a name, of their own: the explicit layer's name (`max_dim`,
+//! `max_other`, `squeeze_dim`).
 
 use schema::{Argument, Type};
 
@@ -143,6 +146,17 @@ fn fields_of(fns: &[NativeFunction], overloads: &[usize]) -> Option<Vec<Field>> 
     for f in &mut fields {
         f.positional = f.per_overload.iter().all(|a| a.as_ref().is_some_and(|a| a.default.is_none()));
     }
+    // An argument an overload requires (no default, not optional) is positional: the call
+    // takes the required arguments, its builder only defaulted ones, so a call that compiles
+    // never lacks an argument (`max.other` keeps a call of its own rather than making
+    // `other` a setter of `max`).
+    let required_option = fields.iter().any(|f| {
+        !f.positional
+            && f.per_overload.iter().flatten().any(|a| a.default.is_none() && !matches!(a.ty, Type::Optional(_)))
+    });
+    if required_option {
+        return None;
+    }
     // The positional arguments must come in the same order in every overload.
     let order: Vec<String> = fields.iter().filter(|f| f.positional).map(|f| f.name.clone()).collect();
     for &i in overloads {
@@ -196,15 +210,31 @@ mod tests {
 - func: pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
 - func: pow.Scalar(Scalar self, Tensor exponent) -> Tensor
 - func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+- func: squeeze(Tensor self) -> Tensor
 - func: squeeze.dim(Tensor self, int dim) -> Tensor
 - func: squeeze.dims(Tensor self, int[] dim) -> Tensor
+- func: randperm(int n, *, ScalarType? dtype=long) -> Tensor
+- func: randperm.generator(int n, *, Generator? generator, ScalarType? dtype=long) -> Tensor
 ",
         );
         let names: Vec<(&str, usize)> = g.iter().map(|g| (g.name.as_str(), g.overloads.len())).collect();
-        // The out= overload has no front-end call; max.dim returns two tensors, squeeze.dims
-        // types `dim` differently: both keep a call of their own, under the explicit layer's
-        // name.
-        assert_eq!(names, [("sum", 2), ("max", 1), ("max_dim", 1), ("pow", 3), ("squeeze", 1), ("squeeze_dims", 1)]);
+        // The out= overload has no front-end call; max.dim returns two tensors, squeeze.dim
+        // requires a `dim` squeeze lacks, squeeze.dims types it differently: each keeps a call
+        // of its own, under the explicit layer's name. randperm.generator's generator is
+        // optional, so it is an option of randperm.
+        assert_eq!(
+            names,
+            [
+                ("sum", 2),
+                ("max", 1),
+                ("max_dim", 1),
+                ("pow", 3),
+                ("squeeze", 1),
+                ("squeeze_dim", 1),
+                ("squeeze_dims", 1),
+                ("randperm", 2)
+            ]
+        );
         let sum = &g[0];
         let pos: Vec<&str> = sum.positional().map(|f| f.name.as_str()).collect();
         let opts: Vec<&str> = sum.options().map(|f| f.name.as_str()).collect();

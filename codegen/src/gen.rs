@@ -873,9 +873,13 @@ mod tests {
         let f = file(&files, "front.rs");
         // add.Tensor and add.Scalar share `add`: `other` is a tensor or a number, alpha an option.
         assert!(f.contains("pub fn add<'a>(&'a self, other: impl Into<TensorOrScalar<'a>>) -> builders::Add<'a> {"));
-        assert!(f.contains("pub fn add<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> builders::Add<'a> {"));
+        assert!(f.contains(
+            "pub fn add<'a>(self_: &'a Tensor, other: impl Into<TensorOrScalar<'a>>) -> builders::Add<'a> {"
+        ));
         // No defaulted argument: the result directly.
-        assert!(f.contains("pub fn where_self<'a>(&'a self, condition: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {"));
+        assert!(
+            f.contains("pub fn where_self<'a>(&'a self, condition: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {")
+        );
         // A factory is also an associated function; `int[]` takes one integer or a list.
         assert!(f.contains("pub fn zeros<'a>(size: impl Into<IntList<'a>>) -> builders::Zeros<'a> {"));
         assert!(f.contains("    pub fn zeros<'a>(size: impl Into<IntList<'a>>) -> builders::Zeros<'a> { zeros(size) }"));

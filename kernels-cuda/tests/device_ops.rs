@@ -509,7 +509,8 @@ fn matrix_products_map_onto_the_column_major_gemm() {
         .unwrap();
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("addmm {dt}"));
         let nan = ops::full(&[5, 3], Scalar::Float(f64::NAN), Some(dt), None, Some(GPU), None).unwrap();
-        let g = ops::addmm(&nan, &a.cuda_on(0).unwrap(), &b.cuda_on(0).unwrap(), Scalar::Int(0), Scalar::Int(1)).unwrap();
+        let g =
+            ops::addmm(&nan, &a.cuda_on(0).unwrap(), &b.cuda_on(0).unwrap(), Scalar::Int(0), Scalar::Int(1)).unwrap();
         assert_close(&g.cpu().unwrap(), &want, rel, &format!("addmm beta=0 {dt}"));
         // bmm and matmul with a broadcast batch.
         let x = sample(&[4, 2, 6], dt, 24);
@@ -517,7 +518,8 @@ fn matrix_products_map_onto_the_column_major_gemm() {
         let (w, g) = (ops::bmm(&x, &y).unwrap(), ops::bmm(&x.cuda_on(0).unwrap(), &y.cuda_on(0).unwrap()).unwrap());
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("bmm {dt}"));
         let y2 = sample(&[6, 5], dt, 26);
-        let (w, g) = (ops::matmul(&x, &y2).unwrap(), ops::matmul(&x.cuda_on(0).unwrap(), &y2.cuda_on(0).unwrap()).unwrap());
+        let (w, g) =
+            (ops::matmul(&x, &y2).unwrap(), ops::matmul(&x.cuda_on(0).unwrap(), &y2.cuda_on(0).unwrap()).unwrap());
         assert_close(&g.cpu().unwrap(), &w, rel, &format!("matmul {dt}"));
     }
     // An empty inner dimension gives zeros (and beta * self for addmm).

@@ -25,15 +25,15 @@ use aten::{ops, Tensor};
 use c10::{Error, Result, ScalarType};
 
 pub use aten::front::{
-    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d,
-    binary_cross_entropy, binary_cross_entropy_with_logits, bilinear, cdist, celu, channel_shuffle, conv1d, conv2d,
-    conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, cosine_embedding_loss, cosine_similarity, elu, gelu,
-    glu, group_norm, hardshrink, hardsigmoid, hardswish, hardtanh, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, bilinear,
+    binary_cross_entropy, binary_cross_entropy_with_logits, cdist, celu, channel_shuffle, conv1d, conv2d, conv3d,
+    conv_transpose1d, conv_transpose2d, conv_transpose3d, cosine_embedding_loss, cosine_similarity, elu, gelu, glu,
+    group_norm, hardshrink, hardsigmoid, hardswish, hardtanh, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
     layer_norm, leaky_relu, linear, log_softmax, margin_ranking_loss, max_pool1d, max_pool1d_with_indices, max_pool2d,
     max_pool2d_with_indices, max_pool3d, mish, mse_loss, multi_margin_loss, multilabel_margin_loss, nll_loss, one_hot,
-    pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu, relu, relu6, rms_norm, rrelu, scaled_dot_product_attention,
-    selu, sigmoid, silu, smooth_l1_loss, soft_margin_loss, softmax, softplus, softshrink, tanh, threshold,
-    triplet_margin_loss,
+    pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu, relu, relu6, rms_norm, rrelu,
+    scaled_dot_product_attention, selu, sigmoid, silu, smooth_l1_loss, soft_margin_loss, softmax, softplus, softshrink,
+    tanh, threshold, triplet_margin_loss,
 };
 pub use aten::front::{cross_entropy_loss as cross_entropy, Reduction};
 

@@ -23,7 +23,7 @@ fn views_share_storage_and_version_counter() {
         a.select(0, 2).unwrap(),
         a.slice_with(1, Some(0), None, 2).unwrap(),
         a.unsqueeze(0).unwrap(),
-        a.unsqueeze(2).unwrap().squeeze().call().unwrap(),
+        a.unsqueeze(2).unwrap().squeeze().unwrap(),
         a.unsqueeze(0).unwrap().expand(&[2, 3, 4]).call().unwrap(),
         a.diagonal().call().unwrap(),
         a.reshape(&[2, 6]).unwrap(),

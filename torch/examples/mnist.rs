@@ -13,6 +13,7 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use torch::data::{DataLoader, Dataset, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
+use torch::indexing::IndexOp;
 use torch::nn::{self, functional as F, Conv2d, Forward, Linear, Module};
 use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
@@ -50,6 +51,11 @@ struct Args {
 
 /// conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu - maxpool 2 - dropout -
 /// linear(1600->128) - relu - dropout - linear(128->10).
+///
+/// The parts between `pytorch-comparison` markers are what a PyTorch user writes (model,
+/// training loop, evaluation); `mnist_pytorch.py` beside this file is the same in PyTorch, and
+/// `torch/tests/main_job.rs` checks the two stay within 1.3x of each other in tokens.
+// pytorch-comparison: begin
 #[derive(nn::Module)]
 struct Net {
     conv1: Conv2d,
@@ -80,6 +86,7 @@ impl Forward for Net {
         self.fc2.call(&x)
     }
 }
+// pytorch-comparison: end
 
 struct Split {
     train: TensorDataset,
@@ -117,21 +124,18 @@ fn load(args: &Args) -> torch::Result<Split> {
     }
 }
 
-fn accuracy(model: &Net, test: &(Tensor, Tensor)) -> torch::Result<f64> {
+// pytorch-comparison: begin
+fn accuracy(model: &Net, (images, labels): &(Tensor, Tensor)) -> torch::Result<f64> {
     let _g = torch::no_grad();
-    let (images, labels) = test;
-    let mut correct = 0i64;
     let n = images.sizes()[0];
-    let mut start = 0;
-    while start < n {
-        let len = (n - start).min(1000);
-        let logits = model.call(&images.narrow(0, start, len)?)?;
-        let pred = logits.argmax().dim(1).call()?;
-        correct += pred.eq(&labels.narrow(0, start, len)?)?.sum().call()?.item::<i64>()?;
-        start += len;
+    let mut correct = 0;
+    for start in (0..n).step_by(1000) {
+        let pred = model.call(&images.i(start..start + 1000)?)?.argmax().dim(1).call()?;
+        correct += pred.eq(&labels.i(start..start + 1000)?)?.sum().call()?.item::<i64>()?;
     }
     Ok(correct as f64 / n as f64)
 }
+// pytorch-comparison: end
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -192,6 +196,7 @@ fn run(args: &Args) -> torch::Result<()> {
         epochs
     );
 
+    // pytorch-comparison: begin
     let mut model = Net::new()?;
     let mut opt = optim::Adam::new(model.parameters(), optim::AdamOptions { lr: args.lr, ..Default::default() })?;
     let shuffle = torch::Generator::new(torch::Device::CPU);
@@ -200,6 +205,7 @@ fn run(args: &Args) -> torch::Result<()> {
         DataLoader::builder(split.train).batch_size(args.batch_size).shuffle(true).generator(shuffle).build()?;
     let steps_per_epoch = loader.len();
     let mut sched = optim::OneCycleLR::new(&mut opt, args.lr, (epochs * steps_per_epoch) as i64)?;
+    // pytorch-comparison: end
     let mut first_epoch = 0;
     if let Some(path) = &args.resume {
         let ck = torch::serialize::Checkpoint::load(path)?;
@@ -223,7 +229,9 @@ fn run(args: &Args) -> torch::Result<()> {
     let start = Instant::now();
     let mut saved = false;
     for epoch in first_epoch..epochs {
+        // pytorch-comparison: begin
         model.train(true);
+        // pytorch-comparison: end
         let bar = ProgressBar::new(steps_per_epoch as u64);
         bar.set_style(
             ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg}")
@@ -233,14 +241,15 @@ fn run(args: &Args) -> torch::Result<()> {
         bar.set_prefix(format!("{}/{epochs}", epoch + 1));
         let t0 = Instant::now();
         let (mut seen, mut loss_sum) = (0usize, 0.0f64);
+        // pytorch-comparison: begin
         for batch in loader.iter() {
             let (x, y) = batch?;
-            let (x, y) = (&x, &y);
             opt.zero_grad(true)?;
-            let loss = F::cross_entropy(&model.call(x)?, y).call()?;
+            let loss = F::cross_entropy(&model.call(&x)?, &y).call()?;
             loss.backward()?;
             opt.step()?;
             sched.step(&mut opt)?;
+            // pytorch-comparison: end
             let n = x.sizes()[0] as usize;
             seen += n;
             loss_sum += loss.item::<f64>()? * n as f64;
@@ -252,8 +261,10 @@ fn run(args: &Args) -> torch::Result<()> {
             ));
         }
         bar.finish();
+        // pytorch-comparison: begin
         model.eval();
         let acc = accuracy(&model, &split.test)?;
+        // pytorch-comparison: end
         println!(
             "epoch {}: train loss {:.4}, test accuracy {:.2}%, {:.1} s",
             epoch + 1,
@@ -261,8 +272,10 @@ fn run(args: &Args) -> torch::Result<()> {
             100.0 * acc,
             t0.elapsed().as_secs_f64()
         );
+        // pytorch-comparison: begin
         torch::serialize::Checkpoint { model: model.state_dict(), optimizer: opt.state_dict()?, epoch: epoch + 1 }
             .save(&args.checkpoint)?;
+        // pytorch-comparison: end
         saved = true;
     }
     model.eval();

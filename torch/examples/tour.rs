@@ -31,7 +31,7 @@ fn main() -> torch::Result<()> {
     // A factory takes PyTorch's required arguments and returns a builder for the rest (dtype,
     // device, ...), finished by `.call()`. (`torch::ops` has the explicit forms that take every
     // schema argument, for generated and generic code.)
-    show("arange(0, 10, 3)", &torch::arange(10).start(0).step(3).call()?);
+    show("arange(0, 10, 3)", &torch::arange_start(0, 10).step(3).call()?);
     show("zeros(2, 2)", &Tensor::zeros(&[2, 2]).call()?);
     show("ones(3, int32)", &torch::ones(3).dtype(torch::int32).call()?);
     show("full(2, 7.5)", &torch::full(2, 7.5).call()?);

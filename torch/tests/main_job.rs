@@ -173,3 +173,146 @@ fn a_resumed_run_reports_what_it_did() {
     assert!(stdout.contains("covers 2 of 1 epochs: nothing to train"), "{stdout}");
     assert!(stdout.contains("no checkpoint written"), "{stdout}");
 }
+
+// ---- length against PyTorch -------------------------------------------------------------------
+
+/// The text between `pytorch-comparison: begin` and `end` marker lines (comment lines in either
+/// language), all regions concatenated.
+fn comparison_regions(text: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.ends_with("pytorch-comparison: begin") {
+            assert!(!inside, "nested begin marker");
+            inside = true;
+        } else if t.ends_with("pytorch-comparison: end") {
+            assert!(inside, "end marker without begin");
+            inside = false;
+        } else if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(!inside, "unclosed region");
+    out
+}
+
+const MULTI_PUNCT: &[&str] = &[
+    "..=", "**=", "//=", "<<=", ">>=", "::", "->", "=>", "..", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=",
+    "/=", "%=", "**", "//", "<<", ">>",
+];
+
+/// Lexical tokens of `src`, comments excluded: identifiers and keywords, numbers, string
+/// literals, lifetimes, and operators (multi-character ones such as `::`, `->`, `**` as one).
+/// `python` adds Python's own structure tokens: one NEWLINE per logical line and an INDENT or
+/// DEDENT per change of indentation (what `;` and braces are in Rust), as `tokenize` does.
+fn count_tokens(src: &str, python: bool) -> usize {
+    let mut n = 0;
+    let mut depth = 0i32; // bracket nesting: no NEWLINE inside brackets
+    let mut indents = vec![0usize];
+    for line in src.lines() {
+        let code = line.trim_start();
+        if code.is_empty() || code.starts_with('#') && python || code.starts_with("//") && !python {
+            continue;
+        }
+        if python && depth == 0 {
+            let ind = line.len() - code.len();
+            if ind > *indents.last().unwrap() {
+                indents.push(ind);
+                n += 1;
+            }
+            while ind < *indents.last().unwrap() {
+                indents.pop();
+                n += 1;
+            }
+        }
+        let b = code.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i] as char;
+            if c.is_whitespace() {
+                i += 1;
+            } else if python && c == '#' || !python && code[i..].starts_with("//") {
+                break;
+            } else if c.is_ascii_alphabetic() || c == '_' {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                // A Python string prefix (f"...") belongs to the string.
+                if python && i < b.len() && (b[i] == b'"' || b[i] == b'\'') {
+                    continue;
+                }
+                n += 1;
+            } else if c.is_ascii_digit() {
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric()
+                        || b[i] == b'_'
+                        || b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+                {
+                    i += 1;
+                }
+                n += 1;
+            } else if c == '"' || c == '\'' && python {
+                i += 1;
+                while i < b.len() && b[i] as char != c {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                n += 1;
+            } else if c == '\'' {
+                // A lifetime or a char literal.
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                if i < b.len() && b[i] == b'\'' {
+                    i += 1;
+                }
+                n += 1;
+            } else {
+                let p = MULTI_PUNCT.iter().find(|p| code[i..].starts_with(**p)).map_or(1, |p| p.len());
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth -= 1,
+                    _ => {}
+                }
+                i += p;
+                n += 1;
+            }
+        }
+        if python && depth == 0 {
+            n += 1; // NEWLINE
+        }
+    }
+    n + if python { indents.len() - 1 } else { 0 }
+}
+
+#[test]
+fn token_counter_counts_what_it_says() {
+    assert_eq!(count_tokens("let x = a::b(&c)?; // note", false), 12);
+    assert_eq!(count_tokens("fn f<'a>(x: &'a str) -> &'a str { \"s\" }", false), 19);
+    assert_eq!(count_tokens("x = f(a ** 2)  # note\n", true), 9);
+    assert_eq!(count_tokens("def f(x):\n    return x\n", true), 12);
+    assert_eq!(count_tokens("y = g(1,\n      2)\n", true), 9);
+}
+
+/// The main job's model, training loop and evaluation against the same PyTorch code
+/// (`examples/mnist_pytorch.py`), in tokens. Issue 36 asks for at most 1.3x; the front end
+/// brought it from 1.55 (every default spelled out) to 1.46, and what is left is mostly Rust
+/// itself (`?`, `&`, `let`, types in signatures) plus the builders' `.call()`
+/// (docs/src/from-pytorch.md, "Length against PyTorch"). This is a ratchet: it may only go
+/// down.
+const MAX_RATIO: f64 = 1.47;
+
+#[test]
+fn main_job_length_against_pytorch() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let rust = comparison_regions(&std::fs::read_to_string(dir.join("mnist.rs")).unwrap());
+    let py = comparison_regions(&std::fs::read_to_string(dir.join("mnist_pytorch.py")).unwrap());
+    let (r, p) = (count_tokens(&rust, false), count_tokens(&py, true));
+    let ratio = r as f64 / p as f64;
+    println!("main job: {r} Rust tokens, {p} PyTorch tokens, ratio {ratio:.3}");
+    assert!(p > 200 && r > 200, "the regions are missing: {r} and {p} tokens");
+    assert!(ratio <= MAX_RATIO, "the Rust main job is {ratio:.3}x the PyTorch tokens ({r} vs {p}), over {MAX_RATIO}");
+}

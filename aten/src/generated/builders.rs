@@ -854,7 +854,6 @@ impl<'a> PrivateToCopy<'a> {
 
 /// The builder of [`to`](crate::front::to); overloads:
 /// - `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
-/// - `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:362)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct To<'a> {
     pub(crate) self_: &'a Tensor,
@@ -862,7 +861,6 @@ pub struct To<'a> {
     pub(crate) non_blocking: Option<bool>,
     pub(crate) copy: Option<bool>,
     pub(crate) memory_format: Option<MemoryFormat>,
-    pub(crate) device: Option<Device>,
 }
 
 impl<'a> To<'a> {
@@ -887,37 +885,66 @@ impl<'a> To<'a> {
         self
     }
 
-    /// Sets `device`.
+    /// Runs the operator.
     #[inline]
-    pub fn device(mut self, v: Device) -> Self {
-        self.device = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let To { self_, dtype, non_blocking, copy, memory_format, .. } = self;
+        crate::handles::to_dtype::call(
+            self_,
+            dtype,
+            non_blocking.unwrap_or(false),
+            copy.unwrap_or(false),
+            memory_format,
+        )
+    }
+}
+
+/// The builder of [`to_device`](crate::front::to_device); overloads:
+/// - `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:362)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct ToDevice<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) device: Device,
+    pub(crate) dtype: ScalarType,
+    pub(crate) non_blocking: Option<bool>,
+    pub(crate) copy: Option<bool>,
+    pub(crate) memory_format: Option<MemoryFormat>,
+}
+
+impl<'a> ToDevice<'a> {
+    /// Sets `non_blocking` (default `False`).
+    #[inline]
+    pub fn non_blocking(mut self, v: bool) -> Self {
+        self.non_blocking = Some(v);
+        self
+    }
+
+    /// Sets `copy` (default `False`).
+    #[inline]
+    pub fn copy(mut self, v: bool) -> Self {
+        self.copy = Some(v);
+        self
+    }
+
+    /// Sets `memory_format` (default `None`).
+    #[inline]
+    pub fn memory_format(mut self, v: MemoryFormat) -> Self {
+        self.memory_format = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let To { self_, dtype, non_blocking, copy, memory_format, device, .. } = self;
-        if device.is_none() {
-            return crate::handles::to_dtype::call(
-                self_,
-                dtype,
-                non_blocking.unwrap_or(false),
-                copy.unwrap_or(false),
-                memory_format,
-            );
-        }
-        if device.is_some() {
-            return crate::handles::to_device::call(
-                self_,
-                crate::front::required(device, "to", "device")?,
-                dtype,
-                non_blocking.unwrap_or(false),
-                copy.unwrap_or(false),
-                memory_format,
-            );
-        }
-        Err(crate::front::no_overload("to", &["to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)", "to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)"]))
+        let ToDevice { self_, device, dtype, non_blocking, copy, memory_format, .. } = self;
+        crate::handles::to_device::call(
+            self_,
+            device,
+            dtype,
+            non_blocking.unwrap_or(false),
+            copy.unwrap_or(false),
+            memory_format,
+        )
     }
 }
 
@@ -1020,40 +1047,6 @@ impl<'a> Expand<'a> {
         let Expand { self_, size, implicit, .. } = self;
         let size_v = size.expand(None);
         crate::handles::expand::call(self_, &size_v, implicit.unwrap_or(false))
-    }
-}
-
-/// The builder of [`squeeze`](crate::front::squeeze); overloads:
-/// - `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:421)
-/// - `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:426)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Squeeze<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<i64>,
-}
-
-impl<'a> Squeeze<'a> {
-    /// Sets `dim`.
-    #[inline]
-    pub fn dim(mut self, v: i64) -> Self {
-        self.dim = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Squeeze { self_, dim, .. } = self;
-        if dim.is_none() {
-            return crate::handles::squeeze::call(self_);
-        }
-        if dim.is_some() {
-            return crate::handles::squeeze_dim::call(self_, crate::front::required(dim, "squeeze", "dim")?);
-        }
-        Err(crate::front::no_overload(
-            "squeeze",
-            &["squeeze(Tensor(a) self) -> Tensor(a)", "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)"],
-        ))
     }
 }
 
@@ -1435,8 +1428,6 @@ impl<'a> Full<'a> {
 
 /// The builder of [`arange`](crate::front::arange); overloads:
 /// - `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:512)
-/// - `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:517)
-/// - `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:522)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Arange<'a> {
     pub(crate) end: Scalar,
@@ -1444,8 +1435,6 @@ pub struct Arange<'a> {
     pub(crate) layout: Option<Layout>,
     pub(crate) device: Option<Device>,
     pub(crate) pin_memory: Option<bool>,
-    pub(crate) start: Option<Scalar>,
-    pub(crate) step: Option<Scalar>,
     pub(crate) _lt: std::marker::PhantomData<&'a ()>,
 }
 
@@ -1478,10 +1467,55 @@ impl<'a> Arange<'a> {
         self
     }
 
-    /// Sets `start`.
+    /// Runs the operator.
     #[inline]
-    pub fn start(mut self, v: impl Into<Scalar>) -> Self {
-        self.start = Some(v.into());
+    pub fn call(self) -> Result<Tensor> {
+        let Arange { end, dtype, layout, device, pin_memory, .. } = self;
+        crate::handles::arange::call(end, dtype, layout, device, pin_memory)
+    }
+}
+
+/// The builder of [`arange_start`](crate::front::arange_start); overloads:
+/// - `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:517)
+/// - `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:522)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct ArangeStart<'a> {
+    pub(crate) start: Scalar,
+    pub(crate) end: Scalar,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) layout: Option<Layout>,
+    pub(crate) device: Option<Device>,
+    pub(crate) pin_memory: Option<bool>,
+    pub(crate) step: Option<Scalar>,
+    pub(crate) _lt: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> ArangeStart<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Sets `layout` (default `None`).
+    #[inline]
+    pub fn layout(mut self, v: Layout) -> Self {
+        self.layout = Some(v);
+        self
+    }
+
+    /// Sets `device` (default `None`).
+    #[inline]
+    pub fn device(mut self, v: Device) -> Self {
+        self.device = Some(v);
+        self
+    }
+
+    /// Sets `pin_memory` (default `None`).
+    #[inline]
+    pub fn pin_memory(mut self, v: bool) -> Self {
+        self.pin_memory = Some(v);
         self
     }
 
@@ -1495,32 +1529,19 @@ impl<'a> Arange<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Arange { end, dtype, layout, device, pin_memory, start, step, .. } = self;
-        if start.is_none() && step.is_none() {
-            return crate::handles::arange::call(end, dtype, layout, device, pin_memory);
+        let ArangeStart { start, end, dtype, layout, device, pin_memory, step, .. } = self;
+        if step.is_none() {
+            return crate::handles::arange_start::call(start, end, dtype, layout, device, pin_memory);
         }
-        if step.is_none() && start.is_some() {
-            return crate::handles::arange_start::call(
-                crate::front::required(start, "arange", "start")?,
-                end,
-                dtype,
-                layout,
-                device,
-                pin_memory,
-            );
-        }
-        if start.is_some() {
-            return crate::handles::arange_start_step::call(
-                crate::front::required(start, "arange", "start")?,
-                end,
-                step.unwrap_or(Scalar::Int(1)),
-                dtype,
-                layout,
-                device,
-                pin_memory,
-            );
-        }
-        Err(crate::front::no_overload("arange", &["arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"]))
+        crate::handles::arange_start_step::call(
+            start,
+            end,
+            step.unwrap_or(Scalar::Int(1)),
+            dtype,
+            layout,
+            device,
+            pin_memory,
+        )
     }
 }
 
@@ -1623,7 +1644,6 @@ impl<'a> Linspace<'a> {
 
 /// The builder of [`eye`](crate::front::eye); overloads:
 /// - `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:532)
-/// - `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:537)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Eye<'a> {
     pub(crate) n: i64,
@@ -1631,7 +1651,6 @@ pub struct Eye<'a> {
     pub(crate) layout: Option<Layout>,
     pub(crate) device: Option<Device>,
     pub(crate) pin_memory: Option<bool>,
-    pub(crate) m: Option<i64>,
     pub(crate) _lt: std::marker::PhantomData<&'a ()>,
 }
 
@@ -1664,31 +1683,61 @@ impl<'a> Eye<'a> {
         self
     }
 
-    /// Sets `m`.
+    /// Runs the operator.
     #[inline]
-    pub fn m(mut self, v: i64) -> Self {
-        self.m = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let Eye { n, dtype, layout, device, pin_memory, .. } = self;
+        crate::handles::eye::call(n, dtype, layout, device, pin_memory)
+    }
+}
+
+/// The builder of [`eye_m`](crate::front::eye_m); overloads:
+/// - `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:537)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct EyeM<'a> {
+    pub(crate) n: i64,
+    pub(crate) m: i64,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) layout: Option<Layout>,
+    pub(crate) device: Option<Device>,
+    pub(crate) pin_memory: Option<bool>,
+    pub(crate) _lt: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> EyeM<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Sets `layout` (default `None`).
+    #[inline]
+    pub fn layout(mut self, v: Layout) -> Self {
+        self.layout = Some(v);
+        self
+    }
+
+    /// Sets `device` (default `None`).
+    #[inline]
+    pub fn device(mut self, v: Device) -> Self {
+        self.device = Some(v);
+        self
+    }
+
+    /// Sets `pin_memory` (default `None`).
+    #[inline]
+    pub fn pin_memory(mut self, v: bool) -> Self {
+        self.pin_memory = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Eye { n, dtype, layout, device, pin_memory, m, .. } = self;
-        if m.is_none() {
-            return crate::handles::eye::call(n, dtype, layout, device, pin_memory);
-        }
-        if m.is_some() {
-            return crate::handles::eye_m::call(
-                n,
-                crate::front::required(m, "eye", "m")?,
-                dtype,
-                layout,
-                device,
-                pin_memory,
-            );
-        }
-        Err(crate::front::no_overload("eye", &["eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"]))
+        let EyeM { n, m, dtype, layout, device, pin_memory, .. } = self;
+        crate::handles::eye_m::call(n, m, dtype, layout, device, pin_memory)
     }
 }
 
@@ -1999,30 +2048,15 @@ impl<'a> NormalInplace<'a> {
 
 /// The builder of [`random_`](crate::front::random_); overloads:
 /// - `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:584)
-/// - `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandomInplace<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) from: Option<i64>,
+    pub(crate) from: i64,
     pub(crate) to: Option<i64>,
     pub(crate) generator: Option<&'a Generator>,
 }
 
 impl<'a> RandomInplace<'a> {
-    /// Sets `from`.
-    #[inline]
-    pub fn from(mut self, v: i64) -> Self {
-        self.from = Some(v);
-        self
-    }
-
-    /// Sets `to`.
-    #[inline]
-    pub fn to(mut self, v: i64) -> Self {
-        self.to = Some(v);
-        self
-    }
-
     /// Sets `generator` (default `None`).
     #[inline]
     pub fn generator(mut self, v: &'a Generator) -> Self {
@@ -2034,24 +2068,7 @@ impl<'a> RandomInplace<'a> {
     #[inline]
     pub fn call(self) -> Result<Tensor> {
         let RandomInplace { self_, from, to, generator, .. } = self;
-        if from.is_some() {
-            return crate::handles::random_from_::call(
-                self_,
-                crate::front::required(from, "random_", "from")?,
-                to,
-                generator,
-            );
-        }
-        if from.is_none() && to.is_none() {
-            return crate::handles::random_::call(self_, generator);
-        }
-        Err(crate::front::no_overload(
-            "random_",
-            &[
-                "random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)",
-                "random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)",
-            ],
-        ))
+        crate::handles::random_from_::call(self_, from, to, generator)
     }
 }
 
@@ -2077,6 +2094,30 @@ impl<'a> RandomToInplace<'a> {
     pub fn call(self) -> Result<Tensor> {
         let RandomToInplace { self_, to, generator, .. } = self;
         crate::handles::random_to_::call(self_, to, generator)
+    }
+}
+
+/// The builder of [`random_op_`](crate::front::random_op_); overloads:
+/// - `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RandomOpInplace<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) generator: Option<&'a Generator>,
+}
+
+impl<'a> RandomOpInplace<'a> {
+    /// Sets `generator` (default `None`).
+    #[inline]
+    pub fn generator(mut self, v: &'a Generator) -> Self {
+        self.generator = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let RandomOpInplace { self_, generator, .. } = self;
+        crate::handles::random_::call(self_, generator)
     }
 }
 
@@ -2139,12 +2180,10 @@ impl<'a> BernoulliTensorInplace<'a> {
 
 /// The builder of [`bernoulli`](crate::front::bernoulli); overloads:
 /// - `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
-/// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Bernoulli<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) generator: Option<&'a Generator>,
-    pub(crate) p: Option<f64>,
 }
 
 impl<'a> Bernoulli<'a> {
@@ -2155,30 +2194,36 @@ impl<'a> Bernoulli<'a> {
         self
     }
 
-    /// Sets `p`.
+    /// Runs the operator.
     #[inline]
-    pub fn p(mut self, v: f64) -> Self {
-        self.p = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let Bernoulli { self_, generator, .. } = self;
+        crate::handles::bernoulli::call(self_, generator)
+    }
+}
+
+/// The builder of [`bernoulli_p`](crate::front::bernoulli_p); overloads:
+/// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct BernoulliP<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) p: f64,
+    pub(crate) generator: Option<&'a Generator>,
+}
+
+impl<'a> BernoulliP<'a> {
+    /// Sets `generator` (default `None`).
+    #[inline]
+    pub fn generator(mut self, v: &'a Generator) -> Self {
+        self.generator = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Bernoulli { self_, generator, p, .. } = self;
-        if p.is_none() {
-            return crate::handles::bernoulli::call(self_, generator);
-        }
-        if p.is_some() {
-            return crate::handles::bernoulli_p::call(self_, crate::front::required(p, "bernoulli", "p")?, generator);
-        }
-        Err(crate::front::no_overload(
-            "bernoulli",
-            &[
-                "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
-                "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
-            ],
-        ))
+        let BernoulliP { self_, p, generator, .. } = self;
+        crate::handles::bernoulli_p::call(self_, p, generator)
     }
 }
 
@@ -2582,8 +2627,6 @@ impl<'a> Randn<'a> {
 /// The builder of [`randint`](crate::front::randint); overloads:
 /// - `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:679)
 /// - `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:684)
-/// - `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:689)
-/// - `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:694)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Randint<'a> {
     pub(crate) high: i64,
@@ -2593,7 +2636,6 @@ pub struct Randint<'a> {
     pub(crate) device: Option<Device>,
     pub(crate) pin_memory: Option<bool>,
     pub(crate) generator: Option<&'a Generator>,
-    pub(crate) low: Option<i64>,
 }
 
 impl<'a> Randint<'a> {
@@ -2632,18 +2674,11 @@ impl<'a> Randint<'a> {
         self
     }
 
-    /// Sets `low`.
-    #[inline]
-    pub fn low(mut self, v: i64) -> Self {
-        self.low = Some(v);
-        self
-    }
-
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Randint { high, size, dtype, layout, device, pin_memory, generator, low, .. } = self;
-        if generator.is_none() && low.is_none() {
+        let Randint { high, size, dtype, layout, device, pin_memory, generator, .. } = self;
+        if generator.is_none() {
             let size_v = size.expand(None);
             return crate::handles::randint::call(
                 high,
@@ -2654,22 +2689,78 @@ impl<'a> Randint<'a> {
                 pin_memory,
             );
         }
-        if low.is_none() {
-            let size_v = size.expand(None);
-            return crate::handles::randint_generator::call(
-                high,
-                &size_v,
-                generator,
-                dtype.or(Some(ScalarType::I64)),
-                layout,
-                device,
-                pin_memory,
-            );
-        }
-        if generator.is_none() && low.is_some() {
+        let size_v = size.expand(None);
+        crate::handles::randint_generator::call(
+            high,
+            &size_v,
+            generator,
+            dtype.or(Some(ScalarType::I64)),
+            layout,
+            device,
+            pin_memory,
+        )
+    }
+}
+
+/// The builder of [`randint_low`](crate::front::randint_low); overloads:
+/// - `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:689)
+/// - `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:694)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RandintLow<'a> {
+    pub(crate) low: i64,
+    pub(crate) high: i64,
+    pub(crate) size: IntList<'a>,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) layout: Option<Layout>,
+    pub(crate) device: Option<Device>,
+    pub(crate) pin_memory: Option<bool>,
+    pub(crate) generator: Option<&'a Generator>,
+}
+
+impl<'a> RandintLow<'a> {
+    /// Sets `dtype` (default `long`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Sets `layout` (default `None`).
+    #[inline]
+    pub fn layout(mut self, v: Layout) -> Self {
+        self.layout = Some(v);
+        self
+    }
+
+    /// Sets `device` (default `None`).
+    #[inline]
+    pub fn device(mut self, v: Device) -> Self {
+        self.device = Some(v);
+        self
+    }
+
+    /// Sets `pin_memory` (default `None`).
+    #[inline]
+    pub fn pin_memory(mut self, v: bool) -> Self {
+        self.pin_memory = Some(v);
+        self
+    }
+
+    /// Sets `generator`.
+    #[inline]
+    pub fn generator(mut self, v: &'a Generator) -> Self {
+        self.generator = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let RandintLow { low, high, size, dtype, layout, device, pin_memory, generator, .. } = self;
+        if generator.is_none() {
             let size_v = size.expand(None);
             return crate::handles::randint_low::call(
-                crate::front::required(low, "randint", "low")?,
+                low,
                 high,
                 &size_v,
                 dtype.or(Some(ScalarType::I64)),
@@ -2678,20 +2769,17 @@ impl<'a> Randint<'a> {
                 pin_memory,
             );
         }
-        if low.is_some() {
-            let size_v = size.expand(None);
-            return crate::handles::randint_low_generator::call(
-                crate::front::required(low, "randint", "low")?,
-                high,
-                &size_v,
-                generator,
-                dtype.or(Some(ScalarType::I64)),
-                layout,
-                device,
-                pin_memory,
-            );
-        }
-        Err(crate::front::no_overload("randint", &["randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"]))
+        let size_v = size.expand(None);
+        crate::handles::randint_low_generator::call(
+            low,
+            high,
+            &size_v,
+            generator,
+            dtype.or(Some(ScalarType::I64)),
+            layout,
+            device,
+            pin_memory,
+        )
     }
 }
 
@@ -2804,80 +2892,6 @@ impl<'a> RandnLike<'a> {
     pub fn call(self) -> Result<Tensor> {
         let RandnLike { self_, dtype, layout, device, pin_memory, memory_format, .. } = self;
         crate::handles::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
-    }
-}
-
-/// The builder of [`round`](crate::front::round); overloads:
-/// - `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1103)
-/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Round<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) decimals: Option<i64>,
-}
-
-impl<'a> Round<'a> {
-    /// Sets `decimals`.
-    #[inline]
-    pub fn decimals(mut self, v: i64) -> Self {
-        self.decimals = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Round { self_, decimals, .. } = self;
-        if decimals.is_none() {
-            return crate::handles::round::call(self_);
-        }
-        if decimals.is_some() {
-            return crate::handles::round_decimals::call(self_, crate::front::required(decimals, "round", "decimals")?);
-        }
-        Err(crate::front::no_overload(
-            "round",
-            &["round(Tensor self) -> Tensor", "round.decimals(Tensor self, *, int decimals) -> Tensor"],
-        ))
-    }
-}
-
-/// The builder of [`round_`](crate::front::round_); overloads:
-/// - `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1108)
-/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct RoundInplace<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) decimals: Option<i64>,
-}
-
-impl<'a> RoundInplace<'a> {
-    /// Sets `decimals`.
-    #[inline]
-    pub fn decimals(mut self, v: i64) -> Self {
-        self.decimals = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let RoundInplace { self_, decimals, .. } = self;
-        if decimals.is_none() {
-            return crate::handles::round_::call(self_);
-        }
-        if decimals.is_some() {
-            return crate::handles::round_decimals_::call(
-                self_,
-                crate::front::required(decimals, "round_", "decimals")?,
-            );
-        }
-        Err(crate::front::no_overload(
-            "round_",
-            &[
-                "round_(Tensor(a!) self) -> Tensor(a!)",
-                "round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)",
-            ],
-        ))
     }
 }
 
@@ -3393,23 +3407,15 @@ impl<'a> Mean<'a> {
 
 /// The builder of [`prod`](crate::front::prod); overloads:
 /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<i64>,
+    pub(crate) dim: i64,
     pub(crate) keepdim: Option<bool>,
     pub(crate) dtype: Option<ScalarType>,
 }
 
 impl<'a> Prod<'a> {
-    /// Sets `dim`.
-    #[inline]
-    pub fn dim(mut self, v: i64) -> Self {
-        self.dim = Some(v);
-        self
-    }
-
     /// Sets `keepdim` (default `False`).
     #[inline]
     pub fn keepdim(mut self, v: bool) -> Self {
@@ -3428,24 +3434,7 @@ impl<'a> Prod<'a> {
     #[inline]
     pub fn call(self) -> Result<Tensor> {
         let Prod { self_, dim, keepdim, dtype, .. } = self;
-        if dim.is_some() {
-            return crate::handles::prod_dim_int::call(
-                self_,
-                crate::front::required(dim, "prod", "dim")?,
-                keepdim.unwrap_or(false),
-                dtype,
-            );
-        }
-        if dim.is_none() && keepdim.is_none() {
-            return crate::handles::prod::call(self_, dtype);
-        }
-        Err(crate::front::no_overload(
-            "prod",
-            &[
-                "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-                "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-            ],
-        ))
+        crate::handles::prod_dim_int::call(self_, dim, keepdim.unwrap_or(false), dtype)
     }
 }
 
@@ -3581,40 +3570,6 @@ impl<'a> Std<'a> {
     }
 }
 
-/// The builder of [`max`](crate::front::max); overloads:
-/// - `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1377)
-/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3008)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Max<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) other: Option<&'a Tensor>,
-}
-
-impl<'a> Max<'a> {
-    /// Sets `other`.
-    #[inline]
-    pub fn other(mut self, v: &'a Tensor) -> Self {
-        self.other = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Max { self_, other, .. } = self;
-        if other.is_none() {
-            return crate::handles::max::call(self_);
-        }
-        if other.is_some() {
-            return crate::handles::max_other::call(self_, crate::front::required(other, "max", "other")?);
-        }
-        Err(crate::front::no_overload(
-            "max",
-            &["max(Tensor self) -> Tensor", "max.other(Tensor self, Tensor other) -> Tensor"],
-        ))
-    }
-}
-
 /// The builder of [`max_dim`](crate::front::max_dim); overloads:
 /// - `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (aten/native_functions.yaml:1382)
 #[must_use = "a builder does nothing until `.call()`"]
@@ -3637,40 +3592,6 @@ impl<'a> MaxDim<'a> {
     pub fn call(self) -> Result<(Tensor, Tensor)> {
         let MaxDim { self_, dim, keepdim, .. } = self;
         crate::handles::max_dim::call(self_, dim, keepdim.unwrap_or(false))
-    }
-}
-
-/// The builder of [`min`](crate::front::min); overloads:
-/// - `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1387)
-/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3004)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Min<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) other: Option<&'a Tensor>,
-}
-
-impl<'a> Min<'a> {
-    /// Sets `other`.
-    #[inline]
-    pub fn other(mut self, v: &'a Tensor) -> Self {
-        self.other = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Min { self_, other, .. } = self;
-        if other.is_none() {
-            return crate::handles::min::call(self_);
-        }
-        if other.is_some() {
-            return crate::handles::min_other::call(self_, crate::front::required(other, "min", "other")?);
-        }
-        Err(crate::front::no_overload(
-            "min",
-            &["min(Tensor self) -> Tensor", "min.other(Tensor self, Tensor other) -> Tensor"],
-        ))
     }
 }
 
@@ -3857,19 +3778,19 @@ impl<'a> Logsumexp<'a> {
 
 /// The builder of [`all`](crate::front::all); overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
-/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3508)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct All<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<i64>,
+    pub(crate) dim: Option<IntList<'a>>,
     pub(crate) keepdim: Option<bool>,
 }
 
 impl<'a> All<'a> {
-    /// Sets `dim`.
+    /// Sets `dim` (default `None`).
     #[inline]
-    pub fn dim(mut self, v: i64) -> Self {
-        self.dim = Some(v);
+    pub fn dim(mut self, v: impl Into<IntList<'a>>) -> Self {
+        self.dim = Some(v.into());
         self
     }
 
@@ -3887,35 +3808,26 @@ impl<'a> All<'a> {
         if dim.is_none() && keepdim.is_none() {
             return crate::handles::all::call(self_);
         }
-        if dim.is_some() {
-            return crate::handles::all_dim::call(
-                self_,
-                crate::front::required(dim, "all", "dim")?,
-                keepdim.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload(
-            "all",
-            &["all(Tensor self) -> Tensor", "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"],
-        ))
+        let dim_v = dim.as_ref().map(|l| l.expand(None));
+        crate::handles::all_dims::call(self_, dim_v.as_deref(), keepdim.unwrap_or(false))
     }
 }
 
 /// The builder of [`any`](crate::front::any); overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1427)
-/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Any<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<i64>,
+    pub(crate) dim: Option<IntList<'a>>,
     pub(crate) keepdim: Option<bool>,
 }
 
 impl<'a> Any<'a> {
-    /// Sets `dim`.
+    /// Sets `dim` (default `None`).
     #[inline]
-    pub fn dim(mut self, v: i64) -> Self {
-        self.dim = Some(v);
+    pub fn dim(mut self, v: impl Into<IntList<'a>>) -> Self {
+        self.dim = Some(v.into());
         self
     }
 
@@ -3933,17 +3845,58 @@ impl<'a> Any<'a> {
         if dim.is_none() && keepdim.is_none() {
             return crate::handles::any::call(self_);
         }
-        if dim.is_some() {
-            return crate::handles::any_dim::call(
-                self_,
-                crate::front::required(dim, "any", "dim")?,
-                keepdim.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload(
-            "any",
-            &["any(Tensor self) -> Tensor", "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"],
-        ))
+        let dim_v = dim.as_ref().map(|l| l.expand(None));
+        crate::handles::any_dims::call(self_, dim_v.as_deref(), keepdim.unwrap_or(false))
+    }
+}
+
+/// The builder of [`any_dim`](crate::front::any_dim); overloads:
+/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct AnyDim<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: Option<bool>,
+}
+
+impl<'a> AnyDim<'a> {
+    /// Sets `keepdim` (default `False`).
+    #[inline]
+    pub fn keepdim(mut self, v: bool) -> Self {
+        self.keepdim = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let AnyDim { self_, dim, keepdim, .. } = self;
+        crate::handles::any_dim::call(self_, dim, keepdim.unwrap_or(false))
+    }
+}
+
+/// The builder of [`all_dim`](crate::front::all_dim); overloads:
+/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct AllDim<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: Option<bool>,
+}
+
+impl<'a> AllDim<'a> {
+    /// Sets `keepdim` (default `False`).
+    #[inline]
+    pub fn keepdim(mut self, v: bool) -> Self {
+        self.keepdim = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let AllDim { self_, dim, keepdim, .. } = self;
+        crate::handles::all_dim::call(self_, dim, keepdim.unwrap_or(false))
     }
 }
 
@@ -4195,55 +4148,12 @@ impl<'a> Unbind<'a> {
     }
 }
 
-/// The builder of [`meshgrid`](crate::front::meshgrid); overloads:
-/// - `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1501)
-/// - `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1505)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Meshgrid<'a> {
-    pub(crate) tensors: &'a [Tensor],
-    pub(crate) indexing: Option<&'a str>,
-}
-
-impl<'a> Meshgrid<'a> {
-    /// Sets `indexing`.
-    #[inline]
-    pub fn indexing(mut self, v: &'a str) -> Self {
-        self.indexing = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Vec<Tensor>> {
-        let Meshgrid { tensors, indexing, .. } = self;
-        if indexing.is_none() {
-            return crate::handles::meshgrid::call(tensors);
-        }
-        if indexing.is_some() {
-            return crate::handles::meshgrid_indexing::call(
-                tensors,
-                crate::front::required(indexing, "meshgrid", "indexing")?,
-            );
-        }
-        Err(crate::front::no_overload(
-            "meshgrid",
-            &[
-                "meshgrid(Tensor[] tensors) -> Tensor[]",
-                "meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]",
-            ],
-        ))
-    }
-}
-
 /// The builder of [`repeat_interleave`](crate::front::repeat_interleave); overloads:
 /// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1519)
-/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RepeatInterleave<'a> {
     pub(crate) repeats: &'a Tensor,
     pub(crate) output_size: Option<i64>,
-    pub(crate) self_: Option<&'a Tensor>,
-    pub(crate) dim: Option<i64>,
 }
 
 impl<'a> RepeatInterleave<'a> {
@@ -4254,13 +4164,25 @@ impl<'a> RepeatInterleave<'a> {
         self
     }
 
-    /// Sets `self`.
+    /// Runs the operator.
     #[inline]
-    pub fn self_(mut self, v: &'a Tensor) -> Self {
-        self.self_ = Some(v);
-        self
+    pub fn call(self) -> Result<Tensor> {
+        let RepeatInterleave { repeats, output_size, .. } = self;
+        crate::handles::repeat_interleave_tensor::call(repeats, output_size)
     }
+}
 
+/// The builder of [`repeat_interleave_self_tensor`](crate::front::repeat_interleave_self_tensor); overloads:
+/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RepeatInterleaveSelfTensor<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) repeats: &'a Tensor,
+    pub(crate) dim: Option<i64>,
+    pub(crate) output_size: Option<i64>,
+}
+
+impl<'a> RepeatInterleaveSelfTensor<'a> {
     /// Sets `dim` (default `None`).
     #[inline]
     pub fn dim(mut self, v: i64) -> Self {
@@ -4268,22 +4190,18 @@ impl<'a> RepeatInterleave<'a> {
         self
     }
 
+    /// Sets `output_size` (default `None`).
+    #[inline]
+    pub fn output_size(mut self, v: i64) -> Self {
+        self.output_size = Some(v);
+        self
+    }
+
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let RepeatInterleave { repeats, output_size, self_, dim, .. } = self;
-        if self_.is_none() && dim.is_none() {
-            return crate::handles::repeat_interleave_tensor::call(repeats, output_size);
-        }
-        if self_.is_some() {
-            return crate::handles::repeat_interleave_self_tensor::call(
-                crate::front::required(self_, "repeat_interleave", "self")?,
-                repeats,
-                dim,
-                output_size,
-            );
-        }
-        Err(crate::front::no_overload("repeat_interleave", &["repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor", "repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor"]))
+        let RepeatInterleaveSelfTensor { self_, repeats, dim, output_size, .. } = self;
+        crate::handles::repeat_interleave_self_tensor::call(self_, repeats, dim, output_size)
     }
 }
 
@@ -4626,172 +4544,6 @@ impl<'a> Gather<'a> {
     }
 }
 
-/// The builder of [`scatter`](crate::front::scatter); overloads:
-/// - `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1637)
-/// - `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
-/// - `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
-/// - `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Scatter<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: i64,
-    pub(crate) index: &'a Tensor,
-    pub(crate) src: Option<&'a Tensor>,
-    pub(crate) value: Option<Scalar>,
-    pub(crate) reduce: Option<&'a str>,
-}
-
-impl<'a> Scatter<'a> {
-    /// Sets `src`.
-    #[inline]
-    pub fn src(mut self, v: &'a Tensor) -> Self {
-        self.src = Some(v);
-        self
-    }
-
-    /// Sets `value`.
-    #[inline]
-    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
-        self.value = Some(v.into());
-        self
-    }
-
-    /// Sets `reduce`.
-    #[inline]
-    pub fn reduce(mut self, v: &'a str) -> Self {
-        self.reduce = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Scatter { self_, dim, index, src, value, reduce, .. } = self;
-        if value.is_none() && reduce.is_none() && src.is_some() {
-            return crate::handles::scatter_src::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(src, "scatter", "src")?,
-            );
-        }
-        if src.is_none() && reduce.is_none() && value.is_some() {
-            return crate::handles::scatter_value::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(value, "scatter", "value")?,
-            );
-        }
-        if value.is_none() && src.is_some() && reduce.is_some() {
-            return crate::handles::scatter_reduce::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(src, "scatter", "src")?,
-                crate::front::required(reduce, "scatter", "reduce")?,
-            );
-        }
-        if src.is_none() && value.is_some() && reduce.is_some() {
-            return crate::handles::scatter_value_reduce::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(value, "scatter", "value")?,
-                crate::front::required(reduce, "scatter", "reduce")?,
-            );
-        }
-        Err(crate::front::no_overload(
-            "scatter",
-            &[
-                "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-                "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
-                "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
-                "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor",
-            ],
-        ))
-    }
-}
-
-/// The builder of [`scatter_`](crate::front::scatter_); overloads:
-/// - `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1642)
-/// - `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1656)
-/// - `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1666)
-/// - `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1676)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct ScatterInplace<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: i64,
-    pub(crate) index: &'a Tensor,
-    pub(crate) src: Option<&'a Tensor>,
-    pub(crate) value: Option<Scalar>,
-    pub(crate) reduce: Option<&'a str>,
-}
-
-impl<'a> ScatterInplace<'a> {
-    /// Sets `src`.
-    #[inline]
-    pub fn src(mut self, v: &'a Tensor) -> Self {
-        self.src = Some(v);
-        self
-    }
-
-    /// Sets `value`.
-    #[inline]
-    pub fn value(mut self, v: impl Into<Scalar>) -> Self {
-        self.value = Some(v.into());
-        self
-    }
-
-    /// Sets `reduce`.
-    #[inline]
-    pub fn reduce(mut self, v: &'a str) -> Self {
-        self.reduce = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let ScatterInplace { self_, dim, index, src, value, reduce, .. } = self;
-        if value.is_none() && reduce.is_none() && src.is_some() {
-            return crate::handles::scatter_src_::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(src, "scatter_", "src")?,
-            );
-        }
-        if src.is_none() && reduce.is_none() && value.is_some() {
-            return crate::handles::scatter_value_::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(value, "scatter_", "value")?,
-            );
-        }
-        if value.is_none() && src.is_some() && reduce.is_some() {
-            return crate::handles::scatter_reduce_::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(src, "scatter_", "src")?,
-                crate::front::required(reduce, "scatter_", "reduce")?,
-            );
-        }
-        if src.is_none() && value.is_some() && reduce.is_some() {
-            return crate::handles::scatter_value_reduce_::call(
-                self_,
-                dim,
-                index,
-                crate::front::required(value, "scatter_", "value")?,
-                crate::front::required(reduce, "scatter_", "reduce")?,
-            );
-        }
-        Err(crate::front::no_overload("scatter_", &["scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)", "scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)", "scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)", "scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)"]))
-    }
-}
-
 /// The builder of [`index_add`](crate::front::index_add); overloads:
 /// - `index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor` (aten/native_functions.yaml:1695)
 #[must_use = "a builder does nothing until `.call()`"]
@@ -5123,13 +4875,11 @@ impl<'a> Sort<'a> {
 
 /// The builder of [`argsort`](crate::front::argsort); overloads:
 /// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Argsort<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) dim: Option<i64>,
     pub(crate) descending: Option<bool>,
-    pub(crate) stable: Option<bool>,
 }
 
 impl<'a> Argsort<'a> {
@@ -5147,35 +4897,44 @@ impl<'a> Argsort<'a> {
         self
     }
 
-    /// Sets `stable`.
+    /// Runs the operator.
     #[inline]
-    pub fn stable(mut self, v: bool) -> Self {
-        self.stable = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let Argsort { self_, dim, descending, .. } = self;
+        crate::handles::argsort::call(self_, dim.unwrap_or(-1), descending.unwrap_or(false))
+    }
+}
+
+/// The builder of [`argsort_stable`](crate::front::argsort_stable); overloads:
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct ArgsortStable<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) stable: bool,
+    pub(crate) dim: Option<i64>,
+    pub(crate) descending: Option<bool>,
+}
+
+impl<'a> ArgsortStable<'a> {
+    /// Sets `dim` (default `-1`).
+    #[inline]
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
+        self
+    }
+
+    /// Sets `descending` (default `False`).
+    #[inline]
+    pub fn descending(mut self, v: bool) -> Self {
+        self.descending = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Argsort { self_, dim, descending, stable, .. } = self;
-        if stable.is_none() {
-            return crate::handles::argsort::call(self_, dim.unwrap_or(-1), descending.unwrap_or(false));
-        }
-        if stable.is_some() {
-            return crate::handles::argsort_stable::call(
-                self_,
-                crate::front::required(stable, "argsort", "stable")?,
-                dim.unwrap_or(-1),
-                descending.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload(
-            "argsort",
-            &[
-                "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
-                "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
-            ],
-        ))
+        let ArgsortStable { self_, stable, dim, descending, .. } = self;
+        crate::handles::argsort_stable::call(self_, stable, dim.unwrap_or(-1), descending.unwrap_or(false))
     }
 }
 
@@ -5349,25 +5108,15 @@ impl<'a> Norm<'a> {
 
 /// The builder of [`norm_scalaropt_dim`](crate::front::norm_scalaropt_dim); overloads:
 /// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1859)
-/// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
-/// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1869)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct NormScalaroptDim<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) p: Option<Scalar>,
-    pub(crate) dim: Option<IntList<'a>>,
+    pub(crate) dim: IntList<'a>,
     pub(crate) keepdim: Option<bool>,
-    pub(crate) dtype: Option<ScalarType>,
 }
 
 impl<'a> NormScalaroptDim<'a> {
-    /// Sets `dim`.
-    #[inline]
-    pub fn dim(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.dim = Some(v.into());
-        self
-    }
-
     /// Sets `keepdim` (default `False`).
     #[inline]
     pub fn keepdim(mut self, v: bool) -> Self {
@@ -5375,39 +5124,12 @@ impl<'a> NormScalaroptDim<'a> {
         self
     }
 
-    /// Sets `dtype`.
-    #[inline]
-    pub fn dtype(mut self, v: ScalarType) -> Self {
-        self.dtype = Some(v);
-        self
-    }
-
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let NormScalaroptDim { self_, p, dim, keepdim, dtype, .. } = self;
-        if dtype.is_none() && dim.is_some() {
-            let dim_v = crate::front::required(dim.as_ref(), "norm", "dim")?.expand(Some(1));
-            return crate::handles::norm_scalaropt_dim::call(self_, p, &dim_v, keepdim.unwrap_or(false));
-        }
-        if dim.is_some() && keepdim.is_some() && dtype.is_some() {
-            let dim_v = crate::front::required(dim.as_ref(), "norm", "dim")?.expand(Some(1));
-            return crate::handles::norm_scalaropt_dim_dtype::call(
-                self_,
-                p,
-                &dim_v,
-                crate::front::required(keepdim, "norm", "keepdim")?,
-                crate::front::required(dtype, "norm", "dtype")?,
-            );
-        }
-        if dim.is_none() && keepdim.is_none() && dtype.is_some() {
-            return crate::handles::norm_scalaropt_dtype::call(
-                self_,
-                p,
-                crate::front::required(dtype, "norm", "dtype")?,
-            );
-        }
-        Err(crate::front::no_overload("norm", &["norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor", "norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor", "norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor"]))
+        let NormScalaroptDim { self_, p, dim, keepdim, .. } = self;
+        let dim_v = dim.expand(Some(1));
+        crate::handles::norm_scalaropt_dim::call(self_, p, &dim_v, keepdim.unwrap_or(false))
     }
 }
 
@@ -9465,40 +9187,6 @@ impl<'a> SplitWithSizesCopy<'a> {
     }
 }
 
-/// The builder of [`squeeze_copy`](crate::front::squeeze_copy); overloads:
-/// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2964)
-/// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2968)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct SqueezeCopy<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<i64>,
-}
-
-impl<'a> SqueezeCopy<'a> {
-    /// Sets `dim`.
-    #[inline]
-    pub fn dim(mut self, v: i64) -> Self {
-        self.dim = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let SqueezeCopy { self_, dim, .. } = self;
-        if dim.is_none() {
-            return crate::handles::squeeze_copy::call(self_);
-        }
-        if dim.is_some() {
-            return crate::handles::squeeze_copy_dim::call(self_, crate::front::required(dim, "squeeze_copy", "dim")?);
-        }
-        Err(crate::front::no_overload(
-            "squeeze_copy",
-            &["squeeze_copy(Tensor self) -> Tensor", "squeeze_copy.dim(Tensor self, int dim) -> Tensor"],
-        ))
-    }
-}
-
 /// The builder of [`new_zeros`](crate::front::new_zeros); overloads:
 /// - `new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:2976)
 #[must_use = "a builder does nothing until `.call()`"]
@@ -10029,6 +9717,30 @@ impl<'a> Softshrink<'a> {
     pub fn call(self) -> Result<Tensor> {
         let Softshrink { self_, lambd, .. } = self;
         crate::handles::softshrink::call(self_, lambd.unwrap_or(Scalar::Float(0.5)))
+    }
+}
+
+/// The builder of [`prod_op`](crate::front::prod_op); overloads:
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct ProdOp<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) dtype: Option<ScalarType>,
+}
+
+impl<'a> ProdOp<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let ProdOp { self_, dtype, .. } = self;
+        crate::handles::prod::call(self_, dtype)
     }
 }
 
@@ -10713,23 +10425,14 @@ impl<'a> Diff<'a> {
 
 /// The builder of [`trapezoid`](crate::front::trapezoid); overloads:
 /// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
-/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Trapezoid<'a> {
     pub(crate) y: &'a Tensor,
-    pub(crate) x: Option<&'a Tensor>,
+    pub(crate) x: &'a Tensor,
     pub(crate) dim: Option<i64>,
-    pub(crate) dx: Option<Scalar>,
 }
 
 impl<'a> Trapezoid<'a> {
-    /// Sets `x`.
-    #[inline]
-    pub fn x(mut self, v: &'a Tensor) -> Self {
-        self.x = Some(v);
-        self
-    }
-
     /// Sets `dim` (default `-1`).
     #[inline]
     pub fn dim(mut self, v: i64) -> Self {
@@ -10737,6 +10440,24 @@ impl<'a> Trapezoid<'a> {
         self
     }
 
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let Trapezoid { y, x, dim, .. } = self;
+        crate::handles::trapezoid_x::call(y, x, dim.unwrap_or(-1))
+    }
+}
+
+/// The builder of [`trapezoid_dx`](crate::front::trapezoid_dx); overloads:
+/// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct TrapezoidDx<'a> {
+    pub(crate) y: &'a Tensor,
+    pub(crate) dx: Option<Scalar>,
+    pub(crate) dim: Option<i64>,
+}
+
+impl<'a> TrapezoidDx<'a> {
     /// Sets `dx` (default `1`).
     #[inline]
     pub fn dx(mut self, v: impl Into<Scalar>) -> Self {
@@ -10744,49 +10465,6 @@ impl<'a> Trapezoid<'a> {
         self
     }
 
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let Trapezoid { y, x, dim, dx, .. } = self;
-        if dx.is_none() && x.is_some() {
-            return crate::handles::trapezoid_x::call(
-                y,
-                crate::front::required(x, "trapezoid", "x")?,
-                dim.unwrap_or(-1),
-            );
-        }
-        if x.is_none() {
-            return crate::handles::trapezoid_dx::call(y, dx.unwrap_or(Scalar::Int(1)), dim.unwrap_or(-1));
-        }
-        Err(crate::front::no_overload(
-            "trapezoid",
-            &[
-                "trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
-                "trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor",
-            ],
-        ))
-    }
-}
-
-/// The builder of [`trapz`](crate::front::trapz); overloads:
-/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
-/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Trapz<'a> {
-    pub(crate) y: &'a Tensor,
-    pub(crate) x: Option<&'a Tensor>,
-    pub(crate) dim: Option<i64>,
-    pub(crate) dx: Option<f64>,
-}
-
-impl<'a> Trapz<'a> {
-    /// Sets `x`.
-    #[inline]
-    pub fn x(mut self, v: &'a Tensor) -> Self {
-        self.x = Some(v);
-        self
-    }
-
     /// Sets `dim` (default `-1`).
     #[inline]
     pub fn dim(mut self, v: i64) -> Self {
@@ -10794,6 +10472,49 @@ impl<'a> Trapz<'a> {
         self
     }
 
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let TrapezoidDx { y, dx, dim, .. } = self;
+        crate::handles::trapezoid_dx::call(y, dx.unwrap_or(Scalar::Int(1)), dim.unwrap_or(-1))
+    }
+}
+
+/// The builder of [`trapz`](crate::front::trapz); overloads:
+/// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct Trapz<'a> {
+    pub(crate) y: &'a Tensor,
+    pub(crate) x: &'a Tensor,
+    pub(crate) dim: Option<i64>,
+}
+
+impl<'a> Trapz<'a> {
+    /// Sets `dim` (default `-1`).
+    #[inline]
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let Trapz { y, x, dim, .. } = self;
+        crate::handles::trapz_x::call(y, x, dim.unwrap_or(-1))
+    }
+}
+
+/// The builder of [`trapz_dx`](crate::front::trapz_dx); overloads:
+/// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct TrapzDx<'a> {
+    pub(crate) y: &'a Tensor,
+    pub(crate) dx: Option<f64>,
+    pub(crate) dim: Option<i64>,
+}
+
+impl<'a> TrapzDx<'a> {
     /// Sets `dx` (default `1.0`).
     #[inline]
     pub fn dx(mut self, v: f64) -> Self {
@@ -10801,42 +10522,60 @@ impl<'a> Trapz<'a> {
         self
     }
 
+    /// Sets `dim` (default `-1`).
+    #[inline]
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
+        self
+    }
+
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Trapz { y, x, dim, dx, .. } = self;
-        if dx.is_none() && x.is_some() {
-            return crate::handles::trapz_x::call(y, crate::front::required(x, "trapz", "x")?, dim.unwrap_or(-1));
-        }
-        if x.is_none() {
-            return crate::handles::trapz_dx::call(y, dx.unwrap_or(1.0), dim.unwrap_or(-1));
-        }
-        Err(crate::front::no_overload(
-            "trapz",
-            &[
-                "trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
-                "trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor",
-            ],
-        ))
+        let TrapzDx { y, dx, dim, .. } = self;
+        crate::handles::trapz_dx::call(y, dx.unwrap_or(1.0), dim.unwrap_or(-1))
     }
 }
 
 /// The builder of [`cumulative_trapezoid`](crate::front::cumulative_trapezoid); overloads:
 /// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3240)
-/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3244)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct CumulativeTrapezoid<'a> {
     pub(crate) y: &'a Tensor,
-    pub(crate) x: Option<&'a Tensor>,
+    pub(crate) x: &'a Tensor,
     pub(crate) dim: Option<i64>,
-    pub(crate) dx: Option<Scalar>,
 }
 
 impl<'a> CumulativeTrapezoid<'a> {
-    /// Sets `x`.
+    /// Sets `dim` (default `-1`).
     #[inline]
-    pub fn x(mut self, v: &'a Tensor) -> Self {
-        self.x = Some(v);
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let CumulativeTrapezoid { y, x, dim, .. } = self;
+        crate::handles::cumulative_trapezoid_x::call(y, x, dim.unwrap_or(-1))
+    }
+}
+
+/// The builder of [`cumulative_trapezoid_dx`](crate::front::cumulative_trapezoid_dx); overloads:
+/// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3244)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct CumulativeTrapezoidDx<'a> {
+    pub(crate) y: &'a Tensor,
+    pub(crate) dx: Option<Scalar>,
+    pub(crate) dim: Option<i64>,
+}
+
+impl<'a> CumulativeTrapezoidDx<'a> {
+    /// Sets `dx` (default `1`).
+    #[inline]
+    pub fn dx(mut self, v: impl Into<Scalar>) -> Self {
+        self.dx = Some(v.into());
         self
     }
 
@@ -10847,58 +10586,24 @@ impl<'a> CumulativeTrapezoid<'a> {
         self
     }
 
-    /// Sets `dx` (default `1`).
-    #[inline]
-    pub fn dx(mut self, v: impl Into<Scalar>) -> Self {
-        self.dx = Some(v.into());
-        self
-    }
-
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let CumulativeTrapezoid { y, x, dim, dx, .. } = self;
-        if dx.is_none() && x.is_some() {
-            return crate::handles::cumulative_trapezoid_x::call(
-                y,
-                crate::front::required(x, "cumulative_trapezoid", "x")?,
-                dim.unwrap_or(-1),
-            );
-        }
-        if x.is_none() {
-            return crate::handles::cumulative_trapezoid_dx::call(y, dx.unwrap_or(Scalar::Int(1)), dim.unwrap_or(-1));
-        }
-        Err(crate::front::no_overload(
-            "cumulative_trapezoid",
-            &[
-                "cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
-                "cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor",
-            ],
-        ))
+        let CumulativeTrapezoidDx { y, dx, dim, .. } = self;
+        crate::handles::cumulative_trapezoid_dx::call(y, dx.unwrap_or(Scalar::Int(1)), dim.unwrap_or(-1))
     }
 }
 
 /// The builder of [`tensor_split`](crate::front::tensor_split); overloads:
 /// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
-/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
-/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct TensorSplit<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) sections: Option<i64>,
+    pub(crate) sections: i64,
     pub(crate) dim: Option<i64>,
-    pub(crate) indices: Option<IntList<'a>>,
-    pub(crate) tensor_indices_or_sections: Option<&'a Tensor>,
 }
 
 impl<'a> TensorSplit<'a> {
-    /// Sets `sections`.
-    #[inline]
-    pub fn sections(mut self, v: i64) -> Self {
-        self.sections = Some(v);
-        self
-    }
-
     /// Sets `dim` (default `0`).
     #[inline]
     pub fn dim(mut self, v: i64) -> Self {
@@ -10906,181 +10611,66 @@ impl<'a> TensorSplit<'a> {
         self
     }
 
-    /// Sets `indices`.
-    #[inline]
-    pub fn indices(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.indices = Some(v.into());
-        self
-    }
-
-    /// Sets `tensor_indices_or_sections`.
-    #[inline]
-    pub fn tensor_indices_or_sections(mut self, v: &'a Tensor) -> Self {
-        self.tensor_indices_or_sections = Some(v);
-        self
-    }
-
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Vec<Tensor>> {
-        let TensorSplit { self_, sections, dim, indices, tensor_indices_or_sections, .. } = self;
-        if indices.is_none() && tensor_indices_or_sections.is_none() && sections.is_some() {
-            return crate::handles::tensor_split_sections::call(
-                self_,
-                crate::front::required(sections, "tensor_split", "sections")?,
-                dim.unwrap_or(0),
-            );
-        }
-        if sections.is_none() && tensor_indices_or_sections.is_none() && indices.is_some() {
-            let indices_v = crate::front::required(indices.as_ref(), "tensor_split", "indices")?.expand(None);
-            return crate::handles::tensor_split_indices::call(self_, &indices_v, dim.unwrap_or(0));
-        }
-        if sections.is_none() && indices.is_none() && tensor_indices_or_sections.is_some() {
-            return crate::handles::tensor_split_tensor_indices_or_sections::call(
-                self_,
-                crate::front::required(tensor_indices_or_sections, "tensor_split", "tensor_indices_or_sections")?,
-                dim.unwrap_or(0),
-            );
-        }
-        Err(crate::front::no_overload("tensor_split", &["tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]", "tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]", "tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]"]))
+        let TensorSplit { self_, sections, dim, .. } = self;
+        crate::handles::tensor_split_sections::call(self_, sections, dim.unwrap_or(0))
     }
 }
 
-/// The builder of [`hsplit`](crate::front::hsplit); overloads:
-/// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
-/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
+/// The builder of [`tensor_split_indices`](crate::front::tensor_split_indices); overloads:
+/// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct Hsplit<'a> {
+pub struct TensorSplitIndices<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) sections: Option<i64>,
-    pub(crate) indices: Option<IntList<'a>>,
+    pub(crate) indices: IntList<'a>,
+    pub(crate) dim: Option<i64>,
 }
 
-impl<'a> Hsplit<'a> {
-    /// Sets `sections`.
+impl<'a> TensorSplitIndices<'a> {
+    /// Sets `dim` (default `0`).
     #[inline]
-    pub fn sections(mut self, v: i64) -> Self {
-        self.sections = Some(v);
-        self
-    }
-
-    /// Sets `indices`.
-    #[inline]
-    pub fn indices(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.indices = Some(v.into());
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Vec<Tensor>> {
-        let Hsplit { self_, sections, indices, .. } = self;
-        if indices.is_none() && sections.is_some() {
-            return crate::handles::hsplit_int::call(self_, crate::front::required(sections, "hsplit", "sections")?);
-        }
-        if sections.is_none() && indices.is_some() {
-            let indices_v = crate::front::required(indices.as_ref(), "hsplit", "indices")?.expand(None);
-            return crate::handles::hsplit_array::call(self_, &indices_v);
-        }
-        Err(crate::front::no_overload(
-            "hsplit",
-            &[
-                "hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
-                "hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
-            ],
-        ))
+        let TensorSplitIndices { self_, indices, dim, .. } = self;
+        let indices_v = indices.expand(None);
+        crate::handles::tensor_split_indices::call(self_, &indices_v, dim.unwrap_or(0))
     }
 }
 
-/// The builder of [`vsplit`](crate::front::vsplit); overloads:
-/// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
-/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3276)
+/// The builder of [`tensor_split_tensor_indices_or_sections`](crate::front::tensor_split_tensor_indices_or_sections); overloads:
+/// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct Vsplit<'a> {
+pub struct TensorSplitTensorIndicesOrSections<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) sections: Option<i64>,
-    pub(crate) indices: Option<IntList<'a>>,
+    pub(crate) tensor_indices_or_sections: &'a Tensor,
+    pub(crate) dim: Option<i64>,
 }
 
-impl<'a> Vsplit<'a> {
-    /// Sets `sections`.
+impl<'a> TensorSplitTensorIndicesOrSections<'a> {
+    /// Sets `dim` (default `0`).
     #[inline]
-    pub fn sections(mut self, v: i64) -> Self {
-        self.sections = Some(v);
-        self
-    }
-
-    /// Sets `indices`.
-    #[inline]
-    pub fn indices(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.indices = Some(v.into());
+    pub fn dim(mut self, v: i64) -> Self {
+        self.dim = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Vec<Tensor>> {
-        let Vsplit { self_, sections, indices, .. } = self;
-        if indices.is_none() && sections.is_some() {
-            return crate::handles::vsplit_int::call(self_, crate::front::required(sections, "vsplit", "sections")?);
-        }
-        if sections.is_none() && indices.is_some() {
-            let indices_v = crate::front::required(indices.as_ref(), "vsplit", "indices")?.expand(None);
-            return crate::handles::vsplit_array::call(self_, &indices_v);
-        }
-        Err(crate::front::no_overload(
-            "vsplit",
-            &[
-                "vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
-                "vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
-            ],
-        ))
-    }
-}
-
-/// The builder of [`dsplit`](crate::front::dsplit); overloads:
-/// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
-/// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3280)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct Dsplit<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) sections: Option<i64>,
-    pub(crate) indices: Option<IntList<'a>>,
-}
-
-impl<'a> Dsplit<'a> {
-    /// Sets `sections`.
-    #[inline]
-    pub fn sections(mut self, v: i64) -> Self {
-        self.sections = Some(v);
-        self
-    }
-
-    /// Sets `indices`.
-    #[inline]
-    pub fn indices(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.indices = Some(v.into());
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Vec<Tensor>> {
-        let Dsplit { self_, sections, indices, .. } = self;
-        if indices.is_none() && sections.is_some() {
-            return crate::handles::dsplit_int::call(self_, crate::front::required(sections, "dsplit", "sections")?);
-        }
-        if sections.is_none() && indices.is_some() {
-            let indices_v = crate::front::required(indices.as_ref(), "dsplit", "indices")?.expand(None);
-            return crate::handles::dsplit_array::call(self_, &indices_v);
-        }
-        Err(crate::front::no_overload(
-            "dsplit",
-            &[
-                "dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]",
-                "dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]",
-            ],
-        ))
+        let TensorSplitTensorIndicesOrSections { self_, tensor_indices_or_sections, dim, .. } = self;
+        crate::handles::tensor_split_tensor_indices_or_sections::call(
+            self_,
+            tensor_indices_or_sections,
+            dim.unwrap_or(0),
+        )
     }
 }
 
@@ -11419,72 +11009,6 @@ impl<'a> Searchsorted<'a> {
             side,
             sorter,
         )
-    }
-}
-
-/// The builder of [`any_dims`](crate::front::any_dims); overloads:
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct AnyDims<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<IntList<'a>>,
-    pub(crate) keepdim: Option<bool>,
-}
-
-impl<'a> AnyDims<'a> {
-    /// Sets `dim` (default `None`).
-    #[inline]
-    pub fn dim(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.dim = Some(v.into());
-        self
-    }
-
-    /// Sets `keepdim` (default `False`).
-    #[inline]
-    pub fn keepdim(mut self, v: bool) -> Self {
-        self.keepdim = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let AnyDims { self_, dim, keepdim, .. } = self;
-        let dim_v = dim.as_ref().map(|l| l.expand(None));
-        crate::handles::any_dims::call(self_, dim_v.as_deref(), keepdim.unwrap_or(false))
-    }
-}
-
-/// The builder of [`all_dims`](crate::front::all_dims); overloads:
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3508)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct AllDims<'a> {
-    pub(crate) self_: &'a Tensor,
-    pub(crate) dim: Option<IntList<'a>>,
-    pub(crate) keepdim: Option<bool>,
-}
-
-impl<'a> AllDims<'a> {
-    /// Sets `dim` (default `None`).
-    #[inline]
-    pub fn dim(mut self, v: impl Into<IntList<'a>>) -> Self {
-        self.dim = Some(v.into());
-        self
-    }
-
-    /// Sets `keepdim` (default `False`).
-    #[inline]
-    pub fn keepdim(mut self, v: bool) -> Self {
-        self.keepdim = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let AllDims { self_, dim, keepdim, .. } = self;
-        let dim_v = dim.as_ref().map(|l| l.expand(None));
-        crate::handles::all_dims::call(self_, dim_v.as_deref(), keepdim.unwrap_or(false))
     }
 }
 
@@ -11877,63 +11401,6 @@ impl<'a> TrilIndices<'a> {
             device,
             pin_memory,
         )
-    }
-}
-
-/// The builder of [`_native_batch_norm_legit`](crate::front::_native_batch_norm_legit); overloads:
-/// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
-/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3576)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct PrivateNativeBatchNormLegit<'a> {
-    pub(crate) input: &'a Tensor,
-    pub(crate) weight: Option<&'a Tensor>,
-    pub(crate) bias: Option<&'a Tensor>,
-    pub(crate) training: bool,
-    pub(crate) momentum: f64,
-    pub(crate) eps: f64,
-    pub(crate) running_mean: Option<&'a Tensor>,
-    pub(crate) running_var: Option<&'a Tensor>,
-}
-
-impl<'a> PrivateNativeBatchNormLegit<'a> {
-    /// Sets `running_mean`.
-    #[inline]
-    pub fn running_mean(mut self, v: &'a Tensor) -> Self {
-        self.running_mean = Some(v);
-        self
-    }
-
-    /// Sets `running_var`.
-    #[inline]
-    pub fn running_var(mut self, v: &'a Tensor) -> Self {
-        self.running_var = Some(v);
-        self
-    }
-
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<(Tensor, Tensor, Tensor)> {
-        let PrivateNativeBatchNormLegit {
-            input, weight, bias, training, momentum, eps, running_mean, running_var, ..
-        } = self;
-        if running_mean.is_some() && running_var.is_some() {
-            return crate::handles::_native_batch_norm_legit::call(
-                input,
-                weight,
-                bias,
-                crate::front::required(running_mean, "_native_batch_norm_legit", "running_mean")?,
-                crate::front::required(running_var, "_native_batch_norm_legit", "running_var")?,
-                training,
-                momentum,
-                eps,
-            );
-        }
-        if running_mean.is_none() && running_var.is_none() {
-            return crate::handles::_native_batch_norm_legit_no_stats::call(
-                input, weight, bias, training, momentum, eps,
-            );
-        }
-        Err(crate::front::no_overload("_native_batch_norm_legit", &["_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"]))
     }
 }
 
@@ -13040,24 +12507,14 @@ impl<'a> LinalgEigvalsh<'a> {
 
 /// The builder of [`linalg_pinv`](crate::front::linalg_pinv); overloads:
 /// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
-/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinv<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) rcond: Option<f64>,
+    pub(crate) rcond: f64,
     pub(crate) hermitian: Option<bool>,
-    pub(crate) atol: Option<f64>,
-    pub(crate) rtol: Option<f64>,
 }
 
 impl<'a> LinalgPinv<'a> {
-    /// Sets `rcond`.
-    #[inline]
-    pub fn rcond(mut self, v: f64) -> Self {
-        self.rcond = Some(v);
-        self
-    }
-
     /// Sets `hermitian` (default `False`).
     #[inline]
     pub fn hermitian(mut self, v: bool) -> Self {
@@ -13065,6 +12522,25 @@ impl<'a> LinalgPinv<'a> {
         self
     }
 
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let LinalgPinv { self_, rcond, hermitian, .. } = self;
+        crate::handles::linalg_pinv::call(self_, rcond, hermitian.unwrap_or(false))
+    }
+}
+
+/// The builder of [`linalg_pinv_atol_rtol_float`](crate::front::linalg_pinv_atol_rtol_float); overloads:
+/// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LinalgPinvAtolRtolFloat<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) atol: Option<f64>,
+    pub(crate) rtol: Option<f64>,
+    pub(crate) hermitian: Option<bool>,
+}
+
+impl<'a> LinalgPinvAtolRtolFloat<'a> {
     /// Sets `atol` (default `None`).
     #[inline]
     pub fn atol(mut self, v: f64) -> Self {
@@ -13079,34 +12555,29 @@ impl<'a> LinalgPinv<'a> {
         self
     }
 
+    /// Sets `hermitian` (default `False`).
+    #[inline]
+    pub fn hermitian(mut self, v: bool) -> Self {
+        self.hermitian = Some(v);
+        self
+    }
+
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let LinalgPinv { self_, rcond, hermitian, atol, rtol, .. } = self;
-        if atol.is_none() && rtol.is_none() && rcond.is_some() {
-            return crate::handles::linalg_pinv::call(
-                self_,
-                crate::front::required(rcond, "linalg_pinv", "rcond")?,
-                hermitian.unwrap_or(false),
-            );
-        }
-        if rcond.is_none() {
-            return crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian.unwrap_or(false));
-        }
-        Err(crate::front::no_overload("linalg_pinv", &["linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor", "linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor"]))
+        let LinalgPinvAtolRtolFloat { self_, atol, rtol, hermitian, .. } = self;
+        crate::handles::linalg_pinv_atol_rtol_float::call(self_, atol, rtol, hermitian.unwrap_or(false))
     }
 }
 
 /// The builder of [`linalg_pinv_atol_rtol_tensor`](crate::front::linalg_pinv_atol_rtol_tensor); overloads:
 /// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3815)
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgPinvAtolRtolTensor<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) atol: Option<&'a Tensor>,
     pub(crate) rtol: Option<&'a Tensor>,
     pub(crate) hermitian: Option<bool>,
-    pub(crate) rcond: Option<&'a Tensor>,
 }
 
 impl<'a> LinalgPinvAtolRtolTensor<'a> {
@@ -13131,28 +12602,36 @@ impl<'a> LinalgPinvAtolRtolTensor<'a> {
         self
     }
 
-    /// Sets `rcond`.
+    /// Runs the operator.
     #[inline]
-    pub fn rcond(mut self, v: &'a Tensor) -> Self {
-        self.rcond = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let LinalgPinvAtolRtolTensor { self_, atol, rtol, hermitian, .. } = self;
+        crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian.unwrap_or(false))
+    }
+}
+
+/// The builder of [`linalg_pinv_rcond_tensor`](crate::front::linalg_pinv_rcond_tensor); overloads:
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LinalgPinvRcondTensor<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) rcond: &'a Tensor,
+    pub(crate) hermitian: Option<bool>,
+}
+
+impl<'a> LinalgPinvRcondTensor<'a> {
+    /// Sets `hermitian` (default `False`).
+    #[inline]
+    pub fn hermitian(mut self, v: bool) -> Self {
+        self.hermitian = Some(v);
         self
     }
 
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let LinalgPinvAtolRtolTensor { self_, atol, rtol, hermitian, rcond, .. } = self;
-        if rcond.is_none() {
-            return crate::handles::linalg_pinv_atol_rtol_tensor::call(self_, atol, rtol, hermitian.unwrap_or(false));
-        }
-        if atol.is_none() && rtol.is_none() && rcond.is_some() {
-            return crate::handles::linalg_pinv_rcond_tensor::call(
-                self_,
-                crate::front::required(rcond, "linalg_pinv", "rcond")?,
-                hermitian.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload("linalg_pinv", &["linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor", "linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor"]))
+        let LinalgPinvRcondTensor { self_, rcond, hermitian, .. } = self;
+        crate::handles::linalg_pinv_rcond_tensor::call(self_, rcond, hermitian.unwrap_or(false))
     }
 }
 
@@ -13182,32 +12661,14 @@ impl<'a> Pinverse<'a> {
 
 /// The builder of [`linalg_matrix_rank`](crate::front::linalg_matrix_rank); overloads:
 /// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3835)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct LinalgMatrixRank<'a> {
-    pub(crate) self_: Option<&'a Tensor>,
-    pub(crate) tol: Option<f64>,
+    pub(crate) self_: &'a Tensor,
+    pub(crate) tol: f64,
     pub(crate) hermitian: Option<bool>,
-    pub(crate) input: Option<&'a Tensor>,
-    pub(crate) atol: Option<&'a Tensor>,
-    pub(crate) rtol: Option<&'a Tensor>,
 }
 
 impl<'a> LinalgMatrixRank<'a> {
-    /// Sets `self`.
-    #[inline]
-    pub fn self_(mut self, v: &'a Tensor) -> Self {
-        self.self_ = Some(v);
-        self
-    }
-
-    /// Sets `tol`.
-    #[inline]
-    pub fn tol(mut self, v: f64) -> Self {
-        self.tol = Some(v);
-        self
-    }
-
     /// Sets `hermitian` (default `False`).
     #[inline]
     pub fn hermitian(mut self, v: bool) -> Self {
@@ -13215,13 +12676,50 @@ impl<'a> LinalgMatrixRank<'a> {
         self
     }
 
-    /// Sets `input`.
+    /// Runs the operator.
     #[inline]
-    pub fn input(mut self, v: &'a Tensor) -> Self {
-        self.input = Some(v);
+    pub fn call(self) -> Result<Tensor> {
+        let LinalgMatrixRank { self_, tol, hermitian, .. } = self;
+        crate::handles::linalg_matrix_rank::call(self_, tol, hermitian.unwrap_or(false))
+    }
+}
+
+/// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
+/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LinalgMatrixRankTolTensor<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) tol: &'a Tensor,
+    pub(crate) hermitian: Option<bool>,
+}
+
+impl<'a> LinalgMatrixRankTolTensor<'a> {
+    /// Sets `hermitian` (default `False`).
+    #[inline]
+    pub fn hermitian(mut self, v: bool) -> Self {
+        self.hermitian = Some(v);
         self
     }
 
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let LinalgMatrixRankTolTensor { input, tol, hermitian, .. } = self;
+        crate::handles::linalg_matrix_rank_tol_tensor::call(input, tol, hermitian.unwrap_or(false))
+    }
+}
+
+/// The builder of [`linalg_matrix_rank_atol_rtol_tensor`](crate::front::linalg_matrix_rank_atol_rtol_tensor); overloads:
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3835)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LinalgMatrixRankAtolRtolTensor<'a> {
+    pub(crate) input: &'a Tensor,
+    pub(crate) atol: Option<&'a Tensor>,
+    pub(crate) rtol: Option<&'a Tensor>,
+    pub(crate) hermitian: Option<bool>,
+}
+
+impl<'a> LinalgMatrixRankAtolRtolTensor<'a> {
     /// Sets `atol` (default `None`).
     #[inline]
     pub fn atol(mut self, v: &'a Tensor) -> Self {
@@ -13236,57 +12734,6 @@ impl<'a> LinalgMatrixRank<'a> {
         self
     }
 
-    /// Runs the operator.
-    #[inline]
-    pub fn call(self) -> Result<Tensor> {
-        let LinalgMatrixRank { self_, tol, hermitian, input, atol, rtol, .. } = self;
-        if input.is_none() && atol.is_none() && rtol.is_none() && self_.is_some() && tol.is_some() {
-            return crate::handles::linalg_matrix_rank::call(
-                crate::front::required(self_, "linalg_matrix_rank", "self")?,
-                crate::front::required(tol, "linalg_matrix_rank", "tol")?,
-                hermitian.unwrap_or(false),
-            );
-        }
-        if self_.is_none() && tol.is_none() && input.is_some() {
-            return crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(
-                crate::front::required(input, "linalg_matrix_rank", "input")?,
-                atol,
-                rtol,
-                hermitian.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload("linalg_matrix_rank", &["linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor", "linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor"]))
-    }
-}
-
-/// The builder of [`linalg_matrix_rank_tol_tensor`](crate::front::linalg_matrix_rank_tol_tensor); overloads:
-/// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
-/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3839)
-#[must_use = "a builder does nothing until `.call()`"]
-pub struct LinalgMatrixRankTolTensor<'a> {
-    pub(crate) input: Option<&'a Tensor>,
-    pub(crate) tol: Option<&'a Tensor>,
-    pub(crate) hermitian: Option<bool>,
-    pub(crate) self_: Option<&'a Tensor>,
-    pub(crate) atol: Option<f64>,
-    pub(crate) rtol: Option<f64>,
-}
-
-impl<'a> LinalgMatrixRankTolTensor<'a> {
-    /// Sets `input`.
-    #[inline]
-    pub fn input(mut self, v: &'a Tensor) -> Self {
-        self.input = Some(v);
-        self
-    }
-
-    /// Sets `tol`.
-    #[inline]
-    pub fn tol(mut self, v: &'a Tensor) -> Self {
-        self.tol = Some(v);
-        self
-    }
-
     /// Sets `hermitian` (default `False`).
     #[inline]
     pub fn hermitian(mut self, v: bool) -> Self {
@@ -13294,13 +12741,25 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
         self
     }
 
-    /// Sets `self`.
+    /// Runs the operator.
     #[inline]
-    pub fn self_(mut self, v: &'a Tensor) -> Self {
-        self.self_ = Some(v);
-        self
+    pub fn call(self) -> Result<Tensor> {
+        let LinalgMatrixRankAtolRtolTensor { input, atol, rtol, hermitian, .. } = self;
+        crate::handles::linalg_matrix_rank_atol_rtol_tensor::call(input, atol, rtol, hermitian.unwrap_or(false))
     }
+}
 
+/// The builder of [`linalg_matrix_rank_atol_rtol_float`](crate::front::linalg_matrix_rank_atol_rtol_float); overloads:
+/// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3839)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct LinalgMatrixRankAtolRtolFloat<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) atol: Option<f64>,
+    pub(crate) rtol: Option<f64>,
+    pub(crate) hermitian: Option<bool>,
+}
+
+impl<'a> LinalgMatrixRankAtolRtolFloat<'a> {
     /// Sets `atol` (default `None`).
     #[inline]
     pub fn atol(mut self, v: f64) -> Self {
@@ -13315,26 +12774,18 @@ impl<'a> LinalgMatrixRankTolTensor<'a> {
         self
     }
 
+    /// Sets `hermitian` (default `False`).
+    #[inline]
+    pub fn hermitian(mut self, v: bool) -> Self {
+        self.hermitian = Some(v);
+        self
+    }
+
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let LinalgMatrixRankTolTensor { input, tol, hermitian, self_, atol, rtol, .. } = self;
-        if self_.is_none() && atol.is_none() && rtol.is_none() && input.is_some() && tol.is_some() {
-            return crate::handles::linalg_matrix_rank_tol_tensor::call(
-                crate::front::required(input, "linalg_matrix_rank", "input")?,
-                crate::front::required(tol, "linalg_matrix_rank", "tol")?,
-                hermitian.unwrap_or(false),
-            );
-        }
-        if input.is_none() && tol.is_none() && self_.is_some() {
-            return crate::handles::linalg_matrix_rank_atol_rtol_float::call(
-                crate::front::required(self_, "linalg_matrix_rank", "self")?,
-                atol,
-                rtol,
-                hermitian.unwrap_or(false),
-            );
-        }
-        Err(crate::front::no_overload("linalg_matrix_rank", &["linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor", "linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor"]))
+        let LinalgMatrixRankAtolRtolFloat { self_, atol, rtol, hermitian, .. } = self;
+        crate::handles::linalg_matrix_rank_atol_rtol_float::call(self_, atol, rtol, hermitian.unwrap_or(false))
     }
 }
 
@@ -13746,7 +13197,6 @@ impl<'a> LogNormalInplace<'a> {
 
 /// The builder of [`randint_like`](crate::front::randint_like); overloads:
 /// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3912)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct RandintLike<'a> {
     pub(crate) self_: &'a Tensor,
@@ -13756,7 +13206,6 @@ pub struct RandintLike<'a> {
     pub(crate) device: Option<Device>,
     pub(crate) pin_memory: Option<bool>,
     pub(crate) memory_format: Option<MemoryFormat>,
-    pub(crate) low: Option<i64>,
 }
 
 impl<'a> RandintLike<'a> {
@@ -13795,33 +13244,11 @@ impl<'a> RandintLike<'a> {
         self
     }
 
-    /// Sets `low`.
-    #[inline]
-    pub fn low(mut self, v: i64) -> Self {
-        self.low = Some(v);
-        self
-    }
-
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let RandintLike { self_, high, dtype, layout, device, pin_memory, memory_format, low, .. } = self;
-        if low.is_none() {
-            return crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format);
-        }
-        if low.is_some() {
-            return crate::handles::randint_like_low_dtype::call(
-                self_,
-                crate::front::required(low, "randint_like", "low")?,
-                high,
-                dtype,
-                layout,
-                device,
-                pin_memory,
-                memory_format,
-            );
-        }
-        Err(crate::front::no_overload("randint_like", &["randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", "randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"]))
+        let RandintLike { self_, high, dtype, layout, device, pin_memory, memory_format, .. } = self;
+        crate::handles::randint_like::call(self_, high, dtype, layout, device, pin_memory, memory_format)
     }
 }
 
@@ -13879,6 +13306,64 @@ impl<'a> RandintLikeTensor<'a> {
     pub fn call(self) -> Result<Tensor> {
         let RandintLikeTensor { self_, high, dtype, layout, device, pin_memory, memory_format, .. } = self;
         crate::handles::randint_like_tensor::call(self_, high, dtype, layout, device, pin_memory, memory_format)
+    }
+}
+
+/// The builder of [`randint_like_low_dtype`](crate::front::randint_like_low_dtype); overloads:
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3912)
+#[must_use = "a builder does nothing until `.call()`"]
+pub struct RandintLikeLowDtype<'a> {
+    pub(crate) self_: &'a Tensor,
+    pub(crate) low: i64,
+    pub(crate) high: i64,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) layout: Option<Layout>,
+    pub(crate) device: Option<Device>,
+    pub(crate) pin_memory: Option<bool>,
+    pub(crate) memory_format: Option<MemoryFormat>,
+}
+
+impl<'a> RandintLikeLowDtype<'a> {
+    /// Sets `dtype` (default `None`).
+    #[inline]
+    pub fn dtype(mut self, v: ScalarType) -> Self {
+        self.dtype = Some(v);
+        self
+    }
+
+    /// Sets `layout` (default `None`).
+    #[inline]
+    pub fn layout(mut self, v: Layout) -> Self {
+        self.layout = Some(v);
+        self
+    }
+
+    /// Sets `device` (default `None`).
+    #[inline]
+    pub fn device(mut self, v: Device) -> Self {
+        self.device = Some(v);
+        self
+    }
+
+    /// Sets `pin_memory` (default `None`).
+    #[inline]
+    pub fn pin_memory(mut self, v: bool) -> Self {
+        self.pin_memory = Some(v);
+        self
+    }
+
+    /// Sets `memory_format` (default `None`).
+    #[inline]
+    pub fn memory_format(mut self, v: MemoryFormat) -> Self {
+        self.memory_format = Some(v);
+        self
+    }
+
+    /// Runs the operator.
+    #[inline]
+    pub fn call(self) -> Result<Tensor> {
+        let RandintLikeLowDtype { self_, low, high, dtype, layout, device, pin_memory, memory_format, .. } = self;
+        crate::handles::randint_like_low_dtype::call(self_, low, high, dtype, layout, device, pin_memory, memory_format)
     }
 }
 

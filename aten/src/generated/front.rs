@@ -164,11 +164,10 @@ pub fn _to_copy<'a>(self_: &'a Tensor) -> builders::PrivateToCopy<'a> {
 }
 
 /// `to`; overloads:
-/// - `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
 /// - `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:362)
 #[inline]
-pub fn to<'a>(self_: &'a Tensor, dtype: ScalarType) -> builders::To<'a> {
-    builders::To { self_, dtype, non_blocking: None, copy: None, memory_format: None, device: None }
+pub fn to_device<'a>(self_: &'a Tensor, device: Device, dtype: ScalarType) -> builders::ToDevice<'a> {
+    builders::ToDevice { self_, device, dtype, non_blocking: None, copy: None, memory_format: None }
 }
 
 /// `clone`; overloads:
@@ -238,10 +237,16 @@ pub fn permute<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Result<Te
 
 /// `squeeze`; overloads:
 /// - `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:421)
+#[inline]
+pub fn squeeze<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::squeeze::call(self_)
+}
+
+/// `squeeze`; overloads:
 /// - `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:426)
 #[inline]
-pub fn squeeze<'a>(self_: &'a Tensor) -> builders::Squeeze<'a> {
-    builders::Squeeze { self_, dim: None }
+pub fn squeeze_dim<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::squeeze_dim::call(self_, dim)
 }
 
 /// `squeeze`; overloads:
@@ -360,8 +365,6 @@ pub fn full<'a>(size: impl Into<IntList<'a>>, fill_value: impl Into<Scalar>) -> 
 
 /// `arange`; overloads:
 /// - `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:512)
-/// - `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:517)
-/// - `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:522)
 #[inline]
 pub fn arange<'a>(end: impl Into<Scalar>) -> builders::Arange<'a> {
     builders::Arange {
@@ -370,7 +373,22 @@ pub fn arange<'a>(end: impl Into<Scalar>) -> builders::Arange<'a> {
         layout: None,
         device: None,
         pin_memory: None,
-        start: None,
+        _lt: std::marker::PhantomData,
+    }
+}
+
+/// `arange`; overloads:
+/// - `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:517)
+/// - `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:522)
+#[inline]
+pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> builders::ArangeStart<'a> {
+    builders::ArangeStart {
+        start: start.into(),
+        end: end.into(),
+        dtype: None,
+        layout: None,
+        device: None,
+        pin_memory: None,
         step: None,
         _lt: std::marker::PhantomData,
     }
@@ -400,18 +418,16 @@ pub fn linspace<'a>(
 
 /// `eye`; overloads:
 /// - `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:532)
-/// - `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:537)
 #[inline]
 pub fn eye<'a>(n: i64) -> builders::Eye<'a> {
-    builders::Eye {
-        n,
-        dtype: None,
-        layout: None,
-        device: None,
-        pin_memory: None,
-        m: None,
-        _lt: std::marker::PhantomData,
-    }
+    builders::Eye { n, dtype: None, layout: None, device: None, pin_memory: None, _lt: std::marker::PhantomData }
+}
+
+/// `eye`; overloads:
+/// - `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:537)
+#[inline]
+pub fn eye_m<'a>(n: i64, m: i64) -> builders::EyeM<'a> {
+    builders::EyeM { n, m, dtype: None, layout: None, device: None, pin_memory: None, _lt: std::marker::PhantomData }
 }
 
 /// `empty_like`; overloads:
@@ -467,10 +483,16 @@ pub fn zero_<'a>(self_: &'a Tensor) -> Result<Tensor> {
 
 /// `bernoulli`; overloads:
 /// - `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
-/// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
 #[inline]
 pub fn bernoulli<'a>(self_: &'a Tensor) -> builders::Bernoulli<'a> {
-    builders::Bernoulli { self_, generator: None, p: None }
+    builders::Bernoulli { self_, generator: None }
+}
+
+/// `bernoulli`; overloads:
+/// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
+#[inline]
+pub fn bernoulli_p<'a>(self_: &'a Tensor, p: f64) -> builders::BernoulliP<'a> {
+    builders::BernoulliP { self_, p, generator: None }
 }
 
 /// `normal`; overloads:
@@ -544,8 +566,6 @@ pub fn randn<'a>(size: impl Into<IntList<'a>>) -> builders::Randn<'a> {
 /// `randint`; overloads:
 /// - `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:679)
 /// - `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:684)
-/// - `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:689)
-/// - `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:694)
 #[inline]
 pub fn randint<'a>(high: i64, size: impl Into<IntList<'a>>) -> builders::Randint<'a> {
     builders::Randint {
@@ -556,7 +576,23 @@ pub fn randint<'a>(high: i64, size: impl Into<IntList<'a>>) -> builders::Randint
         device: None,
         pin_memory: None,
         generator: None,
-        low: None,
+    }
+}
+
+/// `randint`; overloads:
+/// - `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:689)
+/// - `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (aten/native_functions.yaml:694)
+#[inline]
+pub fn randint_low<'a>(low: i64, high: i64, size: impl Into<IntList<'a>>) -> builders::RandintLow<'a> {
+    builders::RandintLow {
+        low,
+        high,
+        size: size.into(),
+        dtype: None,
+        layout: None,
+        device: None,
+        pin_memory: None,
+        generator: None,
     }
 }
 
@@ -968,18 +1004,16 @@ pub fn trunc_<'a>(self_: &'a Tensor) -> Result<Tensor> {
 
 /// `round`; overloads:
 /// - `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1103)
-/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
 #[inline]
-pub fn round<'a>(self_: &'a Tensor) -> builders::Round<'a> {
-    builders::Round { self_, decimals: None }
+pub fn round<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::round::call(self_)
 }
 
 /// `round_`; overloads:
 /// - `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1108)
-/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
 #[inline]
-pub fn round_<'a>(self_: &'a Tensor) -> builders::RoundInplace<'a> {
-    builders::RoundInplace { self_, decimals: None }
+pub fn round_<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::round_::call(self_)
 }
 
 /// `sign`; overloads:
@@ -1254,10 +1288,9 @@ pub fn mean<'a>(self_: &'a Tensor) -> builders::Mean<'a> {
 
 /// `prod`; overloads:
 /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
-/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
 #[inline]
-pub fn prod<'a>(self_: &'a Tensor) -> builders::Prod<'a> {
-    builders::Prod { self_, dim: None, keepdim: None, dtype: None }
+pub fn prod<'a>(self_: &'a Tensor, dim: i64) -> builders::Prod<'a> {
+    builders::Prod { self_, dim, keepdim: None, dtype: None }
 }
 
 /// `var`; overloads:
@@ -1280,10 +1313,9 @@ pub fn std<'a>(self_: &'a Tensor) -> builders::Std<'a> {
 
 /// `max`; overloads:
 /// - `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1377)
-/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3008)
 #[inline]
-pub fn max<'a>(self_: &'a Tensor) -> builders::Max<'a> {
-    builders::Max { self_, other: None }
+pub fn max<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::max::call(self_)
 }
 
 /// `max`; overloads:
@@ -1295,10 +1327,9 @@ pub fn max_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::MaxDim<'a> {
 
 /// `min`; overloads:
 /// - `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1387)
-/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3004)
 #[inline]
-pub fn min<'a>(self_: &'a Tensor) -> builders::Min<'a> {
-    builders::Min { self_, other: None }
+pub fn min<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::min::call(self_)
 }
 
 /// `min`; overloads:
@@ -1345,7 +1376,7 @@ pub fn logsumexp<'a>(self_: &'a Tensor, dim: impl Into<IntList<'a>>) -> builders
 
 /// `all`; overloads:
 /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
-/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3508)
 #[inline]
 pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
     builders::All { self_, dim: None, keepdim: None }
@@ -1353,10 +1384,24 @@ pub fn all<'a>(self_: &'a Tensor) -> builders::All<'a> {
 
 /// `any`; overloads:
 /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1427)
-/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
 #[inline]
 pub fn any<'a>(self_: &'a Tensor) -> builders::Any<'a> {
     builders::Any { self_, dim: None, keepdim: None }
+}
+
+/// `any`; overloads:
+/// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+#[inline]
+pub fn any_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::AnyDim<'a> {
+    builders::AnyDim { self_, dim, keepdim: None }
+}
+
+/// `all`; overloads:
+/// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+#[inline]
+pub fn all_dim<'a>(self_: &'a Tensor, dim: i64) -> builders::AllDim<'a> {
+    builders::AllDim { self_, dim, keepdim: None }
 }
 
 /// `cumsum`; overloads:
@@ -1431,10 +1476,16 @@ pub fn unbind<'a>(self_: &'a Tensor) -> builders::Unbind<'a> {
 
 /// `meshgrid`; overloads:
 /// - `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1501)
+#[inline]
+pub fn meshgrid<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
+    crate::handles::meshgrid::call(tensors)
+}
+
+/// `meshgrid`; overloads:
 /// - `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1505)
 #[inline]
-pub fn meshgrid<'a>(tensors: &'a [Tensor]) -> builders::Meshgrid<'a> {
-    builders::Meshgrid { tensors, indexing: None }
+pub fn meshgrid_indexing<'a>(tensors: &'a [Tensor], indexing: &'a str) -> Result<Vec<Tensor>> {
+    crate::handles::meshgrid_indexing::call(tensors, indexing)
 }
 
 /// `tile`; overloads:
@@ -1448,10 +1499,19 @@ pub fn tile<'a>(self_: &'a Tensor, dims: impl Into<IntList<'a>>) -> Result<Tenso
 
 /// `repeat_interleave`; overloads:
 /// - `repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1519)
-/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
 #[inline]
 pub fn repeat_interleave<'a>(repeats: &'a Tensor) -> builders::RepeatInterleave<'a> {
-    builders::RepeatInterleave { repeats, output_size: None, self_: None, dim: None }
+    builders::RepeatInterleave { repeats, output_size: None }
+}
+
+/// `repeat_interleave`; overloads:
+/// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+#[inline]
+pub fn repeat_interleave_self_tensor<'a>(
+    self_: &'a Tensor,
+    repeats: &'a Tensor,
+) -> builders::RepeatInterleaveSelfTensor<'a> {
+    builders::RepeatInterleaveSelfTensor { self_, repeats, dim: None, output_size: None }
 }
 
 /// `repeat_interleave`; overloads:
@@ -1589,12 +1649,44 @@ pub fn take<'a>(self_: &'a Tensor, index: &'a Tensor) -> Result<Tensor> {
 
 /// `scatter`; overloads:
 /// - `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1637)
+#[inline]
+pub fn scatter<'a>(self_: &'a Tensor, dim: i64, index: &'a Tensor, src: &'a Tensor) -> Result<Tensor> {
+    crate::handles::scatter_src::call(self_, dim, index, src)
+}
+
+/// `scatter`; overloads:
 /// - `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
+#[inline]
+pub fn scatter_value<'a>(self_: &'a Tensor, dim: i64, index: &'a Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    crate::handles::scatter_value::call(self_, dim, index, value)
+}
+
+/// `scatter`; overloads:
 /// - `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
+#[inline]
+pub fn scatter_reduce<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &'a Tensor,
+    src: &'a Tensor,
+    reduce: &'a str,
+) -> Result<Tensor> {
+    crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
+}
+
+/// `scatter`; overloads:
 /// - `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
 #[inline]
-pub fn scatter<'a>(self_: &'a Tensor, dim: i64, index: &'a Tensor) -> builders::Scatter<'a> {
-    builders::Scatter { self_, dim, index, src: None, value: None, reduce: None }
+pub fn scatter_value_reduce<'a>(
+    self_: &'a Tensor,
+    dim: i64,
+    index: &'a Tensor,
+    value: impl Into<Scalar>,
+    reduce: &'a str,
+) -> Result<Tensor> {
+    let value: Scalar = value.into();
+    crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
 }
 
 /// `scatter_add`; overloads:
@@ -1730,10 +1822,16 @@ pub fn sort<'a>(self_: &'a Tensor) -> builders::Sort<'a> {
 
 /// `argsort`; overloads:
 /// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
-/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
 #[inline]
 pub fn argsort<'a>(self_: &'a Tensor) -> builders::Argsort<'a> {
-    builders::Argsort { self_, dim: None, descending: None, stable: None }
+    builders::Argsort { self_, dim: None, descending: None }
+}
+
+/// `argsort`; overloads:
+/// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
+#[inline]
+pub fn argsort_stable<'a>(self_: &'a Tensor, stable: bool) -> builders::ArgsortStable<'a> {
+    builders::ArgsortStable { self_, stable, dim: None, descending: None }
 }
 
 /// `topk`; overloads:
@@ -1794,11 +1892,35 @@ pub fn norm<'a>(self_: &'a Tensor) -> builders::Norm<'a> {
 
 /// `norm`; overloads:
 /// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1859)
+#[inline]
+pub fn norm_scalaropt_dim<'a>(
+    self_: &'a Tensor,
+    p: Option<Scalar>,
+    dim: impl Into<IntList<'a>>,
+) -> builders::NormScalaroptDim<'a> {
+    builders::NormScalaroptDim { self_, p, dim: dim.into(), keepdim: None }
+}
+
+/// `norm`; overloads:
 /// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
+#[inline]
+pub fn norm_scalaropt_dim_dtype<'a>(
+    self_: &'a Tensor,
+    p: Option<Scalar>,
+    dim: impl Into<IntList<'a>>,
+    keepdim: bool,
+    dtype: ScalarType,
+) -> Result<Tensor> {
+    let dim: IntList<'a> = dim.into();
+    let dim_v = dim.expand(Some(1));
+    crate::handles::norm_scalaropt_dim_dtype::call(self_, p, &dim_v, keepdim, dtype)
+}
+
+/// `norm`; overloads:
 /// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1869)
 #[inline]
-pub fn norm_scalaropt_dim<'a>(self_: &'a Tensor, p: Option<Scalar>) -> builders::NormScalaroptDim<'a> {
-    builders::NormScalaroptDim { self_, p, dim: None, keepdim: None, dtype: None }
+pub fn norm_scalaropt_dtype<'a>(self_: &'a Tensor, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+    crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
 }
 
 /// `mm`; overloads:
@@ -2789,6 +2911,20 @@ pub fn nan_to_num_<'a>(self_: &'a Tensor) -> builders::NanToNumInplace<'a> {
     builders::NanToNumInplace { self_, nan: None, posinf: None, neginf: None }
 }
 
+/// `round`; overloads:
+/// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
+#[inline]
+pub fn round_decimals<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals::call(self_, decimals)
+}
+
+/// `round_`; overloads:
+/// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+#[inline]
+pub fn round_decimals_<'a>(self_: &'a Tensor, decimals: i64) -> Result<Tensor> {
+    crate::handles::round_decimals_::call(self_, decimals)
+}
+
 /// `bitwise_not`; overloads:
 /// - `bitwise_not(Tensor self) -> Tensor` (aten/native_functions.yaml:2315)
 #[inline]
@@ -3514,10 +3650,16 @@ pub fn alias_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
 
 /// `squeeze_copy`; overloads:
 /// - `squeeze_copy(Tensor self) -> Tensor` (aten/native_functions.yaml:2964)
+#[inline]
+pub fn squeeze_copy<'a>(self_: &'a Tensor) -> Result<Tensor> {
+    crate::handles::squeeze_copy::call(self_)
+}
+
+/// `squeeze_copy`; overloads:
 /// - `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (aten/native_functions.yaml:2968)
 #[inline]
-pub fn squeeze_copy<'a>(self_: &'a Tensor) -> builders::SqueezeCopy<'a> {
-    builders::SqueezeCopy { self_, dim: None }
+pub fn squeeze_copy_dim<'a>(self_: &'a Tensor, dim: i64) -> Result<Tensor> {
+    crate::handles::squeeze_copy_dim::call(self_, dim)
 }
 
 /// `narrow_copy`; overloads:
@@ -3615,6 +3757,20 @@ pub fn scalar_tensor<'a>(s: impl Into<Scalar>) -> builders::ScalarTensor<'a> {
         pin_memory: None,
         _lt: std::marker::PhantomData,
     }
+}
+
+/// `min`; overloads:
+/// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3004)
+#[inline]
+pub fn min_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
+    crate::handles::min_other::call(self_, other)
+}
+
+/// `max`; overloads:
+/// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3008)
+#[inline]
+pub fn max_other<'a>(self_: &'a Tensor, other: &'a Tensor) -> Result<Tensor> {
+    crate::handles::max_other::call(self_, other)
 }
 
 /// `rad2deg`; overloads:
@@ -3727,6 +3883,13 @@ pub fn hardshrink<'a>(self_: &'a Tensor) -> builders::Hardshrink<'a> {
 #[inline]
 pub fn softshrink<'a>(self_: &'a Tensor) -> builders::Softshrink<'a> {
     builders::Softshrink { self_, lambd: None }
+}
+
+/// `prod`; overloads:
+/// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
+#[inline]
+pub fn prod_op<'a>(self_: &'a Tensor) -> builders::ProdOp<'a> {
+    builders::ProdOp { self_, dtype: None }
 }
 
 /// `nansum`; overloads:
@@ -3944,59 +4107,119 @@ pub fn diff<'a>(self_: &'a Tensor) -> builders::Diff<'a> {
 
 /// `trapezoid`; overloads:
 /// - `trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3224)
+#[inline]
+pub fn trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapezoid<'a> {
+    builders::Trapezoid { y, x, dim: None }
+}
+
+/// `trapezoid`; overloads:
 /// - `trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3228)
 #[inline]
-pub fn trapezoid<'a>(y: &'a Tensor) -> builders::Trapezoid<'a> {
-    builders::Trapezoid { y, x: None, dim: None, dx: None }
+pub fn trapezoid_dx<'a>(y: &'a Tensor) -> builders::TrapezoidDx<'a> {
+    builders::TrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `trapz`; overloads:
 /// - `trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3232)
+#[inline]
+pub fn trapz<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::Trapz<'a> {
+    builders::Trapz { y, x, dim: None }
+}
+
+/// `trapz`; overloads:
 /// - `trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor` (aten/native_functions.yaml:3236)
 #[inline]
-pub fn trapz<'a>(y: &'a Tensor) -> builders::Trapz<'a> {
-    builders::Trapz { y, x: None, dim: None, dx: None }
+pub fn trapz_dx<'a>(y: &'a Tensor) -> builders::TrapzDx<'a> {
+    builders::TrapzDx { y, dx: None, dim: None }
 }
 
 /// `cumulative_trapezoid`; overloads:
 /// - `cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor` (aten/native_functions.yaml:3240)
+#[inline]
+pub fn cumulative_trapezoid<'a>(y: &'a Tensor, x: &'a Tensor) -> builders::CumulativeTrapezoid<'a> {
+    builders::CumulativeTrapezoid { y, x, dim: None }
+}
+
+/// `cumulative_trapezoid`; overloads:
 /// - `cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor` (aten/native_functions.yaml:3244)
 #[inline]
-pub fn cumulative_trapezoid<'a>(y: &'a Tensor) -> builders::CumulativeTrapezoid<'a> {
-    builders::CumulativeTrapezoid { y, x: None, dim: None, dx: None }
+pub fn cumulative_trapezoid_dx<'a>(y: &'a Tensor) -> builders::CumulativeTrapezoidDx<'a> {
+    builders::CumulativeTrapezoidDx { y, dx: None, dim: None }
 }
 
 /// `tensor_split`; overloads:
 /// - `tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3248)
+#[inline]
+pub fn tensor_split<'a>(self_: &'a Tensor, sections: i64) -> builders::TensorSplit<'a> {
+    builders::TensorSplit { self_, sections, dim: None }
+}
+
+/// `tensor_split`; overloads:
 /// - `tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3252)
+#[inline]
+pub fn tensor_split_indices<'a>(
+    self_: &'a Tensor,
+    indices: impl Into<IntList<'a>>,
+) -> builders::TensorSplitIndices<'a> {
+    builders::TensorSplitIndices { self_, indices: indices.into(), dim: None }
+}
+
+/// `tensor_split`; overloads:
 /// - `tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]` (aten/native_functions.yaml:3256)
 #[inline]
-pub fn tensor_split<'a>(self_: &'a Tensor) -> builders::TensorSplit<'a> {
-    builders::TensorSplit { self_, sections: None, dim: None, indices: None, tensor_indices_or_sections: None }
+pub fn tensor_split_tensor_indices_or_sections<'a>(
+    self_: &'a Tensor,
+    tensor_indices_or_sections: &'a Tensor,
+) -> builders::TensorSplitTensorIndicesOrSections<'a> {
+    builders::TensorSplitTensorIndicesOrSections { self_, tensor_indices_or_sections, dim: None }
 }
 
 /// `hsplit`; overloads:
 /// - `hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3260)
-/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
 #[inline]
-pub fn hsplit<'a>(self_: &'a Tensor) -> builders::Hsplit<'a> {
-    builders::Hsplit { self_, sections: None, indices: None }
+pub fn hsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::hsplit_int::call(self_, sections)
 }
 
 /// `vsplit`; overloads:
 /// - `vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3264)
-/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3276)
 #[inline]
-pub fn vsplit<'a>(self_: &'a Tensor) -> builders::Vsplit<'a> {
-    builders::Vsplit { self_, sections: None, indices: None }
+pub fn vsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::vsplit_int::call(self_, sections)
 }
 
 /// `dsplit`; overloads:
 /// - `dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]` (aten/native_functions.yaml:3268)
+#[inline]
+pub fn dsplit<'a>(self_: &'a Tensor, sections: i64) -> Result<Vec<Tensor>> {
+    crate::handles::dsplit_int::call(self_, sections)
+}
+
+/// `hsplit`; overloads:
+/// - `hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3272)
+#[inline]
+pub fn hsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
+    let indices: IntList<'a> = indices.into();
+    let indices_v = indices.expand(None);
+    crate::handles::hsplit_array::call(self_, &indices_v)
+}
+
+/// `vsplit`; overloads:
+/// - `vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3276)
+#[inline]
+pub fn vsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
+    let indices: IntList<'a> = indices.into();
+    let indices_v = indices.expand(None);
+    crate::handles::vsplit_array::call(self_, &indices_v)
+}
+
+/// `dsplit`; overloads:
 /// - `dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]` (aten/native_functions.yaml:3280)
 #[inline]
-pub fn dsplit<'a>(self_: &'a Tensor) -> builders::Dsplit<'a> {
-    builders::Dsplit { self_, sections: None, indices: None }
+pub fn dsplit_array<'a>(self_: &'a Tensor, indices: impl Into<IntList<'a>>) -> Result<Vec<Tensor>> {
+    let indices: IntList<'a> = indices.into();
+    let indices_v = indices.expand(None);
+    crate::handles::dsplit_array::call(self_, &indices_v)
 }
 
 /// `unsafe_split`; overloads:
@@ -4436,20 +4659,6 @@ pub fn msort<'a>(self_: &'a Tensor) -> Result<Tensor> {
     crate::handles::msort::call(self_)
 }
 
-/// `any`; overloads:
-/// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
-#[inline]
-pub fn any_dims<'a>(self_: &'a Tensor) -> builders::AnyDims<'a> {
-    builders::AnyDims { self_, dim: None, keepdim: None }
-}
-
-/// `all`; overloads:
-/// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3508)
-#[inline]
-pub fn all_dims<'a>(self_: &'a Tensor) -> builders::AllDims<'a> {
-    builders::AllDims { self_, dim: None, keepdim: None }
-}
-
 /// `select_scatter`; overloads:
 /// - `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (aten/native_functions.yaml:3512)
 #[inline]
@@ -4582,26 +4791,41 @@ pub fn tril_indices<'a>(row: i64, col: i64) -> builders::TrilIndices<'a> {
 
 /// `_native_batch_norm_legit`; overloads:
 /// - `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3572)
-/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3576)
 #[inline]
 pub fn _native_batch_norm_legit<'a>(
+    input: &'a Tensor,
+    weight: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+    running_mean: &'a Tensor,
+    running_var: &'a Tensor,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit::call(
+        input,
+        weight,
+        bias,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// `_native_batch_norm_legit`; overloads:
+/// - `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (aten/native_functions.yaml:3576)
+#[inline]
+pub fn _native_batch_norm_legit_no_stats<'a>(
     input: &'a Tensor,
     weight: Option<&'a Tensor>,
     bias: Option<&'a Tensor>,
     training: bool,
     momentum: f64,
     eps: f64,
-) -> builders::PrivateNativeBatchNormLegit<'a> {
-    builders::PrivateNativeBatchNormLegit {
-        input,
-        weight,
-        bias,
-        training,
-        momentum,
-        eps,
-        running_mean: None,
-        running_var: None,
-    }
+) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::handles::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
 }
 
 /// `_batch_norm_with_update`; overloads:
@@ -5032,18 +5256,30 @@ pub fn linalg_eigvalsh<'a>(self_: &'a Tensor) -> builders::LinalgEigvalsh<'a> {
 
 /// `linalg_pinv`; overloads:
 /// - `linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3807)
+#[inline]
+pub fn linalg_pinv<'a>(self_: &'a Tensor, rcond: f64) -> builders::LinalgPinv<'a> {
+    builders::LinalgPinv { self_, rcond, hermitian: None }
+}
+
+/// `linalg_pinv`; overloads:
 /// - `linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3811)
 #[inline]
-pub fn linalg_pinv<'a>(self_: &'a Tensor) -> builders::LinalgPinv<'a> {
-    builders::LinalgPinv { self_, rcond: None, hermitian: None, atol: None, rtol: None }
+pub fn linalg_pinv_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolFloat<'a> {
+    builders::LinalgPinvAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_pinv`; overloads:
 /// - `linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3815)
-/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
 #[inline]
 pub fn linalg_pinv_atol_rtol_tensor<'a>(self_: &'a Tensor) -> builders::LinalgPinvAtolRtolTensor<'a> {
-    builders::LinalgPinvAtolRtolTensor { self_, atol: None, rtol: None, hermitian: None, rcond: None }
+    builders::LinalgPinvAtolRtolTensor { self_, atol: None, rtol: None, hermitian: None }
+}
+
+/// `linalg_pinv`; overloads:
+/// - `linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3819)
+#[inline]
+pub fn linalg_pinv_rcond_tensor<'a>(self_: &'a Tensor, rcond: &'a Tensor) -> builders::LinalgPinvRcondTensor<'a> {
+    builders::LinalgPinvRcondTensor { self_, rcond, hermitian: None }
 }
 
 /// `pinverse`; overloads:
@@ -5055,18 +5291,33 @@ pub fn pinverse<'a>(self_: &'a Tensor) -> builders::Pinverse<'a> {
 
 /// `linalg_matrix_rank`; overloads:
 /// - `linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3827)
-/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3835)
 #[inline]
-pub fn linalg_matrix_rank<'a>() -> builders::LinalgMatrixRank<'a> {
-    builders::LinalgMatrixRank { self_: None, tol: None, hermitian: None, input: None, atol: None, rtol: None }
+pub fn linalg_matrix_rank<'a>(self_: &'a Tensor, tol: f64) -> builders::LinalgMatrixRank<'a> {
+    builders::LinalgMatrixRank { self_, tol, hermitian: None }
 }
 
 /// `linalg_matrix_rank`; overloads:
 /// - `linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3831)
+#[inline]
+pub fn linalg_matrix_rank_tol_tensor<'a>(
+    input: &'a Tensor,
+    tol: &'a Tensor,
+) -> builders::LinalgMatrixRankTolTensor<'a> {
+    builders::LinalgMatrixRankTolTensor { input, tol, hermitian: None }
+}
+
+/// `linalg_matrix_rank`; overloads:
+/// - `linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3835)
+#[inline]
+pub fn linalg_matrix_rank_atol_rtol_tensor<'a>(input: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolTensor<'a> {
+    builders::LinalgMatrixRankAtolRtolTensor { input, atol: None, rtol: None, hermitian: None }
+}
+
+/// `linalg_matrix_rank`; overloads:
 /// - `linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor` (aten/native_functions.yaml:3839)
 #[inline]
-pub fn linalg_matrix_rank_tol_tensor<'a>() -> builders::LinalgMatrixRankTolTensor<'a> {
-    builders::LinalgMatrixRankTolTensor { input: None, tol: None, hermitian: None, self_: None, atol: None, rtol: None }
+pub fn linalg_matrix_rank_atol_rtol_float<'a>(self_: &'a Tensor) -> builders::LinalgMatrixRankAtolRtolFloat<'a> {
+    builders::LinalgMatrixRankAtolRtolFloat { self_, atol: None, rtol: None, hermitian: None }
 }
 
 /// `linalg_matrix_norm`; overloads:
@@ -5148,7 +5399,6 @@ pub fn linalg_lstsq<'a>(self_: &'a Tensor, b: &'a Tensor) -> builders::LinalgLst
 
 /// `randint_like`; overloads:
 /// - `randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3904)
-/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3912)
 #[inline]
 pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'a> {
     builders::RandintLike {
@@ -5159,7 +5409,6 @@ pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'
         device: None,
         pin_memory: None,
         memory_format: None,
-        low: None,
     }
 }
 
@@ -5169,6 +5418,22 @@ pub fn randint_like<'a>(self_: &'a Tensor, high: i64) -> builders::RandintLike<'
 pub fn randint_like_tensor<'a>(self_: &'a Tensor, high: &'a Tensor) -> builders::RandintLikeTensor<'a> {
     builders::RandintLikeTensor {
         self_,
+        high,
+        dtype: None,
+        layout: None,
+        device: None,
+        pin_memory: None,
+        memory_format: None,
+    }
+}
+
+/// `randint_like`; overloads:
+/// - `randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor` (aten/native_functions.yaml:3912)
+#[inline]
+pub fn randint_like_low_dtype<'a>(self_: &'a Tensor, low: i64, high: i64) -> builders::RandintLikeLowDtype<'a> {
+    builders::RandintLikeLowDtype {
+        self_,
+        low,
         high,
         dtype: None,
         layout: None,
@@ -5894,10 +6159,9 @@ impl Tensor {
 
     /// `to`; overloads:
     /// - `to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:357)
-    /// - `to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)` (aten/native_functions.yaml:362)
     #[inline]
     pub fn to<'a>(&'a self, dtype: ScalarType) -> builders::To<'a> {
-        builders::To { self_: self, dtype, non_blocking: None, copy: None, memory_format: None, device: None }
+        builders::To { self_: self, dtype, non_blocking: None, copy: None, memory_format: None }
     }
 
     /// `contiguous`; overloads:
@@ -5981,10 +6245,18 @@ impl Tensor {
 
     /// `squeeze`; overloads:
     /// - `squeeze(Tensor(a) self) -> Tensor(a)` (aten/native_functions.yaml:421)
+    #[inline]
+    pub fn squeeze<'a>(&'a self) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::squeeze::call(self_)
+    }
+
+    /// `squeeze`; overloads:
     /// - `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)` (aten/native_functions.yaml:426)
     #[inline]
-    pub fn squeeze<'a>(&'a self) -> builders::Squeeze<'a> {
-        builders::Squeeze { self_: self, dim: None }
+    pub fn squeeze_dim<'a>(&'a self, dim: i64) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::squeeze_dim::call(self_, dim)
     }
 
     /// `squeeze`; overloads:
@@ -6107,10 +6379,9 @@ impl Tensor {
 
     /// `random_`; overloads:
     /// - `random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:584)
-    /// - `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
     #[inline]
-    pub fn random_<'a>(&'a self) -> builders::RandomInplace<'a> {
-        builders::RandomInplace { self_: self, from: None, to: None, generator: None }
+    pub fn random_<'a>(&'a self, from: i64, to: Option<i64>) -> builders::RandomInplace<'a> {
+        builders::RandomInplace { self_: self, from, to, generator: None }
     }
 
     /// `random_`; overloads:
@@ -6118,6 +6389,13 @@ impl Tensor {
     #[inline]
     pub fn random_to_<'a>(&'a self, to: i64) -> builders::RandomToInplace<'a> {
         builders::RandomToInplace { self_: self, to, generator: None }
+    }
+
+    /// `random_`; overloads:
+    /// - `random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)` (aten/native_functions.yaml:594)
+    #[inline]
+    pub fn random_op_<'a>(&'a self) -> builders::RandomOpInplace<'a> {
+        builders::RandomOpInplace { self_: self, generator: None }
     }
 
     /// `bernoulli_`; overloads:
@@ -6136,10 +6414,16 @@ impl Tensor {
 
     /// `bernoulli`; overloads:
     /// - `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:609)
-    /// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
     #[inline]
     pub fn bernoulli<'a>(&'a self) -> builders::Bernoulli<'a> {
-        builders::Bernoulli { self_: self, generator: None, p: None }
+        builders::Bernoulli { self_: self, generator: None }
+    }
+
+    /// `bernoulli`; overloads:
+    /// - `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (aten/native_functions.yaml:614)
+    #[inline]
+    pub fn bernoulli_p<'a>(&'a self, p: f64) -> builders::BernoulliP<'a> {
+        builders::BernoulliP { self_: self, p, generator: None }
     }
 
     /// `exponential_`; overloads:
@@ -6606,18 +6890,18 @@ impl Tensor {
 
     /// `round`; overloads:
     /// - `round(Tensor self) -> Tensor` (aten/native_functions.yaml:1103)
-    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
     #[inline]
-    pub fn round<'a>(&'a self) -> builders::Round<'a> {
-        builders::Round { self_: self, decimals: None }
+    pub fn round<'a>(&'a self) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::round::call(self_)
     }
 
     /// `round_`; overloads:
     /// - `round_(Tensor(a!) self) -> Tensor(a!)` (aten/native_functions.yaml:1108)
-    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
     #[inline]
-    pub fn round_<'a>(&'a self) -> builders::RoundInplace<'a> {
-        builders::RoundInplace { self_: self, decimals: None }
+    pub fn round_<'a>(&'a self) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::round_::call(self_)
     }
 
     /// `sign`; overloads:
@@ -6881,10 +7165,9 @@ impl Tensor {
 
     /// `prod`; overloads:
     /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
-    /// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
     #[inline]
-    pub fn prod<'a>(&'a self) -> builders::Prod<'a> {
-        builders::Prod { self_: self, dim: None, keepdim: None, dtype: None }
+    pub fn prod<'a>(&'a self, dim: i64) -> builders::Prod<'a> {
+        builders::Prod { self_: self, dim, keepdim: None, dtype: None }
     }
 
     /// `var`; overloads:
@@ -6907,10 +7190,10 @@ impl Tensor {
 
     /// `max`; overloads:
     /// - `max(Tensor self) -> Tensor` (aten/native_functions.yaml:1377)
-    /// - `max.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3008)
     #[inline]
-    pub fn max<'a>(&'a self) -> builders::Max<'a> {
-        builders::Max { self_: self, other: None }
+    pub fn max<'a>(&'a self) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::max::call(self_)
     }
 
     /// `max`; overloads:
@@ -6922,10 +7205,10 @@ impl Tensor {
 
     /// `min`; overloads:
     /// - `min(Tensor self) -> Tensor` (aten/native_functions.yaml:1387)
-    /// - `min.other(Tensor self, Tensor other) -> Tensor` (aten/native_functions.yaml:3004)
     #[inline]
-    pub fn min<'a>(&'a self) -> builders::Min<'a> {
-        builders::Min { self_: self, other: None }
+    pub fn min<'a>(&'a self) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::min::call(self_)
     }
 
     /// `min`; overloads:
@@ -6972,7 +7255,7 @@ impl Tensor {
 
     /// `all`; overloads:
     /// - `all(Tensor self) -> Tensor` (aten/native_functions.yaml:1422)
-    /// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+    /// - `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3508)
     #[inline]
     pub fn all<'a>(&'a self) -> builders::All<'a> {
         builders::All { self_: self, dim: None, keepdim: None }
@@ -6980,10 +7263,24 @@ impl Tensor {
 
     /// `any`; overloads:
     /// - `any(Tensor self) -> Tensor` (aten/native_functions.yaml:1427)
-    /// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+    /// - `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:3504)
     #[inline]
     pub fn any<'a>(&'a self) -> builders::Any<'a> {
         builders::Any { self_: self, dim: None, keepdim: None }
+    }
+
+    /// `any`; overloads:
+    /// - `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1432)
+    #[inline]
+    pub fn any_dim<'a>(&'a self, dim: i64) -> builders::AnyDim<'a> {
+        builders::AnyDim { self_: self, dim, keepdim: None }
+    }
+
+    /// `all`; overloads:
+    /// - `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1437)
+    #[inline]
+    pub fn all_dim<'a>(&'a self, dim: i64) -> builders::AllDim<'a> {
+        builders::AllDim { self_: self, dim, keepdim: None }
     }
 
     /// `cumsum`; overloads:
@@ -7060,6 +7357,16 @@ impl Tensor {
         let dims: IntList<'a> = dims.into();
         let dims_v = dims.expand(None);
         crate::handles::tile::call(self_, &dims_v)
+    }
+
+    /// `repeat_interleave`; overloads:
+    /// - `repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor` (aten/native_functions.yaml:1523)
+    #[inline]
+    pub fn repeat_interleave_self_tensor<'a>(
+        &'a self,
+        repeats: &'a Tensor,
+    ) -> builders::RepeatInterleaveSelfTensor<'a> {
+        builders::RepeatInterleaveSelfTensor { self_: self, repeats, dim: None, output_size: None }
     }
 
     /// `repeat_interleave`; overloads:
@@ -7204,22 +7511,94 @@ impl Tensor {
 
     /// `scatter`; overloads:
     /// - `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (aten/native_functions.yaml:1637)
-    /// - `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
-    /// - `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
-    /// - `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
     #[inline]
-    pub fn scatter<'a>(&'a self, dim: i64, index: &'a Tensor) -> builders::Scatter<'a> {
-        builders::Scatter { self_: self, dim, index, src: None, value: None, reduce: None }
+    pub fn scatter<'a>(&'a self, dim: i64, index: &'a Tensor, src: &'a Tensor) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::scatter_src::call(self_, dim, index, src)
     }
 
     /// `scatter_`; overloads:
     /// - `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (aten/native_functions.yaml:1642)
+    #[inline]
+    pub fn scatter_<'a>(&'a self, dim: i64, index: &'a Tensor, src: &'a Tensor) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::scatter_src_::call(self_, dim, index, src)
+    }
+
+    /// `scatter`; overloads:
+    /// - `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (aten/native_functions.yaml:1651)
+    #[inline]
+    pub fn scatter_value<'a>(&'a self, dim: i64, index: &'a Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        let value: Scalar = value.into();
+        crate::handles::scatter_value::call(self_, dim, index, value)
+    }
+
+    /// `scatter_`; overloads:
     /// - `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (aten/native_functions.yaml:1656)
+    #[inline]
+    pub fn scatter_value_<'a>(&'a self, dim: i64, index: &'a Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        let value: Scalar = value.into();
+        crate::handles::scatter_value_::call(self_, dim, index, value)
+    }
+
+    /// `scatter`; overloads:
+    /// - `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (aten/native_functions.yaml:1661)
+    #[inline]
+    pub fn scatter_reduce<'a>(
+        &'a self,
+        dim: i64,
+        index: &'a Tensor,
+        src: &'a Tensor,
+        reduce: &'a str,
+    ) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::scatter_reduce::call(self_, dim, index, src, reduce)
+    }
+
+    /// `scatter_`; overloads:
     /// - `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1666)
+    #[inline]
+    pub fn scatter_reduce_<'a>(
+        &'a self,
+        dim: i64,
+        index: &'a Tensor,
+        src: &'a Tensor,
+        reduce: &'a str,
+    ) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::scatter_reduce_::call(self_, dim, index, src, reduce)
+    }
+
+    /// `scatter`; overloads:
+    /// - `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (aten/native_functions.yaml:1671)
+    #[inline]
+    pub fn scatter_value_reduce<'a>(
+        &'a self,
+        dim: i64,
+        index: &'a Tensor,
+        value: impl Into<Scalar>,
+        reduce: &'a str,
+    ) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        let value: Scalar = value.into();
+        crate::handles::scatter_value_reduce::call(self_, dim, index, value, reduce)
+    }
+
+    /// `scatter_`; overloads:
     /// - `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (aten/native_functions.yaml:1676)
     #[inline]
-    pub fn scatter_<'a>(&'a self, dim: i64, index: &'a Tensor) -> builders::ScatterInplace<'a> {
-        builders::ScatterInplace { self_: self, dim, index, src: None, value: None, reduce: None }
+    pub fn scatter_value_reduce_<'a>(
+        &'a self,
+        dim: i64,
+        index: &'a Tensor,
+        value: impl Into<Scalar>,
+        reduce: &'a str,
+    ) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        let value: Scalar = value.into();
+        crate::handles::scatter_value_reduce_::call(self_, dim, index, value, reduce)
     }
 
     /// `scatter_add`; overloads:
@@ -7379,10 +7758,16 @@ impl Tensor {
 
     /// `argsort`; overloads:
     /// - `argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1810)
-    /// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
     #[inline]
     pub fn argsort<'a>(&'a self) -> builders::Argsort<'a> {
-        builders::Argsort { self_: self, dim: None, descending: None, stable: None }
+        builders::Argsort { self_: self, dim: None, descending: None }
+    }
+
+    /// `argsort`; overloads:
+    /// - `argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor` (aten/native_functions.yaml:1815)
+    #[inline]
+    pub fn argsort_stable<'a>(&'a self, stable: bool) -> builders::ArgsortStable<'a> {
+        builders::ArgsortStable { self_: self, stable, dim: None, descending: None }
     }
 
     /// `topk`; overloads:
@@ -7439,11 +7824,37 @@ impl Tensor {
 
     /// `norm`; overloads:
     /// - `norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor` (aten/native_functions.yaml:1859)
+    #[inline]
+    pub fn norm_scalaropt_dim<'a>(
+        &'a self,
+        p: Option<Scalar>,
+        dim: impl Into<IntList<'a>>,
+    ) -> builders::NormScalaroptDim<'a> {
+        builders::NormScalaroptDim { self_: self, p, dim: dim.into(), keepdim: None }
+    }
+
+    /// `norm`; overloads:
     /// - `norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1864)
+    #[inline]
+    pub fn norm_scalaropt_dim_dtype<'a>(
+        &'a self,
+        p: Option<Scalar>,
+        dim: impl Into<IntList<'a>>,
+        keepdim: bool,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        let dim: IntList<'a> = dim.into();
+        let dim_v = dim.expand(Some(1));
+        crate::handles::norm_scalaropt_dim_dtype::call(self_, p, &dim_v, keepdim, dtype)
+    }
+
+    /// `norm`; overloads:
     /// - `norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor` (aten/native_functions.yaml:1869)
     #[inline]
-    pub fn norm_scalaropt_dim<'a>(&'a self, p: Option<Scalar>) -> builders::NormScalaroptDim<'a> {
-        builders::NormScalaroptDim { self_: self, p, dim: None, keepdim: None, dtype: None }
+    pub fn norm_scalaropt_dtype<'a>(&'a self, p: Option<Scalar>, dtype: ScalarType) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::norm_scalaropt_dtype::call(self_, p, dtype)
     }
 
     /// `mm`; overloads:
@@ -7615,6 +8026,22 @@ impl Tensor {
     #[inline]
     pub fn nan_to_num_<'a>(&'a self) -> builders::NanToNumInplace<'a> {
         builders::NanToNumInplace { self_: self, nan: None, posinf: None, neginf: None }
+    }
+
+    /// `round`; overloads:
+    /// - `round.decimals(Tensor self, *, int decimals) -> Tensor` (aten/native_functions.yaml:2301)
+    #[inline]
+    pub fn round_decimals<'a>(&'a self, decimals: i64) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::round_decimals::call(self_, decimals)
+    }
+
+    /// `round_`; overloads:
+    /// - `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (aten/native_functions.yaml:2306)
+    #[inline]
+    pub fn round_decimals_<'a>(&'a self, decimals: i64) -> Result<Tensor> {
+        let self_: &'a Tensor = self;
+        crate::handles::round_decimals_::call(self_, decimals)
     }
 
     /// `bitwise_not`; overloads:
@@ -8028,10 +8455,22 @@ impl Tensor {
         arange(end)
     }
 
+    /// `torch.arange` as `Tensor::arange_start`; see [`crate::front::arange_start`].
+    #[inline]
+    pub fn arange_start<'a>(start: impl Into<Scalar>, end: impl Into<Scalar>) -> builders::ArangeStart<'a> {
+        arange_start(start, end)
+    }
+
     /// `torch.eye` as `Tensor::eye`; see [`crate::front::eye`].
     #[inline]
     pub fn eye<'a>(n: i64) -> builders::Eye<'a> {
         eye(n)
+    }
+
+    /// `torch.eye` as `Tensor::eye_m`; see [`crate::front::eye_m`].
+    #[inline]
+    pub fn eye_m<'a>(n: i64, m: i64) -> builders::EyeM<'a> {
+        eye_m(n, m)
     }
 
     /// `torch.normal` as `Tensor::normal_float_float`; see [`crate::front::normal_float_float`].
@@ -8062,6 +8501,12 @@ impl Tensor {
     #[inline]
     pub fn randint<'a>(high: i64, size: impl Into<IntList<'a>>) -> builders::Randint<'a> {
         randint(high, size)
+    }
+
+    /// `torch.randint` as `Tensor::randint_low`; see [`crate::front::randint_low`].
+    #[inline]
+    pub fn randint_low<'a>(low: i64, high: i64, size: impl Into<IntList<'a>>) -> builders::RandintLow<'a> {
+        randint_low(low, high, size)
     }
 
     /// `torch.empty_permuted` as `Tensor::empty_permuted`; see [`crate::front::empty_permuted`].

@@ -1,5 +1,6 @@
 //! The operator tests of aten, one binary (each test file used to link its own copy of aten).
 mod binary;
+mod builders;
 mod catalogue;
 mod conv;
 mod front;

@@ -25,7 +25,7 @@ fn float_functions_promote_integers() {
 #[test]
 fn rounding_keeps_dtypes_and_ties_to_even() {
     let x = Tensor::from_slice(&[0.5f32, 1.5, 2.5, -0.5, -1.7]);
-    assert_eq!(x.round().call().unwrap().to_vec::<f32>().unwrap(), vec![0., 2., 2., -0., -2.]);
+    assert_eq!(x.round().unwrap().to_vec::<f32>().unwrap(), vec![0., 2., 2., -0., -2.]);
     assert_eq!(x.floor().unwrap().to_vec::<f32>().unwrap(), vec![0., 1., 2., -1., -2.]);
     assert_eq!(x.ceil().unwrap().to_vec::<f32>().unwrap(), vec![1., 2., 3., -0., -1.]);
     assert_eq!(x.trunc().unwrap().to_vec::<f32>().unwrap(), vec![0., 1., 2., -0., -1.]);

@@ -372,14 +372,14 @@ impl MultiheadAttention {
         };
         let (out, weights) = self.attend(&q_in, &k_in, &v_in, self_attention, key_padding_mask, attn_mask, opts)?;
         let out = if !batched {
-            out.squeeze().dim(1).call()?
+            out.squeeze_dim(1)?
         } else if self.batch_first {
             out.transpose(0, 1)?
         } else {
             out
         };
         let weights = match weights {
-            Some(w) if !batched => Some(w.squeeze().dim(0).call()?),
+            Some(w) if !batched => Some(w.squeeze_dim(0)?),
             w => w,
         };
         Ok((out, weights))

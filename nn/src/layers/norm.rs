@@ -275,7 +275,7 @@ impl Forward for InstanceNorm2d {
             false,
         )?;
         if unbatched {
-            y.squeeze().dim(0).call()
+            y.squeeze_dim(0)
         } else {
             Ok(y)
         }

@@ -487,7 +487,7 @@ impl RNNBase {
     /// Undoes `prepare_input`'s layout change on the output and the states.
     fn finish(&self, out: Tensor, batched: bool) -> Result<Tensor> {
         if !batched {
-            out.squeeze().dim(1).call()
+            out.squeeze_dim(1)
         } else if self.batch_first {
             out.transpose(0, 1)
         } else {
@@ -499,7 +499,7 @@ impl RNNBase {
         let (x, batched) = self.prepare_input(input)?;
         let h0 = self.prepare_state(&x, hx, batched, self.hidden_size, "hx")?;
         let (out, h_n, _) = self.run(&x, &h0, None)?;
-        let h_n = if batched { h_n } else { h_n.squeeze().dim(1).call()? };
+        let h_n = if batched { h_n } else { h_n.squeeze_dim(1)? };
         Ok((self.finish(out, batched)?, h_n))
     }
 }
@@ -676,8 +676,7 @@ impl LSTM {
         let c0 = base.prepare_state(&x, hx.map(|s| s.1), batched, base.hidden_size, "hidden[1]")?;
         let (out, h_n, c_n) = base.run(&x, &h0, Some(&c0))?;
         let c_n = c_n.ok_or_else(|| invalid("LSTM", "the cell state is missing"))?;
-        let (h_n, c_n) =
-            if batched { (h_n, c_n) } else { (h_n.squeeze().dim(1).call()?, c_n.squeeze().dim(1).call()?) };
+        let (h_n, c_n) = if batched { (h_n, c_n) } else { (h_n.squeeze_dim(1)?, c_n.squeeze_dim(1)?) };
         Ok((base.finish(out, batched)?, (h_n, c_n)))
     }
 }
@@ -797,7 +796,7 @@ macro_rules! rnn_cell {
                 if batched {
                     Ok((h, c))
                 } else {
-                    Ok((h.squeeze().dim(0).call()?, c.map(|c| c.squeeze().dim(0).call()).transpose()?))
+                    Ok((h.squeeze_dim(0)?, c.map(|c| c.squeeze_dim(0)).transpose()?))
                 }
             }
         }

@@ -101,20 +101,24 @@ pub fn registry() -> Vec<Workload> {
                 x.set_grad(None)
             }))
         }),
-        Workload::new("W1.chain100_front", "W1.chain100 written with the front end (y.mul(&w)?.add(&c).call()?)", || {
-            use autograd::TensorAutograd;
-            let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
-            let w = Tensor::from_slice(&[0.999f32]);
-            let c = Tensor::from_slice(&[0.001f32]);
-            Ok(body(move || {
-                let mut y = x.clone();
-                for _ in 0..50 {
-                    y = y.mul(&w)?.add(&c).call()?;
-                }
-                y.sum().call()?.backward()?;
-                x.set_grad(None)
-            }))
-        }),
+        Workload::new(
+            "W1.chain100_front",
+            "W1.chain100 written with the front end (y.mul(&w)?.add(&c).call()?)",
+            || {
+                use autograd::TensorAutograd;
+                let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+                let w = Tensor::from_slice(&[0.999f32]);
+                let c = Tensor::from_slice(&[0.001f32]);
+                Ok(body(move || {
+                    let mut y = x.clone();
+                    for _ in 0..50 {
+                        y = y.mul(&w)?.add(&c).call()?;
+                    }
+                    y.sum().call()?.backward()?;
+                    x.set_grad(None)
+                }))
+            },
+        ),
         Workload::new("W2.add_1M", "out-of-place add of two contiguous [1048576] f32 tensors", || {
             let (a, b) = (randn(&[1 << 20])?, randn(&[1 << 20])?);
             Ok(body(move || &a + &b))
@@ -164,15 +168,19 @@ pub fn registry() -> Vec<Workload> {
                 .add(nn::Linear::new(512, 10)?);
             train_step(net, randn(&[128, 784])?, 128, false)
         }),
-        Workload::new("W6.mlp_step_front", "W6.mlp_step with the loss through the front end (F::cross_entropy)", || {
-            let net = nn::Sequential::new()
-                .add(nn::Linear::new(784, 512)?)
-                .add(nn::ReLU::new())
-                .add(nn::Linear::new(512, 512)?)
-                .add(nn::ReLU::new())
-                .add(nn::Linear::new(512, 10)?);
-            train_step(net, randn(&[128, 784])?, 128, true)
-        }),
+        Workload::new(
+            "W6.mlp_step_front",
+            "W6.mlp_step with the loss through the front end (F::cross_entropy)",
+            || {
+                let net = nn::Sequential::new()
+                    .add(nn::Linear::new(784, 512)?)
+                    .add(nn::ReLU::new())
+                    .add(nn::Linear::new(512, 512)?)
+                    .add(nn::ReLU::new())
+                    .add(nn::Linear::new(512, 10)?);
+                train_step(net, randn(&[128, 784])?, 128, true)
+            },
+        ),
         Workload::new(
             "W6.cnn_step",
             "train step of a small CNN (conv 1-32-64 3x3, maxpool, linear 1600-128-10), batch 64, 28x28",
