@@ -105,7 +105,7 @@ pub fn front_groups(fns: &[NativeFunction], names: &[Names], ret_key: impl Fn(us
             None => groups.push((base.clone(), ret, vec![i])),
         }
     }
-    groups
+    let mut groups: Vec<Group> = groups
         .into_iter()
         .map(|(_, _, overloads)| {
             let fields = fields_of(fns, &overloads).unwrap_or_default();
@@ -117,7 +117,34 @@ pub fn front_groups(fns: &[NativeFunction], names: &[Names], ret_key: impl Fn(us
                 fields,
             }
         })
-        .collect()
+        .collect();
+    plain_name_to_plain_overload(fns, &mut groups);
+    groups
+}
+
+/// The explicit layer names a base name's first overload in file order after the base name
+/// (`prod.dim_int` is `prod`, the later `prod` is `prod_op`). In the front end the plain name
+/// belongs to the group of the overload without an overload name, as `torch.prod(x)` is that
+/// overload: `prod` is the plain product and `prod_dim_int` the other group, when that name is
+/// free.
+fn plain_name_to_plain_overload(fns: &[NativeFunction], groups: &mut [Group]) {
+    let taken: std::collections::HashSet<String> = groups.iter().map(|g| g.name.clone()).collect();
+    for p in 0..groups.len() {
+        let plain = groups[p].overloads.iter().find(|&&i| fns[i].func.overload.is_empty()).copied();
+        let Some(plain) = plain else { continue };
+        let base = fns[plain].func.name.to_lowercase();
+        if groups[p].name != format!("{base}_op") {
+            continue;
+        }
+        let Some(b) = groups.iter().position(|g| g.name == base) else { continue };
+        let first = &fns[groups[b].overloads[0]].func;
+        let renamed = format!("{base}_{}", first.overload.to_lowercase());
+        if first.overload.is_empty() || taken.contains(&renamed) {
+            continue;
+        }
+        groups[b].name = renamed;
+        groups[p].name = base;
+    }
 }
 
 /// The fields of a would-be group, or `None` when its overloads cannot share a call.
@@ -213,6 +240,8 @@ mod tests {
 - func: squeeze(Tensor self) -> Tensor
 - func: squeeze.dim(Tensor self, int dim) -> Tensor
 - func: squeeze.dims(Tensor self, int[] dim) -> Tensor
+- func: prod.dim_int(Tensor self, int dim, bool keepdim=False) -> Tensor
+- func: prod(Tensor self) -> Tensor
 - func: randperm(int n, *, ScalarType? dtype=long) -> Tensor
 - func: randperm.generator(int n, *, Generator? generator, ScalarType? dtype=long) -> Tensor
 ",
@@ -221,7 +250,8 @@ mod tests {
         // The out= overload has no front-end call; max.dim returns two tensors, squeeze.dim
         // requires a `dim` squeeze lacks, squeeze.dims types it differently: each keeps a call
         // of its own, under the explicit layer's name. randperm.generator's generator is
-        // optional, so it is an option of randperm.
+        // optional, so it is an option of randperm. The plain `prod` takes the plain name
+        // although prod.dim_int comes first.
         assert_eq!(
             names,
             [
@@ -232,6 +262,8 @@ mod tests {
                 ("squeeze", 1),
                 ("squeeze_dim", 1),
                 ("squeeze_dims", 1),
+                ("prod_dim_int", 1),
+                ("prod", 1),
                 ("randperm", 2)
             ]
         );

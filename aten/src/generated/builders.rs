@@ -3405,17 +3405,17 @@ impl<'a> Mean<'a> {
     }
 }
 
-/// The builder of [`prod`](crate::front::prod); overloads:
+/// The builder of [`prod_dim_int`](crate::front::prod_dim_int); overloads:
 /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct Prod<'a> {
+pub struct ProdDimInt<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) dim: i64,
     pub(crate) keepdim: Option<bool>,
     pub(crate) dtype: Option<ScalarType>,
 }
 
-impl<'a> Prod<'a> {
+impl<'a> ProdDimInt<'a> {
     /// Sets `keepdim` (default `False`).
     #[inline]
     pub fn keepdim(mut self, v: bool) -> Self {
@@ -3433,7 +3433,7 @@ impl<'a> Prod<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let Prod { self_, dim, keepdim, dtype, .. } = self;
+        let ProdDimInt { self_, dim, keepdim, dtype, .. } = self;
         crate::handles::prod_dim_int::call(self_, dim, keepdim.unwrap_or(false), dtype)
     }
 }
@@ -9720,15 +9720,15 @@ impl<'a> Softshrink<'a> {
     }
 }
 
-/// The builder of [`prod_op`](crate::front::prod_op); overloads:
+/// The builder of [`prod`](crate::front::prod); overloads:
 /// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct ProdOp<'a> {
+pub struct Prod<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) dtype: Option<ScalarType>,
 }
 
-impl<'a> ProdOp<'a> {
+impl<'a> Prod<'a> {
     /// Sets `dtype` (default `None`).
     #[inline]
     pub fn dtype(mut self, v: ScalarType) -> Self {
@@ -9739,7 +9739,7 @@ impl<'a> ProdOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let ProdOp { self_, dtype, .. } = self;
+        let Prod { self_, dtype, .. } = self;
         crate::handles::prod::call(self_, dtype)
     }
 }
@@ -10858,17 +10858,17 @@ impl<'a> Logspace<'a> {
     }
 }
 
-/// The builder of [`upsample_linear1d_op`](crate::front::upsample_linear1d_op); overloads:
+/// The builder of [`upsample_linear1d`](crate::front::upsample_linear1d); overloads:
 /// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3476)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct UpsampleLinear1dOp<'a> {
+pub struct UpsampleLinear1d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) align_corners: bool,
     pub(crate) scales: Option<f64>,
 }
 
-impl<'a> UpsampleLinear1dOp<'a> {
+impl<'a> UpsampleLinear1d<'a> {
     /// Sets `scales` (default `None`).
     #[inline]
     pub fn scales(mut self, v: f64) -> Self {
@@ -10879,7 +10879,7 @@ impl<'a> UpsampleLinear1dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let UpsampleLinear1dOp { self_, output_size, align_corners, scales, .. } = self;
+        let UpsampleLinear1d { self_, output_size, align_corners, scales, .. } = self;
         let output_size_v = output_size.expand(Some(1));
         crate::handles::upsample_linear1d::call(self_, &output_size_v, align_corners, scales)
     }
@@ -11792,16 +11792,16 @@ impl<'a> IndexReduce<'a> {
     }
 }
 
-/// The builder of [`upsample_nearest1d_op`](crate::front::upsample_nearest1d_op); overloads:
+/// The builder of [`upsample_nearest1d`](crate::front::upsample_nearest1d); overloads:
 /// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct UpsampleNearest1dOp<'a> {
+pub struct UpsampleNearest1d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) scales: Option<f64>,
 }
 
-impl<'a> UpsampleNearest1dOp<'a> {
+impl<'a> UpsampleNearest1d<'a> {
     /// Sets `scales` (default `None`).
     #[inline]
     pub fn scales(mut self, v: f64) -> Self {
@@ -11812,7 +11812,7 @@ impl<'a> UpsampleNearest1dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let UpsampleNearest1dOp { self_, output_size, scales, .. } = self;
+        let UpsampleNearest1d { self_, output_size, scales, .. } = self;
         let output_size_v = output_size.expand(Some(1));
         crate::handles::upsample_nearest1d::call(self_, &output_size_v, scales)
     }
@@ -13623,16 +13623,16 @@ impl<'a> UniqueConsecutive<'a> {
     }
 }
 
-/// The builder of [`_upsample_nearest_exact1d_op`](crate::front::_upsample_nearest_exact1d_op); overloads:
+/// The builder of [`_upsample_nearest_exact1d`](crate::front::_upsample_nearest_exact1d); overloads:
 /// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4041)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct PrivateUpsampleNearestExact1dOp<'a> {
+pub struct PrivateUpsampleNearestExact1d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) scales: Option<f64>,
 }
 
-impl<'a> PrivateUpsampleNearestExact1dOp<'a> {
+impl<'a> PrivateUpsampleNearestExact1d<'a> {
     /// Sets `scales` (default `None`).
     #[inline]
     pub fn scales(mut self, v: f64) -> Self {
@@ -13643,23 +13643,23 @@ impl<'a> PrivateUpsampleNearestExact1dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let PrivateUpsampleNearestExact1dOp { self_, output_size, scales, .. } = self;
+        let PrivateUpsampleNearestExact1d { self_, output_size, scales, .. } = self;
         let output_size_v = output_size.expand(Some(1));
         crate::handles::_upsample_nearest_exact1d::call(self_, &output_size_v, scales)
     }
 }
 
-/// The builder of [`_upsample_nearest_exact2d_op`](crate::front::_upsample_nearest_exact2d_op); overloads:
+/// The builder of [`_upsample_nearest_exact2d`](crate::front::_upsample_nearest_exact2d); overloads:
 /// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4045)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct PrivateUpsampleNearestExact2dOp<'a> {
+pub struct PrivateUpsampleNearestExact2d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) scales_h: Option<f64>,
     pub(crate) scales_w: Option<f64>,
 }
 
-impl<'a> PrivateUpsampleNearestExact2dOp<'a> {
+impl<'a> PrivateUpsampleNearestExact2d<'a> {
     /// Sets `scales_h` (default `None`).
     #[inline]
     pub fn scales_h(mut self, v: f64) -> Self {
@@ -13677,16 +13677,16 @@ impl<'a> PrivateUpsampleNearestExact2dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let PrivateUpsampleNearestExact2dOp { self_, output_size, scales_h, scales_w, .. } = self;
+        let PrivateUpsampleNearestExact2d { self_, output_size, scales_h, scales_w, .. } = self;
         let output_size_v = output_size.expand(Some(2));
         crate::handles::_upsample_nearest_exact2d::call(self_, &output_size_v, scales_h, scales_w)
     }
 }
 
-/// The builder of [`_upsample_nearest_exact3d_op`](crate::front::_upsample_nearest_exact3d_op); overloads:
+/// The builder of [`_upsample_nearest_exact3d`](crate::front::_upsample_nearest_exact3d); overloads:
 /// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4049)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct PrivateUpsampleNearestExact3dOp<'a> {
+pub struct PrivateUpsampleNearestExact3d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) scales_d: Option<f64>,
@@ -13694,7 +13694,7 @@ pub struct PrivateUpsampleNearestExact3dOp<'a> {
     pub(crate) scales_w: Option<f64>,
 }
 
-impl<'a> PrivateUpsampleNearestExact3dOp<'a> {
+impl<'a> PrivateUpsampleNearestExact3d<'a> {
     /// Sets `scales_d` (default `None`).
     #[inline]
     pub fn scales_d(mut self, v: f64) -> Self {
@@ -13719,7 +13719,7 @@ impl<'a> PrivateUpsampleNearestExact3dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let PrivateUpsampleNearestExact3dOp { self_, output_size, scales_d, scales_h, scales_w, .. } = self;
+        let PrivateUpsampleNearestExact3d { self_, output_size, scales_d, scales_h, scales_w, .. } = self;
         let output_size_v = output_size.expand(Some(3));
         crate::handles::_upsample_nearest_exact3d::call(self_, &output_size_v, scales_d, scales_h, scales_w)
     }
@@ -14218,10 +14218,10 @@ impl<'a> HistogramddTensorlistBins<'a> {
     }
 }
 
-/// The builder of [`upsample_trilinear3d_op`](crate::front::upsample_trilinear3d_op); overloads:
+/// The builder of [`upsample_trilinear3d`](crate::front::upsample_trilinear3d); overloads:
 /// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4129)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct UpsampleTrilinear3dOp<'a> {
+pub struct UpsampleTrilinear3d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) align_corners: bool,
@@ -14230,7 +14230,7 @@ pub struct UpsampleTrilinear3dOp<'a> {
     pub(crate) scales_w: Option<f64>,
 }
 
-impl<'a> UpsampleTrilinear3dOp<'a> {
+impl<'a> UpsampleTrilinear3d<'a> {
     /// Sets `scales_d` (default `None`).
     #[inline]
     pub fn scales_d(mut self, v: f64) -> Self {
@@ -14255,16 +14255,16 @@ impl<'a> UpsampleTrilinear3dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let UpsampleTrilinear3dOp { self_, output_size, align_corners, scales_d, scales_h, scales_w, .. } = self;
+        let UpsampleTrilinear3d { self_, output_size, align_corners, scales_d, scales_h, scales_w, .. } = self;
         let output_size_v = output_size.expand(Some(3));
         crate::handles::upsample_trilinear3d::call(self_, &output_size_v, align_corners, scales_d, scales_h, scales_w)
     }
 }
 
-/// The builder of [`upsample_bicubic2d_op`](crate::front::upsample_bicubic2d_op); overloads:
+/// The builder of [`upsample_bicubic2d`](crate::front::upsample_bicubic2d); overloads:
 /// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4133)
 #[must_use = "a builder does nothing until `.call()`"]
-pub struct UpsampleBicubic2dOp<'a> {
+pub struct UpsampleBicubic2d<'a> {
     pub(crate) self_: &'a Tensor,
     pub(crate) output_size: IntList<'a>,
     pub(crate) align_corners: bool,
@@ -14272,7 +14272,7 @@ pub struct UpsampleBicubic2dOp<'a> {
     pub(crate) scales_w: Option<f64>,
 }
 
-impl<'a> UpsampleBicubic2dOp<'a> {
+impl<'a> UpsampleBicubic2d<'a> {
     /// Sets `scales_h` (default `None`).
     #[inline]
     pub fn scales_h(mut self, v: f64) -> Self {
@@ -14290,7 +14290,7 @@ impl<'a> UpsampleBicubic2dOp<'a> {
     /// Runs the operator.
     #[inline]
     pub fn call(self) -> Result<Tensor> {
-        let UpsampleBicubic2dOp { self_, output_size, align_corners, scales_h, scales_w, .. } = self;
+        let UpsampleBicubic2d { self_, output_size, align_corners, scales_h, scales_w, .. } = self;
         let output_size_v = output_size.expand(Some(2));
         crate::handles::upsample_bicubic2d::call(self_, &output_size_v, align_corners, scales_h, scales_w)
     }

@@ -1289,8 +1289,8 @@ pub fn mean<'a>(self_: &'a Tensor) -> builders::Mean<'a> {
 /// `prod`; overloads:
 /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
 #[inline]
-pub fn prod<'a>(self_: &'a Tensor, dim: i64) -> builders::Prod<'a> {
-    builders::Prod { self_, dim, keepdim: None, dtype: None }
+pub fn prod_dim_int<'a>(self_: &'a Tensor, dim: i64) -> builders::ProdDimInt<'a> {
+    builders::ProdDimInt { self_, dim, keepdim: None, dtype: None }
 }
 
 /// `var`; overloads:
@@ -2406,7 +2406,7 @@ pub fn adaptive_max_pool3d<'a>(self_: &'a Tensor, output_size: impl Into<IntList
 /// `upsample_nearest1d`; overloads:
 /// - `upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:2055)
 #[inline]
-pub fn upsample_nearest1d<'a>(
+pub fn upsample_nearest1d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     scale_factors: Option<&'a [f64]>,
@@ -3888,8 +3888,8 @@ pub fn softshrink<'a>(self_: &'a Tensor) -> builders::Softshrink<'a> {
 /// `prod`; overloads:
 /// - `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:3088)
 #[inline]
-pub fn prod_op<'a>(self_: &'a Tensor) -> builders::ProdOp<'a> {
-    builders::ProdOp { self_, dtype: None }
+pub fn prod<'a>(self_: &'a Tensor) -> builders::Prod<'a> {
+    builders::Prod { self_, dtype: None }
 }
 
 /// `nansum`; overloads:
@@ -4604,7 +4604,7 @@ pub fn _convolution_mode<'a>(
 /// `upsample_linear1d`; overloads:
 /// - `upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:3472)
 #[inline]
-pub fn upsample_linear1d<'a>(
+pub fn upsample_linear1d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     align_corners: bool,
@@ -4616,12 +4616,12 @@ pub fn upsample_linear1d<'a>(
 /// `upsample_linear1d`; overloads:
 /// - `upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor` (aten/native_functions.yaml:3476)
 #[inline]
-pub fn upsample_linear1d_op<'a>(
+pub fn upsample_linear1d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
     align_corners: bool,
-) -> builders::UpsampleLinear1dOp<'a> {
-    builders::UpsampleLinear1dOp { self_, output_size: output_size.into(), align_corners, scales: None }
+) -> builders::UpsampleLinear1d<'a> {
+    builders::UpsampleLinear1d { self_, output_size: output_size.into(), align_corners, scales: None }
 }
 
 /// `angle`; overloads:
@@ -4991,11 +4991,11 @@ pub fn max_unpool3d<'a>(
 /// `upsample_nearest1d`; overloads:
 /// - `upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:3656)
 #[inline]
-pub fn upsample_nearest1d_op<'a>(
+pub fn upsample_nearest1d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
-) -> builders::UpsampleNearest1dOp<'a> {
-    builders::UpsampleNearest1dOp { self_, output_size: output_size.into(), scales: None }
+) -> builders::UpsampleNearest1d<'a> {
+    builders::UpsampleNearest1d { self_, output_size: output_size.into(), scales: None }
 }
 
 /// `gcd`; overloads:
@@ -5717,7 +5717,7 @@ pub fn unique_consecutive<'a>(self_: &'a Tensor) -> builders::UniqueConsecutive<
 /// `_upsample_nearest_exact1d`; overloads:
 /// - `_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4029)
 #[inline]
-pub fn _upsample_nearest_exact1d<'a>(
+pub fn _upsample_nearest_exact1d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     scale_factors: Option<&'a [f64]>,
@@ -5728,7 +5728,7 @@ pub fn _upsample_nearest_exact1d<'a>(
 /// `_upsample_nearest_exact2d`; overloads:
 /// - `_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4033)
 #[inline]
-pub fn _upsample_nearest_exact2d<'a>(
+pub fn _upsample_nearest_exact2d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     scale_factors: Option<&'a [f64]>,
@@ -5739,7 +5739,7 @@ pub fn _upsample_nearest_exact2d<'a>(
 /// `_upsample_nearest_exact3d`; overloads:
 /// - `_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4037)
 #[inline]
-pub fn _upsample_nearest_exact3d<'a>(
+pub fn _upsample_nearest_exact3d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     scale_factors: Option<&'a [f64]>,
@@ -5750,31 +5750,31 @@ pub fn _upsample_nearest_exact3d<'a>(
 /// `_upsample_nearest_exact1d`; overloads:
 /// - `_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor` (aten/native_functions.yaml:4041)
 #[inline]
-pub fn _upsample_nearest_exact1d_op<'a>(
+pub fn _upsample_nearest_exact1d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
-) -> builders::PrivateUpsampleNearestExact1dOp<'a> {
-    builders::PrivateUpsampleNearestExact1dOp { self_, output_size: output_size.into(), scales: None }
+) -> builders::PrivateUpsampleNearestExact1d<'a> {
+    builders::PrivateUpsampleNearestExact1d { self_, output_size: output_size.into(), scales: None }
 }
 
 /// `_upsample_nearest_exact2d`; overloads:
 /// - `_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4045)
 #[inline]
-pub fn _upsample_nearest_exact2d_op<'a>(
+pub fn _upsample_nearest_exact2d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
-) -> builders::PrivateUpsampleNearestExact2dOp<'a> {
-    builders::PrivateUpsampleNearestExact2dOp { self_, output_size: output_size.into(), scales_h: None, scales_w: None }
+) -> builders::PrivateUpsampleNearestExact2d<'a> {
+    builders::PrivateUpsampleNearestExact2d { self_, output_size: output_size.into(), scales_h: None, scales_w: None }
 }
 
 /// `_upsample_nearest_exact3d`; overloads:
 /// - `_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4049)
 #[inline]
-pub fn _upsample_nearest_exact3d_op<'a>(
+pub fn _upsample_nearest_exact3d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
-) -> builders::PrivateUpsampleNearestExact3dOp<'a> {
-    builders::PrivateUpsampleNearestExact3dOp {
+) -> builders::PrivateUpsampleNearestExact3d<'a> {
+    builders::PrivateUpsampleNearestExact3d {
         self_,
         output_size: output_size.into(),
         scales_d: None,
@@ -5873,7 +5873,7 @@ pub fn histogramdd_tensorlist_bins<'a>(
 /// `upsample_trilinear3d`; overloads:
 /// - `upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4121)
 #[inline]
-pub fn upsample_trilinear3d<'a>(
+pub fn upsample_trilinear3d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     align_corners: bool,
@@ -5885,7 +5885,7 @@ pub fn upsample_trilinear3d<'a>(
 /// `upsample_bicubic2d`; overloads:
 /// - `upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor` (aten/native_functions.yaml:4125)
 #[inline]
-pub fn upsample_bicubic2d<'a>(
+pub fn upsample_bicubic2d_vec<'a>(
     input: &'a Tensor,
     output_size: Option<&'a [i64]>,
     align_corners: bool,
@@ -5897,12 +5897,12 @@ pub fn upsample_bicubic2d<'a>(
 /// `upsample_trilinear3d`; overloads:
 /// - `upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4129)
 #[inline]
-pub fn upsample_trilinear3d_op<'a>(
+pub fn upsample_trilinear3d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
     align_corners: bool,
-) -> builders::UpsampleTrilinear3dOp<'a> {
-    builders::UpsampleTrilinear3dOp {
+) -> builders::UpsampleTrilinear3d<'a> {
+    builders::UpsampleTrilinear3d {
         self_,
         output_size: output_size.into(),
         align_corners,
@@ -5915,12 +5915,12 @@ pub fn upsample_trilinear3d_op<'a>(
 /// `upsample_bicubic2d`; overloads:
 /// - `upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor` (aten/native_functions.yaml:4133)
 #[inline]
-pub fn upsample_bicubic2d_op<'a>(
+pub fn upsample_bicubic2d<'a>(
     self_: &'a Tensor,
     output_size: impl Into<IntList<'a>>,
     align_corners: bool,
-) -> builders::UpsampleBicubic2dOp<'a> {
-    builders::UpsampleBicubic2dOp {
+) -> builders::UpsampleBicubic2d<'a> {
+    builders::UpsampleBicubic2d {
         self_,
         output_size: output_size.into(),
         align_corners,
@@ -7166,8 +7166,8 @@ impl Tensor {
     /// `prod`; overloads:
     /// - `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (aten/native_functions.yaml:1362)
     #[inline]
-    pub fn prod<'a>(&'a self, dim: i64) -> builders::Prod<'a> {
-        builders::Prod { self_: self, dim, keepdim: None, dtype: None }
+    pub fn prod_dim_int<'a>(&'a self, dim: i64) -> builders::ProdDimInt<'a> {
+        builders::ProdDimInt { self_: self, dim, keepdim: None, dtype: None }
     }
 
     /// `var`; overloads:
