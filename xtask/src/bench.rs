@@ -37,7 +37,8 @@ fn rerun_optimized() -> Result<ExitCode, String> {
 /// Arguments of `cargo xtask bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Only run workloads whose id contains this string (e.g. `W1`, `add1`).
+    /// Only run workloads whose id contains this string (e.g. `W1`, `add1`), or, after `=`,
+    /// the workload with exactly this id (`=W1.add1`).
     pub filter: Option<String>,
     /// Run with this many threads only (default: 1, then 2).
     #[arg(long)]
@@ -58,6 +59,10 @@ pub struct Args {
     /// Skip the PyTorch column even if torch is installed.
     #[arg(long)]
     pub no_pytorch: bool,
+    /// Time nothing: run each selected workload's body exactly N times on one thread and exit
+    /// (Note [Counted iterations]).
+    #[arg(long)]
+    pub iterations: Option<u64>,
     /// Run the W2/W3/W4 workloads on this device (`cuda`, `cuda:N`), with PyTorch on the same
     /// device as the reference (Note [Device workloads]). Needs a GPU (or, for checking and
     /// not for timing, TORCH_CUDA_DRIVER=emulator) and the `cuda` feature (`cargo xtask-cuda`).
@@ -82,6 +87,23 @@ pub struct Args {
 /// reports its median round: a slow spell now has to cover two rounds of a side to move it,
 /// and it then covers the other side's rounds in between as well.
 ///
+/// Note [Counted iterations]: on this VM wall-clock medians of one workload drift by tens of
+/// percent between runs (a neighbour on the host), far more than the difference between two
+/// ways of writing the same call. `--iterations N` runs each body N times without timing, so
+/// that `valgrind --tool=callgrind` can count its instructions, which are repeatable: the
+/// count of a run with 2N iterations minus one with N is N iterations' instructions, setup
+/// excluded. That is how the `_front` rows were compared with the explicit ones (BENCHMARKS.md).
+fn run_counted(selected: &[workloads::Workload], n: u64) -> Result<ExitCode, String> {
+    for w in selected {
+        let mut body = (w.setup)().map_err(|e| format!("{}: {e}", w.id))?;
+        for _ in 0..n {
+            body().map_err(|e| format!("{}: {e}", w.id))?;
+        }
+        println!("{}: {n} iterations", w.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {
     if !a.device.is_cpu() && !cfg!(feature = "cuda") {
@@ -118,6 +140,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if selected.is_empty() {
         let ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
         return Err(format!("no workload matches {:?}; known: {}", a.filter.unwrap_or_default(), ids.join(", ")));
+    }
+    if let Some(n) = a.iterations {
+        return run_counted(&selected, n);
     }
     let thread_counts = match a.threads {
         Some(0) => return Err("--threads must be at least 1".into()),

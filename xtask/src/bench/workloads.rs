@@ -398,7 +398,14 @@ fn conv(input: &[i64], weight: &[i64], padding: i64) -> Result<Body> {
 
 /// The workloads whose id contains `filter` (all of them without one), in registry order.
 pub fn select(all: Vec<Workload>, filter: Option<&str>) -> Vec<Workload> {
-    all.into_iter().filter(|w| filter.is_none_or(|f| w.id.contains(f))).collect()
+    all.into_iter()
+        .filter(|w| {
+            filter.is_none_or(|f| match f.strip_prefix('=') {
+                Some(exact) => w.id == exact,
+                None => w.id.contains(f),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -425,6 +432,7 @@ mod tests {
         let ids = |f| select(registry(), f).iter().map(|w| w.id).collect::<Vec<_>>();
         assert_eq!(ids(Some("add1")), vec!["W1.add1", "W1.add1_front", "W1.add1_grad"]);
         assert!(ids(Some("no-such-workload")).is_empty());
+        assert_eq!(ids(Some("=W1.add1")), vec!["W1.add1"]);
         assert_eq!(ids(None).len(), registry().len());
     }
 }
