@@ -113,6 +113,70 @@ impl From<Vec<i64>> for IntList<'_> {
     }
 }
 
+/// A `Tensor[]` argument (`torch::cat`, `torch::stack`): a slice, array or vector of tensors,
+/// or of references to tensors (`&[&a, &b]`, PyTorch's `[a, b]`), so a list needs no clones.
+/// A list of references is gathered into handles (a reference-count increment each).
+#[derive(Clone, Debug)]
+pub enum TensorList<'a> {
+    /// Borrowed tensors.
+    Slice(&'a [Tensor]),
+    /// Handles gathered from references.
+    Owned(Vec<Tensor>),
+}
+
+impl TensorList<'_> {
+    /// The tensors, ready to pass as `&[Tensor]`.
+    #[inline]
+    pub fn as_slice(&self) -> &[Tensor] {
+        match self {
+            TensorList::Slice(s) => s,
+            TensorList::Owned(v) => v,
+        }
+    }
+}
+
+impl<'a> From<&'a [Tensor]> for TensorList<'a> {
+    #[inline]
+    fn from(s: &'a [Tensor]) -> Self {
+        TensorList::Slice(s)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [Tensor; N]> for TensorList<'a> {
+    #[inline]
+    fn from(s: &'a [Tensor; N]) -> Self {
+        TensorList::Slice(s)
+    }
+}
+
+impl<'a> From<&'a Vec<Tensor>> for TensorList<'a> {
+    #[inline]
+    fn from(s: &'a Vec<Tensor>) -> Self {
+        TensorList::Slice(s)
+    }
+}
+
+impl From<Vec<Tensor>> for TensorList<'_> {
+    #[inline]
+    fn from(v: Vec<Tensor>) -> Self {
+        TensorList::Owned(v)
+    }
+}
+
+impl From<&[&Tensor]> for TensorList<'_> {
+    #[inline]
+    fn from(s: &[&Tensor]) -> Self {
+        TensorList::Owned(s.iter().map(|t| (*t).clone()).collect())
+    }
+}
+
+impl<const N: usize> From<&[&Tensor; N]> for TensorList<'_> {
+    #[inline]
+    fn from(s: &[&Tensor; N]) -> Self {
+        TensorList::Owned(s.iter().map(|t| (*t).clone()).collect())
+    }
+}
+
 /// An argument that is a tensor in one overload and a number in another (`pow`'s exponent,
 /// `add`'s `other`): `&Tensor`, or anything that converts to a [`Scalar`].
 #[derive(Clone, Copy, Debug)]

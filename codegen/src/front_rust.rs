@@ -51,7 +51,7 @@ fn value_spell(t: &Type, reduction: bool) -> Result<Spell, String> {
         Type::List(e, _) if is_int(e) => s("impl Into<IntList<'a>>", "IntList<'a>", "{}.into()"),
         Type::List(e, _) if **e == Type::Float => s("&'a [f64]", "&'a [f64]", "{}"),
         Type::List(e, _) if **e == Type::Bool => s("&'a [bool]", "&'a [bool]", "{}"),
-        Type::List(e, _) if **e == Type::Tensor => s("&'a [Tensor]", "&'a [Tensor]", "{}"),
+        Type::List(e, _) if **e == Type::Tensor => s("impl Into<TensorList<'a>>", "TensorList<'a>", "{}.into()"),
         Type::List(e, _) if **e == Type::Optional(Box::new(Type::Tensor)) => {
             s("&'a [Option<Tensor>]", "&'a [Option<Tensor>]", "{}")
         }
@@ -177,6 +177,8 @@ fn branch(g: &Group, k: usize, f_: &NativeFunction, names: &Names, opname: &str)
             if is_int_list(&a.ty) && !matches!(a.ty, Type::Optional(_)) {
                 pre.push(format!("let {n}_v = {n}.expand({:?});", list_len(&a.ty)));
                 format!("&{n}_v")
+            } else if matches!(&a.ty, Type::List(e, _) if **e == Type::Tensor) {
+                format!("{n}.as_slice()")
             } else {
                 n.clone()
             }
@@ -235,7 +237,7 @@ pub fn generate_front(
          //! in `aten/src/front.rs`): a setter per option, then `call()`.\n\n\
          #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]\n\n\
          use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};\n\
-         use crate::front::{IntList, Reduction, TensorOrScalar};\n\
+         use crate::front::{IntList, Reduction, TensorList, TensorOrScalar};\n\
          use crate::{Generator, Tensor};\n\n",
     );
     fr.push_str(HEADER);
@@ -247,7 +249,7 @@ pub fn generate_front(
          #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]\n\n\
          use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};\n\
          use crate::builders;\n\
-         use crate::front::{IntList, Reduction, TensorOrScalar};\n\
+         use crate::front::{IntList, Reduction, TensorList, TensorOrScalar};\n\
          use crate::{Generator, Tensor};\n\n",
     );
     let mut methods = String::new();

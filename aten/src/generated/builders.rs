@@ -4,7 +4,7 @@
 
 #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]
 
-use crate::front::{IntList, Reduction, TensorOrScalar};
+use crate::front::{IntList, Reduction, TensorList, TensorOrScalar};
 use crate::{Generator, Tensor};
 use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
@@ -4004,7 +4004,7 @@ impl<'a> LogSoftmax<'a> {
 /// - `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1465)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Cat<'a> {
-    pub(crate) tensors: &'a [Tensor],
+    pub(crate) tensors: TensorList<'a>,
     pub(crate) dim: Option<i64>,
 }
 
@@ -4020,7 +4020,7 @@ impl<'a> Cat<'a> {
     #[inline]
     pub fn call(self) -> Result<Tensor> {
         let Cat { tensors, dim, .. } = self;
-        crate::handles::cat::call(tensors, dim.unwrap_or(0))
+        crate::handles::cat::call(tensors.as_slice(), dim.unwrap_or(0))
     }
 }
 
@@ -4028,7 +4028,7 @@ impl<'a> Cat<'a> {
 /// - `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1473)
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Stack<'a> {
-    pub(crate) tensors: &'a [Tensor],
+    pub(crate) tensors: TensorList<'a>,
     pub(crate) dim: Option<i64>,
 }
 
@@ -4044,7 +4044,7 @@ impl<'a> Stack<'a> {
     #[inline]
     pub fn call(self) -> Result<Tensor> {
         let Stack { tensors, dim, .. } = self;
-        crate::handles::stack::call(tensors, dim.unwrap_or(0))
+        crate::handles::stack::call(tensors.as_slice(), dim.unwrap_or(0))
     }
 }
 
@@ -5277,7 +5277,7 @@ impl<'a> Linear<'a> {
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct Einsum<'a> {
     pub(crate) equation: &'a str,
-    pub(crate) tensors: &'a [Tensor],
+    pub(crate) tensors: TensorList<'a>,
     pub(crate) path: Option<IntList<'a>>,
 }
 
@@ -5294,7 +5294,7 @@ impl<'a> Einsum<'a> {
     pub fn call(self) -> Result<Tensor> {
         let Einsum { equation, tensors, path, .. } = self;
         let path_v = path.as_ref().map(|l| l.expand(None));
-        crate::handles::einsum::call(equation, tensors, path_v.as_deref())
+        crate::handles::einsum::call(equation, tensors.as_slice(), path_v.as_deref())
     }
 }
 
@@ -14182,7 +14182,7 @@ impl<'a> HistogramBinsTensor<'a> {
 #[must_use = "a builder does nothing until `.call()`"]
 pub struct HistogramddTensorlistBins<'a> {
     pub(crate) self_: &'a Tensor,
-    pub(crate) bins: &'a [Tensor],
+    pub(crate) bins: TensorList<'a>,
     pub(crate) range: Option<&'a [f64]>,
     pub(crate) weight: Option<&'a Tensor>,
     pub(crate) density: Option<bool>,
@@ -14214,7 +14214,13 @@ impl<'a> HistogramddTensorlistBins<'a> {
     #[inline]
     pub fn call(self) -> Result<(Tensor, Vec<Tensor>)> {
         let HistogramddTensorlistBins { self_, bins, range, weight, density, .. } = self;
-        crate::handles::histogramdd_tensorlist_bins::call(self_, bins, range, weight, density.unwrap_or(false))
+        crate::handles::histogramdd_tensorlist_bins::call(
+            self_,
+            bins.as_slice(),
+            range,
+            weight,
+            density.unwrap_or(false),
+        )
     }
 }
 

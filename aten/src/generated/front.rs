@@ -7,7 +7,7 @@
 #![allow(unused_imports, clippy::needless_lifetimes, clippy::too_many_arguments)]
 
 use crate::builders;
-use crate::front::{IntList, Reduction, TensorOrScalar};
+use crate::front::{IntList, Reduction, TensorList, TensorOrScalar};
 use crate::{Generator, Tensor};
 use c10::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType};
 
@@ -1435,15 +1435,15 @@ pub fn log_softmax<'a>(self_: &'a Tensor, dim: i64) -> builders::LogSoftmax<'a> 
 /// `cat`; overloads:
 /// - `cat(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1465)
 #[inline]
-pub fn cat<'a>(tensors: &'a [Tensor]) -> builders::Cat<'a> {
-    builders::Cat { tensors, dim: None }
+pub fn cat<'a>(tensors: impl Into<TensorList<'a>>) -> builders::Cat<'a> {
+    builders::Cat { tensors: tensors.into(), dim: None }
 }
 
 /// `stack`; overloads:
 /// - `stack(Tensor[] tensors, int dim=0) -> Tensor` (aten/native_functions.yaml:1473)
 #[inline]
-pub fn stack<'a>(tensors: &'a [Tensor]) -> builders::Stack<'a> {
-    builders::Stack { tensors, dim: None }
+pub fn stack<'a>(tensors: impl Into<TensorList<'a>>) -> builders::Stack<'a> {
+    builders::Stack { tensors: tensors.into(), dim: None }
 }
 
 /// `split`; overloads:
@@ -1477,15 +1477,17 @@ pub fn unbind<'a>(self_: &'a Tensor) -> builders::Unbind<'a> {
 /// `meshgrid`; overloads:
 /// - `meshgrid(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:1501)
 #[inline]
-pub fn meshgrid<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
-    crate::handles::meshgrid::call(tensors)
+pub fn meshgrid<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::meshgrid::call(tensors.as_slice())
 }
 
 /// `meshgrid`; overloads:
 /// - `meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]` (aten/native_functions.yaml:1505)
 #[inline]
-pub fn meshgrid_indexing<'a>(tensors: &'a [Tensor], indexing: &'a str) -> Result<Vec<Tensor>> {
-    crate::handles::meshgrid_indexing::call(tensors, indexing)
+pub fn meshgrid_indexing<'a>(tensors: impl Into<TensorList<'a>>, indexing: &'a str) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::meshgrid_indexing::call(tensors.as_slice(), indexing)
 }
 
 /// `tile`; overloads:
@@ -2019,8 +2021,8 @@ pub fn tensordot<'a>(
 /// `einsum`; overloads:
 /// - `einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor` (aten/native_functions.yaml:1943)
 #[inline]
-pub fn einsum<'a>(equation: &'a str, tensors: &'a [Tensor]) -> builders::Einsum<'a> {
-    builders::Einsum { equation, tensors, path: None }
+pub fn einsum<'a>(equation: &'a str, tensors: impl Into<TensorList<'a>>) -> builders::Einsum<'a> {
+    builders::Einsum { equation, tensors: tensors.into(), path: None }
 }
 
 /// `convolution`; overloads:
@@ -3203,22 +3205,25 @@ pub fn atleast_3d<'a>(self_: &'a Tensor) -> Result<Tensor> {
 /// `atleast_1d`; overloads:
 /// - `atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2728)
 #[inline]
-pub fn atleast_1d_sequence<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
-    crate::handles::atleast_1d_sequence::call(tensors)
+pub fn atleast_1d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::atleast_1d_sequence::call(tensors.as_slice())
 }
 
 /// `atleast_2d`; overloads:
 /// - `atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2732)
 #[inline]
-pub fn atleast_2d_sequence<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
-    crate::handles::atleast_2d_sequence::call(tensors)
+pub fn atleast_2d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::atleast_2d_sequence::call(tensors.as_slice())
 }
 
 /// `atleast_3d`; overloads:
 /// - `atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2736)
 #[inline]
-pub fn atleast_3d_sequence<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
-    crate::handles::atleast_3d_sequence::call(tensors)
+pub fn atleast_3d_sequence<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::atleast_3d_sequence::call(tensors.as_slice())
 }
 
 /// `mT`; overloads:
@@ -3273,29 +3278,33 @@ pub fn fliplr<'a>(self_: &'a Tensor) -> Result<Tensor> {
 /// `hstack`; overloads:
 /// - `hstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2768)
 #[inline]
-pub fn hstack<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::hstack::call(tensors)
+pub fn hstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::hstack::call(tensors.as_slice())
 }
 
 /// `vstack`; overloads:
 /// - `vstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2772)
 #[inline]
-pub fn vstack<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::vstack::call(tensors)
+pub fn vstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::vstack::call(tensors.as_slice())
 }
 
 /// `dstack`; overloads:
 /// - `dstack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2776)
 #[inline]
-pub fn dstack<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::dstack::call(tensors)
+pub fn dstack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::dstack::call(tensors.as_slice())
 }
 
 /// `column_stack`; overloads:
 /// - `column_stack(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:2780)
 #[inline]
-pub fn column_stack<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::column_stack::call(tensors)
+pub fn column_stack<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::column_stack::call(tensors.as_slice())
 }
 
 /// `positive`; overloads:
@@ -3549,8 +3558,9 @@ pub fn isreal<'a>(self_: &'a Tensor) -> Result<Tensor> {
 /// `broadcast_tensors`; overloads:
 /// - `broadcast_tensors(Tensor[] tensors) -> Tensor[]` (aten/native_functions.yaml:2912)
 #[inline]
-pub fn broadcast_tensors<'a>(tensors: &'a [Tensor]) -> Result<Vec<Tensor>> {
-    crate::handles::broadcast_tensors::call(tensors)
+pub fn broadcast_tensors<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Vec<Tensor>> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::broadcast_tensors::call(tensors.as_slice())
 }
 
 /// `view_copy`; overloads:
@@ -4080,15 +4090,17 @@ pub fn diagflat<'a>(self_: &'a Tensor) -> builders::Diagflat<'a> {
 /// `block_diag`; overloads:
 /// - `block_diag(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3208)
 #[inline]
-pub fn block_diag<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::block_diag::call(tensors)
+pub fn block_diag<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::block_diag::call(tensors.as_slice())
 }
 
 /// `cartesian_prod`; overloads:
 /// - `cartesian_prod(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3212)
 #[inline]
-pub fn cartesian_prod<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::cartesian_prod::call(tensors)
+pub fn cartesian_prod<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::cartesian_prod::call(tensors.as_slice())
 }
 
 /// `combinations`; overloads:
@@ -4874,8 +4886,9 @@ pub fn linalg_vander<'a>(x: &'a Tensor) -> builders::LinalgVander<'a> {
 /// `linalg_multi_dot`; overloads:
 /// - `linalg_multi_dot(Tensor[] tensors) -> Tensor` (aten/native_functions.yaml:3602)
 #[inline]
-pub fn linalg_multi_dot<'a>(tensors: &'a [Tensor]) -> Result<Tensor> {
-    crate::handles::linalg_multi_dot::call(tensors)
+pub fn linalg_multi_dot<'a>(tensors: impl Into<TensorList<'a>>) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::linalg_multi_dot::call(tensors.as_slice())
 }
 
 /// `linalg_matrix_power`; overloads:
@@ -5505,7 +5518,7 @@ pub fn allclose<'a>(self_: &'a Tensor, other: &'a Tensor) -> builders::Allclose<
 pub fn rnn_tanh<'a>(
     input: &'a Tensor,
     hx: &'a Tensor,
-    params: &'a [Tensor],
+    params: impl Into<TensorList<'a>>,
     has_biases: bool,
     num_layers: i64,
     dropout: f64,
@@ -5513,10 +5526,11 @@ pub fn rnn_tanh<'a>(
     bidirectional: bool,
     batch_first: bool,
 ) -> Result<(Tensor, Tensor)> {
+    let params: TensorList<'a> = params.into();
     crate::handles::rnn_tanh_input::call(
         input,
         hx,
-        params,
+        params.as_slice(),
         has_biases,
         num_layers,
         dropout,
@@ -5532,7 +5546,7 @@ pub fn rnn_tanh<'a>(
 pub fn rnn_relu<'a>(
     input: &'a Tensor,
     hx: &'a Tensor,
-    params: &'a [Tensor],
+    params: impl Into<TensorList<'a>>,
     has_biases: bool,
     num_layers: i64,
     dropout: f64,
@@ -5540,10 +5554,11 @@ pub fn rnn_relu<'a>(
     bidirectional: bool,
     batch_first: bool,
 ) -> Result<(Tensor, Tensor)> {
+    let params: TensorList<'a> = params.into();
     crate::handles::rnn_relu_input::call(
         input,
         hx,
-        params,
+        params.as_slice(),
         has_biases,
         num_layers,
         dropout,
@@ -5559,7 +5574,7 @@ pub fn rnn_relu<'a>(
 pub fn gru<'a>(
     input: &'a Tensor,
     hx: &'a Tensor,
-    params: &'a [Tensor],
+    params: impl Into<TensorList<'a>>,
     has_biases: bool,
     num_layers: i64,
     dropout: f64,
@@ -5567,10 +5582,11 @@ pub fn gru<'a>(
     bidirectional: bool,
     batch_first: bool,
 ) -> Result<(Tensor, Tensor)> {
+    let params: TensorList<'a> = params.into();
     crate::handles::gru_input::call(
         input,
         hx,
-        params,
+        params.as_slice(),
         has_biases,
         num_layers,
         dropout,
@@ -5585,8 +5601,8 @@ pub fn gru<'a>(
 #[inline]
 pub fn lstm<'a>(
     input: &'a Tensor,
-    hx: &'a [Tensor],
-    params: &'a [Tensor],
+    hx: impl Into<TensorList<'a>>,
+    params: impl Into<TensorList<'a>>,
     has_biases: bool,
     num_layers: i64,
     dropout: f64,
@@ -5594,10 +5610,12 @@ pub fn lstm<'a>(
     bidirectional: bool,
     batch_first: bool,
 ) -> Result<(Tensor, Tensor, Tensor)> {
+    let hx: TensorList<'a> = hx.into();
+    let params: TensorList<'a> = params.into();
     crate::handles::lstm_input::call(
         input,
-        hx,
-        params,
+        hx.as_slice(),
+        params.as_slice(),
         has_biases,
         num_layers,
         dropout,
@@ -5610,8 +5628,9 @@ pub fn lstm<'a>(
 /// `_chunk_cat`; overloads:
 /// - `_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor` (aten/native_functions.yaml:3983)
 #[inline]
-pub fn _chunk_cat<'a>(tensors: &'a [Tensor], dim: i64, num_chunks: i64) -> Result<Tensor> {
-    crate::handles::_chunk_cat::call(tensors, dim, num_chunks)
+pub fn _chunk_cat<'a>(tensors: impl Into<TensorList<'a>>, dim: i64, num_chunks: i64) -> Result<Tensor> {
+    let tensors: TensorList<'a> = tensors.into();
+    crate::handles::_chunk_cat::call(tensors.as_slice(), dim, num_chunks)
 }
 
 /// `as_strided_scatter`; overloads:
@@ -5865,9 +5884,9 @@ pub fn histogram_bins_tensor<'a>(self_: &'a Tensor, bins: &'a Tensor) -> builder
 #[inline]
 pub fn histogramdd_tensorlist_bins<'a>(
     self_: &'a Tensor,
-    bins: &'a [Tensor],
+    bins: impl Into<TensorList<'a>>,
 ) -> builders::HistogramddTensorlistBins<'a> {
-    builders::HistogramddTensorlistBins { self_, bins, range: None, weight: None, density: None }
+    builders::HistogramddTensorlistBins { self_, bins: bins.into(), range: None, weight: None, density: None }
 }
 
 /// `upsample_trilinear3d`; overloads:

@@ -129,3 +129,18 @@ fn options_of_other_overloads_and_errors() {
     // A kernel's own error comes back through the builder unchanged.
     assert!(matches!(x.sum().dim(5).call(), Err(Error::DimOutOfRange { .. })));
 }
+
+#[test]
+fn tensor_lists_take_references_or_tensors() {
+    let a = Tensor::from_slice(&[1.0f32, 2.0]);
+    let b = Tensor::from_slice(&[3.0f32]);
+    // torch.cat([a, b]) without clones; a slice or a vector of tensors works too.
+    assert_eq!(f32s(&front::cat(&[&a, &b]).call().unwrap()), vec![1.0, 2.0, 3.0]);
+    let owned = vec![b.clone(), a.clone()];
+    assert_eq!(f32s(&front::cat(&owned).call().unwrap()), vec![3.0, 1.0, 2.0]);
+    assert_eq!(f32s(&front::cat(owned.as_slice()).dim(0).call().unwrap()), vec![3.0, 1.0, 2.0]);
+    let s = front::stack(&[&a, &a]).dim(1).call().unwrap();
+    assert_eq!((s.sizes(), f32s(&s)), (&[2, 2][..], vec![1.0, 1.0, 2.0, 2.0]));
+    // The kernel's error about mismatched shapes comes back as a value.
+    assert!(front::stack(&[&a, &b]).call().is_err());
+}
