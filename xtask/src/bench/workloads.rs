@@ -160,26 +160,12 @@ pub fn registry() -> Vec<Workload> {
         }),
         // Training steps: zero_grad, forward, cross entropy (mean), backward, SGD momentum 0.9.
         Workload::new("W6.mlp_step", "train step of an MLP 784-512-512-10 (ReLU), batch 128, SGD momentum 0.9", || {
-            let net = nn::Sequential::new()
-                .add(nn::Linear::new(784, 512)?)
-                .add(nn::ReLU::new())
-                .add(nn::Linear::new(512, 512)?)
-                .add(nn::ReLU::new())
-                .add(nn::Linear::new(512, 10)?);
-            train_step(net, randn(&[128, 784])?, 128, false)
+            train_step(mlp()?, randn(&[128, 784])?, 128, false)
         }),
         Workload::new(
             "W6.mlp_step_front",
             "W6.mlp_step with the loss through the front end (F::cross_entropy)",
-            || {
-                let net = nn::Sequential::new()
-                    .add(nn::Linear::new(784, 512)?)
-                    .add(nn::ReLU::new())
-                    .add(nn::Linear::new(512, 512)?)
-                    .add(nn::ReLU::new())
-                    .add(nn::Linear::new(512, 10)?);
-                train_step(net, randn(&[128, 784])?, 128, true)
-            },
+            || train_step(mlp()?, randn(&[128, 784])?, 128, true),
         ),
         Workload::new(
             "W6.cnn_step",
@@ -296,6 +282,16 @@ fn jit_code(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>, fuse: bool) -
         }
     }
     jit::Code::new(&g)
+}
+
+/// The MLP 784-512-512-10 with ReLUs of the W6.mlp_step rows.
+fn mlp() -> Result<nn::Sequential> {
+    Ok(nn::Sequential::new()
+        .add(nn::Linear::new(784, 512)?)
+        .add(nn::ReLU::new())
+        .add(nn::Linear::new(512, 512)?)
+        .add(nn::ReLU::new())
+        .add(nn::Linear::new(512, 10)?))
 }
 
 /// One SGD (momentum 0.9, lr 0.01) training step of `net` on a fixed batch with random labels;
