@@ -45,7 +45,10 @@ impl<'a> IntList<'a> {
     pub fn expand(&self, n: Option<usize>) -> IntListRef<'_> {
         match self {
             IntList::One(i) => {
-                let n = n.unwrap_or(1).min(INLINE);
+                let n = n.unwrap_or(1);
+                if n > INLINE {
+                    return IntListRef::Owned(vec![*i; n]);
+                }
                 let mut buf = [0; INLINE];
                 buf[..n].fill(*i);
                 IntListRef::Inline(buf, n)
@@ -65,6 +68,8 @@ pub enum IntListRef<'a> {
     Inline([i64; INLINE], usize),
     /// The caller's values.
     Slice(&'a [i64]),
+    /// A list too long to keep inline (no schema has one today).
+    Owned(Vec<i64>),
 }
 
 impl Deref for IntListRef<'_> {
@@ -74,6 +79,7 @@ impl Deref for IntListRef<'_> {
         match self {
             IntListRef::Inline(b, n) => &b[..*n],
             IntListRef::Slice(s) => s,
+            IntListRef::Owned(v) => v,
         }
     }
 }

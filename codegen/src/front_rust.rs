@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use schema::{Argument, DefaultValue, Type};
+use schema::{Argument, Type};
 
 use crate::frontend::{Field, FieldTy, Group};
 use crate::gen::{arg_ident, default_expr, schema_doc, GeneratedFile, Names, HEADER};
@@ -367,7 +367,7 @@ pub fn generate_front(
                     .per_overload
                     .iter()
                     .flatten()
-                    .filter_map(|a| a.default.as_ref().map(default_text))
+                    .filter_map(|a| a.default.as_ref().map(ToString::to_string))
                     .collect::<HashSet<_>>()
                     .into_iter()
                     .collect();
@@ -450,9 +450,4 @@ pub fn generate_front(
         GeneratedFile { name: "builders.rs".into(), contents: b },
         GeneratedFile { name: "front.rs".into(), contents: fr },
     ])
-}
-
-/// A default as PyTorch writes it.
-fn default_text(d: &DefaultValue) -> String {
-    d.to_string()
 }

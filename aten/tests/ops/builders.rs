@@ -144,3 +144,12 @@ fn tensor_lists_take_references_or_tensors() {
     // The kernel's error about mismatched shapes comes back as a value.
     assert!(front::stack(&[&a, &b]).call().is_err());
 }
+
+#[test]
+fn one_integer_fills_any_length() {
+    let l = front::IntList::from(3);
+    assert_eq!(&*l.expand(Some(2)), &[3, 3]);
+    assert_eq!(&*l.expand(None), &[3]);
+    // Longer than the inline buffer: still every element, never truncated.
+    assert_eq!(&*l.expand(Some(12)), &[3; 12]);
+}
