@@ -30,7 +30,8 @@ use c10::dispatch_key::{NUM_BACKENDS, NUM_RUNTIME_ENTRIES};
 use c10::{DispatchKey, DispatchKeySet, Error, LocalDispatchKeySet, Result};
 use schema::{parse_schema, FunctionSchema};
 
-use crate::ivalue::Stack;
+use crate::ivalue::{IValue, Stack};
+use c10::record_function::{RecordFunction, RecordScope};
 
 /// The boxed calling convention: arguments on the stack in schema order, returns pushed back.
 pub type BoxedKernelFn = dyn Fn(&'static OperatorEntry, DispatchKeySet, &mut Stack) -> Result<()> + Send + Sync;
@@ -118,6 +119,26 @@ impl KernelFunction {
     }
 }
 
+/// Starts the RecordFunction range of an operator call (the generated `call` and
+/// [`OperatorEntry::call_boxed`] take this path only while [`c10::record_function::is_active`]).
+/// The range carries the autograd sequence number its node will get when the call reaches an
+/// autograd kernel first and grad mode is on (calls below autograd, in backward passes and under
+/// `no_grad` carry -1, as in PyTorch's traces), and the inputs' shapes when asked for.
+#[inline(never)]
+pub fn record_op(op: &'static OperatorEntry, ks: DispatchKeySet, args: impl FnOnce() -> Stack) -> RecordFunction {
+    let top = ks.highest_priority_type_id();
+    let autograd_first =
+        top.to_functionality() == DispatchKey::AutogradFunctionality || top == DispatchKey::AutogradOther;
+    let seq = if autograd_first && c10::grad_mode::is_enabled() {
+        c10::record_function::sequence_number::peek() as i64
+    } else {
+        -1
+    };
+    RecordFunction::start(RecordScope::Function, op.record_name.as_str(), seq, || {
+        args().iter().map(IValue::input_meta).collect()
+    })
+}
+
 /// What has been registered for an operator, per key (runtime or alias). The dispatch table is
 /// computed from this.
 #[derive(Default)]
@@ -128,6 +149,8 @@ struct Registrations {
 /// One operator (`add.Tensor`): its schema, registrations and dispatch table.
 pub struct OperatorEntry {
     name: String,
+    /// `aten::add`: the name its RecordFunction ranges carry (PyTorch's event names).
+    record_name: String,
     schema: RwLock<Option<Arc<FunctionSchema>>>,
     table: [AtomicPtr<KernelFunction>; NUM_RUNTIME_ENTRIES],
     /// Per backend (indexed by the highest backend bit of the call's keys; the last entry is for
@@ -146,8 +169,10 @@ impl fmt::Debug for OperatorEntry {
 
 impl OperatorEntry {
     fn new(name: &str) -> Self {
+        let base = name.split('.').next().unwrap_or(name);
         OperatorEntry {
             name: name.to_string(),
+            record_name: if base.contains("::") { base.to_string() } else { format!("aten::{base}") },
             schema: RwLock::new(None),
             table: [const { AtomicPtr::new(std::ptr::null_mut()) }; NUM_RUNTIME_ENTRIES],
             masks: [const { AtomicU64::new(u64::MAX) }; NUM_BACKENDS + 1],
@@ -158,6 +183,11 @@ impl OperatorEntry {
     /// `name.overload` (without the `aten::` namespace).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The name without overload, with its namespace (`aten::add`), as profiles show it.
+    pub fn record_name(&self) -> &str {
+        &self.record_name
     }
 
     /// The schema, once `def` has been called for the operator.
@@ -209,6 +239,7 @@ impl OperatorEntry {
     pub fn call_boxed(&'static self, stack: &mut Stack) -> Result<()> {
         let args = stack.iter().fold(DispatchKeySet::EMPTY, |s, v| s | v.key_set());
         let ks = self.compute_key_set(args);
+        let _range = c10::record_function::is_active().then(|| record_op(self, ks, || stack.clone()));
         self.lookup(ks)?.call_boxed(self, ks, stack)
     }
 

@@ -15,6 +15,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use aten::Tensor;
+use c10::record_function::{InputMeta, RecordFunction, RecordScope};
 use c10::{Error, Result, Scalar};
 
 use crate::meta::{gradient_edge, requires_grad};
@@ -246,6 +247,12 @@ pub(crate) fn execute(
                 continue;
             }
         }
+        let _eval = if c10::record_function::is_active() && !(task.slot == 0 && node.name() == "GraphRoot") {
+            let name = format!("autograd::engine::evaluate_function: {}", profiler_name(node));
+            Some(RecordFunction::start(RecordScope::BackwardFunction, name, profiler_seq(core), Vec::new))
+        } else {
+            None
+        };
         let outputs = call_function(node, core, inputs, keep_graph)?;
         for (i, (edge, grad)) in core.next_edges().iter().zip(outputs).enumerate() {
             if edge.function.is_none() {
@@ -336,6 +343,30 @@ fn check_hook_result(original: &Tensor, result: &Tensor, k: usize) -> Result<()>
     Ok(())
 }
 
+/// A node's sequence number as its profiling ranges carry it: -1 for a leaf's accumulator
+/// (whose number is the largest, so that it runs last), as PyTorch's traces show it.
+fn profiler_seq(core: &NodeCore) -> i64 {
+    i64::try_from(core.sequence_nr()).unwrap_or(-1)
+}
+
+/// A node's name in profiles: PyTorch's C++ name for a leaf's accumulator
+/// (`torch::autograd::AccumulateGrad`), else the node's name.
+fn profiler_name(node: &NodeRef) -> String {
+    if node.is_accumulator() {
+        "torch::autograd::AccumulateGrad".into()
+    } else {
+        node.name()
+    }
+}
+
+/// An incoming gradient as the profiler records it: its shape and element type, or nothing.
+fn grad_input_meta(g: &Option<Tensor>) -> InputMeta {
+    match g {
+        Some(t) => InputMeta { dims: t.sizes().to_vec(), ty: t.dtype().type_meta_name().into() },
+        None => InputMeta { dims: Vec::new(), ty: "".into() },
+    }
+}
+
 /// Pre-hooks, the node, post-hooks; releases saved tensors unless the graph is kept; anomaly
 /// checks.
 fn call_function(node: &NodeRef, core: &NodeCore, mut inputs: Grads, keep_graph: bool) -> Result<Grads> {
@@ -349,7 +380,13 @@ fn call_function(node: &NodeRef, core: &NodeCore, mut inputs: Grads, keep_graph:
         has_post = !hooks.post.is_empty();
     }
     let kept_inputs = if has_post { inputs.clone() } else { Grads::new() };
+    let range = (c10::record_function::is_active() && node.name() != "GraphRoot").then(|| {
+        RecordFunction::start(RecordScope::BackwardFunction, profiler_name(node), profiler_seq(core), || {
+            inputs.iter().map(grad_input_meta).collect()
+        })
+    });
     let result = node.apply(inputs);
+    drop(range);
     if !keep_graph {
         node.release_variables();
     }

@@ -7,25 +7,18 @@
 //! normal tensors still bump their versions), and tensors created inside
 //! it have no version counter and cannot be saved for backward.
 
-use std::cell::Cell;
-
 use c10::ExcludeDispatchKeyGuard;
-
-thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-}
 
 /// Whether operations record autograd history on this thread (`torch.is_grad_enabled()`).
 #[inline]
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(|g| g.get())
+    c10::grad_mode::is_enabled()
 }
 
 /// Sets grad mode until the returned guard is dropped (`torch.set_grad_enabled(mode)`).
 #[must_use = "grad mode is restored when the guard is dropped"]
 pub fn set_grad_enabled(enabled: bool) -> GradModeGuard {
-    let prev = GRAD_ENABLED.with(|g| g.replace(enabled));
-    GradModeGuard { prev }
+    GradModeGuard { prev: c10::grad_mode::set_enabled(enabled) }
 }
 
 /// `torch.no_grad()`: no history is recorded until the guard is dropped.
@@ -53,7 +46,7 @@ pub struct GradModeGuard {
 
 impl Drop for GradModeGuard {
     fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.prev));
+        c10::grad_mode::set_enabled(self.prev);
     }
 }
 

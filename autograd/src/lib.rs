@@ -31,6 +31,7 @@ pub mod kernel_support;
 pub mod linalg_formulas;
 pub mod meta;
 pub mod node;
+pub mod profiler;
 pub mod saved;
 pub mod views;
 

@@ -146,17 +146,10 @@ impl InputMeta {
     }
 }
 
-thread_local! {
-    static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The next sequence number of this thread (see Note [Sequence numbers]).
+/// The next sequence number of this thread (see Note [Sequence numbers]); the counter is
+/// c10's, so the dispatcher's profiling ranges can name the number a node will get.
 pub fn next_sequence_nr() -> u64 {
-    NEXT_SEQUENCE_NR.with(|c| {
-        let n = c.get();
-        c.set(n + 1);
-        n
-    })
+    c10::record_function::sequence_number::get_and_increment()
 }
 
 /// The `next_edges` of a node: inline for the common one- and two-input operations, so

@@ -238,10 +238,15 @@ pub struct CachingCpuAllocator;
 /// Returns a block to its pool.
 ///
 /// # Safety
-/// `data` must come from [`CachingCpuAllocator::allocate`] with class size `ctx`, unused after.
+/// `data` must come from [`CachingCpuAllocator::allocate`] for `ctx` requested bytes (its class
+/// is `round_size(ctx)`), unused after.
 unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
-    let size = ctx as usize;
+    let nbytes = ctx as usize;
+    let size = round_size(nbytes);
     let Some(p) = NonNull::new(data) else { return };
+    if crate::record_function::memory_active() {
+        report(data, -(nbytes as i64));
+    }
     if size <= SMALL_LIMIT {
         let kept = CACHE
             .try_with(|c| {
@@ -277,6 +282,20 @@ unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
     }
 }
 
+/// Tells the profiler's observers of an allocation (`bytes > 0`, the requested size, as PyTorch
+/// reports it) or a free; totals are the allocator's, in size classes.
+#[cold]
+fn report(ptr: *mut u8, bytes: i64) {
+    let stats = memory_stats();
+    crate::record_function::report_memory(crate::record_function::MemoryEvent {
+        ptr: ptr as usize,
+        bytes,
+        total_allocated: stats.allocated_bytes as u64,
+        total_reserved: (stats.allocated_bytes + stats.cached_bytes) as u64,
+        device: Device::CPU,
+    });
+}
+
 fn note_alloc(size: usize, hit: bool) {
     with_stats(|s| {
         ThreadStats::add(&s.in_use, size as isize);
@@ -309,8 +328,12 @@ impl Allocator for CachingCpuAllocator {
                 p
             });
             if let Ok(Some(p)) = hit {
-                // SAFETY: as below: `caching_free` returns the block to the pool of class `size`.
-                return Ok(unsafe { DataPtr::from_raw(p, size as *mut (), Some(caching_free), Device::CPU) });
+                if crate::record_function::memory_active() {
+                    report(p.as_ptr(), nbytes as i64);
+                }
+                // SAFETY: as below: `caching_free` returns the block to the pool of class
+                // `round_size(nbytes)` = `size`.
+                return Ok(unsafe { DataPtr::from_raw(p, nbytes as *mut (), Some(caching_free), Device::CPU) });
             }
             None
         } else {
@@ -328,9 +351,13 @@ impl Allocator for CachingCpuAllocator {
             None => (system_alloc(size)?, false),
         };
         note_alloc(size, hit);
-        // SAFETY: `caching_free` receives the class size as ctx and returns the block to the pool
-        // of that size (or frees it with the same layout); it runs once, when the DataPtr drops.
-        Ok(unsafe { DataPtr::from_raw(p, size as *mut (), Some(caching_free), Device::CPU) })
+        if crate::record_function::memory_active() {
+            report(p.as_ptr(), nbytes as i64);
+        }
+        // SAFETY: `caching_free` receives the requested size as ctx, and returns the block to
+        // the pool of its class `round_size(nbytes)` = `size` (or frees it with that layout); it
+        // runs once, when the DataPtr drops.
+        Ok(unsafe { DataPtr::from_raw(p, nbytes as *mut (), Some(caching_free), Device::CPU) })
     }
 }
 

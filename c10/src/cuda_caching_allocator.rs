@@ -700,7 +700,22 @@ impl DeviceState {
         s.active.increase(pool, 1);
         s.active_bytes.increase(pool, size);
         s.requested_bytes.increase(pool, orig_size);
+        self.report(ptr, size as i64);
         id
+    }
+
+    /// Tells the profiler's observers of an allocation (`bytes > 0`) or a free (Note [Events
+    /// beside ranges] in c10::record_function): one relaxed load when nobody profiles memory.
+    fn report(&self, ptr: u64, bytes: i64) {
+        if crate::record_function::memory_active() {
+            crate::record_function::report_memory(crate::record_function::MemoryEvent {
+                ptr: ptr as usize,
+                bytes,
+                total_allocated: self.stats.allocated_bytes.all.current as u64,
+                total_reserved: self.stats.reserved_bytes.all.current as u64,
+                device: crate::Device::cuda(self.device),
+            });
+        }
     }
 
     /// The owner freed the block: it returns to the pool now, or once the events of the streams
@@ -714,6 +729,7 @@ impl DeviceState {
         self.allocated.remove(&ptr);
         self.stats.allocation.decrease(pool, 1);
         self.stats.allocated_bytes.decrease(pool, size);
+        self.report(ptr, -(size as i64));
         if streams.is_empty() {
             self.free_block(id);
             return;

@@ -141,6 +141,25 @@ impl ScalarType {
         }
     }
 
+    /// The C++ name of the element type as `caffe2::TypeMeta` prints it (`float`, `long int`,
+    /// `c10::Half`): PyTorch's bound errors and the profiler's "Input type" use it.
+    pub const fn type_meta_name(self) -> &'static str {
+        match self {
+            ScalarType::U8 => "unsigned char",
+            ScalarType::I8 => "signed char",
+            ScalarType::I16 => "short int",
+            ScalarType::I32 => "int",
+            ScalarType::I64 => "long int",
+            ScalarType::F16 => "c10::Half",
+            ScalarType::BF16 => "c10::BFloat16",
+            ScalarType::F32 => "float",
+            ScalarType::F64 => "double",
+            ScalarType::C64 => "c10::complex<float>",
+            ScalarType::C128 => "c10::complex<double>",
+            ScalarType::Bool => "bool",
+        }
+    }
+
     /// PyTorch's C++ name (`Float`, `Long`, ...), used in error messages.
     pub const fn cpp_name(self) -> &'static str {
         match self {

@@ -93,6 +93,8 @@ enum Step {
     },
     Builtin {
         f: Builtin,
+        /// The node's kind (`prim::ListConstruct`), for profiling ranges.
+        kind: String,
         args: Vec<Arg>,
         outs: Vec<usize>,
         list: Option<JitType>,
@@ -771,7 +773,7 @@ impl Compiler<'_> {
                             },
                             _ => None,
                         };
-                        Step::Builtin { f, args, outs, list }
+                        Step::Builtin { f, kind: g.kind(n).to_string(), args, outs, list }
                     }
                     None => {
                         if !g.blocks_of(n).is_empty() || g.kind(n).starts_with("prim::") {
@@ -837,11 +839,32 @@ fn get(regs: &mut [IValue], constants: &[IValue], a: Arg) -> IValue {
     }
 }
 
+/// The profiling range of a node that is not an operator call (operators are recorded by the
+/// dispatcher): one per executed node, named by its kind; a fusion group by whether it ran
+/// fused.
+fn step_range(step: &Step) -> Option<c10::record_function::RecordFunction> {
+    use c10::record_function::{RecordFunction, RecordScope};
+    let name = match step {
+        Step::Op { .. } => return None,
+        Step::Builtin { kind, .. } => kind.clone(),
+        Step::If { .. } => "prim::If".to_string(),
+        Step::Loop { .. } => "prim::Loop".to_string(),
+        Step::Fused { group, .. } => {
+            if group.is_fused() { "prim::FusionGroup (fused)" } else { "prim::FusionGroup" }.to_string()
+        }
+    };
+    Some(RecordFunction::start(RecordScope::TorchscriptFunction, name, -1, Vec::new))
+}
+
 fn run_plan(p: &Plan, fr: &mut Frame<'_>) -> Result<Vec<IValue>> {
     for step in &p.steps {
+        let recording = c10::record_function::is_active();
+        let _range = if recording { step_range(step) } else { None };
         match step {
             Step::Op { op, schema, args, outs, unboxed } => {
-                if let Some(c) = unboxed {
+                // While ranges are recorded, operators take the boxed call, which records them
+                // as the dispatcher records every call (the typed path goes to the kernel).
+                if let (Some(c), false) = (unboxed, recording) {
                     if let Some(r) = call_unboxed(*c, op, args, fr.regs, fr.constants)? {
                         // What a boxed call would have moved out of its register goes now.
                         for a in args {
@@ -871,7 +894,7 @@ fn run_plan(p: &Plan, fr: &mut Frame<'_>) -> Result<Vec<IValue>> {
                     fr.regs[*r] = v;
                 }
             }
-            Step::Builtin { f, args, outs, list } => {
+            Step::Builtin { f, args, outs, list, .. } => {
                 let vals: Vec<IValue> = args.iter().map(|a| get(fr.regs, fr.constants, *a)).collect();
                 let res = builtin(*f, vals, outs.len(), list.as_ref())?;
                 for (r, v) in outs.iter().zip(res) {

@@ -13,7 +13,7 @@
 use aten::Tensor;
 use c10::{Error, MemoryFormat, Result, Scalar, ScalarType};
 
-use crate::driver::{driver, Gemm, StreamId};
+use crate::driver::{Gemm, StreamId};
 
 /// How one operand is passed: transposed or not, its leading dimension, and the tensor that
 /// holds it (the operand itself, or a contiguous copy).
@@ -95,7 +95,7 @@ pub(crate) fn gemm(out: &Tensor, a: &Tensor, b: &Tensor, alpha: f64, beta: Optio
     // SAFETY: the three tensors live on `device` for the call and hold every element the
     // sizes, leading dimensions and batch strides address (they are those of the tensors);
     // `target` is a distinct allocation from the operands.
-    unsafe { driver()?.gemm(device.index as usize, &g, stream)? };
+    unsafe { crate::driver::gemm(device.index as usize, &g, stream)? };
     if !target.is_same(out) {
         aten::ops::copy_(out, &target, false)?;
     }

@@ -232,6 +232,83 @@ pub fn driver() -> Result<&'static dyn Driver> {
     }
 }
 
+/// Launches kernel `name` through the process's driver. While the profiler records device
+/// kernels (`c10::record_function::kernels_active`), the launch is bracketed by timing events
+/// on its stream and waited for, and reported with its device time: on a GPU the events'
+/// elapsed time, on the emulated device the launch's (Note [Kernel timing]).
+///
+/// Note [Kernel timing]: waiting for each kernel serializes host and device while profiling —
+/// the kernels' own durations are right, the gaps between them are not what an unprofiled run
+/// has. PyTorch reads kernel times from CUPTI's activity buffers instead; cudarc has no CUPTI
+/// bindings and the driver's events need no extra library. The end is placed at the host time
+/// the wait returned and the start `elapsed` before it, on c10's profiling clock.
+///
+/// # Safety
+/// As [`Driver::launch`].
+pub unsafe fn launch(device: usize, name: &str, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+    let d = driver()?;
+    if !c10::record_function::kernels_active() {
+        // SAFETY: the caller's contract is Driver::launch's.
+        return unsafe { d.launch(device, name, cfg, params) };
+    }
+    timed(d, device, name, cfg.stream, || {
+        // SAFETY: as above.
+        unsafe { d.launch(device, name, cfg, params) }
+    })
+}
+
+/// Runs a [`Gemm`] through the process's driver, timed like [`launch`] while the profiler
+/// records kernels (reported as `gemm` with its dtype and sizes).
+///
+/// # Safety
+/// As [`Driver::gemm`].
+pub unsafe fn gemm(device: usize, g: &Gemm, stream: StreamId) -> Result<()> {
+    let d = driver()?;
+    if !c10::record_function::kernels_active() {
+        // SAFETY: the caller's contract is Driver::gemm's.
+        return unsafe { d.gemm(device, g, stream) };
+    }
+    let name = format!("gemm_{}_{}x{}x{}", g.dtype.name(), g.m, g.n, g.k);
+    timed(d, device, &name, stream, || {
+        // SAFETY: as above.
+        unsafe { d.gemm(device, g, stream) }
+    })
+}
+
+fn timed(d: &dyn Driver, device: usize, name: &str, stream: StreamId, run: impl FnOnce() -> Result<()>) -> Result<()> {
+    use c10::record_function as rf;
+    let (correlation_id, thread_id) = (rf::current_range_id(), rf::current_thread_id());
+    let start = d.event_create(device, true)?;
+    let end = match d.event_create(device, true) {
+        Ok(e) => e,
+        Err(e) => {
+            d.event_destroy(start);
+            return Err(e);
+        }
+    };
+    let result = (|| {
+        d.event_record(start, device, stream)?;
+        run()?;
+        d.event_record(end, device, stream)?;
+        d.event_synchronize(end)?;
+        let end_ns = rf::clock_ns();
+        let elapsed_ns = (f64::from(d.event_elapsed_ms(start, end)?) * 1e6) as u64;
+        rf::report_kernel(rf::KernelEvent {
+            name: name.to_string(),
+            device: c10::Device::cuda(device as i8),
+            stream: stream.0,
+            start_ns: end_ns.saturating_sub(elapsed_ns),
+            end_ns,
+            thread_id,
+            correlation_id,
+        });
+        Ok(())
+    })();
+    d.event_destroy(start);
+    d.event_destroy(end);
+    result
+}
+
 /// The argument array of a launch: each value is boxed so its address stays put while more are
 /// pushed, and [`KernelArgs::params`] hands out the pointers `cuLaunchKernel` expects.
 #[derive(Default)]

@@ -5,7 +5,7 @@ use aten::Tensor;
 use c10::{Error, Result, Scalar};
 
 use crate::args::{KcRemap, KC_MAX_DIMS};
-use crate::driver::{driver, KernelArgs, StreamId};
+use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
 use crate::loops::{kernel_for, push_element};
 
@@ -53,7 +53,7 @@ pub(crate) fn remap(
     // (the caller built each mapped dim's map with one entry per output coordinate), and
     // every source coordinate a map gives is inside `src`'s sizes (checked by the operator), so
     // every offset lies inside the live tensors.
-    unsafe { driver()?.launch(device.index as usize, &name, &elementwise_launch(r.numel, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(r.numel, stream), &mut params) }
 }
 
 /// `embedding_backward_<T>(groups, cols, grad_weight, grad, order, starts, rows, scale)`
@@ -90,5 +90,5 @@ pub(crate) fn embedding_backward(
     // of `grad`'s rows, `rows` from indices checked against grad_weight's rows and `starts` as
     // groups + 1 offsets into `order`, so every element the kernel touches is inside the live,
     // contiguous tensors.
-    unsafe { driver()?.launch(device.index as usize, &name, &elementwise_launch(work, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(work, stream), &mut params) }
 }

@@ -9,7 +9,7 @@ use aten::{Generator, Tensor};
 use c10::{bf16, f16, DeviceType, Error, Result, Scalar, ScalarType};
 
 use crate::args::{KcGeometry, KcReduction, KC_MAX_DIMS, KC_MAX_OPERANDS};
-use crate::driver::{driver, KernelArgs, LaunchConfig, StreamId};
+use crate::driver::{KernelArgs, LaunchConfig, StreamId};
 use crate::geometry::elementwise_launch;
 
 /// Registers every loop with aten (at the backend's registration).
@@ -116,7 +116,7 @@ fn launch(iter: &TensorIterator<'_>, name: &str, scalars: impl FnOnce(&mut Kerne
     // SAFETY: the kernels of this file take (KcGeometry, out, inputs..., scalars...) in that
     // order with the dtypes the names encode; the pointers are the operands' element 0 on
     // `device`, live for the call, and the geometry addresses only elements inside them.
-    unsafe { driver()?.launch(device.index as usize, name, &elementwise_launch(g.numel, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, name, &elementwise_launch(g.numel, stream), &mut params) }
 }
 
 /// Launches `name`, a kernel with no scalar arguments, over the iterator.
@@ -235,7 +235,7 @@ fn reduction(kernel: &'static str, input: &Tensor, reduced: &[bool], outputs: &[
     // SAFETY: the reduction kernels take (KcReduction, outputs..., input) with the dtypes their
     // names encode (values in the input's dtype, int64 indices); every offset the geometry
     // produces lies inside the tensors, which are live for the call.
-    unsafe { driver()?.launch(device.index as usize, &name, &cfg, &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, &name, &cfg, &mut params) }
 }
 
 /// `arange_<T>(g, out, start, step)`: start and step in the kernel's accumulation type (float

@@ -3,7 +3,7 @@
 use aten::Tensor;
 use c10::{Error, Result, ScalarType};
 
-use crate::driver::{driver, KernelArgs, StreamId};
+use crate::driver::{KernelArgs, StreamId};
 use crate::geometry::elementwise_launch;
 use crate::loops::kernel_for;
 
@@ -31,5 +31,5 @@ pub(crate) fn sort(values: &Tensor, indices: &Tensor, input: &Tensor, descending
     // SAFETY: sort_<T> takes (int64 lines, int64 n, T* values, int64_t* indices, const T* in,
     // bool); the three tensors are live, contiguous and hold lines * n elements, and every rank
     // a thread computes is below n, so every write stays inside its line.
-    unsafe { driver()?.launch(device.index as usize, &name, &elementwise_launch(numel, stream), &mut params) }
+    unsafe { crate::driver::launch(device.index as usize, &name, &elementwise_launch(numel, stream), &mut params) }
 }

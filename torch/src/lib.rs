@@ -105,6 +105,31 @@ pub mod autograd {
     pub use ::autograd::*;
 }
 
+/// `torch.profiler`: operator, backward, optimizer, DataLoader and user ranges with shapes,
+/// memory and CUDA kernels; `key_averages().table()`; Chrome traces. `record_function` opens a
+/// range of your own.
+///
+/// ```
+/// use torch::profiler::{profile, record_function};
+/// let x = torch::randn(&[8, 8]).call()?;
+/// let mut prof = profile().record_shapes(true).start();
+/// {
+///     let _r = record_function("my block");
+///     let _y = x.matmul(&x)?;
+/// }
+/// let p = prof.stop();
+/// println!("{}", p.key_averages().table("cpu_time_total", 10));
+/// assert_eq!(p.key_averages().get("my block").map(|r| r.count), Some(1));
+/// # Ok::<(), torch::Error>(())
+/// ```
+pub mod profiler {
+    pub use ::autograd::profiler::*;
+    pub use c10::record_function::{
+        add_global_observer, add_thread_local_observer, record_function, remove_observer, InputMeta, Observer,
+        RecordData, RecordFunction, RecordScope,
+    };
+}
+
 /// `torch.distributed`: process groups, collectives, stores, `DistributedDataParallel` (the
 /// MPI backend needs the `mpi` feature).
 pub mod distributed {

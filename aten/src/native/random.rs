@@ -103,24 +103,6 @@ fn digits(dtype: ScalarType) -> u32 {
     }
 }
 
-/// C++'s `caffe2::TypeMeta` name of a dtype's element type, as PyTorch prints it in bound errors.
-fn type_meta_name(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::U8 => "unsigned char",
-        ScalarType::I8 => "signed char",
-        ScalarType::I16 => "short int",
-        ScalarType::I32 => "int",
-        ScalarType::I64 => "long int",
-        ScalarType::F16 => "c10::Half",
-        ScalarType::BF16 => "c10::BFloat16",
-        ScalarType::F32 => "float",
-        ScalarType::F64 => "double",
-        ScalarType::C64 => "c10::complex<float>",
-        ScalarType::C128 => "c10::complex<double>",
-        ScalarType::Bool => "bool",
-    }
-}
-
 // ---- samplers (at::uniform_real_distribution, at::normal_distribution, ...) ----------------------
 
 /// `uniform_real_distribution<double>(0, 1)`: 53 random bits from `random64()`.
@@ -393,7 +375,7 @@ pub fn uniform_(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator
         return Err(Error::UnsupportedDtype { op: "check_uniform_bounds".into(), dtype });
     }
     let (min, max) = (dtype_lowest(dtype), dtype_max(dtype));
-    let name = type_meta_name(dtype);
+    let name = dtype.type_meta_name();
     if !(min..=max).contains(&from) {
         return Err(Error::invalid(OP, format!("from is out of bounds for {name}")));
     }
@@ -492,7 +474,7 @@ fn update_to<T: Element>(to: i64) -> i64 {
 /// PyTorch's `check_from_to_in_range`: `from` and `to_inc` must be representable in the dtype.
 fn check_from_to_in_range(op: &str, from: i64, to_inc: i64, dtype: ScalarType) -> Result<()> {
     let (min, max) = (dtype_lowest(dtype), dtype_max(dtype));
-    let name = type_meta_name(dtype);
+    let name = dtype.type_meta_name();
     let in_range = |v: i64| {
         if dtype.is_floating_point() || dtype == ScalarType::I64 {
             (v as f64) >= min && (v as f64) <= max

@@ -475,6 +475,19 @@ impl<B> DataLoaderIter<B> {
     }
 }
 
+/// The profiling range of fetching one batch, named as PyTorch's DataLoader names it.
+fn batch_range(workers: bool) -> Option<c10::record_function::RecordFunction> {
+    use c10::record_function::{is_active, RecordFunction, RecordScope};
+    is_active().then(|| {
+        let name = if workers {
+            "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+        } else {
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        };
+        RecordFunction::start(RecordScope::DataLoader, name, -1, Vec::new)
+    })
+}
+
 impl<B> Iterator for DataLoaderIter<B> {
     type Item = Result<B>;
 
@@ -482,6 +495,7 @@ impl<B> Iterator for DataLoaderIter<B> {
         if let Some(e) = self.pending_error.take() {
             return Some(Err(e));
         }
+        let _range = batch_range(self.pool.is_some());
         match &mut self.pool {
             None => {
                 let indices = self.batches.next()?;
@@ -828,6 +842,7 @@ struct StreamWorkers<B> {
 impl<B> Iterator for IterableDataLoaderIter<B> {
     type Item = Result<B>;
     fn next(&mut self) -> Option<Result<B>> {
+        let _range = batch_range(matches!(self.inner, IterableSource::Workers(_)));
         match &mut self.inner {
             IterableSource::Failed(e) => e.take().map(Err),
             IterableSource::Local(batches) => batches.next(),

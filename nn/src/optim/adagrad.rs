@@ -200,6 +200,7 @@ impl Optimizer for Adagrad {
     }
 
     fn step(&mut self) -> Result<()> {
+        let _range = super::step_range(self.name());
         self.groups.update(adagrad_update)
     }
 

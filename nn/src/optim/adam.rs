@@ -366,6 +366,7 @@ impl Optimizer for Adam {
     }
 
     fn step(&mut self) -> Result<()> {
+        let _range = super::step_range(self.name());
         self.groups.update(adam_update)
     }
 
@@ -401,6 +402,7 @@ impl Optimizer for AdamW {
     }
 
     fn step(&mut self) -> Result<()> {
+        let _range = super::step_range(self.name());
         self.groups.update(|o, p, g, s| adam_update(&AdamOptions::from(*o), p, g, s))
     }
 

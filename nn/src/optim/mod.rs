@@ -49,6 +49,14 @@ pub use lr_scheduler::{
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};
 
+/// The profiling range of an optimizer step, named as PyTorch names it (`Optimizer.step#SGD.step`);
+/// `None` (and nothing formatted) when nobody observes ranges.
+pub(crate) fn step_range(name: &'static str) -> Option<c10::record_function::RecordFunction> {
+    use c10::record_function::{is_active, RecordFunction, RecordScope};
+    is_active()
+        .then(|| RecordFunction::start(RecordScope::Optimizer, format!("Optimizer.step#{name}.step"), -1, Vec::new))
+}
+
 /// What every optimizer offers: the update, gradient clearing, its parameter groups' learning
 /// rates (what [`lr_scheduler`]s change) and its state as a [`OptimizerStateDict`].
 ///

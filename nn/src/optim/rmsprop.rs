@@ -254,6 +254,7 @@ impl Optimizer for RMSprop {
     }
 
     fn step(&mut self) -> Result<()> {
+        let _range = super::step_range(self.name());
         self.groups.update(rmsprop_update)
     }
 

@@ -196,6 +196,7 @@ impl Optimizer for SGD {
     }
 
     fn step(&mut self) -> Result<()> {
+        let _range = super::step_range(self.name());
         self.groups.update(sgd_update)
     }
 
