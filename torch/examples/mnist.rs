@@ -17,6 +17,7 @@ use torch::indexing::IndexOp;
 use torch::nn::{self, functional as F, Conv2d, Forward, Linear, Module};
 use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
+use torch::profiler;
 use torch::{Tensor, TensorAutograd};
 
 #[derive(Parser)]
@@ -47,6 +48,11 @@ struct Args {
     /// Seed for initialisation, the hold-out split and shuffling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Profile a few training steps of the first epoch (one to wait, one to warm up, three
+    /// recorded), write their Chrome trace here (open it in Perfetto) and print the top
+    /// operators.
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 /// conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu - maxpool 2 - dropout -
@@ -175,6 +181,9 @@ fn check_args(args: &Args) -> torch::Result<()> {
             return bad(format!("--data {}: no such directory", dir.display()));
         }
     }
+    if let Some(path) = &args.profile {
+        torch::serialize::check_writable(path)?;
+    }
     torch::serialize::check_writable(&args.checkpoint)
 }
 
@@ -228,6 +237,12 @@ fn run(args: &Args) -> torch::Result<()> {
 
     let start = Instant::now();
     let mut saved = false;
+    let mut prof = args.profile.as_ref().map(|_| {
+        // Wait a step, warm up a step, record three; fewer when an epoch is shorter.
+        let n = steps_per_epoch as u64;
+        let schedule = if n >= 5 { profiler::schedule(1, 1, 3, 1) } else { profiler::schedule(0, 0, n.max(1), 1) };
+        profiler::profile().record_shapes(true).profile_memory(true).schedule(schedule).start()
+    });
     for epoch in first_epoch..epochs {
         // pytorch-comparison: begin
         model.train(true);
@@ -250,6 +265,9 @@ fn run(args: &Args) -> torch::Result<()> {
             opt.step()?;
             sched.step(&mut opt)?;
             // pytorch-comparison: end
+            if let Some(p) = &mut prof {
+                p.step();
+            }
             let n = x.sizes()[0] as usize;
             seen += n;
             loss_sum += loss.item::<f64>()? * n as f64;
@@ -261,6 +279,13 @@ fn run(args: &Args) -> torch::Result<()> {
             ));
         }
         bar.finish();
+        if let (Some(p), Some(path)) = (prof.take(), &args.profile) {
+            let profile = p.stop();
+            profile.export_chrome_trace(path)?;
+            println!("{}", profile.key_averages().table("self_cpu_time_total", 15));
+            let steps = profile.events.iter().filter(|e| e.name.starts_with("ProfilerStep#")).count();
+            println!("profile: {} events of {steps} steps written to {}", profile.events.len(), path.display());
+        }
         // pytorch-comparison: begin
         model.eval();
         let acc = accuracy(&model, &split.test)?;
