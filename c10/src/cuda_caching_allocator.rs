@@ -521,6 +521,13 @@ impl DeviceState {
         self.stats.segment.increase(pool, 1);
         self.stats.reserved_bytes.increase(pool, alloc_size);
         self.stats.num_device_alloc += 1;
+        tracing::debug!(
+            target: "torch::cuda::allocator",
+            device = self.device,
+            bytes = alloc_size,
+            reserved = self.stats.reserved_bytes.all.current,
+            "new segment from the driver"
+        );
         Ok(Some(self.insert_block(Block {
             ptr,
             size: alloc_size,
@@ -617,6 +624,12 @@ impl DeviceState {
             found = self.alloc_block(pool, stream, alloc_size, false)?;
         }
         if found.is_none() {
+            tracing::debug!(
+                target: "torch::cuda::allocator",
+                device = self.device,
+                bytes = alloc_size,
+                "out of device memory: releasing the cache and retrying"
+            );
             self.release_cached_blocks();
             found = self.alloc_block(pool, stream, alloc_size, true)?;
         }

@@ -108,6 +108,12 @@ impl Work {
             }
             let now = Instant::now();
             if now >= deadline {
+                tracing::warn!(
+                    target: "torch::distributed",
+                    op = self.inner.op,
+                    timeout_ms = timeout.as_millis() as u64,
+                    "collective timed out"
+                );
                 return Err(Error::DistTimeout {
                     op: self.inner.op.into(),
                     msg: format!(

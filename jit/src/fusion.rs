@@ -1086,7 +1086,14 @@ impl FusionGroup {
     /// Compiles a group's subgraph. A subgraph the kernel cannot compile always runs in the
     /// interpreter.
     pub fn new(sub: &Graph) -> Result<FusionGroup> {
-        Ok(FusionGroup { kernel: FusedKernel::compile(sub).ok(), fallback: Code::new(sub)? })
+        let kernel = match FusedKernel::compile(sub) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                tracing::debug!(target: "torch::jit", reason = %e, "fusion group runs in the interpreter");
+                None
+            }
+        };
+        Ok(FusionGroup { kernel, fallback: Code::new(sub)? })
     }
 
     /// Whether the group has a fused kernel.

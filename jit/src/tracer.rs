@@ -138,7 +138,9 @@ impl TracingState {
     }
 
     fn warn(&mut self, msg: String) {
-        eprintln!("TracerWarning: {msg}");
+        // PyTorch prints TracerWarnings through Python's warnings; ours are `tracing` events
+        // (target `torch::jit`) and stay readable from the trace's `warnings()`.
+        tracing::warn!(target: "torch::jit", "TracerWarning: {msg}");
         self.warnings.push(msg);
     }
 }

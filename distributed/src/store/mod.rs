@@ -99,6 +99,7 @@ pub(crate) const INTERNAL_PREFIX: &str = "\0torch/";
 
 /// The timeout error of `op` waiting for `keys`.
 pub(crate) fn timeout_error(op: &str, timeout: Duration, keys: &[&str]) -> Error {
+    tracing::warn!(target: "torch::distributed", op, timeout_ms = timeout.as_millis() as u64, ?keys, "store wait timed out");
     Error::DistTimeout { op: op.into(), msg: format!("wait timeout after {}ms, keys: {keys:?}", timeout.as_millis()) }
 }
 

@@ -57,6 +57,14 @@ pub(crate) fn step_range(name: &'static str) -> Option<c10::record_function::Rec
         .then(|| RecordFunction::start(RecordScope::Optimizer, format!("Optimizer.step#{name}.step"), -1, Vec::new))
 }
 
+/// The profiling range of `zero_grad` (`Optimizer.zero_grad#SGD.zero_grad`, PyTorch's name).
+pub(crate) fn zero_grad_range(name: &'static str) -> Option<c10::record_function::RecordFunction> {
+    use c10::record_function::{is_active, RecordFunction, RecordScope};
+    is_active().then(|| {
+        RecordFunction::start(RecordScope::Optimizer, format!("Optimizer.zero_grad#{name}.zero_grad"), -1, Vec::new)
+    })
+}
+
 /// What every optimizer offers: the update, gradient clearing, its parameter groups' learning
 /// rates (what [`lr_scheduler`]s change) and its state as a [`OptimizerStateDict`].
 ///
@@ -626,6 +634,7 @@ impl<O: GroupOptions, S: ParamState> ParamGroups<O, S> {
 macro_rules! forward_to_param_groups {
     () => {
         fn zero_grad(&self, set_to_none: bool) -> c10::Result<()> {
+            let _range = $crate::optim::zero_grad_range(self.name());
             self.groups.zero_grad(set_to_none)
         }
         fn num_param_groups(&self) -> usize {

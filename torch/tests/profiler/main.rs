@@ -13,6 +13,7 @@ use torch::nn::{Conv2d, Forward, Linear, Module};
 use torch::optim::{self, Optimizer};
 use torch::profiler::{self, profile, record_function, Profile, ProfilerActivity, RecordScope};
 use torch::TensorAutograd;
+use tracing_subscriber::Layer as _;
 
 /// The profiler observes every thread: tests that profile must not overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -335,7 +336,7 @@ fn nothing_is_recorded_when_no_profiler_runs() {
     let a = torch::ones(&[3]).call().unwrap();
     let _b = (&a + &a).unwrap();
     assert!(p.events.is_empty(), "a stopped profiler saw nothing after it stopped");
-    assert!(!c10::record_function::is_active());
+    assert!(!record_function("after").is_observed());
 }
 
 #[test]
@@ -358,4 +359,60 @@ fn user_ranges_nest_and_data_loader_batches_are_ranges() {
     // Three batches and the call that ends the loop, as PyTorch counts them.
     assert_eq!(batches.len(), 4);
     assert!(batches.iter().all(|b| b.parent.map(|i| p.events[i].name.as_str()) == Some("epoch")));
+}
+
+/// A `tracing` layer that keeps the spans' targets and `name` fields, and the events' messages.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<(String, String)>>>);
+
+struct NameField(String);
+
+impl tracing::field::Visit for NameField {
+    fn record_str(&mut self, f: &tracing::field::Field, v: &str) {
+        if f.name() == "name" || f.name() == "message" {
+            self.0 = v.to_string();
+        }
+    }
+    fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+        if f.name() == "name" || f.name() == "message" {
+            self.0 = format!("{v:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
+    fn on_new_span(&self, a: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+        let mut v = NameField(String::new());
+        a.record(&mut v);
+        self.0.lock().unwrap().push((a.metadata().target().to_string(), v.0));
+    }
+    fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let mut v = NameField(String::new());
+        e.record(&mut v);
+        self.0.lock().unwrap().push((e.metadata().target().to_string(), v.0));
+    }
+}
+
+#[test]
+fn ranges_are_tracing_spans_for_a_subscriber_that_wants_them() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let _s = serial();
+    let spans = Spans::default();
+    // A subscriber that wants torch::ops and torch::user spans only.
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_target("torch::ops", tracing::Level::TRACE)
+        .with_target("torch::user", tracing::Level::TRACE);
+    let subscriber = tracing_subscriber::registry().with(spans.clone().with_filter(filter));
+    let a = torch::ones(&[2, 2]).call().unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        let _r = record_function("my range");
+        let _b = a.matmul(&a).unwrap();
+        let _c = a.sum().call().unwrap().backward();
+    });
+    let seen = spans.0.lock().unwrap().clone();
+    assert!(seen.contains(&("torch::user".into(), "my range".into())), "{seen:?}");
+    assert!(seen.contains(&("torch::ops".into(), "aten::matmul".into())), "{seen:?}");
+    assert!(seen.iter().all(|(t, _)| t == "torch::ops" || t == "torch::user"), "filtered by target: {seen:?}");
+    // Outside the subscriber's scope, with no profiler, a range has no observer.
+    assert!(!record_function("after").is_observed());
 }
