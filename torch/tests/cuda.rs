@@ -142,3 +142,44 @@ fn a_training_step_on_the_device_matches_the_cpu() {
         }
     }
 }
+
+/// The profiler with CUDA: each kernel a launching operator ran is on the device's track with
+/// its time, attributed to that operator (its `CUDA total`), and device allocations are
+/// memory events of the device.
+#[test]
+fn the_profiler_sees_kernels_and_device_memory() {
+    use torch::profiler::{profile, ProfilerActivity};
+    let gpu = setup();
+    let a = Tensor::from_vec(vec![1.0f32; 4096], &[64, 64]).unwrap().to_device(gpu).unwrap();
+    let prof = profile().activities(&[ProfilerActivity::CPU, ProfilerActivity::CUDA]).profile_memory(true).start();
+    let b = ops::add(&a, &a, Scalar::Int(1)).unwrap();
+    let p = prof.stop();
+    assert_eq!(b.to_vec::<f32>().unwrap()[0], 2.0);
+    // Other tests of this binary run on other threads: this thread's add.
+    let me = c10::record_function::current_thread_id();
+    let add = p.events_named("aten::add").find(|e| e.thread == me).expect("the add's range");
+    assert!(!add.kernels.is_empty(), "the add launched a kernel");
+    for &k in &add.kernels {
+        let k = &p.kernels[k].kernel;
+        assert_eq!(k.device, gpu);
+        assert!(k.end_ns >= k.start_ns && k.start_ns >= add.start_ns && k.end_ns <= add.end_ns, "{k:?} inside {add:?}");
+    }
+    let avg = p.key_averages();
+    let row = avg.get("aten::add").unwrap();
+    assert!(row.self_device_time_total > 0.0 && row.device_time_total >= row.self_device_time_total, "{row:?}");
+    let table = avg.table("cuda_time_total", 5);
+    assert!(table.lines().nth(1).unwrap().contains("Self CUDA %"), "{table}");
+    assert!(table.contains("Self CUDA time total: "), "{table}");
+    // The output's 16 KiB block on the device, attributed to the add.
+    let dev_mem: Vec<_> = p.memory.iter().filter(|m| m.event.device == gpu).collect();
+    assert!(dev_mem.iter().any(|m| m.event.bytes >= 64 * 64 * 4 && m.event_index.map(|i| p.events[i].name.as_str()) == Some("aten::add")), "{dev_mem:?}");
+    assert!(row.self_device_memory_usage >= 64 * 64 * 4);
+    // In the trace: a kernel slice on the device's process, with an ac2g flow from the add.
+    let trace: serde_json::Value = serde_json::from_str(&p.chrome_trace()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let kernel = events.iter().find(|e| e["cat"] == "kernel").expect("a kernel slice");
+    assert_eq!(kernel["pid"], 0);
+    let id = &kernel["args"]["correlation"];
+    assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "s" && &e["id"] == id));
+    assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "f" && &e["id"] == id));
+}
