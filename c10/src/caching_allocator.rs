@@ -242,11 +242,20 @@ pub struct CachingCpuAllocator;
 /// is `round_size(ctx)`), unused after.
 unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
     let nbytes = ctx as usize;
-    let size = round_size(nbytes);
-    let Some(p) = NonNull::new(data) else { return };
+    // SAFETY: the caller's contract.
+    unsafe { return_block(data, round_size(nbytes)) };
     if crate::record_function::memory_active() {
+        // After the block went back, so the event carries the totals after the free.
         report(data, -(nbytes as i64));
     }
+}
+
+/// Puts a block of class `size` back in its pool (or frees it).
+///
+/// # Safety
+/// As [`caching_free`], with `size` the block's class.
+unsafe fn return_block(data: *mut u8, size: usize) {
+    let Some(p) = NonNull::new(data) else { return };
     if size <= SMALL_LIMIT {
         let kept = CACHE
             .try_with(|c| {

@@ -125,8 +125,9 @@ pub mod autograd {
 pub mod profiler {
     pub use ::autograd::profiler::*;
     pub use c10::record_function::{
-        add_global_observer, add_thread_local_observer, record_function, remove_observer, InputMeta, Observer,
-        RecordData, RecordFunction, RecordScope,
+        add_global_observer, add_thread_local_observer, current_range_id, current_thread_id, record_function,
+        remove_observer, CallbackHandle, DisableRecordGuard, InputMeta, KernelEvent, MemoryEvent, Observer, RecordData,
+        RecordFunction, RecordScope, ScopeSet,
     };
 }
 

@@ -172,7 +172,13 @@ fn the_profiler_sees_kernels_and_device_memory() {
     assert!(table.contains("Self CUDA time total: "), "{table}");
     // The output's 16 KiB block on the device, attributed to the add.
     let dev_mem: Vec<_> = p.memory.iter().filter(|m| m.event.device == gpu).collect();
-    assert!(dev_mem.iter().any(|m| m.event.bytes >= 64 * 64 * 4 && m.event_index.map(|i| p.events[i].name.as_str()) == Some("aten::add")), "{dev_mem:?}");
+    assert!(
+        dev_mem
+            .iter()
+            .any(|m| m.event.bytes >= 64 * 64 * 4
+                && m.event_index.map(|i| p.events[i].name.as_str()) == Some("aten::add")),
+        "{dev_mem:?}"
+    );
     assert!(row.self_device_memory_usage >= 64 * 64 * 4);
     // In the trace: a kernel slice on the device's process, with an ac2g flow from the add.
     let trace: serde_json::Value = serde_json::from_str(&p.chrome_trace()).unwrap();

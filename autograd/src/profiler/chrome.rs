@@ -89,7 +89,7 @@ pub(super) fn trace_json(p: &Profile) -> String {
             args.insert("Fwd thread id".into(), json!(e.fwd_thread));
         }
         args.insert("Record function id".into(), json!(e.id));
-        if let Some(inputs) = &e.inputs {
+        if let Some(inputs) = e.inputs.as_ref().filter(|v| !v.is_empty()) {
             args.insert("Input type".into(), json!(inputs.iter().map(|m| m.ty.as_ref()).collect::<Vec<_>>()));
             args.insert("Input Dims".into(), json!(inputs.iter().map(|m| m.dims.clone()).collect::<Vec<_>>()));
         }

@@ -96,3 +96,51 @@ fn a_last_use_moves_the_value_so_the_tensor_is_freed_early() {
     let IValue::Tensor(y) = &out[0] else { panic!() };
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 0.0]);
 }
+
+/// The interpreter reports through the profiler: one range per executed node — operators as
+/// the dispatcher records them, control flow and builtins as TorchScript ranges — nested as
+/// the program runs.
+#[test]
+fn executed_nodes_are_profiler_ranges() {
+    use autograd::profiler::profile;
+    use c10::record_function::{current_thread_id, RecordScope};
+    let text = "graph(%x : Tensor, %n : int):
+  %true : bool = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %y : Tensor = prim::Loop(%n, %true, %x)
+    block0(%i : int, %acc : Tensor):
+      %next : Tensor = aten::mul(%acc, %two)
+      -> (%true, %next)
+  %l : Tensor[] = prim::ListConstruct(%y, %x)
+  %out : Tensor = aten::cat(%l, %i0)
+  %i0 : int = prim::Constant[value=0]()
+  return (%out)
+";
+    let text = text.replace(
+        "  %out : Tensor = aten::cat(%l, %i0)\n  %i0 : int = prim::Constant[value=0]()\n",
+        "  %i0 : int = prim::Constant[value=0]()\n  %out : Tensor = aten::cat(%l, %i0)\n",
+    );
+    let code = Code::new(&parse(&text).unwrap()).unwrap();
+    let prof = profile().start();
+    let out = code.run(vec![IValue::Tensor(t(&[1.0, -0.5])), IValue::Int(3)]).unwrap();
+    let p = prof.stop();
+    let IValue::Tensor(y) = &out[0] else { panic!() };
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![8.0, -4.0, 1.0, -0.5]);
+    // Other tests run on other threads: this thread's events.
+    let me = current_thread_id();
+    let mine: Vec<_> = p.events.iter().filter(|e| e.thread == me).collect();
+    let count = |n: &str| mine.iter().filter(|e| e.name == n).count();
+    assert_eq!(count("prim::Loop"), 1);
+    // Three trips, each one `aten::mul` node (whose kernel may call operators of its own).
+    let in_loop =
+        |e: &&&autograd::profiler::FunctionEvent| e.parent.map(|i| p.events[i].name.as_str()) == Some("prim::Loop");
+    assert_eq!(mine.iter().filter(|e| e.name == "aten::mul").filter(in_loop).count(), 3, "three trips");
+    assert_eq!(count("prim::ListConstruct"), 1);
+    assert_eq!(count("aten::cat"), 1);
+    let lp = mine.iter().find(|e| e.name == "prim::Loop").unwrap();
+    assert_eq!(lp.scope, RecordScope::TorchscriptFunction);
+    for m in mine.iter().filter(|e| e.name == "aten::mul") {
+        assert_eq!(m.scope, RecordScope::Function);
+        assert!(m.start_ns >= lp.start_ns && m.end_ns <= lp.end_ns, "the body runs inside the loop");
+    }
+}

@@ -381,7 +381,12 @@ impl tracing::field::Visit for NameField {
 }
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
-    fn on_new_span(&self, a: &tracing::span::Attributes<'_>, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+    fn on_new_span(
+        &self,
+        a: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
         let mut v = NameField(String::new());
         a.record(&mut v);
         self.0.lock().unwrap().push((a.metadata().target().to_string(), v.0));
