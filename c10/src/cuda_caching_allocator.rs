@@ -295,6 +295,126 @@ impl MemoryStats {
     }
 }
 
+// ---- summary ------------------------------------------------------------------------------------
+
+// Note [Memory summary layout]
+// ----------------------------
+// `memory_summary` reproduces the table of PyTorch's `torch.cuda.memory_summary()`
+// (torch/cuda/memory.py): a frame 75 characters wide between `|`s, a title, the OOM and retry
+// counts, then one block per metric with its Cur Usage / Peak Usage / Tot Alloc / Tot Freed and
+// the "from large pool" / "from small pool" rows. Numbers are scaled as PyTorch's `_format_size`
+// and `_format_count` scale them: a byte count moves to the next unit (B, KiB, MiB, GiB, TiB,
+// PiB) while the *reference* value of its column is at least 768 × 1024 of the current unit,
+// and is floor-divided by 1024 each time (786,431 B prints as bytes, 786,432 B as 768 KiB);
+// counts likewise with 750 × 1000 and 1000 (" ", K, M). The reference of a pool row is the
+// "all" row's value in the same column, so a block's rows share units. The CPU allocator's
+// `caching_allocator::memory_summary` uses the same frame and formatting.
+
+/// Width of the summary table between its `|` borders.
+pub(crate) const SUMMARY_WIDTH: usize = 75;
+
+/// PyTorch's `memory_summary` `_format_size(sz, pref_sz)`: `sz` in the unit chosen by `pref`,
+/// right-aligned in 6 columns, then the unit padded to 3 (`"  1023 B  "`, `"   768 KiB"`).
+pub(crate) fn summary_size(sz: i64, pref: i64) -> String {
+    const UNITS: [&str; 6] = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    scaled(sz, pref, 1024, 768 * 1024, &UNITS, |v, unit| format!("{v:6} {unit}"))
+}
+
+/// PyTorch's `memory_summary` `_format_count(cnt, pref_cnt)`: right-aligned in 7 columns, then
+/// the unit (" ", "K", "M") and a space (`"   1012   "`, `"    902 M  "`).
+pub(crate) fn summary_count(cnt: i64, pref: i64) -> String {
+    const UNITS: [&str; 3] = [" ", "K", "M"];
+    scaled(cnt, pref, 1000, 750 * 1000, &UNITS, |v, unit| format!("{v:7} {unit} "))
+}
+
+/// Moves to the next unit while `pref` (in the current unit) is at least `threshold`, dividing
+/// `v` by `base` with Python's floor division. Compared exactly in integers; PyTorch divides
+/// `pref` as a float, which gives the same unit for every `pref` below 2^53 (beyond that a
+/// value a few units under a threshold may round onto it).
+fn scaled(v: i64, pref: i64, base: i64, threshold: i64, units: &[&str], f: impl Fn(i64, &str) -> String) -> String {
+    let (mut v, mut limit, mut unit) = (v, i128::from(threshold), units[0]);
+    for next in &units[1..] {
+        if i128::from(pref) < limit {
+            break;
+        }
+        unit = next;
+        v = v.div_euclid(base);
+        limit *= i128::from(base);
+    }
+    f(v, unit)
+}
+
+/// A cell formatter: [`summary_size`] or [`summary_count`], as `(value, reference) -> cell`.
+pub(crate) type SummaryFormat = fn(i64, i64) -> String;
+
+/// One metric row: `" {name:<21} | {cur} | {peak} | {alloc} | {freed} "`, each value formatted
+/// against the matching value of `pref` (the "all" row of its block).
+pub(crate) fn summary_row(name: &str, s: &Stat, pref: &Stat, fmt: SummaryFormat) -> String {
+    format!(
+        " {name:<21} | {} | {} | {} | {} ",
+        fmt(s.current, pref.current),
+        fmt(s.peak, pref.peak),
+        fmt(s.allocated, pref.allocated),
+        fmt(s.freed, pref.freed)
+    )
+}
+
+/// The header of the metric columns, as PyTorch prints it.
+pub(crate) const SUMMARY_HEADER: &str = "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ";
+
+/// Joins the lines into the framed table: `|line|` each, newline-terminated.
+pub(crate) fn summary_frame(lines: &[String]) -> String {
+    let mut out = String::with_capacity(lines.len() * (SUMMARY_WIDTH + 3));
+    for l in lines {
+        out.push('|');
+        out.push_str(l);
+        out.push_str("|\n");
+    }
+    out
+}
+
+/// `torch.cuda.memory_summary(device)`: PyTorch's human-readable table of `stats`, the
+/// statistics of device `device` (Note [Memory summary layout]). The oversize rows are zeros:
+/// without `max_split_size` no block is oversize (Note [CUDA caching allocator policy]).
+pub fn memory_summary(stats: &MemoryStats, device: i8) -> String {
+    let mut lines = vec![
+        "=".repeat(SUMMARY_WIDTH),
+        format!(" {:16} PyTorch CUDA memory summary, device ID {device:<17} ", ""),
+        "-".repeat(SUMMARY_WIDTH),
+        format!(
+            "  {:9} CUDA OOMs: {:<12} | {:6} cudaMalloc retries: {:<8}  ",
+            "", stats.num_ooms, "", stats.num_alloc_retries
+        ),
+        "=".repeat(SUMMARY_WIDTH),
+        SUMMARY_HEADER.to_string(),
+    ];
+    let size: SummaryFormat = summary_size;
+    let count: SummaryFormat = summary_count;
+    let metrics = [
+        (&stats.allocated_bytes, "Allocated memory", size),
+        (&stats.active_bytes, "Active memory", size),
+        (&stats.requested_bytes, "Requested memory", size),
+        (&stats.reserved_bytes, "GPU reserved memory", size),
+        (&stats.inactive_split_bytes, "Non-releasable memory", size),
+        (&stats.allocation, "Allocations", count),
+        (&stats.active, "Active allocs", count),
+        (&stats.segment, "GPU reserved segments", count),
+        (&stats.inactive_split, "Non-releasable allocs", count),
+    ];
+    for (a, name, fmt) in metrics {
+        lines.push("-".repeat(SUMMARY_WIDTH));
+        lines.push(summary_row(name, &a.all, &a.all, fmt));
+        lines.push(summary_row("      from large pool", &a.large_pool, &a.all, fmt));
+        lines.push(summary_row("      from small pool", &a.small_pool, &a.all, fmt));
+    }
+    for name in ["Oversize allocations", "Oversize GPU segments"] {
+        lines.push("-".repeat(SUMMARY_WIDTH));
+        lines.push(summary_row(name, &Stat::default(), &Stat::default(), count));
+    }
+    lines.push("=".repeat(SUMMARY_WIDTH));
+    summary_frame(&lines)
+}
+
 // ---- snapshots ----------------------------------------------------------------------------------
 
 /// What a block of a segment is doing, as in PyTorch's memory snapshot.
@@ -1888,5 +2008,227 @@ mod tests {
         a.empty_cache();
         assert_eq!((fake.used(), fake.mallocs()), (0, fake.frees()));
         assert_eq!(stats(&a).segment.all.current, 0);
+    }
+
+    /// The stats behind `PYTORCH_SUMMARY`: all = large + small, values chosen to exercise each unit
+    /// (not a reachable state, a peak may be below its current value: only the formatting is tested).
+    fn summary_stats() -> MemoryStats {
+        MemoryStats {
+            allocation: StatArray {
+                all: Stat { current: 1012, peak: 2030, allocated: 902000000, freed: 901998988 },
+                large_pool: Stat { current: 12, peak: 30, allocated: 2000000, freed: 1999988 },
+                small_pool: Stat { current: 1000, peak: 2000, allocated: 900000000, freed: 899999000 },
+            },
+            segment: StatArray {
+                all: Stat { current: 13, peak: 24, allocated: 40, freed: 27 },
+                large_pool: Stat { current: 3, peak: 4, allocated: 10, freed: 7 },
+                small_pool: Stat { current: 10, peak: 20, allocated: 30, freed: 20 },
+            },
+            active: StatArray {
+                all: Stat { current: 1012, peak: 2030, allocated: 902000000, freed: 901998988 },
+                large_pool: Stat { current: 12, peak: 30, allocated: 2000000, freed: 1999988 },
+                small_pool: Stat { current: 1000, peak: 2000, allocated: 900000000, freed: 899999000 },
+            },
+            inactive_split: StatArray {
+                all: Stat { current: 1, peak: 7, allocated: 1500000, freed: 1499999 },
+                large_pool: Stat { current: 1, peak: 2, allocated: 700000, freed: 699999 },
+                small_pool: Stat { current: 0, peak: 5, allocated: 800000, freed: 800000 },
+            },
+            allocated_bytes: StatArray {
+                all: Stat { current: 6447693824, peak: 4293918720, allocated: 2613487599616, freed: 2607045148672 },
+                large_pool: Stat {
+                    current: 3226468352,
+                    peak: 2147483648,
+                    allocated: 1324997410816,
+                    freed: 1321776185344,
+                },
+                small_pool: Stat {
+                    current: 3221225472,
+                    peak: 2146435072,
+                    allocated: 1288490188800,
+                    freed: 1285268963328,
+                },
+            },
+            reserved_bytes: StatArray {
+                all: Stat { current: 4315938816, peak: 4336910336, allocated: 5431623680, freed: 1115684864 },
+                large_pool: Stat { current: 4294967296, peak: 4294967296, allocated: 5368709120, freed: 1073741824 },
+                small_pool: Stat { current: 20971520, peak: 41943040, allocated: 62914560, freed: 41943040 },
+            },
+            active_bytes: StatArray {
+                all: Stat { current: 6447693824, peak: 4293918720, allocated: 2613487599616, freed: 2607045148672 },
+                large_pool: Stat {
+                    current: 3226468352,
+                    peak: 2147483648,
+                    allocated: 1324997410816,
+                    freed: 1321776185344,
+                },
+                small_pool: Stat {
+                    current: 3221225472,
+                    peak: 2146435072,
+                    allocated: 1288490188800,
+                    freed: 1285268963328,
+                },
+            },
+            inactive_split_bytes: StatArray {
+                all: Stat { current: 716900, peak: 926600, allocated: 849346560, freed: 848297984 },
+                large_pool: Stat { current: 716800, peak: 921600, allocated: 838860800, freed: 837812224 },
+                small_pool: Stat { current: 100, peak: 5000, allocated: 10485760, freed: 10485760 },
+            },
+            requested_bytes: StatArray {
+                all: Stat { current: 6442451944, peak: 4293918720, allocated: 2613487599616, freed: 2607045148672 },
+                large_pool: Stat {
+                    current: 3221226472,
+                    peak: 2147483648,
+                    allocated: 1324997410816,
+                    freed: 1321776185344,
+                },
+                small_pool: Stat {
+                    current: 3221225472,
+                    peak: 2146435072,
+                    allocated: 1288490188800,
+                    freed: 1285268963328,
+                },
+            },
+            num_ooms: 2,
+            num_alloc_retries: 3,
+            ..MemoryStats::default()
+        }
+    }
+
+    /// `torch.cuda.memory_summary(device=1)` of torch 2.15.0+cu132 for `summary_stats()`, produced
+    /// without a GPU by running PyTorch's own `memory_summary` (torch/cuda/memory.py) with
+    /// `torch.cuda.memory.memory_stats` replaced by the flattened `summary_stats()` (plus the
+    /// `oversize_*` keys at 0).
+    const PYTORCH_SUMMARY: &str = concat!(
+        "|===========================================================================|\n",
+        "|                  PyTorch CUDA memory summary, device ID 1                 |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "|            CUDA OOMs: 2            |        cudaMalloc retries: 3         |\n",
+        "|===========================================================================|\n",
+        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Allocated memory      |   6149 MiB |   4095 MiB |   2434 GiB |   2428 GiB |\n",
+        "|       from large pool |   3077 MiB |   2048 MiB |   1234 GiB |   1231 GiB |\n",
+        "|       from small pool |   3072 MiB |   2047 MiB |   1200 GiB |   1197 GiB |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Active memory         |   6149 MiB |   4095 MiB |   2434 GiB |   2428 GiB |\n",
+        "|       from large pool |   3077 MiB |   2048 MiB |   1234 GiB |   1231 GiB |\n",
+        "|       from small pool |   3072 MiB |   2047 MiB |   1200 GiB |   1197 GiB |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Requested memory      |   6144 MiB |   4095 MiB |   2434 GiB |   2428 GiB |\n",
+        "|       from large pool |   3072 MiB |   2048 MiB |   1234 GiB |   1231 GiB |\n",
+        "|       from small pool |   3072 MiB |   2047 MiB |   1200 GiB |   1197 GiB |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| GPU reserved memory   |   4116 MiB |   4136 MiB |   5180 MiB |   1064 MiB |\n",
+        "|       from large pool |   4096 MiB |   4096 MiB |   5120 MiB |   1024 MiB |\n",
+        "|       from small pool |     20 MiB |     40 MiB |     60 MiB |     40 MiB |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Non-releasable memory | 716900 B   |    904 KiB |    810 MiB |    809 MiB |\n",
+        "|       from large pool | 716800 B   |    900 KiB |    800 MiB |    799 MiB |\n",
+        "|       from small pool |    100 B   |      4 KiB |     10 MiB |     10 MiB |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Allocations           |    1012    |    2030    |     902 M  |     901 M  |\n",
+        "|       from large pool |      12    |      30    |       2 M  |       1 M  |\n",
+        "|       from small pool |    1000    |    2000    |     900 M  |     899 M  |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Active allocs         |    1012    |    2030    |     902 M  |     901 M  |\n",
+        "|       from large pool |      12    |      30    |       2 M  |       1 M  |\n",
+        "|       from small pool |    1000    |    2000    |     900 M  |     899 M  |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| GPU reserved segments |      13    |      24    |      40    |      27    |\n",
+        "|       from large pool |       3    |       4    |      10    |       7    |\n",
+        "|       from small pool |      10    |      20    |      30    |      20    |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Non-releasable allocs |       1    |       7    |    1500 K  |    1499 K  |\n",
+        "|       from large pool |       1    |       2    |     700 K  |     699 K  |\n",
+        "|       from small pool |       0    |       5    |     800 K  |     800 K  |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Oversize allocations  |       0    |       0    |       0    |       0    |\n",
+        "|---------------------------------------------------------------------------|\n",
+        "| Oversize GPU segments |       0    |       0    |       0    |       0    |\n",
+        "|===========================================================================|\n",
+    );
+
+    #[test]
+    fn memory_summary_matches_pytorch() {
+        let s = memory_summary(&summary_stats(), 1);
+        for (i, (got, want)) in s.lines().zip(PYTORCH_SUMMARY.lines()).enumerate() {
+            assert_eq!(got, want, "line {i}");
+        }
+        assert_eq!(s, PYTORCH_SUMMARY);
+        assert!(s.lines().all(|l| l.chars().count() == SUMMARY_WIDTH + 2), "every line is 75 wide between its bars");
+    }
+
+    #[test]
+    fn memory_summary_frame_and_header_are_pytorchs() {
+        // Written from torch/cuda/memory.py `memory_summary` (torch 2.15.0): the `=`/`-` rules of
+        // 75, the title `" {_:16} PyTorch CUDA memory summary, device ID {device:<17d} "`, the
+        // `"  {_:9} CUDA OOMs: {num_ooms:<12d} | {_:6} cudaMalloc retries: {num_alloc_retries:<8d}  "`
+        // line and the column header, each between `|`s.
+        let s = memory_summary(&MemoryStats::default(), 0);
+        let lines: Vec<&str> = s.lines().collect();
+        let rule = format!("|{}|", "=".repeat(75));
+        assert_eq!(lines[0], rule);
+        assert_eq!(lines[1], "|                  PyTorch CUDA memory summary, device ID 0                 |");
+        assert_eq!(lines[2], format!("|{}|", "-".repeat(75)));
+        assert_eq!(lines[3], "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |");
+        assert_eq!(lines[4], rule);
+        assert_eq!(lines[5], "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |");
+        assert_eq!(lines[6], format!("|{}|", "-".repeat(75)));
+        assert_eq!(lines[7], "| Allocated memory      |      0 B   |      0 B   |      0 B   |      0 B   |");
+        assert_eq!(lines[8], "|       from large pool |      0 B   |      0 B   |      0 B   |      0 B   |");
+        assert_eq!(lines[27], "| Allocations           |       0    |       0    |       0    |       0    |");
+        assert_eq!(
+            lines[lines.len() - 2],
+            "| Oversize GPU segments |       0    |       0    |       0    |       0    |"
+        );
+        assert_eq!(*lines.last().unwrap(), rule);
+        assert_eq!(lines.len(), 6 + 9 * 4 + 2 * 2 + 1);
+        assert!(s.ends_with("|\n"));
+    }
+
+    #[test]
+    fn summary_sizes_and_counts_scale_as_pytorch() {
+        // Expected strings from torch 2.15.0+cu132: PyTorch's nested `_format_size` and
+        // `_format_count` of `torch.cuda.memory.memory_summary`, run on their own (taken from the
+        // function's code constants), as `(value, reference) -> string`. Bytes move to KiB at
+        // 768 KiB, not at 1 KiB; counts to K at 750,000.
+        let sizes: [(i64, i64, &str); 16] = [
+            (0, 0, "     0 B  "),
+            (1, 1, "     1 B  "),
+            (1023, 1023, "  1023 B  "),
+            (1024, 1024, "  1024 B  "),
+            (786431, 786431, "786431 B  "),
+            (786432, 786432, "   768 KiB"),
+            (1048576, 1048576, "  1024 KiB"),
+            (805306367, 805306367, "786431 KiB"),
+            (805306368, 805306368, "   768 MiB"),
+            (1073741824, 1073741824, "  1024 MiB"),
+            (5368709243, 5368709243, "  5120 MiB"),
+            (824633720832, 824633720832, "   768 GiB"),
+            (900719925474099200, 900719925474099200, "   800 PiB"),
+            (-5, -5, "    -5 B  "),
+            (1500, 1048576, "     1 KiB"),
+            (3145728, 2147483648, "     3 MiB"),
+        ];
+        for (v, pref, want) in sizes {
+            assert_eq!(summary_size(v, pref), want, "size {v} (reference {pref})");
+        }
+        let counts: [(i64, i64, &str); 11] = [
+            (0, 0, "      0   "),
+            (1, 1, "      1   "),
+            (749999, 749999, " 749999   "),
+            (750000, 750000, "    750 K "),
+            (999999, 999999, "    999 K "),
+            (1000000, 1000000, "   1000 K "),
+            (749999999, 749999999, " 749999 K "),
+            (750000000, 750000000, "    750 M "),
+            (1099511627776, 1099511627776, "1099511 M "),
+            (5, 800000, "      0 K "),
+            (123456, 1000000000, "      0 M "),
+        ];
+        for (v, pref, want) in counts {
+            assert_eq!(summary_count(v, pref), want, "count {v} (reference {pref})");
+        }
     }
 }

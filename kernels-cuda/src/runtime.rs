@@ -283,6 +283,12 @@ pub fn memory_stats(device: Device) -> Result<MemoryStats> {
     caching_allocator()?.memory_stats(index(device)? as i8)
 }
 
+/// `torch.cuda.memory_summary(device)`: PyTorch's table of the device's allocator statistics.
+pub fn memory_summary(device: Device) -> Result<String> {
+    let i = index(device)? as i8;
+    Ok(c10::cuda_caching_allocator::memory_summary(&caching_allocator()?.memory_stats(i)?, i))
+}
+
 /// `torch.cuda.empty_cache()`: returns every unused cached segment to the driver.
 pub fn empty_cache() -> Result<()> {
     caching_allocator()?.empty_cache();

@@ -173,7 +173,7 @@ pub mod cuda {
     #[cfg(feature = "cuda")]
     pub use kernels_cuda::runtime::{
         current_device, current_stream, empty_cache, max_memory_allocated, memory_allocated, memory_reserved,
-        memory_stats, record_stream, set_device, synchronize,
+        memory_stats, memory_summary, record_stream, set_device, synchronize,
     };
     #[cfg(feature = "cuda")]
     pub use kernels_cuda::{driver::select as select_driver, driver::DriverKind};
