@@ -155,6 +155,13 @@ def randn(*size):
     return lambda: torch.randn(*size, dtype=torch.float32).to(DEVICE)
 
 
+def stop_profiler(run):
+    # A profiled row's profiler stops when its measurement ends (Note [Profiled rows]).
+    prof = getattr(run, "profiler", None)
+    if prof is not None:
+        prof.__exit__(None, None, None)
+
+
 def on_device(setup):
     """The workload's callable, synchronising the device after every call on a GPU, so a
     call times the work and not only its launch (as the Rust side does)."""
@@ -211,6 +218,29 @@ def train_step(make_net, input_shape, batch):
             opt.step()
 
         return run
+
+    return setup
+
+
+def train_step_profiled(make_net, input_shape, batch):
+    # Note [Profiled rows] (xtask/src/bench/workloads.rs): the step under the profiler with
+    # shapes recorded, a cycle ending (and aggregated) every 10 steps.
+    def setup():
+        run = train_step(make_net, input_shape, batch)()
+        prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU],
+            record_shapes=True,
+            schedule=torch.profiler.schedule(wait=0, warmup=0, active=10),
+            on_trace_ready=lambda p: p.key_averages(),
+        )
+        prof.__enter__()
+
+        def step():
+            run()
+            prof.step()
+
+        step.profiler = prof
+        return step
 
     return setup
 
@@ -357,6 +387,7 @@ WORKLOADS = {
     "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
     "W6.mlp_step": train_step(mlp, (128, 784), 128),
     "W6.mlp_step_front": train_step(mlp, (128, 784), 128),
+    "W6.mlp_step_profiled": train_step_profiled(mlp, (128, 784), 128),
     "W6.cnn_step": train_step(cnn, (64, 1, 28, 28), 64),
     "W7.gelu_eager": w7_gelu_eager,
     "W7.gelu_fused": w7_gelu_fused,
@@ -387,7 +418,11 @@ def serve():
             if wid not in WORKLOADS:
                 raise KeyError(f"unknown workload {wid}")
             torch.set_num_threads(threads)
-            s = measure(on_device(WORKLOADS[wid]), budget)
+            run = on_device(WORKLOADS[wid])
+            try:
+                s = measure(run, budget)
+            finally:
+                stop_profiler(run)
             out = {"workload": wid, "threads": threads, "median_s": s["median_s"]}
         except Exception as e:  # noqa: BLE001 -- every failure is reported to the caller
             out = {"error": f"{type(e).__name__}: {e}", "request": line.strip()}
@@ -414,7 +449,11 @@ def main():
             continue
         if only is not None and wid not in only:
             continue
-        s = measure(setup(), args.time)
+        run = setup()
+        try:
+            s = measure(run, args.time)
+        finally:
+            stop_profiler(run)
         print(json.dumps({"workload": wid, "threads": args.threads, "median_s": s["median_s"]}), flush=True)
         if args.verbose:
             print(f"{wid} ({args.threads} threads): {s}", file=sys.stderr)

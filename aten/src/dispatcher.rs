@@ -119,6 +119,27 @@ impl KernelFunction {
     }
 }
 
+/// The kernel a generated `call` runs while RecordFunction ranges are observed: it opens the
+/// operator's range and calls the operator's real kernel through the boxed convention.
+///
+/// Note [Recording through the boxed path]: the generated typed `call` checks
+/// [`c10::record_function::is_active`] and, when it is on, hands its arguments to this one
+/// shared kernel through the typed→boxed adapter every operator already has, instead of a
+/// recording variant of its own. 922 recording functions (one per operator, the first design)
+/// changed how thin LTO inlined the CPU kernels next to them: `W1.add1` ran 99–149 more
+/// instructions per call in `add_impl`, code the change did not touch (callgrind; BENCHMARKS.md,
+/// November 29 second session). Boxing costs an allocation per call while profiling, which the
+/// profiler's own bookkeeping outweighs.
+pub fn recording_kernel() -> &'static KernelFunction {
+    static K: LazyLock<KernelFunction> = LazyLock::new(|| {
+        KernelFunction::from_boxed(|op: &'static OperatorEntry, ks: DispatchKeySet, stack: &mut Stack| {
+            let _range = record_op(op, ks, || stack.clone());
+            op.lookup(ks)?.call_boxed(op, ks, stack)
+        })
+    });
+    &K
+}
+
 /// Starts the RecordFunction range of an operator call (the generated `call` and
 /// [`OperatorEntry::call_boxed`] take this path only while [`c10::record_function::is_active`]).
 /// The range carries the autograd sequence number its node will get when the call reaches an

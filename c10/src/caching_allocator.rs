@@ -435,6 +435,7 @@ unsafe fn caching_free(data: *mut u8, ctx: *mut ()) {
 ///
 /// # Safety
 /// As [`caching_free`], with `size` the block's class.
+#[inline(always)]
 unsafe fn return_block(data: *mut u8, size: usize) {
     let Some(p) = NonNull::new(data) else { return };
     if size <= SMALL_LIMIT {

@@ -556,15 +556,10 @@ pub mod {m} {{
         let op = handle();
         let ks = op.compute_key_set({keys});
         if c10::record_function::is_active() {{
-            return call_recorded(op, ks{comma_names});
+            // Through the boxed convention, in the operator's RecordFunction range (Note
+            // [Recording through the boxed path]).
+            return call_boxed_kernel(crate::dispatcher::recording_kernel(), op, ks{comma_names});
         }}
-        dispatch(op, ks{comma_names})
-    }}
-
-    /// `call` inside the operator's RecordFunction range (Note [RecordFunction is free when off]).
-    #[inline(never)]
-    fn call_recorded(op: &'static OperatorEntry, ks: DispatchKeySet{comma_params}) -> Result<{ret}> {{
-        let _range = crate::dispatcher::record_op(op, ks, || vec![{push_args}]);
         dispatch(op, ks{comma_names})
     }}
 

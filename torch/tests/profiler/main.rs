@@ -421,3 +421,21 @@ fn ranges_are_tracing_spans_for_a_subscriber_that_wants_them() {
     // Outside the subscriber's scope, with no profiler, a range has no observer.
     assert!(!record_function("after").is_observed());
 }
+
+#[test]
+fn with_stack_records_where_each_range_started() {
+    let _s = serial();
+    let a = torch::ones(&[2]).call().unwrap();
+    let prof = profile().with_stack(true).start();
+    let _b = a.exp().unwrap();
+    let p = prof.stop();
+    let me = torch::profiler::current_thread_id();
+    let exp = p.events_named("aten::exp").find(|e| e.thread == me).unwrap();
+    // Symbolized when printed: the operator's call is on the stack (the test's own frame may be
+    // inlined away in this build).
+    let stack = exp.stack.as_ref().expect("a stack").to_string();
+    assert!(stack.contains("aten::generated::handles::exp::"), "{stack}");
+    let trace: Value = serde_json::from_str(&p.chrome_trace()).unwrap();
+    let ev = trace["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "aten::exp").unwrap();
+    assert!(ev["args"]["Call stack"].as_str().unwrap().contains("aten::generated::handles::exp::"));
+}

@@ -16,7 +16,7 @@
 //! end's builders, to show they cost nothing), W2
 //! (elementwise: `add_1M`, `add_16M`, `bcast_add`, `transposed_add`), W3 (`matmul_256`,
 //! `matmul_1024`, `matmul_2048`), W4 (`sum_16M`, `softmax`, `log_softmax`), W5 (`conv_large`,
-//! `conv_small`), W6 (`mlp_step`, `mlp_step_front`, `cnn_step` training steps; one iteration is one step, so
+//! `conv_small`), W6 (`mlp_step`, `mlp_step_front`, `mlp_step_profiled`, `cnn_step` training steps; one iteration is one step, so
 //! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
 //! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra and FFT: `solve_512`,
 //! `svd_256`, `fft_1M`). The peers' figures on this machine (candle
@@ -166,6 +166,30 @@ pub fn registry() -> Vec<Workload> {
             "W6.mlp_step_front",
             "W6.mlp_step with the loss through the front end (F::cross_entropy)",
             || train_step(mlp()?, randn(&[128, 784])?, 128, true),
+        ),
+        // Note [Profiled rows]: the step under the profiler with shapes recorded, on a schedule
+        // whose cycle ends every 10 steps (each cycle's events are aggregated and dropped, so
+        // memory stays bounded and the cost of finishing a cycle is in the time), PyTorch's the
+        // same way (`torch.profiler.profile(record_shapes=True, schedule=schedule(wait=0,
+        // warmup=0, active=10))` and `prof.step()`).
+        Workload::new(
+            "W6.mlp_step_profiled",
+            "W6.mlp_step under the profiler, shapes recorded, a cycle every 10 steps",
+            || {
+                let mut step = train_step(mlp()?, randn(&[128, 784])?, 128, false)?;
+                let mut prof = autograd::profiler::profile()
+                    .record_shapes(true)
+                    .schedule(autograd::profiler::schedule(0, 0, 10, 0))
+                    .on_trace_ready(|p| {
+                        black_box(p.key_averages());
+                    })
+                    .start();
+                Ok(Box::new(move || {
+                    step()?;
+                    prof.step();
+                    Ok(())
+                }))
+            },
         ),
         Workload::new(
             "W6.cnn_step",
