@@ -404,6 +404,8 @@ static INIT: Once = Once::new();
 pub fn dispatcher() -> &'static Dispatcher {
     let d = &*RAW;
     INIT.call_once(|| {
+        // Operator calls check `is_active` from now on: let tracing tell it about subscribers.
+        c10::record_function::register_tracing_callsites();
         for r in inventory::iter::<Registrar> {
             (r.0)(d);
         }

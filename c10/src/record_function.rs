@@ -4,8 +4,11 @@
 //!
 //! Note [RecordFunction is free when off]: the dispatcher asks [`is_active`] once per operator
 //! call: one relaxed load of a counter that is non-zero while any observer is registered
-//! (globally, or on any thread) or while a `tracing` subscriber wants `torch::*` spans at TRACE
-//! level (a second relaxed load, tracing's own max-level filter). Only then does a call take the
+//! (globally, or on any thread) or while a `tracing` subscriber wants `torch::*` spans. For the
+//! latter, each scope's target has a `tracing` callsite of ours ([`register_tracing_callsites`],
+//! done when the dispatcher starts); tracing tells a callsite whenever the subscribers' interest
+//! in it changes, and ours fold that into the same counter, so the check stays one load (asking
+//! tracing's max level as well cost four more instructions per call). Only then does a call take the
 //! slow path that builds a [`RecordFunction`]: the observers that want the event's scope are
 //! collected (the global ones under a read lock, the thread's own from a thread-local), the
 //! input shapes are gathered if one of them asked for them, and each observer is called at the
@@ -256,6 +259,7 @@ fn count(o: &dyn Observer, add: bool) {
 
 /// Registers an observer for every thread (PyTorch's `addGlobalCallback`).
 pub fn add_global_observer(o: Arc<dyn Observer>) -> CallbackHandle {
+    register_tracing_callsites();
     let h = CallbackHandle(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed));
     count(o.as_ref(), true);
     GLOBAL.write().unwrap_or_else(|e| e.into_inner()).push((h, o));
@@ -264,6 +268,7 @@ pub fn add_global_observer(o: Arc<dyn Observer>) -> CallbackHandle {
 
 /// Registers an observer for the calling thread only (PyTorch's `addThreadLocalCallback`).
 pub fn add_thread_local_observer(o: Arc<dyn Observer>) -> CallbackHandle {
+    register_tracing_callsites();
     let h = CallbackHandle(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed));
     count(o.as_ref(), true);
     LOCAL.with(|l| l.0.borrow_mut().push((h, o)));
@@ -289,7 +294,79 @@ pub fn remove_observer(h: CallbackHandle) -> bool {
 /// [RecordFunction is free when off]).
 #[inline(always)]
 pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::Relaxed) != 0 || tracing::level_enabled!(tracing::Level::TRACE)
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// What a subscriber's interest in one of our callsites adds to [`ACTIVE`] (above any count of
+/// observers).
+const TRACING_ACTIVE: usize = 1 << (usize::BITS - 2);
+
+/// The scopes whose targets some subscriber wants, one bit per scope; under its lock, the
+/// transitions between none and some move [`TRACING_ACTIVE`] in and out of [`ACTIVE`].
+static TRACING_WANTS: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
+
+/// A `tracing` callsite standing for one scope's spans: tracing calls `set_interest` on it when
+/// subscribers come and go.
+struct ScopeCallsite {
+    scope: RecordScope,
+    meta: tracing_core::Metadata<'static>,
+}
+
+impl tracing_core::Callsite for ScopeCallsite {
+    fn set_interest(&self, interest: tracing_core::subscriber::Interest) {
+        let mut wants = TRACING_WANTS.lock().unwrap_or_else(|e| e.into_inner());
+        let before = *wants != 0;
+        if interest.is_never() {
+            *wants &= !self.scope.bit();
+        } else {
+            *wants |= self.scope.bit();
+        }
+        match (before, *wants != 0) {
+            (false, true) => ACTIVE.fetch_add(TRACING_ACTIVE, Ordering::SeqCst),
+            (true, false) => ACTIVE.fetch_sub(TRACING_ACTIVE, Ordering::SeqCst),
+            _ => 0,
+        };
+    }
+    fn metadata(&self) -> &tracing_core::Metadata<'_> {
+        &self.meta
+    }
+}
+
+macro_rules! scope_callsite {
+    ($name:ident, $scope:expr, $target:literal) => {
+        static $name: ScopeCallsite = ScopeCallsite {
+            scope: $scope,
+            meta: tracing_core::Metadata::new(
+                "record_function",
+                $target,
+                tracing_core::Level::TRACE,
+                Some(file!()),
+                Some(line!()),
+                Some(module_path!()),
+                tracing_core::field::FieldSet::new(&["name", "sequence_nr"], tracing_core::identify_callsite!(&$name)),
+                tracing_core::metadata::Kind::SPAN,
+            ),
+        };
+    };
+}
+
+scope_callsite!(OPS_CALLSITE, RecordScope::Function, "torch::ops");
+scope_callsite!(AUTOGRAD_CALLSITE, RecordScope::BackwardFunction, "torch::autograd");
+scope_callsite!(JIT_CALLSITE, RecordScope::TorchscriptFunction, "torch::jit");
+scope_callsite!(OPTIM_CALLSITE, RecordScope::Optimizer, "torch::optim");
+scope_callsite!(DATA_CALLSITE, RecordScope::DataLoader, "torch::data");
+scope_callsite!(USER_CALLSITE, RecordScope::UserScope, "torch::user");
+
+/// Registers the callsites through which `tracing` tells [`is_active`] that a subscriber wants
+/// our spans (Note [RecordFunction is free when off]). Idempotent; the dispatcher calls it when
+/// it starts, and observers' registration does too.
+pub fn register_tracing_callsites() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for cs in [&OPS_CALLSITE, &AUTOGRAD_CALLSITE, &JIT_CALLSITE, &OPTIM_CALLSITE, &DATA_CALLSITE, &USER_CALLSITE] {
+            tracing_core::callsite::register(cs);
+        }
+    });
 }
 
 /// Whether allocator events would be observed.
