@@ -131,6 +131,21 @@ pub mod profiler {
     };
 }
 
+/// The CPU caching allocator's statistics, as `torch::cuda` has the device's: `memory_stats()`
+/// and PyTorch's `memory_summary()` table (Note [CPU memory summary] in
+/// `c10/src/caching_allocator.rs` says what each column counts), and `empty_cache()`.
+///
+/// ```
+/// let x = torch::zeros(&[256, 256]).call()?;
+/// assert!(torch::cpu::memory_stats().allocated_bytes >= 256 * 256 * 4);
+/// assert!(torch::cpu::memory_summary().contains("PyTorch CPU memory summary"));
+/// # drop(x);
+/// # Ok::<(), torch::Error>(())
+/// ```
+pub mod cpu {
+    pub use c10::caching_allocator::{empty_cache, memory_stats, memory_summary, CpuMemoryStats};
+}
+
 /// `torch.distributed`: process groups, collectives, stores, `DistributedDataParallel` (the
 /// MPI backend needs the `mpi` feature).
 pub mod distributed {
