@@ -83,25 +83,25 @@ impl IValue {
     /// element type (`float`), else PyTorch's classes (`Scalar` for numbers and enums,
     /// `ScalarList`, `TensorList`, the empty string for `None`).
     pub fn input_meta(&self) -> c10::record_function::InputMeta {
-        use std::borrow::Cow;
-        let (dims, ty): (Vec<i64>, Cow<'static, str>) = match self {
-            IValue::Tensor(t) => (t.sizes().to_vec(), t.dtype().type_meta_name().into()),
-            IValue::None => (Vec::new(), "".into()),
-            IValue::TensorList(_) | IValue::OptionalTensorList(_) => (Vec::new(), "TensorList".into()),
+        use c10::record_function::InputMeta;
+        let ty = match self {
+            IValue::Tensor(t) => return InputMeta::tensor(t.sizes(), t.dtype()),
+            IValue::None => return InputMeta::none(),
+            IValue::TensorList(_) | IValue::OptionalTensorList(_) => "TensorList",
             IValue::Int(_)
             | IValue::Double(_)
             | IValue::Bool(_)
             | IValue::Scalar(_)
             | IValue::ScalarType(_)
             | IValue::Layout(_)
-            | IValue::MemoryFormat(_) => (Vec::new(), "Scalar".into()),
-            IValue::IntList(_) | IValue::DoubleList(_) | IValue::BoolList(_) => (Vec::new(), "ScalarList".into()),
-            IValue::Str(_) => (Vec::new(), "String".into()),
-            IValue::Device(_) => (Vec::new(), "Device".into()),
-            IValue::Generator(_) => (Vec::new(), "Generator".into()),
-            IValue::Tuple(_) => (Vec::new(), "Tuple".into()),
+            | IValue::MemoryFormat(_) => "Scalar",
+            IValue::IntList(_) | IValue::DoubleList(_) | IValue::BoolList(_) => "ScalarList",
+            IValue::Str(_) => "String",
+            IValue::Device(_) => "Device",
+            IValue::Generator(_) => "Generator",
+            IValue::Tuple(_) => "Tuple",
         };
-        c10::record_function::InputMeta { dims, ty }
+        InputMeta { dims: Vec::new(), ty: ty.into() }
     }
 
     /// True for `None`.

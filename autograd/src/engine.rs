@@ -247,12 +247,10 @@ pub(crate) fn execute(
                 continue;
             }
         }
-        let _eval = if c10::record_function::is_active() && !(task.slot == 0 && node.name() == "GraphRoot") {
-            let name = format!("autograd::engine::evaluate_function: {}", profiler_name(node));
-            Some(RecordFunction::start(RecordScope::BackwardFunction, name, profiler_seq(core), Vec::new))
-        } else {
-            None
-        };
+        let _eval = profiler_name(node).map(|name| {
+            let name = format!("autograd::engine::evaluate_function: {name}");
+            RecordFunction::start(RecordScope::BackwardFunction, name, profiler_seq(core), Vec::new)
+        });
         let outputs = call_function(node, core, inputs, keep_graph)?;
         for (i, (edge, grad)) in core.next_edges().iter().zip(outputs).enumerate() {
             if edge.function.is_none() {
@@ -349,22 +347,17 @@ fn profiler_seq(core: &NodeCore) -> i64 {
     i64::try_from(core.sequence_nr()).unwrap_or(-1)
 }
 
-/// A node's name in profiles: PyTorch's C++ name for a leaf's accumulator
-/// (`torch::autograd::AccumulateGrad`), else the node's name.
-fn profiler_name(node: &NodeRef) -> String {
+/// A node's name in its profiling ranges, or `None` when no range is observed or the node is
+/// the engine's `GraphRoot` (PyTorch's traces have no range for it): PyTorch's C++ name for a
+/// leaf's accumulator (`torch::autograd::AccumulateGrad`), else the node's name.
+fn profiler_name(node: &NodeRef) -> Option<String> {
+    if !c10::record_function::is_active() {
+        return None;
+    }
     if node.is_accumulator() {
-        "torch::autograd::AccumulateGrad".into()
-    } else {
-        node.name()
+        return Some("torch::autograd::AccumulateGrad".into());
     }
-}
-
-/// An incoming gradient as the profiler records it: its shape and element type, or nothing.
-fn grad_input_meta(g: &Option<Tensor>) -> InputMeta {
-    match g {
-        Some(t) => InputMeta { dims: t.sizes().to_vec(), ty: t.dtype().type_meta_name().into() },
-        None => InputMeta { dims: Vec::new(), ty: "".into() },
-    }
+    Some(node.name()).filter(|n| n != "GraphRoot")
 }
 
 /// Pre-hooks, the node, post-hooks; releases saved tensors unless the graph is kept; anomaly
@@ -380,9 +373,12 @@ fn call_function(node: &NodeRef, core: &NodeCore, mut inputs: Grads, keep_graph:
         has_post = !hooks.post.is_empty();
     }
     let kept_inputs = if has_post { inputs.clone() } else { Grads::new() };
-    let range = (c10::record_function::is_active() && node.name() != "GraphRoot").then(|| {
-        RecordFunction::start(RecordScope::BackwardFunction, profiler_name(node), profiler_seq(core), || {
-            inputs.iter().map(grad_input_meta).collect()
+    let range = profiler_name(node).map(|name| {
+        RecordFunction::start(RecordScope::BackwardFunction, name, profiler_seq(core), || {
+            inputs
+                .iter()
+                .map(|g| g.as_ref().map_or_else(InputMeta::none, |t| InputMeta::tensor(t.sizes(), t.dtype())))
+                .collect()
         })
     });
     let result = node.apply(inputs);

@@ -109,6 +109,17 @@ pub struct InputMeta {
     pub ty: Cow<'static, str>,
 }
 
+impl InputMeta {
+    /// A tensor input: its sizes and its element type's C++ name.
+    pub fn tensor(sizes: &[i64], dtype: crate::ScalarType) -> Self {
+        InputMeta { dims: sizes.to_vec(), ty: dtype.type_meta_name().into() }
+    }
+    /// An absent optional input (`None`).
+    pub fn none() -> Self {
+        InputMeta { dims: Vec::new(), ty: "".into() }
+    }
+}
+
 /// What an observer is told about a range at its start and end.
 #[derive(Debug)]
 pub struct RecordData {
@@ -527,6 +538,17 @@ impl RecordFunction {
             o.on_start(&data);
         }
         RecordFunction { active: Some(Box::new(Active { data, observers, _span: span })) }
+    }
+
+    /// [`RecordFunction::start`] with a name that is built only when the range is observed
+    /// (for names formatted at run time: `Optimizer.step#SGD.step`), no sequence number and no
+    /// inputs.
+    #[inline]
+    pub fn start_named<N: Into<Cow<'static, str>>>(scope: RecordScope, name: impl FnOnce() -> N) -> Self {
+        if !is_active() {
+            return RecordFunction { active: None };
+        }
+        Self::start(scope, name(), -1, Vec::new)
     }
 
     /// Whether any observer (or `tracing` subscriber) sees this range.

@@ -92,17 +92,20 @@ pub struct KeyAverages {
 pub(super) fn key_averages(p: &Profile, by_shape: bool) -> KeyAverages {
     let mut rows: Vec<EventAverages> = Vec::new();
     let mut index: HashMap<(String, bool, String), usize> = HashMap::new();
-    // Inclusive memory of each event: its own plus its children's (children start later, so
-    // a reverse pass sees every child before its parent).
+    // Inclusive memory and device time of each event: its own plus its children's (children
+    // start later, so a reverse pass sees every child before its parent).
     let n = p.events.len();
-    let (mut cpu_mem, mut dev_mem) = (vec![0i64; n], vec![0i64; n]);
+    let (mut cpu_mem, mut dev_mem, mut dev_ns) = (vec![0i64; n], vec![0i64; n], vec![0u64; n]);
+    let self_dev_ns = |i: usize| -> u64 { p.events[i].kernels.iter().map(|&k| p.kernel_ns(k)).sum() };
     for i in (0..n).rev() {
         let e = &p.events[i];
         cpu_mem[i] += e.self_cpu_memory;
         dev_mem[i] += e.self_device_memory;
+        dev_ns[i] += self_dev_ns(i);
         if let Some(parent) = e.parent {
             cpu_mem[parent] += cpu_mem[i];
             dev_mem[parent] += dev_mem[i];
+            dev_ns[parent] += dev_ns[i];
         }
     }
     let mut add = |key: String, user: bool, shapes: String, f: &mut dyn FnMut(&mut EventAverages)| {
@@ -135,8 +138,8 @@ pub(super) fn key_averages(p: &Profile, by_shape: bool) -> KeyAverages {
         let shapes = if by_shape { e.input_shapes_string() } else { String::new() };
         let dur = e.duration_us();
         let children: f64 = e.children.iter().map(|&c| p.events[c].duration_us()).sum();
-        let self_dev: u64 = e.kernels.iter().map(|&k| p.kernel_ns(k)).sum();
-        let dev_total = p.device_time_total_us(i);
+        let self_dev = self_dev_ns(i);
+        let dev_total = dev_ns[i] as f64 / 1000.0;
         add(key, user, shapes, &mut |r| {
             r.count += 1;
             r.cpu_time_total += dur;

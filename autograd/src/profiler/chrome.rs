@@ -19,9 +19,9 @@ use c10::record_function::RecordScope;
 
 use super::Profile;
 
+/// Microseconds since `origin`, with nanosecond precision (three decimals), as PyTorch writes them.
 fn us(ns: u64, origin: u64) -> f64 {
-    // Microseconds with nanosecond precision (three decimals), as PyTorch writes them.
-    (ns.saturating_sub(origin) as f64 / 1000.0 * 1000.0).round() / 1000.0
+    ns.saturating_sub(origin) as f64 / 1000.0
 }
 
 fn category(scope: RecordScope) -> &'static str {

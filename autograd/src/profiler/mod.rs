@@ -361,12 +361,7 @@ impl Profile {
         self.events.iter().filter(move |e| e.name == name)
     }
 
-    /// Total device-kernel time of event `i` and the events nested in it, in microseconds.
-    pub fn device_time_total_us(&self, i: usize) -> f64 {
-        let own: u64 = self.events[i].kernels.iter().map(|&k| self.kernel_ns(k)).sum();
-        own as f64 / 1000.0 + self.events[i].children.iter().map(|&c| self.device_time_total_us(c)).sum::<f64>()
-    }
-
+    /// The device time of kernel `k`, in nanoseconds.
     fn kernel_ns(&self, k: usize) -> u64 {
         let k = &self.kernels[k].kernel;
         k.end_ns.saturating_sub(k.start_ns)

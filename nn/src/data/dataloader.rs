@@ -476,15 +476,14 @@ impl<B> DataLoaderIter<B> {
 }
 
 /// The profiling range of fetching one batch, named as PyTorch's DataLoader names it.
-fn batch_range(workers: bool) -> Option<c10::record_function::RecordFunction> {
-    use c10::record_function::{is_active, RecordFunction, RecordScope};
-    is_active().then(|| {
-        let name = if workers {
+fn batch_range(workers: bool) -> c10::record_function::RecordFunction {
+    use c10::record_function::{RecordFunction, RecordScope};
+    RecordFunction::start_named(RecordScope::DataLoader, || {
+        if workers {
             "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
         } else {
             "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-        };
-        RecordFunction::start(RecordScope::DataLoader, name, -1, Vec::new)
+        }
     })
 }
 

@@ -49,20 +49,16 @@ pub use lr_scheduler::{
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};
 
-/// The profiling range of an optimizer step, named as PyTorch names it (`Optimizer.step#SGD.step`);
-/// `None` (and nothing formatted) when nobody observes ranges.
-pub(crate) fn step_range(name: &'static str) -> Option<c10::record_function::RecordFunction> {
-    use c10::record_function::{is_active, RecordFunction, RecordScope};
-    is_active()
-        .then(|| RecordFunction::start(RecordScope::Optimizer, format!("Optimizer.step#{name}.step"), -1, Vec::new))
+/// The profiling range of an optimizer step, named as PyTorch names it (`Optimizer.step#SGD.step`).
+pub(crate) fn step_range(name: &'static str) -> c10::record_function::RecordFunction {
+    use c10::record_function::{RecordFunction, RecordScope};
+    RecordFunction::start_named(RecordScope::Optimizer, || format!("Optimizer.step#{name}.step"))
 }
 
 /// The profiling range of `zero_grad` (`Optimizer.zero_grad#SGD.zero_grad`, PyTorch's name).
-pub(crate) fn zero_grad_range(name: &'static str) -> Option<c10::record_function::RecordFunction> {
-    use c10::record_function::{is_active, RecordFunction, RecordScope};
-    is_active().then(|| {
-        RecordFunction::start(RecordScope::Optimizer, format!("Optimizer.zero_grad#{name}.zero_grad"), -1, Vec::new)
-    })
+pub(crate) fn zero_grad_range(name: &'static str) -> c10::record_function::RecordFunction {
+    use c10::record_function::{RecordFunction, RecordScope};
+    RecordFunction::start_named(RecordScope::Optimizer, || format!("Optimizer.zero_grad#{name}.zero_grad"))
 }
 
 /// What every optimizer offers: the update, gradient clearing, its parameter groups' learning

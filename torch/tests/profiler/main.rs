@@ -332,11 +332,14 @@ fn a_schedule_keeps_the_active_steps_of_each_cycle() {
 fn nothing_is_recorded_when_no_profiler_runs() {
     let _s = serial();
     assert!(!torch::profiler::RecordFunction::start(RecordScope::UserScope, "x", -1, Vec::new).is_observed());
+    // A stopped profiler, and one dropped without stopping, leave no observer behind.
     let p = profile().start().stop();
+    assert!(p.events.is_empty(), "nothing ran while it profiled");
+    assert!(!record_function("after stop").is_observed());
+    drop(profile().start());
     let a = torch::ones(&[3]).call().unwrap();
     let _b = (&a + &a).unwrap();
-    assert!(p.events.is_empty(), "a stopped profiler saw nothing after it stopped");
-    assert!(!record_function("after").is_observed());
+    assert!(!record_function("after drop").is_observed());
 }
 
 #[test]
