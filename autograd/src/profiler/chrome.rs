@@ -188,7 +188,8 @@ pub(super) fn trace_json(p: &Profile) -> String {
         "baseTimeNanoseconds": base_epoch_ns,
         "traceEvents": ev,
     });
-    serde_json::to_string(&doc).unwrap_or_default()
+    // A `Value` with string keys always serializes: its Display is the JSON text.
+    doc.to_string()
 }
 
 fn process_name() -> String {
