@@ -183,9 +183,15 @@ fn the_profiler_sees_kernels_and_device_memory() {
     // In the trace: a kernel slice on the device's process, with an ac2g flow from the add.
     let trace: serde_json::Value = serde_json::from_str(&p.chrome_trace()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
-    let kernel = events.iter().find(|e| e["cat"] == "kernel").expect("a kernel slice");
+    // Other threads' kernels may be in the trace too (some outside any range, so without a
+    // correlation): the add's kernel is the one correlated with the add's event.
+    let add_index = p.events.iter().position(|e| e.name == "aten::add" && e.thread == me).unwrap();
+    let id = &serde_json::json!(add_index + 1);
+    let kernel = events
+        .iter()
+        .find(|e| e["cat"] == "kernel" && &e["args"]["correlation"] == id)
+        .expect("the add's kernel slice, correlated with the add");
     assert_eq!(kernel["pid"], 0);
-    let id = &kernel["args"]["correlation"];
     assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "s" && &e["id"] == id));
     assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "f" && &e["id"] == id));
 }
