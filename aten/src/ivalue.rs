@@ -471,3 +471,83 @@ impl<T: Into<IValue>> From<Option<T>> for IValue {
         v.map_or(IValue::None, Into::into)
     }
 }
+
+impl IValue {
+    /// A schema default (`Scalar alpha=1`, `int[2] stride=1`, `ScalarType? dtype=long`,
+    /// `int reduction=Mean`) as the value a boxed call passes for the argument, for callers that
+    /// fill in what the user left out (the Python front end's argument parser).
+    pub fn from_default(d: &schema::DefaultValue, ty: &schema::Type) -> Result<IValue> {
+        use schema::{DefaultValue as D, Type as T};
+        let inner = match ty {
+            T::Optional(inner) if *d != D::None => inner.as_ref(),
+            t => t,
+        };
+        let bad = || Error::invalid("schema default", format!("default {d:?} for an argument of type {ty}"));
+        Ok(match (d, inner) {
+            (D::None, _) => IValue::None,
+            (D::Bool(b), T::Scalar) => IValue::Scalar(Scalar::Bool(*b)),
+            (D::Bool(b), _) => IValue::Bool(*b),
+            (D::Int(i), T::Scalar) => IValue::Scalar(Scalar::Int(*i)),
+            (D::Float(x), T::Scalar) => IValue::Scalar(Scalar::Float(*x)),
+            (D::Int(i), T::Float) => IValue::Double(*i as f64),
+            (D::Int(i), T::Int | T::SymInt) => IValue::Int(*i),
+            (D::Float(x), T::Float) => IValue::Double(*x),
+            (D::Int(i), T::List(e, Some(n))) if matches!(**e, T::Int | T::SymInt) => IValue::IntList(vec![*i; *n]),
+            (D::Str(s), T::Str) => IValue::Str(s.clone()),
+            (D::IntList(v), T::List(e, _)) if **e == T::Float => {
+                IValue::DoubleList(v.iter().map(|&i| i as f64).collect())
+            }
+            (D::IntList(v), T::List(..)) => IValue::IntList(v.clone()),
+            (D::FloatList(v), T::List(..)) => IValue::DoubleList(v.clone()),
+            (D::BoolList(v), T::List(..)) => IValue::BoolList(v.clone()),
+            (D::Ident(name), T::ScalarType) => IValue::ScalarType(ScalarType::from_name(name)?),
+            (D::Ident(name), T::MemoryFormat) => IValue::MemoryFormat(match name.as_str() {
+                "contiguous_format" => MemoryFormat::Contiguous,
+                "preserve_format" => MemoryFormat::Preserve,
+                "channels_last" => MemoryFormat::ChannelsLast,
+                "channels_last_3d" => MemoryFormat::ChannelsLast3d,
+                _ => return Err(bad()),
+            }),
+            (D::Ident(name), T::Layout) if name == "strided" => IValue::Layout(Layout::Strided),
+            // `int reduction=Mean`: at::Reduction's values.
+            (D::Ident(name), T::Int) => IValue::Int(match name.as_str() {
+                "None" => 0,
+                "Mean" => 1,
+                "Sum" => 2,
+                _ => return Err(bad()),
+            }),
+            _ => return Err(bad()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+    use schema::parse_schema;
+
+    fn defaults(s: &str) -> Vec<IValue> {
+        let f = parse_schema(s).unwrap();
+        f.arguments.iter().map(|a| IValue::from_default(a.default.as_ref().unwrap(), &a.ty).unwrap()).collect()
+    }
+
+    #[test]
+    fn schema_defaults_become_the_arguments_values() {
+        let v = defaults(
+            "f(Scalar alpha=1, int[2] stride=1, ScalarType? dtype=long, int reduction=Mean, float eps=1, \
+             float? p=None, str mode=\"mean\", MemoryFormat m=contiguous_format, Scalar b=0.5, bool[2] k=[True, False])",
+        );
+        assert!(matches!(v[0], IValue::Scalar(Scalar::Int(1))));
+        assert!(matches!(&v[1], IValue::IntList(l) if l == &[1, 1]));
+        assert!(matches!(v[2], IValue::ScalarType(ScalarType::I64)));
+        assert!(matches!(v[3], IValue::Int(1)));
+        assert!(matches!(v[4], IValue::Double(x) if x == 1.0));
+        assert!(matches!(v[5], IValue::None));
+        assert!(matches!(&v[6], IValue::Str(s) if s == "mean"));
+        assert!(matches!(v[7], IValue::MemoryFormat(MemoryFormat::Contiguous)));
+        assert!(matches!(v[8], IValue::Scalar(Scalar::Float(x)) if x == 0.5));
+        assert!(matches!(&v[9], IValue::BoolList(b) if b == &[true, false]));
+        let f = parse_schema("f(int reduction=Median)").unwrap();
+        assert!(IValue::from_default(f.arguments[0].default.as_ref().unwrap(), &f.arguments[0].ty).is_err());
+    }
+}

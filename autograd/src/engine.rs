@@ -321,9 +321,7 @@ fn run_tensor_hooks(node: &NodeRef, core: &NodeCore, inputs: &mut [Option<Tensor
 /// same dtype, device and shape. Anything else would reach `.grad` or the next node silently
 /// (a `[1]` gradient for a `[1, 2]` weight, which an optimizer then broadcasts).
 fn check_hook_result(original: &Tensor, result: &Tensor, k: usize) -> Result<()> {
-    let type_name = |t: &Tensor| {
-        format!("{}{}Type", t.device().ty.name().to_uppercase(), crate::saved::legacy_dtype_name(t.dtype()))
-    };
+    let type_name = |t: &Tensor| format!("{}{}Type", t.device().ty.name().to_uppercase(), t.dtype().legacy_name());
     if original.dtype() != result.dtype() || original.device() != result.device() {
         return Err(Error::Autograd(format!(
             "hook 'tensor hook {k}' has changed the type of value (was {} got {})",

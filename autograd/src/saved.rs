@@ -182,26 +182,7 @@ impl SavedVariable {
 
 /// PyTorch's `torch.FloatTensor`-style name of a tensor's type.
 fn type_string(t: &Tensor) -> String {
-    format!("torch.{}Tensor", legacy_dtype_name(t.dtype()))
-}
-
-/// PyTorch's legacy name of a dtype (`Float`, `Long`, ...), as in `torch.FloatTensor` and
-/// `CPUFloatType`.
-pub(crate) fn legacy_dtype_name(dtype: c10::ScalarType) -> &'static str {
-    match dtype {
-        c10::ScalarType::F32 => "Float",
-        c10::ScalarType::F64 => "Double",
-        c10::ScalarType::F16 => "Half",
-        c10::ScalarType::BF16 => "BFloat16",
-        c10::ScalarType::I64 => "Long",
-        c10::ScalarType::I32 => "Int",
-        c10::ScalarType::I16 => "Short",
-        c10::ScalarType::I8 => "Char",
-        c10::ScalarType::U8 => "Byte",
-        c10::ScalarType::C64 => "ComplexFloat",
-        c10::ScalarType::C128 => "ComplexDouble",
-        c10::ScalarType::Bool => "Bool",
-    }
+    format!("torch.{}Tensor", t.dtype().legacy_name())
 }
 
 /// Inference tensors carry no version counter, so they cannot be checked later.

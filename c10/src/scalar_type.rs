@@ -141,6 +141,25 @@ impl ScalarType {
         }
     }
 
+    /// PyTorch's legacy name (`Float`, `Long`, ...), as in `torch.FloatTensor` and
+    /// `CPUFloatType`.
+    pub const fn legacy_name(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "Float",
+            ScalarType::F64 => "Double",
+            ScalarType::F16 => "Half",
+            ScalarType::BF16 => "BFloat16",
+            ScalarType::I64 => "Long",
+            ScalarType::I32 => "Int",
+            ScalarType::I16 => "Short",
+            ScalarType::I8 => "Char",
+            ScalarType::U8 => "Byte",
+            ScalarType::C64 => "ComplexFloat",
+            ScalarType::C128 => "ComplexDouble",
+            ScalarType::Bool => "Bool",
+        }
+    }
+
     /// The C++ name of the element type as `caffe2::TypeMeta` prints it (`float`, `long int`,
     /// `c10::Half`): PyTorch's bound errors and the profiler's "Input type" use it.
     pub const fn type_meta_name(self) -> &'static str {

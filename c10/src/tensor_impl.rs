@@ -3,7 +3,7 @@
 //! wrapped-number flag. Views are new `TensorImpl`s over the same storage and version counter.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
@@ -114,6 +114,8 @@ pub struct TensorImpl {
     dtype: ScalarType,
     is_wrapped_number: bool,
     is_contiguous: bool,
+    /// The Python object wrapping this tensor, if a front end made one (Note [The Python slot]).
+    pyobj: AtomicPtr<()>,
 }
 
 // Note [TensorImpl size]: every tensor carries one of these; keep it within three cache lines.
@@ -219,6 +221,7 @@ impl TensorImpl {
             autograd_meta: SetOnce::new(),
             dtype,
             is_wrapped_number: false,
+            pyobj: AtomicPtr::new(std::ptr::null_mut()),
             is_contiguous,
         }
     }
@@ -275,6 +278,7 @@ impl TensorImpl {
             std::ptr::addr_of_mut!((*p).dtype).write(dtype);
             std::ptr::addr_of_mut!((*p).is_wrapped_number).write(false);
             std::ptr::addr_of_mut!((*p).is_contiguous).write(true);
+            std::ptr::addr_of_mut!((*p).pyobj).write(AtomicPtr::new(std::ptr::null_mut()));
             slot.assume_init()
         }
     }
@@ -362,6 +366,31 @@ impl TensorImpl {
     pub fn is_wrapped_number(&self) -> bool {
         self.is_wrapped_number
     }
+
+    // Note [The Python slot]: PyTorch keeps the one Python object of a tensor in its TensorImpl
+    // (PyObjectSlot), so the same tensor always comes back to Python as the same object
+    // (`x.grad is x.grad`). Ours is a plain pointer the Python front end owns the meaning of:
+    // it stores its object's address when it makes the object and clears it (compare-and-swap,
+    // so only its own address) when the object dies; both happen with the interpreter's lock
+    // held, which is also held by every reader, so a non-null value always names a live
+    // object. c10 never dereferences it.
+    /// The Python object stored by [`set_pyobj`](Self::set_pyobj), or null.
+    #[inline]
+    pub fn pyobj(&self) -> *mut () {
+        self.pyobj.load(Ordering::Acquire)
+    }
+    /// Stores `obj` if the slot is empty; returns the slot's value before the call (null when
+    /// `obj` was stored).
+    pub fn set_pyobj(&self, obj: *mut ()) -> *mut () {
+        match self.pyobj.compare_exchange(std::ptr::null_mut(), obj, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => std::ptr::null_mut(),
+            Err(current) => current,
+        }
+    }
+    /// Empties the slot if it holds `obj` (an object that is going away).
+    pub fn clear_pyobj(&self, obj: *mut ()) {
+        let _ = self.pyobj.compare_exchange(obj, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed);
+    }
     /// The version counter (None for inference tensors).
     #[inline]
     pub fn version_counter(&self) -> Option<&VersionCounter> {
@@ -404,6 +433,30 @@ impl TensorImpl {
 mod tests {
     use super::*;
     use crate::Device;
+
+    #[test]
+    fn the_python_slot_starts_empty_and_keeps_only_its_owner() {
+        // Both constructors, including the in-place one (Note [Building in place]).
+        let a = TensorImpl::new_contiguous_arc(Storage::new(8, Device::CPU).unwrap(), &[2], ScalarType::F32);
+        let b = TensorImpl::new(
+            Storage::new(8, Device::CPU).unwrap(),
+            DimVec::from_slice(&[2]),
+            contiguous_strides(&[2]),
+            0,
+            ScalarType::F32,
+            None,
+        );
+        for t in [&*a, &b] {
+            assert!(t.pyobj().is_null());
+            let (x, y) = (0x1000 as *mut (), 0x2000 as *mut ());
+            assert!(t.set_pyobj(x).is_null());
+            assert_eq!(t.set_pyobj(y), x, "a filled slot is not overwritten");
+            t.clear_pyobj(y);
+            assert_eq!(t.pyobj(), x, "only the owner clears it");
+            t.clear_pyobj(x);
+            assert!(t.pyobj().is_null());
+        }
+    }
 
     #[test]
     fn keys_and_views() {

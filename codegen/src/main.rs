@@ -1,8 +1,8 @@
 //! The `codegen` binary: regenerates `aten/src/generated/` from `aten/native_functions.yaml`
 //! (and the registration files of the backend crates, `kernels-cuda/src/generated/`) and
-//! `autograd/src/generated/` from `autograd/derivatives.yaml` under the workspace root given as
-//! argument, writing only files whose content changed;
-//! `--check` writes nothing and fails when any file differs, is missing, or is stale.
+//! `autograd/src/generated/` from `autograd/derivatives.yaml`, and the Python bindings' table
+//! (`python/src/generated/`), under the workspace root given as argument, writing only files
+//! whose content changed; `--check` writes nothing and fails when any file differs, is missing, or is stale.
 //!
 //! It is a binary of its own (run by `cargo xtask codegen`) so that it works while the
 //! generated code does not compile yet.
@@ -57,6 +57,14 @@ fn run(root: &Path, check: bool) -> Result<ExitCode, String> {
         differing.extend(sync(&root.join(dir).join("src/generated"), &be_files, check)?);
         n_files += be_files.len();
     }
+
+    // The Python front end's table of bindings (Note [Python bindings are data]).
+    let mut py_files = codegen::front_python::generate_python(&fns);
+    for f in &mut py_files {
+        f.contents = rustfmt(root, &f.contents).map_err(|e| format!("formatting python/{}: {e}", f.name))?;
+    }
+    differing.extend(sync(&root.join("python/src/generated"), &py_files, check)?);
+    n_files += py_files.len();
 
     let der_path = root.join("autograd/derivatives.yaml");
     let der_text = std::fs::read_to_string(&der_path).map_err(|e| format!("{}: {e}", der_path.display()))?;

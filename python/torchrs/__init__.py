@@ -1,0 +1,109 @@
+"""torchrs: PyTorch's Python API on the Rust framework of this repository.
+
+``import torchrs as torch`` is the one line a PyTorch program changes. Tensors are
+``torchrs.Tensor`` objects (one per tensor, cached in the tensor itself); every operator of
+the framework's ``native_functions.yaml`` is a function here and, where the schema says so, a
+method of ``Tensor``, bound by one generated argument parser (python/src/parser.rs).
+"""
+
+import sys as _sys
+import types as _types
+
+from . import _C
+from ._C import (  # noqa: F401
+    Generator,
+    Tensor,
+    bfloat16,
+    bool,
+    channels_last,
+    channels_last_3d,
+    complex64,
+    complex128,
+    contiguous_format,
+    device,
+    dtype,
+    float16,
+    float32,
+    float64,
+    from_numpy,
+    int8,
+    int16,
+    int32,
+    int64,
+    is_grad_enabled,
+    layout,
+    manual_seed,
+    memory_format,
+    preserve_format,
+    strided,
+    tensor,
+    uint8,
+)
+from . import _tensor  # noqa: F401  (the operators of Tensor)
+
+# PyTorch's aliases of dtypes.
+half, float, double = float16, float32, float64
+cfloat, cdouble = complex64, complex128
+short, int, long = int16, int32, int64
+
+
+class Size(tuple):
+    """``torch.Size``: the shape of a tensor, a tuple of ints."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)!r})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, k):
+        r = tuple.__getitem__(self, k)
+        return Size(r) if isinstance(k, slice) else r
+
+
+_C._set_size_class(Size)
+
+# Every operator that is a function of the torch namespace.
+globals().update({k: v for k, v in _C._torch_functions.items() if k not in globals()})
+
+
+def _submodule(name, functions, doc):
+    m = _types.ModuleType(f"{__name__}.{name}", doc)
+    m.__dict__.update(functions)
+    _sys.modules[m.__name__] = m
+    return m
+
+
+linalg = _submodule("linalg", _C._linalg_functions, "torch.linalg: the linalg_* operators.")
+fft = _submodule("fft", _C._fft_functions, "torch.fft: the fft_* operators.")
+special = _submodule("special", _C._special_functions, "torch.special: the special_* operators.")
+
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, no_grad, set_grad_enabled  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
+from . import nn  # noqa: E402,F401
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Shares memory with a numpy array or a tensor when no conversion is needed."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (dtype or device) else data
+    try:
+        import numpy as _np
+    except ImportError:  # pragma: no cover
+        _np = None
+    if _np is not None and isinstance(data, _np.ndarray):
+        t = from_numpy(data)
+        return t.to(device=device, dtype=dtype) if (dtype or device) else t
+    return tensor(data, dtype=dtype, device=device)

@@ -1,0 +1,87 @@
+"""torch.autograd: ``grad``, ``backward`` and the grad-mode context managers."""
+
+import functools as _functools
+
+from . import _C
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (a tuple, one per input)."""
+    single = isinstance(outputs, _C.Tensor)
+    outputs = [outputs] if single else list(outputs)
+    inputs = [inputs] if isinstance(inputs, _C.Tensor) else list(inputs)
+    if grad_outputs is not None:
+        grad_outputs = [grad_outputs] if isinstance(grad_outputs, _C.Tensor) else list(grad_outputs)
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported")
+    allow_unused = bool(allow_unused) or materialize_grads
+    res = _C._autograd_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    if materialize_grads:
+        res = tuple(g if g is not None else _C._torch_functions["zeros_like"](i) for g, i in zip(res, inputs))
+    return res
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    tensors = [tensors] if isinstance(tensors, _C.Tensor) else list(tensors)
+    grads = [None] * len(tensors) if grad_tensors is None else (
+        [grad_tensors] if isinstance(grad_tensors, _C.Tensor) else list(grad_tensors))
+    for t, g in zip(tensors, grads):
+        t.backward(g, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+class _GradMode:
+    """A context manager and decorator setting grad mode (restored on exit)."""
+
+    mode = None
+
+    def __enter__(self):
+        self._prev = _C._set_grad_enabled(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        @_functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """``with torch.no_grad():`` records no history; also a decorator."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """``with torch.enable_grad():`` records history (inside ``no_grad``); also a decorator."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """``torch.set_grad_enabled(mode)``: sets grad mode now, and restores it when used as a
+    context manager."""
+
+    def __init__(self, mode):
+        self.mode = bool(mode)
+        self._prev = _C._set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        mode = self.mode
+        _C._set_grad_enabled(self._prev)
+
+        @_functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper

@@ -1,0 +1,3 @@
+"""torch.nn (so far: ``functional``)."""
+
+from . import functional  # noqa: F401
