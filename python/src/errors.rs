@@ -11,6 +11,11 @@ use pyo3::PyErr;
 /// The Python exception for one of our errors.
 pub fn to_py(e: c10::Error) -> PyErr {
     use c10::Error as E;
+    // A Python exception raised in a hook or a custom Function, unchanged (Note [Python
+    // exceptions through the engine]).
+    if let Some(parked) = crate::autograd_py::unpark(&e) {
+        return parked;
+    }
     let msg = e.to_string();
     match e {
         E::IndexOutOfRange { .. } | E::DimOutOfRange { .. } => PyIndexError::new_err(msg),

@@ -14,6 +14,8 @@
 // pyo3's macros expand to code clippy's pedantic lints do not expect.
 #![allow(clippy::useless_conversion)]
 
+mod autograd_py;
+mod dlpack;
 mod errors;
 mod generated {
     pub mod bindings;
@@ -67,9 +69,34 @@ fn call_binding(
         1 => parser::to_python(py, stack.pop().expect("one result")),
         _ => {
             let items = stack.into_iter().map(|v| parser::to_python(py, v)).collect::<PyResult<Vec<_>>>()?;
-            Ok(PyTuple::new(py, items)?.into_any().unbind())
+            match return_type(py, op)? {
+                Some(cls) => Ok(cls.bind(py).call1(PyTuple::new(py, items)?)?.unbind()),
+                None => Ok(PyTuple::new(py, items)?.into_any().unbind()),
+            }
         }
     }
+}
+
+/// `torch.return_types.max`: the named tuple of an operator whose returns are named
+/// (`(Tensor values, Tensor indices)`), made once per operator.
+fn return_type(py: Python<'_>, op: &'static aten::OperatorEntry) -> PyResult<Option<Py<PyAny>>> {
+    static TYPES: std::sync::Mutex<Vec<(usize, Option<Py<PyAny>>)>> = std::sync::Mutex::new(Vec::new());
+    let key = op as *const aten::OperatorEntry as usize;
+    if let Some((_, t)) = TYPES.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key) {
+        return Ok(t.as_ref().map(|t| t.clone_ref(py)));
+    }
+    let made = match op.schema() {
+        Some(s) if s.returns.len() > 1 && s.returns.iter().all(|r| r.name.is_some()) => {
+            let fields: Vec<&str> = s.returns.iter().map(|r| r.name.as_deref().unwrap_or_default()).collect();
+            let nt = py.import("collections")?.getattr("namedtuple")?;
+            let kw = PyDict::new(py);
+            kw.set_item("module", "torchrs.return_types")?;
+            Some(nt.call((s.name.trim_end_matches('_'), fields), Some(&kw))?.unbind())
+        }
+        _ => None,
+    };
+    TYPES.lock().unwrap_or_else(|e| e.into_inner()).push((key, made.as_ref().map(|t| t.clone_ref(py))));
+    Ok(made)
 }
 
 /// A function bound from the schema (`torch.add`, `torch.linalg.norm`).
@@ -423,6 +450,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_size_class, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
@@ -430,6 +458,9 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_autograd_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_py::_function_apply, m)?)?;
+    m.add_class::<autograd_py::PyCtx>()?;
+    m.add_class::<autograd_py::HookHandle>()?;
     for (name, obj) in types::module_constants(py) {
         m.add(name, obj)?;
     }

@@ -235,6 +235,11 @@ impl PyTensor {
     fn detach(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap(py, autograd::TensorAutograd::detach(&self.tensor))
     }
+    /// `register_hook(fn)`: `fn(grad)` may return a replacement; the handle's `remove()` turns
+    /// it off.
+    fn register_hook(&self, py: Python<'_>, hook: Py<PyAny>) -> PyResult<Py<crate::autograd_py::HookHandle>> {
+        crate::autograd_py::register_hook(py, &self.tensor, hook)
+    }
     fn retain_grad(&self) -> PyResult<()> {
         autograd::TensorAutograd::retain_grad(&self.tensor).py()
     }
@@ -414,6 +419,24 @@ impl PyTensor {
             }
             _ => text,
         }
+    }
+    /// A DLPack capsule over this tensor's memory (no copy unless `copy=True`).
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<Py<PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        if stream.as_ref().is_some_and(|s| !s.is_none(py) && s.extract::<i64>(py).ok() != Some(-1)) {
+            return Err(pyo3::exceptions::PyBufferError::new_err("stream must be None or -1 for CPU tensors"));
+        }
+        if dl_device.is_some_and(|d| d != self.__dlpack_device__()) {
+            return Err(pyo3::exceptions::PyBufferError::new_err("DLPack export to another device is not supported"));
+        }
+        crate::dlpack::export(py, &self.tensor, max_version, copy)
     }
     fn __dlpack_device__(&self) -> (i32, i32) {
         let d = self.tensor.device();

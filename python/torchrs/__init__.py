@@ -25,6 +25,7 @@ from ._C import (  # noqa: F401
     float16,
     float32,
     float64,
+    from_dlpack,
     from_numpy,
     int8,
     int16,

@@ -85,3 +85,27 @@ class set_grad_enabled(_GradMode):
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+class Function:
+    """``torch.autograd.Function``: subclass with static ``forward(ctx, *args)`` and
+    ``backward(ctx, *grads)``, call ``apply(*args)``. ``ctx`` has ``save_for_backward``,
+    ``saved_tensors``, ``needs_input_grad``, ``mark_dirty`` and ``mark_non_differentiable``,
+    and takes any other attribute. The node runs inside the engine (its name is
+    ``<Class>Backward``); an exception raised in ``backward`` comes out of ``backward()``
+    unchanged."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args):
+        return _C._function_apply(cls, *args)
+
+
+FunctionCtx = _C.FunctionCtx
