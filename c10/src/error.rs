@@ -238,6 +238,33 @@ fn oom_message(device: DeviceType, nbytes: usize) -> String {
 }
 
 impl Error {
+    /// The message as PyTorch words it, for front ends that show PyTorch's errors (the Python
+    /// package): PyTorch's messages for shapes, indices, dimensions, casts, devices and
+    /// argument values do not start with the operator's name, ours do (`add: The size of
+    /// tensor a ...`), so that prefix goes; a missing dtype kernel names the dtype as PyTorch
+    /// does (`"add" not implemented for 'Half'`). Other errors keep their text.
+    pub fn pytorch_message(&self) -> String {
+        match self {
+            Error::UnsupportedDtype { op, dtype } => format!("\"{op}\" not implemented for '{}'", dtype.legacy_name()),
+            Error::Broadcast { op, .. }
+            | Error::Shape { op, .. }
+            | Error::DimOutOfRange { op, .. }
+            | Error::IndexOutOfRange { op, .. }
+            | Error::ViewStride { op }
+            | Error::UnsafeCast { op, .. }
+            | Error::DeviceMismatch { op, .. }
+            | Error::InvalidArgument { op, .. }
+            | Error::BoxedArgument { op, .. } => {
+                let text = self.to_string();
+                match text.strip_prefix(op.as_str()).and_then(|r| r.strip_prefix(": ")) {
+                    Some(rest) => rest.to_string(),
+                    None => text,
+                }
+            }
+            _ => self.to_string(),
+        }
+    }
+
     /// Shorthand for [`Error::UnsupportedDtype`].
     pub fn unsupported_dtype(op: impl Into<String>, dtype: ScalarType) -> Self {
         Error::UnsupportedDtype { op: op.into(), dtype }
@@ -260,5 +287,32 @@ impl Error {
     /// Shorthand for [`Error::Shape`].
     pub fn shape(op: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::Shape { op: op.into(), msg: msg.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytorch_messages_drop_our_operator_prefix() {
+        // PyTorch 2.15's messages for the same failures (torch.ones(2) + torch.ones(3), ...).
+        let e = Error::Broadcast { op: "add".into(), a: 2, b: 3, dim: 0 };
+        assert_eq!(
+            e.to_string(),
+            "add: The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
+        );
+        assert_eq!(
+            e.pytorch_message(),
+            "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
+        );
+        let e = Error::IndexOutOfRange { op: "select".into(), index: 5, dim: 0, size: 2 };
+        assert_eq!(e.pytorch_message(), "index 5 is out of bounds for dimension 0 with size 2");
+        let e = Error::DimOutOfRange { op: "sum".into(), dim: 5, min: -2, max: 1 };
+        assert_eq!(e.pytorch_message(), "Dimension out of range (expected to be in range of [-2, 1], but got 5)");
+        let e = Error::unsupported_dtype("addmm", ScalarType::F16);
+        assert_eq!(e.pytorch_message(), "\"addmm\" not implemented for 'Half'");
+        // An operator-free error keeps its text.
+        assert_eq!(Error::Autograd("x".into()).pytorch_message(), "x");
     }
 }

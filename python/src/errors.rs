@@ -3,7 +3,8 @@
 //! PyTorch raises `IndexError` for an index or a dimension out of range, `NotImplementedError`
 //! for an operator without a kernel for the tensor's backend, `torch.OutOfMemoryError` (a
 //! `RuntimeError`) when an allocation fails, `TypeError` for arguments no overload takes, and
-//! `RuntimeError` for everything else a kernel refuses. The message is our error's text.
+//! `RuntimeError` for everything else a kernel refuses. The message is worded as PyTorch's
+//! (`Error::pytorch_message`: without our operator-name prefix).
 
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError};
 use pyo3::PyErr;
@@ -16,7 +17,7 @@ pub fn to_py(e: c10::Error) -> PyErr {
     if let Some(parked) = crate::autograd_py::unpark(&e) {
         return parked;
     }
-    let msg = e.to_string();
+    let msg = e.pytorch_message();
     match e {
         E::IndexOutOfRange { .. } | E::DimOutOfRange { .. } => PyIndexError::new_err(msg),
         E::MissingKernel { .. } | E::NotImplemented { .. } => PyNotImplementedError::new_err(msg),

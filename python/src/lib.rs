@@ -373,6 +373,40 @@ fn _cuda_device_count() -> usize {
     torch::cuda::device_count()
 }
 
+/// `torch.load`'s reader: a `.pt` archive PyTorch's `torch.save` wrote (a dict of tensors, a
+/// model's `state_dict()`), or a safetensors file; an `OrderedDict` of name to tensor in the
+/// file's order.
+#[pyfunction]
+fn _load_tensors(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<PyAny>> {
+    let head = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&path)
+            .map_err(|e| pyo3::exceptions::PyFileNotFoundError::new_err(format!("{}: {e}", path.display())))?;
+        let mut b = [0u8; 2];
+        let n = f.read(&mut b).unwrap_or(0);
+        b[..n].to_vec()
+    };
+    let state = py
+        .detach(|| if head == b"PK" { nn::load_pt(&path) } else { nn::serialize::load_file(&path).map(|l| l.tensors) })
+        .py()?;
+    let d = py.import("collections")?.getattr("OrderedDict")?.call0()?;
+    for (name, t) in state.iter() {
+        d.set_item(name, tensor::wrap(py, t.clone())?)?;
+    }
+    Ok(d.unbind())
+}
+
+/// `torch.save`'s writer for a dict of tensors: a safetensors file (written whole or not at
+/// all), which `torch.load` reads back.
+#[pyfunction]
+fn _save_tensors(py: Python<'_>, items: Vec<(String, Bound<'_, PyAny>)>, path: std::path::PathBuf) -> PyResult<()> {
+    let tensors = items
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), tensor::tensor_of(v, "a saved value")?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    py.detach(|| nn::serialize::save_file(tensors.iter().map(|(k, t)| (k.as_str(), t)), None, &path)).py()
+}
+
 #[pyfunction]
 fn manual_seed(seed: u64) {
     aten::manual_seed(seed);
@@ -452,6 +486,8 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_load_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;

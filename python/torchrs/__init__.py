@@ -6,6 +6,7 @@ the framework's ``native_functions.yaml`` is a function here and, where the sche
 method of ``Tensor``, bound by one generated argument parser (python/src/parser.rs).
 """
 
+import builtins as _builtins
 import sys as _sys
 import types as _types
 
@@ -67,7 +68,8 @@ class Size(tuple):
 
 _C._set_size_class(Size)
 
-# Every operator that is a function of the torch namespace.
+# Every operator that is a function of the torch namespace. Some shadow Python's builtins here
+# (`all`, `max`, `sum`, `abs`, ...), as in PyTorch's own module: code below uses `_builtins`.
 globals().update({k: v for k, v in _C._torch_functions.items() if k not in globals()})
 
 
@@ -108,3 +110,33 @@ def as_tensor(data, dtype=None, device=None):
         t = from_numpy(data)
         return t.to(device=device, dtype=dtype) if (dtype or device) else t
     return tensor(data, dtype=dtype, device=device)
+
+
+def save(obj, f):
+    """``torch.save`` for what a training script saves most: a dict of tensors (a model's
+    ``state_dict()``), written as safetensors (``torch.load`` reads it back). Other objects are
+    not supported yet."""
+    import os as _os
+
+    items = list(obj.items()) if hasattr(obj, "items") else None
+    if items is None or not _builtins.all(isinstance(k, str) and isinstance(v, Tensor) for k, v in items):
+        raise TypeError("torchrs.save saves a dict of str to Tensor (a state_dict) for now")
+    _C._save_tensors([(k, v.detach()) for k, v in items], _os.fspath(f))
+
+
+def load(f, map_location=None, weights_only=True, **kwargs):
+    """``torch.load`` of a dict of tensors: a ``.pt`` file PyTorch's ``torch.save`` wrote (read by
+    our weights-only reader) or a file ``torchrs.save`` wrote. ``map_location`` moves the
+    tensors (a device, a string, or a dict or callable as PyTorch's)."""
+    import os as _os
+
+    d = _C._load_tensors(_os.fspath(f))
+    if map_location is not None:
+        for k, v in d.items():
+            if callable(map_location):
+                d[k] = map_location(v, str(v.device))
+            elif isinstance(map_location, dict):
+                d[k] = v.to(map_location.get(str(v.device), str(v.device)))
+            else:
+                d[k] = v.to(map_location)
+    return d
