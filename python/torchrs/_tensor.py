@@ -163,3 +163,67 @@ Tensor.__array_priority__ = 1000
 # Methods PyTorch has whose Rust name would clash with Rust's own (`Clone::clone`): the YAML
 # keeps them functions, Python gets them as methods here.
 Tensor.clone = lambda self, *, memory_format=None: _f["clone"](self, memory_format=memory_format)
+
+
+# Methods PyTorch has that the YAML does not make methods: `new_*` factories (functions here),
+# `lerp_` (no in-place overload in the YAML) and `__deepcopy__` (for `copy.deepcopy(model)`).
+def _new_factory(name):
+    op = _f[name]
+
+    def method(self, *args, dtype=None, device=None, requires_grad=False, **kwargs):
+        if len(args) > 0 and name != "new_full" and not isinstance(args[0], (list, tuple)):
+            args = (list(args),)
+        out = op(self, *args, dtype=dtype if dtype is not None else self.dtype,
+                 device=device if device is not None else self.device, **kwargs)
+        return out.requires_grad_() if requires_grad else out
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("new_zeros", "new_ones", "new_empty", "new_full"):
+    if _name in _f and _name not in Tensor.__dict__:
+        setattr(Tensor, _name, _new_factory(_name))
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    if isinstance(data, Tensor):
+        t = data.detach().clone().to(device=device or self.device, dtype=dtype or self.dtype)
+    else:
+        t = _C.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+    return t.requires_grad_() if requires_grad else t
+
+
+if "new_tensor" not in Tensor.__dict__:
+    Tensor.new_tensor = _new_tensor
+
+
+def _lerp_(self, end, weight):
+    """self + weight * (end - self), in place."""
+    return self.copy_(_f["lerp"](self, end, weight))
+
+
+if "lerp_" not in Tensor.__dict__:
+    Tensor.lerp_ = _lerp_
+
+
+def _deepcopy(self, memo):
+    """A copy with its own storage, keeping ``requires_grad``, the gradient and the class."""
+    if id(self) in memo:
+        return memo[id(self)]
+    import copy
+
+    new = self.detach().clone()
+    if type(self) is not Tensor:
+        new = Tensor._make_subclass(type(self), new, self.requires_grad)
+    else:
+        new.requires_grad_(self.requires_grad)
+    memo[id(self)] = new
+    if self.grad is not None:
+        new.grad = copy.deepcopy(self.grad, memo)
+    new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+    return new
+
+
+if "__deepcopy__" not in Tensor.__dict__:
+    Tensor.__deepcopy__ = _deepcopy

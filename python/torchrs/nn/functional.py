@@ -18,9 +18,8 @@ def _reduction(reduction):
 for _name in ["relu", "relu_", "gelu", "silu", "mish", "hardtanh", "elu", "selu", "celu", "leaky_relu",
               "hardsigmoid", "hardswish", "softplus", "glu", "logsigmoid", "prelu", "rrelu",
               "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-              "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
-              "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "linear", "bilinear",
-              "pixel_shuffle", "pixel_unshuffle", "embedding", "layer_norm", "group_norm", "one_hot",
+              "avg_pool1d", "avg_pool2d", "avg_pool3d", "linear", "bilinear",
+              "pixel_shuffle", "pixel_unshuffle", "one_hot",
               "cosine_similarity", "pairwise_distance", "pdist", "grid_sampler", "affine_grid_generator",
               "scaled_dot_product_attention"]:
     if _name in _f:
@@ -30,46 +29,420 @@ tanh = _f["tanh"]
 sigmoid = _f["sigmoid"]
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    return _f["softmax"](input, dim, dtype=dtype)
-
-
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    return _f["log_softmax"](input, dim, dtype=dtype)
-
-
-def dropout(input, p=0.5, training=True, inplace=False):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    return (_f["dropout_"] if inplace else _f["dropout"])(input, p, training)
-
-
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
+    """Log-softmax over dim 1 and the negative log likelihood of ``target`` (class indices or
+    probabilities)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["cross_entropy_loss"](input, target, weight, _reduction(reduction), ignore_index, label_smoothing)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["nll_loss_nd"](input, target, weight, _reduction(reduction), ignore_index)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["mse_loss"](input, target, _reduction(reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["l1_loss"](input, target, _reduction(reduction))
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["binary_cross_entropy"](input, target, weight, _reduction(reduction))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["binary_cross_entropy_with_logits"](input, target, weight, pos_weight, _reduction(reduction))
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return input / denom if out is None else _f["div"](input, denom, out=out)
+
+
+# ---- activations with PyTorch's ``inplace`` flag ---------------------------------------------
+
+def relu(input, inplace=False):
+    """max(0, x)."""
+    return _f["relu_"](input) if inplace else _f["relu"](input)
+
+
+def relu6(input, inplace=False):
+    """min(max(0, x), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clamped to [min_val, max_val]."""
+    if inplace:
+        return input.clamp_(min_val, max_val)
+    return _f["hardtanh"](input, min_val, max_val)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = _f["leaky_relu"](input, negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    out = _f["elu"](input, alpha)
+    return input.copy_(out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _f["celu_"](input, alpha) if inplace else _f["celu"](input, alpha)
+
+
+def selu(input, inplace=False):
+    return _f["selu_"](input) if inplace else _f["selu"](input)
+
+
+def silu(input, inplace=False):
+    return input.silu_() if inplace else _f["silu"](input)
+
+
+def mish(input, inplace=False):
+    return input.mish_() if inplace else _f["mish"](input)
+
+
+def hardswish(input, inplace=False):
+    return input.hardswish_() if inplace else _f["hardswish"](input)
+
+
+def hardsigmoid(input, inplace=False):
+    return input.hardsigmoid_() if inplace else _f["hardsigmoid"](input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value."""
+    return (_f["threshold_"] if inplace else _f["threshold"])(input, threshold, value)
+
+
+def gelu(input, approximate="none"):
+    return _f["gelu"](input, approximate=approximate)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _f["softplus"](input, beta, threshold)
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    return -_f["softplus"](-input, 1.0, 20.0)
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softshrink(input, lambd=0.5):
+    return _f["softshrink"](input, lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    return _f["hardshrink"](input, lambd)
+
+
+def glu(input, dim=-1):
+    return _f["glu"](input, dim)
+
+
+def prelu(input, weight):
+    return _f["prelu"](input, weight)
+
+
+def _get_softmax_dim(name, ndim):
+    import warnings
+
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim())
+    return _f["softmax"](input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.dim())
+    return _f["softmax"](-input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim())
+    return _f["log_softmax"](input, dim, dtype=dtype)
+
+
+# ---- dropout -----------------------------------------------------------------------------------
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes elements with probability ``p`` and scales the rest by 1/(1-p) when training."""
+    _check_p(p)
+    return (_f["dropout_"] if inplace else _f["dropout"])(input, p, training)
+
+
+def _feature_dropout(input, p, training, inplace):
+    _check_p(p)
+    return (_f["feature_dropout_"] if inplace else _f["feature_dropout"])(input, p, training)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or (C, L) input."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.dim() == 2:
+        return _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0) if not inplace else \
+            input.copy_(_feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0))
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) input."""
+    import warnings
+
+    if input.dim() not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+                      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).")
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) input."""
+    return _feature_dropout(input, p, training, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    return (_f["alpha_dropout_"] if inplace else _f["alpha_dropout"])(input, p, training)
+
+
+# ---- convolution and pooling --------------------------------------------------------------------
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _f["conv_transpose1d"](input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _f["conv_transpose2d"](input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _f["conv_transpose3d"](input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _stride(kernel_size, stride):
+    return kernel_size if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else stride
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    stride = _stride(kernel_size, stride)
+    if return_indices:
+        return _f["max_pool1d_with_indices"](input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _f["max_pool1d"](input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum over ``kernel_size`` windows; ``stride`` defaults to ``kernel_size``."""
+    stride = _stride(kernel_size, stride)
+    if return_indices:
+        return _f["max_pool2d_with_indices"](input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _f["max_pool2d"](input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    stride = _stride(kernel_size, stride)
+    if return_indices:
+        return _f["max_pool3d_with_indices"](input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _f["max_pool3d"](input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _f["avg_pool1d"](input, kernel_size, _stride(kernel_size, stride), padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean over ``kernel_size`` windows; ``stride`` defaults to ``kernel_size``."""
+    return _f["avg_pool2d"](input, kernel_size, _stride(kernel_size, stride), padding, ceil_mode, count_include_pad,
+                            divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _f["avg_pool3d"](input, kernel_size, _stride(kernel_size, stride), padding, ceil_mode, count_include_pad,
+                            divisor_override)
+
+
+def _output_size(input, output_size, n):
+    if isinstance(output_size, int):
+        return output_size
+    sizes = list(output_size)
+    return [input.size(i - n) if s is None else s for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _f["adaptive_avg_pool1d"](input, _output_size(input, output_size, 1))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over ``output_size`` adaptive windows; None keeps the input's size."""
+    return _f["adaptive_avg_pool2d"](input, _output_size(input, output_size, 2))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _f["adaptive_avg_pool3d"](input, _output_size(input, output_size, 3))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    out = _f["adaptive_max_pool1d"](input, _output_size(input, output_size, 1))
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    out = _f["adaptive_max_pool2d"](input, _output_size(input, output_size, 2))
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    out = _f["adaptive_max_pool3d"](input, _output_size(input, output_size, 3))
+    return out if return_indices else out[0]
+
+
+def pad(input, pad, mode="constant", value=None):
+    return _f["pad"](input, list(pad), mode, value)
+
+
+# ---- normalisation and embedding ----------------------------------------------------------------
+
+def _verify_batch_size(size):
+    # torchrs.Size.__getitem__ currently fails (the module's `slice` is the slice operator), so
+    # the shape is read as a plain tuple here and elsewhere.
+    size = tuple(size)
+    size_prods = size[0]
+    for s in size[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size torch.Size({list(size)})")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1): batch statistics when
+    training (updating the running ones in place with ``momentum``), running ones otherwise."""
+    if training:
+        _verify_batch_size(input.size())
+    return _f["batch_norm"](input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    return _f["instance_norm"](input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                               False)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the last ``len(normalized_shape)`` dims."""
+    return _f["layer_norm"](input, list(normalized_shape), weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalises over groups of channels."""
+    return _f["group_norm"](input, num_groups, weight, bias, eps)
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """Rescales, in place, the rows of ``weight`` that ``input`` looks up whose ``norm_type``
+    norm exceeds ``max_norm`` to norm ``max_norm`` (PyTorch's embedding_renorm_)."""
+    with _no_grad():
+        rows = _C.tensor(sorted(set(input.flatten().tolist())), dtype=_C.int64, device=weight.device)
+        selected = weight.index_select(0, rows)
+        norms = selected.norm(norm_type, 1, keepdim=True)
+        scale = (max_norm / (norms + 1e-7)).clamp_max(1.0)
+        weight.index_copy_(0, rows, selected * scale)
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """The rows of ``weight`` at the indices ``input``."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
+            padding_idx = weight.size(0) + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        input = input.contiguous()
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _f["embedding"](weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+# ---- losses --------------------------------------------------------------------------------------
+
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["smooth_l1_loss"](input, target, _reduction(reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    return _f["huber_loss"](input, target, _reduction(reduction), delta)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "batchmean":
+        out = _f["kl_div"](input, target, _reduction("sum"), log_target=log_target)
+        return out / input.size(0) if input.dim() != 0 else out
+    return _f["kl_div"](input, target, _reduction(reduction), log_target=log_target)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["soft_margin_loss"](input, target, _reduction(reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["margin_ranking_loss"](input1, input2, target, margin, _reduction(reduction))

@@ -1,0 +1,19 @@
+"""The layers of ``torch.nn``."""
+
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,  # noqa: F401
+                         LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus,
+                         Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .linear import Bilinear, Identity, Linear  # noqa: F401
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,  # noqa: F401
+                   MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss, SoftMarginLoss)
+from .module import Module  # noqa: F401
+from .normalization import GroupNorm, LayerNorm  # noqa: F401
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,  # noqa: F401
+                      AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
+                      MaxPool3d)
+from .sparse import Embedding  # noqa: F401
