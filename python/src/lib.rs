@@ -407,6 +407,14 @@ fn _save_tensors(py: Python<'_>, items: Vec<(String, Bound<'_, PyAny>)>, path: s
     py.detach(|| nn::serialize::save_file(tensors.iter().map(|(k, t)| (k.as_str(), t)), None, &path)).py()
 }
 
+/// The arguments of an operator's schema (`"add.Tensor"`), as `(name, keyword_only)` pairs:
+/// what a caller needs to turn a schema-order argument list into a Python call.
+#[pyfunction]
+fn _schema_arguments(name: &str) -> PyResult<Vec<(String, bool)>> {
+    let (_, s) = aten::dispatcher().find_schema(name).py()?;
+    Ok(s.arguments.iter().map(|a| (a.name.clone(), a.kwarg_only)).collect())
+}
+
 #[pyfunction]
 fn manual_seed(seed: u64) {
     aten::manual_seed(seed);
@@ -486,6 +494,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_schema_arguments, m)?)?;
     m.add_function(wrap_pyfunction!(_load_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;

@@ -63,7 +63,7 @@ class Size(tuple):
 
     def __getitem__(self, k):
         r = tuple.__getitem__(self, k)
-        return Size(r) if isinstance(k, slice) else r
+        return Size(r) if isinstance(k, _builtins.slice) else r
 
 
 _C._set_size_class(Size)
