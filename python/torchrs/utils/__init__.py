@@ -1,0 +1,3 @@
+"""torch.utils (so far: ``data``)."""
+
+from . import data  # noqa: F401
