@@ -40,7 +40,7 @@ class Net(nn.Module):
 @torch.no_grad()
 def accuracy(model, test):
     images, labels = test
-    n = images.size(0)
+    n = images.shape[0]
     correct = 0
     for start in range(0, n, 1000):
         pred = model(images[start:start + 1000]).argmax(1)
@@ -58,7 +58,7 @@ def load(path, seed, limit=None):
     perm = torch.randperm(len(rows), generator=g)
     if limit is not None:  # a random subset (the file is sorted by digit), split 4:1 as the whole
         perm = perm[:limit]
-    n_train = perm.size(0) * 4 // 5
+    n_train = perm.shape[0] * 4 // 5
     train, test = perm[:n_train], perm[n_train:]
     return types.SimpleNamespace(train=TensorDataset(images[train], labels[train]), test=(images[test], labels[test]))
 

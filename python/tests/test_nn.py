@@ -74,6 +74,17 @@ def test_attributes_register_parameters_buffers_and_modules():
         m.extra
 
 
+def test_buffer_marker_and_setattr_on_a_buffer_name():
+    m = nn.Module()
+    m.stats = nn.Buffer(torch.zeros(2), persistent=False)
+    assert "stats" in m._buffers and type(m.stats) is torch.Tensor
+    assert list(m.state_dict()) == []  # not persistent
+    m.stats = torch.ones(3)  # assigning a tensor to a buffer's name replaces the buffer, still not persistent
+    assert m._buffers["stats"].tolist() == [1.0, 1.0, 1.0] and list(m.state_dict()) == []
+    with pytest.raises(TypeError, match=r"cannot assign 'int' as buffer 'stats' \(torch.Tensor or None expected\)"):
+        m.stats = 1
+
+
 def test_shared_parameters_come_once():
     lin = nn.Linear(2, 2)
     seq = nn.Sequential(lin, nn.ReLU(), lin)
@@ -180,9 +191,24 @@ def test_hooks_run_in_pytorchs_order_and_can_be_removed():
     assert calls == ["pre0", "pre1", ("fwd", 2.0, 2.0), ("kw", [])]
     h1.remove()
     h2.remove()
+    h1.remove()  # removing twice is harmless
     calls.clear()
     assert m(torch.tensor(1.0)).item() == 2.0
     assert calls == ["pre0", ("fwd", 2.0, 2.0), ("kw", [])]
+
+
+def test_pre_hook_with_kwargs_replaces_args_and_kwargs():
+    class Scale(nn.Module):
+        def forward(self, x, factor=1.0):
+            return x * factor
+
+    m = Scale()
+    m.register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] + 1,), {"factor": 3.0}), with_kwargs=True)
+    assert m(torch.tensor(1.0)).item() == 6.0
+    bad = Scale()
+    bad.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
+    with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple of \\(new_args, new_kwargs\\)"):
+        bad(torch.tensor(1.0))
 
 
 def test_train_eval_apply_and_requires_grad():

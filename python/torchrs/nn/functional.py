@@ -342,8 +342,6 @@ def pad(input, pad, mode="constant", value=None):
 # ---- normalisation and embedding ----------------------------------------------------------------
 
 def _verify_batch_size(size):
-    # torchrs.Size.__getitem__ currently fails (the module's `slice` is the slice operator), so
-    # the shape is read as a plain tuple here and elsewhere.
     size = tuple(size)
     size_prods = size[0]
     for s in size[2:]:

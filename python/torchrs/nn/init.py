@@ -42,7 +42,6 @@ def _calculate_fan_in_and_fan_out(tensor):
     if dimensions < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
     receptive_field_size = 1
-    # (tuple(...) rather than slicing the Size: see the note in functional._verify_batch_size)
     for s in tuple(tensor.shape)[2:]:
         receptive_field_size *= s
     return tensor.size(1) * receptive_field_size, tensor.size(0) * receptive_field_size
