@@ -31,7 +31,7 @@ static NEXT_PARK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 const MARK: &str = "python exception #";
 
 /// Parks `e` and returns the error that carries it through the engine.
-fn park(e: PyErr) -> Error {
+pub(crate) fn park(e: PyErr) -> Error {
     let id = NEXT_PARK.fetch_add(1, Ordering::Relaxed);
     let msg = Python::attach(|_| e.to_string());
     *PARKED.lock().unwrap_or_else(|p| p.into_inner()) = Some((id, e));

@@ -21,6 +21,7 @@ mod generated {
     pub mod bindings;
 }
 mod indexing;
+mod jit_py;
 mod numpy_interop;
 mod parser;
 mod tensor;
@@ -488,6 +489,9 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PyMemoryFormat>()?;
     m.add_class::<types::PyGenerator>()?;
     m.add_class::<Op>()?;
+    m.add_class::<jit_py::PyScriptModule>()?;
+    m.add_function(wrap_pyfunction!(jit_py::_jit_load, m)?)?;
+    m.add_function(wrap_pyfunction!(jit_py::_jit_trace, m)?)?;
     m.add_class::<Method>()?;
     m.add_function(wrap_pyfunction!(_set_size_class, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;

@@ -87,6 +87,7 @@ special = _submodule("special", _C._special_functions, "torch.special: the speci
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, no_grad, set_grad_enabled  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import jit  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
