@@ -5,6 +5,7 @@ PyTorch's printed values; clipping against PyTorch 2.15's numbers (nn/tests/nn/o
 import copy
 import math
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -698,3 +699,59 @@ def test_clip_grad_norm_edge_cases_and_clip_grad_value():
     assert vec.shape == torch.Size([6])
     nn.utils.vector_to_parameters(torch.arange(6.0), lin.parameters())
     assert lin.weight.tolist() == [[0.0, 1.0], [2.0, 3.0]] and lin.bias.tolist() == [4.0, 5.0]
+
+
+# ---- interpolation: PyTorch 2.15's values (nn/tests/nn/layers_expected.txt, by gen_layers.py) -------
+
+def _wave(shape, a=0.7, b=0.3):
+    """sin(a * arange(n) + b) in float64, reshaped: gen_layers.py's inputs."""
+    n = int(np.prod(shape))
+    return torch.from_numpy(np.sin(a * np.arange(n, dtype=np.float64) + b).reshape(shape))
+
+
+def _pytorch_values(name):
+    path = Path(__file__).resolve().parents[2] / "nn" / "tests" / "nn" / "layers_expected.txt"
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(f"// {name} ["):
+            shape = [int(s) for s in line.rsplit("[", 1)[1].rstrip("]").split(",")]
+            return np.array([float(v) for v in lines[i + 1].strip("[]").split(",")]).reshape(shape)
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name,shape,kw", [
+    ("linear size 8", [1, 2, 5], dict(size=8, mode="linear")),
+    ("linear size 8 align", [1, 2, 5], dict(size=8, mode="linear", align_corners=True)),
+    ("linear scale 1.7", [1, 2, 5], dict(scale_factor=1.7, mode="linear")),
+    ("bicubic size (7,3)", [1, 1, 4, 5], dict(size=(7, 3), mode="bicubic")),
+    ("bicubic scale 2 align", [1, 1, 3, 4], dict(scale_factor=2.0, mode="bicubic", align_corners=True)),
+    ("trilinear scale 1.5", [1, 1, 3, 4, 2], dict(scale_factor=1.5, mode="trilinear")),
+    ("nearest-exact size (5,7)", [1, 1, 3, 5], dict(size=(5, 7), mode="nearest-exact")),
+    ("nearest-exact scale 2.3", [1, 2, 3], dict(scale_factor=2.3, mode="nearest-exact")),
+    ("area size (2,3)", [1, 1, 5, 4], dict(size=(2, 3), mode="area")),
+])
+def test_interpolate_matches_pytorch(name, shape, kw):
+    want = _pytorch_values(name)
+    got = F.interpolate(_wave(shape), **kw).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_upsample_nearest_repeats_and_argument_errors():
+    x = rand_np(1, 2, 3, 4)
+    np.testing.assert_allclose(nn.Upsample(scale_factor=2)(torch.from_numpy(x)).numpy(),
+                               x.repeat(2, axis=2).repeat(2, axis=3))
+    assert repr(nn.Upsample(scale_factor=2, mode="bilinear")) == "Upsample(scale_factor=2.0, mode='bilinear')"
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(torch.from_numpy(x), size=4, scale_factor=2)
+    with pytest.raises(ValueError, match="align_corners option can only be set with the interpolating modes"):
+        F.interpolate(torch.from_numpy(x), size=4, align_corners=True)
+
+
+def test_instance_norm_normalises_each_sample_and_channel():
+    x = rand_np(2, 3, 4, 5)
+    want = (x - x.mean((2, 3), keepdims=True)) / np.sqrt(x.var((2, 3), keepdims=True) + 1e-5)
+    m = nn.InstanceNorm2d(3)
+    assert repr(m) == "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"
+    np.testing.assert_allclose(m(torch.from_numpy(x)).numpy(), want, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(m(torch.from_numpy(x[0])).numpy(), want[0], rtol=1e-9, atol=1e-10)  # unbatched

@@ -444,3 +444,74 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _f["margin_ranking_loss"](input1, input2, target, margin, _reduction(reduction))
+
+
+# ---- interpolation ---------------------------------------------------------------------------------
+
+_INTERP_OPS = {
+    ("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d", ("nearest", 3): "upsample_nearest3d",
+    ("nearest-exact", 1): "_upsample_nearest_exact1d", ("nearest-exact", 2): "_upsample_nearest_exact2d",
+    ("nearest-exact", 3): "_upsample_nearest_exact3d", ("linear", 1): "upsample_linear1d",
+    ("bilinear", 2): "upsample_bilinear2d", ("bicubic", 2): "upsample_bicubic2d", ("trilinear", 3): "upsample_trilinear3d",
+}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resizes (N, C, *spatial) input to ``size`` or by ``scale_factor`` with ``mode`` (nearest,
+    nearest-exact, linear, bilinear, bicubic, trilinear, area)."""
+    import math
+
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    output_size = scale_factors = None
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(input.shape)[2:]} and output size of {size}. Please "
+                                 "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                                 "...,oK) format.")
+            output_size = list(size)
+        else:
+            output_size = [size] * dim
+    else:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape)[2:]} and scale_factor of "
+                                 f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                                 "and scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not supported")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor and scale_factors is not None:
+        output_size = [int(math.floor(float(input.size(i + 2)) * s)) for i, s in enumerate(scale_factors)]
+        scale_factors = None
+    if mode == "area" and dim in (1, 2, 3):
+        return globals()[f"adaptive_avg_pool{dim}d"](input, output_size)
+    op = _INTERP_OPS.get((mode, dim))
+    if op is None:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                                  f"(got {mode})")
+    if mode in ("nearest", "nearest-exact"):
+        return _f[op](input, output_size, scale_factors)
+    return _f[op](input, output_size, align_corners, scale_factors)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
