@@ -22,13 +22,18 @@ it, untimed), plus one entry in WORKLOADS with the id used on the Rust side.
 """
 
 import argparse
+import importlib
 import json
 import math
+import os
 import sys
 import time
 import warnings
 
-import torch
+# BENCH_TORCH_MODULE=torchrs runs the same Python with this repository's package in place of
+# PyTorch (`import torchrs as torch`): the ours side of the P rows (Note [Python rows] in
+# xtask/src/bench.rs).
+torch = importlib.import_module(os.environ.get("BENCH_TORCH_MODULE", "torch"))
 
 # Note [Bench timing method] -- keep in sync with xtask/src/bench/stats.rs.
 WARMUP_S = 0.2
@@ -396,6 +401,11 @@ WORKLOADS = {
     "W9.solve_512": w9_solve_512,
     "W9.svd_256": w9_svd_256,
     "W9.fft_1M": w9_fft_1m,
+    # The Python front end (Note [Python rows]): the same Python code run by PyTorch and by
+    # torchrs (BENCH_TORCH_MODULE=torchrs).
+    "P1.add1": w1_add1,
+    "P1.chain100": w1_chain100,
+    "P6.mlp_step": train_step(mlp, (128, 784), 128),
 }
 
 

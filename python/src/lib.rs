@@ -416,6 +416,17 @@ fn _schema_arguments(name: &str) -> PyResult<Vec<(String, bool)>> {
     Ok(s.arguments.iter().map(|a| (a.name.clone(), a.kwarg_only)).collect())
 }
 
+/// `torch.set_num_threads(n)`: the intra-op thread count.
+#[pyfunction]
+fn set_num_threads(n: usize) -> PyResult<()> {
+    aten::set_num_threads(n).py()
+}
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    aten::get_num_threads()
+}
+
 #[pyfunction]
 fn manual_seed(seed: u64) {
     aten::manual_seed(seed);
@@ -498,6 +509,9 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_schema_arguments, m)?)?;
     m.add_function(wrap_pyfunction!(_load_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;

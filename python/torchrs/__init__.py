@@ -28,6 +28,7 @@ from ._C import (  # noqa: F401
     float64,
     from_dlpack,
     from_numpy,
+    get_num_threads,
     int8,
     int16,
     int32,
@@ -37,6 +38,7 @@ from ._C import (  # noqa: F401
     manual_seed,
     memory_format,
     preserve_format,
+    set_num_threads,
     strided,
     tensor,
     uint8,
@@ -67,6 +69,7 @@ class Size(tuple):
 
 
 _C._set_size_class(Size)
+__version__ = _C.__version__
 
 # Every operator that is a function of the torch namespace. Some shadow Python's builtins here
 # (`all`, `max`, `sum`, `abs`, ...), as in PyTorch's own module: code below uses `_builtins`.

@@ -104,6 +104,93 @@ fn run_counted(selected: &[workloads::Workload], n: u64) -> Result<ExitCode, Str
     Ok(ExitCode::SUCCESS)
 }
 
+/// Note [Python rows]: the P rows time the Python front end (`python/`, `import torchrs as
+/// torch`) against PyTorch, both from Python: the same functions of
+/// `bench/pytorch_reference.py` run once in PyTorch's process and once in a second process of
+/// the same script with `BENCH_TORCH_MODULE=torchrs` (the Python in `TORCHRS_PYTHON`, default
+/// `python3`, with the package installed), in rounds as the other rows (Note [Measurement
+/// rounds]). The script reports medians only, so a P row's spread columns show its median.
+/// When `torchrs` is not installed the P rows are left out with a message, unless the filter
+/// asks for them, which is then an error.
+const PYTHON_ROWS: [(&str, &str); 3] = [
+    ("P1.add1", "a + b of two 1-element f32 tensors, from Python"),
+    ("P1.chain100", "50 x (mul, add) on 1-element f32 tensors, sum, backward, from Python"),
+    ("P6.mlp_step", "one SGD step of a 784-512-512-10 MLP on a batch of 128, from Python"),
+];
+
+fn python_rows(filter: Option<&str>) -> Vec<(&'static str, &'static str)> {
+    PYTHON_ROWS
+        .into_iter()
+        .filter(|(id, _)| {
+            filter.is_none_or(|f| match f.strip_prefix('=') {
+                Some(exact) => *id == exact,
+                None => id.contains(f),
+            })
+        })
+        .collect()
+}
+
+/// Measures the P rows (Note [Python rows]).
+fn measure_python_rows(
+    rows: &mut Vec<Row>,
+    selected: &[(&'static str, &'static str)],
+    thread_counts: &[usize],
+    rounds: usize,
+    round_time: f64,
+    explicit: bool,
+    mut pytorch: Option<&mut reference::Server>,
+) -> Result<(), String> {
+    let root = crate::workspace_root();
+    let Some(ours) = reference::Reference::detect_torchrs(&root) else {
+        let msg = "torchrs is not importable from $TORCHRS_PYTHON (default python3): `pip install ./python` first";
+        if explicit {
+            return Err(format!("the P rows need the Python package: {msg}"));
+        }
+        eprintln!("{msg}; the P rows are left out");
+        return Ok(());
+    };
+    eprintln!(
+        "torchrs {} found: the P rows run bench/pytorch_reference.py with BENCH_TORCH_MODULE=torchrs",
+        ours.torch_version
+    );
+    let mut server = ours.serve()?;
+    for &n in thread_counts {
+        for &(id, unit) in selected {
+            eprint!("{id} ({n} thread{}) ... ", if n == 1 { "" } else { "s" });
+            let (mut ours_rounds, mut theirs) = (Vec::new(), Vec::new());
+            let mut error = None;
+            for _ in 0..rounds {
+                match server.median(id, n, round_time, c10::Device::CPU) {
+                    Ok(m) => ours_rounds.push(m),
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+                if let Some(p) = pytorch.as_deref_mut() {
+                    if let Ok(m) = p.median(id, n, round_time, c10::Device::CPU) {
+                        theirs.push(m);
+                    }
+                }
+            }
+            let ours = match (error, stats::median_round(ours_rounds, |&m| m)) {
+                (Some(e), _) => Err(e),
+                (None, Some(m)) => {
+                    Ok(stats::Summary { median_s: m, p10_s: m, p90_s: m, min_s: m, samples: rounds, batch: 0 })
+                }
+                (None, None) => Err("no round was measured".to_string()),
+            };
+            match &ours {
+                Ok(s) => eprintln!("{}", report::format_seconds(s.median_s)),
+                Err(e) => eprintln!("error: {e}"),
+            }
+            let pytorch_median_s = if theirs.len() == rounds { stats::median_round(theirs, |&m| m) } else { None };
+            rows.push(Row { id, threads: n, unit_per_iter: unit, ours, pytorch_median_s });
+        }
+    }
+    Ok(())
+}
+
 /// Runs the benchmark. Fails if a workload fails or nothing matches the filter.
 pub fn run(a: Args) -> Result<ExitCode, String> {
     if !a.device.is_cpu() && !cfg!(feature = "cuda") {
@@ -137,8 +224,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         workloads::device_registry(a.device)
     };
     let selected = workloads::select(all, a.filter.as_deref());
-    if selected.is_empty() {
-        let ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
+    let python_selected =
+        if a.device.is_cpu() && a.iterations.is_none() { python_rows(a.filter.as_deref()) } else { Vec::new() };
+    if selected.is_empty() && python_selected.is_empty() {
+        let mut ids: Vec<&str> = workloads::registry().iter().map(|w| w.id).collect();
+        ids.extend(PYTHON_ROWS.iter().map(|(id, _)| *id));
         return Err(format!("no workload matches {:?}; known: {}", a.filter.unwrap_or_default(), ids.join(", ")));
     }
     if let Some(n) = a.iterations {
@@ -190,12 +280,28 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             rows.push(Row { id: w.id, threads: n, unit_per_iter: w.unit_per_iter, ours, pytorch_median_s });
         }
     }
+    if !python_selected.is_empty() {
+        // Explicitly asked for when the filter selects only P rows.
+        let explicit = selected.is_empty();
+        measure_python_rows(
+            &mut rows,
+            &python_selected,
+            &thread_counts,
+            a.rounds,
+            round_time,
+            explicit,
+            server.as_mut(),
+        )?;
+    }
     drop(server);
 
     let table = report::render_table(&rows);
     println!("{table}");
     for w in &selected {
         println!("{}: one iteration = {}", w.id, w.unit_per_iter);
+    }
+    for (id, unit) in &python_selected {
+        println!("{id}: one iteration = {unit}");
     }
 
     if let Some(path) = &a.json {

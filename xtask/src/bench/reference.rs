@@ -8,11 +8,15 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde::Deserialize;
 
-/// A Python with PyTorch, found on `PATH`.
+/// A Python with PyTorch, found on `PATH` (or, for the ours side of the P rows, a Python with
+/// this repository's `torchrs` package: Note [Python rows] in `bench.rs`).
 pub struct Reference {
-    /// `torch.__version__`.
+    /// `torch.__version__` (or `torchrs.__version__`).
     pub torch_version: String,
     script: PathBuf,
+    python: String,
+    /// The module the script imports as `torch` (BENCH_TORCH_MODULE), when not `torch`.
+    module: Option<&'static str>,
 }
 
 /// One line of the script's output.
@@ -63,12 +67,25 @@ pub struct Server {
 impl Reference {
     /// `Some` if `python3 -c "import torch"` works and the script exists.
     pub fn detect(root: &Path) -> Option<Reference> {
+        Self::detect_module(root, "python3".into(), None)
+    }
+
+    /// `Some` if the Python in `TORCHRS_PYTHON` (default `python3`) can import `torchrs`.
+    pub fn detect_torchrs(root: &Path) -> Option<Reference> {
+        let python = std::env::var("TORCHRS_PYTHON").unwrap_or_else(|_| "python3".into());
+        Self::detect_module(root, python, Some("torchrs"))
+    }
+
+    fn detect_module(root: &Path, python: String, module: Option<&'static str>) -> Option<Reference> {
         let script = root.join("bench").join("pytorch_reference.py");
         if !script.is_file() {
             return None;
         }
-        let out = Command::new("python3")
-            .args(["-c", "import torch; print(torch.__version__)"])
+        let name = module.unwrap_or("torch");
+        let out = Command::new(&python)
+            .args(["-c", &format!("import {name}; print({name}.__version__)")])
+            // Not from the source tree, where python/torchrs would shadow the installed package.
+            .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
@@ -77,21 +94,25 @@ impl Reference {
             return None;
         }
         let torch_version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Some(Reference { torch_version, script })
+        Some(Reference { torch_version, script, python, module })
     }
 
     /// Starts the script in `--serve` mode (its stderr goes to ours) and waits until it is
     /// ready: its start-up (`import torch` takes a core for seconds) must not overlap our
     /// first measurement (Note [Interleaved reference]).
     pub fn serve(&self) -> Result<Server, String> {
-        let mut child = Command::new("python3")
+        let mut cmd = Command::new(&self.python);
+        if let Some(m) = self.module {
+            cmd.env("BENCH_TORCH_MODULE", m).current_dir(std::env::temp_dir());
+        }
+        let mut child = cmd
             .arg(&self.script)
             .arg("--serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot run python3 {}: {e}", self.script.display()))?;
+            .map_err(|e| format!("cannot run {} {}: {e}", self.python, self.script.display()))?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let mut server = match (stdin, stdout) {
             (Some(stdin), Some(stdout)) => Server { child, stdin: Some(stdin), stdout: BufReader::new(stdout) },
