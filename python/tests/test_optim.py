@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import torchrs as torch
-from torchrs.optim import SGD, Adam, AdamW
-from torchrs.optim.lr_scheduler import (CosineAnnealingLR, ExponentialLR, LambdaLR, MultiStepLR, OneCycleLR,
-                                        StepLR)
+from torchrs.optim import SGD, Adagrad, Adam, AdamW, RMSprop
+from torchrs.optim.lr_scheduler import (CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, MultiStepLR, OneCycleLR,
+                                        ReduceLROnPlateau, SequentialLR, StepLR)
 
 Parameter = torch.nn.Parameter
 
@@ -376,3 +376,104 @@ def test_scheduler_state_dict_resumes():
     s2 = StepLR(_sgd_groups([0.1]), step_size=7)
     s2.load_state_dict(sd)
     assert s2.last_epoch == 3 and s2.step_size == 2 and s2.get_last_lr() == [0.05]
+
+
+PYTORCH_MORE = {
+    "rmsprop_default": (lambda p: RMSprop(p, lr=0.01),
+                        [0.4853813648223877, -0.9363915920257568, 1.3200794458389282, 1.8646975755691528,
+                         -0.30601632595062256, 0.0415792353451252],
+                        [0.8720309684768223, -1.9236646695728745, 0.22790046790871982, 0.7598893042753486]),
+    "rmsprop_momentum": (lambda p: RMSprop(p, lr=0.01, momentum=0.9),
+                         [0.3980754613876343, -0.7813472151756287, 0.9835121631622314, 1.5591620206832886,
+                          -0.4567635655403137, 0.20194785296916962],
+                         [0.6674608358410326, -1.7704006272846802, 0.08288124462225152, 0.8973191172091335]),
+    "rmsprop_centered_wd": (lambda p: RMSprop(p, lr=0.01, centered=True, weight_decay=0.1),
+                            [0.4456634819507599, -0.8407568335533142, 1.2782443761825562, 1.7985589504241943,
+                             -0.2924620509147644, 0.039450325071811676],
+                            [0.8499892094544786, -1.8629392035222054, 0.2228303882409562, 0.7442936252865001]),
+    "rmsprop_all": (lambda p: RMSprop(p, lr=0.005, centered=True, momentum=0.5, alpha=0.9, maximize=True, eps=1e-4),
+                    [0.5063566565513611, -1.0187205076217651, 1.5534030199050903, 2.0436418056488037,
+                     -0.23206371068954468, -0.01521755289286375],
+                    [1.0374765797886243, -2.0234243814041366, 0.32204501777056405, 0.6806550034270887]),
+    "adagrad_default": (lambda p: Adagrad(p, lr=0.1),
+                        [0.4854019582271576, -0.936381459236145, 1.32058584690094, 1.8648450374603271,
+                         -0.30604541301727295, 0.041909828782081604],
+                        [0.8721059356601973, -1.923530922537552, 0.22777700621271543, 0.7600765822120452]),
+    "adagrad_all": (lambda p: Adagrad(p, lr=0.1, lr_decay=0.1, weight_decay=0.05, initial_accumulator_value=0.5,
+                                      eps=1e-6),
+                    [0.5067050457000732, -0.9608538746833801, 1.402618408203125, 1.9008147716522217,
+                     -0.2752229869365692, 0.028753455728292465],
+                    [0.914829932797195, -1.9287415253096498, 0.23719844324937278, 0.7449375762229389]),
+    "adagrad_maximize": (lambda p: Adagrad(p, lr=0.1, maximize=True),
+                         [0.5145980715751648, -1.0636184215545654, 1.67941415309906, 2.135154962539673,
+                          -0.19395458698272705, -0.041909828782081604],
+                         [1.127894064339803, -2.0764690774624475, 0.37222299378728463, 0.6399234177879547]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYTORCH_MORE))
+def test_rmsprop_and_adagrad_match_pytorch(case):
+    build, want_a, want_b = PYTORCH_MORE[case]
+    a, b = _params()
+    _run(build([a, b]), a, b, range(4))
+    np.testing.assert_allclose(a.detach().numpy().reshape(-1), want_a, rtol=0, atol=2e-7)
+    np.testing.assert_allclose(b.detach().numpy(), want_b, rtol=0, atol=1e-12)
+
+
+def test_linear_lr():
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, LinearLR(opt), 8)
+    _close(g0, [0.03333333333333333, 0.04666666666666667, 0.060000000000000005, 0.07333333333333335,
+                0.08666666666666668, 0.1, 0.1, 0.1, 0.1])
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, LinearLR(opt, start_factor=0.5, end_factor=0.1, total_iters=4), 7)
+    _close(g0, [0.05, 0.04000000000000001, 0.030000000000000006, 0.020000000000000004, 0.01, 0.01, 0.01, 0.01])
+    with pytest.raises(ValueError, match="Starting multiplicative factor expected to be greater than 0 and less or "
+                                         "equal to 1."):
+        LinearLR(opt, start_factor=0.0)
+
+
+def test_sequential_lr():
+    opt = _sgd_groups([0.1, 0.05])
+    s = SequentialLR(opt, [LinearLR(opt, start_factor=0.1, total_iters=3), ExponentialLR(opt, gamma=0.9)],
+                     milestones=[3])
+    g0, g1 = _sequence(opt, s, 8)
+    _close(g0, [0.010000000000000002, 0.04, 0.07, 0.1, 0.09000000000000001, 0.08100000000000002, 0.07290000000000002,
+                0.06561000000000002, 0.05904900000000002])
+    _close(g1, [0.005000000000000001, 0.02, 0.035, 0.05, 0.045000000000000005, 0.04050000000000001,
+                0.03645000000000001, 0.03280500000000001, 0.02952450000000001])
+    opt = _sgd_groups([0.1])
+    s = SequentialLR(opt, [ExponentialLR(opt, 0.5), CosineAnnealingLR(opt, T_max=4, eta_min=0.01), StepLR(opt, 2, 0.1)],
+                     milestones=[2, 6])
+    (g0,) = _sequence(opt, s, 10)
+    _close(g0, [0.1, 0.05, 0.1, 0.08681980515339464, 0.05500000000000001, 0.023180194846605363, 0.1, 0.1,
+                0.010000000000000002, 0.010000000000000002, 0.0010000000000000002])
+    with pytest.raises(ValueError, match="Sequential Schedulers expects number of schedulers provided to be one more "
+                                         "than the number of milestone points"):
+        SequentialLR(opt, [ExponentialLR(opt, 0.5)], milestones=[2])
+
+
+def test_reduce_lr_on_plateau():
+    opt = _sgd_groups([0.1, 0.05])
+    s = ReduceLROnPlateau(opt, patience=2, cooldown=1, min_lr=[0.001, 0.01], factor=0.5)
+    got = [s.get_last_lr()]
+    for m in [1.0, 0.9, 0.95, 0.95, 0.95, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]:
+        s.step(m)
+        got.append(s.get_last_lr())
+    _close([g[0] for g in got], [0.1, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.025, 0.0125,
+                                 0.0125])
+    _close([g[1] for g in got], [0.05, 0.05, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.025, 0.0125, 0.0125, 0.0125,
+                                 0.0125, 0.01, 0.01])
+    assert s.last_epoch == 14
+    opt = _sgd_groups([0.1])
+    s = ReduceLROnPlateau(opt, mode="max", threshold_mode="abs", threshold=0.1, patience=1)
+    got = [s.get_last_lr()[0]]
+    for m in [0.5, 0.55, 0.65, 0.7, 0.74, 0.8, 0.85, 0.85]:
+        s.step(m)
+        got.append(s.get_last_lr()[0])
+    _close(got, [0.1, 0.1, 0.1, 0.1, 0.1, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002,
+                 0.0010000000000000002])
+    with pytest.raises(ValueError, match="Factor should be < 1.0."):
+        ReduceLROnPlateau(opt, factor=1.0)
+    with pytest.raises(ValueError, match="expected 1 min_lrs, got 2"):
+        ReduceLROnPlateau(opt, min_lr=[0.1, 0.2])

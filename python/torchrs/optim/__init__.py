@@ -1,6 +1,8 @@
 """torch.optim: optimizers and learning-rate schedulers."""
 
 from . import lr_scheduler  # noqa: F401
+from .adagrad import Adagrad  # noqa: F401
 from .adam import Adam, AdamW  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
+from .rmsprop import RMSprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
