@@ -755,3 +755,54 @@ def test_instance_norm_normalises_each_sample_and_channel():
     assert repr(m) == "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"
     np.testing.assert_allclose(m(torch.from_numpy(x)).numpy(), want, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(m(torch.from_numpy(x[0])).numpy(), want[0], rtol=1e-9, atol=1e-10)  # unbatched
+
+
+def test_full_backward_hooks_see_and_replace_gradients():
+    torch.manual_seed(0)
+    lin = nn.Linear(3, 2).double()
+    w = lin.weight.detach().numpy().copy()
+    seen = []
+    lin.register_full_backward_pre_hook(lambda m, gout: seen.append(("pre", gout[0].numpy().copy())))
+    lin.register_full_backward_hook(lambda m, gin, gout: seen.append(("full", gin[0].numpy().copy(),
+                                                                      gout[0].numpy().copy())))
+    x = torch.from_numpy(rand_np(4, 3)).requires_grad_(True)
+    (lin(x) * 2).sum().backward()
+    # d(sum(2 y))/dy = 2; dL/dx = 2 * ones @ W.
+    assert [s[0] for s in seen] == ["pre", "full"]
+    np.testing.assert_allclose(seen[0][1], np.full((4, 2), 2.0))
+    np.testing.assert_allclose(seen[1][1], np.full((4, 2), 2.0) @ w)
+    np.testing.assert_allclose(x.grad.numpy(), np.full((4, 2), 2.0) @ w)
+
+    scaled = nn.Linear(3, 2).double()
+    scaled.register_full_backward_pre_hook(lambda m, gout: (gout[0] * 3,))  # scales the parameters' grads too
+    scaled.register_full_backward_hook(lambda m, gin, gout: (gin[0] * 10,))  # only the input's
+    x = torch.from_numpy(rand_np(4, 3)).requires_grad_(True)
+    scaled(x).sum().backward()
+    np.testing.assert_allclose(scaled.bias.grad.numpy(), [12.0, 12.0])
+    np.testing.assert_allclose(x.grad.numpy(), 30 * np.ones((4, 2)) @ scaled.weight.detach().numpy())
+
+    # An input that does not require grad: the hook runs with grad_input (None,).
+    got = []
+    frozen = nn.Linear(3, 2)
+    frozen.register_full_backward_hook(lambda m, gin, gout: got.append((gin, gout[0].shape)))
+    frozen(torch.ones(5, 3)).sum().backward()
+    assert got == [((None,), torch.Size([5, 2]))]
+
+
+def test_tensor_methods_added_for_nn():
+    x = torch.ones(2, dtype=torch.float64)
+    z = x.new_zeros(2, 3)
+    assert z.shape == torch.Size([2, 3]) and z.dtype == torch.float64 and z.abs().sum().item() == 0
+    assert x.new_ones((1, 2), requires_grad=True).requires_grad
+    assert x.new_full((2,), 7.0).tolist() == [7.0, 7.0] and x.new_empty(4).shape == torch.Size([4])
+    assert x.new_tensor([1, 2]).dtype == torch.float64
+    a = f64([0.0, 10.0])
+    assert a.lerp_(f64([10.0, 0.0]), 0.25) is a and a.tolist() == [2.5, 7.5]
+    p = nn.Parameter(f64([1.0]))
+    p.grad = f64([2.0])
+    q = copy.deepcopy(p)
+    # PyTorch's Parameter.__deepcopy__ copies data and requires_grad, not the gradient.
+    assert type(q) is nn.Parameter and q.requires_grad and q.grad is None and q.tolist() == [1.0] and q is not p
+    t = f64([1.0]).requires_grad_(True)
+    t.grad = f64([2.0])
+    assert copy.deepcopy(t).grad.tolist() == [2.0]  # a plain tensor's copy keeps its gradient

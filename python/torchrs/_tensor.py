@@ -175,7 +175,7 @@ def _new_factory(name):
             args = (list(args),)
         out = op(self, *args, dtype=dtype if dtype is not None else self.dtype,
                  device=device if device is not None else self.device, **kwargs)
-        return out.requires_grad_() if requires_grad else out
+        return out.requires_grad_(True) if requires_grad else out
 
     method.__name__ = name
     return method
@@ -191,7 +191,7 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         t = data.detach().clone().to(device=device or self.device, dtype=dtype or self.dtype)
     else:
         t = _C.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
-    return t.requires_grad_() if requires_grad else t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 if "new_tensor" not in Tensor.__dict__:

@@ -18,13 +18,11 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo):
+        """A Parameter over a copy of the data, with the same ``requires_grad`` (no gradient)."""
         if id(self) in memo:
             return memo[id(self)]
-        import copy
-
         result = type(self)(self.data.clone(), self.requires_grad)
         memo[id(self)] = result
-        result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return result
 
 

@@ -11,7 +11,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
-from ...autograd import no_grad
+from ...autograd import Function, no_grad
 from ..parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
@@ -94,6 +94,104 @@ def register_module_forward_hook(hook):
     return handle
 
 
+class _HookIdentity(Function):
+    """The identity, whose backward hands the incoming gradients to ``callback`` and passes on
+    what it returns: how module backward hooks see the gradients of a module's inputs and
+    outputs."""
+
+    @staticmethod
+    def forward(ctx, callback, *tensors):
+        ctx.callback = callback
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.callback(grads))
+
+
+class _BackwardHook:
+    """One call's backward hooks: the tensor inputs and outputs that require grad go through
+    ``_HookIdentity``; the outputs' gradients go to the backward pre-hooks, then the inputs'
+    gradients (with those of the outputs) to the full backward hooks."""
+
+    def __init__(self, module, hooks, pre_hooks):
+        self.module = module
+        self.hooks = hooks
+        self.pre_hooks = pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = 0
+        self.input_positions = []
+        self.inputs_wrapped = False
+
+    @staticmethod
+    def _wrap(values, callback):
+        positions = [i for i, v in enumerate(values) if isinstance(v, Tensor) and v.requires_grad]
+        if not positions or not _C.is_grad_enabled():
+            return values, []
+        wrapped = _HookIdentity.apply(callback, *[values[i] for i in positions])
+        values = list(values)
+        for i, w in zip(positions, wrapped):
+            values[i] = w
+        return tuple(values), positions
+
+    def setup_input_hook(self, args):
+        self.n_inputs = len(args)
+        args, self.input_positions = self._wrap(args, self._on_input_grads)
+        self.inputs_wrapped = bool(self.input_positions)
+        return args
+
+    def setup_output_hook(self, result):
+        single = isinstance(result, Tensor)
+        if not single and not isinstance(result, tuple):
+            return result
+        outputs = (result,) if single else result
+        self.n_outputs = len(outputs)
+        outputs, self.output_positions = self._wrap(outputs, self._on_output_grads)
+        return outputs[0] if single else type(result)(outputs) if type(result) is tuple else type(result)(*outputs)
+
+    @staticmethod
+    def _spread(grads, positions, n):
+        full = [None] * n
+        for i, g in zip(positions, grads):
+            full[i] = g
+        return tuple(full)
+
+    def _on_output_grads(self, grads):
+        grad_output = self._spread(grads, self.output_positions, self.n_outputs)
+        for hook in self.pre_hooks:
+            res = hook(self.module, grad_output)
+            if res is not None:
+                res = res if isinstance(res, tuple) else (res,)
+                if len(res) != len(grad_output):
+                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got {len(res)}, "
+                                       f"but expected {len(grad_output)}")
+                grad_output = res
+        self.grad_outputs = grad_output
+        if not self.inputs_wrapped:
+            # No input requires grad: the hooks run now, with no input gradients.
+            grad_input = (None,) * self.n_inputs
+            for hook in self.hooks:
+                res = hook(self.module, grad_input, self.grad_outputs)
+                if res is not None and not all(r is None for r in res):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+            self.grad_outputs = None
+        return [grad_output[i] for i in self.output_positions]
+
+    def _on_input_grads(self, grads):
+        grad_input = self._spread(grads, self.input_positions, self.n_inputs)
+        for hook in self.hooks:
+            res = hook(self.module, grad_input, self.grad_outputs)
+            if res is not None:
+                res = res if isinstance(res, tuple) else (res,)
+                if len(res) != len(grad_input):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(res)}, but "
+                                       f"expected {len(grad_input)}")
+                grad_input = res
+        self.grad_outputs = None
+        return [grad_input[i] for i in self.input_positions]
+
+
 def _addindent(s, num_spaces):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -132,6 +230,8 @@ class Module:
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = OrderedDict()
         d["_forward_hooks_always_called"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
         if self.call_super_init:
@@ -313,7 +413,7 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(), self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -328,6 +428,11 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
+                                    list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
         for hook_id, hook in itertools.chain(_global_forward_hooks.items(), self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
@@ -336,6 +441,8 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        if bw_hook is not None:
+            result = bw_hook.setup_output_hook(result)
         return result
 
     _call_impl = __call__
@@ -363,6 +470,25 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` runs when the gradients with respect to the
+        module's positional tensor inputs are computed; what it returns, if not None, replaces
+        ``grad_input``."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` runs when the gradients with respect to the module's
+        outputs are computed; what it returns, if not None, replaces ``grad_output``."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     # ---- iteration ----------------------------------------------------------------------------
