@@ -1,5 +1,5 @@
-"""torchrs.nn's recurrent layers against PyTorch 2.15: initial weights, outputs and gradients
-of the cases of nn/tests/nn/recurrent.rs (written there by gen_recurrent.py, which ran PyTorch;
+"""torchrs.nn's recurrent, attention and transformer layers against PyTorch 2.15: initial
+weights, outputs and gradients of the cases of nn/tests/nn/recurrent.rs (written there by gen_recurrent.py, which ran PyTorch;
 its call for each case is repeated in the comments here)."""
 
 import re
@@ -12,6 +12,7 @@ import torchrs as torch
 import torchrs.nn as nn
 
 RECURRENT_RS = Path(__file__).resolve().parents[2] / "nn" / "tests" / "nn" / "recurrent.rs"
+_RUST_FLOATS = {"f32::NEG_INFINITY": -np.inf, "f32::INFINITY": np.inf, "f32::NAN": np.nan}
 _ENTRY = re.compile(r'\("([^"]+)", &\[([^\]]*)\], &\[([^\]]*)\]\)')
 
 
@@ -23,7 +24,8 @@ def _case(name):
     out = {}
     for key, shape, values in _ENTRY.findall(body):
         dims = [int(s) for s in shape.split(",") if s.strip()]
-        vals = np.array([float(v) for v in values.split(",") if v.strip()], dtype=np.float32)
+        vals = np.array([_RUST_FLOATS.get(v.strip(), None) or float(v) for v in values.split(",") if v.strip()],
+                        dtype=np.float32)
         out[key] = vals.reshape(dims)
     return out
 
@@ -103,3 +105,85 @@ def test_repr_and_argument_errors():
         nn.LSTM(3, 4, proj_size=4)
     with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'. Select from 'tanh' or 'relu'."):
         nn.RNN(3, 4, nonlinearity="gelu")
+
+
+# ---- attention and transformer layers (the same file's cases; masks are stored as 0/1 floats) ------
+
+def _mask(case, name, boolean):
+    m = torch.from_numpy(case["mask." + name].copy())
+    return m != 0 if boolean else m
+
+
+def test_multihead_attention_self():
+    # nn.MultiheadAttention(4, 2); m(x, x, x) with one x (its gradient is the sum of the three uses)
+    case = _case("MHA_SELF")
+    m = nn.MultiheadAttention(4, 2)
+    m.load_state_dict({k[6:]: torch.from_numpy(v.copy()) for k, v in case.items() if k.startswith("state.")})
+    x = torch.from_numpy(case["in.0"].copy()).requires_grad_(True)
+    out, weights = m(x, x, x)
+    np.testing.assert_allclose(out.detach().numpy(), case["out.0"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(weights.detach().numpy(), case["out.1"], rtol=1e-4, atol=1e-5)
+    ((out * torch.from_numpy(case["gout.0"].copy())).sum()
+     + (weights * torch.from_numpy(case["gout.1"].copy())).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), case["grad.in.0"], rtol=1e-4, atol=1e-5)
+    for p in ["in_proj_weight", "out_proj.weight", "in_proj_bias"]:
+        np.testing.assert_allclose(dict(m.named_parameters())[p].grad.numpy(), case["grad." + p], rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_multihead_attention_bool_masks():
+    case = _case("MHA_BOOL_MASKS")
+    _check("MHA_BOOL_MASKS", nn.MultiheadAttention(4, 2),
+           lambda m, i: m(i[0], i[1], i[2], key_padding_mask=_mask(case, "key_padding_mask", True),
+                          attn_mask=_mask(case, "attn_mask", True), average_attn_weights=False),
+           ["in_proj_weight", "out_proj.bias"])
+
+
+def test_multihead_attention_float_mask_without_weights():
+    case = _case("MHA_FLOAT_MASK_NO_WEIGHTS")
+    m = nn.MultiheadAttention(4, 2, batch_first=True)
+    m.load_state_dict({k[6:]: torch.from_numpy(v.copy()) for k, v in case.items() if k.startswith("state.")})
+    x = torch.from_numpy(case["in.0"].copy()).requires_grad_(True)
+    out, weights = m(x, x, x, attn_mask=_mask(case, "attn_mask", False), need_weights=False)
+    assert weights is None
+    np.testing.assert_allclose(out.detach().numpy(), case["out.0"], rtol=1e-4, atol=1e-5)
+    (out * torch.from_numpy(case["gout.0"].copy())).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), case["grad.in.0"], rtol=1e-4, atol=1e-5)
+
+
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn_unbatched():
+    _check("MHA_KDIM_BIAS_KV_UNBATCHED", nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True,
+                                                               add_zero_attn=True),
+           lambda m, i: m(i[0], i[1], i[2]), ["k_proj_weight", "bias_v", "in_proj_bias"])
+
+
+def test_transformer_encoder_layer():
+    case = _case("ENCODER_LAYER")
+    _check("ENCODER_LAYER", nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True),
+           lambda m, i: m(i[0], src_key_padding_mask=_mask(case, "src_key_padding_mask", True)),
+           ["self_attn.in_proj_weight", "linear1.weight", "norm2.bias"])
+    case = _case("ENCODER_LAYER_NORM_FIRST_GELU")
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    np.testing.assert_array_equal(mask.numpy(), case["mask.src_mask"])
+    _check("ENCODER_LAYER_NORM_FIRST_GELU",
+           nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, activation="gelu", norm_first=True),
+           lambda m, i: m(i[0], src_mask=mask), ["self_attn.out_proj.weight", "linear2.weight", "norm1.weight"])
+
+
+def test_transformer_decoder_layer():
+    case = _case("DECODER_LAYER")
+    _check("DECODER_LAYER", nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True),
+           lambda m, i: m(i[0], i[1], tgt_mask=_mask(case, "tgt_mask", False),
+                          memory_key_padding_mask=_mask(case, "memory_key_padding_mask", True)),
+           ["multihead_attn.in_proj_weight", "self_attn.in_proj_bias", "norm3.weight"])
+
+
+def test_transformer_stacks_run_and_keep_shapes():
+    model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=16,
+                           dropout=0.0, batch_first=True)
+    assert [n for n, _ in model.named_parameters()][:2] == ["encoder.layers.0.self_attn.in_proj_weight",
+                                                           "encoder.layers.0.self_attn.in_proj_bias"]
+    assert len(model.encoder.layers) == 2 and model.encoder.layers[0] is not model.encoder.layers[1]
+    out = model(torch.randn(2, 5, 8), torch.randn(2, 3, 8),
+                tgt_mask=nn.Transformer.generate_square_subsequent_mask(3))
+    assert out.shape == torch.Size([2, 3, 8])

@@ -3,6 +3,7 @@
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,  # noqa: F401
                          LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                          Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from .attention import MultiheadAttention  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
@@ -19,4 +20,6 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, A
                       MaxPool3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder, TransformerEncoderLayer)
 from .upsampling import Upsample  # noqa: F401
