@@ -806,3 +806,33 @@ def test_tensor_methods_added_for_nn():
     t = f64([1.0]).requires_grad_(True)
     t.grad = f64([2.0])
     assert copy.deepcopy(t).grad.tolist() == [2.0]  # a plain tensor's copy keeps its gradient
+
+
+def test_padding_layers_match_numpy_pad():
+    x = rand_np(1, 2, 3, 4)
+    t = torch.from_numpy(x)
+    pads = ((0, 0), (0, 0), (2, 1), (1, 2))  # F.pad's (left, right, top, bottom) = (1, 2, 2, 1)
+    np.testing.assert_allclose(nn.ZeroPad2d((1, 2, 2, 1))(t).numpy(), np.pad(x, pads))
+    np.testing.assert_allclose(nn.ConstantPad2d((1, 2, 2, 1), 3.5)(t).numpy(), np.pad(x, pads, constant_values=3.5))
+    np.testing.assert_allclose(nn.ReflectionPad2d((1, 2, 2, 1))(t).numpy(), np.pad(x, pads, mode="reflect"))
+    np.testing.assert_allclose(nn.ReplicationPad2d((1, 2, 2, 1))(t).numpy(), np.pad(x, pads, mode="edge"))
+    np.testing.assert_allclose(nn.CircularPad2d((1, 2, 2, 1))(t).numpy(), np.pad(x, pads, mode="wrap"))
+    np.testing.assert_allclose(nn.ReflectionPad1d(2)(t[0]).numpy(), np.pad(x[0], ((0, 0), (0, 0), (2, 2)),
+                                                                          mode="reflect"))
+    assert repr(nn.ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
+    assert repr(nn.ConstantPad1d(2, 0.5)) == "ConstantPad1d(padding=(2, 2), value=0.5)"
+
+
+def test_pixel_shuffle_and_distances():
+    x = rand_np(1, 8, 2, 3)
+    y = nn.PixelShuffle(2)(torch.from_numpy(x)).numpy()
+    # out[c, 2h + i, 2w + j] = in[4c + 2i + j, h, w]
+    want = x.reshape(1, 2, 2, 2, 2, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 4, 6)
+    np.testing.assert_allclose(y, want)
+    np.testing.assert_allclose(nn.PixelUnshuffle(2)(torch.from_numpy(y)).numpy(), x)
+    a, b = rand_np(5, 3), rand_np(5, 3, seed=1)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    np.testing.assert_allclose(nn.CosineSimilarity()(torch.from_numpy(a), torch.from_numpy(b)).numpy(), cos,
+                               rtol=1e-10)
+    np.testing.assert_allclose(nn.PairwiseDistance()(torch.from_numpy(a), torch.from_numpy(b)).numpy(),
+                               np.linalg.norm(a - b + 1e-6, axis=1), rtol=1e-10)
