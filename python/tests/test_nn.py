@@ -139,7 +139,8 @@ def test_state_dict_keys_values_and_detach():
 def test_load_state_dict_copies_and_reports_keys():
     a, b = Net(), Net()
     result = b.load_state_dict(a.state_dict())
-    assert result.missing_keys == [] and result.unexpected_keys == [] and repr(result) == "<All keys matched successfully>"
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert repr(result) == "<All keys matched successfully>"
     for (name, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters()):
         assert np.array_equal(pa.detach().numpy(), pb.detach().numpy()), name
     weight = b.fc.weight
@@ -208,7 +209,7 @@ def test_pre_hook_with_kwargs_replaces_args_and_kwargs():
     assert m(torch.tensor(1.0)).item() == 6.0
     bad = Scale()
     bad.register_forward_pre_hook(lambda mod, args, kwargs: args, with_kwargs=True)
-    with pytest.raises(RuntimeError, match="forward pre-hook must return None or a tuple of \\(new_args, new_kwargs\\)"):
+    with pytest.raises(RuntimeError, match=r"forward pre-hook must return None or a tuple of \(new_args, new_kwargs\)"):
         bad(torch.tensor(1.0))
 
 

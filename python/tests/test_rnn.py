@@ -1,6 +1,6 @@
 """torchrs.nn's recurrent, attention and transformer layers against PyTorch 2.15: initial
-weights, outputs and gradients of the cases of nn/tests/nn/recurrent.rs (written there by gen_recurrent.py, which ran PyTorch;
-its call for each case is repeated in the comments here)."""
+weights, outputs and gradients of the cases of nn/tests/nn/recurrent.rs, written there by
+gen_recurrent.py, which ran PyTorch (its call for each case is repeated here)."""
 
 import re
 from pathlib import Path

@@ -347,7 +347,8 @@ def _verify_batch_size(size):
     for s in size[2:]:
         size_prods *= s
     if size_prods == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size torch.Size({list(size)})")
+        raise ValueError("Expected more than 1 value per channel when training, got input size "
+                         f"torch.Size({list(size)})")
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -452,7 +453,8 @@ _INTERP_OPS = {
     ("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d", ("nearest", 3): "upsample_nearest3d",
     ("nearest-exact", 1): "_upsample_nearest_exact1d", ("nearest-exact", 2): "_upsample_nearest_exact2d",
     ("nearest-exact", 3): "_upsample_nearest_exact3d", ("linear", 1): "upsample_linear1d",
-    ("bilinear", 2): "upsample_bilinear2d", ("bicubic", 2): "upsample_bicubic2d", ("trilinear", 3): "upsample_trilinear3d",
+    ("bilinear", 2): "upsample_bilinear2d", ("bicubic", 2): "upsample_bicubic2d",
+    ("trilinear", 3): "upsample_trilinear3d",
 }
 
 
@@ -472,7 +474,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if isinstance(size, (list, tuple)):
             if len(size) != dim:
                 raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
-                                 f"with spatial dimensions of {list(input.shape)[2:]} and output size of {size}. Please "
+                                 f"with spatial dimensions of {list(input.shape)[2:]} and output size of {size}. "
+                                 "Please "
                                  "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                                  "...,oK) format.")
             output_size = list(size)

@@ -1,8 +1,8 @@
 """The layers of ``torch.nn``."""
 
-from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,  # noqa: F401
-                         LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus,
-                         Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,  # noqa: F401
+                         LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin,
+                         Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
 from .attention import MultiheadAttention  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401

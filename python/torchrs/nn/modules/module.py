@@ -216,9 +216,11 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if not self.call_super_init and kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
         if not self.call_super_init and args:
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given")
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} "
+                            "were given")
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = {}
@@ -253,7 +255,8 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (torch Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.data
@@ -736,7 +739,8 @@ class Module:
         parameters and buffers; only floating point ones change dtype."""
         device, dtype, non_blocking = _parse_to(*args, **kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
 
         def convert(t):
             floating = t.is_floating_point() or t.is_complex()
@@ -847,14 +851,16 @@ def _parse_to(*args, **kwargs):
         device, dtype = t.device, t.dtype
     elif rest and isinstance(rest[0], _C.dtype):
         dtype = rest.pop(0)
-    elif rest and (isinstance(rest[0], (str, _C.device)) or (isinstance(rest[0], int) and not isinstance(rest[0], bool))):
+    elif rest and (isinstance(rest[0], (str, _C.device))
+                   or (isinstance(rest[0], int) and not isinstance(rest[0], bool))):
         device = rest.pop(0)
         if rest and isinstance(rest[0], _C.dtype):
             dtype = rest.pop(0)
     if rest and isinstance(rest[0], bool):
         non_blocking = rest.pop(0)
     if rest:
-        raise TypeError(f"to() received an invalid combination of arguments - got {tuple(type(a).__name__ for a in args)}")
+        got = tuple(type(a).__name__ for a in args)
+        raise TypeError(f"to() received an invalid combination of arguments - got {got}")
     if device is not None and not isinstance(device, _C.device):
         device = _C.device(device if not isinstance(device, int) else f"cuda:{device}")
     return device, dtype, non_blocking

@@ -101,7 +101,8 @@ class WeightedRandomSampler(Sampler):
         self.weights = _C.tensor(list(weights), dtype=_C.float64) if not isinstance(weights, _C.Tensor) \
             else weights.double()
         if self.weights.dim() != 1:
-            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(self.weights.shape)}")
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(self.weights.shape)}")
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
