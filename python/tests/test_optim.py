@@ -477,3 +477,12 @@ def test_reduce_lr_on_plateau():
         ReduceLROnPlateau(opt, factor=1.0)
     with pytest.raises(ValueError, match="expected 1 min_lrs, got 2"):
         ReduceLROnPlateau(opt, min_lr=[0.1, 0.2])
+
+
+def test_named_parameters_are_accepted_as_pytorch_2_6_does():
+    model = torch.nn.Linear(2, 1)
+    opt = SGD(model.named_parameters(), lr=0.1)
+    group = opt.param_groups[0]
+    assert group["param_names"] == ["weight", "bias"]
+    assert group["params"][0] is model.weight and group["params"][1] is model.bias
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]

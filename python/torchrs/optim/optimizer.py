@@ -28,8 +28,9 @@ def _typename(obj):
 
 
 class Optimizer:
-    """Base class of optimizers. ``params`` is an iterable of tensors or of dicts (parameter
-    groups, each with its own options); ``defaults`` fill the options a group leaves out."""
+    """Base class of optimizers. ``params`` is an iterable of tensors, of ``(name, tensor)``
+    pairs, or of dicts (parameter groups, each with its own options); ``defaults`` fill the
+    options a group leaves out."""
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -74,6 +75,12 @@ class Optimizer:
                             "tensors in sets will change between runs. Please use a list instead.")
         else:
             param_group["params"] = list(params)
+        # Named parameters (``model.named_parameters()``): names go to "param_names".
+        if param_group["params"] and all(isinstance(p, tuple) and len(p) == 2 for p in param_group["params"]):
+            if any(not isinstance(p[0], str) for p in param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = [name for name, _ in param_group["params"]]
+            param_group["params"] = [p for _, p in param_group["params"]]
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
@@ -178,6 +185,8 @@ class Optimizer:
 
         def update_group(group, new_group):
             new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
             return new_group
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
