@@ -837,3 +837,14 @@ def test_pixel_shuffle_and_distances():
                                rtol=1e-10)
     np.testing.assert_allclose(nn.PairwiseDistance()(torch.from_numpy(a), torch.from_numpy(b)).numpy(),
                                np.linalg.norm(a - b + 1e-6, axis=1), rtol=1e-10)
+
+
+def test_pad_sequence():
+    a, b = f64([1.0, 2.0, 3.0]), f64([4.0])
+    out = nn.utils.rnn.pad_sequence([a, b])
+    assert out.shape == torch.Size([3, 2]) and out.tolist() == [[1.0, 4.0], [2.0, 0.0], [3.0, 0.0]]
+    out = nn.utils.rnn.pad_sequence([a, b], batch_first=True, padding_value=-1.0, padding_side="left")
+    assert out.tolist() == [[1.0, 2.0, 3.0], [-1.0, -1.0, 4.0]]
+    x = torch.ones(2, 1, requires_grad=True)
+    nn.utils.rnn.pad_sequence([x, torch.zeros(3, 1)]).sum().backward()
+    assert x.grad.tolist() == [[1.0], [1.0]]  # differentiable
