@@ -486,3 +486,44 @@ def test_named_parameters_are_accepted_as_pytorch_2_6_does():
     assert group["param_names"] == ["weight", "bias"]
     assert group["params"][0] is model.weight and group["params"][1] is model.bias
     assert opt.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]
+
+
+# ---- more schedulers, against their documented closed forms ---------------------------------------
+
+def test_constant_multiplicative_and_polynomial_lr():
+    from torchrs.optim.lr_scheduler import ConstantLR, MultiplicativeLR, PolynomialLR
+
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, ConstantLR(opt, factor=0.5, total_iters=3), 5)
+    _close(g0, [0.05, 0.05, 0.05, 0.1, 0.1, 0.1])
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, MultiplicativeLR(opt, lambda e: 0.5 if e % 2 else 1.0), 4)
+    _close(g0, [0.1, 0.05, 0.05, 0.025, 0.025])
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, PolynomialLR(opt, total_iters=4, power=2.0), 6)
+    _close(g0, [0.1 * (1 - min(t, 4) / 4) ** 2 for t in range(7)])
+
+
+def test_cosine_annealing_warm_restarts():
+    from torchrs.optim.lr_scheduler import CosineAnnealingWarmRestarts
+
+    opt = _sgd_groups([0.1])
+    (g0,) = _sequence(opt, CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, eta_min=0.01), 10)
+    # Cycles of 3 then 6 epochs: t_cur = 0,1,2 | 0..5 | 0,1.
+    t_cur = [0, 1, 2, 0, 1, 2, 3, 4, 5, 0, 1]
+    t_i = [3, 3, 3, 6, 6, 6, 6, 6, 6, 12, 12]
+    _close(g0, [0.01 + 0.09 * (1 + math.cos(math.pi * c / i)) / 2 for c, i in zip(t_cur, t_i)])
+    s = CosineAnnealingWarmRestarts(_sgd_groups([0.1]), T_0=4)
+    s.step(5.5)  # fractional epochs: t_cur = 5.5 mod 4
+    assert s.get_last_lr()[0] == pytest.approx(0.1 * (1 + math.cos(math.pi * 1.5 / 4)) / 2, abs=1e-15)
+    with pytest.raises(ValueError, match="Expected positive integer T_0, but got 0"):
+        CosineAnnealingWarmRestarts(_sgd_groups([0.1]), T_0=0)
+
+
+def test_chained_scheduler_composes():
+    from torchrs.optim.lr_scheduler import ChainedScheduler, ConstantLR
+
+    opt = _sgd_groups([1.0])
+    s = ChainedScheduler([ConstantLR(opt, factor=0.1, total_iters=2), ExponentialLR(opt, gamma=0.9)])
+    (g0,) = _sequence(opt, s, 4)
+    _close(g0, [0.1, 0.09, 0.81, 0.729, 0.6561])
