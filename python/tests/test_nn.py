@@ -848,3 +848,32 @@ def test_pad_sequence():
     x = torch.ones(2, 1, requires_grad=True)
     nn.utils.rnn.pad_sequence([x, torch.zeros(3, 1)]).sum().backward()
     assert x.grad.tolist() == [[1.0], [1.0]]  # differentiable
+
+
+def test_more_losses_match_their_formulas():
+    x, y = rand_np(6), np.array([1.0, -1.0, 1.0, -1.0, -1.0, 1.0])
+    assert nn.HingeEmbeddingLoss(margin=0.5)(torch.from_numpy(x), torch.from_numpy(y)).item() == pytest.approx(
+        np.where(y == 1, x, np.maximum(0, 0.5 - x)).mean(), rel=1e-12)
+    a, b, c = rand_np(6, 4), rand_np(6, 4, seed=1), rand_np(6, 4, seed=2)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    got = nn.CosineEmbeddingLoss(margin=0.1)(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(y)).item()
+    assert got == pytest.approx(np.where(y == 1, 1 - cos, np.maximum(0, cos - 0.1)).mean(), rel=1e-6)
+    d_ap = np.linalg.norm(a - b + 1e-6, axis=1)
+    d_an = np.linalg.norm(a - c + 1e-6, axis=1)
+    got = nn.TripletMarginLoss(margin=0.5)(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)).item()
+    assert got == pytest.approx(np.maximum(d_ap - d_an + 0.5, 0).mean(), rel=1e-9)
+    counts = np.abs(rand_np(6, seed=3)) * 3
+    got = nn.PoissonNLLLoss()(torch.from_numpy(x), torch.from_numpy(counts)).item()
+    assert got == pytest.approx((np.exp(x) - counts * x).mean(), rel=1e-12)
+    var = np.abs(rand_np(6, seed=4)) + 0.1
+    got = nn.GaussianNLLLoss(full=True)(torch.from_numpy(x), torch.from_numpy(counts), torch.from_numpy(var)).item()
+    assert got == pytest.approx((0.5 * (np.log(var) + (x - counts) ** 2 / var) + 0.5 * math.log(2 * math.pi)).mean(),
+                                rel=1e-12)
+    logits, target = rand_np(5, 4), np.array([0, 3, 1, 2, 2])
+    margins = np.maximum(0, 1.0 - logits[np.arange(5), target][:, None] + logits)
+    margins[np.arange(5), target] = 0
+    got = nn.MultiMarginLoss()(torch.from_numpy(logits), torch.from_numpy(target)).item()
+    assert got == pytest.approx((margins.sum(1) / 4).mean(), rel=1e-12)
+    # PyTorch's documented example of MultiLabelMarginLoss: 0.85.
+    got = nn.MultiLabelMarginLoss()(torch.tensor([[0.1, 0.2, 0.4, 0.8]]), torch.tensor([[3, 0, -1, 1]])).item()
+    assert got == pytest.approx(0.85, abs=1e-6)

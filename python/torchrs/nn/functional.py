@@ -518,3 +518,70 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["cosine_embedding_loss"](input1, input2, target, margin, _reduction(reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x where y = 1, max(0, margin - x) where y = -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["hinge_embedding_loss"](input, target, margin, _reduction(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["triplet_margin_loss"](anchor, positive, negative, margin, p, eps, swap, _reduction(reduction))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(x) - y x (``log_input``) or x - y log(x + eps), plus Stirling's term with ``full``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["poisson_nll_loss"](input, target, log_input, full, eps, _reduction(reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """sum over i != y of max(0, margin - x[y] + x[i])^p, divided by the number of classes."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["multi_margin_loss"](input, target, p, margin, weight, _reduction(reduction))
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _f["multilabel_margin_loss"](input, target, _reduction(reduction))
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with
+    ``full``); ``var`` may lack the last dim or have size 1 there."""
+    import math
+
+    in_size, var_size = list(input.shape), list(var.shape)
+    if var_size != in_size:
+        if in_size[:-1] == var_size:
+            var = var.unsqueeze(-1)
+        elif in_size[:-1] == var_size[:-1] and var_size[-1] == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clone()
+    with _no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
