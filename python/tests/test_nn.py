@@ -877,3 +877,15 @@ def test_more_losses_match_their_formulas():
     # PyTorch's documented example of MultiLabelMarginLoss: 0.85.
     got = nn.MultiLabelMarginLoss()(torch.tensor([[0.1, 0.2, 0.4, 0.8]]), torch.tensor([[3, 0, -1, 1]])).item()
     assert got == pytest.approx(0.85, abs=1e-6)
+
+
+def test_unfold_gives_the_sliding_blocks_as_columns():
+    x = rand_np(2, 3, 5, 4)
+    cols = nn.Unfold(kernel_size=(2, 3), padding=1, stride=2)(torch.from_numpy(x)).numpy()
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    blocks = [xp[:, :, i:i + 2, j:j + 3].reshape(2, -1) for i in range(0, 7 - 2 + 1, 2) for j in range(0, 6 - 3 + 1, 2)]
+    np.testing.assert_allclose(cols, np.stack(blocks, axis=2))
+    # Unfold then a matmul is a convolution.
+    conv = nn.Conv2d(3, 4, (2, 3), padding=1, stride=2, bias=False).double()
+    w = conv.weight.detach().numpy().reshape(4, -1)
+    np.testing.assert_allclose((w @ cols).reshape(2, 4, 3, 2), conv(torch.from_numpy(x)).detach().numpy(), rtol=1e-10)

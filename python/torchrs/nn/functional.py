@@ -585,3 +585,14 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if reduction == "sum":
         return loss.sum()
     return loss
+
+
+def _pair(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x, x]
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding ``kernel_size`` blocks of (N, C, H, W) input as columns: (N, C k_h k_w, L)."""
+    if input.dim() != 4 and input.dim() != 3:
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    return _f["im2col"](input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))

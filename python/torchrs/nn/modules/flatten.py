@@ -1,4 +1,4 @@
-"""Flatten and Unflatten."""
+"""Flatten, Unflatten and Unfold."""
 
 from .module import Module
 
@@ -41,3 +41,23 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Unfold(Module):
+    """``F.unfold`` as a layer: sliding blocks as columns (N, C k_h k_w, L)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        from .. import functional as F
+
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return "kernel_size={kernel_size}, dilation={dilation}, padding={padding}, stride={stride}".format(
+            **self.__dict__)
