@@ -50,12 +50,19 @@ fn call_binding(
     let r = parser::resolved(idx)?;
     let parser::Call { op, stack, out, requires_grad } = r.parse(BINDINGS[idx].name, self_, args, kwargs)?;
     let mut stack = stack;
-    let stack = py
-        .detach(move || {
-            op.call_boxed(&mut stack)?;
-            Ok::<_, c10::Error>(stack)
+    // The lock is released when the operands are big (Note [Operators in Rust]).
+    let elements: i64 = stack
+        .iter()
+        .map(|v| match v {
+            aten::IValue::Tensor(t) => t.numel(),
+            aten::IValue::TensorList(ts) => ts.iter().map(Tensor::numel).sum(),
+            _ => 0,
         })
-        .py()?;
+        .sum();
+    let stack = tensor::run_detached(py, elements, move || {
+        op.call_boxed(&mut stack)?;
+        Ok(stack)
+    })?;
     if let Some(out) = out {
         return Ok(out);
     }
@@ -314,8 +321,10 @@ fn tensor_fn(
         match kind {
             0 => Tensor::from_vec(leaves.iter().map(|l| l.is_truthy()).collect::<PyResult<Vec<bool>>>()?, &shape),
             1 => Tensor::from_vec(leaves.iter().map(|l| l.extract::<i64>()).collect::<PyResult<Vec<i64>>>()?, &shape),
+            // Python floats are doubles: kept as such until the dtype asked for (or the default
+            // float32) is made from them, so `dtype=torch.float64` loses nothing.
             2 => Tensor::from_vec(leaves.iter().map(|l| l.extract::<f64>()).collect::<PyResult<Vec<f64>>>()?, &shape)
-                .and_then(|t| aten::ops::to(&t, ScalarType::F32, false, false, None)),
+                .and_then(|t| aten::ops::to(&t, want.unwrap_or(ScalarType::F32), false, false, None)),
             _ => {
                 let v: Vec<num_complex_like::C> = leaves
                     .iter()
@@ -327,7 +336,8 @@ fn tensor_fn(
                         Ok(num_complex_like::C::new(c.0, c.1))
                     })
                     .collect::<PyResult<_>>()?;
-                Tensor::from_complex_vec(v, &shape).and_then(|t| aten::ops::to(&t, ScalarType::C64, false, false, None))
+                Tensor::from_complex_vec(v, &shape)
+                    .and_then(|t| aten::ops::to(&t, want.unwrap_or(ScalarType::C64), false, false, None))
             }
         }
         .py()?

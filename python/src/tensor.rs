@@ -201,8 +201,9 @@ impl PyTensor {
     fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
         autograd::meta::set_requires_grad(&self.tensor, flag).py()
     }
-    fn requires_grad_<'py>(slf: Bound<'py, Self>, requires_grad: Option<bool>) -> PyResult<Bound<'py, Self>> {
-        autograd::meta::set_requires_grad(&slf.get().tensor, requires_grad.unwrap_or(true)).py()?;
+    #[pyo3(signature = (requires_grad = true))]
+    fn requires_grad_<'py>(slf: Bound<'py, Self>, requires_grad: bool) -> PyResult<Bound<'py, Self>> {
+        autograd::meta::set_requires_grad(&slf.get().tensor, requires_grad).py()?;
         Ok(slf)
     }
     #[getter]
@@ -374,6 +375,42 @@ impl PyTensor {
         };
         nest(py, &flat, t.sizes())
     }
+    // Note [Operators in Rust].
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, false, |a, b| aten::ops::add(a, b, c10::Scalar::Int(1)))
+    }
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, true, |a, b| aten::ops::add(a, b, c10::Scalar::Int(1)))
+    }
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, false, |a, b| aten::ops::sub(a, b, c10::Scalar::Int(1)))
+    }
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, true, |a, b| aten::ops::sub(a, b, c10::Scalar::Int(1)))
+    }
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, false, aten::ops::mul)
+    }
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, true, aten::ops::mul)
+    }
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, false, aten::ops::div)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, true, aten::ops::div)
+    }
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, false, aten::ops::matmul)
+    }
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.binary(py, other, true, aten::ops::matmul)
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let a = &self.tensor;
+        let r = run_detached(py, a.numel(), || aten::ops::neg(a))?;
+        wrap(py, r)
+    }
     fn __len__(&self) -> PyResult<usize> {
         match self.tensor.sizes().first() {
             Some(&n) => Ok(n as usize),
@@ -499,7 +536,60 @@ impl PyTensor {
     }
 }
 
+/// Note [Operators in Rust]: `a + b` is the most frequent call a Python program makes, so the
+/// arithmetic operators are slots of the class written here, calling the operators' unboxed
+/// entry points directly (a Python number is a wrapped number, as PyTorch's parser makes it),
+/// rather than going through a Python-level method and the generic parser. Anything else than
+/// a tensor or a number gives `NotImplemented`, so Python tries the other operand's method.
+fn operand(other: &Bound<'_, PyAny>) -> Option<Tensor> {
+    if let Ok(t) = other.cast::<PyTensor>() {
+        return Some(t.get().tensor.clone());
+    }
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    let s = if other.is_instance_of::<PyBool>() {
+        c10::Scalar::Bool(other.extract().ok()?)
+    } else if other.is_instance_of::<PyInt>() {
+        c10::Scalar::Int(other.extract().ok()?)
+    } else if other.is_instance_of::<PyFloat>() {
+        c10::Scalar::Float(other.extract().ok()?)
+    } else {
+        return None;
+    };
+    Some(Tensor::wrapped_scalar(s))
+}
+
+/// Runs a kernel call, releasing the interpreter lock when the operands are big enough for the
+/// kernel to take longer than the release itself (a few hundred nanoseconds).
+pub(crate) fn run_detached<T: Send>(
+    py: Python<'_>,
+    elements: i64,
+    f: impl FnOnce() -> c10::Result<T> + Send,
+) -> PyResult<T> {
+    if elements >= DETACH_ELEMENTS {
+        py.detach(f).py()
+    } else {
+        f().py()
+    }
+}
+
+/// Operand elements from which a call releases the interpreter lock (Note [Operators in Rust]).
+pub(crate) const DETACH_ELEMENTS: i64 = 1 << 12;
+
 impl PyTensor {
+    /// A binary operator slot: `self op other`, or `other op self` when `reflected`.
+    fn binary(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        reflected: bool,
+        f: impl FnOnce(&Tensor, &Tensor) -> c10::Result<Tensor> + Send,
+    ) -> PyResult<Py<PyAny>> {
+        let Some(o) = operand(other) else { return Ok(py.NotImplemented()) };
+        let (a, b) = if reflected { (&o, &self.tensor) } else { (&self.tensor, &o) };
+        let r = run_detached(py, a.numel() + b.numel(), || f(a, b))?;
+        wrap(py, r)
+    }
+
     fn one(&self, what: &str) -> PyResult<()> {
         if self.tensor.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(

@@ -48,6 +48,8 @@ def test_dtypes_are_singletons_and_inferred():
     assert torch.tensor([1 + 2j]).dtype is torch.complex64
     assert torch.zeros(2, dtype=torch.float64).dtype is torch.float64
     assert torch.zeros(2, dtype=float).dtype is torch.float64
+    assert torch.tensor([0.1], dtype=torch.float64).item() == 0.1  # not rounded through float32
+    assert torch.ones(2).requires_grad_().requires_grad
     assert repr(torch.float32) == "torch.float32" and torch.float is torch.float32
     assert torch.float16.itemsize == 2 and torch.float32.is_floating_point
     with pytest.raises(ValueError, match="expected sequence of length 2"):
@@ -72,6 +74,11 @@ def test_operators_and_reflected_forms():
     assert (~i).tolist() == [-13] and (i << 1).tolist() == [24] and (i >> 2).tolist() == [3]
     # Python ints do not promote a float32 tensor (wrapped numbers), a float64 tensor would.
     assert (1 - a).dtype is torch.float32 and (torch.tensor([1, 2]) / 2).dtype is torch.float32
+    with pytest.raises(TypeError, match="unsupported operand"):
+        a + "x"  # NotImplemented from both sides: Python's own TypeError
+    with pytest.raises(TypeError, match="unsupported operand"):
+        None * a
+    assert (True + a).tolist() == [2.0, 3.0, 5.0] and (a @ a).item() == 21.0
     c = a.clone()
     c += 1
     c *= 2

@@ -65,13 +65,15 @@ _BINARY = {
     "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
     "rshift": "bitwise_right_shift",
 }
+# + - * / @ (and unary -) are slots written in Rust (Note [Operators in Rust] in
+# python/src/tensor.rs); the others are set here.
+_IN_RUST = {"add", "sub", "mul", "truediv", "matmul"}
 for _py, _op in _BINARY.items():
-    setattr(Tensor, f"__{_py}__", _binary(_op))
-    setattr(Tensor, f"__r{_py}__", _reflected(_op))
+    if _py not in _IN_RUST:
+        setattr(Tensor, f"__{_py}__", _binary(_op))
+        setattr(Tensor, f"__r{_py}__", _reflected(_op))
     setattr(Tensor, f"__i{_py}__", _inplace(_op + "_"))
 # Commutative reflected forms keep the tensor first, as PyTorch's do.
-Tensor.__radd__ = _binary("add")
-Tensor.__rmul__ = _binary("mul")
 Tensor.__rand__ = _binary("bitwise_and")
 Tensor.__ror__ = _binary("bitwise_or")
 Tensor.__rxor__ = _binary("bitwise_xor")
@@ -83,7 +85,6 @@ Tensor.__imod__ = _inplace("remainder_")
 for _py, _op in {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}.items():
     setattr(Tensor, f"__{_py}__", _binary(_op))
 Tensor.__hash__ = lambda self: id(self)
-Tensor.__neg__ = lambda self: _f["neg"](self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _f["abs"](self)
 Tensor.__invert__ = lambda self: _f["bitwise_not"](self)
