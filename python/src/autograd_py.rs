@@ -301,3 +301,42 @@ pub fn _function_apply(py: Python<'_>, cls: Bound<'_, PyAny>, args: &Bound<'_, P
     }
     Ok(PyTuple::new(py, objs)?.into_any().unbind())
 }
+
+/// `torch.inference_mode()`'s state while its block runs: the Rust guard, dropped on exit (on
+/// the thread that entered, as the guard is per thread).
+#[pyclass(name = "_InferenceMode", module = "torchrs.autograd", unsendable)]
+pub struct InferenceMode {
+    guard: Option<autograd::grad_mode::InferenceModeGuard>,
+}
+
+#[pymethods]
+impl InferenceMode {
+    fn __exit__(&mut self, _t: Py<PyAny>, _v: Py<PyAny>, _tb: Py<PyAny>) {
+        self.guard = None;
+    }
+}
+
+/// Enters inference mode (`enabled=True`) or leaves nothing changed; the object's `__exit__`
+/// restores the previous state.
+#[pyfunction]
+pub fn _enter_inference_mode(enabled: bool) -> InferenceMode {
+    InferenceMode { guard: enabled.then(autograd::grad_mode::inference_mode) }
+}
+
+/// `torch.is_inference_mode_enabled()`.
+#[pyfunction]
+pub fn is_inference_mode_enabled() -> bool {
+    c10::tensor_impl::is_inference_mode()
+}
+
+/// `torch.autograd.set_detect_anomaly(mode)`; returns the previous mode.
+#[pyfunction]
+pub fn _set_detect_anomaly(mode: bool) -> bool {
+    autograd::set_detect_anomaly(mode)
+}
+
+/// `torch.is_anomaly_enabled()`.
+#[pyfunction]
+pub fn is_anomaly_enabled() -> bool {
+    autograd::anomaly::is_enabled()
+}

@@ -534,6 +534,11 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd_py::_function_apply, m)?)?;
     m.add_class::<autograd_py::PyCtx>()?;
     m.add_class::<autograd_py::HookHandle>()?;
+    m.add_class::<autograd_py::InferenceMode>()?;
+    m.add_function(wrap_pyfunction!(autograd_py::_enter_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_py::is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_py::_set_detect_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_py::is_anomaly_enabled, m)?)?;
     for (name, obj) in types::module_constants(py) {
         m.add(name, obj)?;
     }

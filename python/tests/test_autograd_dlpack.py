@@ -128,3 +128,27 @@ def test_dlpack_lifetimes_and_refusals():
     assert torch.from_dlpack(cap).tolist() == [1.0, 1.0]
     with pytest.raises(TypeError):
         torch.from_dlpack(cap)  # a capsule is consumed once
+
+
+def test_inference_mode_and_anomaly_mode():
+    x = torch.ones(2, requires_grad=True)
+    with torch.inference_mode():
+        assert torch.is_inference_mode_enabled() and not torch.is_grad_enabled()
+        y = x * 2
+    assert not y.requires_grad and not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+    with pytest.raises(RuntimeError):
+        (y * x).sum().backward()  # an inference tensor cannot be saved for backward
+    with torch.inference_mode(False):
+        assert not torch.is_inference_mode_enabled()
+
+    @torch.inference_mode()
+    def f(t):
+        return t * 3
+
+    assert not f(x).requires_grad
+    with torch.autograd.detect_anomaly():
+        assert torch.is_anomaly_enabled()
+        z = torch.tensor([0.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="nan|NaN"):
+            (z / z).sum().backward()
+    assert not torch.is_anomaly_enabled()

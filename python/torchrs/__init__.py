@@ -88,7 +88,8 @@ fft = _submodule("fft", _C._fft_functions, "torch.fft: the fft_* operators.")
 special = _submodule("special", _C._special_functions, "torch.special: the special_* operators.")
 
 from . import autograd  # noqa: E402
-from .autograd import enable_grad, no_grad, set_grad_enabled  # noqa: E402,F401
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401
+from ._C import is_anomaly_enabled, is_inference_mode_enabled  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import jit  # noqa: E402,F401
 from . import nn  # noqa: E402,F401

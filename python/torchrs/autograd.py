@@ -87,6 +87,56 @@ class set_grad_enabled(_GradMode):
         return wrapper
 
 
+class inference_mode:
+    """``with torch.inference_mode():`` no history, no version counters, and tensors made
+    inside are inference tensors (they cannot join a graph later); also a decorator.
+    ``inference_mode(False)`` changes nothing."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._guard = _C._enter_inference_mode(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        self._guard.__exit__(None, None, None)
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @_functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class set_detect_anomaly:
+    """``torch.autograd.set_detect_anomaly(mode)``: sets anomaly mode now, and restores it when
+    used as a context manager."""
+
+    def __init__(self, mode, check_nan=True):
+        self._prev = _C._set_detect_anomaly(bool(mode))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_detect_anomaly(self._prev)
+        return False
+
+
+class detect_anomaly(set_detect_anomaly):
+    """``with torch.autograd.detect_anomaly():`` a backward error names the forward call that
+    made the failing node, and NaN gradients are errors."""
+
+    def __init__(self, check_nan=True):
+        super().__init__(True, check_nan)
+
+
 class Function:
     """``torch.autograd.Function``: subclass with static ``forward(ctx, *args)`` and
     ``backward(ctx, *grads)``, call ``apply(*args)``. ``ctx`` has ``save_for_backward``,
