@@ -96,10 +96,9 @@ fn return_type(py: Python<'_>, op: &'static aten::OperatorEntry) -> PyResult<Opt
     let made = match op.schema() {
         Some(s) if s.returns.len() > 1 && s.returns.iter().all(|r| r.name.is_some()) => {
             let fields: Vec<&str> = s.returns.iter().map(|r| r.name.as_deref().unwrap_or_default()).collect();
-            let nt = py.import("collections")?.getattr("namedtuple")?;
-            let kw = PyDict::new(py);
-            kw.set_item("module", "torchrs.return_types")?;
-            Some(nt.call((s.name.trim_end_matches('_'), fields), Some(&kw))?.unbind())
+            // A named tuple printed as PyTorch's structseq (`torch.return_types.max(...)`).
+            let make = py.import("torchrs._tensor")?.getattr("_return_type")?;
+            Some(make.call1((s.name.trim_end_matches('_'), fields))?.unbind())
         }
         _ => None,
     };

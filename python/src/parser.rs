@@ -187,9 +187,10 @@ impl Resolved {
         }
         let nargs = args.len();
         // `view(2, 3)`: a sole positional int list takes the positional integers as varargs.
-        let varargs = !slots.is_empty()
+        // Only when the list is the one positional argument (`view`, `permute`, `zeros`, `expand`):
+        // `x.roll(1, 1)` is two lists of one.
+        let varargs = slots.len() == 1
             && matches!(&params[slots[0]].ty, Type::List(e, _) if matches!(**e, Type::Int | Type::SymInt))
-            && slots[1..].iter().all(|&i| params[i].default.is_some() || matches!(params[i].ty, Type::Optional(_)))
             && nargs > 1
             && args.iter().all(|a| a.is_instance_of::<PyInt>() && !a.is_instance_of::<PyBool>());
         if varargs {
@@ -610,9 +611,10 @@ pub fn to_python(py: Python<'_>, v: IValue) -> PyResult<Py<PyAny>> {
     Ok(match v {
         IValue::None => py.None(),
         IValue::Tensor(t) => crate::tensor::wrap(py, t)?,
+        // PyTorch returns a `Tensor[]` result as a tuple (`torch.split`, `torch.chunk`).
         IValue::TensorList(ts) => {
             let items = ts.into_iter().map(|t| crate::tensor::wrap(py, t)).collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any().unbind()
+            PyTuple::new(py, items)?.into_any().unbind()
         }
         IValue::OptionalTensorList(ts) => {
             let items = ts

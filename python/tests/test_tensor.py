@@ -244,3 +244,22 @@ def test_the_interpreter_lock_is_released_around_kernels():
     for t in threads:
         t.join()
     assert len(done) == 2
+
+
+def test_pytorch_python_level_functions():
+    # PyTorch's own results for the same calls (PyTorch 2.15, printed by hand).
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    a, b = torch.split(x, [1, 2])
+    assert type(torch.split(x, 2, dim=1)) is tuple and a.shape == (1, 4) and b.shape == (2, 4)
+    assert type(torch.chunk(x, 2, 1)) is tuple
+    rows, cols = torch.where(x > 9)
+    assert rows.tolist() == [2, 2] and cols.tolist() == [2, 3]
+    assert torch.einsum("ij,kj->ik", x, torch.ones(3, 4)).tolist() == [[6.0] * 3, [22.0] * 3, [38.0] * 3]
+    assert torch.tensordot(x, torch.ones(3, 4), dims=([1], [1])).tolist() == [[6.0] * 3, [22.0] * 3, [38.0] * 3]
+    assert x.roll(1, 1)[0].tolist() == [3.0, 0.0, 1.0, 2.0]  # two one-element lists, not varargs
+    assert x.type() == "torch.FloatTensor" and x.type(torch.float64).dtype is torch.float64
+    assert repr(torch.topk(torch.tensor([1.0, 3.0]), 1)).startswith("torch.return_types.topk(\nvalues=tensor([3.])")
+    assert torch.unique(torch.tensor([3, 1, 3, 2])).tolist() == [1, 2, 3]
+    assert torch.tensor([1, 2, 2, 3]).mode().values.item() == 2
+    assert torch.special.erf(torch.tensor([0.0])).item() == 0.0
+    assert repr(torch.abs(torch.tensor([-0.0]))) == "tensor([0.])"

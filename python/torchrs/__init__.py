@@ -76,6 +76,55 @@ __version__ = _C.__version__
 globals().update({k: v for k, v in _C._torch_functions.items() if k not in globals()})
 
 
+_schema_where = where
+_schema_einsum = einsum
+_schema_tensordot = tensordot
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """``torch.split``: pieces of one size (an int) or of the sizes listed."""
+    return tensor.split(split_size_or_sections, dim)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """``torch.where(condition, input, other)``; ``torch.where(condition)`` is
+    ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
+        return tuple(_C._torch_functions["nonzero"](condition).unbind(1))
+    if out is not None:
+        return _schema_where(condition, input, other, out=out)
+    return _schema_where(condition, input, other)
+
+
+def einsum(equation, *operands):
+    """``torch.einsum(equation, *operands)`` (or a list of operands)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return _schema_einsum(equation, list(operands))
+
+
+def tensordot(a, b, dims=2, out=None):
+    """``torch.tensordot``: ``dims`` an int (the last dims of ``a`` with the first of ``b``) or
+    two lists of dimensions."""
+    if isinstance(dims, _builtins.int):
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, _builtins.int) else list(da)
+        db = [db] if isinstance(db, _builtins.int) else list(db)
+    return _schema_tensordot(a, b, da, db)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """``torch.unique``: the distinct values (sorted), with the inverse indices and counts when
+    asked for."""
+    if dim is not None:
+        raise NotImplementedError("torchrs.unique with dim= is not supported yet")
+    values, inverse, counts = _C._torch_functions["_unique2"](input, sorted, return_inverse, return_counts)
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
 def _submodule(name, functions, doc):
     m = _types.ModuleType(f"{__name__}.{name}", doc)
     m.__dict__.update(functions)
@@ -86,6 +135,15 @@ def _submodule(name, functions, doc):
 linalg = _submodule("linalg", _C._linalg_functions, "torch.linalg: the linalg_* operators.")
 fft = _submodule("fft", _C._fft_functions, "torch.fft: the fft_* operators.")
 special = _submodule("special", _C._special_functions, "torch.special: the special_* operators.")
+# torch.special's aliases of operators that live under their own names.
+for _alias, _op in {
+    "erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "expit": "sigmoid", "exp2": "exp2", "expm1": "expm1",
+    "log1p": "log1p", "logit": "logit", "logsumexp": "logsumexp", "i0": "i0", "round": "round", "sinc": "sinc",
+    "softmax": "softmax", "log_softmax": "log_softmax", "xlogy": "xlogy", "digamma": "digamma", "psi": "digamma",
+    "gammaln": "lgamma", "polygamma": "polygamma", "multigammaln": "mvlgamma",
+}.items():
+    if _op in _C._torch_functions and not hasattr(special, _alias):
+        setattr(special, _alias, _C._torch_functions[_op])
 
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401

@@ -2,6 +2,8 @@
 (``torch/_tensor.py``): the operators and their reflected and in-place forms, ``to``,
 ``numpy``, ``T``/``mT``. The class itself is ``torchrs._C.Tensor``; these are set on it."""
 
+import collections as _collections
+
 from . import _C
 
 Tensor = _C.Tensor
@@ -228,3 +230,52 @@ def _deepcopy(self, memo):
 
 if "__deepcopy__" not in Tensor.__dict__:
     Tensor.__deepcopy__ = _deepcopy
+
+
+def _return_type(name, fields):
+    """The named tuple of an operator with named returns, printed as PyTorch's
+    ``torch.return_types.<name>``."""
+    base = _collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+        return f"torch.return_types.{name}(\n{body})"
+
+    return type(name, (base,), {"__repr__": __repr__, "__slots__": (), "__module__": "torch.return_types"})
+
+
+def _split(self, split_size_or_sections, dim=0):
+    """``split`` with an int (pieces of that size) or a list of sizes, as PyTorch's Python
+    ``Tensor.split``."""
+    if isinstance(split_size_or_sections, int):
+        return _f["split"](self, split_size_or_sections, dim)
+    return _f["split_with_sizes"](self, list(split_size_or_sections), dim)
+
+
+Tensor.split = _split
+
+_LEGACY_TYPES = {
+    "torch.FloatTensor": _C.float32, "torch.DoubleTensor": _C.float64, "torch.HalfTensor": _C.float16,
+    "torch.BFloat16Tensor": _C.bfloat16, "torch.LongTensor": _C.int64, "torch.IntTensor": _C.int32,
+    "torch.ShortTensor": _C.int16, "torch.CharTensor": _C.int8, "torch.ByteTensor": _C.uint8,
+    "torch.BoolTensor": _C.bool,
+}
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """``x.type()`` is the legacy type name (``torch.FloatTensor``); ``x.type(dtype)`` (a dtype or
+    such a name) converts."""
+    if dtype is None:
+        return self.type_name()
+    if isinstance(dtype, str):
+        dtype = _LEGACY_TYPES[dtype]
+    return self.to(dtype, non_blocking=non_blocking)
+
+
+Tensor.type = _type
+
+
+# Operators the YAML has as functions only that PyTorch also has as methods.
+Tensor.mode = lambda self, dim=-1, keepdim=False: _f["mode"](self, dim, keepdim)
+Tensor.unique = lambda self, sorted=True, return_inverse=False, return_counts=False, dim=None: (
+    __import__("torchrs").unique(self, sorted, return_inverse, return_counts, dim))

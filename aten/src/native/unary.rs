@@ -62,7 +62,8 @@ pub fn neg_(self_: &Tensor) -> Result<Tensor> {
 
 fn abs_kernel(iter: &TensorIterator) -> Result<()> {
     match_float!(iter.common_dtype(), T, A => {
-        unary_loop::<T, T>(iter, |a| if a < T::default() { -a } else { a });
+        // `0 - a` for a <= 0, as C's fabs gives: -0.0 becomes +0.0 (PyTorch prints 0., not -0.).
+        unary_loop::<T, T>(iter, |a| if a <= T::default() { T::default() - a } else { a });
         Ok(())
     }, other => match_int!(other, T => {
         #[allow(unused_comparisons)]

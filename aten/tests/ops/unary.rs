@@ -50,3 +50,14 @@ fn activations_need_floating_inputs() {
     ops::silu_out(&x, &out).unwrap();
     assert!((out.to_vec::<f64>().unwrap()[2] - 1.0 / (1.0 + (-1f64).exp())).abs() < 1e-6);
 }
+
+#[test]
+fn abs_of_negative_zero_is_positive_zero() {
+    // C's fabs (and PyTorch's abs) clear the sign: abs(-0.0) prints as 0., not -0.
+    for dtype in [ScalarType::F32, ScalarType::F64, ScalarType::F16, ScalarType::BF16] {
+        let t = ops::to(&Tensor::from_slice(&[-0.0f64, -2.5, 0.0, 3.0]), dtype, false, false, None).unwrap();
+        let a = ops::to(&ops::abs(&t).unwrap(), ScalarType::F64, false, false, None).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(a, [0.0, 2.5, 0.0, 3.0], "{dtype:?}");
+        assert!(a.iter().all(|x| x.is_sign_positive()), "{dtype:?}: {a:?}");
+    }
+}
