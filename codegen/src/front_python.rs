@@ -92,8 +92,8 @@ fn without_outputs(f: &FunctionSchema) -> Vec<&Argument> {
 
 /// Whether overload `a` must be tried before `b` (PyTorch's order for signatures that only
 /// differ in types): same arguments, and where the types differ `a` has the narrower one
-/// (`Tensor` before `Scalar`, `int` before `int[]`), so a 0-dim tensor reaches the tensor
-/// overload and a lone integer the integer one.
+/// (`Tensor` before `Scalar` or `int`, `int` before `int[]`), so a 0-dim tensor reaches the
+/// tensor overload and a lone integer the integer one.
 fn precedes(a: &FunctionSchema, b: &FunctionSchema) -> bool {
     if a.arguments.len() != b.arguments.len() {
         return false;
@@ -115,6 +115,61 @@ fn precedes(a: &FunctionSchema, b: &FunctionSchema) -> bool {
         strict = true;
     }
     strict
+}
+
+/// PyTorch's C++ spelling of a schema type in the parser's signature strings
+/// (`IntArrayRef`, `int64_t`, `ScalarType?`), which PyTorch sorts its overloads by.
+fn cpp_type(t: &Type) -> String {
+    match t {
+        Type::Tensor => "Tensor".into(),
+        Type::Int => "int64_t".into(),
+        Type::SymInt => "SymInt".into(),
+        Type::Float => "double".into(),
+        Type::Bool => "bool".into(),
+        Type::Str => "c10::string_view".into(),
+        Type::Scalar => "Scalar".into(),
+        Type::ScalarType => "ScalarType".into(),
+        Type::Layout => "Layout".into(),
+        Type::Device => "Device".into(),
+        Type::MemoryFormat => "MemoryFormat".into(),
+        Type::Generator => "Generator".into(),
+        Type::Dimname => "Dimname".into(),
+        Type::Storage => "Storage".into(),
+        Type::Stream => "Stream".into(),
+        Type::Optional(inner) => format!("{}?", cpp_type(inner)),
+        Type::List(e, n) => {
+            let base = match &**e {
+                Type::Int => "IntArrayRef".to_string(),
+                Type::SymInt => "SymIntArrayRef".to_string(),
+                Type::Float => "ArrayRef<double>".to_string(),
+                Type::Bool => "std::array<bool>".to_string(),
+                Type::Tensor => "TensorList".to_string(),
+                Type::Optional(_) => "c10::List<::std::optional<Tensor>>".to_string(),
+                Type::Dimname => "DimnameList".to_string(),
+                other => format!("{}[]", cpp_type(other)),
+            };
+            match n {
+                Some(n) => format!("{base}[{n}]"),
+                None => base,
+            }
+        }
+    }
+}
+
+/// The signature text PyTorch sorts overloads by before ordering them by type
+/// (`max(Tensor input, Tensor other)` comes before `max(Tensor input, int64_t dim, ...)`).
+fn signature_text(f: &FunctionSchema) -> String {
+    let mut parts = Vec::new();
+    let mut star = false;
+    for a in &f.arguments {
+        if a.kwarg_only && !star {
+            parts.push("*".to_string());
+            star = true;
+        }
+        let name = if a.name == "self" { "input" } else { a.name.as_str() };
+        parts.push(format!("{} {name}", cpp_type(&a.ty)));
+    }
+    format!("{}({})", f.name, parts.join(", "))
 }
 
 /// The Python bindings of `fns`, one per (namespace, name).
@@ -144,9 +199,18 @@ pub fn python_bindings(fns: &[NativeFunction]) -> Vec<PyBinding> {
         };
         out[k].function |= f.variants_function;
         out[k].method |= f.variants_method;
-        // Insert before the first overload this one must precede (a stable topological order).
-        let at = order[k].iter().position(|&j| precedes(&f.func, &fns[j].func)).unwrap_or(order[k].len());
-        order[k].insert(at, i);
+        order[k].push(i);
+    }
+    // PyTorch's order: by signature text, then each overload before the first one it must
+    // precede (a stable topological order over the types: `precedes`).
+    for idx in &mut order {
+        let mut by_text = idx.clone();
+        by_text.sort_by_key(|&i| signature_text(&fns[i].func));
+        idx.clear();
+        for i in by_text {
+            let at = idx.iter().position(|&j| precedes(&fns[i].func, &fns[j].func)).unwrap_or(idx.len());
+            idx.insert(at, i);
+        }
     }
     for (b, idx) in out.iter_mut().zip(order) {
         b.method &= b.namespace == Namespace::Torch;

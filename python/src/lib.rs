@@ -417,12 +417,12 @@ fn _save_tensors(py: Python<'_>, items: Vec<(String, Bound<'_, PyAny>)>, path: s
     py.detach(|| nn::serialize::save_file(tensors.iter().map(|(k, t)| (k.as_str(), t)), None, &path)).py()
 }
 
-/// The arguments of an operator's schema (`"add.Tensor"`), as `(name, keyword_only)` pairs:
+/// The arguments of an operator's schema (`"add.Tensor"`), as `(name, keyword_only, type)`:
 /// what a caller needs to turn a schema-order argument list into a Python call.
 #[pyfunction]
-fn _schema_arguments(name: &str) -> PyResult<Vec<(String, bool)>> {
+fn _schema_arguments(name: &str) -> PyResult<Vec<(String, bool, String)>> {
     let (_, s) = aten::dispatcher().find_schema(name).py()?;
-    Ok(s.arguments.iter().map(|a| (a.name.clone(), a.kwarg_only)).collect())
+    Ok(s.arguments.iter().map(|a| (a.name.clone(), a.kwarg_only, a.ty.to_string())).collect())
 }
 
 /// `torch.set_num_threads(n)`: the intra-op thread count.

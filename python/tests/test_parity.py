@@ -167,7 +167,10 @@ def _as_python_call(op, args, kwargs):
         return args, kwargs
     pos = []
     kwargs = dict(kwargs)
-    for (name, kw_only), a in zip(schema, args):
+    for (name, kw_only, ty), a in zip(schema, args):
+        # A number where the schema takes a tensor is a wrapped number (tests/opinfo/README.md).
+        if ty in ("Tensor", "Tensor?") and isinstance(a, (bool, int, float)):
+            a = torch._C._wrapped_number(a)
         if kw_only:
             kwargs[name] = a
         else:

@@ -63,8 +63,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("div.Tensor", Some("div.out")),
-            ("div.Tensor_mode", Some("div.out_mode")),
             ("div.Scalar", None),
+            ("div.Tensor_mode", Some("div.out_mode")),
             ("div.Scalar_mode", None),
         ],
     },
@@ -73,7 +73,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: false,
         method: true,
-        overloads: &[("div_.Tensor", None), ("div_.Tensor_mode", None), ("div_.Scalar", None)],
+        overloads: &[("div_.Tensor", None), ("div_.Scalar", None), ("div_.Tensor_mode", None)],
     },
     Binding {
         name: "eq",
@@ -164,7 +164,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("where.self", Some("where.self_out")), ("where.ScalarOther", None), ("where.ScalarSelf", None)],
+        overloads: &[("where.self", Some("where.self_out")), ("where.ScalarSelf", None), ("where.ScalarOther", None)],
     },
     Binding {
         name: "neg",
@@ -195,7 +195,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("to.dtype", None), ("to.device", None)],
+        overloads: &[("to.device", None), ("to.dtype", None)],
     },
     Binding {
         name: "clone",
@@ -370,8 +370,8 @@ pub static BINDINGS: &[Binding] = &[
         method: false,
         overloads: &[
             ("linspace.Tensor_Tensor", None),
-            ("linspace.Tensor_Scalar", None),
             ("linspace.Scalar_Tensor", None),
+            ("linspace.Tensor_Scalar", None),
             ("linspace", None),
         ],
     },
@@ -437,14 +437,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: false,
         method: true,
-        overloads: &[("random_.from", None), ("random_.to", None), ("random_", None)],
+        overloads: &[("random_", None), ("random_.from", None), ("random_.to", None)],
     },
     Binding {
         name: "bernoulli_",
         namespace: Namespace::Torch,
         function: false,
         method: true,
-        overloads: &[("bernoulli_.float", None), ("bernoulli_.Tensor", None)],
+        overloads: &[("bernoulli_.Tensor", None), ("bernoulli_.float", None)],
     },
     Binding {
         name: "bernoulli",
@@ -466,9 +466,9 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: false,
         overloads: &[
+            ("normal.Tensor_Tensor", None),
             ("normal.Tensor_float", None),
             ("normal.float_Tensor", None),
-            ("normal.Tensor_Tensor", None),
             ("normal.float_float", None),
         ],
     },
@@ -477,7 +477,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("randperm", None), ("randperm.generator", None)],
+        overloads: &[("randperm.generator", None), ("randperm", None)],
     },
     Binding {
         name: "multinomial",
@@ -491,14 +491,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("rand", None), ("rand.generator", None)],
+        overloads: &[("rand.generator", None), ("rand", None)],
     },
     Binding {
         name: "randn",
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("randn", None), ("randn.generator", None)],
+        overloads: &[("randn.generator", None), ("randn", None)],
     },
     Binding {
         name: "randint",
@@ -506,10 +506,10 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: false,
         overloads: &[
-            ("randint", None),
             ("randint.generator", None),
-            ("randint.low", None),
+            ("randint", None),
             ("randint.low_generator", None),
+            ("randint.low", None),
         ],
     },
     Binding {
@@ -932,7 +932,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("pow.Tensor_Tensor", None), ("pow.Tensor_Scalar", None), ("pow.Scalar", None)],
+        overloads: &[("pow.Tensor_Tensor", None), ("pow.Scalar", None), ("pow.Tensor_Scalar", None)],
     },
     Binding {
         name: "logical_and",
@@ -1048,7 +1048,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("prod.dim_int", None), ("prod", None)],
+        overloads: &[("prod", None), ("prod.dim_int", None)],
     },
     Binding {
         name: "var",
@@ -1069,14 +1069,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("max", None), ("max.dim", None), ("max.other", None)],
+        overloads: &[("max", None), ("max.other", None), ("max.dim", None)],
     },
     Binding {
         name: "min",
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("min", None), ("min.dim", None), ("min.other", None)],
+        overloads: &[("min", None), ("min.other", None), ("min.dim", None)],
     },
     Binding { name: "amax", namespace: Namespace::Torch, function: true, method: true, overloads: &[("amax", None)] },
     Binding { name: "amin", namespace: Namespace::Torch, function: true, method: true, overloads: &[("amin", None)] },
@@ -1106,14 +1106,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("all", None), ("all.dim", None), ("all.dims", None)],
+        overloads: &[("all", None), ("all.dims", None), ("all.dim", None)],
     },
     Binding {
         name: "any",
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("any", None), ("any.dim", None), ("any.dims", None)],
+        overloads: &[("any", None), ("any.dims", None), ("any.dim", None)],
     },
     Binding {
         name: "cumsum",
@@ -1200,9 +1200,9 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: true,
         overloads: &[
-            ("repeat_interleave.Tensor", None),
-            ("repeat_interleave.self_Tensor", None),
             ("repeat_interleave.self_int", None),
+            ("repeat_interleave.self_Tensor", None),
+            ("repeat_interleave.Tensor", None),
         ],
     },
     Binding { name: "flip", namespace: Namespace::Torch, function: true, method: true, overloads: &[("flip", None)] },
@@ -1450,14 +1450,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("sort", None), ("sort.stable", None)],
+        overloads: &[("sort.stable", None), ("sort", None)],
     },
     Binding {
         name: "argsort",
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("argsort", None), ("argsort.stable", None)],
+        overloads: &[("argsort.stable", None), ("argsort", None)],
     },
     Binding { name: "topk", namespace: Namespace::Torch, function: true, method: true, overloads: &[("topk", None)] },
     Binding {
@@ -1502,9 +1502,9 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("norm.Scalar", None),
+            ("norm.ScalarOpt_dtype", None),
             ("norm.ScalarOpt_dim", None),
             ("norm.ScalarOpt_dim_dtype", None),
-            ("norm.ScalarOpt_dtype", None),
         ],
     },
     Binding {
@@ -2246,8 +2246,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("bitwise_and.Tensor", Some("bitwise_and.Tensor_out")),
-            ("bitwise_and.Scalar", None),
             ("bitwise_and.Scalar_Tensor", None),
+            ("bitwise_and.Scalar", None),
         ],
     },
     Binding {
@@ -2264,8 +2264,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("bitwise_or.Tensor", Some("bitwise_or.Tensor_out")),
-            ("bitwise_or.Scalar", None),
             ("bitwise_or.Scalar_Tensor", None),
+            ("bitwise_or.Scalar", None),
         ],
     },
     Binding {
@@ -2282,8 +2282,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("bitwise_xor.Tensor", Some("bitwise_xor.Tensor_out")),
-            ("bitwise_xor.Scalar", None),
             ("bitwise_xor.Scalar_Tensor", None),
+            ("bitwise_xor.Scalar", None),
         ],
     },
     Binding {
@@ -2300,8 +2300,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("bitwise_left_shift.Tensor", Some("bitwise_left_shift.Tensor_out")),
-            ("bitwise_left_shift.Tensor_Scalar", Some("bitwise_left_shift.Tensor_Scalar_out")),
             ("bitwise_left_shift.Scalar_Tensor", None),
+            ("bitwise_left_shift.Tensor_Scalar", Some("bitwise_left_shift.Tensor_Scalar_out")),
         ],
     },
     Binding {
@@ -2318,8 +2318,8 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[
             ("bitwise_right_shift.Tensor", Some("bitwise_right_shift.Tensor_out")),
-            ("bitwise_right_shift.Tensor_Scalar", Some("bitwise_right_shift.Tensor_Scalar_out")),
             ("bitwise_right_shift.Scalar_Tensor", None),
+            ("bitwise_right_shift.Tensor_Scalar", Some("bitwise_right_shift.Tensor_Scalar_out")),
         ],
     },
     Binding {
@@ -2348,14 +2348,14 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("var_mean", None), ("var_mean.dim", None), ("var_mean.correction", None)],
+        overloads: &[("var_mean.correction", None), ("var_mean.dim", None), ("var_mean", None)],
     },
     Binding {
         name: "std_mean",
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("std_mean", None), ("std_mean.dim", None), ("std_mean.correction", None)],
+        overloads: &[("std_mean.correction", None), ("std_mean.dim", None), ("std_mean", None)],
     },
     Binding {
         name: "atleast_1d",
@@ -2507,7 +2507,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: true,
-        overloads: &[("stft", None), ("stft.center", None)],
+        overloads: &[("stft.center", None), ("stft", None)],
     },
     Binding { name: "istft", namespace: Namespace::Torch, function: true, method: true, overloads: &[("istft", None)] },
     Binding {
@@ -2841,8 +2841,8 @@ pub static BINDINGS: &[Binding] = &[
         method: false,
         overloads: &[
             ("float_power.Tensor_Tensor", None),
-            ("float_power.Tensor_Scalar", None),
             ("float_power.Scalar", None),
+            ("float_power.Tensor_Scalar", None),
         ],
     },
     Binding {
@@ -3064,7 +3064,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("trapz.x", None), ("trapz.dx", None)],
+        overloads: &[("trapz.dx", None), ("trapz.x", None)],
     },
     Binding {
         name: "cumulative_trapezoid",
@@ -3140,8 +3140,8 @@ pub static BINDINGS: &[Binding] = &[
         method: false,
         overloads: &[
             ("logspace.Tensor_Tensor", None),
-            ("logspace.Tensor_Scalar", None),
             ("logspace.Scalar_Tensor", None),
+            ("logspace.Tensor_Scalar", None),
             ("logspace", None),
         ],
     },
@@ -3887,10 +3887,10 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: false,
         overloads: &[
-            ("linalg_pinv", None),
-            ("linalg_pinv.atol_rtol_float", None),
             ("linalg_pinv.atol_rtol_tensor", None),
+            ("linalg_pinv.atol_rtol_float", None),
             ("linalg_pinv.rcond_tensor", None),
+            ("linalg_pinv", None),
         ],
     },
     Binding {
@@ -3906,10 +3906,10 @@ pub static BINDINGS: &[Binding] = &[
         function: true,
         method: false,
         overloads: &[
-            ("linalg_matrix_rank", None),
-            ("linalg_matrix_rank.tol_tensor", None),
             ("linalg_matrix_rank.atol_rtol_tensor", None),
             ("linalg_matrix_rank.atol_rtol_float", None),
+            ("linalg_matrix_rank.tol_tensor", None),
+            ("linalg_matrix_rank", None),
         ],
     },
     Binding {
@@ -3994,7 +3994,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("randint_like", None), ("randint_like.Tensor", None), ("randint_like.low_dtype", None)],
+        overloads: &[("randint_like", None), ("randint_like.low_dtype", None), ("randint_like.Tensor", None)],
     },
     Binding {
         name: "rrelu",
@@ -4220,7 +4220,7 @@ pub static BINDINGS: &[Binding] = &[
         namespace: Namespace::Torch,
         function: true,
         method: false,
-        overloads: &[("histogram.bin_ct", None), ("histogram.bins_tensor", None)],
+        overloads: &[("histogram.bins_tensor", None), ("histogram.bin_ct", None)],
     },
     Binding {
         name: "histogramdd",
