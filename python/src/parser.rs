@@ -152,7 +152,7 @@ impl Resolved {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Call> {
-        let mut misses = Vec::with_capacity(self.sigs.len());
+        let mut misses = Vec::new(); // allocated only when an overload does not bind
         for sig in &self.sigs {
             match self.bind(sig, self_, args, kwargs)? {
                 Ok(call) => return Ok(call),
