@@ -389,3 +389,22 @@ fn measure_row(
     let pytorch_median_s = if pytorch_error.is_some() { None } else { stats::median_round(pytorch_rounds, |&m| m) };
     (ours, pytorch_median_s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_rows_are_selected_by_the_same_filter() {
+        let ids = |f| python_rows(f).iter().map(|(id, _)| *id).collect::<Vec<_>>();
+        assert_eq!(ids(None), ["P1.add1", "P1.chain100", "P6.mlp_step"]);
+        assert_eq!(ids(Some("P1")), ["P1.add1", "P1.chain100"]);
+        assert_eq!(ids(Some("=P6.mlp_step")), ["P6.mlp_step"]);
+        assert!(ids(Some("W1")).is_empty());
+        // Every P row has a twin in the reference script, which both sides run.
+        let script = std::fs::read_to_string(crate::workspace_root().join("bench/pytorch_reference.py")).unwrap();
+        for (id, _) in PYTHON_ROWS {
+            assert!(script.contains(&format!("\"{id}\":")), "{id} is not in bench/pytorch_reference.py");
+        }
+    }
+}
