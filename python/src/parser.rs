@@ -20,6 +20,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use schema::{Argument, FunctionSchema, Type};
+use smallvec::SmallVec;
 
 use crate::tensor::PyTensor;
 use crate::types;
@@ -52,13 +53,22 @@ pub struct Binding {
     pub overloads: &'static [(&'static str, Option<&'static str>)],
 }
 
-/// An overload resolved against the dispatcher.
+/// An overload resolved against the dispatcher, with what every call of it needs computed
+/// once.
 struct Sig {
     op: &'static OperatorEntry,
     schema: Arc<FunctionSchema>,
     /// Per argument, its default as a value (None: required, or an optional without default).
     defaults: Vec<Option<IValue>>,
     out: Option<(&'static OperatorEntry, Arc<FunctionSchema>)>,
+    /// The argument named `self`.
+    self_index: Option<usize>,
+    /// The positional (non-keyword-only) arguments of a function call, and of a method call
+    /// (`self` excluded).
+    slots_function: SmallVec<[usize; 8]>,
+    slots_method: SmallVec<[usize; 8]>,
+    /// The schema has TensorOptions (`dtype` and `device`): the call takes `requires_grad=`.
+    factory: bool,
 }
 
 /// The resolved overloads of a binding (made on first use).
@@ -95,7 +105,12 @@ fn resolve(b: &Binding) -> Result<Resolved, String> {
             Some(o) => Some(d.find_schema(o).map_err(|e| e.to_string())?),
             None => None,
         };
-        sigs.push(Sig { op, schema, defaults, out });
+        let args = &schema.arguments;
+        let self_index = args.iter().position(|a| a.name == "self");
+        let slots_function = (0..args.len()).filter(|&i| !args[i].kwarg_only).collect();
+        let slots_method = (0..args.len()).filter(|&i| !args[i].kwarg_only && Some(i) != self_index).collect();
+        let factory = args.iter().any(|a| a.name == "dtype") && args.iter().any(|a| a.name == "device");
+        sigs.push(Sig { op, schema, defaults, out, self_index, slots_function, slots_method, factory });
     }
     let base = b.name.trim_end_matches('_');
     let numbers_as_tensors = b.namespace == Namespace::Torch
@@ -172,18 +187,14 @@ impl Resolved {
         let method = self_.is_some();
         let params = &sig.schema.arguments;
         let n = params.len();
-        let mut given: Vec<Option<Bound<'_, PyAny>>> = vec![None; n];
+        let mut given: SmallVec<[Option<Bound<'_, PyAny>>; 8]> = smallvec::smallvec![None; n];
         // Positional slots: non-keyword-only arguments, `self` excluded for methods.
-        let mut slots: Vec<usize> = Vec::with_capacity(n);
-        for (i, a) in params.iter().enumerate() {
-            if method && a.name == "self" {
-                given[i] = self_.cloned();
-            } else if !a.kwarg_only {
-                slots.push(i);
+        let slots: &[usize] = if method { &sig.slots_method } else { &sig.slots_function };
+        if method {
+            match sig.self_index {
+                Some(i) => given[i] = self_.cloned(),
+                None => return Ok(Err(Miss::Missing(vec!["self".into()]))),
             }
-        }
-        if method && !params.iter().any(|a| a.name == "self") {
-            return Ok(Err(Miss::Missing(vec!["self".into()])));
         }
         let nargs = args.len();
         // `view(2, 3)`: a sole positional int list takes the positional integers as varargs.
@@ -206,7 +217,7 @@ impl Resolved {
         let mut out_arg: Option<Bound<'_, PyAny>> = None;
         let mut requires_grad = false;
         // Factories (the schema has TensorOptions: dtype and device) take `requires_grad=`.
-        let factory = params.iter().any(|a| a.name == "dtype") && params.iter().any(|a| a.name == "device");
+        let factory = sig.factory;
         if let Some(kw) = kwargs {
             for (k, v) in kw.iter() {
                 let key: String = k.extract()?;
