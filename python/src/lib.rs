@@ -325,14 +325,14 @@ fn tensor_fn(
             2 => Tensor::from_vec(leaves.iter().map(|l| l.extract::<f64>()).collect::<PyResult<Vec<f64>>>()?, &shape)
                 .and_then(|t| aten::ops::to(&t, want.unwrap_or(ScalarType::F32), false, false, None)),
             _ => {
-                let v: Vec<num_complex_like::C> = leaves
+                let v: Vec<c10::Complex<f64>> = leaves
                     .iter()
                     .map(|l| {
                         let c: (f64, f64) = match l.cast::<PyComplex>() {
                             Ok(c) => (c.real(), c.imag()),
                             Err(_) => (l.extract::<f64>()?, 0.0),
                         };
-                        Ok(num_complex_like::C::new(c.0, c.1))
+                        Ok(c10::Complex::new(c.0, c.1))
                     })
                     .collect::<PyResult<_>>()?;
                 Tensor::from_complex_vec(v, &shape)
@@ -356,11 +356,6 @@ fn tensor_fn(
         autograd::meta::set_requires_grad(&t, true).py()?;
     }
     tensor::wrap(py, t)
-}
-
-mod num_complex_like {
-    /// The complex element type `Tensor::from_complex_vec` takes.
-    pub type C = c10::Complex<f64>;
 }
 
 /// A Python number as a wrapped-number tensor (what `2 - x` subtracts from: it does not take
