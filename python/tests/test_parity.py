@@ -1,19 +1,20 @@
 """Differential testing from Python: every case of the repository's OpInfo set (tests/opinfo,
-PyTorch's op_db samples) and of the shared parity set (../shared/parity, when present) is
-called the way a Python user calls it -- `torch.<name>(*args, **kwargs)`, or the method when
+PyTorch's op_db samples) is called the way a Python user calls it -- `torch.<name>(*args, **kwargs)`, or the method when
 the operator is only a method -- so the argument parser picks the overload, and the outputs
 and gradients are compared with the values PyTorch computed for the same inputs.
 
 At least 95% of each set must agree; every case that does not is listed, with its reason, in
 python/tests/parity_disagreements.txt, and a case that disagrees without being listed fails
-the test (a ratchet: the list may only shrink). Set TORCHRS_SHARED_PARITY=1 (CI does) to make
-a missing ../shared/parity an error rather than a set left out.
+the test (a ratchet: the list may only shrink).
+
+Any other directory of cases in the same format runs from the command line, as
+`cargo xtask parity DIR` does for the Rust side (CI runs the shared parity set this way):
+
+    python python/tests/test_parity.py parity ../shared/parity
 """
 
 import gzip
 import json
-import math
-import os
 import pathlib
 import shutil
 
@@ -299,19 +300,20 @@ def test_opinfo_samples_agree_with_pytorch(tmp_path):
     _check("opinfo", d / "cases.json", d / "tensors.safetensors.gz", tmp_path)
 
 
-def test_shared_parity_cases_agree_with_pytorch(tmp_path):
-    d = ROOT.parent / "shared" / "parity"
-    if not d.is_dir():
-        if os.environ.get("TORCHRS_SHARED_PARITY") == "1":
-            pytest.fail(f"{d} is missing (TORCHRS_SHARED_PARITY=1)")
-        pytest.skip("../shared/parity is not beside this clone")
-    _check("parity", d / "cases.json", d / "tensors.safetensors", tmp_path)
-
-
 def test_the_comparison_can_fail():
     a = torch.tensor([1.0, 2.0])
     assert _compare(a, torch.tensor([1.0, 2.0]), 0, 0) is None
     assert _compare(a, torch.tensor([1.0, 2.5]), 0, 0.1).startswith("value at")
     assert _compare(a, torch.tensor([1, 2]), 0, 0).startswith("dtype")
     assert _compare(a, torch.tensor([[1.0, 2.0]]), 0, 0).startswith("shape")
-    assert math.isnan(float("nan"))
+    assert _compare(torch.tensor([float("nan")]), torch.tensor([1.0]), 0, 0) == "NaN at other places"
+
+
+if __name__ == "__main__":
+    import sys
+    import tempfile
+
+    name, directory = sys.argv[1], pathlib.Path(sys.argv[2])
+    tensors = next(p for p in (directory / "tensors.safetensors", directory / "tensors.safetensors.gz") if p.exists())
+    with tempfile.TemporaryDirectory() as tmp:
+        _check(name, directory / "cases.json", tensors, pathlib.Path(tmp))
