@@ -531,9 +531,7 @@ pub fn convert(v: &Bound<'_, PyAny>, ty: &Type, numbers_as_tensors: bool) -> PyR
         }
         Type::Tensor => match v.cast::<PyTensor>() {
             Ok(t) => Some(IValue::Tensor(t.get().tensor.clone())),
-            Err(_) if numbers_as_tensors => as_scalar(v)
-                .filter(|_| !v.is_instance_of::<PyTensor>())
-                .map(|s| IValue::Tensor(Tensor::wrapped_scalar(s))),
+            Err(_) if numbers_as_tensors => as_scalar(v).map(|s| IValue::Tensor(Tensor::wrapped_scalar(s))),
             Err(_) => None,
         },
         Type::Scalar => as_scalar(v).map(IValue::Scalar),

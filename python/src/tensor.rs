@@ -527,8 +527,8 @@ impl PyTensor {
         let cuda = if self.tensor.device().ty == c10::DeviceType::Cuda { "cuda." } else { "" };
         format!("torch.{cuda}{}Tensor", self.tensor.dtype().legacy_name())
     }
-    /// Copies into a numpy array (`numpy()` shares memory: see `_numpy`).
-    fn _to_numpy_copy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// A numpy array over this tensor's memory (`Tensor.numpy()`, which adds `force=`).
+    fn _numpy_shared<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         crate::numpy_interop::to_numpy(py, &self.tensor)
     }
     fn __getstate__(&self) -> PyResult<()> {

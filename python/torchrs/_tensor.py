@@ -86,7 +86,6 @@ Tensor.__imod__ = _inplace("remainder_")
 
 for _py, _op in {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}.items():
     setattr(Tensor, f"__{_py}__", _binary(_op))
-Tensor.__hash__ = lambda self: id(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _f["abs"](self)
 Tensor.__invert__ = lambda self: _f["bitwise_not"](self)
@@ -95,8 +94,8 @@ Tensor.__invert__ = lambda self: _f["bitwise_not"](self)
 def _numpy(self, *, force=False):
     """A numpy array sharing this tensor's memory."""
     if force:
-        return self.detach().cpu().resolve_conj()._to_numpy_copy()
-    return self._to_numpy_copy()
+        return self.detach().cpu().resolve_conj()._numpy_shared()
+    return self._numpy_shared()
 
 
 Tensor.numpy = _numpy
