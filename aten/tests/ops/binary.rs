@@ -74,6 +74,56 @@ fn inplace_and_out_variants() {
     assert!(small.add_(&a).call().is_err());
 }
 
+/// Note [In-place runs]: contiguous runs whose output is one of their inputs (or both) take
+/// their own loops; long enough tensors reach the vector body and its remainder.
+#[test]
+fn aliased_runs_compute_elementwise() {
+    let n = 1037usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 100.0).collect();
+    let ys: Vec<f32> = (0..n).map(|i| (i % 7) as f32 + 1.0).collect();
+    let x = || Tensor::from_vec(xs.clone(), &[n as i64]).unwrap();
+    let y = Tensor::from_vec(ys.clone(), &[n as i64]).unwrap();
+
+    let a = x();
+    a.mul_(0.25).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), xs.iter().map(|v| v * 0.25).collect::<Vec<_>>());
+
+    let a = x();
+    a.add_(&y).alpha(2).call().unwrap();
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a + 2.0 * b).collect();
+    assert_eq!(a.to_vec::<f32>().unwrap(), want);
+
+    // The output is both inputs.
+    let a = x();
+    ops::mul_out(&a, &a, &a).unwrap();
+    assert_eq!(a.to_vec::<f32>().unwrap(), xs.iter().map(|v| v * v).collect::<Vec<_>>());
+
+    // The output is the second input.
+    let b = Tensor::from_vec(ys.clone(), &[n as i64]).unwrap();
+    ops::sub_out(&x(), &b, Scalar::Int(1), &b).unwrap();
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a - b).collect();
+    assert_eq!(b.to_vec::<f32>().unwrap(), want);
+
+    // A ternary in place: self += 0.5 * y * y.
+    let a = x();
+    ops::addcmul_(&a, &y, &y, Scalar::Float(0.5)).unwrap();
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a + 0.5 * (b * b)).collect();
+    assert_eq!(a.to_vec::<f32>().unwrap(), want);
+
+    // An f64 tensor updated in place from an f32 one (the input is converted, not aliased).
+    let d = Tensor::from_vec(xs.iter().map(|&v| v as f64).collect::<Vec<_>>(), &[n as i64]).unwrap();
+    d.add_(&y).call().unwrap();
+    let want: Vec<f64> = xs.iter().zip(&ys).map(|(a, b)| *a as f64 + *b as f64).collect();
+    assert_eq!(d.to_vec::<f64>().unwrap(), want);
+
+    // A strided view updated in place (every other element).
+    let a = x();
+    let v = ops::slice(&a, 0, Some(0), Some(n as i64), 2).unwrap();
+    v.mul_(2.0).unwrap();
+    let want: Vec<f32> = xs.iter().enumerate().map(|(i, v)| if i % 2 == 0 { v * 2.0 } else { *v }).collect();
+    assert_eq!(a.to_vec::<f32>().unwrap(), want);
+}
+
 #[test]
 fn errors_are_values() {
     let a = t(&[1., 2., 3.], &[3]);
