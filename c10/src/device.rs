@@ -102,22 +102,64 @@ impl fmt::Display for Device {
     }
 }
 
+/// The device types PyTorch's device strings name, in the order its error lists them.
+const PYTORCH_DEVICE_TYPES: [&str; 20] = [
+    "cpu",
+    "cuda",
+    "ipu",
+    "xpu",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "ve",
+    "fpga",
+    "maia",
+    "xla",
+    "lazy",
+    "vulkan",
+    "mps",
+    "meta",
+    "hpu",
+    "mtia",
+    "privateuseone",
+];
+
 impl FromStr for Device {
     type Err = Error;
     fn from_str(s: &str) -> Result<Device> {
+        // PyTorch's grammar: a type of letters and underscores, then optionally `:` and an
+        // index without leading zeros.
+        let invalid = || Error::invalid("device", format!("Invalid device string: '{s}'"));
         let (ty, idx) = match s.split_once(':') {
             Some((t, i)) => {
-                let i: i8 = i.parse().map_err(|_| Error::invalid("device", format!("invalid device string: '{s}'")))?;
-                (t, i)
+                let digits =
+                    !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) && (i == "0" || !i.starts_with('0'));
+                (t, if digits { i.parse::<i8>().map_err(|_| invalid())? } else { return Err(invalid()) })
             }
             None => (s, -1),
         };
+        if ty.is_empty() || !ty.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_') {
+            return Err(invalid());
+        }
         let ty = match ty {
             "cpu" => DeviceType::Cpu,
             "cuda" => DeviceType::Cuda,
             "meta" => DeviceType::Meta,
             "privateuseone" => DeviceType::PrivateUse1,
-            _ => return Err(Error::invalid("device", format!("invalid device string: '{s}'"))),
+            other if PYTORCH_DEVICE_TYPES.contains(&other) => {
+                return Err(Error::invalid("device", format!("device type '{other}' is not supported by this build")));
+            }
+            other => {
+                return Err(Error::invalid(
+                    "device",
+                    format!(
+                        "Expected one of {} device type at start of device string: {other}",
+                        PYTORCH_DEVICE_TYPES.join(", ")
+                    ),
+                ))
+            }
         };
         Ok(Device { ty, index: idx })
     }

@@ -26,7 +26,7 @@ pub enum Error {
         dim: usize,
     },
     /// A shape argument or the shape of an operand is invalid for the operator.
-    #[error("{op}: {msg}")]
+    #[error("{}", prefixed(op, msg))]
     Shape {
         /// Operator name.
         op: String,
@@ -179,11 +179,39 @@ pub enum Error {
 
     // ---- everything else ----------------------------------------------------------------------
     /// An argument value is not accepted by the operator.
-    #[error("{op}: {msg}")]
+    #[error("{}", prefixed(op, msg))]
     InvalidArgument {
         /// Operator name.
         op: String,
         /// What is wrong.
+        msg: String,
+    },
+    /// An argument has a value PyTorch refuses as a value error (`TORCH_CHECK_VALUE`: Python's
+    /// `ValueError`), such as an empty list where tensors are needed.
+    #[error("{}", prefixed(op, msg))]
+    Value {
+        /// Operator name.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// An index PyTorch refuses with its own wording (`TORCH_CHECK_INDEX`: Python's
+    /// `IndexError`), where [`Error::IndexOutOfRange`]'s does not apply.
+    #[error("{}", prefixed(op, msg))]
+    Index {
+        /// Operator name.
+        op: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A linear-algebra function could not complete on its input (singular, not
+    /// positive-definite, no convergence): PyTorch's `torch.linalg.LinAlgError`, whose message
+    /// starts with the function's name (`linalg.inv: ...`).
+    #[error("{op}: {msg}")]
+    LinAlg {
+        /// The function, as PyTorch names it (`linalg.inv`).
+        op: String,
+        /// What went wrong.
         msg: String,
     },
     /// A feature that exists in PyTorch is not available in this build.
@@ -237,6 +265,15 @@ fn oom_message(device: DeviceType, nbytes: usize) -> String {
     }
 }
 
+/// `op: msg`, or `msg` alone when it already starts with `op: ` (PyTorch's own message for
+/// some checks names the function: `mm: mat1 and mat2 shapes cannot be multiplied ...`).
+fn prefixed(op: &str, msg: &str) -> String {
+    match msg.strip_prefix(op) {
+        Some(rest) if rest.starts_with(": ") => msg.to_string(),
+        _ => format!("{op}: {msg}"),
+    }
+}
+
 impl Error {
     /// The message as PyTorch words it, for front ends that show PyTorch's errors (the Python
     /// package): PyTorch's messages for shapes, indices, dimensions, casts, devices and
@@ -246,15 +283,19 @@ impl Error {
     pub fn pytorch_message(&self) -> String {
         match self {
             Error::UnsupportedDtype { op, dtype } => format!("\"{op}\" not implemented for '{}'", dtype.legacy_name()),
+            // The message alone: where PyTorch's starts with a function name (`mm: mat1 and
+            // mat2 ...`), so does ours.
+            Error::Shape { msg, .. }
+            | Error::InvalidArgument { msg, .. }
+            | Error::BoxedArgument { msg, .. }
+            | Error::Value { msg, .. }
+            | Error::Index { msg, .. } => msg.clone(),
             Error::Broadcast { op, .. }
-            | Error::Shape { op, .. }
             | Error::DimOutOfRange { op, .. }
             | Error::IndexOutOfRange { op, .. }
             | Error::ViewStride { op }
             | Error::UnsafeCast { op, .. }
-            | Error::DeviceMismatch { op, .. }
-            | Error::InvalidArgument { op, .. }
-            | Error::BoxedArgument { op, .. } => {
+            | Error::DeviceMismatch { op, .. } => {
                 let text = self.to_string();
                 match text.strip_prefix(op.as_str()).and_then(|r| r.strip_prefix(": ")) {
                     Some(rest) => rest.to_string(),

@@ -172,12 +172,26 @@ fn signature_text(f: &FunctionSchema) -> String {
     format!("{}({})", f.name, parts.join(", "))
 }
 
+/// Overloads PyTorch leaves out of its Python bindings: a Python number given for the `Tensor`
+/// overload's `other` becomes a wrapped-number tensor, so the `Scalar` forms would only change
+/// the overload lists that argument errors print.
+const SKIPPED: [&str; 8] = [
+    "add.Scalar",
+    "add_.Scalar",
+    "sub.Scalar",
+    "sub_.Scalar",
+    "mul.Scalar",
+    "mul_.Scalar",
+    "div.Scalar",
+    "div_.Scalar",
+];
+
 /// The Python bindings of `fns`, one per (namespace, name).
 pub fn python_bindings(fns: &[NativeFunction]) -> Vec<PyBinding> {
     let mut out: Vec<PyBinding> = Vec::new();
     let mut order: Vec<Vec<usize>> = Vec::new();
     for (i, f) in fns.iter().enumerate() {
-        if f.func.is_out_fn() {
+        if f.func.is_out_fn() || SKIPPED.contains(&op_name(&f.func).as_str()) {
             continue;
         }
         let base = &f.func.name;
@@ -275,13 +289,17 @@ mod tests {
         let fns = parse_native_functions(
             "n.yaml",
             "\
-- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+- func: rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
   variants: function, method
-- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+- func: rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
   variants: function, method
-- func: add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-- func: add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+- func: rsub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+- func: rsub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
   variants: method
+- func: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  variants: function, method
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
 - func: max(Tensor self) -> Tensor
   variants: function, method
 - func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
@@ -297,22 +315,25 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("add", Namespace::Torch, true, true),
-                ("add_", Namespace::Torch, false, true),
+                ("rsub", Namespace::Torch, true, true),
+                ("rsub_", Namespace::Torch, false, true),
+                ("mul", Namespace::Torch, true, true),
                 ("max", Namespace::Torch, true, true),
                 ("norm", Namespace::Linalg, true, false)
             ]
         );
-        // add.Tensor is tried first although the YAML lists add.Scalar first; only it has an
+        // rsub.Tensor is tried first although the YAML lists rsub.Scalar first; only it has an
         // out= variant with its arguments.
         assert_eq!(
             b[0].overloads,
-            [("add.Tensor".to_string(), Some("add.out".to_string())), ("add.Scalar".into(), None)]
+            [("rsub.Tensor".to_string(), Some("rsub.out".to_string())), ("rsub.Scalar".into(), None)]
         );
-        assert_eq!(b[2].overloads[1], ("max.dim".to_string(), Some("max.dim_max".to_string())));
+        // mul.Scalar is one of the overloads PyTorch does not bind.
+        assert_eq!(b[2].overloads, [("mul.Tensor".to_string(), None)]);
+        assert_eq!(b[3].overloads[1], ("max.dim".to_string(), Some("max.dim_max".to_string())));
         let text = &generate_python(&fns)[0].contents;
         assert!(text.contains(
-            "Binding { name: \"add\", namespace: Namespace::Torch, function: true, method: true, overloads: &[(\"add.Tensor\", Some(\"add.out\")), (\"add.Scalar\", None)] },"
+            "Binding { name: \"rsub\", namespace: Namespace::Torch, function: true, method: true, overloads: &[(\"rsub.Tensor\", Some(\"rsub.out\")), (\"rsub.Scalar\", None)] },"
         ));
     }
 }

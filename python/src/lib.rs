@@ -516,6 +516,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("_LinAlgError", py.get_type::<errors::_LinAlgError>())?;
     m.add_function(wrap_pyfunction!(_schema_arguments, m)?)?;
     m.add_function(wrap_pyfunction!(_load_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;

@@ -71,11 +71,30 @@ struct Sig {
     factory: bool,
 }
 
+impl Sig {
+    /// How many arguments a call of this overload may take, as PyTorch's parser counts them:
+    /// those without a default, and all of them (`self` not counted for a method call; `out=`
+    /// and a factory's `requires_grad=` counted).
+    fn arg_range(&self, method: bool) -> (usize, usize) {
+        let params = self.schema.arguments.iter().filter(|a| !(is_output(a) || method && a.name == "self"));
+        let (mut lo, mut hi) = (0, 0);
+        for a in params {
+            hi += 1;
+            lo += usize::from(a.default.is_none());
+        }
+        (lo, hi + usize::from(self.out.is_some()) + usize::from(self.factory))
+    }
+}
+
 /// The resolved overloads of a binding (made on first use).
 pub struct Resolved {
     sigs: Vec<Sig>,
     /// Numbers are accepted for `Tensor` arguments (PyTorch's list: the arithmetic operators).
     numbers_as_tensors: bool,
+    /// PyTorch also has deprecated signatures for this name (`add(Tensor input, Number alpha,
+    /// Tensor other)`): not callable here, but they change which `TypeError` a bad call gets
+    /// (Note [Argument errors]).
+    hidden_overloads: bool,
 }
 
 static RESOLVED: OnceLock<Vec<OnceLock<Result<Resolved, String>>>> = OnceLock::new();
@@ -118,7 +137,10 @@ fn resolve(b: &Binding) -> Result<Resolved, String> {
             base,
             "add" | "sub" | "mul" | "div" | "divide" | "multiply" | "subtract" | "true_divide" | "floor_divide"
         );
-    Ok(Resolved { sigs, numbers_as_tensors })
+    // The names of PyTorch's tools/autograd/deprecated.yaml.
+    let hidden_overloads = b.namespace == Namespace::Torch
+        && matches!(base, "add" | "sub" | "addbmm" | "addcdiv" | "addcmul" | "addmm" | "addmv" | "addr" | "baddbmm");
+    Ok(Resolved { sigs, numbers_as_tensors, hidden_overloads })
 }
 
 /// Why one overload did not bind.
@@ -320,6 +342,7 @@ impl Resolved {
         Ok(Ok(Call { op, stack, out: Some(out.unbind()), requires_grad }))
     }
 
+    /// PyTorch's `TypeError` when no overload binds (Note [Argument errors]).
     fn type_error(
         &self,
         name: &str,
@@ -328,26 +351,149 @@ impl Resolved {
         kwargs: Option<&Bound<'_, PyDict>>,
         misses: Vec<Miss>,
     ) -> PyErr {
-        if self.sigs.len() == 1 {
-            let m = misses.into_iter().next().expect("one overload, one miss");
+        let kw: Vec<(String, Bound<'_, PyAny>)> = kwargs
+            .map(|k| k.iter().map(|(k, v)| (k.str().map(|s| s.to_string()).unwrap_or_default(), v)).collect())
+            .unwrap_or_default();
+        let num_args = args.len() + kw.len();
+        let plausible: Vec<usize> = (0..self.sigs.len())
+            .filter(|&i| {
+                let (lo, hi) = self.sigs[i].arg_range(method);
+                (lo..=hi).contains(&num_args)
+            })
+            .collect();
+        // PyTorch's deprecated signatures are hidden from the lists but still count here.
+        let only = match (self.sigs.len(), plausible.as_slice()) {
+            (1, _) if !self.hidden_overloads => Some(0),
+            (_, [i]) => Some(*i),
+            _ => None,
+        };
+        if let Some(i) = only {
+            let m = misses.into_iter().nth(i).expect("one miss per overload");
             return PyTypeError::new_err(single_error(name, &m));
         }
-        let mut got: Vec<String> = args.iter().map(|a| py_type_name(&a)).collect();
-        if let Some(kw) = kwargs {
-            for (k, v) in kw.iter() {
-                got.push(format!("{}={}", k.str().map(|s| s.to_string()).unwrap_or_default(), py_type_name(&v)));
-            }
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let mut msg = format!("{name}() received an invalid combination of arguments - ");
+        // PyTorch's own trailing ", " after keywords when no positional argument was given.
+        let mut desc: String = args.iter().map(|a| format!("{}, ", py_type_name(a))).collect();
+        desc.extend(kw.iter().map(|(k, v)| format!("{k}={}, ", py_type_name(v))));
+        if !args.is_empty() {
+            desc.truncate(desc.len() - 2);
         }
-        let mut msg = format!(
-            "{name}() received an invalid combination of arguments - got ({}{}), but expected one of:",
-            got.join(", "),
-            if kwargs.is_some_and(|k| !k.is_empty()) { ", " } else { "" }
-        );
-        for s in &self.sigs {
-            msg.push_str(&format!("\n * ({})", signature(&s.schema, method, s.out.is_some())));
+        let options: Vec<String> =
+            self.sigs.iter().map(|s| format!("({})", signature(&s.schema, method, s.out.is_some()))).collect();
+        if let [text] = options.as_slice() {
+            let option = parse_option(text);
+            let unmatched = unmatched_keywords(&option, &kw);
+            if !unmatched.is_empty() {
+                msg.push_str(&format!("got unrecognized keyword arguments: {}", unmatched.join(", ")));
+            } else if option.len() == num_args {
+                msg.push_str(&format!("got {}, but expected {text}", marked_types(&option, &args, &kw)));
+            } else {
+                msg.push_str(&format!("got ({desc}), but expected {text}"));
+            }
+            return PyTypeError::new_err(msg);
+        }
+        msg.push_str(&format!("got ({desc}), but expected one of:\n"));
+        for text in &options {
+            let option = parse_option(text);
+            msg.push_str(&format!(" * {text}\n"));
+            if option.len() != num_args {
+                continue;
+            }
+            let unmatched = unmatched_keywords(&option, &kw);
+            if unmatched.is_empty() {
+                msg.push_str(&format!(
+                    "      didn't match because some of the arguments have invalid types: {}\n",
+                    marked_types(&option, &args, &kw)
+                ));
+            } else {
+                msg.push_str(&format!(
+                    "      didn't match because some of the keywords were incorrect: {}\n",
+                    unmatched.join(", ")
+                ));
+            }
         }
         PyTypeError::new_err(msg)
     }
+}
+
+// Note [Argument errors]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// When no overload binds, PyTorch's parser (`PythonArgParser::print_error`) counts the
+// overloads whose argument count fits the call (between their required and total arguments).
+// With one overload in all, or one that fits, the error is that overload's own ("argument
+// 'other' (position 2) must be Tensor, not str"). Otherwise it lists every signature
+// (`format_invalid_args`), and under each one whose printed parameters number exactly the given
+// arguments it says why it did not match: the keywords it does not take, or the arguments with
+// the wrong type between `!`s. That check reads the printed signature as PyTorch's does,
+// splitting at ", " and taking the text before a parameter's last space as its type, so `*`
+// counts as a parameter and a defaulted one (`Number alpha = 1`) never matches a value; the
+// messages below reproduce that, quirks included, because users and tests match on them.
+
+/// A printed signature's parameters as PyTorch's error formatter reads them: (type, name).
+fn parse_option(text: &str) -> Vec<(String, String)> {
+    let inner = &text[1..text.len() - 1];
+    if inner.is_empty() {
+        return Vec::new();
+    }
+    inner
+        .split(", ")
+        .map(|p| match p.rfind(' ') {
+            Some(k) => (p[..k].to_string(), p[k + 1..].to_string()),
+            None => (p.to_string(), p.to_string()),
+        })
+        .collect()
+}
+
+/// Whether a value's Python type is the one a printed parameter names (`float` also takes
+/// `int`).
+fn option_type_matches(ty: &str, v: &Bound<'_, PyAny>) -> bool {
+    let got = py_type_name(v);
+    match ty {
+        "float" => got == "float" || got == "int",
+        _ => got == ty,
+    }
+}
+
+/// The keywords a printed signature's last parameters do not name (PyTorch looks for them
+/// among as many trailing parameters as there are keywords).
+fn unmatched_keywords<'a>(option: &[(String, String)], kw: &'a [(String, Bound<'_, PyAny>)]) -> Vec<&'a str> {
+    let start = option.len().saturating_sub(kw.len());
+    kw.iter().filter(|(k, _)| !option[start..].iter().any(|(_, n)| n == k)).map(|(k, _)| k.as_str()).collect()
+}
+
+/// The given arguments' types against a printed signature's, the wrong ones between `!`s:
+/// `(Tensor, !str!)`.
+fn marked_types(option: &[(String, String)], args: &[Bound<'_, PyAny>], kw: &[(String, Bound<'_, PyAny>)]) -> String {
+    let mut parts = Vec::with_capacity(option.len());
+    for (i, (ty, pname)) in option.iter().enumerate() {
+        let (label, v) = if i < args.len() {
+            (String::new(), Some(&args[i]))
+        } else {
+            (format!("{pname}="), kw.iter().find(|(k, _)| k == pname).map(|(_, v)| v))
+        };
+        let Some(v) = v else {
+            parts.push(format!("!{label}?!"));
+            continue;
+        };
+        let shown = format!("{label}{}", described(v));
+        parts.push(if option_type_matches(ty, v) { shown } else { format!("!{shown}!") });
+    }
+    format!("({})", parts.join(", "))
+}
+
+/// A value as the error formatter shows it: its type, or a list's or tuple's element types.
+fn described(v: &Bound<'_, PyAny>) -> String {
+    if let Ok(t) = v.cast::<PyTuple>() {
+        let items: Vec<String> = t.iter().map(|e| py_type_name(&e)).collect();
+        let comma = if items.len() == 1 { "," } else { "" };
+        return format!("tuple of ({}{comma})", items.join(", "));
+    }
+    if let Ok(l) = v.cast::<PyList>() {
+        let items: Vec<String> = l.iter().map(|e| py_type_name(&e)).collect();
+        return format!("list of [{}]", items.join(", "));
+    }
+    py_type_name(v)
 }
 
 fn single_error(name: &str, m: &Miss) -> String {

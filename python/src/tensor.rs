@@ -420,8 +420,9 @@ impl PyTensor {
     fn __bool__(&self) -> PyResult<bool> {
         if self.tensor.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
-                if self.tensor.numel() == 0 { "no".to_string() } else { "more than one".to_string() }
+                "Boolean value of Tensor with {} value{} is ambiguous",
+                if self.tensor.numel() == 0 { "no" } else { "more than one" },
+                if self.tensor.numel() == 0 { "s" } else { "" }
             )));
         }
         if self.tensor.dtype().is_complex() {

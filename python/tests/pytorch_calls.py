@@ -147,6 +147,71 @@ def calls(torch, F):
     }
 
 
+def errors(torch, F):
+    """name -> a function making one call that PyTorch refuses; the class and the whole message
+    are compared."""
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    i = torch.tensor([1, 2, 3])
+    return {
+     "broadcast": lambda: x + torch.ones(3),
+     "broadcast_inplace": lambda: torch.ones(1, 4).add_(x),
+     "dim_range": lambda: x.sum(5),
+     "dim_range_neg": lambda: x.softmax(-3),
+     "select_range": lambda: x.select(0, 5),
+     "index_range": lambda: x[7],
+     "index_tensor_range": lambda: x[torch.tensor([0, 9])],
+     "view_size": lambda: x.view(5),
+     "view_stride": lambda: x.t().view(12),
+     "reshape_size": lambda: x.reshape(5, -1),
+     "matmul_shapes": lambda: x @ x,
+     "mm_shapes": lambda: torch.mm(x, torch.ones(3, 2)),
+     "mv_shapes": lambda: torch.mv(x, torch.ones(3)),
+     "inplace_cast": lambda: i.add_(1.5),
+     "inplace_float_into_int": lambda: i.mul_(torch.tensor([0.5])),
+     "cat_shapes": lambda: torch.cat([x, torch.ones(2, 3)]),
+     "cat_empty_list": lambda: torch.cat([]),
+     "stack_shapes": lambda: torch.stack([x, torch.ones(4, 3)]),
+     "item_many": lambda: x.item(),
+     "bool_many": lambda: bool(x),
+     "expand_size": lambda: torch.ones(2, 3).expand(4, 3),
+     "permute_dims": lambda: x.permute(0),
+     "transpose_dim": lambda: x.transpose(0, 2),
+     "squeeze_dim": lambda: x.squeeze(3),
+     "gather_index": lambda: torch.gather(x, 1, torch.tensor([[9]])),
+     "index_select_dtype": lambda: x.index_select(0, torch.tensor([0.0])),
+     "randn_negative": lambda: torch.randn(-1),
+     "zeros_negative": lambda: torch.zeros(2, -3),
+     "arange_step": lambda: torch.arange(0, 1, 0),
+     "linspace_steps": lambda: torch.linspace(0, 1, -1),
+     "cross_entropy_target": lambda: F.cross_entropy(x, torch.tensor([0, 1])),
+     "nll_class": lambda: F.nll_loss(x.log_softmax(1), torch.tensor([0, 1, 7])),
+     "linear_shapes": lambda: F.linear(x, torch.ones(2, 3)),
+     "conv_channels": lambda: F.conv2d(torch.ones(1, 3, 5, 5), torch.ones(2, 4, 3, 3)),
+     "conv_rank": lambda: F.conv2d(torch.ones(5, 5), torch.ones(2, 1, 3, 3)),
+     "backward_no_grad": lambda: x.sum().backward(),
+     "backward_nonscalar": lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
+     "leaf_inplace": lambda: torch.ones(2, requires_grad=True).add_(1),
+     "numpy_requires_grad": lambda: torch.ones(2, requires_grad=True).numpy(),
+     "inv_singular": lambda: torch.linalg.inv(torch.zeros(2, 2)),
+     "cholesky_not_pd": lambda: torch.linalg.cholesky(-torch.eye(2)),
+     "solve_shapes": lambda: torch.linalg.solve(torch.eye(2), torch.ones(3)),
+     "int_pow_negative": lambda: torch.tensor([2]) ** -1,
+     "div_mode": lambda: torch.div(x, 2, rounding_mode="up"),
+     "bitwise_float": lambda: x & x,
+     "type_add_str": lambda: torch.add(x, "a"),
+     "type_ones_str": lambda: torch.ones("a"),
+     "type_unexpected_kw": lambda: x.sum(dimension=1),
+     "type_kw_only": lambda: torch.ones(2).sum(keepdim="yes"),
+     "type_missing": lambda: torch.add(x),
+     "type_tensor_method": lambda: x.sum("a"),
+     "type_didnt_match": lambda: torch.ones(2).sum("a", "b"),
+     "type_list_arg": lambda: torch.cat(x, ["a"]),
+     "tensor_ragged": lambda: torch.tensor([[1, 2], [3]]),
+     "to_dtype_name": lambda: x.to("float99"),
+     "device_name": lambda: torch.device("gpu"),
+    }
+
+
 def run(module):
     torch = importlib.import_module(module)
     F = importlib.import_module(module + ".nn.functional")
@@ -159,6 +224,22 @@ def run(module):
     return out
 
 
+def run_errors(module):
+    """name -> [class name, message] of each call of `errors`; a call that raised nothing
+    gives ["no error", repr(result)]."""
+    torch = importlib.import_module(module)
+    F = importlib.import_module(module + ".nn.functional")
+    out = {}
+    for name, f in errors(torch, F).items():
+        try:
+            out[name] = ["no error", repr(f())]
+        except Exception as e:  # noqa: BLE001 - the error is the result
+            out[name] = [type(e).__name__, str(e)]
+    return out
+
+
 if __name__ == "__main__":
+    module = importlib.import_module(sys.argv[1])
     with open(sys.argv[2], "w") as f:
-        json.dump({"generator": f"torch {importlib.import_module(sys.argv[1]).__version__}", "reprs": run(sys.argv[1])}, f, indent=0, sort_keys=True)
+        json.dump({"generator": f"torch {module.__version__}", "reprs": run(sys.argv[1]), "errors": run_errors(sys.argv[1])},
+                  f, indent=0, sort_keys=True)

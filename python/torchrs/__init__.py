@@ -133,6 +133,7 @@ def _submodule(name, functions, doc):
 
 
 linalg = _submodule("linalg", _C._linalg_functions, "torch.linalg: the linalg_* operators.")
+linalg.LinAlgError = _C._LinAlgError
 fft = _submodule("fft", _C._fft_functions, "torch.fft: the fft_* operators.")
 special = _submodule("special", _C._special_functions, "torch.special: the special_* operators.")
 # torch.special's aliases of operators that live under their own names.

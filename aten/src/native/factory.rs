@@ -365,7 +365,7 @@ pub fn zeros(
     pin_memory: Option<bool>,
 ) -> Result<Tensor> {
     if size.iter().any(|&s| s < 0) {
-        return Err(Error::shape("zeros", "Dimension size must be non-negative."));
+        return Err(Error::shape("zeros", "zeros: Dimension size must be non-negative."));
     }
     let t = empty_memory_format(size, dtype, layout, device, pin_memory, None)?;
     zero_(&t)

@@ -24,10 +24,12 @@ fn assign(self_: &Tensor, r: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
 }
 
-/// The values of an index tensor, which must have one of the `allowed` dtypes.
-fn index_values(op: &str, t: &Tensor, allowed: &[ScalarType], msg: &str) -> Result<Vec<i64>> {
+/// The values of an index tensor, which must have one of the `allowed` dtypes (else the error
+/// says `msg`, then `, but got <dtype>` when `but_got`).
+fn index_values(op: &str, t: &Tensor, allowed: &[ScalarType], msg: &str, but_got: bool) -> Result<Vec<i64>> {
     if !allowed.contains(&t.dtype()) {
-        return Err(Error::invalid(op, format!("{msg}, but got {}", t.dtype().cpp_name())));
+        let got = if but_got { format!(", but got {}", t.dtype().cpp_name()) } else { String::new() };
+        return Err(Error::invalid(op, format!("{msg}{got}")));
     }
     t.to_vec::<i64>()
 }
@@ -65,6 +67,7 @@ fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
         index,
         &[ScalarType::I64, ScalarType::I32],
         "index_select(): Expected dtype int32 or int64 for index",
+        false,
     )?;
     let d = wrap_dim(op, dim, self_.dim())?;
     let sizes = nonempty_sizes(self_);
@@ -100,10 +103,7 @@ fn index_select_on_device(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Te
         });
     }
     if !matches!(index.dtype(), ScalarType::I64 | ScalarType::I32) {
-        return Err(Error::invalid(
-            op,
-            format!("index_select(): Expected dtype int32 or int64 for index, but got {}", index.dtype().cpp_name()),
-        ));
+        return Err(Error::invalid(op, "index_select(): Expected dtype int32 or int64 for index"));
     }
     let d = wrap_dim(op, dim, self_.dim())?;
     let sizes = nonempty_sizes(self_);
@@ -212,7 +212,8 @@ fn scatter_gather_positions(
                 let sp: i64 = src_cs.as_ref().map_or(0, |scs| m.iter().zip(scs.iter()).map(|(a, b)| a * b).sum());
                 out.push((pos as usize, sp as usize));
             }
-            Err(e) => err = Some(e),
+            // PyTorch's gather and scatter check with TORCH_CHECK: a RuntimeError, same words.
+            Err(e) => err = Some(Error::invalid(op, e.pytorch_message())),
         }
         k += 1;
     });
@@ -435,7 +436,7 @@ fn index_along(
     }
     let allowed: &[ScalarType] =
         if op.starts_with("index_add") { &[ScalarType::I64, ScalarType::I32] } else { &[ScalarType::I64] };
-    let idx = index_values(op, index, allowed, &format!("{op}(): Expected a long tensor for index"))?;
+    let idx = index_values(op, index, allowed, &format!("{op}(): Expected a long tensor for index"), true)?;
     let s = nonempty_sizes(self_);
     let idx = idx.iter().map(|&i| check_index(op, i, d, s[d], true)).collect::<Result<Vec<i64>>>()?;
     let cs = contiguous_strides(&s);
@@ -1294,6 +1295,7 @@ pub fn index_reduce(
         index,
         &[ScalarType::I64, ScalarType::I32],
         "index_reduce_(): Expected dtype int32/int64 for index",
+        true,
     )?;
     let (s, src) = (nonempty_sizes(self_), nonempty_sizes(source));
     let src_ok =

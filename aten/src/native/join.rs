@@ -37,7 +37,7 @@ pub(crate) fn write_out(op: &str, out: &Tensor, result: &Tensor) -> Result<Tenso
 /// legacy empty 1-d tensors of shape `[0]`) and the wrapped dim.
 fn cat_plan(tensors: &[Tensor], dim: i64) -> Result<(Vec<i64>, c10::ScalarType, Vec<&Tensor>, usize)> {
     let Some(first) = tensors.first() else {
-        return Err(Error::invalid("cat", "torch.cat(): expected a non-empty list of Tensors"));
+        return Err(Error::Value { op: "cat".into(), msg: "torch.cat(): expected a non-empty list of Tensors".into() });
     };
     let dtype = tensors.iter().skip(1).fold(first.dtype(), |d, t| promote_types(d, t.dtype()));
     for (i, t) in tensors.iter().enumerate() {

@@ -181,7 +181,7 @@ fn left_system(op: &str, a: &Tensor, b: &Tensor) -> Result<(Vec<i64>, usize, i64
     if bm != n {
         return Err(Error::shape(
             op,
-            format!("Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bm}x{k})"),
+            format!("{op}: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bm}x{k})"),
         ));
     }
     let batch = broadcast_batch(op, &batch_of(a, 2).0, &batch_of(b, 2).0)?;
@@ -515,10 +515,10 @@ pub fn linalg_cholesky_ex(a: &Tensor, upper: bool, check_errors: bool) -> Result
     if check_errors {
         if let Some((b, &i)) = info.iter().enumerate().find(|(_, &i)| i > 0) {
             let at = if count > 1 { format!("(Batch element {b}): ") } else { String::new() };
-            return Err(Error::invalid(
-                op,
-                format!("{at}The factorization could not be completed because the input is not positive-definite (the leading minor of order {i} is not positive-definite)."),
-            ));
+            return Err(Error::LinAlg {
+                op: op.into(),
+                msg: format!("{at}The factorization could not be completed because the input is not positive-definite (the leading minor of order {i} is not positive-definite)."),
+            });
         }
     }
     Ok((l, Tensor::from_vec(info, &batch)?))
@@ -921,6 +921,10 @@ pub fn linalg_solve_ex(a: &Tensor, b: &Tensor, left: bool, check_errors: bool) -
         return Err(Error::shape(op, "The input tensor B must have at least 1 dimension."));
     }
     let bm = if vector { ops::unsqueeze(b, if left { -1 } else { -2 })? } else { b.clone() };
+    if left {
+        // The shapes are checked before A is factored, under this function's name.
+        left_system(op, a, &bm)?;
+    }
     let (lu, piv, info) = crate::ops::linalg_lu_factor_ex(a, true, false)?;
     if check_errors {
         singular_error(op, &info, |_| "The solver failed because the input matrix is singular.".to_string())?;
@@ -934,7 +938,7 @@ fn singular_error(op: &str, info: &Tensor, msg: impl Fn(i32) -> String) -> Resul
     let v = info.to_vec::<i32>()?;
     if let Some((b, &i)) = v.iter().enumerate().find(|(_, &i)| i > 0) {
         let at = if info.dim() > 0 { format!("(Batch element {b}): ") } else { String::new() };
-        return Err(Error::invalid(op, format!("{at}{}", msg(i))));
+        return Err(Error::LinAlg { op: op.into(), msg: format!("{at}{}", msg(i)) });
     }
     Ok(())
 }

@@ -671,7 +671,7 @@ fn check_mm_shapes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
         return Err(Error::shape(
             op,
             format!(
-                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
                 a.sizes()[0],
                 a.sizes()[1],
                 b.sizes()[0],

@@ -459,7 +459,7 @@ fn nll_reduce(
                 continue;
             }
             if t < 0 || t as usize >= p.c {
-                return Err(Error::IndexOutOfRange { op: op.into(), index: t, dim: 1, size: p.c as i64 });
+                return Err(Error::Index { op: op.into(), msg: format!("Target {t} is out of bounds.") });
             }
             let wt = weight.map_or(1.0, |w| w[t as usize]);
             let mut l = -wt * p.x[p.at(i, t as usize, j)];
@@ -532,14 +532,14 @@ fn check_nll_nd(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
         return Err(Error::shape(op, format!("Expected 1 or more dimensions (got {})", input.dim())));
     }
     if input.dim() != 1 && target.dim() >= 1 && input.sizes()[0] != target.sizes()[0] {
-        return Err(Error::shape(
-            op,
-            format!(
+        return Err(Error::Value {
+            op: op.into(),
+            msg: format!(
                 "Expected input batch_size ({}) to match target batch_size ({}).",
                 input.sizes()[0],
                 target.sizes()[0]
             ),
-        ));
+        });
     }
     match input.dim() {
         1 | 2 => check_nll_1d_2d(op, input, target),

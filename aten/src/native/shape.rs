@@ -375,7 +375,13 @@ pub fn select(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let d = wrap_dim("select", dim, self_.dim())?;
     let size = self_.sizes()[d];
     if index < -size || index >= size {
-        return Err(Error::IndexOutOfRange { op: "select".into(), index, dim: d as i64, size });
+        return Err(Error::Index {
+            op: "select".into(),
+            msg: format!(
+                "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
+                self_.sizes()
+            ),
+        });
     }
     let i = if index < 0 { index + size } else { index };
     let mut sizes = DimVec::from_slice(self_.sizes());

@@ -71,7 +71,7 @@ fn use_avx2() -> bool {
 /// Whether an input of element type `A` at `a` is the output at `o`, element for element.
 #[inline(always)]
 fn same_slot<O, A>(o: *mut O, a: *const A) -> bool {
-    size_of::<O>() == size_of::<A>() && o as usize == a as usize
+    size_of::<O>() == size_of::<A>() && std::ptr::eq(o.cast_const().cast::<u8>(), a.cast::<u8>())
 }
 
 /// Note [AVX2 elementwise runs]: the crate is compiled for baseline x86-64, so a kernel
