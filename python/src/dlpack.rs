@@ -305,6 +305,9 @@ pub fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>
         } else {
             std::slice::from_raw_parts(dl.strides, ndim).to_vec()
         };
+        if sizes.iter().any(|&n| n < 0) {
+            return fail(format!("from_dlpack: negative sizes {sizes:?}"));
+        }
         if strides.iter().any(|&s| s < 0) {
             return fail("from_dlpack: negative strides are not supported".into());
         }
@@ -315,6 +318,21 @@ pub fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>
             item + sizes.iter().zip(&strides).map(|(&n, &s)| (n - 1) * s.max(0) * item).sum::<i64>()
         };
         let data = (dl.data as *mut u8).wrapping_add(dl.byte_offset as usize);
+        // Our kernels read elements through typed pointers: a tensor with elements needs data
+        // there, aligned for its element type. (PyTorch's efficient zero tensors, such as some
+        // gradients, export a null pointer: materialise them before handing them over.)
+        if extent > 0 && dl.data.is_null() {
+            return fail(format!(
+                "from_dlpack: the tensor has {} elements but a null data pointer",
+                sizes.iter().product::<i64>()
+            ));
+        }
+        if extent > 0 && (data as usize) % st.size() != 0 {
+            return fail(format!(
+                "from_dlpack: the data at {data:p} is not aligned to its {}-byte elements",
+                st.size()
+            ));
+        }
         let dp = DataPtr::from_raw(
             NonNull::new(data).unwrap_or(NonNull::dangling()),
             ctx,

@@ -150,6 +150,14 @@ pub fn from_numpy(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     // SAFETY: the array's data pointer and layout come from numpy; the storage holds a
     // reference to the array (released by `release_array`), so the memory outlives the tensor.
     let data = unsafe { (*arr.as_array_ptr()).fields.data as *mut u8 };
+    // Our kernels read elements through typed pointers, which must be aligned (numpy can make
+    // unaligned arrays: np.frombuffer(buf, offset=1)).
+    if extent > 0 && (data as usize) % (item as usize) != 0 {
+        return Err(PyValueError::new_err(format!(
+            "from_numpy: the array's data is not aligned to its {item}-byte elements; copy it first \
+             (numpy.require(a, requirements=\"A\"))"
+        )));
+    }
     let ptr = NonNull::new(data).unwrap_or(NonNull::dangling());
     let ctx = Box::into_raw(Box::new(arr.clone().into_any().unbind())).cast::<()>();
     // SAFETY: `ptr` stays valid while `ctx` (the array) is held, and `release_array` frees

@@ -130,6 +130,19 @@ def test_dlpack_lifetimes_and_refusals():
         torch.from_dlpack(cap)  # a capsule is consumed once
 
 
+def test_unaligned_or_dataless_memory_is_refused():
+    # numpy can make arrays whose data is not aligned to their elements; our kernels read
+    # through typed pointers, so such an array is refused instead of read unaligned.
+    buf = np.zeros(9 * 8 + 1, dtype=np.uint8)
+    odd = np.frombuffer(buf.data, dtype=np.float64, count=9, offset=1)
+    with pytest.raises(ValueError, match="not aligned"):
+        torch.from_numpy(odd)
+    assert torch.from_numpy(np.require(odd, requirements="A")).tolist() == [0.0] * 9
+    if not odd.flags.aligned:
+        with pytest.raises((BufferError, ValueError, TypeError)):
+            torch.from_dlpack(odd)
+
+
 def test_inference_mode_and_anomaly_mode():
     x = torch.ones(2, requires_grad=True)
     with torch.inference_mode():

@@ -10,7 +10,14 @@ the test (a ratchet: the list may only shrink).
 Any other directory of cases in the same format runs from the command line, as
 `cargo xtask parity DIR` does for the Rust side (CI runs the shared parity set this way):
 
-    python python/tests/test_parity.py parity ../shared/parity
+    python python/tests/test_parity.py parity ../shared/parity [--reference torch]
+
+With PyTorch installed (CI), every case also runs through PyTorch itself, from the same inputs
+(handed over by DLPack) and the same Python call, and our outputs and gradients are compared
+with what PyTorch computes there and then (`test_opinfo_samples_agree_with_pytorch_run_now`;
+`--reference torch` on the command line). A case PyTorch itself refuses, or whose stored values
+PyTorch no longer reproduces (random operators seeded differently), is compared with the stored
+values instead and counted on its own line.
 """
 
 import gzip
@@ -65,7 +72,7 @@ def _number(v):
     return float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
 
 
-def _arg(a, tensors, diff):
+def _arg(a, tensors, diff, m=torch):
     if a is None:
         return None
     if "tensor" in a:
@@ -91,7 +98,7 @@ def _arg(a, tensors, diff):
     if "str" in a:
         # Layouts and memory formats are objects in Python (the generator wrote their names).
         name = _OBJECTS.get(a["str"])
-        return getattr(torch, name) if name else a["str"]
+        return getattr(m, name) if name else a["str"]
     for key in ("int", "float", "bool"):
         if key in a:
             return _number(a[key])
@@ -99,21 +106,34 @@ def _arg(a, tensors, diff):
         if key in a:
             return [_number(v) for v in a[key]]
     if "dtype" in a:
-        return getattr(torch, a["dtype"])
+        return getattr(m, a["dtype"])
     raise ValueError(f"unknown argument form {a}")
 
 
-def _callable(op, first):
+def _callable(op, first, m=torch):
     base = op.split(".")[0]
-    for prefix, mod in (("linalg_", torch.linalg), ("fft_", torch.fft), ("special_", torch.special)):
+    for prefix, mod in (("linalg_", m.linalg), ("fft_", m.fft), ("special_", m.special)):
         if base.startswith(prefix) and hasattr(mod, base[len(prefix):]):
             return getattr(mod, base[len(prefix):]), False
-    if base in torch._C._torch_functions:
-        return torch._C._torch_functions[base], False
-    if isinstance(first, torch.Tensor) and hasattr(first, base):
+    # The operators bound from the schema: ours in _torch_functions, PyTorch's in
+    # _VariableFunctions.
+    if m is torch:
+        if base in torch._C._torch_functions:
+            return torch._C._torch_functions[base], False
+    else:
+        # PyTorch's torch.* operators live in torch._C._VariableFunctions; the rest are reached
+        # as torch.ops.aten.<name>.<overload> (torch._C._nn's bindings read some defaults
+        # differently: _nn.mse_loss(a, b) does not reduce).
+        if hasattr(m._C._VariableFunctions, base):
+            return getattr(m._C._VariableFunctions, base), False
+        packet = getattr(m.ops.aten, base, None)
+        overload = op.split(".")[1] if "." in op else "default"
+        if packet is not None and hasattr(packet, overload):
+            return getattr(packet, overload), False
+    if isinstance(first, m.Tensor) and hasattr(first, base):
         return getattr(first, base), True
-    if base in torch.__dict__ and callable(torch.__dict__[base]):
-        return torch.__dict__[base], False
+    if base in m.__dict__ and callable(m.__dict__[base]):
+        return m.__dict__[base], False
     return None, False
 
 
@@ -147,8 +167,9 @@ def _compare(got, want, rtol, atol):
     return None
 
 
-_BUILTINS = {
-    "prim::NumToTensor": lambda v: torch.tensor(v),
+def _builtins(m):
+    return {
+    "prim::NumToTensor": lambda v: m.tensor(v),
     "aten::Int": lambda t: int(t.item()),
     "aten::Float": lambda t: float(t.item()),
     "aten::ScalarImplicit": lambda t: t.item(),
@@ -156,10 +177,13 @@ _BUILTINS = {
     "aten::numel": lambda t: t.numel(),
     "aten::dim": lambda t: t.dim(),
     "aten::detach": lambda t: t.detach(),
-}
+    }
 
 
-def _as_python_call(op, args, kwargs):
+_BUILTINS = _builtins(torch)
+
+
+def _as_python_call(op, args, kwargs, m=torch):
     """The case lists arguments in schema order, keyword-only ones included; a Python caller
     passes those by keyword (`torch.add(x, y, alpha=2)`)."""
     try:
@@ -170,7 +194,7 @@ def _as_python_call(op, args, kwargs):
     kwargs = dict(kwargs)
     for (name, kw_only, ty), a in zip(schema, args):
         # A number where the schema takes a tensor is a wrapped number (tests/opinfo/README.md).
-        if ty in ("Tensor", "Tensor?") and isinstance(a, (bool, int, float)):
+        if ty in ("Tensor", "Tensor?") and isinstance(a, (bool, int, float)) and m is torch:
             a = torch._C._wrapped_number(a)
         if kw_only:
             kwargs[name] = a
@@ -179,7 +203,7 @@ def _as_python_call(op, args, kwargs):
     return pos + list(args[len(schema):]), kwargs
 
 
-def _run_graph(graph, inputs, tensors):
+def _run_graph(graph, inputs, tensors, m=torch):
     """A graph case: its ATen calls in order, each made from Python as a user would."""
     values = []
 
@@ -191,22 +215,23 @@ def _run_graph(graph, inputs, tensors):
             return inputs[a["input"]]
         if isinstance(a, dict) and "list" in a:
             return [val(x) for x in a["list"]]
-        return _arg(a, tensors, None)
+        return _arg(a, tensors, None, m)
 
+    builtins = _BUILTINS if m is torch else _builtins(m)
     for node in graph["nodes"]:
         op = node["op"]
         args = [val(a) for a in node.get("args", [])]
         kwargs = {k: val(v) for k, v in node.get("kwargs", {}).items()}
         if op in ("prim::ListUnpack", "prim::TupleUnpack"):
             out = list(args[0])
-        elif op in _BUILTINS:
-            out = [_BUILTINS[op](*args)]
+        elif op in builtins:
+            out = [builtins[op](*args)]
         else:
             name = op.removeprefix("aten::")
-            fn, is_method = _callable(name, args[0] if args else None)
+            fn, is_method = _callable(name, args[0] if args else None, m)
             if fn is None:
                 raise LookupError(f"no Python binding for {op}")
-            args, kwargs = _as_python_call(name, args, kwargs)
+            args, kwargs = _as_python_call(name, args, kwargs, m)
             r = fn(*(args[1:] if is_method else args), **kwargs)
             out = list(r) if isinstance(r, tuple) and node.get("outputs", 1) > 1 else [r]
         values.append(out)
@@ -276,13 +301,82 @@ def _run_case(case, tensors):
     return None
 
 
-def _check(name, cases_path, tensors_path, tmp_path):
+def _to_reference(tensors, pt):
+    """The case tensors as PyTorch's, handed over by DLPack and copied (so that neither side
+    writes into the other's inputs)."""
+    return {k: pt.from_dlpack(v).clone() for k, v in tensors.items()}
+
+
+def _from_reference(t):
+    # Copied into a fresh PyTorch tensor first: that materialises PyTorch's efficient zero
+    # tensors (some gradients), whose DLPack export has no data.
+    t = t.detach()
+    dense = t.new_empty(t.shape).copy_(t.resolve_conj().resolve_neg())
+    return torch.from_dlpack(dense).clone()
+
+
+def _reference_values(case, tensors, ptt, pt):
+    """The case run by PyTorch now, from the same inputs (`ptt`: `tensors` as PyTorch's) and the
+    same Python call: a copy of `tensors` whose expected outputs and gradients are PyTorch's new
+    values."""
+    diff = [] if "grad" in case else None
+    args = [_arg(a, ptt, diff, pt) for a in case.get("args", [])]
+    kwargs = {k: _arg(v, ptt, diff, pt) for k, v in case.get("kwargs", {}).items()}
+    if case["op"] == "graph":
+        fn, is_method = (lambda *a: _run_graph(case["graph"], a, ptt, pt)), False
+    else:
+        fn, is_method = _callable(case["op"], args[0] if args else None, pt)
+        args, kwargs = _as_python_call(case["op"], args, kwargs, pt)
+    if fn is None:
+        raise LookupError(f"PyTorch has no Python binding for {case['op']}")
+    out = fn(*(args[1:] if is_method else args), **kwargs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    live = dict(tensors)
+    for k, key in enumerate(case.get("outputs") or []):
+        if key is not None and k < len(outs) and isinstance(outs[k], pt.Tensor):
+            live[key] = _from_reference(outs[k])
+    g = case.get("grad")
+    if g and diff:
+        sel = [outs[i] for i in g["outputs"]]
+        gouts = [ptt[k] for k in g["grad_outputs"]]
+        grads = pt.autograd.grad(sel, diff, gouts, allow_unused=True)
+        for gr, key in zip(grads, g["expected"]):
+            live[key] = _from_reference(gr) if gr is not None else torch.zeros_like(tensors[key])
+    return live
+
+
+def _reproduces(case, live, stored):
+    """Whether PyTorch's values now are the stored ones, within the case's tolerances."""
+    keys = [k for k in case.get("outputs") or [] if k is not None]
+    g = case.get("grad") or {}
+    pairs = [(k, case["rtol"], case["atol"]) for k in keys]
+    pairs += [(k, g["rtol"], g["atol"]) for k in g.get("expected", [])]
+    return all(_compare(live[k], stored[k], rtol, atol) is None for k, rtol, atol in pairs)
+
+
+def _check(name, cases_path, tensors_path, tmp_path, reference=None):
+    """`reference`: PyTorch's module, to compare with its values computed now (else the stored
+    ones)."""
     cases = json.loads(cases_path.read_text())["cases"]
     tensors = _load_tensors(tensors_path, tmp_path)
     listed = _listed()
     failed = {}
+    counts = {"live": 0, "refused by PyTorch": 0, "not reproduced by PyTorch": 0}
+    ptt = _to_reference(tensors, reference) if reference is not None else None
     for case in cases:
-        why = _run_case(case, tensors)
+        expected = tensors
+        if reference is not None and not case.get("expect_error") and case.get("compare") != "meta":
+            try:
+                live = _reference_values(case, tensors, ptt, reference)
+            except Exception:  # noqa: BLE001 - a case PyTorch refuses is compared with its record
+                counts["refused by PyTorch"] += 1
+            else:
+                if _reproduces(case, live, tensors):
+                    expected = live
+                    counts["live"] += 1
+                else:
+                    counts["not reproduced by PyTorch"] += 1
+        why = _run_case(case, expected)
         if why is not None:
             failed[f"{name}:{case['id']}"] = why
     agree = 1 - len(failed) / len(cases)
@@ -291,13 +385,24 @@ def _check(name, cases_path, tensors_path, tmp_path):
     report = "\n".join(f"{k}\t{v}" for k, v in sorted(new.items()))
     print(f"{name}: {len(cases) - len(failed)} of {len(cases)} agree ({100 * agree:.1f}%); "
           f"{len(fixed)} listed disagreements now agree")
+    if reference is not None:
+        print(f"{name}: compared with PyTorch {reference.__version__} run now: " +
+              ", ".join(f"{v} {k}" for k, v in counts.items()) + " (those with the stored values)")
     assert not new, f"{len(new)} cases disagree and are not listed in {LISTED.name}:\n{report}"
     assert agree >= MIN_AGREEMENT, f"{name}: only {100 * agree:.1f}% agree"
+    return counts
 
 
 def test_opinfo_samples_agree_with_pytorch(tmp_path):
     d = ROOT / "tests" / "opinfo"
     _check("opinfo", d / "cases.json", d / "tensors.safetensors.gz", tmp_path)
+
+
+def test_opinfo_samples_agree_with_pytorch_run_now(tmp_path, pytorch):
+    d = ROOT / "tests" / "opinfo"
+    counts = _check("opinfo", d / "cases.json", d / "tensors.safetensors.gz", tmp_path, reference=pytorch)
+    # The live comparison must be the rule: the cases PyTorch computes now are most of them.
+    assert counts["live"] >= 0.9 * sum(counts.values()), counts
 
 
 def test_the_comparison_can_fail():
@@ -310,10 +415,17 @@ def test_the_comparison_can_fail():
 
 
 if __name__ == "__main__":
-    import sys
+    import argparse
+    import importlib
     import tempfile
 
-    name, directory = sys.argv[1], pathlib.Path(sys.argv[2])
-    tensors = next(p for p in (directory / "tensors.safetensors", directory / "tensors.safetensors.gz") if p.exists())
+    cli = argparse.ArgumentParser(description="Runs a directory of parity cases through torchrs.")
+    cli.add_argument("name")
+    cli.add_argument("directory", type=pathlib.Path)
+    cli.add_argument("--reference", help="a module to compute the expected values now (torch)")
+    opts = cli.parse_args()
+    ref = importlib.import_module(opts.reference) if opts.reference else None
+    tensors = next(p for p in (opts.directory / "tensors.safetensors", opts.directory / "tensors.safetensors.gz")
+                   if p.exists())
     with tempfile.TemporaryDirectory() as tmp:
-        _check(name, directory / "cases.json", tensors, pathlib.Path(tmp))
+        _check(opts.name, opts.directory / "cases.json", tensors, pathlib.Path(tmp), reference=ref)

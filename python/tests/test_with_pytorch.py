@@ -90,6 +90,17 @@ def test_capsules_and_protocol_details(pytorch):
     assert torch.from_dlpack(pytorch.tensor(7)).item() == 7
 
 
+def test_a_tensor_without_data_is_refused(pytorch):
+    # PyTorch's efficient zero tensors (sgn's gradient, for one) export a null data pointer
+    # with elements: refused, not read.
+    x = pytorch.tensor([2.0, -1.0], requires_grad=True)
+    (g,) = pytorch.autograd.grad(pytorch.sgn(x).sum(), x)
+    assert g._is_zerotensor() and g.data_ptr() == 0
+    with pytest.raises(BufferError, match="null data pointer"):
+        torch.from_dlpack(g)
+    assert torch.from_dlpack(g.new_empty(2).copy_(g)).tolist() == [0.0, 0.0]
+
+
 def test_numpy_inputs_give_pytorchs_results(pytorch):
     # The same numpy input through both libraries: a few everyday computations agree.
     import numpy as np
