@@ -327,7 +327,7 @@ pub fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>
                 sizes.iter().product::<i64>()
             ));
         }
-        if extent > 0 && (data as usize) % st.size() != 0 {
+        if extent > 0 && !(data as usize).is_multiple_of(st.size()) {
             return fail(format!(
                 "from_dlpack: the data at {data:p} is not aligned to its {}-byte elements",
                 st.size()

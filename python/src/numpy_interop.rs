@@ -152,7 +152,7 @@ pub fn from_numpy(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let data = unsafe { (*arr.as_array_ptr()).fields.data as *mut u8 };
     // Our kernels read elements through typed pointers, which must be aligned (numpy can make
     // unaligned arrays: np.frombuffer(buf, offset=1)).
-    if extent > 0 && (data as usize) % (item as usize) != 0 {
+    if extent > 0 && !(data as usize).is_multiple_of(item as usize) {
         return Err(PyValueError::new_err(format!(
             "from_numpy: the array's data is not aligned to its {item}-byte elements; copy it first \
              (numpy.require(a, requirements=\"A\"))"

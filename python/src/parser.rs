@@ -139,8 +139,75 @@ fn resolve(b: &Binding) -> Result<Resolved, String> {
         );
     // The names of PyTorch's tools/autograd/deprecated.yaml.
     let hidden_overloads = b.namespace == Namespace::Torch
-        && matches!(base, "add" | "sub" | "addbmm" | "addcdiv" | "addcmul" | "addmm" | "addmv" | "addr" | "baddbmm");
+        && matches!(
+            base,
+            "add" | "sub" | "addbmm" | "addcdiv" | "addcmul" | "addmm" | "addmv" | "addr" | "baddbmm" | "sspaddmm"
+        );
     Ok(Resolved { sigs, numbers_as_tensors, hidden_overloads })
+}
+
+// Note [Deprecated signatures]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch still accepts a few old argument orders (tools/autograd/deprecated.yaml):
+// `torch.add(x, 2, y)` is `x + 2 * y`, `torch.addmm(beta, m, alpha, a, b)` puts the scalars
+// first. They are tried only after every current signature failed, are left out of the
+// `TypeError` lists (but counted when it is chosen, Note [Argument errors]), take positional
+// arguments (and `out=` for `add`), and warn once per process, as PyTorch's `TORCH_WARN_ONCE`,
+// that the overload is deprecated.
+
+/// One deprecated signature: its parameters in their old order, named as the current
+/// operator's arguments (which it calls; `alpha`/`beta` left out take their defaults).
+struct Deprecated {
+    name: &'static str,
+    params: &'static [&'static str],
+    op: &'static str,
+    out: bool,
+}
+
+const DEPRECATED: [Deprecated; 15] = [
+    Deprecated { name: "add", params: &["self", "alpha", "other"], op: "add.Tensor", out: true },
+    Deprecated { name: "sub", params: &["self", "alpha", "other"], op: "sub.Tensor", out: false },
+    Deprecated { name: "addcdiv", params: &["self", "value", "tensor1", "tensor2"], op: "addcdiv", out: false },
+    Deprecated { name: "addcmul", params: &["self", "value", "tensor1", "tensor2"], op: "addcmul", out: false },
+    Deprecated { name: "addbmm", params: &["beta", "self", "alpha", "batch1", "batch2"], op: "addbmm", out: false },
+    Deprecated { name: "addbmm", params: &["beta", "self", "batch1", "batch2"], op: "addbmm", out: false },
+    Deprecated { name: "addmm", params: &["beta", "self", "alpha", "mat1", "mat2"], op: "addmm", out: false },
+    Deprecated { name: "addmm", params: &["beta", "self", "mat1", "mat2"], op: "addmm", out: false },
+    Deprecated { name: "addmv", params: &["beta", "self", "alpha", "mat", "vec"], op: "addmv", out: false },
+    Deprecated { name: "addmv", params: &["beta", "self", "mat", "vec"], op: "addmv", out: false },
+    Deprecated { name: "addr", params: &["beta", "self", "alpha", "vec1", "vec2"], op: "addr", out: false },
+    Deprecated { name: "addr", params: &["beta", "self", "vec1", "vec2"], op: "addr", out: false },
+    Deprecated { name: "baddbmm", params: &["beta", "self", "alpha", "batch1", "batch2"], op: "baddbmm", out: false },
+    Deprecated { name: "baddbmm", params: &["beta", "self", "batch1", "batch2"], op: "baddbmm", out: false },
+    Deprecated { name: "sspaddmm", params: &["beta", "self", "alpha", "mat1", "mat2"], op: "sspaddmm", out: false },
+];
+
+/// PyTorch's warning for a deprecated signature, once per process.
+fn warn_deprecated(py: Python<'_>, name: &str, d: &Deprecated, sig: &Sig, method: bool) -> PyResult<()> {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut old: Vec<String> = d
+        .params
+        .iter()
+        .filter(|p| !(method && **p == "self"))
+        .map(|p| {
+            let a = sig.schema.arguments.iter().find(|a| a.name == *p).expect("a parameter of the operator");
+            format!("{} {}", type_name(&a.ty), py_name(a, method))
+        })
+        .collect();
+    if d.out && !method {
+        old.push("*, Tensor out = None".into());
+    }
+    let msg = format!(
+        "This overload of {name} is deprecated:\n\t{name}({})\nConsider using one of the following signatures \
+         instead:\n\t{name}({})",
+        old.join(", "),
+        signature(&sig.schema, method, sig.out.is_some())
+    );
+    let msg = std::ffi::CString::new(msg).expect("no NUL in a signature");
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &msg, 1)
 }
 
 /// Why one overload did not bind.
@@ -196,7 +263,85 @@ impl Resolved {
                 Err(m) => misses.push(m),
             }
         }
+        if self.hidden_overloads {
+            for d in DEPRECATED.iter().filter(|d| d.name == name.trim_end_matches('_')) {
+                if let Some(call) = self.bind_deprecated(d, name, self_, args, kwargs)? {
+                    return Ok(call);
+                }
+            }
+        }
         Err(self.type_error(name, self_.is_some(), args, kwargs, misses))
+    }
+
+    /// A call of one of PyTorch's deprecated signatures (Note [Deprecated signatures]), or
+    /// None when it does not bind.
+    fn bind_deprecated(
+        &self,
+        d: &Deprecated,
+        name: &str,
+        self_: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Option<Call>> {
+        let mut out = None;
+        if let Some(kw) = kwargs {
+            for (k, v) in kw.iter() {
+                if k.extract::<String>()? != "out" || !d.out {
+                    return Ok(None);
+                }
+                out = (!v.is_none()).then_some(v);
+            }
+        }
+        // The given values in the deprecated order, `self` first.
+        let mut given: Vec<Bound<'_, PyAny>> = self_.into_iter().cloned().collect();
+        given.extend(args.iter());
+        if given.len() != d.params.len() {
+            return Ok(None);
+        }
+        // The in-place method (`x.add_(2, y)`) calls the in-place operator.
+        let target = match (name.ends_with('_'), d.op.split_once('.')) {
+            (false, _) => d.op.to_string(),
+            (true, Some((base, overload))) => format!("{base}_.{overload}"),
+            (true, None) => format!("{}_", d.op),
+        };
+        let Some(sig) = self.sigs.iter().find(|s| s.op.name() == target) else {
+            return Ok(None);
+        };
+        let mut stack: Stack = Vec::with_capacity(sig.schema.arguments.len() + 1);
+        for (i, a) in sig.schema.arguments.iter().enumerate() {
+            let value = match d.params.iter().position(|p| *p == a.name) {
+                Some(k) => {
+                    let v = &given[k];
+                    let is_tensor = v.is_instance_of::<PyTensor>();
+                    // The deprecated form's scalars are Python numbers and its tensors tensors.
+                    if is_tensor != matches!(a.ty, Type::Tensor) {
+                        return Ok(None);
+                    }
+                    match convert(v, &a.ty, false)? {
+                        Some(iv) => iv,
+                        None => return Ok(None),
+                    }
+                }
+                None => match &sig.defaults[i] {
+                    Some(dv) => dv.clone(),
+                    None => return Ok(None),
+                },
+            };
+            stack.push(value);
+        }
+        let (op, out) = match (out, &sig.out) {
+            (None, _) => (sig.op, None),
+            (Some(o), Some((op, _))) => match o.cast::<PyTensor>() {
+                Ok(t) => {
+                    stack.push(IValue::Tensor(t.get().tensor.clone()));
+                    (*op, Some(o.unbind()))
+                }
+                Err(_) => return Ok(None),
+            },
+            (Some(_), None) => return Ok(None),
+        };
+        warn_deprecated(self_.map(|s| s.py()).unwrap_or_else(|| args.py()), name, d, sig, self_.is_some())?;
+        Ok(Some(Call { op, stack, out, requires_grad: false }))
     }
 
     fn bind(

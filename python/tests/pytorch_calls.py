@@ -144,6 +144,16 @@ def calls(torch, F):
      "inv": lambda: torch.linalg.inv(torch.eye(2) * 2),
      "fft": lambda: torch.fft.rfft(torch.arange(4.)).abs(),
      "erf": lambda: torch.special.erf(torch.tensor([0.5])),
+     # PyTorch's deprecated argument orders (they warn once).
+     "deprecated_add": lambda: torch.add(x, 2, y),
+     "deprecated_sub_method": lambda: x.sub(0.5, y),
+     "deprecated_add_out": lambda: torch.add(x, 3, y, out=torch.empty(3, 4)),
+     "deprecated_addcmul": lambda: torch.addcmul(y, 0.5, x, x),
+     "deprecated_addmm": lambda: torch.addmm(2, torch.ones(2, 2), 3, torch.eye(2), torch.ones(2, 2)),
+     "deprecated_addmm_no_alpha": lambda: torch.addmm(0.5, torch.ones(2, 2), torch.eye(2), torch.ones(2, 2)),
+     "deprecated_baddbmm": lambda: torch.baddbmm(2, torch.ones(1, 2, 2), torch.ones(1, 2, 2), torch.ones(1, 2, 2)),
+     "deprecated_addcmul_inplace": lambda: y.clone().addcmul_(0.5, x, x),
+     "deprecated_add_inplace": lambda: y.clone().add_(2, x),
     }
 
 

@@ -2,6 +2,8 @@
 and the argument parser. Expected values are closed forms or PyTorch's documented behaviour."""
 
 import gc
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -263,3 +265,28 @@ def test_pytorch_python_level_functions():
     assert torch.tensor([1, 2, 2, 3]).mode().values.item() == 2
     assert torch.special.erf(torch.tensor([0.0])).item() == 0.0
     assert repr(torch.abs(torch.tensor([-0.0]))) == "tensor([0.])"
+
+
+def test_deprecated_signatures_warn_once_with_pytorchs_text():
+    # PyTorch warns once per process (TORCH_WARN_ONCE), so this runs in a fresh interpreter.
+    code = (
+        "import warnings, torchrs as torch\n"
+        "x, y = torch.ones(2), torch.ones(2)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    a = torch.add(x, 2, y); b = x.add(3, y); c = torch.addcmul(x, 0.5, y, y)\n"
+        "print(a.tolist(), b.tolist(), c.tolist(), len(w), w[0].category.__name__)\n"
+        "print(w[0].message)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # PyTorch 2.15's text for the same calls (its "(Triggered internally at ...)" left out).
+    assert out == (
+        "[3.0, 3.0] [4.0, 4.0] [1.5, 1.5] 1 UserWarning\n"
+        "This overload of add is deprecated:\n"
+        "\tadd(Tensor input, Number alpha, Tensor other, *, Tensor out = None)\n"
+        "Consider using one of the following signatures instead:\n"
+        "\tadd(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)\n"
+    )
+    # Not in the error lists: a bad call lists only the current signature.
+    with pytest.raises(TypeError, match=r"but expected \(Tensor input, Tensor other, \*"):
+        torch.add(torch.ones(1))
