@@ -5,6 +5,7 @@ import gc
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -229,6 +230,32 @@ def test_errors_are_pytorchs_classes():
     assert str(e.value) == "Dimension out of range (expected to be in range of [-2, 1], but got 5)"
     with pytest.raises(IndexError):
         torch.ones(2, 2).select(0, 5)
+
+
+def test_another_thread_runs_python_while_a_kernel_runs():
+    # With a switch interval of 100 s, a thread holding the interpreter lock keeps it until it
+    # releases it itself. The main thread sleeps (releasing the lock) while the worker enters a
+    # long matrix product; if the product kept the lock, the main thread could only wake after
+    # it returned.
+    a = torch.randn(1500, 1500)
+    times = {}
+
+    def work():
+        times["start"] = time.perf_counter()
+        a @ a
+        times["end"] = time.perf_counter()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        time.sleep(0.02)
+        woke = time.perf_counter()
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert times["start"] < woke < times["end"], (times, woke)
 
 
 def test_the_interpreter_lock_is_released_around_kernels():
