@@ -214,6 +214,7 @@ def errors(torch, F):
      "type_kw_only": lambda: torch.ones(2).sum(keepdim="yes"),
      "type_missing": lambda: torch.add(x),
      "type_tensor_method": lambda: x.sum("a"),
+     "type_view_str": lambda: x.view("a"),
      "type_didnt_match": lambda: torch.ones(2).sum("a", "b"),
      "type_list_arg": lambda: torch.cat(x, ["a"]),
      "tensor_ragged": lambda: torch.tensor([[1, 2], [3]]),

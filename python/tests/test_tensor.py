@@ -317,3 +317,28 @@ def test_deprecated_signatures_warn_once_with_pytorchs_text():
     # Not in the error lists: a bad call lists only the current signature.
     with pytest.raises(TypeError, match=r"but expected \(Tensor input, Tensor other, \*"):
         torch.add(torch.ones(1))
+
+
+def test_view_as_another_dtype():
+    # PyTorch's Tensor.view(dtype): the same memory, the last dimension rescaled when the
+    # element size changes (values: IEEE bit patterns).
+    x = torch.tensor([1.0, -2.0], dtype=torch.float32)
+    bits = x.view(torch.int32)
+    assert bits.dtype is torch.int32 and bits.tolist() == [0x3F800000, -0x40000000]
+    assert bits.data_ptr() == x.data_ptr()
+    bits[0] = 0x40400000  # 3.0
+    assert x.tolist() == [3.0, -2.0]
+    halves = x.view(torch.int16)
+    assert halves.shape == (4,) and halves.stride() == (1,)
+    pairs = torch.zeros(2, 4, dtype=torch.int16).view(torch.float64)
+    assert pairs.shape == (2, 1) and pairs.tolist() == [[0.0], [0.0]]
+    assert torch.tensor([1.0, 2.0]).view(torch.complex64).tolist() == [complex(1.0, 2.0)]
+    assert x.view(2, 1).shape == (2, 1) and x.view(-1).shape == (2,)  # the size overload still binds
+    with pytest.raises(RuntimeError, match=r"self.size\(-1\) must be divisible by 2 to view Float as Double"):
+        torch.ones(3).view(torch.float64)
+    with pytest.raises(RuntimeError, match=r"self.stride\(-1\) must be 1 to view Float as Half"):
+        torch.ones(2, 2).t().view(torch.float16)
+    with pytest.raises(RuntimeError, match=r"self.dim\(\) cannot be 0 to view Float as Double"):
+        torch.tensor(1.0).view(torch.float64)
+    y = torch.ones(2, requires_grad=True).view(torch.int32)
+    assert not y.requires_grad

@@ -88,6 +88,7 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::clone::SCHEMA).expect("generated schema parses");
     d.def(handles::contiguous::SCHEMA).expect("generated schema parses");
     d.def(handles::view::SCHEMA).expect("generated schema parses");
+    d.def(handles::view_dtype::SCHEMA).expect("generated schema parses");
     d.def(handles::_reshape_alias::SCHEMA).expect("generated schema parses");
     d.def(handles::reshape::SCHEMA).expect("generated schema parses");
     d.def(handles::as_strided::SCHEMA).expect("generated schema parses");
@@ -5094,6 +5095,12 @@ pub fn register_cpu(d: &Dispatcher) {
         handles::view::NAME,
         DispatchKey::CPU,
         handles::view::kernel(|_ks, self_, size| crate::native::shape::view(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_dtype::NAME,
+        DispatchKey::CPU,
+        handles::view_dtype::kernel(|_ks, self_, dtype| crate::native::shape::view_dtype(self_, dtype)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -11839,6 +11846,12 @@ pub fn register_meta(d: &Dispatcher) {
         handles::view::NAME,
         DispatchKey::Meta,
         handles::view::kernel(|_ks, self_, size| crate::native::shape::view(self_, size)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::view_dtype::NAME,
+        DispatchKey::Meta,
+        handles::view_dtype::kernel(|_ks, self_, dtype| crate::native::shape::view_dtype(self_, dtype)),
     )
     .expect("generated registration");
     d.register_kernel(

@@ -3,7 +3,7 @@
 //! otherwise.
 
 use c10::tensor_impl::{contiguous_strides, DimVec};
-use c10::{Error, MemoryFormat, Result};
+use c10::{Error, MemoryFormat, Result, ScalarType};
 
 use crate::{wrap_dim, Tensor};
 
@@ -91,6 +91,62 @@ pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let strides = compute_view_strides(self_.sizes(), self_.strides(), &new_sizes)
         .ok_or_else(|| Error::ViewStride { op: "view".into() })?;
     Ok(make_view(self_, &new_sizes, &strides, self_.storage_offset()))
+}
+
+/// `view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`: the same memory read as another
+/// dtype. With a different element size the last dimension (stride 1) is rescaled, as in
+/// PyTorch, with its conditions and messages.
+pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    const OP: &str = "view";
+    let (from, to) = (self_.dtype(), dtype);
+    let (old, new) = (from.size() as i64, to.size() as i64);
+    let mut sizes = DimVec::from_slice(self_.sizes());
+    let mut strides = DimVec::from_slice(self_.strides());
+    let mut offset = self_.storage_offset();
+    if old != new {
+        let what = format!("to view {} as {} (different element sizes)", from.cpp_name(), to.cpp_name());
+        let n = self_.dim();
+        if n == 0 {
+            return Err(Error::invalid(OP, format!("self.dim() cannot be 0 {what}")));
+        }
+        if strides[n - 1] != 1 {
+            return Err(Error::invalid(OP, format!("self.stride(-1) must be 1 {what}, but got {}", strides[n - 1])));
+        }
+        if old > new {
+            let ratio = old / new;
+            sizes[n - 1] *= ratio;
+            for s in &mut strides[..n - 1] {
+                *s *= ratio;
+            }
+            offset *= ratio;
+        } else {
+            let ratio = new / old;
+            if sizes[n - 1] % ratio != 0 {
+                return Err(Error::invalid(
+                    OP,
+                    format!("self.size(-1) must be divisible by {ratio} {what}, but got {}", sizes[n - 1]),
+                ));
+            }
+            if offset % ratio != 0 {
+                return Err(Error::invalid(
+                    OP,
+                    format!("self.storage_offset() must be divisible by {ratio} {what}, but got {offset}"),
+                ));
+            }
+            for (i, s) in strides[..n - 1].iter_mut().enumerate() {
+                if *s % ratio != 0 {
+                    return Err(Error::invalid(
+                        OP,
+                        format!("self.stride({i}) must be divisible by {ratio} {what}, but got {}", *s),
+                    ));
+                }
+                *s /= ratio;
+            }
+            sizes[n - 1] /= ratio;
+            offset /= ratio;
+        }
+    }
+    Ok(Tensor::from_impl(self_.imp().view_of_dtype(sizes, strides, offset, to)))
 }
 
 /// `reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)`: a view when possible, else a copy.

@@ -629,7 +629,28 @@ pub(crate) fn view(ks: DispatchKeySet, self_: &Tensor, size: &[i64]) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `_reshape_alias` (autograd/derivatives.yaml:58).
+/// Autograd kernel of `view.dtype` (autograd/derivatives.yaml:58).
+pub(crate) fn view_dtype(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ViewBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::view_dtype::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dtype)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `_reshape_alias` (autograd/derivatives.yaml:61).
 pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -650,7 +671,7 @@ pub(crate) fn _reshape_alias(ks: DispatchKeySet, self_: &Tensor, size: &[i64], s
     Ok(result_)
 }
 
-/// Autograd kernel of `transpose.int` (autograd/derivatives.yaml:61).
+/// Autograd kernel of `transpose.int` (autograd/derivatives.yaml:64).
 pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -671,7 +692,7 @@ pub(crate) fn transpose_int(ks: DispatchKeySet, self_: &Tensor, dim0: i64, dim1:
     Ok(result_)
 }
 
-/// Autograd kernel of `t` (autograd/derivatives.yaml:64).
+/// Autograd kernel of `t` (autograd/derivatives.yaml:67).
 pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -692,7 +713,7 @@ pub(crate) fn t(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `permute` (autograd/derivatives.yaml:67).
+/// Autograd kernel of `permute` (autograd/derivatives.yaml:70).
 pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -713,7 +734,7 @@ pub(crate) fn permute(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `expand` (autograd/derivatives.yaml:70).
+/// Autograd kernel of `expand` (autograd/derivatives.yaml:73).
 pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -734,7 +755,7 @@ pub(crate) fn expand(ks: DispatchKeySet, self_: &Tensor, size: &[i64], implicit:
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze` (autograd/derivatives.yaml:73).
+/// Autograd kernel of `squeeze` (autograd/derivatives.yaml:76).
 pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -755,7 +776,7 @@ pub(crate) fn squeeze(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze.dim` (autograd/derivatives.yaml:76).
+/// Autograd kernel of `squeeze.dim` (autograd/derivatives.yaml:79).
 pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -776,7 +797,7 @@ pub(crate) fn squeeze_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `squeeze.dims` (autograd/derivatives.yaml:79).
+/// Autograd kernel of `squeeze.dims` (autograd/derivatives.yaml:82).
 pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -797,7 +818,7 @@ pub(crate) fn squeeze_dims(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> R
     Ok(result_)
 }
 
-/// Autograd kernel of `unsqueeze` (autograd/derivatives.yaml:82).
+/// Autograd kernel of `unsqueeze` (autograd/derivatives.yaml:85).
 pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -818,7 +839,7 @@ pub(crate) fn unsqueeze(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `slice.Tensor` (autograd/derivatives.yaml:85).
+/// Autograd kernel of `slice.Tensor` (autograd/derivatives.yaml:88).
 pub(crate) fn slice_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -853,7 +874,7 @@ pub(crate) fn slice_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `select.int` (autograd/derivatives.yaml:88).
+/// Autograd kernel of `select.int` (autograd/derivatives.yaml:91).
 pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -874,7 +895,7 @@ pub(crate) fn select_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `alias` (autograd/derivatives.yaml:91).
+/// Autograd kernel of `alias` (autograd/derivatives.yaml:94).
 pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -895,7 +916,7 @@ pub(crate) fn alias(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `exp` (autograd/derivatives.yaml:94).
+/// Autograd kernel of `exp` (autograd/derivatives.yaml:97).
 pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -917,7 +938,7 @@ pub(crate) fn exp(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `exp` (autograd/derivatives.yaml:94).
+/// Autograd kernel of the in-place variant of `exp` (autograd/derivatives.yaml:97).
 pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -942,7 +963,7 @@ pub(crate) fn exp_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `exp2` (autograd/derivatives.yaml:97).
+/// Autograd kernel of `exp2` (autograd/derivatives.yaml:100).
 pub(crate) fn exp2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -964,7 +985,7 @@ pub(crate) fn exp2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `exp2` (autograd/derivatives.yaml:97).
+/// Autograd kernel of the in-place variant of `exp2` (autograd/derivatives.yaml:100).
 pub(crate) fn exp2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -989,7 +1010,7 @@ pub(crate) fn exp2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `expm1` (autograd/derivatives.yaml:100).
+/// Autograd kernel of `expm1` (autograd/derivatives.yaml:103).
 pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1011,7 +1032,7 @@ pub(crate) fn expm1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `expm1` (autograd/derivatives.yaml:100).
+/// Autograd kernel of the in-place variant of `expm1` (autograd/derivatives.yaml:103).
 pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1036,7 +1057,7 @@ pub(crate) fn expm1_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log` (autograd/derivatives.yaml:103).
+/// Autograd kernel of `log` (autograd/derivatives.yaml:106).
 pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1056,7 +1077,7 @@ pub(crate) fn log(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log` (autograd/derivatives.yaml:103).
+/// Autograd kernel of the in-place variant of `log` (autograd/derivatives.yaml:106).
 pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1080,7 +1101,7 @@ pub(crate) fn log_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log2` (autograd/derivatives.yaml:106).
+/// Autograd kernel of `log2` (autograd/derivatives.yaml:109).
 pub(crate) fn log2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1100,7 +1121,7 @@ pub(crate) fn log2(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log2` (autograd/derivatives.yaml:106).
+/// Autograd kernel of the in-place variant of `log2` (autograd/derivatives.yaml:109).
 pub(crate) fn log2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1124,7 +1145,7 @@ pub(crate) fn log2_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log10` (autograd/derivatives.yaml:109).
+/// Autograd kernel of `log10` (autograd/derivatives.yaml:112).
 pub(crate) fn log10(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1144,7 +1165,7 @@ pub(crate) fn log10(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log10` (autograd/derivatives.yaml:109).
+/// Autograd kernel of the in-place variant of `log10` (autograd/derivatives.yaml:112).
 pub(crate) fn log10_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1168,7 +1189,7 @@ pub(crate) fn log10_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `log1p` (autograd/derivatives.yaml:112).
+/// Autograd kernel of `log1p` (autograd/derivatives.yaml:115).
 pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1188,7 +1209,7 @@ pub(crate) fn log1p(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `log1p` (autograd/derivatives.yaml:112).
+/// Autograd kernel of the in-place variant of `log1p` (autograd/derivatives.yaml:115).
 pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1212,7 +1233,7 @@ pub(crate) fn log1p_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sqrt` (autograd/derivatives.yaml:115).
+/// Autograd kernel of `sqrt` (autograd/derivatives.yaml:118).
 pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1234,7 +1255,7 @@ pub(crate) fn sqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sqrt` (autograd/derivatives.yaml:115).
+/// Autograd kernel of the in-place variant of `sqrt` (autograd/derivatives.yaml:118).
 pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1259,7 +1280,7 @@ pub(crate) fn sqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `rsqrt` (autograd/derivatives.yaml:118).
+/// Autograd kernel of `rsqrt` (autograd/derivatives.yaml:121).
 pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1281,7 +1302,7 @@ pub(crate) fn rsqrt(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `rsqrt` (autograd/derivatives.yaml:118).
+/// Autograd kernel of the in-place variant of `rsqrt` (autograd/derivatives.yaml:121).
 pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1306,7 +1327,7 @@ pub(crate) fn rsqrt_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `reciprocal` (autograd/derivatives.yaml:121).
+/// Autograd kernel of `reciprocal` (autograd/derivatives.yaml:124).
 pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1328,7 +1349,7 @@ pub(crate) fn reciprocal(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `reciprocal` (autograd/derivatives.yaml:121).
+/// Autograd kernel of the in-place variant of `reciprocal` (autograd/derivatives.yaml:124).
 pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1353,7 +1374,7 @@ pub(crate) fn reciprocal_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `sin` (autograd/derivatives.yaml:124).
+/// Autograd kernel of `sin` (autograd/derivatives.yaml:127).
 pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1373,7 +1394,7 @@ pub(crate) fn sin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sin` (autograd/derivatives.yaml:124).
+/// Autograd kernel of the in-place variant of `sin` (autograd/derivatives.yaml:127).
 pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1397,7 +1418,7 @@ pub(crate) fn sin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `cos` (autograd/derivatives.yaml:127).
+/// Autograd kernel of `cos` (autograd/derivatives.yaml:130).
 pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1417,7 +1438,7 @@ pub(crate) fn cos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `cos` (autograd/derivatives.yaml:127).
+/// Autograd kernel of the in-place variant of `cos` (autograd/derivatives.yaml:130).
 pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1441,7 +1462,7 @@ pub(crate) fn cos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `tan` (autograd/derivatives.yaml:130).
+/// Autograd kernel of `tan` (autograd/derivatives.yaml:133).
 pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1463,7 +1484,7 @@ pub(crate) fn tan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tan` (autograd/derivatives.yaml:130).
+/// Autograd kernel of the in-place variant of `tan` (autograd/derivatives.yaml:133).
 pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1488,7 +1509,7 @@ pub(crate) fn tan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `asin` (autograd/derivatives.yaml:133).
+/// Autograd kernel of `asin` (autograd/derivatives.yaml:136).
 pub(crate) fn asin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1508,7 +1529,7 @@ pub(crate) fn asin(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `asin` (autograd/derivatives.yaml:133).
+/// Autograd kernel of the in-place variant of `asin` (autograd/derivatives.yaml:136).
 pub(crate) fn asin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1532,7 +1553,7 @@ pub(crate) fn asin_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `acos` (autograd/derivatives.yaml:136).
+/// Autograd kernel of `acos` (autograd/derivatives.yaml:139).
 pub(crate) fn acos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1552,7 +1573,7 @@ pub(crate) fn acos(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `acos` (autograd/derivatives.yaml:136).
+/// Autograd kernel of the in-place variant of `acos` (autograd/derivatives.yaml:139).
 pub(crate) fn acos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1576,7 +1597,7 @@ pub(crate) fn acos_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `atan` (autograd/derivatives.yaml:139).
+/// Autograd kernel of `atan` (autograd/derivatives.yaml:142).
 pub(crate) fn atan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1596,7 +1617,7 @@ pub(crate) fn atan(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `atan` (autograd/derivatives.yaml:139).
+/// Autograd kernel of the in-place variant of `atan` (autograd/derivatives.yaml:142).
 pub(crate) fn atan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1620,7 +1641,7 @@ pub(crate) fn atan_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sinh` (autograd/derivatives.yaml:142).
+/// Autograd kernel of `sinh` (autograd/derivatives.yaml:145).
 pub(crate) fn sinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1640,7 +1661,7 @@ pub(crate) fn sinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sinh` (autograd/derivatives.yaml:142).
+/// Autograd kernel of the in-place variant of `sinh` (autograd/derivatives.yaml:145).
 pub(crate) fn sinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1664,7 +1685,7 @@ pub(crate) fn sinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `cosh` (autograd/derivatives.yaml:145).
+/// Autograd kernel of `cosh` (autograd/derivatives.yaml:148).
 pub(crate) fn cosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1684,7 +1705,7 @@ pub(crate) fn cosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `cosh` (autograd/derivatives.yaml:145).
+/// Autograd kernel of the in-place variant of `cosh` (autograd/derivatives.yaml:148).
 pub(crate) fn cosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1708,7 +1729,7 @@ pub(crate) fn cosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `tanh` (autograd/derivatives.yaml:148).
+/// Autograd kernel of `tanh` (autograd/derivatives.yaml:151).
 pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1730,7 +1751,7 @@ pub(crate) fn tanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tanh` (autograd/derivatives.yaml:148).
+/// Autograd kernel of the in-place variant of `tanh` (autograd/derivatives.yaml:151).
 pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1755,7 +1776,7 @@ pub(crate) fn tanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `asinh` (autograd/derivatives.yaml:151).
+/// Autograd kernel of `asinh` (autograd/derivatives.yaml:154).
 pub(crate) fn asinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1775,7 +1796,7 @@ pub(crate) fn asinh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `asinh` (autograd/derivatives.yaml:151).
+/// Autograd kernel of the in-place variant of `asinh` (autograd/derivatives.yaml:154).
 pub(crate) fn asinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1799,7 +1820,7 @@ pub(crate) fn asinh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `acosh` (autograd/derivatives.yaml:154).
+/// Autograd kernel of `acosh` (autograd/derivatives.yaml:157).
 pub(crate) fn acosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1819,7 +1840,7 @@ pub(crate) fn acosh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `acosh` (autograd/derivatives.yaml:154).
+/// Autograd kernel of the in-place variant of `acosh` (autograd/derivatives.yaml:157).
 pub(crate) fn acosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1843,7 +1864,7 @@ pub(crate) fn acosh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `atanh` (autograd/derivatives.yaml:157).
+/// Autograd kernel of `atanh` (autograd/derivatives.yaml:160).
 pub(crate) fn atanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1863,7 +1884,7 @@ pub(crate) fn atanh(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `atanh` (autograd/derivatives.yaml:157).
+/// Autograd kernel of the in-place variant of `atanh` (autograd/derivatives.yaml:160).
 pub(crate) fn atanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1887,7 +1908,7 @@ pub(crate) fn atanh_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sigmoid` (autograd/derivatives.yaml:160).
+/// Autograd kernel of `sigmoid` (autograd/derivatives.yaml:163).
 pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1909,7 +1930,7 @@ pub(crate) fn sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sigmoid` (autograd/derivatives.yaml:160).
+/// Autograd kernel of the in-place variant of `sigmoid` (autograd/derivatives.yaml:163).
 pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1934,7 +1955,7 @@ pub(crate) fn sigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erf` (autograd/derivatives.yaml:163).
+/// Autograd kernel of `erf` (autograd/derivatives.yaml:166).
 pub(crate) fn erf(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1954,7 +1975,7 @@ pub(crate) fn erf(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erf` (autograd/derivatives.yaml:163).
+/// Autograd kernel of the in-place variant of `erf` (autograd/derivatives.yaml:166).
 pub(crate) fn erf_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1978,7 +1999,7 @@ pub(crate) fn erf_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erfc` (autograd/derivatives.yaml:166).
+/// Autograd kernel of `erfc` (autograd/derivatives.yaml:169).
 pub(crate) fn erfc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -1998,7 +2019,7 @@ pub(crate) fn erfc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erfc` (autograd/derivatives.yaml:166).
+/// Autograd kernel of the in-place variant of `erfc` (autograd/derivatives.yaml:169).
 pub(crate) fn erfc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2022,7 +2043,7 @@ pub(crate) fn erfc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `erfinv` (autograd/derivatives.yaml:169).
+/// Autograd kernel of `erfinv` (autograd/derivatives.yaml:172).
 pub(crate) fn erfinv(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2044,7 +2065,7 @@ pub(crate) fn erfinv(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `erfinv` (autograd/derivatives.yaml:169).
+/// Autograd kernel of the in-place variant of `erfinv` (autograd/derivatives.yaml:172).
 pub(crate) fn erfinv_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2069,7 +2090,7 @@ pub(crate) fn erfinv_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `floor` (autograd/derivatives.yaml:172).
+/// Autograd kernel of `floor` (autograd/derivatives.yaml:175).
 pub(crate) fn floor(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2089,7 +2110,7 @@ pub(crate) fn floor(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor` (autograd/derivatives.yaml:172).
+/// Autograd kernel of the in-place variant of `floor` (autograd/derivatives.yaml:175).
 pub(crate) fn floor_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2113,7 +2134,7 @@ pub(crate) fn floor_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `ceil` (autograd/derivatives.yaml:175).
+/// Autograd kernel of `ceil` (autograd/derivatives.yaml:178).
 pub(crate) fn ceil(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2133,7 +2154,7 @@ pub(crate) fn ceil(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `ceil` (autograd/derivatives.yaml:175).
+/// Autograd kernel of the in-place variant of `ceil` (autograd/derivatives.yaml:178).
 pub(crate) fn ceil_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2157,7 +2178,7 @@ pub(crate) fn ceil_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `trunc` (autograd/derivatives.yaml:178).
+/// Autograd kernel of `trunc` (autograd/derivatives.yaml:181).
 pub(crate) fn trunc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2177,7 +2198,7 @@ pub(crate) fn trunc(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `trunc` (autograd/derivatives.yaml:178).
+/// Autograd kernel of the in-place variant of `trunc` (autograd/derivatives.yaml:181).
 pub(crate) fn trunc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2201,7 +2222,7 @@ pub(crate) fn trunc_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `round` (autograd/derivatives.yaml:181).
+/// Autograd kernel of `round` (autograd/derivatives.yaml:184).
 pub(crate) fn round(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2221,7 +2242,7 @@ pub(crate) fn round(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round` (autograd/derivatives.yaml:181).
+/// Autograd kernel of the in-place variant of `round` (autograd/derivatives.yaml:184).
 pub(crate) fn round_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2245,7 +2266,7 @@ pub(crate) fn round_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sign` (autograd/derivatives.yaml:184).
+/// Autograd kernel of `sign` (autograd/derivatives.yaml:187).
 pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2265,7 +2286,7 @@ pub(crate) fn sign(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sign` (autograd/derivatives.yaml:184).
+/// Autograd kernel of the in-place variant of `sign` (autograd/derivatives.yaml:187).
 pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2289,7 +2310,7 @@ pub(crate) fn sign_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `sgn` (autograd/derivatives.yaml:187).
+/// Autograd kernel of `sgn` (autograd/derivatives.yaml:190).
 pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2309,7 +2330,7 @@ pub(crate) fn sgn(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `sgn` (autograd/derivatives.yaml:187).
+/// Autograd kernel of the in-place variant of `sgn` (autograd/derivatives.yaml:190).
 pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2333,7 +2354,7 @@ pub(crate) fn sgn_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `frac` (autograd/derivatives.yaml:190).
+/// Autograd kernel of `frac` (autograd/derivatives.yaml:193).
 pub(crate) fn frac(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2353,7 +2374,7 @@ pub(crate) fn frac(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `frac` (autograd/derivatives.yaml:190).
+/// Autograd kernel of the in-place variant of `frac` (autograd/derivatives.yaml:193).
 pub(crate) fn frac_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2377,7 +2398,7 @@ pub(crate) fn frac_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `relu` (autograd/derivatives.yaml:193).
+/// Autograd kernel of `relu` (autograd/derivatives.yaml:196).
 pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2399,7 +2420,7 @@ pub(crate) fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `relu` (autograd/derivatives.yaml:193).
+/// Autograd kernel of the in-place variant of `relu` (autograd/derivatives.yaml:196).
 pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2424,7 +2445,7 @@ pub(crate) fn relu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `silu` (autograd/derivatives.yaml:196).
+/// Autograd kernel of `silu` (autograd/derivatives.yaml:199).
 pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2444,7 +2465,7 @@ pub(crate) fn silu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `silu` (autograd/derivatives.yaml:196).
+/// Autograd kernel of the in-place variant of `silu` (autograd/derivatives.yaml:199).
 pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2468,7 +2489,7 @@ pub(crate) fn silu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `mish` (autograd/derivatives.yaml:199).
+/// Autograd kernel of `mish` (autograd/derivatives.yaml:202).
 pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2488,7 +2509,7 @@ pub(crate) fn mish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `mish` (autograd/derivatives.yaml:199).
+/// Autograd kernel of the in-place variant of `mish` (autograd/derivatives.yaml:202).
 pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2512,7 +2533,7 @@ pub(crate) fn mish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `hardsigmoid` (autograd/derivatives.yaml:202).
+/// Autograd kernel of `hardsigmoid` (autograd/derivatives.yaml:205).
 pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2532,7 +2553,7 @@ pub(crate) fn hardsigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hardsigmoid` (autograd/derivatives.yaml:202).
+/// Autograd kernel of the in-place variant of `hardsigmoid` (autograd/derivatives.yaml:205).
 pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2556,7 +2577,7 @@ pub(crate) fn hardsigmoid_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `hardswish` (autograd/derivatives.yaml:205).
+/// Autograd kernel of `hardswish` (autograd/derivatives.yaml:208).
 pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2576,7 +2597,7 @@ pub(crate) fn hardswish(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hardswish` (autograd/derivatives.yaml:205).
+/// Autograd kernel of the in-place variant of `hardswish` (autograd/derivatives.yaml:208).
 pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2600,7 +2621,7 @@ pub(crate) fn hardswish_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `maximum` (autograd/derivatives.yaml:208).
+/// Autograd kernel of `maximum` (autograd/derivatives.yaml:211).
 pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2620,7 +2641,7 @@ pub(crate) fn maximum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `minimum` (autograd/derivatives.yaml:212).
+/// Autograd kernel of `minimum` (autograd/derivatives.yaml:215).
 pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2640,7 +2661,7 @@ pub(crate) fn minimum(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `atan2` (autograd/derivatives.yaml:216).
+/// Autograd kernel of `atan2` (autograd/derivatives.yaml:219).
 pub(crate) fn atan2(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2660,7 +2681,7 @@ pub(crate) fn atan2(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `fmod.Tensor` (autograd/derivatives.yaml:220).
+/// Autograd kernel of `fmod.Tensor` (autograd/derivatives.yaml:223).
 pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2686,7 +2707,7 @@ pub(crate) fn fmod_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) ->
     Ok(result_)
 }
 
-/// Autograd kernel of `remainder.Tensor` (autograd/derivatives.yaml:224).
+/// Autograd kernel of `remainder.Tensor` (autograd/derivatives.yaml:227).
 pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2712,7 +2733,7 @@ pub(crate) fn remainder_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Tensor_Tensor` (autograd/derivatives.yaml:228).
+/// Autograd kernel of `pow.Tensor_Tensor` (autograd/derivatives.yaml:231).
 pub(crate) fn pow_tensor_tensor(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(exponent)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2739,7 +2760,7 @@ pub(crate) fn pow_tensor_tensor(ks: DispatchKeySet, self_: &Tensor, exponent: &T
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Tensor_Scalar` (autograd/derivatives.yaml:232).
+/// Autograd kernel of `pow.Tensor_Scalar` (autograd/derivatives.yaml:235).
 pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2759,7 +2780,7 @@ pub(crate) fn pow_tensor_scalar(ks: DispatchKeySet, self_: &Tensor, exponent: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `pow.Scalar` (autograd/derivatives.yaml:235).
+/// Autograd kernel of `pow.Scalar` (autograd/derivatives.yaml:238).
 pub(crate) fn pow_scalar(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(exponent)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2786,7 +2807,7 @@ pub(crate) fn pow_scalar(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:238).
+/// Autograd kernel of `lerp.Scalar` (autograd/derivatives.yaml:241).
 pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weight: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(end)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2806,7 +2827,7 @@ pub(crate) fn lerp_scalar(ks: DispatchKeySet, self_: &Tensor, end: &Tensor, weig
     Ok(result_)
 }
 
-/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:242).
+/// Autograd kernel of `addcmul` (autograd/derivatives.yaml:245).
 pub(crate) fn addcmul(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2839,7 +2860,7 @@ pub(crate) fn addcmul(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:242).
+/// Autograd kernel of the in-place variant of `addcmul` (autograd/derivatives.yaml:245).
 pub(crate) fn addcmul_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2876,7 +2897,7 @@ pub(crate) fn addcmul_(
     Ok(result_)
 }
 
-/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:247).
+/// Autograd kernel of `addcdiv` (autograd/derivatives.yaml:250).
 pub(crate) fn addcdiv(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2909,7 +2930,7 @@ pub(crate) fn addcdiv(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:247).
+/// Autograd kernel of the in-place variant of `addcdiv` (autograd/derivatives.yaml:250).
 pub(crate) fn addcdiv_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -2946,7 +2967,7 @@ pub(crate) fn addcdiv_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp` (autograd/derivatives.yaml:252).
+/// Autograd kernel of `clamp` (autograd/derivatives.yaml:255).
 pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2966,7 +2987,7 @@ pub(crate) fn clamp(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:252).
+/// Autograd kernel of the in-place variant of `clamp` (autograd/derivatives.yaml:255).
 pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -2995,7 +3016,7 @@ pub(crate) fn clamp_(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, ma
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:255).
+/// Autograd kernel of `masked_fill.Scalar` (autograd/derivatives.yaml:258).
 pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3015,7 +3036,7 @@ pub(crate) fn masked_fill_scalar(ks: DispatchKeySet, self_: &Tensor, mask: &Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:258).
+/// Autograd kernel of `leaky_relu` (autograd/derivatives.yaml:261).
 pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3039,7 +3060,7 @@ pub(crate) fn leaky_relu(ks: DispatchKeySet, self_: &Tensor, negative_slope: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:261).
+/// Autograd kernel of `hardtanh` (autograd/derivatives.yaml:264).
 pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3064,7 +3085,7 @@ pub(crate) fn hardtanh(ks: DispatchKeySet, self_: &Tensor, min_val: Scalar, max_
     Ok(result_)
 }
 
-/// Autograd kernel of `elu` (autograd/derivatives.yaml:264).
+/// Autograd kernel of `elu` (autograd/derivatives.yaml:267).
 pub(crate) fn elu(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3096,7 +3117,7 @@ pub(crate) fn elu(
     Ok(result_)
 }
 
-/// Autograd kernel of `softplus` (autograd/derivatives.yaml:267).
+/// Autograd kernel of `softplus` (autograd/derivatives.yaml:270).
 pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3121,7 +3142,7 @@ pub(crate) fn softplus(ks: DispatchKeySet, self_: &Tensor, beta: Scalar, thresho
     Ok(result_)
 }
 
-/// Autograd kernel of `gelu` (autograd/derivatives.yaml:270).
+/// Autograd kernel of `gelu` (autograd/derivatives.yaml:273).
 pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3141,7 +3162,7 @@ pub(crate) fn gelu(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold` (autograd/derivatives.yaml:273).
+/// Autograd kernel of `threshold` (autograd/derivatives.yaml:276).
 pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3161,7 +3182,7 @@ pub(crate) fn threshold(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, v
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:273).
+/// Autograd kernel of the in-place variant of `threshold` (autograd/derivatives.yaml:276).
 pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3189,7 +3210,7 @@ pub(crate) fn threshold_(ks: DispatchKeySet, self_: &Tensor, threshold: Scalar, 
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:276).
+/// Autograd kernel of `log_sigmoid` (autograd/derivatives.yaml:279).
 pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3209,7 +3230,7 @@ pub(crate) fn log_sigmoid(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `hypot` (autograd/derivatives.yaml:279).
+/// Autograd kernel of `hypot` (autograd/derivatives.yaml:282).
 pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3238,7 +3259,7 @@ pub(crate) fn hypot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:279).
+/// Autograd kernel of the in-place variant of `hypot` (autograd/derivatives.yaml:282).
 pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3270,7 +3291,7 @@ pub(crate) fn hypot_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `where.self` (autograd/derivatives.yaml:283).
+/// Autograd kernel of `where.self` (autograd/derivatives.yaml:286).
 pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3290,7 +3311,7 @@ pub(crate) fn where_self(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sum` (autograd/derivatives.yaml:287).
+/// Autograd kernel of `sum` (autograd/derivatives.yaml:290).
 pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3310,7 +3331,7 @@ pub(crate) fn sum(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>)
     Ok(result_)
 }
 
-/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:290).
+/// Autograd kernel of `sum.dim_IntList` (autograd/derivatives.yaml:293).
 pub(crate) fn sum_dim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3341,7 +3362,7 @@ pub(crate) fn sum_dim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `mean` (autograd/derivatives.yaml:293).
+/// Autograd kernel of `mean` (autograd/derivatives.yaml:296).
 pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3361,7 +3382,7 @@ pub(crate) fn mean(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>
     Ok(result_)
 }
 
-/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:296).
+/// Autograd kernel of `mean.dim` (autograd/derivatives.yaml:299).
 pub(crate) fn mean_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3392,7 +3413,7 @@ pub(crate) fn mean_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:299).
+/// Autograd kernel of `var.correction` (autograd/derivatives.yaml:302).
 pub(crate) fn var_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3430,7 +3451,7 @@ pub(crate) fn var_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:302).
+/// Autograd kernel of `std.correction` (autograd/derivatives.yaml:305).
 pub(crate) fn std_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3471,7 +3492,7 @@ pub(crate) fn std_correction(
     Ok(result_)
 }
 
-/// Autograd kernel of `max` (autograd/derivatives.yaml:305).
+/// Autograd kernel of `max` (autograd/derivatives.yaml:308).
 pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3493,7 +3514,7 @@ pub(crate) fn max(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `min` (autograd/derivatives.yaml:308).
+/// Autograd kernel of `min` (autograd/derivatives.yaml:311).
 pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3515,7 +3536,7 @@ pub(crate) fn min(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:311).
+/// Autograd kernel of `max.dim` (autograd/derivatives.yaml:314).
 pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3544,7 +3565,7 @@ pub(crate) fn max_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:315).
+/// Autograd kernel of `min.dim` (autograd/derivatives.yaml:318).
 pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3573,7 +3594,7 @@ pub(crate) fn min_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amax` (autograd/derivatives.yaml:319).
+/// Autograd kernel of `amax` (autograd/derivatives.yaml:322).
 pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3601,7 +3622,7 @@ pub(crate) fn amax(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `amin` (autograd/derivatives.yaml:322).
+/// Autograd kernel of `amin` (autograd/derivatives.yaml:325).
 pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3629,7 +3650,7 @@ pub(crate) fn amin(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:325).
+/// Autograd kernel of `logsumexp` (autograd/derivatives.yaml:328).
 pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3657,7 +3678,7 @@ pub(crate) fn logsumexp(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim
     Ok(result_)
 }
 
-/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:328).
+/// Autograd kernel of `cumsum` (autograd/derivatives.yaml:331).
 pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3677,7 +3698,7 @@ pub(crate) fn cumsum(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option
     Ok(result_)
 }
 
-/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:331).
+/// Autograd kernel of `softmax.int` (autograd/derivatives.yaml:334).
 pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3699,7 +3720,7 @@ pub(crate) fn softmax_int(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: O
     Ok(result_)
 }
 
-/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:334).
+/// Autograd kernel of `log_softmax.int` (autograd/derivatives.yaml:337).
 pub(crate) fn log_softmax_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -3726,7 +3747,7 @@ pub(crate) fn log_softmax_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cat` (autograd/derivatives.yaml:337).
+/// Autograd kernel of `cat` (autograd/derivatives.yaml:340).
 pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3752,7 +3773,7 @@ pub(crate) fn cat(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `stack` (autograd/derivatives.yaml:340).
+/// Autograd kernel of `stack` (autograd/derivatives.yaml:343).
 pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut diff_: Vec<Option<&Tensor>> = Vec::new();
     diff_.extend(tensors.iter().map(Some));
@@ -3773,7 +3794,7 @@ pub(crate) fn stack(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:343).
+/// Autograd kernel of `split.Tensor` (autograd/derivatives.yaml:346).
 pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3799,7 +3820,7 @@ pub(crate) fn split_tensor(ks: DispatchKeySet, self_: &Tensor, split_size: i64, 
     Ok(result_)
 }
 
-/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:346).
+/// Autograd kernel of `unbind.int` (autograd/derivatives.yaml:349).
 pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3825,7 +3846,7 @@ pub(crate) fn unbind_int(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `flip` (autograd/derivatives.yaml:349).
+/// Autograd kernel of `flip` (autograd/derivatives.yaml:352).
 pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3845,7 +3866,7 @@ pub(crate) fn flip(ks: DispatchKeySet, self_: &Tensor, dims: &[i64]) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `roll` (autograd/derivatives.yaml:352).
+/// Autograd kernel of `roll` (autograd/derivatives.yaml:355).
 pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3865,7 +3886,7 @@ pub(crate) fn roll(ks: DispatchKeySet, self_: &Tensor, shifts: &[i64], dims: &[i
     Ok(result_)
 }
 
-/// Autograd kernel of `tril` (autograd/derivatives.yaml:355).
+/// Autograd kernel of `tril` (autograd/derivatives.yaml:358).
 pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3885,7 +3906,7 @@ pub(crate) fn tril(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:355).
+/// Autograd kernel of the in-place variant of `tril` (autograd/derivatives.yaml:358).
 pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3909,7 +3930,7 @@ pub(crate) fn tril_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `triu` (autograd/derivatives.yaml:358).
+/// Autograd kernel of `triu` (autograd/derivatives.yaml:361).
 pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3929,7 +3950,7 @@ pub(crate) fn triu(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:358).
+/// Autograd kernel of the in-place variant of `triu` (autograd/derivatives.yaml:361).
 pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3953,7 +3974,7 @@ pub(crate) fn triu_(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:361).
+/// Autograd kernel of `constant_pad_nd` (autograd/derivatives.yaml:364).
 pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3973,7 +3994,7 @@ pub(crate) fn constant_pad_nd(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], v
     Ok(result_)
 }
 
-/// Autograd kernel of `index_select` (autograd/derivatives.yaml:364).
+/// Autograd kernel of `index_select` (autograd/derivatives.yaml:367).
 pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -3998,7 +4019,7 @@ pub(crate) fn index_select(ks: DispatchKeySet, self_: &Tensor, dim: i64, index: 
     Ok(result_)
 }
 
-/// Autograd kernel of `gather` (autograd/derivatives.yaml:367).
+/// Autograd kernel of `gather` (autograd/derivatives.yaml:370).
 pub(crate) fn gather(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4029,7 +4050,7 @@ pub(crate) fn gather(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:370).
+/// Autograd kernel of `scatter_add` (autograd/derivatives.yaml:373).
 pub(crate) fn scatter_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4060,7 +4081,7 @@ pub(crate) fn scatter_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:370).
+/// Autograd kernel of the in-place variant of `scatter_add` (autograd/derivatives.yaml:373).
 pub(crate) fn scatter_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4095,7 +4116,7 @@ pub(crate) fn scatter_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_add` (autograd/derivatives.yaml:374).
+/// Autograd kernel of `index_add` (autograd/derivatives.yaml:377).
 pub(crate) fn index_add(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4128,7 +4149,7 @@ pub(crate) fn index_add(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:374).
+/// Autograd kernel of the in-place variant of `index_add` (autograd/derivatives.yaml:377).
 pub(crate) fn index_add_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4165,7 +4186,7 @@ pub(crate) fn index_add_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:378).
+/// Autograd kernel of `index.Tensor` (autograd/derivatives.yaml:381).
 pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4185,7 +4206,7 @@ pub(crate) fn index_tensor(ks: DispatchKeySet, self_: &Tensor, indices: &[Option
     Ok(result_)
 }
 
-/// Autograd kernel of `embedding` (autograd/derivatives.yaml:381).
+/// Autograd kernel of `embedding` (autograd/derivatives.yaml:384).
 pub(crate) fn embedding(
     ks: DispatchKeySet,
     weight: &Tensor,
@@ -4225,7 +4246,7 @@ pub(crate) fn embedding(
     Ok(result_)
 }
 
-/// Autograd kernel of `embedding_dense_backward` (autograd/derivatives.yaml:384).
+/// Autograd kernel of `embedding_dense_backward` (autograd/derivatives.yaml:387).
 pub(crate) fn embedding_dense_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4264,7 +4285,7 @@ pub(crate) fn embedding_dense_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `mm` (autograd/derivatives.yaml:387).
+/// Autograd kernel of `mm` (autograd/derivatives.yaml:390).
 pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4284,7 +4305,7 @@ pub(crate) fn mm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `bmm` (autograd/derivatives.yaml:391).
+/// Autograd kernel of `bmm` (autograd/derivatives.yaml:394).
 pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(mat2)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4310,7 +4331,7 @@ pub(crate) fn bmm(ks: DispatchKeySet, self_: &Tensor, mat2: &Tensor) -> Result<T
     Ok(result_)
 }
 
-/// Autograd kernel of `addmm` (autograd/derivatives.yaml:395).
+/// Autograd kernel of `addmm` (autograd/derivatives.yaml:398).
 pub(crate) fn addmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4345,7 +4366,7 @@ pub(crate) fn addmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `mv` (autograd/derivatives.yaml:400).
+/// Autograd kernel of `mv` (autograd/derivatives.yaml:403).
 pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(vec)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4371,7 +4392,7 @@ pub(crate) fn mv(ks: DispatchKeySet, self_: &Tensor, vec: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `dot` (autograd/derivatives.yaml:404).
+/// Autograd kernel of `dot` (autograd/derivatives.yaml:407).
 pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(tensor)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4397,7 +4418,7 @@ pub(crate) fn dot(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `convolution` (autograd/derivatives.yaml:408).
+/// Autograd kernel of `convolution` (autograd/derivatives.yaml:411).
 pub(crate) fn convolution(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4452,7 +4473,7 @@ pub(crate) fn convolution(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:413): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool1d` (autograd/derivatives.yaml:416): the decomposition when an input requires grad.
 pub(crate) fn max_pool1d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4477,7 +4498,7 @@ pub(crate) fn max_pool1d(
     )
 }
 
-/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:416): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool2d` (autograd/derivatives.yaml:419): the decomposition when an input requires grad.
 pub(crate) fn max_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4502,7 +4523,7 @@ pub(crate) fn max_pool2d(
     )
 }
 
-/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:419).
+/// Autograd kernel of `max_pool1d_with_indices` (autograd/derivatives.yaml:422).
 pub(crate) fn max_pool1d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4545,7 +4566,7 @@ pub(crate) fn max_pool1d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:423).
+/// Autograd kernel of `max_pool2d_with_indices` (autograd/derivatives.yaml:426).
 pub(crate) fn max_pool2d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4593,7 +4614,7 @@ pub(crate) fn max_pool2d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:427).
+/// Autograd kernel of `threshold_backward` (autograd/derivatives.yaml:430).
 pub(crate) fn threshold_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4628,7 +4649,7 @@ pub(crate) fn threshold_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:431).
+/// Autograd kernel of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:434).
 pub(crate) fn max_pool2d_with_indices_backward(
     ks: DispatchKeySet,
     grad_output: &Tensor,
@@ -4672,7 +4693,7 @@ pub(crate) fn max_pool2d_with_indices_backward(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:435): the decomposition when an input requires grad.
+/// Autograd kernel of `native_layer_norm` (autograd/derivatives.yaml:438): the decomposition when an input requires grad.
 pub(crate) fn native_layer_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -4695,7 +4716,7 @@ pub(crate) fn native_layer_norm(
     )
 }
 
-/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:438).
+/// Autograd kernel of `mse_loss` (autograd/derivatives.yaml:441).
 pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(target)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4720,7 +4741,7 @@ pub(crate) fn mse_loss(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, redu
     Ok(result_)
 }
 
-/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:442).
+/// Autograd kernel of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:445).
 pub(crate) fn binary_cross_entropy_with_logits(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4761,7 +4782,7 @@ pub(crate) fn binary_cross_entropy_with_logits(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:446).
+/// Autograd kernel of `nll_loss` (autograd/derivatives.yaml:449).
 pub(crate) fn nll_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4802,7 +4823,7 @@ pub(crate) fn nll_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:449).
+/// Autograd kernel of `nll_loss2d` (autograd/derivatives.yaml:452).
 pub(crate) fn nll_loss2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4843,7 +4864,7 @@ pub(crate) fn nll_loss2d(
     Ok(result_)
 }
 
-/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:452).
+/// Autograd kernel of `nll_loss_nd` (autograd/derivatives.yaml:455).
 pub(crate) fn nll_loss_nd(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4884,7 +4905,7 @@ pub(crate) fn nll_loss_nd(
     Ok(result_)
 }
 
-/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:455): the decomposition when an input requires grad.
+/// Autograd kernel of `cross_entropy_loss` (autograd/derivatives.yaml:458): the decomposition when an input requires grad.
 pub(crate) fn cross_entropy_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4916,7 +4937,7 @@ pub(crate) fn cross_entropy_loss(
     )
 }
 
-/// Autograd kernel of `topk` (autograd/derivatives.yaml:458).
+/// Autograd kernel of `topk` (autograd/derivatives.yaml:461).
 pub(crate) fn topk(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -4951,7 +4972,7 @@ pub(crate) fn topk(
     Ok(result_)
 }
 
-/// Autograd kernel of `sort` (autograd/derivatives.yaml:462).
+/// Autograd kernel of `sort` (autograd/derivatives.yaml:465).
 pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -4979,7 +5000,7 @@ pub(crate) fn sort(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: boo
     Ok(result_)
 }
 
-/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:466).
+/// Autograd kernel of `kthvalue` (autograd/derivatives.yaml:469).
 pub(crate) fn kthvalue(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5014,7 +5035,7 @@ pub(crate) fn kthvalue(
     Ok(result_)
 }
 
-/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:470).
+/// Autograd kernel of `median.dim` (autograd/derivatives.yaml:473).
 pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5043,7 +5064,7 @@ pub(crate) fn median_dim(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: 
     Ok(result_)
 }
 
-/// Autograd kernel of `cummax` (autograd/derivatives.yaml:474).
+/// Autograd kernel of `cummax` (autograd/derivatives.yaml:477).
 pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5071,7 +5092,7 @@ pub(crate) fn cummax(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `cummin` (autograd/derivatives.yaml:478).
+/// Autograd kernel of `cummin` (autograd/derivatives.yaml:481).
 pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5099,7 +5120,7 @@ pub(crate) fn cummin(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<(Te
     Ok(result_)
 }
 
-/// Autograd kernel of `logit` (autograd/derivatives.yaml:482).
+/// Autograd kernel of `logit` (autograd/derivatives.yaml:485).
 pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5119,7 +5140,7 @@ pub(crate) fn logit(ks: DispatchKeySet, self_: &Tensor, eps: Option<f64>) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:485).
+/// Autograd kernel of `prod.dim_int` (autograd/derivatives.yaml:488).
 pub(crate) fn prod_dim_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5153,7 +5174,7 @@ pub(crate) fn prod_dim_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:488).
+/// Autograd kernel of `cumprod` (autograd/derivatives.yaml:491).
 pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5180,7 +5201,7 @@ pub(crate) fn cumprod(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Optio
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:491).
+/// Autograd kernel of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:494).
 pub(crate) fn norm_scalaropt_dim(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5215,7 +5236,7 @@ pub(crate) fn norm_scalaropt_dim(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat` (autograd/derivatives.yaml:494).
+/// Autograd kernel of `repeat` (autograd/derivatives.yaml:497).
 pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5235,7 +5256,7 @@ pub(crate) fn repeat(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:497).
+/// Autograd kernel of `scatter.src` (autograd/derivatives.yaml:500).
 pub(crate) fn scatter_src(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5261,7 +5282,7 @@ pub(crate) fn scatter_src(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:497).
+/// Autograd kernel of the in-place variant of `scatter.src` (autograd/derivatives.yaml:500).
 pub(crate) fn scatter_src_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5291,7 +5312,7 @@ pub(crate) fn scatter_src_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_put` (autograd/derivatives.yaml:501).
+/// Autograd kernel of `index_put` (autograd/derivatives.yaml:504).
 pub(crate) fn index_put(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5323,7 +5344,7 @@ pub(crate) fn index_put(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:501).
+/// Autograd kernel of the in-place variant of `index_put` (autograd/derivatives.yaml:504).
 pub(crate) fn index_put_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5359,7 +5380,7 @@ pub(crate) fn index_put_(
     Ok(result_)
 }
 
-/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:505).
+/// Autograd kernel of `smooth_l1_loss` (autograd/derivatives.yaml:508).
 pub(crate) fn smooth_l1_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5397,7 +5418,7 @@ pub(crate) fn smooth_l1_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:509).
+/// Autograd kernel of `huber_loss` (autograd/derivatives.yaml:512).
 pub(crate) fn huber_loss(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5429,7 +5450,7 @@ pub(crate) fn huber_loss(
     Ok(result_)
 }
 
-/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:513).
+/// Autograd kernel of `kl_div` (autograd/derivatives.yaml:516).
 pub(crate) fn kl_div(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5461,7 +5482,7 @@ pub(crate) fn kl_div(
     Ok(result_)
 }
 
-/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:517): the decomposition when an input requires grad.
+/// Autograd kernel of `native_batch_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
 pub(crate) fn native_batch_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5499,7 +5520,7 @@ pub(crate) fn native_batch_norm(
     )
 }
 
-/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:520): the decomposition when an input requires grad.
+/// Autograd kernel of `native_group_norm` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
 pub(crate) fn native_group_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5528,7 +5549,7 @@ pub(crate) fn native_group_norm(
     )
 }
 
-/// Autograd kernel of `prelu` (autograd/derivatives.yaml:523): the decomposition when an input requires grad.
+/// Autograd kernel of `prelu` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
 pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_), Some(weight)]) {
         return crate::decompositions::prelu(self_, weight);
@@ -5537,7 +5558,7 @@ pub(crate) fn prelu(ks: DispatchKeySet, self_: &Tensor, weight: &Tensor) -> Resu
     handles::prelu::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, weight)
 }
 
-/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:526): the decomposition when an input requires grad.
+/// Autograd kernel of `binary_cross_entropy` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
 pub(crate) fn binary_cross_entropy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5558,7 +5579,7 @@ pub(crate) fn binary_cross_entropy(
     )
 }
 
-/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:529): the decomposition when an input requires grad.
+/// Autograd kernel of `instance_norm` (autograd/derivatives.yaml:532): the decomposition when an input requires grad.
 pub(crate) fn instance_norm(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5599,7 +5620,7 @@ pub(crate) fn instance_norm(
     )
 }
 
-/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:532): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_bilinear2d.vec` (autograd/derivatives.yaml:535): the decomposition when an input requires grad.
 pub(crate) fn upsample_bilinear2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -5620,7 +5641,7 @@ pub(crate) fn upsample_bilinear2d_vec(
     )
 }
 
-/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:535).
+/// Autograd kernel of `adaptive_max_pool2d` (autograd/derivatives.yaml:538).
 pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5647,7 +5668,7 @@ pub(crate) fn adaptive_max_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:539).
+/// Autograd kernel of `adaptive_max_pool1d` (autograd/derivatives.yaml:542).
 pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5674,7 +5695,7 @@ pub(crate) fn adaptive_max_pool1d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:543).
+/// Autograd kernel of `adaptive_max_pool3d` (autograd/derivatives.yaml:546).
 pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5701,7 +5722,7 @@ pub(crate) fn adaptive_max_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:547).
+/// Autograd kernel of `max_pool3d_with_indices` (autograd/derivatives.yaml:550).
 pub(crate) fn max_pool3d_with_indices(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5744,7 +5765,7 @@ pub(crate) fn max_pool3d_with_indices(
     Ok(result_)
 }
 
-/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:551): the decomposition when an input requires grad.
+/// Autograd kernel of `max_pool3d` (autograd/derivatives.yaml:554): the decomposition when an input requires grad.
 pub(crate) fn max_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5769,7 +5790,7 @@ pub(crate) fn max_pool3d(
     )
 }
 
-/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:554).
+/// Autograd kernel of `div.Tensor_mode` (autograd/derivatives.yaml:557).
 pub(crate) fn div_tensor_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5800,7 +5821,7 @@ pub(crate) fn div_tensor_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:554).
+/// Autograd kernel of the in-place variant of `div.Tensor_mode` (autograd/derivatives.yaml:557).
 pub(crate) fn div_tensor_mode_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5840,7 +5861,7 @@ pub(crate) fn div_tensor_mode_(
     Ok(result_)
 }
 
-/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:558).
+/// Autograd kernel of `div.Scalar_mode` (autograd/derivatives.yaml:561).
 pub(crate) fn div_scalar_mode(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5865,7 +5886,7 @@ pub(crate) fn div_scalar_mode(
     Ok(result_)
 }
 
-/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:561).
+/// Autograd kernel of `diagonal` (autograd/derivatives.yaml:564).
 pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5892,7 +5913,7 @@ pub(crate) fn diagonal(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i6
     Ok(result_)
 }
 
-/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:564).
+/// Autograd kernel of `diag_embed` (autograd/derivatives.yaml:567).
 pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -5912,7 +5933,7 @@ pub(crate) fn diag_embed(ks: DispatchKeySet, self_: &Tensor, offset: i64, dim1: 
     Ok(result_)
 }
 
-/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:567).
+/// Autograd kernel of `movedim.intlist` (autograd/derivatives.yaml:570).
 pub(crate) fn movedim_intlist(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5938,7 +5959,7 @@ pub(crate) fn movedim_intlist(
     Ok(result_)
 }
 
-/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:570).
+/// Autograd kernel of `baddbmm` (autograd/derivatives.yaml:573).
 pub(crate) fn baddbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -5973,7 +5994,7 @@ pub(crate) fn baddbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:575).
+/// Autograd kernel of `addbmm` (autograd/derivatives.yaml:578).
 pub(crate) fn addbmm(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6009,7 +6030,7 @@ pub(crate) fn addbmm(
     Ok(result_)
 }
 
-/// Autograd kernel of `vdot` (autograd/derivatives.yaml:580).
+/// Autograd kernel of `vdot` (autograd/derivatives.yaml:583).
 pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6035,7 +6056,7 @@ pub(crate) fn vdot(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:584).
+/// Autograd kernel of `norm.Scalar` (autograd/derivatives.yaml:587).
 pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6062,7 +6083,7 @@ pub(crate) fn norm_scalar(ks: DispatchKeySet, self_: &Tensor, p: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:587).
+/// Autograd kernel of `clamp.Tensor` (autograd/derivatives.yaml:590).
 pub(crate) fn clamp_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6092,7 +6113,7 @@ pub(crate) fn clamp_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:587).
+/// Autograd kernel of the in-place variant of `clamp.Tensor` (autograd/derivatives.yaml:590).
 pub(crate) fn clamp_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6126,7 +6147,7 @@ pub(crate) fn clamp_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
+/// Autograd kernel of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
 pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6146,7 +6167,7 @@ pub(crate) fn clamp_min_tensor(ks: DispatchKeySet, self_: &Tensor, min: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
+/// Autograd kernel of the in-place variant of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
 pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(min)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6174,7 +6195,7 @@ pub(crate) fn clamp_min_tensor_(ks: DispatchKeySet, self_: &Tensor, min: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
+/// Autograd kernel of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
 pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6194,7 +6215,7 @@ pub(crate) fn clamp_max_tensor(ks: DispatchKeySet, self_: &Tensor, max: &Tensor)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
+/// Autograd kernel of the in-place variant of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
 pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(max)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6222,7 +6243,7 @@ pub(crate) fn clamp_max_tensor_(ks: DispatchKeySet, self_: &Tensor, max: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:600).
+/// Autograd kernel of `round.decimals` (autograd/derivatives.yaml:603).
 pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6242,7 +6263,7 @@ pub(crate) fn round_decimals(ks: DispatchKeySet, self_: &Tensor, decimals: i64) 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:600).
+/// Autograd kernel of the in-place variant of `round.decimals` (autograd/derivatives.yaml:603).
 pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6266,7 +6287,7 @@ pub(crate) fn round_decimals_(ks: DispatchKeySet, self_: &Tensor, decimals: i64)
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:603).
+/// Autograd kernel of `copysign.Scalar` (autograd/derivatives.yaml:606).
 pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6288,7 +6309,7 @@ pub(crate) fn copysign_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar)
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:603).
+/// Autograd kernel of the in-place variant of `copysign.Scalar` (autograd/derivatives.yaml:606).
 pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6317,7 +6338,7 @@ pub(crate) fn copysign_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar
     Ok(result_)
 }
 
-/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:606).
+/// Autograd kernel of `log_sigmoid_forward` (autograd/derivatives.yaml:609).
 pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6339,7 +6360,7 @@ pub(crate) fn log_sigmoid_forward(ks: DispatchKeySet, self_: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:610).
+/// Autograd kernel of `native_dropout` (autograd/derivatives.yaml:613).
 pub(crate) fn native_dropout(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6367,7 +6388,7 @@ pub(crate) fn native_dropout(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:614).
+/// Autograd kernel of `index_copy` (autograd/derivatives.yaml:617).
 pub(crate) fn index_copy(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6398,7 +6419,7 @@ pub(crate) fn index_copy(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:614).
+/// Autograd kernel of the in-place variant of `index_copy` (autograd/derivatives.yaml:617).
 pub(crate) fn index_copy_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6433,7 +6454,7 @@ pub(crate) fn index_copy_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
+/// Autograd kernel of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
 pub(crate) fn index_fill_int_scalar(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6465,7 +6486,7 @@ pub(crate) fn index_fill_int_scalar(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
+/// Autograd kernel of the in-place variant of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
 pub(crate) fn index_fill_int_scalar_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6501,7 +6522,7 @@ pub(crate) fn index_fill_int_scalar_(
     Ok(result_)
 }
 
-/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
+/// Autograd kernel of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
 pub(crate) fn index_fill_int_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6533,7 +6554,7 @@ pub(crate) fn index_fill_int_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
+/// Autograd kernel of the in-place variant of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
 pub(crate) fn index_fill_int_tensor_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6569,7 +6590,7 @@ pub(crate) fn index_fill_int_tensor_(
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:625).
+/// Autograd kernel of `scatter.value` (autograd/derivatives.yaml:628).
 pub(crate) fn scatter_value(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6595,7 +6616,7 @@ pub(crate) fn scatter_value(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:625).
+/// Autograd kernel of the in-place variant of `scatter.value` (autograd/derivatives.yaml:628).
 pub(crate) fn scatter_value_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6625,7 +6646,7 @@ pub(crate) fn scatter_value_(
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:628).
+/// Autograd kernel of `masked_scatter` (autograd/derivatives.yaml:631).
 pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6649,7 +6670,7 @@ pub(crate) fn masked_scatter(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, 
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:628).
+/// Autograd kernel of the in-place variant of `masked_scatter` (autograd/derivatives.yaml:631).
 pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(source)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -6677,7 +6698,7 @@ pub(crate) fn masked_scatter_(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor,
     Ok(result_)
 }
 
-/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:632).
+/// Autograd kernel of `sort.stable` (autograd/derivatives.yaml:635).
 pub(crate) fn sort_stable(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6711,7 +6732,7 @@ pub(crate) fn sort_stable(
     Ok(result_)
 }
 
-/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:636).
+/// Autograd kernel of `split_with_sizes` (autograd/derivatives.yaml:639).
 pub(crate) fn split_with_sizes(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6742,7 +6763,7 @@ pub(crate) fn split_with_sizes(
     Ok(result_)
 }
 
-/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:639): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool3d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
 pub(crate) fn avg_pool3d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6777,7 +6798,7 @@ pub(crate) fn avg_pool3d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:642): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool3d` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool3d(self_, output_size);
@@ -6786,7 +6807,7 @@ pub(crate) fn adaptive_avg_pool3d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool3d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:645): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest1d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest1d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6805,7 +6826,7 @@ pub(crate) fn upsample_nearest1d_vec(
     )
 }
 
-/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:648): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest3d.vec` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest3d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6824,7 +6845,7 @@ pub(crate) fn upsample_nearest3d_vec(
     )
 }
 
-/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:651): the decomposition when an input requires grad.
+/// Autograd kernel of `avg_pool2d` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
 pub(crate) fn avg_pool2d(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6859,7 +6880,7 @@ pub(crate) fn avg_pool2d(
     )
 }
 
-/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:654): the decomposition when an input requires grad.
+/// Autograd kernel of `adaptive_avg_pool2d` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
 pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if crate::meta::compute_requires_grad(&[Some(self_)]) {
         return crate::decompositions::adaptive_avg_pool2d(self_, output_size);
@@ -6868,7 +6889,7 @@ pub(crate) fn adaptive_avg_pool2d(ks: DispatchKeySet, self_: &Tensor, output_siz
     handles::adaptive_avg_pool2d::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, output_size)
 }
 
-/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:657): the decomposition when an input requires grad.
+/// Autograd kernel of `upsample_nearest2d.vec` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
 pub(crate) fn upsample_nearest2d_vec(
     ks: DispatchKeySet,
     input: &Tensor,
@@ -6887,7 +6908,7 @@ pub(crate) fn upsample_nearest2d_vec(
     )
 }
 
-/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:660): the decomposition when an input requires grad.
+/// Autograd kernel of `scaled_dot_product_attention` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
 pub(crate) fn scaled_dot_product_attention(
     ks: DispatchKeySet,
     query: &Tensor,
@@ -6918,7 +6939,7 @@ pub(crate) fn scaled_dot_product_attention(
     )
 }
 
-/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:663): the decomposition when an input requires grad.
+/// Autograd kernel of `var_mean.correction` (autograd/derivatives.yaml:666): the decomposition when an input requires grad.
 pub(crate) fn var_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6939,7 +6960,7 @@ pub(crate) fn var_mean_correction(
     )
 }
 
-/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:666): the decomposition when an input requires grad.
+/// Autograd kernel of `std_mean.correction` (autograd/derivatives.yaml:669): the decomposition when an input requires grad.
 pub(crate) fn std_mean_correction(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6960,7 +6981,7 @@ pub(crate) fn std_mean_correction(
     )
 }
 
-/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:669).
+/// Autograd kernel of `nan_to_num` (autograd/derivatives.yaml:672).
 pub(crate) fn nan_to_num(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -6986,7 +7007,7 @@ pub(crate) fn nan_to_num(
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:669).
+/// Autograd kernel of the in-place variant of `nan_to_num` (autograd/derivatives.yaml:672).
 pub(crate) fn nan_to_num_(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7016,7 +7037,7 @@ pub(crate) fn nan_to_num_(
     Ok(result_)
 }
 
-/// Autograd kernel of `selu` (autograd/derivatives.yaml:672).
+/// Autograd kernel of `selu` (autograd/derivatives.yaml:675).
 pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7036,7 +7057,7 @@ pub(crate) fn selu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:672).
+/// Autograd kernel of the in-place variant of `selu` (autograd/derivatives.yaml:675).
 pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7060,7 +7081,7 @@ pub(crate) fn selu_(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `celu` (autograd/derivatives.yaml:675).
+/// Autograd kernel of `celu` (autograd/derivatives.yaml:678).
 pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7080,7 +7101,7 @@ pub(crate) fn celu(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:675).
+/// Autograd kernel of the in-place variant of `celu` (autograd/derivatives.yaml:678).
 pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7108,7 +7129,7 @@ pub(crate) fn celu_(ks: DispatchKeySet, self_: &Tensor, alpha: Scalar) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:678).
+/// Autograd kernel of `clamp_min` (autograd/derivatives.yaml:681).
 pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7128,7 +7149,7 @@ pub(crate) fn clamp_min(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:678).
+/// Autograd kernel of the in-place variant of `clamp_min` (autograd/derivatives.yaml:681).
 pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7156,7 +7177,7 @@ pub(crate) fn clamp_min_(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:681).
+/// Autograd kernel of `clamp_max` (autograd/derivatives.yaml:684).
 pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7176,7 +7197,7 @@ pub(crate) fn clamp_max(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:681).
+/// Autograd kernel of the in-place variant of `clamp_max` (autograd/derivatives.yaml:684).
 pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7204,7 +7225,7 @@ pub(crate) fn clamp_max_(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:684).
+/// Autograd kernel of `copysign.Tensor` (autograd/derivatives.yaml:687).
 pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7226,7 +7247,7 @@ pub(crate) fn copysign_tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:684).
+/// Autograd kernel of the in-place variant of `copysign.Tensor` (autograd/derivatives.yaml:687).
 pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7255,7 +7276,7 @@ pub(crate) fn copysign_tensor_(ks: DispatchKeySet, self_: &Tensor, other: &Tenso
     Ok(result_)
 }
 
-/// Autograd kernel of `fmax` (autograd/derivatives.yaml:687).
+/// Autograd kernel of `fmax` (autograd/derivatives.yaml:690).
 pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7275,7 +7296,7 @@ pub(crate) fn fmax(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `fmin` (autograd/derivatives.yaml:691).
+/// Autograd kernel of `fmin` (autograd/derivatives.yaml:694).
 pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7295,7 +7316,7 @@ pub(crate) fn fmin(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `glu` (autograd/derivatives.yaml:695).
+/// Autograd kernel of `glu` (autograd/derivatives.yaml:698).
 pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7315,7 +7336,7 @@ pub(crate) fn glu(ks: DispatchKeySet, self_: &Tensor, dim: i64) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `rot90` (autograd/derivatives.yaml:698).
+/// Autograd kernel of `rot90` (autograd/derivatives.yaml:701).
 pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7335,7 +7356,7 @@ pub(crate) fn rot90(ks: DispatchKeySet, self_: &Tensor, k_: i64, dims: &[i64]) -
     Ok(result_)
 }
 
-/// Autograd kernel of `diag` (autograd/derivatives.yaml:701).
+/// Autograd kernel of `diag` (autograd/derivatives.yaml:704).
 pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7355,7 +7376,7 @@ pub(crate) fn diag(ks: DispatchKeySet, self_: &Tensor, diagonal: i64) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:704).
+/// Autograd kernel of `repeat_interleave.self_int` (autograd/derivatives.yaml:707).
 pub(crate) fn repeat_interleave_self_int(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7392,7 +7413,7 @@ pub(crate) fn repeat_interleave_self_int(
     Ok(result_)
 }
 
-/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:707).
+/// Autograd kernel of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:710).
 pub(crate) fn repeat_interleave_self_tensor(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7429,7 +7450,7 @@ pub(crate) fn repeat_interleave_self_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `unfold` (autograd/derivatives.yaml:710).
+/// Autograd kernel of `unfold` (autograd/derivatives.yaml:713).
 pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7456,7 +7477,7 @@ pub(crate) fn unfold(ks: DispatchKeySet, self_: &Tensor, dimension: i64, size: i
     Ok(result_)
 }
 
-/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:713).
+/// Autograd kernel of `masked_select` (autograd/derivatives.yaml:716).
 pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7480,7 +7501,7 @@ pub(crate) fn masked_select(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `take` (autograd/derivatives.yaml:716).
+/// Autograd kernel of `take` (autograd/derivatives.yaml:719).
 pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7500,7 +7521,7 @@ pub(crate) fn take(ks: DispatchKeySet, self_: &Tensor, index: &Tensor) -> Result
     Ok(result_)
 }
 
-/// Autograd kernel of `median` (autograd/derivatives.yaml:719).
+/// Autograd kernel of `median` (autograd/derivatives.yaml:722).
 pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7522,7 +7543,7 @@ pub(crate) fn median(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:722).
+/// Autograd kernel of `zeros_like` (autograd/derivatives.yaml:725).
 pub(crate) fn zeros_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7558,7 +7579,7 @@ pub(crate) fn zeros_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:725).
+/// Autograd kernel of `ones_like` (autograd/derivatives.yaml:728).
 pub(crate) fn ones_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7594,7 +7615,7 @@ pub(crate) fn ones_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `full_like` (autograd/derivatives.yaml:728).
+/// Autograd kernel of `full_like` (autograd/derivatives.yaml:731).
 pub(crate) fn full_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7632,7 +7653,7 @@ pub(crate) fn full_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:731).
+/// Autograd kernel of `empty_like` (autograd/derivatives.yaml:734).
 pub(crate) fn empty_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7668,7 +7689,7 @@ pub(crate) fn empty_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:734).
+/// Autograd kernel of `rand_like` (autograd/derivatives.yaml:737).
 pub(crate) fn rand_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7704,7 +7725,7 @@ pub(crate) fn rand_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:737).
+/// Autograd kernel of `randn_like` (autograd/derivatives.yaml:740).
 pub(crate) fn randn_like(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7740,7 +7761,7 @@ pub(crate) fn randn_like(
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:740).
+/// Autograd kernel of `bernoulli` (autograd/derivatives.yaml:743).
 pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7760,7 +7781,7 @@ pub(crate) fn bernoulli(ks: DispatchKeySet, self_: &Tensor, generator: Option<&G
     Ok(result_)
 }
 
-/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:743).
+/// Autograd kernel of `bernoulli.p` (autograd/derivatives.yaml:746).
 pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7780,7 +7801,7 @@ pub(crate) fn bernoulli_p(ks: DispatchKeySet, self_: &Tensor, p: f64, generator:
     Ok(result_)
 }
 
-/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:746).
+/// Autograd kernel of `multinomial` (autograd/derivatives.yaml:749).
 pub(crate) fn multinomial(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -7812,7 +7833,7 @@ pub(crate) fn multinomial(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:749).
+/// Autograd kernel of `normal.Tensor_float` (autograd/derivatives.yaml:752).
 pub(crate) fn normal_tensor_float(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7837,7 +7858,7 @@ pub(crate) fn normal_tensor_float(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:752).
+/// Autograd kernel of `normal.float_Tensor` (autograd/derivatives.yaml:755).
 pub(crate) fn normal_float_tensor(
     ks: DispatchKeySet,
     mean: f64,
@@ -7862,7 +7883,7 @@ pub(crate) fn normal_float_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:755).
+/// Autograd kernel of `normal.Tensor_Tensor` (autograd/derivatives.yaml:758).
 pub(crate) fn normal_tensor_tensor(
     ks: DispatchKeySet,
     mean: &Tensor,
@@ -7887,7 +7908,7 @@ pub(crate) fn normal_tensor_tensor(
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:758).
+/// Autograd kernel of `floor_divide` (autograd/derivatives.yaml:761).
 pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7907,7 +7928,7 @@ pub(crate) fn floor_divide(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
+/// Autograd kernel of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
 pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7927,7 +7948,7 @@ pub(crate) fn floor_divide_scalar(ks: DispatchKeySet, self_: &Tensor, other: Sca
     Ok(result_)
 }
 
-/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
+/// Autograd kernel of the in-place variant of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
 pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 0] = [];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7951,7 +7972,7 @@ pub(crate) fn floor_divide_scalar_(ks: DispatchKeySet, self_: &Tensor, other: Sc
     Ok(result_)
 }
 
-/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:765).
+/// Autograd kernel of `lgamma` (autograd/derivatives.yaml:768).
 pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7971,7 +7992,7 @@ pub(crate) fn lgamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `digamma` (autograd/derivatives.yaml:768).
+/// Autograd kernel of `digamma` (autograd/derivatives.yaml:771).
 pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -7991,7 +8012,7 @@ pub(crate) fn digamma(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:771).
+/// Autograd kernel of `polygamma` (autograd/derivatives.yaml:774).
 pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8011,7 +8032,7 @@ pub(crate) fn polygamma(ks: DispatchKeySet, n: i64, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `i0` (autograd/derivatives.yaml:774).
+/// Autograd kernel of `i0` (autograd/derivatives.yaml:777).
 pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8031,7 +8052,7 @@ pub(crate) fn i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:777).
+/// Autograd kernel of `special_i0e` (autograd/derivatives.yaml:780).
 pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8057,7 +8078,7 @@ pub(crate) fn special_i0e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:780).
+/// Autograd kernel of `special_i1` (autograd/derivatives.yaml:783).
 pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8079,7 +8100,7 @@ pub(crate) fn special_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
-/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:783).
+/// Autograd kernel of `special_i1e` (autograd/derivatives.yaml:786).
 pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8105,7 +8126,7 @@ pub(crate) fn special_i1e(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:786).
+/// Autograd kernel of `special_erfcx` (autograd/derivatives.yaml:789).
 pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8131,7 +8152,7 @@ pub(crate) fn special_erfcx(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:789).
+/// Autograd kernel of `special_ndtr` (autograd/derivatives.yaml:792).
 pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8151,7 +8172,7 @@ pub(crate) fn special_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:792).
+/// Autograd kernel of `special_ndtri` (autograd/derivatives.yaml:795).
 pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8173,7 +8194,7 @@ pub(crate) fn special_ndtri(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:795).
+/// Autograd kernel of `special_log_ndtr` (autograd/derivatives.yaml:798).
 pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8199,7 +8220,7 @@ pub(crate) fn special_log_ndtr(ks: DispatchKeySet, self_: &Tensor) -> Result<Ten
     Ok(result_)
 }
 
-/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:798).
+/// Autograd kernel of `special_entr` (autograd/derivatives.yaml:801).
 pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8219,7 +8240,7 @@ pub(crate) fn special_entr(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:801).
+/// Autograd kernel of `special_zeta` (autograd/derivatives.yaml:804).
 pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8243,7 +8264,7 @@ pub(crate) fn special_zeta(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:804).
+/// Autograd kernel of `special_bessel_j0` (autograd/derivatives.yaml:807).
 pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8263,7 +8284,7 @@ pub(crate) fn special_bessel_j0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:807).
+/// Autograd kernel of `special_bessel_j1` (autograd/derivatives.yaml:810).
 pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8289,7 +8310,7 @@ pub(crate) fn special_bessel_j1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:810).
+/// Autograd kernel of `special_bessel_y0` (autograd/derivatives.yaml:813).
 pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8309,7 +8330,7 @@ pub(crate) fn special_bessel_y0(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:813).
+/// Autograd kernel of `special_bessel_y1` (autograd/derivatives.yaml:816).
 pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8335,7 +8356,7 @@ pub(crate) fn special_bessel_y1(ks: DispatchKeySet, self_: &Tensor) -> Result<Te
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:816).
+/// Autograd kernel of `special_modified_bessel_i0` (autograd/derivatives.yaml:819).
 pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8355,7 +8376,7 @@ pub(crate) fn special_modified_bessel_i0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:819).
+/// Autograd kernel of `special_modified_bessel_i1` (autograd/derivatives.yaml:822).
 pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8381,7 +8402,7 @@ pub(crate) fn special_modified_bessel_i1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:822).
+/// Autograd kernel of `special_modified_bessel_k0` (autograd/derivatives.yaml:825).
 pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8401,7 +8422,7 @@ pub(crate) fn special_modified_bessel_k0(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:825).
+/// Autograd kernel of `special_modified_bessel_k1` (autograd/derivatives.yaml:828).
 pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8427,7 +8448,7 @@ pub(crate) fn special_modified_bessel_k1(ks: DispatchKeySet, self_: &Tensor) -> 
     Ok(result_)
 }
 
-/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:828): the decomposition when an input requires grad.
+/// Autograd kernel of `scatter_reduce.two` (autograd/derivatives.yaml:831): the decomposition when an input requires grad.
 pub(crate) fn scatter_reduce_two(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8452,7 +8473,7 @@ pub(crate) fn scatter_reduce_two(
     )
 }
 
-/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:831): the decomposition when an input requires grad.
+/// Autograd kernel of `index_reduce` (autograd/derivatives.yaml:834): the decomposition when an input requires grad.
 pub(crate) fn index_reduce(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8477,7 +8498,7 @@ pub(crate) fn index_reduce(
     )
 }
 
-/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:838).
+/// Autograd kernel of `linalg_lu_factor_ex` (autograd/derivatives.yaml:841).
 pub(crate) fn linalg_lu_factor_ex(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8511,7 +8532,7 @@ pub(crate) fn linalg_lu_factor_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:842).
+/// Autograd kernel of `linalg_lu_solve` (autograd/derivatives.yaml:845).
 pub(crate) fn linalg_lu_solve(
     ks: DispatchKeySet,
     lu: &Tensor,
@@ -8555,7 +8576,7 @@ pub(crate) fn linalg_lu_solve(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:846).
+/// Autograd kernel of `linalg_solve_triangular` (autograd/derivatives.yaml:849).
 pub(crate) fn linalg_solve_triangular(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8599,7 +8620,7 @@ pub(crate) fn linalg_solve_triangular(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:850).
+/// Autograd kernel of `linalg_cholesky_ex` (autograd/derivatives.yaml:853).
 pub(crate) fn linalg_cholesky_ex(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8632,7 +8653,7 @@ pub(crate) fn linalg_cholesky_ex(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:854).
+/// Autograd kernel of `linalg_qr` (autograd/derivatives.yaml:857).
 pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(a_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8661,7 +8682,7 @@ pub(crate) fn linalg_qr(ks: DispatchKeySet, a_: &Tensor, mode: &str) -> Result<(
     Ok(result_)
 }
 
-/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:857).
+/// Autograd kernel of `linalg_eigh` (autograd/derivatives.yaml:860).
 pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8689,7 +8710,7 @@ pub(crate) fn linalg_eigh(ks: DispatchKeySet, self_: &Tensor, uplo: &str) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:860).
+/// Autograd kernel of `_linalg_svd` (autograd/derivatives.yaml:863).
 pub(crate) fn _linalg_svd(
     ks: DispatchKeySet,
     a_: &Tensor,
@@ -8734,7 +8755,7 @@ pub(crate) fn _linalg_svd(
     Ok(result_)
 }
 
-/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:863).
+/// Autograd kernel of `frexp.Tensor` (autograd/derivatives.yaml:866).
 pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor, Tensor)> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8757,7 +8778,7 @@ pub(crate) fn frexp_tensor(ks: DispatchKeySet, self_: &Tensor) -> Result<(Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `igamma` (autograd/derivatives.yaml:867).
+/// Autograd kernel of `igamma` (autograd/derivatives.yaml:870).
 pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8777,7 +8798,7 @@ pub(crate) fn igamma(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Resu
     Ok(result_)
 }
 
-/// Autograd kernel of `igammac` (autograd/derivatives.yaml:870).
+/// Autograd kernel of `igammac` (autograd/derivatives.yaml:873).
 pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8797,7 +8818,7 @@ pub(crate) fn igammac(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Res
     Ok(result_)
 }
 
-/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:873).
+/// Autograd kernel of `nextafter` (autograd/derivatives.yaml:876).
 pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(self_), Some(other)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8821,7 +8842,7 @@ pub(crate) fn nextafter(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> R
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:878).
+/// Autograd kernel of `view_as_real` (autograd/derivatives.yaml:881).
 pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8842,7 +8863,7 @@ pub(crate) fn view_as_real(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor>
     Ok(result_)
 }
 
-/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:881).
+/// Autograd kernel of `view_as_complex` (autograd/derivatives.yaml:884).
 pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8863,7 +8884,7 @@ pub(crate) fn view_as_complex(ks: DispatchKeySet, self_: &Tensor) -> Result<Tens
     Ok(result_)
 }
 
-/// Autograd kernel of `polar` (autograd/derivatives.yaml:884).
+/// Autograd kernel of `polar` (autograd/derivatives.yaml:887).
 pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(abs), Some(angle)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8885,7 +8906,7 @@ pub(crate) fn polar(ks: DispatchKeySet, abs: &Tensor, angle: &Tensor) -> Result<
     Ok(result_)
 }
 
-/// Autograd kernel of `complex` (autograd/derivatives.yaml:888).
+/// Autograd kernel of `complex` (autograd/derivatives.yaml:891).
 pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 2] = [Some(real), Some(imag)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -8905,7 +8926,7 @@ pub(crate) fn complex(ks: DispatchKeySet, real: &Tensor, imag: &Tensor) -> Resul
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:892).
+/// Autograd kernel of `_fft_c2c` (autograd/derivatives.yaml:895).
 pub(crate) fn _fft_c2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8931,7 +8952,7 @@ pub(crate) fn _fft_c2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:895).
+/// Autograd kernel of `_fft_r2c` (autograd/derivatives.yaml:898).
 pub(crate) fn _fft_r2c(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -8969,7 +8990,7 @@ pub(crate) fn _fft_r2c(
     Ok(result_)
 }
 
-/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:898).
+/// Autograd kernel of `_fft_c2r` (autograd/derivatives.yaml:901).
 pub(crate) fn _fft_c2r(
     ks: DispatchKeySet,
     self_: &Tensor,
@@ -9001,7 +9022,7 @@ pub(crate) fn _fft_c2r(
     Ok(result_)
 }
 
-/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:901).
+/// Autograd kernel of `conj_physical` (autograd/derivatives.yaml:904).
 pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9021,7 +9042,7 @@ pub(crate) fn conj_physical(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor
     Ok(result_)
 }
 
-/// Autograd kernel of `angle` (autograd/derivatives.yaml:904).
+/// Autograd kernel of `angle` (autograd/derivatives.yaml:907).
 pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     let diff_: [Option<&Tensor>; 1] = [Some(self_)];
     let needs_ = crate::meta::compute_requires_grad(&diff_);
@@ -9092,6 +9113,8 @@ pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::as_strided::NAME, DispatchKey::Autograd, handles::as_strided::kernel(as_strided))
         .expect("generated registration");
     d.register_kernel(handles::view::NAME, DispatchKey::Autograd, handles::view::kernel(view))
+        .expect("generated registration");
+    d.register_kernel(handles::view_dtype::NAME, DispatchKey::Autograd, handles::view_dtype::kernel(view_dtype))
         .expect("generated registration");
     d.register_kernel(
         handles::_reshape_alias::NAME,

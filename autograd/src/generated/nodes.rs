@@ -561,7 +561,32 @@ impl Node for ViewBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_reshape_alias` (autograd/derivatives.yaml:58).
+/// Backward of `view.dtype` (autograd/derivatives.yaml:58).
+pub struct ViewBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ViewBackward1 {
+    fn name(&self) -> String {
+        "ViewBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ViewBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_reshape_alias` (autograd/derivatives.yaml:61).
 pub struct ReshapeAliasBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -594,7 +619,7 @@ impl Node for ReshapeAliasBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `transpose.int` (autograd/derivatives.yaml:61).
+/// Backward of `transpose.int` (autograd/derivatives.yaml:64).
 pub struct TransposeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim0: i64,
@@ -629,7 +654,7 @@ impl Node for TransposeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `t` (autograd/derivatives.yaml:64).
+/// Backward of `t` (autograd/derivatives.yaml:67).
 pub struct TBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -660,7 +685,7 @@ impl Node for TBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `permute` (autograd/derivatives.yaml:67).
+/// Backward of `permute` (autograd/derivatives.yaml:70).
 pub struct PermuteBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dims: Vec<i64>,
@@ -693,7 +718,7 @@ impl Node for PermuteBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `expand` (autograd/derivatives.yaml:70).
+/// Backward of `expand` (autograd/derivatives.yaml:73).
 pub struct ExpandBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -726,7 +751,7 @@ impl Node for ExpandBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze` (autograd/derivatives.yaml:73).
+/// Backward of `squeeze` (autograd/derivatives.yaml:76).
 pub struct SqueezeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -759,7 +784,7 @@ impl Node for SqueezeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze.dim` (autograd/derivatives.yaml:76).
+/// Backward of `squeeze.dim` (autograd/derivatives.yaml:79).
 pub struct SqueezeBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -792,7 +817,7 @@ impl Node for SqueezeBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `squeeze.dims` (autograd/derivatives.yaml:79).
+/// Backward of `squeeze.dims` (autograd/derivatives.yaml:82).
 pub struct SqueezeBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -825,7 +850,7 @@ impl Node for SqueezeBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `unsqueeze` (autograd/derivatives.yaml:82).
+/// Backward of `unsqueeze` (autograd/derivatives.yaml:85).
 pub struct UnsqueezeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -858,7 +883,7 @@ impl Node for UnsqueezeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `slice.Tensor` (autograd/derivatives.yaml:85).
+/// Backward of `slice.Tensor` (autograd/derivatives.yaml:88).
 pub struct SliceBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -899,7 +924,7 @@ impl Node for SliceBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `select.int` (autograd/derivatives.yaml:88).
+/// Backward of `select.int` (autograd/derivatives.yaml:91).
 pub struct SelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -936,7 +961,7 @@ impl Node for SelectBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `alias` (autograd/derivatives.yaml:91).
+/// Backward of `alias` (autograd/derivatives.yaml:94).
 pub struct AliasBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -967,7 +992,7 @@ impl Node for AliasBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `exp` (autograd/derivatives.yaml:94).
+/// Backward of `exp` (autograd/derivatives.yaml:97).
 pub struct ExpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1003,7 +1028,7 @@ impl Node for ExpBackward0 {
     }
 }
 
-/// Backward of `exp2` (autograd/derivatives.yaml:97).
+/// Backward of `exp2` (autograd/derivatives.yaml:100).
 pub struct Exp2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1039,7 +1064,7 @@ impl Node for Exp2Backward0 {
     }
 }
 
-/// Backward of `expm1` (autograd/derivatives.yaml:100).
+/// Backward of `expm1` (autograd/derivatives.yaml:103).
 pub struct Expm1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1075,7 +1100,7 @@ impl Node for Expm1Backward0 {
     }
 }
 
-/// Backward of `log` (autograd/derivatives.yaml:103).
+/// Backward of `log` (autograd/derivatives.yaml:106).
 pub struct LogBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1111,7 +1136,7 @@ impl Node for LogBackward0 {
     }
 }
 
-/// Backward of `log2` (autograd/derivatives.yaml:106).
+/// Backward of `log2` (autograd/derivatives.yaml:109).
 pub struct Log2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1147,7 +1172,7 @@ impl Node for Log2Backward0 {
     }
 }
 
-/// Backward of `log10` (autograd/derivatives.yaml:109).
+/// Backward of `log10` (autograd/derivatives.yaml:112).
 pub struct Log10Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1183,7 +1208,7 @@ impl Node for Log10Backward0 {
     }
 }
 
-/// Backward of `log1p` (autograd/derivatives.yaml:112).
+/// Backward of `log1p` (autograd/derivatives.yaml:115).
 pub struct Log1pBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1219,7 +1244,7 @@ impl Node for Log1pBackward0 {
     }
 }
 
-/// Backward of `sqrt` (autograd/derivatives.yaml:115).
+/// Backward of `sqrt` (autograd/derivatives.yaml:118).
 pub struct SqrtBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1255,7 +1280,7 @@ impl Node for SqrtBackward0 {
     }
 }
 
-/// Backward of `rsqrt` (autograd/derivatives.yaml:118).
+/// Backward of `rsqrt` (autograd/derivatives.yaml:121).
 pub struct RsqrtBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1291,7 +1316,7 @@ impl Node for RsqrtBackward0 {
     }
 }
 
-/// Backward of `reciprocal` (autograd/derivatives.yaml:121).
+/// Backward of `reciprocal` (autograd/derivatives.yaml:124).
 pub struct ReciprocalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1327,7 +1352,7 @@ impl Node for ReciprocalBackward0 {
     }
 }
 
-/// Backward of `sin` (autograd/derivatives.yaml:124).
+/// Backward of `sin` (autograd/derivatives.yaml:127).
 pub struct SinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1363,7 +1388,7 @@ impl Node for SinBackward0 {
     }
 }
 
-/// Backward of `cos` (autograd/derivatives.yaml:127).
+/// Backward of `cos` (autograd/derivatives.yaml:130).
 pub struct CosBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1399,7 +1424,7 @@ impl Node for CosBackward0 {
     }
 }
 
-/// Backward of `tan` (autograd/derivatives.yaml:130).
+/// Backward of `tan` (autograd/derivatives.yaml:133).
 pub struct TanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1435,7 +1460,7 @@ impl Node for TanBackward0 {
     }
 }
 
-/// Backward of `asin` (autograd/derivatives.yaml:133).
+/// Backward of `asin` (autograd/derivatives.yaml:136).
 pub struct AsinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1471,7 +1496,7 @@ impl Node for AsinBackward0 {
     }
 }
 
-/// Backward of `acos` (autograd/derivatives.yaml:136).
+/// Backward of `acos` (autograd/derivatives.yaml:139).
 pub struct AcosBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1507,7 +1532,7 @@ impl Node for AcosBackward0 {
     }
 }
 
-/// Backward of `atan` (autograd/derivatives.yaml:139).
+/// Backward of `atan` (autograd/derivatives.yaml:142).
 pub struct AtanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1543,7 +1568,7 @@ impl Node for AtanBackward0 {
     }
 }
 
-/// Backward of `sinh` (autograd/derivatives.yaml:142).
+/// Backward of `sinh` (autograd/derivatives.yaml:145).
 pub struct SinhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1579,7 +1604,7 @@ impl Node for SinhBackward0 {
     }
 }
 
-/// Backward of `cosh` (autograd/derivatives.yaml:145).
+/// Backward of `cosh` (autograd/derivatives.yaml:148).
 pub struct CoshBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1615,7 +1640,7 @@ impl Node for CoshBackward0 {
     }
 }
 
-/// Backward of `tanh` (autograd/derivatives.yaml:148).
+/// Backward of `tanh` (autograd/derivatives.yaml:151).
 pub struct TanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1651,7 +1676,7 @@ impl Node for TanhBackward0 {
     }
 }
 
-/// Backward of `asinh` (autograd/derivatives.yaml:151).
+/// Backward of `asinh` (autograd/derivatives.yaml:154).
 pub struct AsinhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1687,7 +1712,7 @@ impl Node for AsinhBackward0 {
     }
 }
 
-/// Backward of `acosh` (autograd/derivatives.yaml:154).
+/// Backward of `acosh` (autograd/derivatives.yaml:157).
 pub struct AcoshBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1723,7 +1748,7 @@ impl Node for AcoshBackward0 {
     }
 }
 
-/// Backward of `atanh` (autograd/derivatives.yaml:157).
+/// Backward of `atanh` (autograd/derivatives.yaml:160).
 pub struct AtanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1759,7 +1784,7 @@ impl Node for AtanhBackward0 {
     }
 }
 
-/// Backward of `sigmoid` (autograd/derivatives.yaml:160).
+/// Backward of `sigmoid` (autograd/derivatives.yaml:163).
 pub struct SigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1795,7 +1820,7 @@ impl Node for SigmoidBackward0 {
     }
 }
 
-/// Backward of `erf` (autograd/derivatives.yaml:163).
+/// Backward of `erf` (autograd/derivatives.yaml:166).
 pub struct ErfBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1834,7 +1859,7 @@ impl Node for ErfBackward0 {
     }
 }
 
-/// Backward of `erfc` (autograd/derivatives.yaml:166).
+/// Backward of `erfc` (autograd/derivatives.yaml:169).
 pub struct ErfcBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -1873,7 +1898,7 @@ impl Node for ErfcBackward0 {
     }
 }
 
-/// Backward of `erfinv` (autograd/derivatives.yaml:169).
+/// Backward of `erfinv` (autograd/derivatives.yaml:172).
 pub struct ErfinvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -1909,7 +1934,7 @@ impl Node for ErfinvBackward0 {
     }
 }
 
-/// Backward of `floor` (autograd/derivatives.yaml:172).
+/// Backward of `floor` (autograd/derivatives.yaml:175).
 pub struct FloorBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1940,7 +1965,7 @@ impl Node for FloorBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ceil` (autograd/derivatives.yaml:175).
+/// Backward of `ceil` (autograd/derivatives.yaml:178).
 pub struct CeilBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -1971,7 +1996,7 @@ impl Node for CeilBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `trunc` (autograd/derivatives.yaml:178).
+/// Backward of `trunc` (autograd/derivatives.yaml:181).
 pub struct TruncBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2002,7 +2027,7 @@ impl Node for TruncBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `round` (autograd/derivatives.yaml:181).
+/// Backward of `round` (autograd/derivatives.yaml:184).
 pub struct RoundBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2033,7 +2058,7 @@ impl Node for RoundBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sign` (autograd/derivatives.yaml:184).
+/// Backward of `sign` (autograd/derivatives.yaml:187).
 pub struct SignBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2064,7 +2089,7 @@ impl Node for SignBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sgn` (autograd/derivatives.yaml:187).
+/// Backward of `sgn` (autograd/derivatives.yaml:190).
 pub struct SgnBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2100,7 +2125,7 @@ impl Node for SgnBackward0 {
     }
 }
 
-/// Backward of `frac` (autograd/derivatives.yaml:190).
+/// Backward of `frac` (autograd/derivatives.yaml:193).
 pub struct FracBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -2131,7 +2156,7 @@ impl Node for FracBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `relu` (autograd/derivatives.yaml:193).
+/// Backward of `relu` (autograd/derivatives.yaml:196).
 pub struct ReluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -2167,7 +2192,7 @@ impl Node for ReluBackward0 {
     }
 }
 
-/// Backward of `silu` (autograd/derivatives.yaml:196).
+/// Backward of `silu` (autograd/derivatives.yaml:199).
 pub struct SiluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2203,7 +2228,7 @@ impl Node for SiluBackward0 {
     }
 }
 
-/// Backward of `mish` (autograd/derivatives.yaml:199).
+/// Backward of `mish` (autograd/derivatives.yaml:202).
 pub struct MishBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2239,7 +2264,7 @@ impl Node for MishBackward0 {
     }
 }
 
-/// Backward of `hardsigmoid` (autograd/derivatives.yaml:202).
+/// Backward of `hardsigmoid` (autograd/derivatives.yaml:205).
 pub struct HardsigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2275,7 +2300,7 @@ impl Node for HardsigmoidBackward0 {
     }
 }
 
-/// Backward of `hardswish` (autograd/derivatives.yaml:205).
+/// Backward of `hardswish` (autograd/derivatives.yaml:208).
 pub struct HardswishBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2311,7 +2336,7 @@ impl Node for HardswishBackward0 {
     }
 }
 
-/// Backward of `maximum` (autograd/derivatives.yaml:208).
+/// Backward of `maximum` (autograd/derivatives.yaml:211).
 pub struct MaximumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2355,7 +2380,7 @@ impl Node for MaximumBackward0 {
     }
 }
 
-/// Backward of `minimum` (autograd/derivatives.yaml:212).
+/// Backward of `minimum` (autograd/derivatives.yaml:215).
 pub struct MinimumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2399,7 +2424,7 @@ impl Node for MinimumBackward0 {
     }
 }
 
-/// Backward of `atan2` (autograd/derivatives.yaml:216).
+/// Backward of `atan2` (autograd/derivatives.yaml:219).
 pub struct Atan2Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2443,7 +2468,7 @@ impl Node for Atan2Backward0 {
     }
 }
 
-/// Backward of `fmod.Tensor` (autograd/derivatives.yaml:220).
+/// Backward of `fmod.Tensor` (autograd/derivatives.yaml:223).
 pub struct FmodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2489,7 +2514,7 @@ impl Node for FmodBackward0 {
     }
 }
 
-/// Backward of `remainder.Tensor` (autograd/derivatives.yaml:224).
+/// Backward of `remainder.Tensor` (autograd/derivatives.yaml:227).
 pub struct RemainderBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2535,7 +2560,7 @@ impl Node for RemainderBackward0 {
     }
 }
 
-/// Backward of `pow.Tensor_Tensor` (autograd/derivatives.yaml:228).
+/// Backward of `pow.Tensor_Tensor` (autograd/derivatives.yaml:231).
 pub struct PowBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2583,7 +2608,7 @@ impl Node for PowBackward0 {
     }
 }
 
-/// Backward of `pow.Tensor_Scalar` (autograd/derivatives.yaml:232).
+/// Backward of `pow.Tensor_Scalar` (autograd/derivatives.yaml:235).
 pub struct PowBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2621,7 +2646,7 @@ impl Node for PowBackward1 {
     }
 }
 
-/// Backward of `pow.Scalar` (autograd/derivatives.yaml:235).
+/// Backward of `pow.Scalar` (autograd/derivatives.yaml:238).
 pub struct PowBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: Scalar,
@@ -2663,7 +2688,7 @@ impl Node for PowBackward2 {
     }
 }
 
-/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:238).
+/// Backward of `lerp.Scalar` (autograd/derivatives.yaml:241).
 pub struct LerpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight: Scalar,
@@ -2700,7 +2725,7 @@ impl Node for LerpBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `addcmul` (autograd/derivatives.yaml:242).
+/// Backward of `addcmul` (autograd/derivatives.yaml:245).
 pub struct AddcmulBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2754,7 +2779,7 @@ impl Node for AddcmulBackward0 {
     }
 }
 
-/// Backward of `addcdiv` (autograd/derivatives.yaml:247).
+/// Backward of `addcdiv` (autograd/derivatives.yaml:250).
 pub struct AddcdivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensor1: SavedVariable,
@@ -2811,7 +2836,7 @@ impl Node for AddcdivBackward0 {
     }
 }
 
-/// Backward of `clamp` (autograd/derivatives.yaml:252).
+/// Backward of `clamp` (autograd/derivatives.yaml:255).
 pub struct ClampBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2857,7 +2882,7 @@ impl Node for ClampBackward0 {
     }
 }
 
-/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:255).
+/// Backward of `masked_fill.Scalar` (autograd/derivatives.yaml:258).
 pub struct MaskedFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -2893,7 +2918,7 @@ impl Node for MaskedFillBackward0 {
     }
 }
 
-/// Backward of `leaky_relu` (autograd/derivatives.yaml:258).
+/// Backward of `leaky_relu` (autograd/derivatives.yaml:261).
 pub struct LeakyReluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2931,7 +2956,7 @@ impl Node for LeakyReluBackward0 {
     }
 }
 
-/// Backward of `hardtanh` (autograd/derivatives.yaml:261).
+/// Backward of `hardtanh` (autograd/derivatives.yaml:264).
 pub struct HardtanhBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -2971,7 +2996,7 @@ impl Node for HardtanhBackward0 {
     }
 }
 
-/// Backward of `elu` (autograd/derivatives.yaml:264).
+/// Backward of `elu` (autograd/derivatives.yaml:267).
 pub struct EluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3013,7 +3038,7 @@ impl Node for EluBackward0 {
     }
 }
 
-/// Backward of `softplus` (autograd/derivatives.yaml:267).
+/// Backward of `softplus` (autograd/derivatives.yaml:270).
 pub struct SoftplusBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3053,7 +3078,7 @@ impl Node for SoftplusBackward0 {
     }
 }
 
-/// Backward of `gelu` (autograd/derivatives.yaml:270).
+/// Backward of `gelu` (autograd/derivatives.yaml:273).
 pub struct GeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3091,7 +3116,7 @@ impl Node for GeluBackward0 {
     }
 }
 
-/// Backward of `threshold` (autograd/derivatives.yaml:273).
+/// Backward of `threshold` (autograd/derivatives.yaml:276).
 pub struct ThresholdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3129,7 +3154,7 @@ impl Node for ThresholdBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid` (autograd/derivatives.yaml:276).
+/// Backward of `log_sigmoid` (autograd/derivatives.yaml:279).
 pub struct LogSigmoidBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3165,7 +3190,7 @@ impl Node for LogSigmoidBackward0 {
     }
 }
 
-/// Backward of `hypot` (autograd/derivatives.yaml:279).
+/// Backward of `hypot` (autograd/derivatives.yaml:282).
 pub struct HypotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3215,7 +3240,7 @@ impl Node for HypotBackward0 {
     }
 }
 
-/// Backward of `where.self` (autograd/derivatives.yaml:283).
+/// Backward of `where.self` (autograd/derivatives.yaml:286).
 pub struct WhereBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) condition: SavedVariable,
@@ -3255,7 +3280,7 @@ impl Node for WhereBackward0 {
     }
 }
 
-/// Backward of `sum` (autograd/derivatives.yaml:287).
+/// Backward of `sum` (autograd/derivatives.yaml:290).
 pub struct SumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3288,7 +3313,7 @@ impl Node for SumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:290).
+/// Backward of `sum.dim_IntList` (autograd/derivatives.yaml:293).
 pub struct SumBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3325,7 +3350,7 @@ impl Node for SumBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean` (autograd/derivatives.yaml:293).
+/// Backward of `mean` (autograd/derivatives.yaml:296).
 pub struct MeanBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_numel: i64,
@@ -3360,7 +3385,7 @@ impl Node for MeanBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `mean.dim` (autograd/derivatives.yaml:296).
+/// Backward of `mean.dim` (autograd/derivatives.yaml:299).
 pub struct MeanBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3397,7 +3422,7 @@ impl Node for MeanBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `var.correction` (autograd/derivatives.yaml:299).
+/// Backward of `var.correction` (autograd/derivatives.yaml:302).
 pub struct VarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3439,7 +3464,7 @@ impl Node for VarBackward0 {
     }
 }
 
-/// Backward of `std.correction` (autograd/derivatives.yaml:302).
+/// Backward of `std.correction` (autograd/derivatives.yaml:305).
 pub struct StdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3485,7 +3510,7 @@ impl Node for StdBackward0 {
     }
 }
 
-/// Backward of `max` (autograd/derivatives.yaml:305).
+/// Backward of `max` (autograd/derivatives.yaml:308).
 pub struct MaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3525,7 +3550,7 @@ impl Node for MaxBackward0 {
     }
 }
 
-/// Backward of `min` (autograd/derivatives.yaml:308).
+/// Backward of `min` (autograd/derivatives.yaml:311).
 pub struct MinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3565,7 +3590,7 @@ impl Node for MinBackward0 {
     }
 }
 
-/// Backward of `max.dim` (autograd/derivatives.yaml:311).
+/// Backward of `max.dim` (autograd/derivatives.yaml:314).
 pub struct MaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3607,7 +3632,7 @@ impl Node for MaxBackward1 {
     }
 }
 
-/// Backward of `min.dim` (autograd/derivatives.yaml:315).
+/// Backward of `min.dim` (autograd/derivatives.yaml:318).
 pub struct MinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -3649,7 +3674,7 @@ impl Node for MinBackward1 {
     }
 }
 
-/// Backward of `amax` (autograd/derivatives.yaml:319).
+/// Backward of `amax` (autograd/derivatives.yaml:322).
 pub struct AmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3693,7 +3718,7 @@ impl Node for AmaxBackward0 {
     }
 }
 
-/// Backward of `amin` (autograd/derivatives.yaml:322).
+/// Backward of `amin` (autograd/derivatives.yaml:325).
 pub struct AminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3737,7 +3762,7 @@ impl Node for AminBackward0 {
     }
 }
 
-/// Backward of `logsumexp` (autograd/derivatives.yaml:325).
+/// Backward of `logsumexp` (autograd/derivatives.yaml:328).
 pub struct LogsumexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -3781,7 +3806,7 @@ impl Node for LogsumexpBackward0 {
     }
 }
 
-/// Backward of `cumsum` (autograd/derivatives.yaml:328).
+/// Backward of `cumsum` (autograd/derivatives.yaml:331).
 pub struct CumsumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3814,7 +3839,7 @@ impl Node for CumsumBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `softmax.int` (autograd/derivatives.yaml:331).
+/// Backward of `softmax.int` (autograd/derivatives.yaml:334).
 pub struct SoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3852,7 +3877,7 @@ impl Node for SoftmaxBackward0 {
     }
 }
 
-/// Backward of `log_softmax.int` (autograd/derivatives.yaml:334).
+/// Backward of `log_softmax.int` (autograd/derivatives.yaml:337).
 pub struct LogSoftmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -3890,7 +3915,7 @@ impl Node for LogSoftmaxBackward0 {
     }
 }
 
-/// Backward of `cat` (autograd/derivatives.yaml:337).
+/// Backward of `cat` (autograd/derivatives.yaml:340).
 pub struct CatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_sizes: Vec<Vec<i64>>,
@@ -3930,7 +3955,7 @@ impl Node for CatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `stack` (autograd/derivatives.yaml:340).
+/// Backward of `stack` (autograd/derivatives.yaml:343).
 pub struct StackBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) tensors_len_: usize,
@@ -3968,7 +3993,7 @@ impl Node for StackBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `split.Tensor` (autograd/derivatives.yaml:343).
+/// Backward of `split.Tensor` (autograd/derivatives.yaml:346).
 pub struct SplitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4000,7 +4025,7 @@ impl Node for SplitBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `unbind.int` (autograd/derivatives.yaml:346).
+/// Backward of `unbind.int` (autograd/derivatives.yaml:349).
 pub struct UnbindBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4032,7 +4057,7 @@ impl Node for UnbindBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `flip` (autograd/derivatives.yaml:349).
+/// Backward of `flip` (autograd/derivatives.yaml:352).
 pub struct FlipBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dims: Vec<i64>,
@@ -4065,7 +4090,7 @@ impl Node for FlipBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `roll` (autograd/derivatives.yaml:352).
+/// Backward of `roll` (autograd/derivatives.yaml:355).
 pub struct RollBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) shifts: Vec<i64>,
@@ -4100,7 +4125,7 @@ impl Node for RollBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `tril` (autograd/derivatives.yaml:355).
+/// Backward of `tril` (autograd/derivatives.yaml:358).
 pub struct TrilBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4133,7 +4158,7 @@ impl Node for TrilBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `triu` (autograd/derivatives.yaml:358).
+/// Backward of `triu` (autograd/derivatives.yaml:361).
 pub struct TriuBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) diagonal: i64,
@@ -4166,7 +4191,7 @@ impl Node for TriuBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:361).
+/// Backward of `constant_pad_nd` (autograd/derivatives.yaml:364).
 pub struct ConstantPadNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) pad: Vec<i64>,
@@ -4199,7 +4224,7 @@ impl Node for ConstantPadNdBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `index_select` (autograd/derivatives.yaml:364).
+/// Backward of `index_select` (autograd/derivatives.yaml:367).
 pub struct IndexSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4239,7 +4264,7 @@ impl Node for IndexSelectBackward0 {
     }
 }
 
-/// Backward of `gather` (autograd/derivatives.yaml:367).
+/// Backward of `gather` (autograd/derivatives.yaml:370).
 pub struct GatherBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4279,7 +4304,7 @@ impl Node for GatherBackward0 {
     }
 }
 
-/// Backward of `scatter_add` (autograd/derivatives.yaml:370).
+/// Backward of `scatter_add` (autograd/derivatives.yaml:373).
 pub struct ScatterAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4322,7 +4347,7 @@ impl Node for ScatterAddBackward0 {
     }
 }
 
-/// Backward of `index_add` (autograd/derivatives.yaml:374).
+/// Backward of `index_add` (autograd/derivatives.yaml:377).
 pub struct IndexAddBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -4367,7 +4392,7 @@ impl Node for IndexAddBackward0 {
     }
 }
 
-/// Backward of `index.Tensor` (autograd/derivatives.yaml:378).
+/// Backward of `index.Tensor` (autograd/derivatives.yaml:381).
 pub struct IndexBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4402,7 +4427,7 @@ impl Node for IndexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `embedding` (autograd/derivatives.yaml:381).
+/// Backward of `embedding` (autograd/derivatives.yaml:384).
 pub struct EmbeddingBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) weight_sizes: Vec<i64>,
@@ -4445,7 +4470,7 @@ impl Node for EmbeddingBackward0 {
     }
 }
 
-/// Backward of `embedding_dense_backward` (autograd/derivatives.yaml:384).
+/// Backward of `embedding_dense_backward` (autograd/derivatives.yaml:387).
 pub struct EmbeddingDenseBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4485,7 +4510,7 @@ impl Node for EmbeddingDenseBackwardBackward0 {
     }
 }
 
-/// Backward of `mm` (autograd/derivatives.yaml:387).
+/// Backward of `mm` (autograd/derivatives.yaml:390).
 pub struct MmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4529,7 +4554,7 @@ impl Node for MmBackward0 {
     }
 }
 
-/// Backward of `bmm` (autograd/derivatives.yaml:391).
+/// Backward of `bmm` (autograd/derivatives.yaml:394).
 pub struct BmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4575,7 +4600,7 @@ impl Node for BmmBackward0 {
     }
 }
 
-/// Backward of `addmm` (autograd/derivatives.yaml:395).
+/// Backward of `addmm` (autograd/derivatives.yaml:398).
 pub struct AddmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mat1: SavedVariable,
@@ -4633,7 +4658,7 @@ impl Node for AddmmBackward0 {
     }
 }
 
-/// Backward of `mv` (autograd/derivatives.yaml:400).
+/// Backward of `mv` (autograd/derivatives.yaml:403).
 pub struct MvBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4679,7 +4704,7 @@ impl Node for MvBackward0 {
     }
 }
 
-/// Backward of `dot` (autograd/derivatives.yaml:404).
+/// Backward of `dot` (autograd/derivatives.yaml:407).
 pub struct DotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4725,7 +4750,7 @@ impl Node for DotBackward0 {
     }
 }
 
-/// Backward of `convolution` (autograd/derivatives.yaml:408).
+/// Backward of `convolution` (autograd/derivatives.yaml:411).
 pub struct ConvolutionBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) input: SavedVariable,
@@ -4807,7 +4832,7 @@ impl Node for ConvolutionBackward0 {
     }
 }
 
-/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:419).
+/// Backward of `max_pool1d_with_indices` (autograd/derivatives.yaml:422).
 pub struct MaxPool1dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -4845,7 +4870,7 @@ impl Node for MaxPool1dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:423).
+/// Backward of `max_pool2d_with_indices` (autograd/derivatives.yaml:426).
 pub struct MaxPool2dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4904,7 +4929,7 @@ impl Node for MaxPool2dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `threshold_backward` (autograd/derivatives.yaml:427).
+/// Backward of `threshold_backward` (autograd/derivatives.yaml:430).
 pub struct ThresholdBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -4947,7 +4972,7 @@ impl Node for ThresholdBackwardBackward0 {
     }
 }
 
-/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:431).
+/// Backward of `max_pool2d_with_indices_backward` (autograd/derivatives.yaml:434).
 pub struct MaxPool2dWithIndicesBackwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: SavedVariable,
@@ -4989,7 +5014,7 @@ impl Node for MaxPool2dWithIndicesBackwardBackward0 {
     }
 }
 
-/// Backward of `mse_loss` (autograd/derivatives.yaml:438).
+/// Backward of `mse_loss` (autograd/derivatives.yaml:441).
 pub struct MseLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5035,7 +5060,7 @@ impl Node for MseLossBackward0 {
     }
 }
 
-/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:442).
+/// Backward of `binary_cross_entropy_with_logits` (autograd/derivatives.yaml:445).
 pub struct BinaryCrossEntropyWithLogitsBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5089,7 +5114,7 @@ impl Node for BinaryCrossEntropyWithLogitsBackward0 {
     }
 }
 
-/// Backward of `nll_loss` (autograd/derivatives.yaml:446).
+/// Backward of `nll_loss` (autograd/derivatives.yaml:449).
 pub struct NllLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5137,7 +5162,7 @@ impl Node for NllLossBackward0 {
     }
 }
 
-/// Backward of `nll_loss2d` (autograd/derivatives.yaml:449).
+/// Backward of `nll_loss2d` (autograd/derivatives.yaml:452).
 pub struct NllLoss2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5185,7 +5210,7 @@ impl Node for NllLoss2dBackward0 {
     }
 }
 
-/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:452).
+/// Backward of `nll_loss_nd` (autograd/derivatives.yaml:455).
 pub struct NllLossNdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5233,7 +5258,7 @@ impl Node for NllLossNdBackward0 {
     }
 }
 
-/// Backward of `topk` (autograd/derivatives.yaml:458).
+/// Backward of `topk` (autograd/derivatives.yaml:461).
 pub struct TopkBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5273,7 +5298,7 @@ impl Node for TopkBackward0 {
     }
 }
 
-/// Backward of `sort` (autograd/derivatives.yaml:462).
+/// Backward of `sort` (autograd/derivatives.yaml:465).
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5313,7 +5338,7 @@ impl Node for SortBackward0 {
     }
 }
 
-/// Backward of `kthvalue` (autograd/derivatives.yaml:466).
+/// Backward of `kthvalue` (autograd/derivatives.yaml:469).
 pub struct KthvalueBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5355,7 +5380,7 @@ impl Node for KthvalueBackward0 {
     }
 }
 
-/// Backward of `median.dim` (autograd/derivatives.yaml:470).
+/// Backward of `median.dim` (autograd/derivatives.yaml:473).
 pub struct MedianBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5397,7 +5422,7 @@ impl Node for MedianBackward0 {
     }
 }
 
-/// Backward of `cummax` (autograd/derivatives.yaml:474).
+/// Backward of `cummax` (autograd/derivatives.yaml:477).
 pub struct CummaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5437,7 +5462,7 @@ impl Node for CummaxBackward0 {
     }
 }
 
-/// Backward of `cummin` (autograd/derivatives.yaml:478).
+/// Backward of `cummin` (autograd/derivatives.yaml:481).
 pub struct CumminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5477,7 +5502,7 @@ impl Node for CumminBackward0 {
     }
 }
 
-/// Backward of `logit` (autograd/derivatives.yaml:482).
+/// Backward of `logit` (autograd/derivatives.yaml:485).
 pub struct LogitBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5515,7 +5540,7 @@ impl Node for LogitBackward0 {
     }
 }
 
-/// Backward of `prod.dim_int` (autograd/derivatives.yaml:485).
+/// Backward of `prod.dim_int` (autograd/derivatives.yaml:488).
 pub struct ProdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5559,7 +5584,7 @@ impl Node for ProdBackward0 {
     }
 }
 
-/// Backward of `cumprod` (autograd/derivatives.yaml:488).
+/// Backward of `cumprod` (autograd/derivatives.yaml:491).
 pub struct CumprodBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5601,7 +5626,7 @@ impl Node for CumprodBackward0 {
     }
 }
 
-/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:491).
+/// Backward of `norm.ScalarOpt_dim` (autograd/derivatives.yaml:494).
 pub struct NormBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5647,7 +5672,7 @@ impl Node for NormBackward0 {
     }
 }
 
-/// Backward of `repeat` (autograd/derivatives.yaml:494).
+/// Backward of `repeat` (autograd/derivatives.yaml:497).
 pub struct RepeatBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5682,7 +5707,7 @@ impl Node for RepeatBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `scatter.src` (autograd/derivatives.yaml:497).
+/// Backward of `scatter.src` (autograd/derivatives.yaml:500).
 pub struct ScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -5724,7 +5749,7 @@ impl Node for ScatterBackward0 {
     }
 }
 
-/// Backward of `index_put` (autograd/derivatives.yaml:501).
+/// Backward of `index_put` (autograd/derivatives.yaml:504).
 pub struct IndexPutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) indices: Vec<Option<Tensor>>,
@@ -5763,7 +5788,7 @@ impl Node for IndexPutBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:505).
+/// Backward of `smooth_l1_loss` (autograd/derivatives.yaml:508).
 pub struct SmoothL1LossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5811,7 +5836,7 @@ impl Node for SmoothL1LossBackward0 {
     }
 }
 
-/// Backward of `huber_loss` (autograd/derivatives.yaml:509).
+/// Backward of `huber_loss` (autograd/derivatives.yaml:512).
 pub struct HuberLossBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5859,7 +5884,7 @@ impl Node for HuberLossBackward0 {
     }
 }
 
-/// Backward of `kl_div` (autograd/derivatives.yaml:513).
+/// Backward of `kl_div` (autograd/derivatives.yaml:516).
 pub struct KlDivBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -5907,7 +5932,7 @@ impl Node for KlDivBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:535).
+/// Backward of `adaptive_max_pool2d` (autograd/derivatives.yaml:538).
 pub struct AdaptiveMaxPool2dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5945,7 +5970,7 @@ impl Node for AdaptiveMaxPool2dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:539).
+/// Backward of `adaptive_max_pool1d` (autograd/derivatives.yaml:542).
 pub struct AdaptiveMaxPool1dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -5983,7 +6008,7 @@ impl Node for AdaptiveMaxPool1dBackward0 {
     }
 }
 
-/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:543).
+/// Backward of `adaptive_max_pool3d` (autograd/derivatives.yaml:546).
 pub struct AdaptiveMaxPool3dBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6021,7 +6046,7 @@ impl Node for AdaptiveMaxPool3dBackward0 {
     }
 }
 
-/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:547).
+/// Backward of `max_pool3d_with_indices` (autograd/derivatives.yaml:550).
 pub struct MaxPool3dWithIndicesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6059,7 +6084,7 @@ impl Node for MaxPool3dWithIndicesBackward0 {
     }
 }
 
-/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:554).
+/// Backward of `div.Tensor_mode` (autograd/derivatives.yaml:557).
 pub struct DivBackward2 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6106,7 +6131,7 @@ impl Node for DivBackward2 {
     }
 }
 
-/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:558).
+/// Backward of `div.Scalar_mode` (autograd/derivatives.yaml:561).
 pub struct DivBackward3 {
     pub(crate) core: NodeCore,
     pub(crate) other: Scalar,
@@ -6141,7 +6166,7 @@ impl Node for DivBackward3 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diagonal` (autograd/derivatives.yaml:561).
+/// Backward of `diagonal` (autograd/derivatives.yaml:564).
 pub struct DiagonalBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6180,7 +6205,7 @@ impl Node for DiagonalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag_embed` (autograd/derivatives.yaml:564).
+/// Backward of `diag_embed` (autograd/derivatives.yaml:567).
 pub struct DiagEmbedBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) offset: i64,
@@ -6217,7 +6242,7 @@ impl Node for DiagEmbedBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `movedim.intlist` (autograd/derivatives.yaml:567).
+/// Backward of `movedim.intlist` (autograd/derivatives.yaml:570).
 pub struct MovedimBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) source: Vec<i64>,
@@ -6252,7 +6277,7 @@ impl Node for MovedimBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `baddbmm` (autograd/derivatives.yaml:570).
+/// Backward of `baddbmm` (autograd/derivatives.yaml:573).
 pub struct BaddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6306,7 +6331,7 @@ impl Node for BaddbmmBackward0 {
     }
 }
 
-/// Backward of `addbmm` (autograd/derivatives.yaml:575).
+/// Backward of `addbmm` (autograd/derivatives.yaml:578).
 pub struct AddbmmBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) batch1: SavedVariable,
@@ -6368,7 +6393,7 @@ impl Node for AddbmmBackward0 {
     }
 }
 
-/// Backward of `vdot` (autograd/derivatives.yaml:580).
+/// Backward of `vdot` (autograd/derivatives.yaml:583).
 pub struct VdotBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6414,7 +6439,7 @@ impl Node for VdotBackward0 {
     }
 }
 
-/// Backward of `norm.Scalar` (autograd/derivatives.yaml:584).
+/// Backward of `norm.Scalar` (autograd/derivatives.yaml:587).
 pub struct NormBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6456,7 +6481,7 @@ impl Node for NormBackward1 {
     }
 }
 
-/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:587).
+/// Backward of `clamp.Tensor` (autograd/derivatives.yaml:590).
 pub struct ClampBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6508,7 +6533,7 @@ impl Node for ClampBackward1 {
     }
 }
 
-/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:592).
+/// Backward of `clamp_min.Tensor` (autograd/derivatives.yaml:595).
 pub struct ClampMinBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6552,7 +6577,7 @@ impl Node for ClampMinBackward0 {
     }
 }
 
-/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:596).
+/// Backward of `clamp_max.Tensor` (autograd/derivatives.yaml:599).
 pub struct ClampMaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6596,7 +6621,7 @@ impl Node for ClampMaxBackward0 {
     }
 }
 
-/// Backward of `round.decimals` (autograd/derivatives.yaml:600).
+/// Backward of `round.decimals` (autograd/derivatives.yaml:603).
 pub struct RoundBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -6627,7 +6652,7 @@ impl Node for RoundBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:603).
+/// Backward of `copysign.Scalar` (autograd/derivatives.yaml:606).
 pub struct CopysignBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6667,7 +6692,7 @@ impl Node for CopysignBackward0 {
     }
 }
 
-/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:606).
+/// Backward of `log_sigmoid_forward` (autograd/derivatives.yaml:609).
 pub struct LogSigmoidForwardBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -6703,7 +6728,7 @@ impl Node for LogSigmoidForwardBackward0 {
     }
 }
 
-/// Backward of `native_dropout` (autograd/derivatives.yaml:610).
+/// Backward of `native_dropout` (autograd/derivatives.yaml:613).
 pub struct NativeDropoutBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) p: f64,
@@ -6743,7 +6768,7 @@ impl Node for NativeDropoutBackward0 {
     }
 }
 
-/// Backward of `index_copy` (autograd/derivatives.yaml:614).
+/// Backward of `index_copy` (autograd/derivatives.yaml:617).
 pub struct IndexCopyBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6787,7 +6812,7 @@ impl Node for IndexCopyBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:618).
+/// Backward of `index_fill.int_Scalar` (autograd/derivatives.yaml:621).
 pub struct IndexFillBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6825,7 +6850,7 @@ impl Node for IndexFillBackward0 {
     }
 }
 
-/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:621).
+/// Backward of `index_fill.int_Tensor` (autograd/derivatives.yaml:624).
 pub struct IndexFillBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6867,7 +6892,7 @@ impl Node for IndexFillBackward1 {
     }
 }
 
-/// Backward of `scatter.value` (autograd/derivatives.yaml:625).
+/// Backward of `scatter.value` (autograd/derivatives.yaml:628).
 pub struct ScatterBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -6905,7 +6930,7 @@ impl Node for ScatterBackward1 {
     }
 }
 
-/// Backward of `masked_scatter` (autograd/derivatives.yaml:628).
+/// Backward of `masked_scatter` (autograd/derivatives.yaml:631).
 pub struct MaskedScatterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mask: SavedVariable,
@@ -6947,7 +6972,7 @@ impl Node for MaskedScatterBackward0 {
     }
 }
 
-/// Backward of `sort.stable` (autograd/derivatives.yaml:632).
+/// Backward of `sort.stable` (autograd/derivatives.yaml:635).
 pub struct SortBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -6987,7 +7012,7 @@ impl Node for SortBackward1 {
     }
 }
 
-/// Backward of `split_with_sizes` (autograd/derivatives.yaml:636).
+/// Backward of `split_with_sizes` (autograd/derivatives.yaml:639).
 pub struct SplitWithSizesBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: i64,
@@ -7019,7 +7044,7 @@ impl Node for SplitWithSizesBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `nan_to_num` (autograd/derivatives.yaml:669).
+/// Backward of `nan_to_num` (autograd/derivatives.yaml:672).
 pub struct NanToNumBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7055,7 +7080,7 @@ impl Node for NanToNumBackward0 {
     }
 }
 
-/// Backward of `selu` (autograd/derivatives.yaml:672).
+/// Backward of `selu` (autograd/derivatives.yaml:675).
 pub struct SeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7092,7 +7117,7 @@ impl Node for SeluBackward0 {
     }
 }
 
-/// Backward of `celu` (autograd/derivatives.yaml:675).
+/// Backward of `celu` (autograd/derivatives.yaml:678).
 pub struct CeluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7130,7 +7155,7 @@ impl Node for CeluBackward0 {
     }
 }
 
-/// Backward of `clamp_min` (autograd/derivatives.yaml:678).
+/// Backward of `clamp_min` (autograd/derivatives.yaml:681).
 pub struct ClampMinBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7168,7 +7193,7 @@ impl Node for ClampMinBackward1 {
     }
 }
 
-/// Backward of `clamp_max` (autograd/derivatives.yaml:681).
+/// Backward of `clamp_max` (autograd/derivatives.yaml:684).
 pub struct ClampMaxBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7206,7 +7231,7 @@ impl Node for ClampMaxBackward1 {
     }
 }
 
-/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:684).
+/// Backward of `copysign.Tensor` (autograd/derivatives.yaml:687).
 pub struct CopysignBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7246,7 +7271,7 @@ impl Node for CopysignBackward1 {
     }
 }
 
-/// Backward of `fmax` (autograd/derivatives.yaml:687).
+/// Backward of `fmax` (autograd/derivatives.yaml:690).
 pub struct FmaxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7290,7 +7315,7 @@ impl Node for FmaxBackward0 {
     }
 }
 
-/// Backward of `fmin` (autograd/derivatives.yaml:691).
+/// Backward of `fmin` (autograd/derivatives.yaml:694).
 pub struct FminBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7334,7 +7359,7 @@ impl Node for FminBackward0 {
     }
 }
 
-/// Backward of `glu` (autograd/derivatives.yaml:695).
+/// Backward of `glu` (autograd/derivatives.yaml:698).
 pub struct GluBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7372,7 +7397,7 @@ impl Node for GluBackward0 {
     }
 }
 
-/// Backward of `rot90` (autograd/derivatives.yaml:698).
+/// Backward of `rot90` (autograd/derivatives.yaml:701).
 pub struct Rot90Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) k_: i64,
@@ -7407,7 +7432,7 @@ impl Node for Rot90Backward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `diag` (autograd/derivatives.yaml:701).
+/// Backward of `diag` (autograd/derivatives.yaml:704).
 pub struct DiagBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7442,7 +7467,7 @@ impl Node for DiagBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:704).
+/// Backward of `repeat_interleave.self_int` (autograd/derivatives.yaml:707).
 pub struct RepeatInterleaveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7479,7 +7504,7 @@ impl Node for RepeatInterleaveBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:707).
+/// Backward of `repeat_interleave.self_Tensor` (autograd/derivatives.yaml:710).
 pub struct RepeatInterleaveBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7519,7 +7544,7 @@ impl Node for RepeatInterleaveBackward1 {
     }
 }
 
-/// Backward of `unfold` (autograd/derivatives.yaml:710).
+/// Backward of `unfold` (autograd/derivatives.yaml:713).
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7558,7 +7583,7 @@ impl Node for UnfoldBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `masked_select` (autograd/derivatives.yaml:713).
+/// Backward of `masked_select` (autograd/derivatives.yaml:716).
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7598,7 +7623,7 @@ impl Node for MaskedSelectBackward0 {
     }
 }
 
-/// Backward of `take` (autograd/derivatives.yaml:716).
+/// Backward of `take` (autograd/derivatives.yaml:719).
 pub struct TakeBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -7636,7 +7661,7 @@ impl Node for TakeBackward0 {
     }
 }
 
-/// Backward of `median` (autograd/derivatives.yaml:719).
+/// Backward of `median` (autograd/derivatives.yaml:722).
 pub struct MedianBackward1 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -7676,7 +7701,7 @@ impl Node for MedianBackward1 {
     }
 }
 
-/// Backward of `zeros_like` (autograd/derivatives.yaml:722).
+/// Backward of `zeros_like` (autograd/derivatives.yaml:725).
 pub struct ZerosLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7701,7 +7726,7 @@ impl Node for ZerosLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `ones_like` (autograd/derivatives.yaml:725).
+/// Backward of `ones_like` (autograd/derivatives.yaml:728).
 pub struct OnesLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7726,7 +7751,7 @@ impl Node for OnesLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `full_like` (autograd/derivatives.yaml:728).
+/// Backward of `full_like` (autograd/derivatives.yaml:731).
 pub struct FullLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7751,7 +7776,7 @@ impl Node for FullLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `empty_like` (autograd/derivatives.yaml:731).
+/// Backward of `empty_like` (autograd/derivatives.yaml:734).
 pub struct EmptyLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7776,7 +7801,7 @@ impl Node for EmptyLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `rand_like` (autograd/derivatives.yaml:734).
+/// Backward of `rand_like` (autograd/derivatives.yaml:737).
 pub struct RandLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7801,7 +7826,7 @@ impl Node for RandLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `randn_like` (autograd/derivatives.yaml:737).
+/// Backward of `randn_like` (autograd/derivatives.yaml:740).
 pub struct RandnLikeBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7826,7 +7851,7 @@ impl Node for RandnLikeBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli` (autograd/derivatives.yaml:740).
+/// Backward of `bernoulli` (autograd/derivatives.yaml:743).
 pub struct BernoulliBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7851,7 +7876,7 @@ impl Node for BernoulliBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `bernoulli.p` (autograd/derivatives.yaml:743).
+/// Backward of `bernoulli.p` (autograd/derivatives.yaml:746).
 pub struct BernoulliBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7876,7 +7901,7 @@ impl Node for BernoulliBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `multinomial` (autograd/derivatives.yaml:746).
+/// Backward of `multinomial` (autograd/derivatives.yaml:749).
 pub struct MultinomialBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7901,7 +7926,7 @@ impl Node for MultinomialBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:749).
+/// Backward of `normal.Tensor_float` (autograd/derivatives.yaml:752).
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -7926,7 +7951,7 @@ impl Node for NormalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:752).
+/// Backward of `normal.float_Tensor` (autograd/derivatives.yaml:755).
 pub struct NormalBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -7951,7 +7976,7 @@ impl Node for NormalBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:755).
+/// Backward of `normal.Tensor_Tensor` (autograd/derivatives.yaml:758).
 pub struct NormalBackward2 {
     pub(crate) core: NodeCore,
 }
@@ -7976,7 +8001,7 @@ impl Node for NormalBackward2 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide` (autograd/derivatives.yaml:758).
+/// Backward of `floor_divide` (autograd/derivatives.yaml:761).
 pub struct FloorDivideBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -8001,7 +8026,7 @@ impl Node for FloorDivideBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:761).
+/// Backward of `floor_divide.Scalar` (autograd/derivatives.yaml:764).
 pub struct FloorDivideBackward1 {
     pub(crate) core: NodeCore,
 }
@@ -8026,7 +8051,7 @@ impl Node for FloorDivideBackward1 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `lgamma` (autograd/derivatives.yaml:765).
+/// Backward of `lgamma` (autograd/derivatives.yaml:768).
 pub struct LgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8062,7 +8087,7 @@ impl Node for LgammaBackward0 {
     }
 }
 
-/// Backward of `digamma` (autograd/derivatives.yaml:768).
+/// Backward of `digamma` (autograd/derivatives.yaml:771).
 pub struct DigammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8098,7 +8123,7 @@ impl Node for DigammaBackward0 {
     }
 }
 
-/// Backward of `polygamma` (autograd/derivatives.yaml:771).
+/// Backward of `polygamma` (autograd/derivatives.yaml:774).
 pub struct PolygammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) n: i64,
@@ -8147,7 +8172,7 @@ impl Node for PolygammaBackward0 {
     }
 }
 
-/// Backward of `i0` (autograd/derivatives.yaml:774).
+/// Backward of `i0` (autograd/derivatives.yaml:777).
 pub struct I0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8183,7 +8208,7 @@ impl Node for I0Backward0 {
     }
 }
 
-/// Backward of `special_i0e` (autograd/derivatives.yaml:777).
+/// Backward of `special_i0e` (autograd/derivatives.yaml:780).
 pub struct SpecialI0eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8224,7 +8249,7 @@ impl Node for SpecialI0eBackward0 {
     }
 }
 
-/// Backward of `special_i1` (autograd/derivatives.yaml:780).
+/// Backward of `special_i1` (autograd/derivatives.yaml:783).
 pub struct SpecialI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8264,7 +8289,7 @@ impl Node for SpecialI1Backward0 {
     }
 }
 
-/// Backward of `special_i1e` (autograd/derivatives.yaml:783).
+/// Backward of `special_i1e` (autograd/derivatives.yaml:786).
 pub struct SpecialI1eBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8304,7 +8329,7 @@ impl Node for SpecialI1eBackward0 {
     }
 }
 
-/// Backward of `special_erfcx` (autograd/derivatives.yaml:786).
+/// Backward of `special_erfcx` (autograd/derivatives.yaml:789).
 pub struct SpecialErfcxBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8347,7 +8372,7 @@ impl Node for SpecialErfcxBackward0 {
     }
 }
 
-/// Backward of `special_ndtr` (autograd/derivatives.yaml:789).
+/// Backward of `special_ndtr` (autograd/derivatives.yaml:792).
 pub struct SpecialNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8386,7 +8411,7 @@ impl Node for SpecialNdtrBackward0 {
     }
 }
 
-/// Backward of `special_ndtri` (autograd/derivatives.yaml:792).
+/// Backward of `special_ndtri` (autograd/derivatives.yaml:795).
 pub struct SpecialNdtriBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -8425,7 +8450,7 @@ impl Node for SpecialNdtriBackward0 {
     }
 }
 
-/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:795).
+/// Backward of `special_log_ndtr` (autograd/derivatives.yaml:798).
 pub struct SpecialLogNdtrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8471,7 +8496,7 @@ impl Node for SpecialLogNdtrBackward0 {
     }
 }
 
-/// Backward of `special_entr` (autograd/derivatives.yaml:798).
+/// Backward of `special_entr` (autograd/derivatives.yaml:801).
 pub struct SpecialEntrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8507,7 +8532,7 @@ impl Node for SpecialEntrBackward0 {
     }
 }
 
-/// Backward of `special_zeta` (autograd/derivatives.yaml:801).
+/// Backward of `special_zeta` (autograd/derivatives.yaml:804).
 pub struct SpecialZetaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8550,7 +8575,7 @@ impl Node for SpecialZetaBackward0 {
     }
 }
 
-/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:804).
+/// Backward of `special_bessel_j0` (autograd/derivatives.yaml:807).
 pub struct SpecialBesselJ0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8586,7 +8611,7 @@ impl Node for SpecialBesselJ0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:807).
+/// Backward of `special_bessel_j1` (autograd/derivatives.yaml:810).
 pub struct SpecialBesselJ1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8626,7 +8651,7 @@ impl Node for SpecialBesselJ1Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:810).
+/// Backward of `special_bessel_y0` (autograd/derivatives.yaml:813).
 pub struct SpecialBesselY0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8662,7 +8687,7 @@ impl Node for SpecialBesselY0Backward0 {
     }
 }
 
-/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:813).
+/// Backward of `special_bessel_y1` (autograd/derivatives.yaml:816).
 pub struct SpecialBesselY1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8702,7 +8727,7 @@ impl Node for SpecialBesselY1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:816).
+/// Backward of `special_modified_bessel_i0` (autograd/derivatives.yaml:819).
 pub struct SpecialModifiedBesselI0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8738,7 +8763,7 @@ impl Node for SpecialModifiedBesselI0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:819).
+/// Backward of `special_modified_bessel_i1` (autograd/derivatives.yaml:822).
 pub struct SpecialModifiedBesselI1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8779,7 +8804,7 @@ impl Node for SpecialModifiedBesselI1Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:822).
+/// Backward of `special_modified_bessel_k0` (autograd/derivatives.yaml:825).
 pub struct SpecialModifiedBesselK0Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8815,7 +8840,7 @@ impl Node for SpecialModifiedBesselK0Backward0 {
     }
 }
 
-/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:825).
+/// Backward of `special_modified_bessel_k1` (autograd/derivatives.yaml:828).
 pub struct SpecialModifiedBesselK1Backward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -8858,7 +8883,7 @@ impl Node for SpecialModifiedBesselK1Backward0 {
     }
 }
 
-/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:838).
+/// Backward of `linalg_lu_factor_ex` (autograd/derivatives.yaml:841).
 pub struct LinalgLuFactorExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -8898,7 +8923,7 @@ impl Node for LinalgLuFactorExBackward0 {
     }
 }
 
-/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:842).
+/// Backward of `linalg_lu_solve` (autograd/derivatives.yaml:845).
 pub struct LinalgLuSolveBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) lu: SavedVariable,
@@ -8952,7 +8977,7 @@ impl Node for LinalgLuSolveBackward0 {
     }
 }
 
-/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:846).
+/// Backward of `linalg_solve_triangular` (autograd/derivatives.yaml:849).
 pub struct LinalgSolveTriangularBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9004,7 +9029,7 @@ impl Node for LinalgSolveTriangularBackward0 {
     }
 }
 
-/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:850).
+/// Backward of `linalg_cholesky_ex` (autograd/derivatives.yaml:853).
 pub struct LinalgCholeskyExBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) upper: bool,
@@ -9042,7 +9067,7 @@ impl Node for LinalgCholeskyExBackward0 {
     }
 }
 
-/// Backward of `linalg_qr` (autograd/derivatives.yaml:854).
+/// Backward of `linalg_qr` (autograd/derivatives.yaml:857).
 pub struct LinalgQrBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) mode: String,
@@ -9085,7 +9110,7 @@ impl Node for LinalgQrBackward0 {
     }
 }
 
-/// Backward of `linalg_eigh` (autograd/derivatives.yaml:857).
+/// Backward of `linalg_eigh` (autograd/derivatives.yaml:860).
 pub struct LinalgEighBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result0: SavedVariable,
@@ -9126,7 +9151,7 @@ impl Node for LinalgEighBackward0 {
     }
 }
 
-/// Backward of `_linalg_svd` (autograd/derivatives.yaml:860).
+/// Backward of `_linalg_svd` (autograd/derivatives.yaml:863).
 pub struct LinalgSvdBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) full_matrices: bool,
@@ -9177,7 +9202,7 @@ impl Node for LinalgSvdBackward0 {
     }
 }
 
-/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:863).
+/// Backward of `frexp.Tensor` (autograd/derivatives.yaml:866).
 pub struct FrexpBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result1: SavedVariable,
@@ -9213,7 +9238,7 @@ impl Node for FrexpBackward0 {
     }
 }
 
-/// Backward of `igamma` (autograd/derivatives.yaml:867).
+/// Backward of `igamma` (autograd/derivatives.yaml:870).
 pub struct IgammaBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9253,7 +9278,7 @@ impl Node for IgammaBackward0 {
     }
 }
 
-/// Backward of `igammac` (autograd/derivatives.yaml:870).
+/// Backward of `igammac` (autograd/derivatives.yaml:873).
 pub struct IgammacBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,
@@ -9293,7 +9318,7 @@ impl Node for IgammacBackward0 {
     }
 }
 
-/// Backward of `nextafter` (autograd/derivatives.yaml:873).
+/// Backward of `nextafter` (autograd/derivatives.yaml:876).
 pub struct NextafterBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9332,7 +9357,7 @@ impl Node for NextafterBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_real` (autograd/derivatives.yaml:878).
+/// Backward of `view_as_real` (autograd/derivatives.yaml:881).
 pub struct ViewAsRealBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9363,7 +9388,7 @@ impl Node for ViewAsRealBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `view_as_complex` (autograd/derivatives.yaml:881).
+/// Backward of `view_as_complex` (autograd/derivatives.yaml:884).
 pub struct ViewAsComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9394,7 +9419,7 @@ impl Node for ViewAsComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `polar` (autograd/derivatives.yaml:884).
+/// Backward of `polar` (autograd/derivatives.yaml:887).
 pub struct PolarBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) result: SavedVariable,
@@ -9434,7 +9459,7 @@ impl Node for PolarBackward0 {
     }
 }
 
-/// Backward of `complex` (autograd/derivatives.yaml:888).
+/// Backward of `complex` (autograd/derivatives.yaml:891).
 pub struct ComplexBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9469,7 +9494,7 @@ impl Node for ComplexBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2c` (autograd/derivatives.yaml:892).
+/// Backward of `_fft_c2c` (autograd/derivatives.yaml:895).
 pub struct FftC2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9506,7 +9531,7 @@ impl Node for FftC2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_r2c` (autograd/derivatives.yaml:895).
+/// Backward of `_fft_r2c` (autograd/derivatives.yaml:898).
 pub struct FftR2cBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_sizes: Vec<i64>,
@@ -9545,7 +9570,7 @@ impl Node for FftR2cBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `_fft_c2r` (autograd/derivatives.yaml:898).
+/// Backward of `_fft_c2r` (autograd/derivatives.yaml:901).
 pub struct FftC2rBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) dim: Vec<i64>,
@@ -9580,7 +9605,7 @@ impl Node for FftC2rBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `conj_physical` (autograd/derivatives.yaml:901).
+/// Backward of `conj_physical` (autograd/derivatives.yaml:904).
 pub struct ConjPhysicalBackward0 {
     pub(crate) core: NodeCore,
 }
@@ -9611,7 +9636,7 @@ impl Node for ConjPhysicalBackward0 {
     fn release_variables(&self) {}
 }
 
-/// Backward of `angle` (autograd/derivatives.yaml:904).
+/// Backward of `angle` (autograd/derivatives.yaml:907).
 pub struct AngleBackward0 {
     pub(crate) core: NodeCore,
     pub(crate) self_: SavedVariable,

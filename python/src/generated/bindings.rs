@@ -210,7 +210,13 @@ pub static BINDINGS: &[Binding] = &[
         method: true,
         overloads: &[("contiguous", None)],
     },
-    Binding { name: "view", namespace: Namespace::Torch, function: false, method: true, overloads: &[("view", None)] },
+    Binding {
+        name: "view",
+        namespace: Namespace::Torch,
+        function: false,
+        method: true,
+        overloads: &[("view.dtype", None), ("view", None)],
+    },
     Binding {
         name: "_reshape_alias",
         namespace: Namespace::Torch,
