@@ -312,10 +312,17 @@ pub fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>
             return fail("from_dlpack: negative strides are not supported".into());
         }
         let item = st.size() as i64;
+        // The bytes the tensor spans, refused when they do not fit an i64.
         let extent = if sizes.contains(&0) {
-            0
+            Some(0)
         } else {
-            item + sizes.iter().zip(&strides).map(|(&n, &s)| (n - 1) * s.max(0) * item).sum::<i64>()
+            sizes
+                .iter()
+                .zip(&strides)
+                .try_fold(item, |acc, (&n, &s)| (n - 1).checked_mul(s)?.checked_mul(item)?.checked_add(acc))
+        };
+        let Some(extent) = extent else {
+            return fail(format!("from_dlpack: sizes {sizes:?} with strides {strides:?} overflow"));
         };
         let data = (dl.data as *mut u8).wrapping_add(dl.byte_offset as usize);
         // Our kernels read elements through typed pointers: a tensor with elements needs data
@@ -327,10 +334,11 @@ pub fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>
                 sizes.iter().product::<i64>()
             ));
         }
-        if extent > 0 && !(data as usize).is_multiple_of(st.size()) {
+        // A complex element is aligned as its real parts.
+        let align = if st.is_complex() { st.size() / 2 } else { st.size() };
+        if extent > 0 && !(data as usize).is_multiple_of(align) {
             return fail(format!(
-                "from_dlpack: the data at {data:p} is not aligned to its {}-byte elements",
-                st.size()
+                "from_dlpack: the data at {data:p} is not aligned to {align} bytes, as its elements need"
             ));
         }
         let dp = DataPtr::from_raw(

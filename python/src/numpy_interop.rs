@@ -152,9 +152,11 @@ pub fn from_numpy(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let data = unsafe { (*arr.as_array_ptr()).fields.data as *mut u8 };
     // Our kernels read elements through typed pointers, which must be aligned (numpy can make
     // unaligned arrays: np.frombuffer(buf, offset=1)).
-    if extent > 0 && !(data as usize).is_multiple_of(item as usize) {
+    // A complex element is aligned as its real parts.
+    let align = if st.is_complex() { item / 2 } else { item } as usize;
+    if extent > 0 && !(data as usize).is_multiple_of(align) {
         return Err(PyValueError::new_err(format!(
-            "from_numpy: the array's data is not aligned to its {item}-byte elements; copy it first \
+            "from_numpy: the array's data is not aligned to {align} bytes, as its elements need; copy it first \
              (numpy.require(a, requirements=\"A\"))"
         )));
     }

@@ -292,9 +292,13 @@ impl Resolved {
                 out = (!v.is_none()).then_some(v);
             }
         }
-        // The given values in the deprecated order, `self` first.
-        let mut given: Vec<Bound<'_, PyAny>> = self_.into_iter().cloned().collect();
-        given.extend(args.iter());
+        // The given values in the deprecated order, a method's `self` at its place there
+        // (`x.addmm(beta, a, b)` is `addmm(beta, x, a, b)`).
+        let mut given: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        if let Some(s) = self_ {
+            let at = d.params.iter().position(|p| *p == "self").unwrap_or(0).min(given.len());
+            given.insert(at, s.clone());
+        }
         if given.len() != d.params.len() {
             return Ok(None);
         }

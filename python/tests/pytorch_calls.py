@@ -153,6 +153,8 @@ def calls(torch, F):
      "deprecated_addmm_no_alpha": lambda: torch.addmm(0.5, torch.ones(2, 2), torch.eye(2), torch.ones(2, 2)),
      "deprecated_baddbmm": lambda: torch.baddbmm(2, torch.ones(1, 2, 2), torch.ones(1, 2, 2), torch.ones(1, 2, 2)),
      "deprecated_addcmul_inplace": lambda: y.clone().addcmul_(0.5, x, x),
+     "deprecated_addmm_method": lambda: torch.ones(2, 2).addmm(0.5, torch.eye(2), torch.ones(2, 2)),
+     "deprecated_addmm_method_alpha": lambda: torch.ones(2, 2).addmm(0.5, 3, torch.eye(2), torch.ones(2, 2)),
      "deprecated_add_inplace": lambda: y.clone().add_(2, x),
     }
 

@@ -362,6 +362,7 @@ def _check(name, cases_path, tensors_path, tmp_path, reference=None):
     listed = _listed()
     failed = {}
     counts = {"live": 0, "refused by PyTorch": 0, "not reproduced by PyTorch": 0}
+    not_reproduced = []
     ptt = _to_reference(tensors, reference) if reference is not None else None
     for case in cases:
         expected = tensors
@@ -376,6 +377,7 @@ def _check(name, cases_path, tensors_path, tmp_path, reference=None):
                     counts["live"] += 1
                 else:
                     counts["not reproduced by PyTorch"] += 1
+                    not_reproduced.append(case["id"])
         why = _run_case(case, expected)
         if why is not None:
             failed[f"{name}:{case['id']}"] = why
@@ -388,6 +390,8 @@ def _check(name, cases_path, tensors_path, tmp_path, reference=None):
     if reference is not None:
         print(f"{name}: compared with PyTorch {reference.__version__} run now: " +
               ", ".join(f"{v} {k}" for k, v in counts.items()) + " (those with the stored values)")
+        if not_reproduced:
+            print(f"{name}: PyTorch now computes other values than the stored ones for: {', '.join(not_reproduced)}")
     assert not new, f"{len(new)} cases disagree and are not listed in {LISTED.name}:\n{report}"
     assert agree >= MIN_AGREEMENT, f"{name}: only {100 * agree:.1f}% agree"
     return counts

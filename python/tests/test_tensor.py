@@ -342,3 +342,11 @@ def test_view_as_another_dtype():
         torch.tensor(1.0).view(torch.float64)
     y = torch.ones(2, requires_grad=True).view(torch.int32)
     assert not y.requires_grad
+
+
+def test_viewing_bytes_as_bool_is_refused():
+    # A deliberate difference from PyTorch, which allows it: our kernels read Bool storage as
+    # Rust's bool, for which a byte other than 0 or 1 is undefined behaviour.
+    with pytest.raises(RuntimeError, match="viewing a Byte tensor as Bool is not supported"):
+        torch.tensor([2], dtype=torch.uint8).view(torch.bool)
+    assert torch.tensor([True, False]).view(torch.uint8).tolist() == [1, 0]

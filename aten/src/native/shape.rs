@@ -99,6 +99,14 @@ pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
 pub fn view_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     const OP: &str = "view";
     let (from, to) = (self_.dtype(), dtype);
+    // Our kernels read Bool storage as Rust `bool`, for which a byte other than 0 or 1 is
+    // undefined behaviour; PyTorch allows the view (its bools are bytes). Refused here.
+    if to == ScalarType::Bool && from != ScalarType::Bool {
+        return Err(Error::invalid(
+            OP,
+            format!("viewing a {} tensor as Bool is not supported: its bytes need not be 0 or 1", from.cpp_name()),
+        ));
+    }
     let (old, new) = (from.size() as i64, to.size() as i64);
     let mut sizes = DimVec::from_slice(self_.sizes());
     let mut strides = DimVec::from_slice(self_.strides());
