@@ -8,9 +8,10 @@ python/tests/parity_disagreements.txt, and a case that disagrees without being l
 the test (a ratchet: the list may only shrink).
 
 Any other directory of cases in the same format runs from the command line, as
-`cargo xtask parity DIR` does for the Rust side (CI runs the shared parity set this way):
+`cargo xtask parity DIR` does for the Rust side (CI runs the project's shared parity set, which
+sits outside the repository, this way; no pytest test reads it):
 
-    python python/tests/test_parity.py parity ../shared/parity [--reference torch]
+    python python/tests/test_parity.py NAME DIR [--reference torch]
 
 With PyTorch installed (CI), every case also runs through PyTorch itself, from the same inputs
 (handed over by DLPack) and the same Python call, and our outputs and gradients are compared
