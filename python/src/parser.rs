@@ -137,12 +137,7 @@ fn resolve(b: &Binding) -> Result<Resolved, String> {
             base,
             "add" | "sub" | "mul" | "div" | "divide" | "multiply" | "subtract" | "true_divide" | "floor_divide"
         );
-    // The names of PyTorch's tools/autograd/deprecated.yaml.
-    let hidden_overloads = b.namespace == Namespace::Torch
-        && matches!(
-            base,
-            "add" | "sub" | "addbmm" | "addcdiv" | "addcmul" | "addmm" | "addmv" | "addr" | "baddbmm" | "sspaddmm"
-        );
+    let hidden_overloads = b.namespace == Namespace::Torch && DEPRECATED.iter().any(|d| d.name == base);
     Ok(Resolved { sigs, numbers_as_tensors, hidden_overloads })
 }
 
