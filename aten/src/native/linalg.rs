@@ -99,7 +99,7 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
     par: Parallelism,
 ) {
     if let Parallelism::Rayon(threads) = par {
-        if let Some(isa) = packed_isa::<T>(m, n, k) {
+        if let Some(isa) = packed_isa::<T>(m, n, k, b.cs == 1) {
             if n >= m && k > 0 && c.cs == 1 {
                 // Note [Parallel packed GEMM] in `cpu/sgemm.rs`: `a` packed once, column
                 // tasks on the pool.
@@ -133,7 +133,7 @@ pub(crate) unsafe fn gemm_one<T: GemmFloat>(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(isa) = packed_isa::<T>(m, n, k).filter(|_| c.cs == 1) {
+    if let Some(isa) = packed_isa::<T>(m, n, k, b.cs == 1).filter(|_| c.cs == 1) {
         // SAFETY: forwarded contract; `c` is row-major.
         return unsafe { packed_f32(isa, false, m, n, k, c, a, b, alpha, beta) };
     }
@@ -255,7 +255,10 @@ unsafe fn orient<T: GemmFloat>(
         (m, n, c, a, b)
     };
     let mut o = Oriented { m, n, c, a, b, _scratch: [None, None] };
-    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK || c.cs != 1 || packed_isa::<T>(m, n, k).is_some() {
+    if m.saturating_mul(n).saturating_mul(k) < ORIENT_MIN_WORK
+        || c.cs != 1
+        || packed_isa::<T>(m, n, k, b.cs == 1).is_some()
+    {
         return o;
     }
     if a.cs != 1 && n >= ORIENT_MIN_REUSE {
@@ -288,21 +291,22 @@ type PackedIsa = std::convert::Infallible;
 
 /// The micro-kernel an `m x k` by `k x n` product of `T` with a row-major output runs on (Note
 /// [Packed f32 GEMM] in `cpu/sgemm.rs`): f32 on a CPU with AVX-512F, or with AVX2 and FMA for
-/// products with enough rows (`isa_for_rows`), or None for the `gemm` crate. The packing reads
-/// any operand layout, so such products need no copies from Note [GEMM operand layout].
-fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize) -> Option<PackedIsa> {
+/// products with enough rows or a `b` that is not row-major (`isa_for`), or None for the
+/// `gemm` crate (`b_row_major`: `b`'s column stride is 1). The packing reads any operand
+/// layout, so such products need no copies from Note [GEMM operand layout].
+fn packed_isa<T: GemmFloat>(m: usize, n: usize, k: usize, b_row_major: bool) -> Option<PackedIsa> {
     #[cfg(target_arch = "x86_64")]
     {
         (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
             && m >= 8
             && n >= 16
             && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_WORK)
-            .then(|| crate::native::cpu::sgemm::isa_for_rows(m))
+            .then(|| crate::native::cpu::sgemm::isa_for(m, b_row_major))
             .flatten()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (m, n, k);
+        let _ = (m, n, k, b_row_major);
         None
     }
 }

@@ -86,14 +86,24 @@ fn isa() -> Option<Isa> {
 }
 
 /// The micro-kernel for a product with `m` rows on this CPU, if ours beats the `gemm` crate
-/// there: the AVX-512 kernel always; the AVX2 kernel only above [`DIRECT_B_MAX_ROWS`] rows.
-/// With fewer rows, its 16-column steps through a row-major `b` read in place each touch a
-/// new page, and packing `b` instead costs too much per use; measured on a Zen 3 machine
-/// (best of 200, one thread), a convolution's `[64, 576] x [576, 3136]` ran at 44–58 GFLOP/s
-/// either way against 52–76 for the `gemm` crate, and an MLP's `[128, 512] x [512, 784]` at
-/// 76–86 against 85–92. Large products run at 86–91 against 84–86 (1024²).
-pub(crate) fn isa_for_rows(m: usize) -> Option<Isa> {
-    isa().filter(|&i| i == Isa::Avx512 || m > DIRECT_B_MAX_ROWS)
+/// there: the AVX-512 kernel always; the AVX2 kernel above [`DIRECT_B_MAX_ROWS`] rows, or when
+/// `b` is not row-major.
+///
+/// With few rows and a row-major `b`, the AVX2 kernel's 16-column steps through `b` read in
+/// place each touch a new page, and packing `b` instead costs too much per use; measured on a
+/// Zen 3 machine (best of 200, one thread), a convolution's `[64, 576] x [576, 3136]` ran at
+/// 44–58 GFLOP/s either way against 52–76 for the `gemm` crate, and an MLP's `[128, 512] x
+/// [512, 784]` at 76–86 against 85–92. Large products run at 86–91 against 84–86 (1024²).
+///
+/// A `b` that is not row-major (a linear layer's `x @ W.t()`) has to be copied or packed by
+/// either kernel, and ours packs it into blocks that stay in L2, where Note [GEMM operand
+/// layout] copied the whole of it row-major for the `gemm` crate: on an AMD EPYC (2 vCPUs,
+/// `x @ W.t()` with `W` of `[512, 784]`, best of 5 rounds from Python), 128 rows ran at 76–85
+/// GFLOP/s against 60–77 on one thread and at 115 against 94 on two, 32 rows at 61 against 57
+/// (85 against 74 on two); with `k` of 256 ours was ahead at every row count from 8 to 192
+/// (on one thread 42 against 22 GFLOP/s at 8 rows, 81 against 60 at 128).
+pub(crate) fn isa_for(m: usize, b_row_major: bool) -> Option<Isa> {
+    isa().filter(|&i| i == Isa::Avx512 || m > DIRECT_B_MAX_ROWS || !b_row_major)
 }
 
 /// Whether this CPU runs `isa`'s micro-kernel.
