@@ -153,6 +153,31 @@ functional! {
 }
 
 functional! {
+    /// `F.embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+    /// mode="mean", per_sample_weights=None, include_last_offset=False, padding_idx=None)`:
+    /// the sum, mean or maximum of the rows of `weight` looked up by each bag
+    /// ([`crate::layers::embedding_bag`]). `scale_grad_by_freq` and `sparse` are not supported.
+    embedding_bag => EmbeddingBag(input: &'a Tensor, weight: &'a Tensor) {
+        offsets: Option<&'a Tensor> = None,
+        max_norm: Option<f64> = None,
+        norm_type: f64 = 2.0,
+        mode: crate::layers::BagMode = crate::layers::BagMode::Mean,
+        per_sample_weights: Option<&'a Tensor> = None,
+        include_last_offset: bool = false,
+        padding_idx: Option<i64> = None,
+    } |s| {
+        let options = crate::layers::BagOptions {
+            mode: s.mode,
+            padding_idx: s.padding_idx,
+            max_norm: s.max_norm,
+            norm_type: s.norm_type,
+            include_last_offset: s.include_last_offset,
+        };
+        crate::layers::embedding_bag(s.weight, s.input, s.offsets, s.per_sample_weights, &options)
+    }
+}
+
+functional! {
     /// `F.normalize(input, p=2.0, dim=1, eps=1e-12)`: `input / max(‖input‖_p, eps)` along `dim`.
     normalize => Normalize(input: &'a Tensor) { p: f64 = 2.0, dim: i64 = 1, eps: f64 = 1e-12 } |s| {
         let norm = aten::front::linalg_vector_norm(s.input).ord(s.p).dim(s.dim).keepdim(true).call()?;

@@ -412,6 +412,36 @@ fn _save_tensors(py: Python<'_>, items: Vec<(String, Bound<'_, PyAny>)>, path: s
     py.detach(|| nn::serialize::save_file(tensors.iter().map(|(k, t)| (k.as_str(), t)), None, &path)).py()
 }
 
+/// `F.embedding_bag`'s computation (`nn::embedding_bag`), after the Python function's checks:
+/// `mode` is "sum", "mean" or "max"; `max_norm` was applied by the caller.
+#[pyfunction]
+#[pyo3(signature = (weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx))]
+#[allow(clippy::too_many_arguments)]
+fn _embedding_bag(
+    py: Python<'_>,
+    weight: &Bound<'_, PyAny>,
+    input: &Bound<'_, PyAny>,
+    offsets: Option<&Bound<'_, PyAny>>,
+    per_sample_weights: Option<&Bound<'_, PyAny>>,
+    mode: &str,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> PyResult<Py<PyAny>> {
+    let mode = match mode {
+        "sum" => nn::BagMode::Sum,
+        "mean" => nn::BagMode::Mean,
+        "max" => nn::BagMode::Max,
+        _ => return Err(pyo3::exceptions::PyValueError::new_err("mode has to be one of sum, mean or max")),
+    };
+    let weight = tensor::tensor_of(weight, "weight")?;
+    let input = tensor::tensor_of(input, "input")?;
+    let offsets = offsets.map(|o| tensor::tensor_of(o, "offsets")).transpose()?;
+    let psw = per_sample_weights.map(|w| tensor::tensor_of(w, "per_sample_weights")).transpose()?;
+    let options = nn::BagOptions { mode, padding_idx, include_last_offset, ..Default::default() };
+    let out = py.detach(|| nn::embedding_bag(&weight, &input, offsets.as_ref(), psw.as_ref(), &options)).py()?;
+    tensor::wrap(py, out)
+}
+
 /// The arguments of an operator's schema (`"add.Tensor"`), as `(name, keyword_only, type)`:
 /// what a caller needs to turn a schema-order argument list into a Python call.
 #[pyfunction]
@@ -518,6 +548,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("_LinAlgError", py.get_type::<errors::_LinAlgError>())?;
     m.add_function(wrap_pyfunction!(_schema_arguments, m)?)?;
+    m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;
     m.add_function(wrap_pyfunction!(_load_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;

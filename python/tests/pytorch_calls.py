@@ -16,6 +16,16 @@ def calls(torch, F):
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     y = torch.ones(3, 4)
     m = x > 5
+    # Bags [1, 2], [] and [4, 5, 4, 3] of a 10 x 3 table.
+    table = torch.arange(30.).view(10, 3)
+    bag_idx = torch.tensor([1, 2, 4, 5, 4, 3])
+    bag_offsets = torch.tensor([0, 2, 2])
+
+    def bag_grad(f):
+        w = table.clone().requires_grad_()
+        (f(w) * torch.arange(9.).view(3, 3)).sum().backward()
+        return w.grad
+
     return {
      "split_list": lambda: torch.split(x, [1, 2]),
      "split_int": lambda: torch.split(x, 2, dim=1),
@@ -144,6 +154,19 @@ def calls(torch, F):
      "inv": lambda: torch.linalg.inv(torch.eye(2) * 2),
      "fft": lambda: torch.fft.rfft(torch.arange(4.)).abs(),
      "erf": lambda: torch.special.erf(torch.tensor([0.5])),
+     "embedding_bag_sum": lambda: F.embedding_bag(bag_idx, table, bag_offsets, mode="sum"),
+     "embedding_bag_mean": lambda: F.embedding_bag(bag_idx, table, bag_offsets),
+     "embedding_bag_max": lambda: F.embedding_bag(bag_idx, table, bag_offsets, mode="max"),
+     "embedding_bag_2d": lambda: F.embedding_bag(bag_idx.view(2, 3), table),
+     "embedding_bag_last_offset": lambda: F.embedding_bag(bag_idx, table, torch.tensor([0, 2, 6]), mode="sum",
+                                                          include_last_offset=True, padding_idx=-6),
+     "embedding_bag_weights": lambda: F.embedding_bag(bag_idx, table, bag_offsets, mode="sum",
+                                                      per_sample_weights=torch.tensor([1., 2, 0.5, 1, -1, 3])),
+     "embedding_bag_grad_mean": lambda: bag_grad(lambda w: F.embedding_bag(bag_idx, w, bag_offsets)),
+     "embedding_bag_grad_max": lambda: bag_grad(lambda w: F.embedding_bag(bag_idx, w, bag_offsets, mode="max")),
+     "embedding_bag_module": lambda: torch.nn.EmbeddingBag(10, 3, mode="max", padding_idx=-1),
+     "embedding_bag_module_out": lambda: torch.nn.EmbeddingBag.from_pretrained(table, mode="sum")(
+         bag_idx, bag_offsets),
      # PyTorch's deprecated argument orders (they warn once).
      "deprecated_add": lambda: torch.add(x, 2, y),
      "deprecated_sub_method": lambda: x.sub(0.5, y),
@@ -219,6 +242,18 @@ def errors(torch, F):
      "type_view_str": lambda: x.view("a"),
      "type_didnt_match": lambda: torch.ones(2).sum("a", "b"),
      "type_list_arg": lambda: torch.cat(x, ["a"]),
+     "embedding_bag_no_offsets": lambda: F.embedding_bag(i, torch.ones(5, 2)),
+     "embedding_bag_mode": lambda: F.embedding_bag(i, torch.ones(5, 2), torch.tensor([0]), mode="min"),
+     "embedding_bag_weights_mode": lambda: F.embedding_bag(i, torch.ones(5, 2), torch.tensor([0]),
+                                                           per_sample_weights=torch.ones(3)),
+     "embedding_bag_weights_shape": lambda: F.embedding_bag(i, torch.ones(5, 2), torch.tensor([0]), mode="sum",
+                                                            per_sample_weights=torch.ones(2)),
+     "embedding_bag_weight_dim": lambda: F.embedding_bag(i, torch.ones(5), torch.tensor([0])),
+     "embedding_bag_input_dim": lambda: F.embedding_bag(i.view(1, 1, 3), torch.ones(5, 2)),
+     "embedding_bag_padding_idx": lambda: F.embedding_bag(i, torch.ones(5, 2), torch.tensor([0]), padding_idx=5),
+     "embedding_bag_max_scale": lambda: F.embedding_bag(i, torch.ones(5, 2), torch.tensor([0]), mode="max",
+                                                        scale_grad_by_freq=True),
+     "embedding_bag_module_padding": lambda: torch.nn.EmbeddingBag(5, 2, padding_idx=5),
      "tensor_ragged": lambda: torch.tensor([[1, 2], [3]]),
      "to_dtype_name": lambda: x.to("float99"),
      "device_name": lambda: torch.device("gpu"),

@@ -543,6 +543,28 @@ def test_embedding_lookup_and_padding_idx():
     np.testing.assert_allclose(capped.weight.numpy(), [[0.6, 0.8], [0.3, 0.4]], rtol=1e-6)
 
 
+def test_embedding_bag_module_trains_and_refuses_what_it_lacks():
+    # Values and errors are compared with PyTorch's in pytorch_calls.py; here the module's
+    # parameter, state_dict, max_norm and the options without a kernel here.
+    torch.manual_seed(0)
+    bag = nn.EmbeddingBag(6, 2, mode="sum", padding_idx=0)
+    assert [n for n, _ in bag.named_parameters()] == ["weight"] and list(bag.state_dict()) == ["weight"]
+    assert np.all(bag.weight.detach().numpy()[0] == 0)
+    idx, offsets = torch.tensor([0, 3, 3, 5]), torch.tensor([0, 1])
+    out = bag(idx, offsets)
+    w = bag.weight.detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), [[0.0, 0.0], w[3] * 2 + w[5]], rtol=1e-6)
+    out.sum().backward()
+    np.testing.assert_allclose(bag.weight.grad.numpy(), [[0, 0], [0, 0], [0, 0], [2, 2], [0, 0], [1, 1]])
+    capped = nn.EmbeddingBag.from_pretrained(f64([[3.0, 4.0], [0.3, 0.4]]), max_norm=1.0, mode="max")
+    assert not capped.weight.requires_grad
+    np.testing.assert_allclose(capped(torch.tensor([[0, 1]])).numpy(), [[0.6, 0.8]], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
+        F.embedding_bag(idx, bag.weight, offsets, scale_grad_by_freq=True)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        nn.EmbeddingBag(6, 2, sparse=True)(idx, offsets)
+
+
 def test_dropout_training_and_eval():
     torch.manual_seed(0)
     d = nn.Dropout(0.25)

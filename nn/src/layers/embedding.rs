@@ -142,6 +142,35 @@ pub enum BagMode {
     Max,
 }
 
+/// The options of [`embedding_bag`] (an [`EmbeddingBag`]'s settings): PyTorch's defaults are
+/// `BagOptions::default()`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BagOptions {
+    /// The reduction (default `Mean`).
+    pub mode: BagMode,
+    /// `padding_idx`: entries equal to it are left out of their bag (negative counts from the
+    /// end of the table).
+    pub padding_idx: Option<i64>,
+    /// `max_norm`: rows looked up are first renormalised in place to at most this norm.
+    pub max_norm: Option<f64>,
+    /// `norm_type` of `max_norm` (default 2).
+    pub norm_type: f64,
+    /// `include_last_offset`: `offsets` has one entry more than there are bags (CSR layout).
+    pub include_last_offset: bool,
+}
+
+impl Default for BagOptions {
+    fn default() -> BagOptions {
+        BagOptions {
+            mode: BagMode::Mean,
+            padding_idx: None,
+            max_norm: None,
+            norm_type: 2.0,
+            include_last_offset: false,
+        }
+    }
+}
+
 /// `nn.EmbeddingBag(num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, mode="mean",
 /// include_last_offset=False, padding_idx=None)`: sums, averages or takes the maximum of the
 /// embeddings of each bag without materialising them per bag in the caller. An empty bag gives
@@ -215,110 +244,140 @@ impl EmbeddingBag {
         offsets: Option<&Tensor>,
         per_sample_weights: Option<&Tensor>,
     ) -> Result<Tensor> {
-        let op = "EmbeddingBag";
-        if per_sample_weights.is_some() && self.mode != BagMode::Sum {
-            return Err(invalid(
-                op,
-                "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum'",
-            ));
-        }
-        let (flat, bounds): (Tensor, Vec<i64>) = match (input.dim(), offsets) {
-            (2, None) => {
-                let (b, n) = (input.sizes()[0], input.sizes()[1]);
-                (input.reshape(&[b * n])?, (0..=b).map(|i| i * n).collect())
-            }
-            (2, Some(_)) => return Err(invalid(op, "if input is 2D, then offsets has to be None")),
-            (1, Some(o)) => {
-                if o.dim() != 1 {
-                    return Err(invalid(
-                        op,
-                        format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", o.dim()),
-                    ));
-                }
-                let mut b = o.to(ScalarType::I64).call()?.to_vec::<i64>()?;
-                if self.include_last_offset {
-                    if b.is_empty() {
-                        return Err(invalid(op, "include_last_offset: number of offset should be at least 1"));
-                    }
-                } else {
-                    b.push(input.numel());
-                }
-                if b.len() > 1 && b[0] != 0 {
-                    return Err(invalid(
-                        op,
-                        format!(
-                            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
-                             position 0. However, got {}",
-                            b[0]
-                        ),
-                    ));
-                }
-                (input.clone(), b)
-            }
-            (1, None) => return Err(invalid(op, "offsets has to be a 1D Tensor but got None")),
-            (d, _) => {
-                return Err(invalid(op, format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}")))
-            }
+        let options = BagOptions {
+            mode: self.mode,
+            padding_idx: self.padding_idx,
+            max_norm: self.max_norm,
+            norm_type: self.norm_type,
+            include_last_offset: self.include_last_offset,
         };
-        let n = flat.numel();
-        // Every branch above leaves at least one bound: the bags are the gaps between them.
-        let bags = bounds.len() - 1;
-        let idx = flat.to(ScalarType::I64).call()?.to_vec::<i64>()?;
-        // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
-        let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
-        for b in 0..bags {
-            let (s, e) = (bounds[b], bounds[b + 1]);
-            if s < 0 || s > e || e > n {
+        embedding_bag(&self.weight, input, offsets, per_sample_weights, &options)
+    }
+}
+
+/// `F.embedding_bag(input, weight, offsets, per_sample_weights=..., mode=..., ...)`: sums,
+/// averages or takes the maximum of the rows of `weight` looked up by each bag of `input`
+/// without materialising them per bag in the caller; an empty bag gives zeros. A 2-D `input`
+/// is one bag per row; a 1-D `input` is split into bags starting at `offsets`.
+/// `per_sample_weights` (mode `Sum` only) scales each embedding.
+///
+/// Every kept entry is looked up once; `Sum` and `Mean` then add the rows into their bags with
+/// one `index_add`, `Max` reduces each bag's (contiguous) rows.
+pub fn embedding_bag(
+    weight: &Tensor,
+    input: &Tensor,
+    offsets: Option<&Tensor>,
+    per_sample_weights: Option<&Tensor>,
+    options: &BagOptions,
+) -> Result<Tensor> {
+    if weight.dim() != 2 {
+        return Err(invalid(
+            "EmbeddingBag",
+            format!("weight has to be a 2D Tensor, but got Tensor of dimension {}", weight.dim()),
+        ));
+    }
+    let padding_idx = normalise_padding_idx(weight.sizes()[0], options.padding_idx)?;
+    let op = "EmbeddingBag";
+    if per_sample_weights.is_some() && options.mode != BagMode::Sum {
+        return Err(invalid(
+            op,
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum'",
+        ));
+    }
+    let (flat, bounds): (Tensor, Vec<i64>) = match (input.dim(), offsets) {
+        (2, None) => {
+            let (b, n) = (input.sizes()[0], input.sizes()[1]);
+            (input.reshape(&[b * n])?, (0..=b).map(|i| i * n).collect())
+        }
+        (2, Some(_)) => return Err(invalid(op, "if input is 2D, then offsets has to be None")),
+        (1, Some(o)) => {
+            if o.dim() != 1 {
                 return Err(invalid(
                     op,
-                    format!("offsets must be non-decreasing and within the input, got start {s} end {e}"),
+                    format!("offsets has to be a 1D Tensor, but got Tensor of dimension {}", o.dim()),
                 ));
             }
-            for i in s..e {
-                if Some(idx[i as usize]) != self.padding_idx {
-                    pos.push(i);
-                    bag_of.push(b as i64);
-                    counts[b] += 1;
+            let mut b = o.to(ScalarType::I64).call()?.to_vec::<i64>()?;
+            if options.include_last_offset {
+                if b.is_empty() {
+                    return Err(invalid(op, "include_last_offset: number of offset should be at least 1"));
                 }
+            } else {
+                b.push(input.numel());
+            }
+            if b.len() > 1 && b[0] != 0 {
+                return Err(invalid(
+                    op,
+                    format!(
+                        "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from \
+                         position 0. However, got {}",
+                        b[0]
+                    ),
+                ));
+            }
+            (input.clone(), b)
+        }
+        (1, None) => return Err(invalid(op, "offsets has to be a 1D Tensor but got None")),
+        (d, _) => return Err(invalid(op, format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"))),
+    };
+    let n = flat.numel();
+    // Every branch above leaves at least one bound: the bags are the gaps between them.
+    let bags = bounds.len() - 1;
+    let idx = flat.to(ScalarType::I64).call()?.to_vec::<i64>()?;
+    // Kept entries (not padding) in input order, with the bag of each; bags are contiguous.
+    let (mut pos, mut bag_of, mut counts) = (Vec::new(), Vec::new(), vec![0i64; bags]);
+    for b in 0..bags {
+        let (s, e) = (bounds[b], bounds[b + 1]);
+        if s < 0 || s > e || e > n {
+            return Err(invalid(
+                op,
+                format!("offsets must be non-decreasing and within the input, got start {s} end {e}"),
+            ));
+        }
+        for i in s..e {
+            if Some(idx[i as usize]) != padding_idx {
+                pos.push(i);
+                bag_of.push(b as i64);
+                counts[b] += 1;
             }
         }
-        if let Some(max_norm) = self.max_norm {
-            embedding_renorm_(&self.weight, &flat, max_norm, self.norm_type)?;
-        }
-        let dim = self.weight.sizes()[1];
-        let k = pos.len() as i64;
-        let pos = Tensor::from_vec(pos, &[k])?;
-        let mut rows = ops::embedding(&self.weight, &flat.index_select(0, &pos)?, -1, false, false)?;
-        if let Some(w) = per_sample_weights {
-            rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
-        }
-        let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, None, None)?;
-        match self.mode {
-            BagMode::Sum | BagMode::Mean => {
-                let sums = ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?, &rows, Scalar::Int(1))?;
-                if self.mode == BagMode::Sum {
-                    return Ok(sums);
-                }
-                let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
-                let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?;
-                sums.div(&counts).call()
+    }
+    if let Some(max_norm) = options.max_norm {
+        embedding_renorm_(weight, &flat, max_norm, options.norm_type)?;
+    }
+    let dim = weight.sizes()[1];
+    let k = pos.len() as i64;
+    let pos = Tensor::from_vec(pos, &[k])?;
+    let mut rows = ops::embedding(weight, &flat.index_select(0, &pos)?, -1, false, false)?;
+    if let Some(w) = per_sample_weights {
+        rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
+    }
+    let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, None, None)?;
+    match options.mode {
+        BagMode::Sum | BagMode::Mean => {
+            let sums = ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?, &rows, Scalar::Int(1))?;
+            if options.mode == BagMode::Sum {
+                return Ok(sums);
             }
-            BagMode::Max => {
-                let mut out = Vec::with_capacity(counts.len());
-                let mut start = 0;
-                for (b, &c) in counts.iter().enumerate() {
-                    out.push(if c == 0 {
-                        zeros.select(0, b as i64)?
-                    } else {
-                        rows.narrow(0, start, c)?.amax_with(&[0], false)?
-                    });
-                    start += c;
-                }
-                if out.is_empty() {
-                    return Ok(zeros);
-                }
-                ops::stack(&out, 0)
+            let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
+            let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?;
+            sums.div(&counts).call()
+        }
+        BagMode::Max => {
+            let mut out = Vec::with_capacity(counts.len());
+            let mut start = 0;
+            for (b, &c) in counts.iter().enumerate() {
+                out.push(if c == 0 {
+                    zeros.select(0, b as i64)?
+                } else {
+                    rows.narrow(0, start, c)?.amax_with(&[0], false)?
+                });
+                start += c;
             }
+            if out.is_empty() {
+                return Ok(zeros);
+            }
+            ops::stack(&out, 0)
         }
     }
 }

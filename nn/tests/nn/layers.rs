@@ -167,6 +167,18 @@ fn embedding_bag_modes_match_pytorch_with_offsets_and_padding() -> Result<()> {
     assert!(e.contains("non-decreasing"), "{e}");
     let e = bag(BagMode::Mean)?.forward_bags(&idx, Some(&offs), Some(&psw)).err().unwrap().to_string();
     assert!(e.contains("per_sample_weights is only supported for mode='sum'"), "{e}");
+    // F.embedding_bag is the layer's computation; a weight that is not a table is refused.
+    let b = bag(BagMode::Max)?;
+    let f = nn::functional::embedding_bag(&idx, &b.weight)
+        .offsets(&offs)
+        .mode(BagMode::Max)
+        .include_last_offset(true)
+        .padding_idx(-6)
+        .call()?;
+    let layer = b.forward_bags(&idx, Some(&offs), None)?;
+    assert_eq!(f.to_vec::<f64>()?, layer.to_vec::<f64>()?);
+    let e = nn::functional::embedding_bag(&idx, &Tensor::from_slice(&[1.0f64, 2.0])).call().err().unwrap().to_string();
+    assert!(e.contains("weight has to be a 2D Tensor, but got Tensor of dimension 1"), "{e}");
     Ok(())
 }
 

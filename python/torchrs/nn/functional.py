@@ -408,6 +408,56 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _f["embedding"](weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The sum, mean or maximum of the rows of ``weight`` looked up by each bag of ``input``: a
+    2-D ``input`` is one bag per row, a 1-D ``input`` is split into bags at ``offsets``."""
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    # Neither has a kernel here: refused rather than silently giving PyTorch's dense, unscaled
+    # gradient in their place.
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by torchrs")
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse=True (sparse gradients) is not supported by torchrs")
+    if padding_idx is not None:
+        n = weight.size(0)
+        if not -n <= padding_idx < n:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, "
+                               f"but got {padding_idx}")
+        padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+            f"(got mode='{mode}'). Please open a feature request on GitHub.")
+    return _C._embedding_bag(weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx)
+
+
 # ---- losses --------------------------------------------------------------------------------------
 
 def _legacy_reduction(size_average, reduce, reduction):
