@@ -19,26 +19,18 @@
 //! over the first output's buffer, it hands rayon tasks of 32768 elements above that size (on
 //! one thread, in order), and a task's range is where its part of the buffer starts.
 //!
-//! Note [Fast exp and tanh]: aten's eager `exp`, `tanh` and `sigmoid` call libm per element,
-//! which no loop vectorises (a 16M-element `tanh` is most of the eager GELU's time). Here f32
-//! `exp` is aten's softmax exponential (`exp_nonpos_f32` in `aten/src/native/cpu/vec.rs`: the
-//! same Cody-Waite reduction and degree-6 polynomial, private there) extended to the whole
-//! range: the argument is clamped to [-104, 89] and `2^n` applied in two halves, so results
-//! overflow to inf and underflow through the subnormals as libm's do. `tanh(x)` is
-//! `(1 - e) / (1 + e)` with `e = exp(-2|x|)` above |x| = 0.625 (|x| capped at 9, where tanh
-//! is 1 in f32, so that the exponential needs no range handling), where that has no
-//! cancellation, and an odd polynomial below (degree 11, fitted here for relative error, 4.5e-9
-//! in exact arithmetic). `a sigmoid(x)` is `a / (1 + e)` or `a e / (1 + e)` with
-//! `e = exp(-|x|)`, which never overflows: `sigmoid` has `a = 1`, `silu` `a = x`, and the
+//! Note [Fast exp and tanh]: every unary function runs aten's eager function as eager kernels
+//! run it (`UnaryFloatOp::f32_fast` in f32, with multiply-adds fused where the kernel's ISA has
+//! FMA): the branch-free, vectorisable `exp`, `tanh`, `sigmoid`, `silu` and `log` of Note
+//! [Vectorised transcendentals] in `aten/src/native/cpu/vec.rs`, and the scalar functions for
+//! the rest (`sin`, `cos`, `erf`, `pow`) and in f64, so fused results are eager's bits. The
 //! tanh-approximated `gelu` is `x sigmoid(2z)` (`0.5 (1 + tanh z) = sigmoid(2z)`), free of the
-//! cancellation of `1 + tanh z` for negative `x`. Everything is branch-free so that it vectorises;
-//! `jit/tests/jit/fusion.rs` measures the errors against eager. f64, and the functions without
-//! a vector form here (`log`, `sin`, `cos`, `erf`, `pow`), call aten's eager scalar functions,
-//! so they match eager exactly.
+//! cancellation of `1 + tanh z` for negative `x`; `jit/tests/jit/fusion.rs` measures its error
+//! against eager.
 
 use std::mem::size_of;
 
-use aten::native::cpu::vec::{exp_nonpos_f32, exp_reduced, madd, ROUND_MAGIC};
+use aten::native::cpu::vec::{madd, times_sigmoid_f32};
 use aten::native::unary::{Cos, Erf, Exp, Log, Sigmoid, Silu, Sin, Tanh, UnaryFloatOp};
 use aten::parallel::Dense;
 use aten::{IValue, Tensor};
@@ -803,18 +795,18 @@ fn unary<T: Real, const FMA: bool>(op: UnaryOp, d: &mut [T], a: &[T]) {
     let one = T::from_f64(1.0);
     match op {
         UnaryOp::Neg => map(d, a, |x| -x),
-        UnaryOp::Exp => map(d, a, |x| x.fexp::<FMA>()),
-        UnaryOp::Log => map(d, a, T::eager::<Log>),
-        UnaryOp::Tanh => map(d, a, |x| x.ftanh::<FMA>()),
-        UnaryOp::Sigmoid => map(d, a, |x| x.fsigmoid::<FMA>()),
+        UnaryOp::Exp => map(d, a, T::eager::<Exp, FMA>),
+        UnaryOp::Log => map(d, a, T::eager::<Log, FMA>),
+        UnaryOp::Tanh => map(d, a, T::eager::<Tanh, FMA>),
+        UnaryOp::Sigmoid => map(d, a, T::eager::<Sigmoid, FMA>),
         UnaryOp::Relu => map(d, a, |x| if x <= zero { zero } else { x }),
         UnaryOp::Sqrt => map(d, a, T::fsqrt),
         UnaryOp::Rsqrt => map(d, a, |x| one / x.fsqrt()),
         UnaryOp::Abs => map(d, a, T::fabs),
-        UnaryOp::Sin => map(d, a, T::eager::<Sin>),
-        UnaryOp::Cos => map(d, a, T::eager::<Cos>),
-        UnaryOp::Erf => map(d, a, T::eager::<Erf>),
-        UnaryOp::Silu => map(d, a, |x| x.fsilu::<FMA>()),
+        UnaryOp::Sin => map(d, a, T::eager::<Sin, FMA>),
+        UnaryOp::Cos => map(d, a, T::eager::<Cos, FMA>),
+        UnaryOp::Erf => map(d, a, T::eager::<Erf, FMA>),
+        UnaryOp::Silu => map(d, a, T::eager::<Silu, FMA>),
         UnaryOp::GeluErf => map(d, a, T::gelu_erf),
         UnaryOp::GeluTanh => map(d, a, |x| x.gelu_tanh::<FMA>()),
         UnaryOp::Copy => d.copy_from_slice(a),
@@ -910,12 +902,9 @@ trait Real:
     fn fabs(self) -> Self;
     fn fsqrt(self) -> Self;
     fn fpow(self, e: Self) -> Self;
-    /// aten's eager scalar function.
-    fn eager<Op: UnaryFloatOp>(self) -> Self;
-    fn fexp<const FMA: bool>(self) -> Self;
-    fn ftanh<const FMA: bool>(self) -> Self;
-    fn fsigmoid<const FMA: bool>(self) -> Self;
-    fn fsilu<const FMA: bool>(self) -> Self;
+    /// aten's eager function, as eager kernels run it with multiply-adds fused when `FMA`
+    /// (Note [Vectorised transcendentals] in `aten/src/native/cpu/vec.rs`).
+    fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> Self;
     fn gelu_tanh<const FMA: bool>(self) -> Self;
     fn gelu_erf(self) -> Self;
 }
@@ -943,24 +932,8 @@ impl Real for f64 {
         self.powf(e)
     }
     #[inline(always)]
-    fn eager<Op: UnaryFloatOp>(self) -> f64 {
+    fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> f64 {
         Op::f64(self)
-    }
-    #[inline(always)]
-    fn fexp<const FMA: bool>(self) -> f64 {
-        Exp::f64(self)
-    }
-    #[inline(always)]
-    fn ftanh<const FMA: bool>(self) -> f64 {
-        Tanh::f64(self)
-    }
-    #[inline(always)]
-    fn fsigmoid<const FMA: bool>(self) -> f64 {
-        Sigmoid::f64(self)
-    }
-    #[inline(always)]
-    fn fsilu<const FMA: bool>(self) -> f64 {
-        Silu::f64(self)
     }
     #[inline(always)]
     fn gelu_tanh<const FMA: bool>(self) -> f64 {
@@ -987,24 +960,8 @@ impl Real for f32 {
         self.powf(e)
     }
     #[inline(always)]
-    fn eager<Op: UnaryFloatOp>(self) -> f32 {
-        Op::f32(self)
-    }
-    #[inline(always)]
-    fn fexp<const FMA: bool>(self) -> f32 {
-        exp_f32::<FMA>(self)
-    }
-    #[inline(always)]
-    fn ftanh<const FMA: bool>(self) -> f32 {
-        tanh_f32::<FMA>(self)
-    }
-    #[inline(always)]
-    fn fsigmoid<const FMA: bool>(self) -> f32 {
-        times_sigmoid_f32::<FMA>(1.0, self)
-    }
-    #[inline(always)]
-    fn fsilu<const FMA: bool>(self) -> f32 {
-        times_sigmoid_f32::<FMA>(self, self)
+    fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> f32 {
+        Op::f32_fast::<FMA>(self)
     }
     #[inline(always)]
     fn gelu_tanh<const FMA: bool>(self) -> f32 {
@@ -1016,61 +973,6 @@ impl Real for f32 {
     fn gelu_erf(self) -> f32 {
         gelu_erf_f64(self as f64) as f32
     }
-}
-
-/// `e^x` is 0 in f32 below this (under half the smallest subnormal) and inf above `EXP_HI`.
-const EXP_LO: f32 = -104.0;
-const EXP_HI: f32 = 89.0;
-/// Below this |x| `tanh` is a polynomial; above it, `(1 - e) / (1 + e)` with `e = exp(-2|x|)`.
-const TANH_SMALL: f32 = 0.625;
-/// From here on `tanh(|x|)` is 1 in f32.
-const TANH_ONE: f32 = 9.0;
-/// `tanh(a) = a + a^3 P(a^2)` on [0, 0.625]: P's coefficients, lowest first (a weighted
-/// least-squares fit for relative error, 4.5e-9 in exact arithmetic).
-const TANH_POLY: [f32; 5] = [-0.333_332_84, 0.133_314_76, -0.053_742_174, 0.020_646_28, -0.005_712_323];
-
-/// `e^x` over the whole f32 range, branch-free (Note [Fast exp and tanh]).
-#[inline(always)]
-fn exp_f32<const FMA: bool>(x: f32) -> f32 {
-    // Comparisons keep a NaN (it fails both).
-    let x = if x < EXP_LO { EXP_LO } else { x };
-    let x = if x > EXP_HI { EXP_HI } else { x };
-    let (t, p) = exp_reduced::<FMA>(x);
-    // n in [-150, 129] applied as 2^(n/2) 2^(n - n/2): both halves are normal numbers, so the
-    // product rounds once, into the subnormals or to inf when the result is there.
-    let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
-    let (k1, k2) = (k >> 1, k - (k >> 1));
-    let s1 = f32::from_bits((k1.wrapping_add(127) as u32) << 23);
-    let s2 = f32::from_bits((k2.wrapping_add(127) as u32) << 23);
-    p * s1 * s2
-}
-
-/// `a / (1 + e^-x)`, branch-free: `e = e^-|x|` never overflows, and below 0 the result is
-/// `a e / (1 + e)`, which keeps the tail where `e^-x` would be inf (Note [Fast exp and tanh]).
-#[inline(always)]
-fn times_sigmoid_f32<const FMA: bool>(a: f32, x: f32) -> f32 {
-    let e = exp_f32::<FMA>(-x.abs());
-    let num = if x < 0.0 { a * e } else { a };
-    num / (1.0 + e)
-}
-
-/// `tanh(x)`, branch-free (Note [Fast exp and tanh]). Above |x| = 9, `1 - 2e^-18` rounds to 1,
-/// so |x| is capped there and the exponential needs no range handling.
-#[inline(always)]
-fn tanh_f32<const FMA: bool>(x: f32) -> f32 {
-    let a = x.abs();
-    // NaN fails the comparison and stays.
-    let capped = if a > TANH_ONE { TANH_ONE } else { a };
-    let e = exp_nonpos_f32::<FMA>(-2.0 * capped);
-    let big = (1.0 - e) / (1.0 + e);
-    let s = a * a;
-    let mut p = TANH_POLY[4];
-    for c in TANH_POLY[..4].iter().rev() {
-        p = madd::<FMA>(p, s, *c);
-    }
-    let small = madd::<FMA>(a * s, p, a);
-    let r = if a < TANH_SMALL { small } else { big };
-    r.copysign(x)
 }
 
 // ---- the node the interpreter runs -------------------------------------------------------

@@ -4,6 +4,7 @@
 use c10::{Element, Error, Result};
 
 use crate::native::cpu::loops::unary_loop;
+use crate::native::cpu::vec::{exp_f32, log_f32, tanh_f32, times_sigmoid_f32};
 use crate::native::opmath::OpMath;
 use crate::native::stub;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
@@ -105,21 +106,43 @@ pub trait UnaryFloatOp {
     /// Whether integer inputs promote to the default float dtype (`exp`) or are an error
     /// (`silu`).
     const PROMOTE_INTEGERS: bool = true;
+    /// Whether [`UnaryFloatOp::f32_fast`] is a vectorisable body of its own (Note [Vectorised
+    /// transcendentals] in `cpu/vec.rs`) rather than `f32`.
+    const FAST: bool = false;
+    /// The function in single precision as eager kernels and the JIT's fused kernels run it:
+    /// a branch-free body where there is one, whose multiply-adds are fused when `FMA`.
+    #[inline(always)]
+    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
+        Self::f32(x)
+    }
 }
 
-/// Applies a [`UnaryFloatOp`] in the computation type `Self`.
+/// Whether eager kernels run [`UnaryFloatOp::f32_fast`] with fused multiply-adds: the CPU has
+/// FMA (Note [Vectorised transcendentals] in `cpu/vec.rs`).
+#[inline]
+pub fn fast_with_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Applies a [`UnaryFloatOp`] in the computation type `Self` (single precision through
+/// `f32_fast`).
 trait ApplyFloat: Copy {
-    fn apply<Op: UnaryFloatOp>(self) -> Self;
+    fn apply<Op: UnaryFloatOp, const FMA: bool>(self) -> Self;
 }
 impl ApplyFloat for f32 {
     #[inline(always)]
-    fn apply<Op: UnaryFloatOp>(self) -> f32 {
-        Op::f32(self)
+    fn apply<Op: UnaryFloatOp, const FMA: bool>(self) -> f32 {
+        Op::f32_fast::<FMA>(self)
     }
 }
 impl ApplyFloat for f64 {
     #[inline(always)]
-    fn apply<Op: UnaryFloatOp>(self) -> f64 {
+    fn apply<Op: UnaryFloatOp, const FMA: bool>(self) -> f64 {
         Op::f64(self)
     }
 }
@@ -140,18 +163,30 @@ pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Re
         return iter.output(0);
     }
     match_float!(iter.common_dtype(), T, A => {
-        unary_loop::<T, T>(&iter, |x| T::from_acc(<A as ApplyFloat>::apply::<Op>(x.to_acc())));
+        // Ops without a fast body run one instantiation (`Op::FAST` is a constant).
+        if Op::FAST && fast_with_fma() {
+            unary_loop::<T, T>(&iter, |x| T::from_acc(<A as ApplyFloat>::apply::<Op, true>(x.to_acc())));
+        } else {
+            unary_loop::<T, T>(&iter, |x| T::from_acc(<A as ApplyFloat>::apply::<Op, false>(x.to_acc())));
+        }
     }, d => return Err(Error::UnsupportedDtype { op: Op::NAME.into(), dtype: d }));
     iter.output(0)
 }
 
 macro_rules! float_unary {
-    (@def $promote:expr, $Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
+    (@def $promote:expr, $Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr $(, fast $fast:ident)?) => {
         #[doc = concat!("`", $name, "` as a [`UnaryFloatOp`].")]
         pub struct $Op;
         impl UnaryFloatOp for $Op {
             const NAME: &'static str = $name;
             const PROMOTE_INTEGERS: bool = $promote;
+            $(
+            const FAST: bool = true;
+            #[inline(always)]
+            fn f32_fast<const FMA: bool>($x: f32) -> f32 {
+                $fast::<FMA>($x)
+            }
+            )?
             #[inline(always)]
             fn f32($x: f32) -> f32 {
                 $body32
@@ -177,6 +212,14 @@ macro_rules! float_unary {
     ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
         float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body32, $body64);
     };
+    // With a vectorisable single-precision body `$fast::<FMA>` (Note [Vectorised
+    // transcendentals]); `$body` stays the reference function in both precisions.
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr, fast $fast:ident) => {
+        float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body, $body, fast $fast);
+    };
+    (floating_only $Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr, fast $fast:ident) => {
+        float_unary!(@def false, $Op, $name, $f, $f_, $f_out, |$x| $body, $body, fast $fast);
+    };
     ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body:expr) => {
         float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body, $body);
     };
@@ -185,10 +228,22 @@ macro_rules! float_unary {
     };
 }
 
-float_unary!(Exp, "exp", exp, exp_, exp_out, |x| x.exp());
+/// `sigmoid` in single precision, branch-free (Note [Vectorised transcendentals]).
+#[inline(always)]
+fn sigmoid_f32<const FMA: bool>(x: f32) -> f32 {
+    times_sigmoid_f32::<FMA>(1.0, x)
+}
+
+/// `silu` in single precision, branch-free (Note [Vectorised transcendentals]).
+#[inline(always)]
+fn silu_f32<const FMA: bool>(x: f32) -> f32 {
+    times_sigmoid_f32::<FMA>(x, x)
+}
+
+float_unary!(Exp, "exp", exp, exp_, exp_out, |x| x.exp(), fast exp_f32);
 float_unary!(Exp2, "exp2", exp2, exp2_, exp2_out, |x| x.exp2());
 float_unary!(Expm1, "expm1", expm1, expm1_, expm1_out, |x| x.exp_m1());
-float_unary!(Log, "log", log, log_, log_out, |x| x.ln());
+float_unary!(Log, "log", log, log_, log_out, |x| x.ln(), fast log_f32);
 float_unary!(Log2, "log2", log2, log2_, log2_out, |x| x.log2());
 float_unary!(Log10, "log10", log10, log10_, log10_out, |x| x.log10());
 float_unary!(Log1p, "log1p", log1p, log1p_, log1p_out, |x| x.ln_1p());
@@ -203,11 +258,11 @@ float_unary!(Acos, "acos", acos, acos_, acos_out, |x| x.acos());
 float_unary!(Atan, "atan", atan, atan_, atan_out, |x| x.atan());
 float_unary!(Sinh, "sinh", sinh, sinh_, sinh_out, |x| x.sinh());
 float_unary!(Cosh, "cosh", cosh, cosh_, cosh_out, |x| x.cosh());
-float_unary!(Tanh, "tanh", tanh, tanh_, tanh_out, |x| x.tanh());
+float_unary!(Tanh, "tanh", tanh, tanh_, tanh_out, |x| x.tanh(), fast tanh_f32);
 float_unary!(Asinh, "asinh", asinh, asinh_, asinh_out, |x| x.asinh());
 float_unary!(Acosh, "acosh", acosh, acosh_, acosh_out, |x| x.acosh());
 float_unary!(Atanh, "atanh", atanh, atanh_, atanh_out, |x| x.atanh());
-float_unary!(Sigmoid, "sigmoid", sigmoid, sigmoid_, sigmoid_out, |x| 1.0 / (1.0 + (-x).exp()));
+float_unary!(Sigmoid, "sigmoid", sigmoid, sigmoid_, sigmoid_out, |x| 1.0 / (1.0 + (-x).exp()), fast sigmoid_f32);
 float_unary!(Erf, "erf", erf, erf_, erf_out, |x| libm::erff(x), libm::erf(x));
 float_unary!(Erfc, "erfc", erfc, erfc_, erfc_out, |x| libm::erfcf(x), libm::erfc(x));
 
@@ -271,7 +326,7 @@ same_dtype_unary!("relu", relu_impl, relu, relu_, relu_out,
 same_dtype_unary!("frac", frac_impl, frac, frac_, frac_out, float |x| x - x.trunc(), int |v| v, bool bool_unsupported("frac"));
 
 // Activations defined only for floating inputs (integer inputs are an error, as in PyTorch).
-float_unary!(floating_only Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (-x).exp()));
+float_unary!(floating_only Silu, "silu", silu, silu_, silu_out, |x| x / (1.0 + (-x).exp()), fast silu_f32);
 float_unary!(floating_only Mish, "mish", mish, mish_, mish_out, |x| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh());
 float_unary!(floating_only Hardsigmoid, "hardsigmoid", hardsigmoid, hardsigmoid_, hardsigmoid_out, |x| (x / 6.0 + 0.5).clamp(0.0, 1.0));
 float_unary!(floating_only Hardswish, "hardswish", hardswish, hardswish_, hardswish_out, |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);

@@ -17,4 +17,5 @@ mod random;
 mod reduce;
 mod rnn;
 mod shape_ops;
+mod transcendental;
 mod unary;

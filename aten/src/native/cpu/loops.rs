@@ -46,12 +46,13 @@ pub fn for_each_offset(sizes: &[i64], strides: &[i64], mut f: impl FnMut(isize))
 
 // ---- typed loops over a TensorIterator ------------------------------------------------------------------------------
 
-/// Whether the contiguous runs below take their AVX2 instantiation (asked once, then a load).
+/// Whether the contiguous runs below take their AVX2+FMA instantiation (asked once, then a
+/// load).
 #[inline]
 fn use_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx2")
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -80,7 +81,9 @@ fn same_slot<O, A>(o: *mut O, a: *const A) -> bool {
 /// inlines, and taken when the CPU has AVX2: 8-wide f32 (measured: `W2.add_1M`, an in-cache
 /// add, 130 µs before on one Zen 4 core). Only plain vector instructions change; LLVM does not
 /// contract `a * b + c` into an FMA without being allowed to, so results are bit for bit the
-/// same. `out[i] = f(a[i])` for `i < n`.
+/// same. The instantiation also enables FMA, so that an explicit `mul_add` (the fast
+/// transcendental bodies of Note [Vectorised transcendentals] in `vec.rs`) is one instruction
+/// there instead of a libm call. `out[i] = f(a[i])` for `i < n`.
 ///
 /// # Safety
 /// `o` and `a` address `n` elements each (the output may alias the input).
@@ -107,7 +110,7 @@ unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl 
     }
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
             // SAFETY: the caller's contract.
             unsafe { body(o, a, n, kernel) }
@@ -167,7 +170,7 @@ unsafe fn run2<O: Copy, A: Copy, B: Copy>(
     }
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2<O: Copy, A: Copy, B: Copy>(
             o: *mut O,
             a: *const A,
@@ -237,7 +240,7 @@ unsafe fn run3<O: Copy, A: Copy, B: Copy, C: Copy>(
     }
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2<O: Copy, A: Copy, B: Copy, C: Copy>(
             o: *mut O,
             a: *const A,

@@ -441,6 +441,160 @@ isa_dispatch! {
     pub fn log_softmax_row_f32(x: &[f32], y: &mut [f32]) -> () = log_softmax_row_f32_body::<FMA>;
 }
 
+// ---- transcendental functions (Note [Vectorised transcendentals]) ---------------------------
+
+// Note [Vectorised transcendentals]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// libm's `expf`, `tanhf` and `logf` are calls per element, which no loop vectorises: an eager
+// `tanh` of 16M floats was most of the eager GELU's time. The f32 functions below are
+// branch-free (every branch is a select), so the contiguous runs of `unary_loop` vectorise
+// them inside their AVX2+FMA instantiation (Note [AVX2 elementwise runs] in `loops.rs`), and
+// the JIT's fused kernels call the same functions (one implementation, so fused and eager
+// results are the same bits). `FMA` is whether `madd` is fused: eager code picks `true` when
+// the CPU has FMA (outside the FMA-compiled runs `mul_add` is then a correctly rounded libm
+// call, so strided and contiguous runs agree bit for bit), the JIT per its compiled ISA.
+//
+// - `exp`: `x = n ln2 + r` with |r| <= ln2/2 (Cody-Waite, two-part ln2), a degree-6 minimax
+//   polynomial for `e^r` ([`exp_reduced`]), the argument clamped to [-104, 89] and `2^n`
+//   applied in two halves, so results overflow to inf and underflow through the subnormals
+//   as libm's do.
+// - `tanh(x)`: `(1 - e) / (1 + e)` with `e = exp(-2|x|)` above |x| = 0.625 (|x| capped at 9,
+//   where tanh is 1 in f32), where that has no cancellation, and an odd polynomial below
+//   (degree 11, a least-squares fit for relative error, 4.5e-9 in exact arithmetic).
+// - `a sigmoid(x)`: `a / (1 + e)` or `a e / (1 + e)` with `e = exp(-|x|)`, which never
+//   overflows: `sigmoid` has `a = 1`, `silu` `a = x`.
+// - `log(x)`: `x = 2^e m` with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first),
+//   `log(m) = f - f^2/2 + f^3 P(f)` with `f = m - 1` and Cephes' degree-8 `P`, plus `e ln2`
+//   in two parts; selects give -inf at 0, NaN below 0 and for NaN, inf at inf.
+//
+// `tests/ops/transcendental.rs` measures every function's error against the f64 libm over a
+// sweep of the whole f32 range, with bounds in ulps.
+
+/// `e^x` is inf above `EXP_HI`, and 0 below -104 (under half the smallest subnormal); the
+/// argument is clamped to -112, where `x e^x` is 0 too for |x| up to 112 (the `silu` tail of
+/// [`times_sigmoid_f32`]), and `2^n` is still two normal halves.
+const EXP_LO: f32 = -112.0;
+const EXP_HI: f32 = 89.0;
+
+/// `e^x = p s1 s2` over the whole f32 range: `p = e^r` and the two halves of `2^n`, each a
+/// normal number, so `p s1 s2` rounds once, into the subnormals or to inf when the result is
+/// there.
+#[inline(always)]
+fn exp_parts<const FMA: bool>(x: f32) -> (f32, f32, f32) {
+    // Comparisons keep a NaN (it fails both).
+    let x = if x < EXP_LO { EXP_LO } else { x };
+    let x = if x > EXP_HI { EXP_HI } else { x };
+    let (t, p) = exp_reduced::<FMA>(x);
+    // n in [-162, 129] applied as 2^(n/2) 2^(n - n/2).
+    let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    let (k1, k2) = (k >> 1, k - (k >> 1));
+    let s1 = f32::from_bits((k1.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((k2.wrapping_add(127) as u32) << 23);
+    (p, s1, s2)
+}
+
+/// `e^x` over the whole f32 range, branch-free (Note [Vectorised transcendentals]).
+#[inline(always)]
+pub fn exp_f32<const FMA: bool>(x: f32) -> f32 {
+    let (p, s1, s2) = exp_parts::<FMA>(x);
+    p * s1 * s2
+}
+
+/// `a / (1 + e^-x)`, branch-free: `e = e^-|x|` never overflows, and below 0 the result is
+/// `a e / (1 + e)`, which keeps the tail where `e^-x` would be inf (Note [Vectorised
+/// transcendentals]). There `a e` is formed as `((a s1) p) s2`, so that a subnormal `e` (below
+/// -87) is not rounded before it is scaled by `a` (`silu(-104)` was 52 ulp off), and it is a
+/// signed zero below -112, where the clamped exponential would not give one; exact to a few
+/// ulps for |a| <= 112 (`sigmoid`, `silu`).
+#[inline(always)]
+pub fn times_sigmoid_f32<const FMA: bool>(a: f32, x: f32) -> f32 {
+    let (p, s1, s2) = exp_parts::<FMA>(-x.abs());
+    let e = p * s1 * s2;
+    let tail = if x < EXP_LO { a * 0.0 } else { a * s1 * p * s2 };
+    let num = if x < 0.0 { tail } else { a };
+    num / (1.0 + e)
+}
+
+/// Below this |x| `tanh` is a polynomial; above it, `(1 - e) / (1 + e)` with `e = exp(-2|x|)`.
+const TANH_SMALL: f32 = 0.625;
+/// From here on `tanh(|x|)` is 1 in f32.
+const TANH_ONE: f32 = 9.0;
+/// `tanh(a) = a + a^3 P(a^2)` on [0, 0.625]: P's coefficients, lowest first (a weighted
+/// least-squares fit for relative error, 4.5e-9 in exact arithmetic).
+const TANH_POLY: [f32; 5] = [-0.333_332_84, 0.133_314_76, -0.053_742_174, 0.020_646_28, -0.005_712_323];
+
+/// `tanh(x)`, branch-free (Note [Vectorised transcendentals]). Above |x| = 9, `1 - 2e^-18`
+/// rounds to 1, so |x| is capped there and the exponential needs no range handling.
+#[inline(always)]
+pub fn tanh_f32<const FMA: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    // NaN fails the comparison and stays.
+    let capped = if a > TANH_ONE { TANH_ONE } else { a };
+    let e = exp_nonpos_f32::<FMA>(-2.0 * capped);
+    let big = (1.0 - e) / (1.0 + e);
+    let s = a * a;
+    let mut p = TANH_POLY[4];
+    for c in TANH_POLY[..4].iter().rev() {
+        p = madd::<FMA>(p, s, *c);
+    }
+    let small = madd::<FMA>(a * s, p, a);
+    let r = if a < TANH_SMALL { small } else { big };
+    r.copysign(x)
+}
+
+/// Cephes' `logf` polynomial: `log(1 + f) = f - f^2/2 + f^3 P(f)` for `1 + f` in
+/// [sqrt(1/2), sqrt(2)); P's coefficients, highest first.
+const LOG_POLY: [f32; 9] = [
+    7.037_683_6e-2,
+    -1.151_461_03e-1,
+    1.167_699_87e-1,
+    -1.242_014_08e-1,
+    1.424_932_28e-1,
+    -1.666_805_77e-1,
+    2.000_071_48e-1,
+    -2.499_999_4e-1,
+    3.333_333_1e-1,
+];
+/// ln 2 in two parts for `e ln2` (Cephes' split: the high part has few bits, so `e * hi` is
+/// exact for every exponent).
+const LOG_LN2_HI: f32 = 0.693_359_4;
+const LOG_LN2_LO: f32 = -2.121_944_4e-4;
+
+/// `ln(x)`, branch-free (Note [Vectorised transcendentals]).
+#[inline(always)]
+pub fn log_f32<const FMA: bool>(x: f32) -> f32 {
+    // Subnormals are scaled into the normal range first (their exponent corrected below).
+    let tiny = x < f32::MIN_POSITIVE;
+    let xs = if tiny { x * 8_388_608.0 } else { x };
+    let bits = xs.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - 126;
+    if tiny {
+        e -= 23;
+    }
+    // m in [0.5, 1); below sqrt(1/2) it is doubled (and e lowered) so that f = m - 1 is small.
+    let m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000);
+    let low = m < std::f32::consts::FRAC_1_SQRT_2;
+    let e = if low { e - 1 } else { e } as f32;
+    let f = if low { m + m - 1.0 } else { m - 1.0 };
+    let z = f * f;
+    let mut p = LOG_POLY[0];
+    for c in &LOG_POLY[1..] {
+        p = madd::<FMA>(p, f, *c);
+    }
+    let mut y = p * f * z;
+    y = madd::<FMA>(e, LOG_LN2_LO, y);
+    y = madd::<FMA>(z, -0.5, y);
+    let r = madd::<FMA>(e, LOG_LN2_HI, f + y);
+    // inf stays inf, 0 gives -inf, below 0 and NaN give NaN.
+    let r = if x == f32::INFINITY { x } else { r };
+    let r = if x == 0.0 { f32::NEG_INFINITY } else { r };
+    if x < 0.0 || x.is_nan() {
+        f32::NAN
+    } else {
+        r
+    }
+}
+
 // ---- pooling ---------------------------------------------------------------------------------
 
 /// One plane of a 2 × 2 max pooling whose windows along a row are adjacent pairs (stride 2):
