@@ -23,7 +23,7 @@ fn ulp_at(r: f64) -> f64 {
 /// The largest error of `got` against `reference` over the arguments, in ulps, and the
 /// argument where it occurs. Non-finite references must be matched exactly (NaN by NaN, inf by
 /// inf of the same sign; a finite reference beyond f32's range by inf).
-fn max_ulp(name: &str, xs: &[f32], got: &[f32], reference: fn(f64) -> f64) -> (f64, f32) {
+fn max_ulp(name: &str, xs: &[f32], got: &[f32], reference: Reference) -> (f64, f32) {
     let mut worst = (0.0, 0.0);
     for (&x, &y) in xs.iter().zip(got) {
         let r = reference(x as f64);
@@ -54,13 +54,16 @@ fn silu(x: f64) -> f64 {
 
 type Eager = fn(&Tensor) -> c10::Result<Tensor>;
 type Fast = fn(f32) -> f32;
+type Reference = fn(f64) -> f64;
+/// The name, the eager operator, the function without FMA, the reference and the bounds.
+type Function = (&'static str, Eager, Fast, Reference, [f64; 2]);
 
 /// Each function: the eager operator, the function without FMA, the f64 reference, and the
 /// bounds in ulps with FMA (the eager kernels on a CPU with FMA) and without: what the sweep
 /// measured, rounded up. SLEEF's `_u10` functions, which PyTorch vectorises `exp`, `log` and
 /// `tanh` with, promise 1.0; our `exp` reaches 1.02 (1.27 without FMA) and `tanh` 1.5 (`sigmoid` and `silu` are
 /// compositions in PyTorch too).
-const FUNCTIONS: [(&str, Eager, Fast, fn(f64) -> f64, [f64; 2]); 5] = [
+const FUNCTIONS: [Function; 5] = [
     ("exp", ops::exp, vec::exp_f32::<false>, f64::exp, [1.05, 1.3]),
     ("log", ops::log, vec::log_f32::<false>, f64::ln, [0.8, 0.8]),
     ("tanh", ops::tanh, vec::tanh_f32::<false>, f64::tanh, [1.6, 1.6]),
@@ -91,6 +94,29 @@ fn vectorised_functions_are_within_their_ulp_bounds_over_the_f32_range() {
         let (err, at) = max_ulp(name, &xs, &plain, reference);
         println!("{name}: {err:.3} ulp at {at:e} (without FMA)");
         assert!(err <= plain_bound, "{name} without FMA: {err} ulp at {at:e} (bound {plain_bound})");
+    }
+}
+
+/// Every one of the 2^32 f32 arguments through the eager operators, in chunks of 2^24 (minutes
+/// in a release build: `cargo test --release -p aten --test ops exhaustive -- --ignored`).
+#[test]
+#[ignore = "the exhaustive sweep; the test above runs a 2^24 subset"]
+fn exhaustive_sweep_within_the_bounds() {
+    let fma = aten::native::unary::fast_with_fma();
+    for (name, eager, _, reference, [fma_bound, plain_bound]) in FUNCTIONS {
+        let bound = if fma { fma_bound } else { plain_bound };
+        let mut worst = (0.0, 0.0f32);
+        for chunk in 0u32..256 {
+            let xs: Vec<f32> = (0u32..1 << 24).map(|i| f32::from_bits((chunk << 24) | i)).collect();
+            let t = Tensor::from_vec(xs.clone(), &[xs.len() as i64]).unwrap();
+            let got = eager(&t).unwrap().to_vec::<f32>().unwrap();
+            let w = max_ulp(name, &xs, &got, reference);
+            if w.0 > worst.0 {
+                worst = w;
+            }
+        }
+        println!("{name}: {:.3} ulp at {:e} (every f32, FMA: {fma})", worst.0, worst.1);
+        assert!(worst.0 <= bound, "{name}: {} ulp at {:e} (bound {bound})", worst.0, worst.1);
     }
 }
 

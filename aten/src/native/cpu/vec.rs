@@ -546,14 +546,14 @@ pub fn tanh_f32<const FMA: bool>(x: f32) -> f32 {
 /// [sqrt(1/2), sqrt(2)); P's coefficients, highest first.
 const LOG_POLY: [f32; 9] = [
     7.037_683_6e-2,
-    -1.151_461_03e-1,
+    -1.151_461e-1,
     1.167_699_87e-1,
-    -1.242_014_08e-1,
-    1.424_932_28e-1,
-    -1.666_805_77e-1,
-    2.000_071_48e-1,
+    -1.242_014_1e-1,
+    1.424_932_3e-1,
+    -1.666_805_7e-1,
+    2.000_071_4e-1,
     -2.499_999_4e-1,
-    3.333_333_1e-1,
+    3.333_333e-1,
 ];
 /// ln 2 in two parts for `e ln2` (Cephes' split: the high part has few bits, so `e * hi` is
 /// exact for every exponent).
