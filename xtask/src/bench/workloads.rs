@@ -135,6 +135,19 @@ pub fn registry() -> Vec<Workload> {
             let (a, b) = (randn(&[4096, 4096])?, randn(&[4096, 4096])?);
             Ok(body(move || &a.t()? + &b))
         }),
+        // Note [Vectorised transcendentals] in aten's `cpu/vec.rs`: the eager operators.
+        Workload::new("W2.exp_16M", "exp of a contiguous [16777216] f32 tensor", || {
+            let a = randn(&[1 << 24])?;
+            Ok(body(move || aten::ops::exp(&a)))
+        }),
+        Workload::new("W2.tanh_16M", "tanh of a contiguous [16777216] f32 tensor", || {
+            let a = randn(&[1 << 24])?;
+            Ok(body(move || aten::ops::tanh(&a)))
+        }),
+        Workload::new("W2.gelu_16M", "gelu (exact, the eager operator) of a contiguous [16777216] f32 tensor", || {
+            let a = randn(&[1 << 24])?;
+            Ok(body(move || aten::ops::gelu(&a, "none")))
+        }),
         Workload::new("W4.sum_16M", "sum of a contiguous [16777216] f32 tensor", || {
             let a = randn(&[1 << 24])?;
             Ok(body(move || a.sum().call()))
