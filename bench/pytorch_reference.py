@@ -391,6 +391,7 @@ WORKLOADS = {
     "W3.matmul_256": matmul_square(256),
     "W3.matmul_1024": matmul_square(1024),
     "W3.matmul_2048": matmul_square(2048),
+    "W3.bmm_64x256": lambda: binary(randn(64, 256, 256), randn(64, 256, 256), torch.bmm),
     "W5.conv_large": conv((32, 64, 56, 56), (64, 64, 3, 3), 1),
     "W5.conv_small": conv((64, 1, 28, 28), (32, 1, 3, 3), 0),
     "W6.mlp_step": train_step(mlp, (128, 784), 128),

@@ -164,6 +164,10 @@ pub fn registry() -> Vec<Workload> {
         Workload::new("W3.matmul_256", "matmul of two [256, 256] f32 tensors", || matmul_square(256)),
         Workload::new("W3.matmul_1024", "matmul of two [1024, 1024] f32 tensors", || matmul_square(1024)),
         Workload::new("W3.matmul_2048", "matmul of two [2048, 2048] f32 tensors", || matmul_square(2048)),
+        Workload::new("W3.bmm_64x256", "bmm of two [64, 256, 256] f32 tensors", || {
+            let (a, b) = (randn(&[64, 256, 256])?, randn(&[64, 256, 256])?);
+            Ok(body(move || aten::ops::bmm(&a, &b)))
+        }),
         // Convolutions with bias (as nn.Conv2d), f32, NCHW.
         Workload::new("W5.conv_large", "conv2d [32, 64, 56, 56] by [64, 64, 3, 3] + bias, padding 1, f32", || {
             conv(&[32, 64, 56, 56], &[64, 64, 3, 3], 1)
