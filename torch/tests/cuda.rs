@@ -195,3 +195,31 @@ fn the_profiler_sees_kernels_and_device_memory() {
     assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "s" && &e["id"] == id));
     assert!(events.iter().any(|e| e["cat"] == "ac2g" && e["ph"] == "f" && &e["id"] == id));
 }
+
+#[test]
+fn embedding_bag_computes_on_the_tables_device_or_refuses() {
+    // The layer's index and count tensors are built on the host and moved to the table's
+    // device: the result is on the device, equal to the CPU's, or the dispatcher's error for an
+    // operator without a CUDA kernel yet (`index_add` for sum and mean, `cat` for max; issue
+    // 41), never a CPU tensor or a device mismatch.
+    let gpu = setup();
+    let idx = Tensor::from_slice(&[1i64, 2, 4, 5, 4, 3]);
+    let offsets = Tensor::from_slice(&[0i64, 2, 2]);
+    for mode in [torch::nn::BagMode::Sum, torch::nn::BagMode::Mean, torch::nn::BagMode::Max] {
+        let cpu = torch::nn::EmbeddingBag::new(10, 3, mode).unwrap();
+        let mut dev = cpu.clone();
+        dev.weight = torch::nn::Parameter::new(cpu.weight.tensor().to_device(gpu).unwrap()).unwrap();
+        let want = cpu.forward_bags(&idx, Some(&offsets), None).unwrap();
+        let (i, o) = (idx.to_device(gpu).unwrap(), offsets.to_device(gpu).unwrap());
+        match dev.forward_bags(&i, Some(&o), None) {
+            Ok(got) => {
+                assert_eq!(got.device(), gpu, "{mode:?}");
+                assert_eq!(got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{mode:?}");
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("Could not run") && e.contains("'CUDA' backend"), "{mode:?}: {e}");
+            }
+        }
+    }
+}

@@ -43,7 +43,9 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
     if rows.is_empty() {
         return Ok(());
     }
-    let all = Tensor::from_vec(rows.clone(), &[rows.len() as i64])?;
+    // Index and factor tensors are built on the host and moved to the table's device.
+    let dev = weight.device();
+    let all = Tensor::from_vec(rows.clone(), &[rows.len() as i64])?.to_device(dev)?;
     let norms = ops::norm_scalaropt_dim(&weight.index_select(0, &all)?, Some(Scalar::Float(norm_type)), &[1], false)?
         .to(ScalarType::F64)
         .call()?
@@ -54,8 +56,8 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
         return Ok(());
     }
     let k = over.len() as i64;
-    let over = Tensor::from_vec(over, &[k])?;
-    let factors = Tensor::from_vec(factors, &[k, 1])?.to(weight.dtype()).call()?;
+    let over = Tensor::from_vec(over, &[k])?.to_device(dev)?;
+    let factors = Tensor::from_vec(factors, &[k, 1])?.to(weight.dtype()).call()?.to_device(dev)?;
     let scaled = weight.index_select(0, &over)?.mul(&factors)?;
     weight.index_copy_(0, &over, &scaled)?;
     Ok(())
@@ -347,20 +349,24 @@ pub fn embedding_bag(
     }
     let dim = weight.sizes()[1];
     let k = pos.len() as i64;
-    let pos = Tensor::from_vec(pos, &[k])?;
+    // The bookkeeping above ran on the host; its tensors go to the table's device, where the
+    // result is.
+    let dev = weight.device();
+    let pos = Tensor::from_vec(pos, &[k])?.to_device(dev)?;
     let mut rows = ops::embedding(weight, &flat.index_select(0, &pos)?, -1, false, false)?;
     if let Some(w) = per_sample_weights {
         rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
     }
-    let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, None, None)?;
+    let zeros = ops::zeros(&[bags as i64, dim], Some(rows.dtype()), None, Some(dev), None)?;
     match options.mode {
         BagMode::Sum | BagMode::Mean => {
-            let sums = ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?, &rows, Scalar::Int(1))?;
+            let sums =
+                ops::index_add(&zeros, 0, &Tensor::from_vec(bag_of, &[k])?.to_device(dev)?, &rows, Scalar::Int(1))?;
             if options.mode == BagMode::Sum {
                 return Ok(sums);
             }
             let counts: Vec<f64> = counts.iter().map(|&c| c.max(1) as f64).collect();
-            let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?;
+            let counts = Tensor::from_vec(counts, &[bags as i64, 1])?.to(rows.dtype()).call()?.to_device(dev)?;
             sums.div(&counts).call()
         }
         BagMode::Max => {
