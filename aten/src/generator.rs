@@ -97,8 +97,15 @@ pub struct Generator {
     state: Arc<Mutex<GeneratorState>>,
 }
 
+/// `torch.Generator()`: a CPU generator with PyTorch's default seed.
+impl Default for Generator {
+    fn default() -> Generator {
+        Generator::new(Device::CPU)
+    }
+}
+
 impl Generator {
-    /// A new CPU generator with PyTorch's default seed.
+    /// A new generator for `device` with PyTorch's default seed.
     pub fn new(device: Device) -> Self {
         Generator {
             device,

@@ -21,6 +21,7 @@
 extern crate self as nn;
 
 pub mod data;
+mod declare;
 pub mod functional;
 mod hooks;
 pub mod init;
@@ -31,6 +32,8 @@ pub mod pickle;
 pub mod pt;
 pub mod serialize;
 
+#[doc(hidden)]
+pub use declare::__private;
 pub use layers::*;
 pub use module::{
     Buffer, Forward, HookHandle, Hooks, IncompatibleKeys, Member, MemberMut, Members, Module, Parameter, StateDict,

@@ -14,11 +14,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use torch::data::{DataLoader, Dataset, Mnist, TensorDataset, MNIST_MEAN, MNIST_STD};
 use torch::indexing::IndexOp;
-use torch::nn::{self, functional as F, Conv2d, Forward, Linear, Module};
+use torch::nn::{self, functional as F, Conv2d, Dropout, Forward, Linear, Module};
 use torch::optim::lr_scheduler::LRScheduler;
 use torch::optim::{self, Optimizer};
 use torch::profiler;
-use torch::{Tensor, TensorAutograd};
+use torch::serialize::Checkpoint;
+use torch::{no_grad, Result, Tensor, TensorAutograd};
 
 #[derive(Parser)]
 #[command(about = "Train a LeNet-style CNN on MNIST digits (or Fashion-MNIST with --data)")]
@@ -55,36 +56,24 @@ struct Args {
     profile: Option<PathBuf>,
 }
 
-/// conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu - maxpool 2 - dropout -
-/// linear(1600->128) - relu - dropout - linear(128->10).
-///
-/// The parts between `pytorch-comparison` markers are what a PyTorch user writes (model,
-/// training loop, evaluation); `mnist_pytorch.py` beside this file is the same in PyTorch, and
-/// `torch/tests/main_job.rs` checks the two stay within 1.3x of each other in tokens.
+// The parts between `pytorch-comparison` markers are what a PyTorch user writes (model,
+// training loop, evaluation); `mnist_pytorch.py` beside this file is the same in PyTorch, and
+// `torch/tests/main_job.rs` checks the two stay within 1.3x of each other in tokens.
 // pytorch-comparison: begin
-#[derive(nn::Module)]
-struct Net {
-    conv1: Conv2d,
-    conv2: Conv2d,
-    dropout: nn::Dropout,
-    fc1: Linear,
-    fc2: Linear,
-}
-
-impl Net {
-    fn new() -> torch::Result<Net> {
-        Ok(Net {
-            conv1: Conv2d::new(1, 32, 3)?,
-            conv2: Conv2d::new(32, 64, 3)?,
-            dropout: nn::Dropout::new(0.25)?,
-            fc1: Linear::new(1600, 128)?,
-            fc2: Linear::new(128, 10)?,
-        })
+nn::module! {
+    /// conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu - maxpool 2 - dropout -
+    /// linear(1600->128) - relu - dropout - linear(128->10).
+    struct Net {
+        conv1 = Conv2d::new(1, 32, 3)?,
+        conv2 = Conv2d::new(32, 64, 3)?,
+        dropout = Dropout::new(0.25)?,
+        fc1 = Linear::new(1600, 128)?,
+        fc2 = Linear::new(128, 10)?,
     }
 }
 
 impl Forward for Net {
-    fn forward(&self, x: &Tensor) -> torch::Result<Tensor> {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let x = F::max_pool2d(&self.conv1.call(x)?.relu()?, 2).call()?;
         let x = F::max_pool2d(&self.conv2.call(&x)?.relu()?, 2).call()?;
         let x = self.dropout.call(&x.flatten().start_dim(1).call()?)?;
@@ -117,7 +106,7 @@ fn load(args: &Args) -> torch::Result<Split> {
             let all = Mnist::from_csv(&path)?;
             let (images, labels) = (all.images_f32(mean, std)?, all.labels().clone());
             // A seeded hold-out of 1,000 digits (the file is ordered by class).
-            let g = torch::Generator::new(torch::Device::CPU);
+            let g = torch::Generator::default();
             g.manual_seed(args.seed);
             let perm = torch::randperm(images.sizes()[0]).generator(&g).call()?;
             let (train_idx, test_idx) = (perm.narrow(0, 0, 4000)?, perm.narrow(0, 4000, 1000)?);
@@ -131,9 +120,9 @@ fn load(args: &Args) -> torch::Result<Split> {
 }
 
 // pytorch-comparison: begin
-fn accuracy(model: &Net, (images, labels): &(Tensor, Tensor)) -> torch::Result<f64> {
-    let _g = torch::no_grad();
-    let n = images.sizes()[0];
+fn accuracy(model: &Net, (images, labels): &(Tensor, Tensor)) -> Result<f64> {
+    let _g = no_grad();
+    let n = images.size(0)?;
     let mut correct = 0;
     for start in (0..n).step_by(1000) {
         let pred = model.call(&images.i(start..start + 1000)?)?.argmax().dim(1).call()?;
@@ -207,8 +196,8 @@ fn run(args: &Args) -> torch::Result<()> {
 
     // pytorch-comparison: begin
     let mut model = Net::new()?;
-    let mut opt = optim::Adam::new(model.parameters(), optim::AdamOptions { lr: args.lr, ..Default::default() })?;
-    let shuffle = torch::Generator::new(torch::Device::CPU);
+    let mut opt = optim::Adam::new(model.parameters(), args.lr)?;
+    let shuffle = torch::Generator::default();
     shuffle.manual_seed(args.seed);
     let loader =
         DataLoader::builder(split.train).batch_size(args.batch_size).shuffle(true).generator(shuffle).build()?;
@@ -217,7 +206,7 @@ fn run(args: &Args) -> torch::Result<()> {
     // pytorch-comparison: end
     let mut first_epoch = 0;
     if let Some(path) = &args.resume {
-        let ck = torch::serialize::Checkpoint::load(path)?;
+        let ck = Checkpoint::load(path)?;
         model.load_state_dict(&ck.model, true)?;
         // The schedule is a function of the step count: replay it to where the run stopped,
         // then restore the optimizer (its state includes the learning rates).
@@ -257,7 +246,7 @@ fn run(args: &Args) -> torch::Result<()> {
         let t0 = Instant::now();
         let (mut seen, mut loss_sum) = (0usize, 0.0f64);
         // pytorch-comparison: begin
-        for batch in loader.iter() {
+        for batch in &loader {
             let (x, y) = batch?;
             opt.zero_grad(true)?;
             let loss = F::cross_entropy(&model.call(&x)?, &y).call()?;
@@ -298,7 +287,7 @@ fn run(args: &Args) -> torch::Result<()> {
             t0.elapsed().as_secs_f64()
         );
         // pytorch-comparison: begin
-        torch::serialize::Checkpoint { model: model.state_dict(), optimizer: opt.state_dict()?, epoch: epoch + 1 }
+        Checkpoint { model: model.state_dict(), optimizer: opt.state_dict()?, epoch: epoch + 1 }
             .save(&args.checkpoint)?;
         // pytorch-comparison: end
         saved = true;

@@ -45,26 +45,15 @@ struct Args {
     seed: u64,
 }
 
-/// The `mnist` example's network: conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu -
-/// maxpool 2 - dropout - linear(1600->128) - relu - dropout - linear(128->10).
-#[derive(nn::Module)]
-struct Net {
-    conv1: Conv2d,
-    conv2: Conv2d,
-    dropout: nn::Dropout,
-    fc1: Linear,
-    fc2: Linear,
-}
-
-impl Net {
-    fn new() -> torch::Result<Net> {
-        Ok(Net {
-            conv1: Conv2d::new(1, 32, 3)?,
-            conv2: Conv2d::new(32, 64, 3)?,
-            dropout: nn::Dropout::new(0.25)?,
-            fc1: Linear::new(1600, 128)?,
-            fc2: Linear::new(128, 10)?,
-        })
+nn::module! {
+    /// The `mnist` example's network: conv(1->32, 3) - relu - maxpool 2 - conv(32->64, 3) - relu -
+    /// maxpool 2 - dropout - linear(1600->128) - relu - dropout - linear(128->10).
+    struct Net {
+        conv1 = Conv2d::new(1, 32, 3)?,
+        conv2 = Conv2d::new(32, 64, 3)?,
+        dropout = nn::Dropout::new(0.25)?,
+        fc1 = Linear::new(1600, 128)?,
+        fc2 = Linear::new(128, 10)?,
     }
 }
 
@@ -82,7 +71,7 @@ impl Forward for Net {
 fn accuracy(model: &Net, images: &Tensor, labels: &Tensor) -> torch::Result<f64> {
     let _g = torch::no_grad();
     let pred = model.call(images)?.argmax().dim(1).call()?;
-    Ok(pred.eq(labels)?.sum()?.item::<i64>()? as f64 / images.sizes()[0] as f64)
+    Ok(pred.eq(labels)?.sum().call()?.item::<i64>()? as f64 / images.sizes()[0] as f64)
 }
 
 fn main() -> ExitCode {
@@ -105,7 +94,7 @@ fn run(args: &Args) -> torch::Result<()> {
     if args.epochs == 0 {
         return bad("--epochs must be at least 1, got 0".into());
     }
-    if args.batch_size == 0 || args.batch_size % world != 0 {
+    if args.batch_size == 0 || !args.batch_size.is_multiple_of(world) {
         return bad(format!("--batch-size must be a positive multiple of the {world} ranks, got {}", args.batch_size));
     }
     if !(args.lr.is_finite() && args.lr > 0.0) {
@@ -119,7 +108,7 @@ fn run(args: &Args) -> torch::Result<()> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/mnist_5k.csv.gz");
     let all = Mnist::from_csv(&path)?;
     let (images, labels) = (all.images_f32(MNIST_MEAN, MNIST_STD)?, all.labels().clone());
-    let g = torch::Generator::new(torch::Device::CPU);
+    let g = torch::Generator::default();
     g.manual_seed(args.seed);
     let perm = torch::randperm(images.sizes()[0]).generator(&g).call()?;
     let (train_idx, test_idx) = (perm.narrow(0, 0, 4000)?, perm.narrow(0, 4000, 1000)?);
@@ -133,8 +122,7 @@ fn run(args: &Args) -> torch::Result<()> {
     torch::manual_seed(args.seed);
     let model = DistributedDataParallel::new(Net::new()?)?;
     torch::manual_seed(args.seed + 1 + rank as u64);
-    let mut opt =
-        optim::Adam::new(model.module().parameters(), optim::AdamOptions { lr: args.lr, ..Default::default() })?;
+    let mut opt = optim::Adam::new(model.module().parameters(), args.lr)?;
     let steps = loader.len();
     let mut sched = optim::OneCycleLR::new(&mut opt, args.lr, (args.epochs * steps) as i64)?;
     if rank == 0 {

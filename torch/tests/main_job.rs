@@ -298,12 +298,13 @@ fn token_counter_counts_what_it_says() {
 }
 
 /// The main job's model, training loop and evaluation against the same PyTorch code
-/// (`examples/mnist_pytorch.py`), in tokens. Issue 36 asks for at most 1.3x; the front end
-/// brought it from 1.55 (every default spelled out) to 1.46, and what is left is mostly Rust
-/// itself (`?`, `&`, `let`, types in signatures) plus the builders' `.call()`
-/// (docs/src/from-pytorch.md, "Length against PyTorch"). This is a ratchet: it may only go
-/// down.
-const MAX_RATIO: f64 = 1.47;
+/// (`examples/mnist_pytorch.py`), in tokens. Issue 36 asks for at most 1.3x: the front end's
+/// builders took it from 1.55 (every default spelled out) to 1.46, and `nn::module!` (fields
+/// declared with their constructors, as `__init__` does), optimizers built from a learning rate
+/// and `Generator::default()` to 1.29. What is left is Rust itself (`?`, `&`, `let`, the
+/// signatures' types) and the builders' `.call()` (docs/src/from-pytorch.md, "Length against
+/// PyTorch").
+const MAX_RATIO: f64 = 1.3;
 
 #[test]
 fn main_job_length_against_pytorch() {

@@ -5,6 +5,10 @@
 //! nothing). A field whose type implements none of these is a compile error naming the type;
 //! mark it `#[module(skip)]`. Two fields are special: `training: bool` becomes the module's own
 //! training flag, and a field of type `Hooks` holds its hooks.
+//!
+//! The generated code names the `nn` crate by the path the deriving crate knows it by: `::nn`
+//! when it depends on `nn` (under whatever name its `Cargo.toml` gives it), `::torch::nn` when
+//! it depends only on the `torch` facade.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -19,6 +23,25 @@ pub fn derive_module(input: TokenStream) -> TokenStream {
     match expand(&input) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// The path of the `nn` crate from the crate being compiled (found in its `Cargo.toml`).
+fn nn_root() -> proc_macro2::TokenStream {
+    use proc_macro_crate::{crate_name, FoundCrate};
+    let ident = |name: &str| syn::Ident::new(name, proc_macro2::Span::call_site());
+    match (crate_name("nn"), crate_name("torch")) {
+        // `nn` itself declares `extern crate self as nn`, so `::nn` works inside it too.
+        (Ok(FoundCrate::Itself), _) | (Err(_), Err(_)) => quote! { ::nn },
+        (Ok(FoundCrate::Name(n)), _) => {
+            let n = ident(&n);
+            quote! { ::#n }
+        }
+        (Err(_), Ok(FoundCrate::Itself)) => quote! { ::torch::nn },
+        (Err(_), Ok(FoundCrate::Name(t))) => {
+            let t = ident(&t);
+            quote! { ::#t::nn }
+        }
     }
 }
 
@@ -85,8 +108,9 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
         listed.push((member, label));
     }
-    let visit = listed.iter().map(|(m, l)| quote! { ::nn::Members::members(&self.#m, #l, f); });
-    let visit_mut = listed.iter().map(|(m, l)| quote! { ::nn::Members::members_mut(&mut self.#m, #l, f); });
+    let nn = nn_root();
+    let visit = listed.iter().map(|(m, l)| quote! { #nn::Members::members(&self.#m, #l, f); });
+    let visit_mut = listed.iter().map(|(m, l)| quote! { #nn::Members::members_mut(&mut self.#m, #l, f); });
     let training_impl = training.map(|m| {
         quote! {
             fn own_training(&self) -> ::core::option::Option<bool> { ::core::option::Option::Some(self.#m) }
@@ -95,28 +119,28 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     });
     let hooks_impl = hooks.map(|m| {
         quote! {
-            fn hooks(&self) -> ::core::option::Option<&::nn::Hooks> { ::core::option::Option::Some(&self.#m) }
+            fn hooks(&self) -> ::core::option::Option<&#nn::Hooks> { ::core::option::Option::Some(&self.#m) }
         }
     });
     let type_name = name.to_string();
     Ok(quote! {
-        impl #impl_g ::nn::Module for #name #ty_g #where_g {
-            fn for_each_member<'a>(&'a self, f: &mut dyn FnMut(&str, ::nn::Member<'a>)) {
+        impl #impl_g #nn::Module for #name #ty_g #where_g {
+            fn for_each_member<'a>(&'a self, f: &mut dyn FnMut(&str, #nn::Member<'a>)) {
                 #(#visit)*
             }
-            fn for_each_member_mut<'a>(&'a mut self, f: &mut dyn FnMut(&str, ::nn::MemberMut<'a>)) {
+            fn for_each_member_mut<'a>(&'a mut self, f: &mut dyn FnMut(&str, #nn::MemberMut<'a>)) {
                 #(#visit_mut)*
             }
             fn type_name(&self) -> &'static str { #type_name }
             #training_impl
             #hooks_impl
         }
-        impl #impl_g ::nn::Members for #name #ty_g #where_g {
-            fn members<'a>(&'a self, name: &str, f: &mut dyn FnMut(&str, ::nn::Member<'a>)) {
-                f(name, ::nn::Member::Module(self))
+        impl #impl_g #nn::Members for #name #ty_g #where_g {
+            fn members<'a>(&'a self, name: &str, f: &mut dyn FnMut(&str, #nn::Member<'a>)) {
+                f(name, #nn::Member::Module(self))
             }
-            fn members_mut<'a>(&'a mut self, name: &str, f: &mut dyn FnMut(&str, ::nn::MemberMut<'a>)) {
-                f(name, ::nn::MemberMut::Module(self))
+            fn members_mut<'a>(&'a mut self, name: &str, f: &mut dyn FnMut(&str, #nn::MemberMut<'a>)) {
+                f(name, #nn::MemberMut::Module(self))
             }
         }
     })

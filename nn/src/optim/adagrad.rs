@@ -27,6 +27,14 @@ pub struct AdagradOptions {
     pub maximize: bool,
 }
 
+/// A learning rate alone: `Adagrad::new(params, 0.01)` is PyTorch's `Adagrad(params, lr=0.01)`, the other
+/// options at their defaults (as the C++ frontend's `AdagradOptions(lr)`).
+impl From<f64> for AdagradOptions {
+    fn from(lr: f64) -> AdagradOptions {
+        AdagradOptions { lr, ..Default::default() }
+    }
+}
+
 impl Default for AdagradOptions {
     fn default() -> AdagradOptions {
         AdagradOptions {
@@ -175,8 +183,8 @@ pub struct Adagrad {
 impl Adagrad {
     /// `Adagrad(params, **options)`: one group. Errors as PyTorch's constructor
     /// (`Invalid lr_decay value: -1.0`, ...).
-    pub fn new(params: impl IntoIterator<Item = Parameter>, options: AdagradOptions) -> Result<Adagrad> {
-        Adagrad::from_param_groups(ParamGroups::single(params, options)?)
+    pub fn new(params: impl IntoIterator<Item = Parameter>, options: impl Into<AdagradOptions>) -> Result<Adagrad> {
+        Adagrad::from_param_groups(ParamGroups::single(params, options.into())?)
     }
 
     param_group_methods!(AdagradOptions);

@@ -32,6 +32,14 @@ pub struct AdamOptions {
     pub decoupled_weight_decay: bool,
 }
 
+/// A learning rate alone: `Adam::new(params, 0.01)` is PyTorch's `Adam(params, lr=0.01)`, the other
+/// options at their defaults (as the C++ frontend's `AdamOptions(lr)`).
+impl From<f64> for AdamOptions {
+    fn from(lr: f64) -> AdamOptions {
+        AdamOptions { lr, ..Default::default() }
+    }
+}
+
 impl Default for AdamOptions {
     fn default() -> AdamOptions {
         AdamOptions {
@@ -63,6 +71,14 @@ pub struct AdamWOptions {
     pub amsgrad: bool,
     /// `maximize` (default false).
     pub maximize: bool,
+}
+
+/// A learning rate alone: `AdamW::new(params, 0.01)` is PyTorch's `AdamW(params, lr=0.01)`, the other
+/// options at their defaults (as the C++ frontend's `AdamWOptions(lr)`).
+impl From<f64> for AdamWOptions {
+    fn from(lr: f64) -> AdamWOptions {
+        AdamWOptions { lr, ..Default::default() }
+    }
 }
 
 impl Default for AdamWOptions {
@@ -345,8 +361,8 @@ pub struct Adam {
 impl Adam {
     /// `Adam(params, **options)`: one group. Errors as PyTorch's constructor
     /// (`Invalid beta parameter at index 0: 1.0`, ...).
-    pub fn new(params: impl IntoIterator<Item = Parameter>, options: AdamOptions) -> Result<Adam> {
-        Adam::from_param_groups(ParamGroups::single(params, options)?)
+    pub fn new(params: impl IntoIterator<Item = Parameter>, options: impl Into<AdamOptions>) -> Result<Adam> {
+        Adam::from_param_groups(ParamGroups::single(params, options.into())?)
     }
 
     param_group_methods!(AdamOptions);
@@ -381,8 +397,8 @@ pub struct AdamW {
 
 impl AdamW {
     /// `AdamW(params, **options)`: one group.
-    pub fn new(params: impl IntoIterator<Item = Parameter>, options: AdamWOptions) -> Result<AdamW> {
-        AdamW::from_param_groups(ParamGroups::single(params, options)?)
+    pub fn new(params: impl IntoIterator<Item = Parameter>, options: impl Into<AdamWOptions>) -> Result<AdamW> {
+        AdamW::from_param_groups(ParamGroups::single(params, options.into())?)
     }
 
     param_group_methods!(AdamWOptions);

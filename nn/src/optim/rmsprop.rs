@@ -31,6 +31,14 @@ pub struct RMSpropOptions {
     pub maximize: bool,
 }
 
+/// A learning rate alone: `RMSprop::new(params, 0.01)` is PyTorch's `RMSprop(params, lr=0.01)`, the other
+/// options at their defaults (as the C++ frontend's `RMSpropOptions(lr)`).
+impl From<f64> for RMSpropOptions {
+    fn from(lr: f64) -> RMSpropOptions {
+        RMSpropOptions { lr, ..Default::default() }
+    }
+}
+
 impl Default for RMSpropOptions {
     fn default() -> RMSpropOptions {
         RMSpropOptions {
@@ -233,8 +241,8 @@ pub struct RMSprop {
 impl RMSprop {
     /// `RMSprop(params, **options)`: one group. Errors as PyTorch's constructor
     /// (`Invalid alpha value: -0.5`, ...).
-    pub fn new(params: impl IntoIterator<Item = Parameter>, options: RMSpropOptions) -> Result<RMSprop> {
-        RMSprop::from_param_groups(ParamGroups::single(params, options)?)
+    pub fn new(params: impl IntoIterator<Item = Parameter>, options: impl Into<RMSpropOptions>) -> Result<RMSprop> {
+        RMSprop::from_param_groups(ParamGroups::single(params, options.into())?)
     }
 
     param_group_methods!(RMSpropOptions);

@@ -27,6 +27,14 @@ pub struct SGDOptions {
     pub maximize: bool,
 }
 
+/// A learning rate alone: `SGD::new(params, 0.01)` is PyTorch's `SGD(params, lr=0.01)`, the other
+/// options at their defaults (as the C++ frontend's `SGDOptions(lr)`).
+impl From<f64> for SGDOptions {
+    fn from(lr: f64) -> SGDOptions {
+        SGDOptions { lr, ..Default::default() }
+    }
+}
+
 impl Default for SGDOptions {
     fn default() -> SGDOptions {
         SGDOptions { lr: 1e-3, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false, maximize: false }
@@ -146,8 +154,8 @@ pub struct SGD {
 impl SGD {
     /// `SGD(params, **options)`: one group. Errors as PyTorch's constructor
     /// (`Invalid learning rate: -0.1`, an empty parameter list, ...).
-    pub fn new(params: impl IntoIterator<Item = Parameter>, options: SGDOptions) -> Result<SGD> {
-        SGD::from_param_groups(ParamGroups::single(params, options)?)
+    pub fn new(params: impl IntoIterator<Item = Parameter>, options: impl Into<SGDOptions>) -> Result<SGD> {
+        SGD::from_param_groups(ParamGroups::single(params, options.into())?)
     }
 
     param_group_methods!(SGDOptions);

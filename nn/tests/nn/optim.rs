@@ -1354,3 +1354,21 @@ fn fused_updates_match_the_operator_path() {
         }
     }
 }
+
+#[test]
+fn a_learning_rate_alone_builds_an_optimizer_with_default_options() {
+    // `X::new(params, lr)` is PyTorch's `X(params, lr=lr)`: every other option at its default.
+    let (a, b) = params();
+    let ps = || vec![a.clone(), b.clone()];
+    assert_eq!(*SGD::new(ps(), 0.25).unwrap().options_mut(0), SGDOptions { lr: 0.25, ..Default::default() });
+    assert_eq!(*Adam::new(ps(), 0.25).unwrap().options_mut(0), AdamOptions { lr: 0.25, ..Default::default() });
+    let adamw = *AdamW::new(ps(), 0.25).unwrap().options_mut(0);
+    assert_eq!(adamw, AdamWOptions { lr: 0.25, ..Default::default() });
+    assert_eq!(adamw.weight_decay, 0.01);
+    let rms = *RMSprop::new(ps(), 0.25).unwrap().options_mut(0);
+    assert_eq!(rms, RMSpropOptions { lr: 0.25, ..Default::default() });
+    let ada = *Adagrad::new(ps(), 0.25).unwrap().options_mut(0);
+    assert_eq!(ada, AdagradOptions { lr: 0.25, ..Default::default() });
+    // The learning rate is checked as PyTorch's constructor checks it.
+    err_contains(Adam::new(ps(), -1.0), "Invalid learning rate: -1");
+}
