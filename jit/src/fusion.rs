@@ -30,7 +30,7 @@
 
 use std::mem::size_of;
 
-use aten::native::cpu::vec::{madd, times_sigmoid_f32};
+use aten::native::cpu::vec::{gelu_f32, gelu_tanh_f32};
 use aten::native::unary::{Cos, Erf, Exp, Log, Sigmoid, Silu, Sin, Tanh, UnaryFloatOp};
 use aten::parallel::Dense;
 use aten::{IValue, Tensor};
@@ -807,7 +807,7 @@ fn unary<T: Real, const FMA: bool>(op: UnaryOp, d: &mut [T], a: &[T]) {
         UnaryOp::Cos => map(d, a, T::eager::<Cos, FMA>),
         UnaryOp::Erf => map(d, a, T::eager::<Erf, FMA>),
         UnaryOp::Silu => map(d, a, T::eager::<Silu, FMA>),
-        UnaryOp::GeluErf => map(d, a, T::gelu_erf),
+        UnaryOp::GeluErf => map(d, a, T::gelu_erf::<FMA>),
         UnaryOp::GeluTanh => map(d, a, |x| x.gelu_tanh::<FMA>()),
         UnaryOp::Copy => d.copy_from_slice(a),
         UnaryOp::Square => map(d, a, |x| x * x),
@@ -906,7 +906,7 @@ trait Real:
     /// (Note [Vectorised transcendentals] in `aten/src/native/cpu/vec.rs`).
     fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> Self;
     fn gelu_tanh<const FMA: bool>(self) -> Self;
-    fn gelu_erf(self) -> Self;
+    fn gelu_erf<const FMA: bool>(self) -> Self;
 }
 
 /// `sqrt(2 / pi)`, the tanh-approximated GELU's constant.
@@ -941,7 +941,7 @@ impl Real for f64 {
         0.5 * x * (1.0 + (GELU_K * (x + 0.044715 * x * x * x)).tanh())
     }
     #[inline(always)]
-    fn gelu_erf(self) -> f64 {
+    fn gelu_erf<const FMA: bool>(self) -> f64 {
         gelu_erf_f64(self)
     }
 }
@@ -963,15 +963,14 @@ impl Real for f32 {
     fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> f32 {
         Op::f32_fast::<FMA>(self)
     }
+    // aten's eager f32 GELUs, so fused and eager results are the same bits.
     #[inline(always)]
     fn gelu_tanh<const FMA: bool>(self) -> f32 {
-        let x = self;
-        let z = GELU_K as f32 * madd::<FMA>(0.044715 * x * x, x, x);
-        times_sigmoid_f32::<FMA>(x, 2.0 * z)
+        gelu_tanh_f32::<FMA>(self)
     }
     #[inline(always)]
-    fn gelu_erf(self) -> f32 {
-        gelu_erf_f64(self as f64) as f32
+    fn gelu_erf<const FMA: bool>(self) -> f32 {
+        gelu_f32::<FMA>(self)
     }
 }
 

@@ -12,6 +12,7 @@ use c10::{Element, Error, Result, Scalar, ScalarType};
 use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_loop};
 use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
+use crate::native::unary::{fast_f32_loop, UnaryFloatOp};
 use crate::Tensor;
 
 /// `out = f(x)` in f64 for floating dtypes (Note [Pointwise computation type]).
@@ -422,14 +423,56 @@ pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tenso
     let (b, t) = (beta.to_f64(), threshold.to_f64());
     activation("softplus", self_, move |x| if x * b > t { x } else { (x * b).exp().ln_1p() / b })
 }
+/// The exact GELU as a [`UnaryFloatOp`], for its vectorised f32 loop (Note [Vectorised
+/// transcendentals] in `cpu/vec.rs`); other dtypes compute in f64 below.
+struct GeluErf;
+impl UnaryFloatOp for GeluErf {
+    const NAME: &'static str = "gelu";
+    const FAST: bool = true;
+    fn f32(x: f32) -> f32 {
+        crate::native::cpu::vec::gelu_f32::<false>(x)
+    }
+    fn f64(x: f64) -> f64 {
+        0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+    }
+    #[inline(always)]
+    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
+        crate::native::cpu::vec::gelu_f32::<FMA>(x)
+    }
+}
+
+/// The tanh-approximated GELU as a [`UnaryFloatOp`] (see [`GeluErf`]).
+struct GeluTanh;
+impl UnaryFloatOp for GeluTanh {
+    const NAME: &'static str = "gelu";
+    const FAST: bool = true;
+    fn f32(x: f32) -> f32 {
+        crate::native::cpu::vec::gelu_tanh_f32::<false>(x)
+    }
+    fn f64(x: f64) -> f64 {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+    }
+    #[inline(always)]
+    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
+        crate::native::cpu::vec::gelu_tanh_f32::<FMA>(x)
+    }
+}
+
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    if self_.dtype() == ScalarType::F32 && matches!(approximate, "none" | "tanh") {
+        let iter = unary_iter("gelu", self_, false)?;
+        if approximate == "none" {
+            fast_f32_loop::<GeluErf>(&iter);
+        } else {
+            fast_f32_loop::<GeluTanh>(&iter);
+        }
+        return iter.output(0);
+    }
     match approximate {
-        "none" => activation("gelu", self_, |x| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))),
-        "tanh" => activation("gelu", self_, |x| {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
-        }),
+        "none" => activation("gelu", self_, GeluErf::f64),
+        "tanh" => activation("gelu", self_, GeluTanh::f64),
         other => {
             Err(Error::invalid("gelu", format!("approximate argument must be either none or tanh, got '{other}'")))
         }

@@ -1,10 +1,10 @@
 //! Unary elementwise operators on the TensorIterator: `neg`, `abs` and the sign family by hand,
 //! the floating functions (`exp`, `sin`, `sigmoid`, ...) one `float_unary!` row each.
 
-use c10::{Element, Error, Result};
+use c10::{Element, Error, Result, ScalarType};
 
-use crate::native::cpu::loops::unary_loop;
-use crate::native::cpu::vec::{exp_f32, log_f32, tanh_f32, times_sigmoid_f32};
+use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, Kernel1};
+use crate::native::cpu::vec::{erf_f32, erfc_f32, exp_f32, log_f32, tanh_f32, times_sigmoid_f32};
 use crate::native::opmath::OpMath;
 use crate::native::stub;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
@@ -147,6 +147,33 @@ impl ApplyFloat for f64 {
     }
 }
 
+/// [`UnaryFloatOp::f32_fast`] as a loop kernel that is always inlined into the vectorised
+/// runs (Note [Always-inlined kernels] in `cpu/loops.rs`).
+pub(crate) struct FastF32<Op, const FMA: bool>(std::marker::PhantomData<fn() -> Op>);
+
+impl<Op, const FMA: bool> Clone for FastF32<Op, FMA> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Op, const FMA: bool> Copy for FastF32<Op, FMA> {}
+
+impl<Op: UnaryFloatOp, const FMA: bool> Kernel1<f32, f32> for FastF32<Op, FMA> {
+    #[inline(always)]
+    fn call(&self, x: f32) -> f32 {
+        Op::f32_fast::<FMA>(x)
+    }
+}
+
+/// Runs `Op::f32_fast` over an f32 iterator, with fused multiply-adds where the CPU has them.
+pub(crate) fn fast_f32_loop<Op: UnaryFloatOp>(iter: &TensorIterator) {
+    if fast_with_fma() {
+        unary_kernel_loop::<f32, f32>(iter, FastF32::<Op, true>(std::marker::PhantomData));
+    } else {
+        unary_kernel_loop::<f32, f32>(iter, FastF32::<Op, false>(std::marker::PhantomData));
+    }
+}
+
 /// Runs a [`UnaryFloatOp`] into `out` (or a new tensor).
 pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Result<Tensor> {
     if !Op::PROMOTE_INTEGERS && !a.dtype().is_floating_point() {
@@ -160,6 +187,10 @@ pub fn run_float_unary<Op: UnaryFloatOp>(out: Option<&Tensor>, a: &Tensor) -> Re
         .build()?;
     if !iter.is_cpu() {
         stub::run(Op::NAME, &iter, &[])?;
+        return iter.output(0);
+    }
+    if Op::FAST && iter.common_dtype() == ScalarType::F32 {
+        fast_f32_loop::<Op>(&iter);
         return iter.output(0);
     }
     match_float!(iter.common_dtype(), T, A => {
@@ -208,6 +239,9 @@ macro_rules! float_unary {
         pub fn $f_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
             run_float_unary::<$Op>(Some(out), self_)
         }
+    };
+    ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr, fast $fast:ident) => {
+        float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body32, $body64, fast $fast);
     };
     ($Op:ident, $name:literal, $f:ident, $f_:ident, $f_out:ident, |$x:ident| $body32:expr, $body64:expr) => {
         float_unary!(@def true, $Op, $name, $f, $f_, $f_out, |$x| $body32, $body64);
@@ -263,8 +297,8 @@ float_unary!(Asinh, "asinh", asinh, asinh_, asinh_out, |x| x.asinh());
 float_unary!(Acosh, "acosh", acosh, acosh_, acosh_out, |x| x.acosh());
 float_unary!(Atanh, "atanh", atanh, atanh_, atanh_out, |x| x.atanh());
 float_unary!(Sigmoid, "sigmoid", sigmoid, sigmoid_, sigmoid_out, |x| 1.0 / (1.0 + (-x).exp()), fast sigmoid_f32);
-float_unary!(Erf, "erf", erf, erf_, erf_out, |x| libm::erff(x), libm::erf(x));
-float_unary!(Erfc, "erfc", erfc, erfc_, erfc_out, |x| libm::erfcf(x), libm::erfc(x));
+float_unary!(Erf, "erf", erf, erf_, erf_out, |x| libm::erff(x), libm::erf(x), fast erf_f32);
+float_unary!(Erfc, "erfc", erfc, erfc_, erfc_out, |x| libm::erfcf(x), libm::erfc(x), fast erfc_f32);
 
 /// Runs a dtype-preserving unary op: floats through `F` (in the computation type), integers
 /// through the integer body of the macro below, bool through `on_bool`.

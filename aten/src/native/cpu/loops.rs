@@ -46,6 +46,30 @@ pub fn for_each_offset(sizes: &[i64], strides: &[i64], mut f: impl FnMut(isize))
 
 // ---- typed loops over a TensorIterator ------------------------------------------------------------------------------
 
+/// The function a unary loop applies. Every `Fn(A) -> O + Copy` closure is one; a kernel type
+/// of its own is for bodies too large for LLVM to inline as a closure (Note [Always-inlined
+/// kernels]).
+pub trait Kernel1<A, O>: Copy {
+    /// `f(a)`.
+    fn call(&self, a: A) -> O;
+}
+
+impl<A, O, F: Fn(A) -> O + Copy> Kernel1<A, O> for F {
+    #[inline(always)]
+    fn call(&self, a: A) -> O {
+        self(a)
+    }
+}
+
+// Note [Always-inlined kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The AVX2 runs below (`run1`'s `avx2`) vectorise the kernel only if it is inlined into them:
+// called, it is compiled for the baseline, where a fused multiply-add is a libm call. LLVM
+// inlines a closure by its size, and the erf-based bodies (two polynomials, an exponential and
+// the selects) are over the limit: the first eager `erfc` ran a software `fmaf` per
+// multiply-add, 1.9 s for 16M floats. A kernel type whose `call` is `#[inline(always)]` (as
+// `unary::FastF32`) is inlined whatever its size.
+
 /// Whether the contiguous runs below take their AVX2+FMA instantiation (asked once, then a
 /// load).
 #[inline]
@@ -88,14 +112,14 @@ fn same_slot<O, A>(o: *mut O, a: *const A) -> bool {
 /// # Safety
 /// `o` and `a` address `n` elements each (the output may alias the input).
 #[inline(always)]
-unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
     #[inline(always)]
-    unsafe fn body<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+    unsafe fn body<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
         #[inline(always)]
-        unsafe fn each<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+        unsafe fn each<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
             for i in 0..n {
                 // SAFETY: the caller's contract; element i is read before it is written.
-                unsafe { *o.add(i) = kernel(*a.add(i)) };
+                unsafe { *o.add(i) = kernel.call(*a.add(i)) };
             }
         }
         // Note [In-place runs]: an aliased input is read through the output's own pointer.
@@ -111,7 +135,7 @@ unsafe fn run1<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl 
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Fn(A) -> O + Copy) {
+        unsafe fn avx2<O: Copy, A: Copy>(o: *mut O, a: *const A, n: usize, kernel: impl Kernel1<A, O>) {
             // SAFETY: the caller's contract.
             unsafe { body(o, a, n, kernel) }
         }
@@ -263,6 +287,12 @@ unsafe fn run3<O: Copy, A: Copy, B: Copy, C: Copy>(
 
 /// `out = f(a)` over an iterator with one output and one input of element types `O` and `A`.
 pub fn unary_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Fn(A) -> O + Sync + Copy) {
+    unary_kernel_loop(iter, f)
+}
+
+/// [`unary_loop`] with a [`Kernel1`]: a kernel type of its own is always inlined into the
+/// vectorised runs (Note [Always-inlined kernels]).
+pub fn unary_kernel_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Kernel1<A, O> + Sync) {
     let (so, sa) = (size_of::<O>() as isize, size_of::<A>() as isize);
     iter.for_each(|p, s, n| {
         // Note [Kernel closures in registers]: a local copy of the kernel closure `f`. Its captured
@@ -278,18 +308,18 @@ pub fn unary_loop<O: Copy, A: Copy>(iter: &TensorIterator, f: impl Fn(A) -> O + 
                 // Note [One-element runs]: a one-element operation would otherwise run the
                 // set-up of the vectorised loop below (overlap checks, a remainder loop), a tenth
                 // of all its instructions.
-                *o = kernel(*a);
+                *o = kernel.call(*a);
             } else if s[0] == so && s[1] == sa {
                 run1(o, a, n, kernel);
             } else if s[0] == so && s[1] == 0 {
-                let v = kernel(*a);
+                let v = kernel.call(*a);
                 for i in 0..n {
                     *o.add(i) = v;
                 }
             } else {
                 for i in 0..n as isize {
                     *(o as *mut u8).offset(i * s[0]).cast::<O>() =
-                        kernel(*(a as *const u8).offset(i * s[1]).cast::<A>());
+                        kernel.call(*(a as *const u8).offset(i * s[1]).cast::<A>());
                 }
             }
         }

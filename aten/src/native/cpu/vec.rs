@@ -467,6 +467,12 @@ isa_dispatch! {
 //   `log(m) = f - f^2/2 + f^3 P(f)` with `f = m - 1` and Cephes' degree-8 `P`, plus `e ln2`
 //   in two parts; selects give -inf at 0, NaN below 0 and for NaN, inf at inf.
 //
+// - `erf`/`erfc`: `z P(z^2)` below |z| = 0.5; above, `erfc(a) = e^(-a^2) G(a)` with `G` a
+//   polynomial in `a - 1.25` on [0.5, 2] and in `1/a` beyond (fits for relative error), and
+//   `a^2` split exactly into two floats so the exponential sees all of it; `erf = 1 - erfc`
+//   there. GELU (exact) is `x erfc(-x / sqrt 2) / 2` on the same pieces, GELU (tanh) is
+//   `x sigmoid(2y)`.
+//
 // `tests/ops/transcendental.rs` measures every function's error against the f64 libm over a
 // sweep of the whole f32 range, with bounds in ulps.
 
@@ -590,6 +596,184 @@ pub fn log_f32<const FMA: bool>(x: f32) -> f32 {
     let r = if x == 0.0 { f32::NEG_INFINITY } else { r };
     if x < 0.0 || x.is_nan() {
         f32::NAN
+    } else {
+        r
+    }
+}
+
+/// `erf(z) = z P(z^2)` for |z| < [`ERF_SMALL`]: P's coefficients, highest first (a least-squares
+/// fit for relative error on Chebyshev nodes, 2e-9 in exact arithmetic).
+const ERF_POLY: [f32; 6] =
+    [-0.0007692329, 0.005200275, -0.026863113, 0.11283774, -0.37612638, std::f32::consts::FRAC_2_SQRT_PI];
+/// Where `erf` and `erfc` switch from the series form to `erfc(a) = e^(-a^2) G(a)`.
+const ERF_SMALL: f32 = 0.5;
+/// `G(a) = erfc(a) e^(a^2)` on [0.5, 2] as a polynomial in `a - 1.25`, highest first (2e-8 in
+/// exact arithmetic).
+const ERFC_G1: [f32; 10] = [
+    -0.00018216851,
+    0.0005563698,
+    -0.0013215991,
+    0.0035120018,
+    -0.009080509,
+    0.022019561,
+    -0.05021867,
+    0.106795,
+    -0.20882185,
+    0.3678229,
+];
+/// `G(a)` on [2, 10.1] (beyond it `erfc` is 0 in f32) as a polynomial in `1 / a`, highest first
+/// (2.4e-9 in exact arithmetic).
+const ERFC_G2: [f32; 9] = [
+    -0.25950456,
+    0.88552827,
+    -1.2641754,
+    0.86517465,
+    -0.09716067,
+    -0.2683061,
+    -0.0012254975,
+    0.5642515,
+    -1.3518977e-06,
+];
+
+#[inline(always)]
+fn horner<const FMA: bool, const N: usize>(c: &[f32; N], x: f32) -> f32 {
+    let mut p = c[0];
+    for k in &c[1..] {
+        p = madd::<FMA>(p, x, *k);
+    }
+    p
+}
+
+/// `v^2` as `hi + lo` exactly, for |v| <= 16: with FMA the error of the rounded square is one
+/// fused multiply-add; without, Veltkamp's split of `v` into two 12-bit halves makes every
+/// partial product exact.
+#[inline(always)]
+fn square_parts<const FMA: bool>(v: f32) -> (f32, f32) {
+    let hi = v * v;
+    if FMA {
+        (hi, v.mul_add(v, -hi))
+    } else {
+        let c = 4097.0 * v;
+        let vh = c - (c - v);
+        let vl = v - vh;
+        (hi, ((vh * vh - hi) + 2.0 * vh * vl) + vl * vl)
+    }
+}
+
+/// `m erfc(a)` for `a >= ERF_SMALL` (or NaN), given `a^2 = s_hi + s_lo` exactly (for `a` up to
+/// 16; beyond, `s_hi` is that of 16):
+/// `e^(-s_hi) (1 - s_lo) G(a)`, the exponential's `2^n` applied last so that the result rounds
+/// once where it is subnormal, after the factor `m` (GELU's `x / 2`: an `erfc` rounded into
+/// the subnormals first cost its product 6 ulps) (Note [Vectorised transcendentals]).
+/// Splitting the square keeps the relative error of `e^(-a^2)` at a few ulps where `a^2`
+/// itself has an ulp of 2^-20.
+#[inline(always)]
+fn erfc_large<const FMA: bool>(m: f32, a: f32, s_hi: f32, s_lo: f32) -> f32 {
+    let beyond = a > 16.0;
+    let a = cap16(a);
+    let g1 = horner::<FMA, 10>(&ERFC_G1, a - 1.25);
+    let g2 = horner::<FMA, 9>(&ERFC_G2, 1.0 / a);
+    let g = if a < 2.0 { g1 } else { g2 };
+    let (p, s1, s2) = exp_parts::<FMA>(-s_hi);
+    let pg = p * g;
+    let r = madd::<FMA>(-s_lo, pg, pg) * m * s1 * s2;
+    // Past 16, `m erfc(a)` is 0 for every finite `m` (the clamped exponential is not small
+    // enough to make a huge `m` vanish).
+    if beyond {
+        m * 0.0
+    } else {
+        r
+    }
+}
+
+/// |v| capped at 16 (where `erfc` is long 0), NaN kept, for [`square_parts`].
+#[inline(always)]
+fn cap16(a: f32) -> f32 {
+    if a > 16.0 {
+        16.0
+    } else {
+        a
+    }
+}
+
+/// `erf(x)`, branch-free (Note [Vectorised transcendentals]).
+#[inline(always)]
+pub fn erf_f32<const FMA: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
+    let small = x * horner::<FMA, 6>(&ERF_POLY, s_hi);
+    let large = (1.0 - erfc_large::<FMA>(1.0, a, s_hi, s_lo)).copysign(x);
+    if a < ERF_SMALL {
+        small
+    } else {
+        large
+    }
+}
+
+/// `erfc(x)`, branch-free (Note [Vectorised transcendentals]): `2 - erfc(|x|)` below 0.
+#[inline(always)]
+pub fn erfc_f32<const FMA: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
+    let small = 1.0 - x * horner::<FMA, 6>(&ERF_POLY, s_hi);
+    let tail = erfc_large::<FMA>(1.0, a, s_hi, s_lo);
+    let large = if x < 0.0 { 2.0 - tail } else { tail };
+    if a < ERF_SMALL {
+        small
+    } else {
+        large
+    }
+}
+
+/// The exact GELU, `x Phi(x) = x erfc(-x / sqrt 2) / 2`, branch-free (Note [Vectorised
+/// transcendentals]). Written with `erfc`, not PyTorch's `x (1 + erf(x / sqrt 2)) / 2`, so the
+/// negative tail keeps its relative accuracy instead of cancelling in `1 + erf` (at x = -5 that
+/// form has two correct digits in f32); `(x / sqrt 2)^2` is `x^2 / 2` from the exact square of
+/// `x`, so rounding `x / sqrt 2` costs the exponential nothing.
+#[inline(always)]
+pub fn gelu_f32<const FMA: bool>(x: f32) -> f32 {
+    let z = x * std::f32::consts::FRAC_1_SQRT_2;
+    let a = z.abs();
+    let (x_hi, x_lo) = square_parts::<FMA>(cap16(x.abs()) * 0.5);
+    // (x/2)^2 * 2 = x^2 / 2, exactly.
+    let (s_hi, s_lo) = (x_hi * 2.0, x_lo * 2.0);
+    let half_x = 0.5 * x;
+    // half_x (1 + z P), not a fused half_x + (half_x z) P: the product keeps gelu(-0) = -0.
+    let small = half_x * madd::<FMA>(z, horner::<FMA, 6>(&ERF_POLY, s_hi), 1.0);
+    let neg = x < 0.0;
+    // Below 0 the result is x/2 erfc(a), the factor inside; above, x - x/2 erfc(a).
+    let tail = erfc_large::<FMA>(if neg { half_x } else { 1.0 }, a, s_hi, s_lo);
+    // (Past 16 the correction is 0, and `inf * 0` must not make gelu(inf) NaN.)
+    let pos = if a > 16.0 { x } else { madd::<FMA>(-half_x, tail, x) };
+    let large = if neg { tail } else { pos };
+    let r = if a < ERF_SMALL { small } else { large };
+    // A NaN argument is the result (which NaN the arithmetic passes on depends on the order
+    // of its operands, which vectorisation may change).
+    if x.is_nan() {
+        x
+    } else {
+        r
+    }
+}
+
+/// The tanh-approximated GELU, `x (1 + tanh(y)) / 2` with `y = sqrt(2/pi) (x + 0.044715 x^3)`,
+/// computed as `x sigmoid(2y)` (the same function) so that the negative tail does not cancel.
+/// Where `x sigmoid(2y)` is tiny it is about `x e^(2y)`, whose relative error is the absolute
+/// error of `2y` (up to 90 there): `2y` is formed in f64 and split into `hi + lo`, `lo` applied
+/// as the factor `1 + lo` below 0 (an f32 `2y` left 160 ulps at x = -9.9).
+#[inline(always)]
+pub fn gelu_tanh_f32<const FMA: bool>(x: f32) -> f32 {
+    let xd = x as f64;
+    let t = 2.0 * (2.0 / std::f64::consts::PI).sqrt() * (xd + 0.044_715 * xd * xd * xd);
+    // Past +-200 the sigmoid is saturated; the clamp keeps `lo` finite (NaN stays NaN).
+    let t = if t < -200.0 { -200.0 } else { t };
+    let t = if t > 200.0 { 200.0 } else { t };
+    let hi = t as f32;
+    let lo = (t - hi as f64) as f32;
+    let r = times_sigmoid_f32::<FMA>(x, hi);
+    let corrected = madd::<FMA>(r, lo, r);
+    if hi < 0.0 {
+        corrected
     } else {
         r
     }
