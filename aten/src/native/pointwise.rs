@@ -9,7 +9,8 @@
 
 use c10::{Element, Error, Result, Scalar, ScalarType};
 
-use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_loop};
+use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_kernel_loop, unary_loop, Kernel1};
+use crate::native::cpu::vec::{exp_f32, expm1_f32, log1p_f32};
 use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
 use crate::native::unary::{fast_f32_loop, UnaryFloatOp};
@@ -413,14 +414,74 @@ pub fn hardtanh(self_: &Tensor, min_val: Scalar, max_val: Scalar) -> Result<Tens
     let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
     activation("hardtanh", self_, move |x| if x.is_nan() { x } else { x.max(lo).min(hi) })
 }
+/// `elu` on f32 with the vectorised `expm1` (Note [Always-inlined kernels] in `cpu/loops.rs`).
+#[derive(Clone, Copy)]
+struct EluF32<const FMA: bool> {
+    alpha_scale: f32,
+    scale: f32,
+    input_scale: f32,
+}
+impl<const FMA: bool> Kernel1<f32, f32> for EluF32<FMA> {
+    #[inline(always)]
+    fn call(&self, x: f32) -> f32 {
+        let neg = expm1_f32::<FMA>(x * self.input_scale) * self.alpha_scale;
+        if x > 0.0 {
+            x * self.scale
+        } else {
+            neg
+        }
+    }
+}
+
+/// `softplus` on f32 with the vectorised `exp` and `log1p`.
+#[derive(Clone, Copy)]
+struct SoftplusF32<const FMA: bool> {
+    beta: f32,
+    threshold: f32,
+}
+impl<const FMA: bool> Kernel1<f32, f32> for SoftplusF32<FMA> {
+    #[inline(always)]
+    fn call(&self, x: f32) -> f32 {
+        let z = x * self.beta;
+        let r = log1p_f32::<FMA>(exp_f32::<FMA>(z)) / self.beta;
+        if z > self.threshold {
+            x
+        } else {
+            r
+        }
+    }
+}
+
+/// Runs an f32 kernel that is generic over fused multiply-adds: `make::<true>()` where the CPU
+/// has FMA (Note [Vectorised transcendentals] in `cpu/vec.rs`).
+macro_rules! fma_kernel_loop {
+    ($iter:expr, $kernel:ident { $($field:ident: $value:expr),* $(,)? }) => {
+        if crate::native::unary::fast_with_fma() {
+            unary_kernel_loop::<f32, f32>($iter, $kernel::<true> { $($field: $value),* });
+        } else {
+            unary_kernel_loop::<f32, f32>($iter, $kernel::<false> { $($field: $value),* });
+        }
+    };
+}
+
 /// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     let (a, s, i) = (alpha.to_f64(), scale.to_f64(), input_scale.to_f64());
+    if self_.dtype() == ScalarType::F32 {
+        let iter = unary_iter("elu", self_, false)?;
+        fma_kernel_loop!(&iter, EluF32 { alpha_scale: (a * s) as f32, scale: s as f32, input_scale: i as f32 });
+        return iter.output(0);
+    }
     activation("elu", self_, move |x| if x > 0.0 { x * s } else { (x * i).exp_m1() * a * s })
 }
 /// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     let (b, t) = (beta.to_f64(), threshold.to_f64());
+    if self_.dtype() == ScalarType::F32 {
+        let iter = unary_iter("softplus", self_, false)?;
+        fma_kernel_loop!(&iter, SoftplusF32 { beta: b as f32, threshold: t as f32 });
+        return iter.output(0);
+    }
     activation("softplus", self_, move |x| if x * b > t { x } else { (x * b).exp().ln_1p() / b })
 }
 /// The exact GELU as a [`UnaryFloatOp`], for its vectorised f32 loop (Note [Vectorised

@@ -4,7 +4,7 @@
 use c10::{Element, Error, Result, ScalarType};
 
 use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, Kernel1};
-use crate::native::cpu::vec::{erf_f32, erfc_f32, exp_f32, log_f32, tanh_f32, times_sigmoid_f32};
+use crate::native::cpu::vec::{erf_f32, erfc_f32, exp_f32, expm1_f32, log1p_f32, log_f32, tanh_f32, times_sigmoid_f32};
 use crate::native::opmath::OpMath;
 use crate::native::stub;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
@@ -276,11 +276,11 @@ fn silu_f32<const FMA: bool>(x: f32) -> f32 {
 
 float_unary!(Exp, "exp", exp, exp_, exp_out, |x| x.exp(), fast exp_f32);
 float_unary!(Exp2, "exp2", exp2, exp2_, exp2_out, |x| x.exp2());
-float_unary!(Expm1, "expm1", expm1, expm1_, expm1_out, |x| x.exp_m1());
+float_unary!(Expm1, "expm1", expm1, expm1_, expm1_out, |x| x.exp_m1(), fast expm1_f32);
 float_unary!(Log, "log", log, log_, log_out, |x| x.ln(), fast log_f32);
 float_unary!(Log2, "log2", log2, log2_, log2_out, |x| x.log2());
 float_unary!(Log10, "log10", log10, log10_, log10_out, |x| x.log10());
-float_unary!(Log1p, "log1p", log1p, log1p_, log1p_out, |x| x.ln_1p());
+float_unary!(Log1p, "log1p", log1p, log1p_, log1p_out, |x| x.ln_1p(), fast log1p_f32);
 float_unary!(Sqrt, "sqrt", sqrt, sqrt_, sqrt_out, |x| x.sqrt());
 float_unary!(Rsqrt, "rsqrt", rsqrt, rsqrt_, rsqrt_out, |x| 1.0 / x.sqrt());
 float_unary!(Reciprocal, "reciprocal", reciprocal, reciprocal_, reciprocal_out, |x| 1.0 / x);

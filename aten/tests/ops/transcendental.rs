@@ -57,6 +57,24 @@ fn gelu(x: f64) -> f64 {
     0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
+/// `elu` with PyTorch's default parameters.
+fn elu(x: f64) -> f64 {
+    if x > 0.0 {
+        x
+    } else {
+        x.exp_m1()
+    }
+}
+
+/// `softplus` with PyTorch's default parameters (beta 1, threshold 20).
+fn softplus(x: f64) -> f64 {
+    if x > 20.0 {
+        x
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
 /// The tanh-approximated GELU, `x (1 + tanh(y)) / 2 = x sigmoid(2y)`.
 fn gelu_tanh(x: f64) -> f64 {
     let y = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
@@ -76,20 +94,38 @@ type Function = (&'static str, Eager, Fast, Reference, [f64; 2]);
 /// 0.77, tanh 1.54, sigmoid 2.31, silu 3.18) with room for the arguments it skips. SLEEF's
 /// `_u10` functions, which PyTorch vectorises `exp`, `log` and `tanh` with, promise 1.0
 /// (`sigmoid` and `silu` are compositions in PyTorch too). `erf`, `erfc` and the two GELUs
-/// measured 2.37, 4.32, 4.81 and 3.04 on the 2^24 sweep with FMA (2.44, 4.81, 4.81, 3.04
-/// without); PyTorch's vectorised `erf` (and its GELU, `x (1 + erf(x / sqrt 2)) / 2`) has an
-/// absolute error of about 1e-7, many ulps near 0 and in the negative tail (its f32 GELU of
-/// -5 is 4% off), and SLEEF's `erfc` promises 1.5.
-const FUNCTIONS: [Function; 9] = [
+/// measured 2.76, 5.11, 5.71 and 3.67 on every f32 with FMA (2.44, 4.81, 4.81 and 3.04
+/// without, on the 2^24 sweep); PyTorch's vectorised `erf` (and its GELU,
+/// `x (1 + erf(x / sqrt 2)) / 2`) has an absolute error of about 1e-7, many ulps near 0 and in
+/// the negative tail (its f32 GELU of -5 is 4% off), and SLEEF's `erfc` promises 1.5. `expm1`,
+/// `log1p`, `elu` and `softplus` (PyTorch's defaults) were measured on the 2^24 sweep only:
+/// 2.38, 1.44, 2.38 and 1.81 with FMA (2.38, 1.44, 2.38, 2.04 without).
+const FUNCTIONS: [Function; 13] = [
     ("exp", ops::exp, vec::exp_f32::<false>, f64::exp, [1.1, 1.4]),
     ("log", ops::log, vec::log_f32::<false>, f64::ln, [0.85, 0.9]),
     ("tanh", ops::tanh, vec::tanh_f32::<false>, f64::tanh, [1.6, 1.7]),
     ("sigmoid", ops::sigmoid, |x| vec::times_sigmoid_f32::<false>(1.0, x), sigmoid, [2.45, 2.6]),
     ("silu", ops::silu, |x| vec::times_sigmoid_f32::<false>(x, x), silu, [3.4, 3.6]),
-    ("erf", ops::erf, vec::erf_f32::<false>, libm::erf, [2.6, 2.6]),
-    ("erfc", ops::erfc, vec::erfc_f32::<false>, libm::erfc, [4.6, 5.0]),
-    ("gelu", |t| ops::gelu(t, "none"), vec::gelu_f32::<false>, gelu, [5.2, 5.2]),
-    ("gelu_tanh", |t| ops::gelu(t, "tanh"), vec::gelu_tanh_f32::<false>, gelu_tanh, [3.4, 3.4]),
+    ("erf", ops::erf, vec::erf_f32::<false>, libm::erf, [2.8, 2.9]),
+    ("erfc", ops::erfc, vec::erfc_f32::<false>, libm::erfc, [5.2, 5.4]),
+    ("gelu", |t| ops::gelu(t, "none"), vec::gelu_f32::<false>, gelu, [5.8, 5.9]),
+    ("gelu_tanh", |t| ops::gelu(t, "tanh"), vec::gelu_tanh_f32::<false>, gelu_tanh, [3.7, 3.8]),
+    ("expm1", ops::expm1, vec::expm1_f32::<false>, f64::exp_m1, [2.8, 2.8]),
+    ("log1p", ops::log1p, vec::log1p_f32::<false>, f64::ln_1p, [1.7, 1.7]),
+    (
+        "elu",
+        |t| ops::elu(t, 1.0.into(), 1.0.into(), 1.0.into()),
+        |x| if x > 0.0 { x } else { vec::expm1_f32::<false>(x) },
+        elu,
+        [2.8, 2.8],
+    ),
+    (
+        "softplus",
+        |t| ops::softplus(t, 1.0.into(), 20.0.into()),
+        |x| if x > 20.0 { x } else { vec::log1p_f32::<false>(vec::exp_f32::<false>(x)) },
+        softplus,
+        [2.2, 2.4],
+    ),
 ];
 
 #[test]
@@ -178,6 +214,15 @@ fn vectorised_functions_keep_special_values() {
     let erfc = bits(x.erfc().unwrap());
     assert_eq!(&erfc[..4], &[1.0, 1.0, 0.0, 2.0]);
     assert!(erfc[2].is_sign_positive() && erfc[4].is_nan());
+    let expm1 = bits(x.expm1().unwrap());
+    assert_eq!(&expm1[..4], &[0.0, -0.0, f32::INFINITY, -1.0]);
+    assert!(expm1[1].is_sign_negative() && expm1[4].is_nan());
+    assert_eq!(expm1[5], f32::MIN_POSITIVE / 4.0);
+    let log1p = bits(x.log1p().unwrap());
+    assert_eq!(&log1p[..3], &[0.0, -0.0, f32::INFINITY]);
+    assert!(log1p[1].is_sign_negative() && log1p[3].is_nan() && log1p[4].is_nan());
+    assert_eq!(log1p[6], f32::NEG_INFINITY);
+    assert_eq!(log1p[5], f32::MIN_POSITIVE / 4.0);
     // PyTorch's values: gelu(-inf) = -inf * 0 is NaN in both forms, gelu(inf) = inf.
     for approximate in ["none", "tanh"] {
         let g = bits(ops::gelu(&x, approximate).unwrap());

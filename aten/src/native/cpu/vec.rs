@@ -467,6 +467,8 @@ isa_dispatch! {
 //   `log(m) = f - f^2/2 + f^3 P(f)` with `f = m - 1` and Cephes' degree-8 `P`, plus `e ln2`
 //   in two parts; selects give -inf at 0, NaN below 0 and for NaN, inf at inf.
 //
+// - `log1p`/`expm1`: `ln(1 + x)` from the logarithm of the rounded `1 + x` plus its
+//   first-order correction; `e^x - 1` by Kahan's `(u - 1) x / ln(u)`, `u = e^x`.
 // - `erf`/`erfc`: `z P(z^2)` below |z| = 0.5; above, `erfc(a) = e^(-a^2) G(a)` with `G` a
 //   polynomial in `a - 1.25` on [0.5, 2] and in `1/a` beyond (fits for relative error), and
 //   `a^2` split exactly into two floats so the exponential sees all of it; `erf = 1 - erfc`
@@ -596,6 +598,42 @@ pub fn log_f32<const FMA: bool>(x: f32) -> f32 {
     let r = if x == 0.0 { f32::NEG_INFINITY } else { r };
     if x < 0.0 || x.is_nan() {
         f32::NAN
+    } else {
+        r
+    }
+}
+
+/// `ln(1 + x)`, branch-free: `ln(u) + (x - (u - 1)) / u` with `u = 1 + x` rounded, the second
+/// term the first-order correction for that rounding (exact to a few ulps where `x` is tiny and
+/// `u` is 1, or huge and `u - 1` is `u`).
+#[inline(always)]
+pub fn log1p_f32<const FMA: bool>(x: f32) -> f32 {
+    let u = 1.0 + x;
+    let r = log_f32::<FMA>(u) + (x - (u - 1.0)) / u;
+    // Where `u` is 1, `x` itself (ln(1 + x) = x - x^2/2 rounds to x; keeps -0); -1 gives -inf
+    // and inf gives inf (the correction would be 0/0 and inf - inf).
+    let r = if u == 1.0 { x } else { r };
+    let r = if x == -1.0 { f32::NEG_INFINITY } else { r };
+    if x == f32::INFINITY {
+        x
+    } else {
+        r
+    }
+}
+
+/// `e^x - 1`, branch-free, by Kahan's `(u - 1) x / ln(u)` with `u = e^x` rounded: the quotient
+/// `x / ln(u)` undoes the rounding of `u`, so the result is as accurate near 0 as the
+/// logarithm.
+#[inline(always)]
+pub fn expm1_f32<const FMA: bool>(x: f32) -> f32 {
+    let u = exp_f32::<FMA>(x);
+    let um1 = u - 1.0;
+    let r = um1 * (x / log_f32::<FMA>(u));
+    // u = 1: x itself (also keeps -0); u - 1 = -1: the limit; u = inf: overflow.
+    let r = if u == 1.0 { x } else { r };
+    let r = if um1 == -1.0 { -1.0 } else { r };
+    if u == f32::INFINITY {
+        u
     } else {
         r
     }
