@@ -35,7 +35,9 @@
 ///
 /// It expands to the struct (with `#[derive(Module)]`, the attributes given, and each field's
 /// attributes such as `#[module(skip)]`) and `impl Net { fn new(classes: i64) -> Result<Net> }`
-/// with the struct's visibility. A generic module, or one whose
+/// with the struct's visibility. Each field is one step of the macro's expansion (a longer path
+/// than `module::Type` a few more), so a module of more than about a hundred fields needs a
+/// larger `#![recursion_limit]`. A generic module, or one whose
 /// constructor does more than build its fields, is written out by hand: the struct with
 /// `#[derive(Module)]` and its own `new`.
 #[macro_export]
@@ -52,6 +54,32 @@ macro_rules! module {
     ) => {
         $crate::module!(@fields $head $vis $name $args
             [$($done)* {[$(#[$fa])*] [$fv] $field [$ty] [$init]}] $($($rest)*)?);
+    };
+    // `name = Type::function(args)` and `name = module::Type::function(args)`, with or without
+    // `?`, in one step each (so a module of many fields stays far from the recursion limit).
+    (@fields $head:tt $vis:tt $name:ident $args:tt [$($done:tt)*]
+        $(#[$fa:meta])* $fv:vis $field:ident = $ty:ident :: $f:ident ( $($a:tt)* ) ? $(, $($rest:tt)*)?
+    ) => {
+        $crate::module!(@fields $head $vis $name $args
+            [$($done)* {[$(#[$fa])*] [$fv] $field [$ty] [$ty::$f($($a)*)?]}] $($($rest)*)?);
+    };
+    (@fields $head:tt $vis:tt $name:ident $args:tt [$($done:tt)*]
+        $(#[$fa:meta])* $fv:vis $field:ident = $ty:ident :: $f:ident ( $($a:tt)* ) $(, $($rest:tt)*)?
+    ) => {
+        $crate::module!(@fields $head $vis $name $args
+            [$($done)* {[$(#[$fa])*] [$fv] $field [$ty] [$ty::$f($($a)*)]}] $($($rest)*)?);
+    };
+    (@fields $head:tt $vis:tt $name:ident $args:tt [$($done:tt)*]
+        $(#[$fa:meta])* $fv:vis $field:ident = $m:ident :: $ty:ident :: $f:ident ( $($a:tt)* ) ? $(, $($rest:tt)*)?
+    ) => {
+        $crate::module!(@fields $head $vis $name $args
+            [$($done)* {[$(#[$fa])*] [$fv] $field [$m::$ty] [$m::$ty::$f($($a)*)?]}] $($($rest)*)?);
+    };
+    (@fields $head:tt $vis:tt $name:ident $args:tt [$($done:tt)*]
+        $(#[$fa:meta])* $fv:vis $field:ident = $m:ident :: $ty:ident :: $f:ident ( $($a:tt)* ) $(, $($rest:tt)*)?
+    ) => {
+        $crate::module!(@fields $head $vis $name $args
+            [$($done)* {[$(#[$fa])*] [$fv] $field [$m::$ty] [$m::$ty::$f($($a)*)]}] $($($rest)*)?);
     };
     // `name = path::to::Type::function(args)`, with or without `?`: the path is gathered one
     // segment at a time, and the segment before the call is the field's type.

@@ -443,7 +443,10 @@ impl<const FMA: bool> Kernel1<f32, f32> for SoftplusF32<FMA> {
     #[inline(always)]
     fn call(&self, x: f32) -> f32 {
         let z = x * self.beta;
-        let r = log1p_f32::<FMA>(exp_f32::<FMA>(z)) / self.beta;
+        // max(z, 0) + log1p(e^-|z|): the same function without the overflow of e^z past 88 (a
+        // threshold above that would otherwise give inf).
+        let pos = if z > 0.0 { z } else { 0.0 };
+        let r = (pos + log1p_f32::<FMA>(exp_f32::<FMA>(-z.abs()))) / self.beta;
         if z > self.threshold {
             x
         } else {

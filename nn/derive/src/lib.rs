@@ -7,8 +7,10 @@
 //! training flag, and a field of type `Hooks` holds its hooks.
 //!
 //! The generated code names the `nn` crate by the path the deriving crate knows it by: `::nn`
-//! when it depends on `nn` (under whatever name its `Cargo.toml` gives it), `::torch::nn` when
-//! it depends only on the `torch` facade.
+//! when its `Cargo.toml` lists `nn` (under whatever name, in any dependency table),
+//! `::torch::nn` when it lists only the `torch` facade. A crate whose library depends on
+//! `torch` but lists `nn` only as a dev-dependency therefore gets `::nn` and does not build:
+//! depend on `nn` directly, or only on `torch`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -26,6 +26,37 @@ impl Forward for Declared {
     }
 }
 
+// Forty fields in the three spellings: each is one step of the macro (the recursion limit is
+// 128 steps).
+nn::module! {
+    struct Wide {
+        a0 = Linear::new(1, 1)?, a1 = nn::Linear::new(1, 1)?, a2 = torch::nn::Linear::new(1, 1)?, a3: Linear = Linear::new(1, 1)?,
+        b0 = Linear::new(1, 1)?, b1 = nn::Linear::new(1, 1)?, b2 = torch::nn::Linear::new(1, 1)?, b3: Linear = Linear::new(1, 1)?,
+        c0 = Linear::new(1, 1)?, c1 = nn::Linear::new(1, 1)?, c2 = torch::nn::Linear::new(1, 1)?, c3: Linear = Linear::new(1, 1)?,
+        d0 = Linear::new(1, 1)?, d1 = nn::Linear::new(1, 1)?, d2 = torch::nn::Linear::new(1, 1)?, d3: Linear = Linear::new(1, 1)?,
+        e0 = Linear::new(1, 1)?, e1 = nn::Linear::new(1, 1)?, e2 = torch::nn::Linear::new(1, 1)?, e3: Linear = Linear::new(1, 1)?,
+        f0 = Linear::new(1, 1)?, f1 = nn::Linear::new(1, 1)?, f2 = torch::nn::Linear::new(1, 1)?, f3: Linear = Linear::new(1, 1)?,
+        g0 = Linear::new(1, 1)?, g1 = nn::Linear::new(1, 1)?, g2 = torch::nn::Linear::new(1, 1)?, g3: Linear = Linear::new(1, 1)?,
+        h0 = Linear::new(1, 1)?, h1 = nn::Linear::new(1, 1)?, h2 = torch::nn::Linear::new(1, 1)?, h3: Linear = Linear::new(1, 1)?,
+        i0 = Linear::new(1, 1)?, i1 = nn::Linear::new(1, 1)?, i2 = torch::nn::Linear::new(1, 1)?, i3: Linear = Linear::new(1, 1)?,
+        j0 = Linear::new(1, 1)?, j1 = nn::Linear::new(1, 1)?, j2 = torch::nn::Linear::new(1, 1)?, j3: Linear = Linear::new(1, 1)?,
+    }
+}
+
+nn::module! {
+    /// No fields at all.
+    pub struct Empty {}
+}
+
+#[test]
+fn module_macro_takes_many_fields_and_none() {
+    let w = Wide::new().unwrap();
+    assert_eq!(w.parameters().len(), 80);
+    let keys: Vec<String> = w.state_dict().keys().map(|k| k.to_string()).collect();
+    assert_eq!((keys[0].as_str(), keys[79].as_str()), ("a0.weight", "j3.bias"));
+    assert!(Empty::new().unwrap().state_dict().is_empty());
+}
+
 #[test]
 fn derive_and_module_macro_work_from_the_facade() {
     // One test: the seeded checks below share the global generator.

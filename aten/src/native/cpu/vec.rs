@@ -698,8 +698,9 @@ fn square_parts<const FMA: bool>(v: f32) -> (f32, f32) {
     }
 }
 
-/// `m erfc(a)` for `a >= ERF_SMALL` (or NaN), given `a^2 = s_hi + s_lo` exactly (for `a` up to
-/// 16; beyond, `s_hi` is that of 16):
+/// `m erfc(a)` for `a >= ERF_SMALL` (or NaN), given `a^2 = s_hi + s_lo` exactly (where `a` is
+/// small enough for the result not to be 0; the callers cap the squared value, and past 16 the
+/// result is 0 regardless):
 /// `e^(-s_hi) (1 - s_lo) G(a)`, the exponential's `2^n` applied last so that the result rounds
 /// once where it is subnormal, after the factor `m` (GELU's `x / 2`: an `erfc` rounded into
 /// the subnormals first cost its product 6 ulps) (Note [Vectorised transcendentals]).
