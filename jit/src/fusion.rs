@@ -30,8 +30,7 @@
 
 use std::mem::size_of;
 
-use aten::native::cpu::vec::{gelu_f32, gelu_tanh_f32};
-use aten::native::unary::{Cos, Erf, Exp, Log, Sigmoid, Silu, Sin, Tanh, UnaryFloatOp};
+use aten::native::unary::{Cos, Erf, Exp, GeluErf, GeluTanh, Log, Sigmoid, Silu, Sin, Tanh, UnaryFloatOp};
 use aten::parallel::Dense;
 use aten::{IValue, Tensor};
 use c10::tensor_impl::DimVec;
@@ -807,8 +806,8 @@ fn unary<T: Real, const FMA: bool>(op: UnaryOp, d: &mut [T], a: &[T]) {
         UnaryOp::Cos => map(d, a, T::eager::<Cos, FMA>),
         UnaryOp::Erf => map(d, a, T::eager::<Erf, FMA>),
         UnaryOp::Silu => map(d, a, T::eager::<Silu, FMA>),
-        UnaryOp::GeluErf => map(d, a, T::gelu_erf::<FMA>),
-        UnaryOp::GeluTanh => map(d, a, |x| x.gelu_tanh::<FMA>()),
+        UnaryOp::GeluErf => map(d, a, T::eager::<GeluErf, FMA>),
+        UnaryOp::GeluTanh => map(d, a, T::eager::<GeluTanh, FMA>),
         UnaryOp::Copy => d.copy_from_slice(a),
         UnaryOp::Square => map(d, a, |x| x * x),
         UnaryOp::Cube => map(d, a, |x| x * x * x),
@@ -905,17 +904,6 @@ trait Real:
     /// aten's eager function, as eager kernels run it with multiply-adds fused when `FMA`
     /// (Note [Vectorised transcendentals] in `aten/src/native/cpu/vec.rs`).
     fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> Self;
-    fn gelu_tanh<const FMA: bool>(self) -> Self;
-    fn gelu_erf<const FMA: bool>(self) -> Self;
-}
-
-/// `sqrt(2 / pi)`, the tanh-approximated GELU's constant.
-const GELU_K: f64 = 0.797_884_560_802_865_4;
-
-/// `gelu(x, approximate='none')` in f64, as aten's eager kernel computes it.
-#[inline(always)]
-fn gelu_erf_f64(x: f64) -> f64 {
-    0.5 * x * (1.0 + Erf::f64(x / std::f64::consts::SQRT_2))
 }
 
 impl Real for f64 {
@@ -935,15 +923,6 @@ impl Real for f64 {
     fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> f64 {
         Op::f64(self)
     }
-    #[inline(always)]
-    fn gelu_tanh<const FMA: bool>(self) -> f64 {
-        let x = self;
-        0.5 * x * (1.0 + (GELU_K * (x + 0.044715 * x * x * x)).tanh())
-    }
-    #[inline(always)]
-    fn gelu_erf<const FMA: bool>(self) -> f64 {
-        gelu_erf_f64(self)
-    }
 }
 
 impl Real for f32 {
@@ -962,15 +941,6 @@ impl Real for f32 {
     #[inline(always)]
     fn eager<Op: UnaryFloatOp, const FMA: bool>(self) -> f32 {
         Op::f32_fast::<FMA>(self)
-    }
-    // aten's eager f32 GELUs, so fused and eager results are the same bits.
-    #[inline(always)]
-    fn gelu_tanh<const FMA: bool>(self) -> f32 {
-        gelu_tanh_f32::<FMA>(self)
-    }
-    #[inline(always)]
-    fn gelu_erf<const FMA: bool>(self) -> f32 {
-        gelu_f32::<FMA>(self)
     }
 }
 

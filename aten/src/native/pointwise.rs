@@ -13,7 +13,7 @@ use crate::native::cpu::loops::{binary_loop, ternary_loop, unary_kernel_loop, un
 use crate::native::cpu::vec::{exp_f32, expm1_f32, log1p_f32};
 use crate::native::opmath::OpMath;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
-use crate::native::unary::{fast_f32_loop, UnaryFloatOp};
+use crate::native::unary::{fast_f32_loop, GeluErf, GeluTanh, UnaryFloatOp};
 use crate::Tensor;
 
 /// `out = f(x)` in f64 for floating dtypes (Note [Pointwise computation type]).
@@ -455,88 +455,55 @@ impl<const FMA: bool> Kernel1<f32, f32> for SoftplusF32<FMA> {
     }
 }
 
-/// Runs an f32 kernel that is generic over fused multiply-adds: `make::<true>()` where the CPU
-/// has FMA (Note [Vectorised transcendentals] in `cpu/vec.rs`).
-macro_rules! fma_kernel_loop {
-    ($iter:expr, $kernel:ident { $($field:ident: $value:expr),* $(,)? }) => {
-        if crate::native::unary::fast_with_fma() {
-            unary_kernel_loop::<f32, f32>($iter, $kernel::<true> { $($field: $value),* });
-        } else {
-            unary_kernel_loop::<f32, f32>($iter, $kernel::<false> { $($field: $value),* });
+/// For an f32 input, runs `$kernel` (a kernel type generic over fused multiply-adds, FMA where
+/// the CPU has it; Note [Always-inlined kernels] in `cpu/loops.rs`) and returns its result from
+/// the enclosing function; other dtypes fall through.
+macro_rules! f32_kernel_activation {
+    ($op:literal, $a:expr, $kernel:ident { $($field:ident: $value:expr),* $(,)? }) => {
+        if $a.dtype() == ScalarType::F32 {
+            let iter = unary_iter($op, $a, false)?;
+            if crate::native::unary::fast_with_fma() {
+                unary_kernel_loop::<f32, f32>(&iter, $kernel::<true> { $($field: $value),* });
+            } else {
+                unary_kernel_loop::<f32, f32>(&iter, $kernel::<false> { $($field: $value),* });
+            }
+            return iter.output(0);
         }
     };
+}
+
+/// An activation that is a [`UnaryFloatOp`]: f32 through its vectorised body, other floating
+/// dtypes in f64.
+fn op_activation<Op: UnaryFloatOp>(a: &Tensor) -> Result<Tensor> {
+    if a.dtype() == ScalarType::F32 {
+        let iter = unary_iter(Op::NAME, a, false)?;
+        fast_f32_loop::<Op>(&iter);
+        return iter.output(0);
+    }
+    activation(Op::NAME, a, Op::f64)
 }
 
 /// `elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor`
 pub fn elu(self_: &Tensor, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> Result<Tensor> {
     let (a, s, i) = (alpha.to_f64(), scale.to_f64(), input_scale.to_f64());
-    if self_.dtype() == ScalarType::F32 {
-        let iter = unary_iter("elu", self_, false)?;
-        fma_kernel_loop!(&iter, EluF32 { alpha_scale: (a * s) as f32, scale: s as f32, input_scale: i as f32 });
-        return iter.output(0);
-    }
+    f32_kernel_activation!(
+        "elu",
+        self_,
+        EluF32 { alpha_scale: (a * s) as f32, scale: s as f32, input_scale: i as f32 }
+    );
     activation("elu", self_, move |x| if x > 0.0 { x * s } else { (x * i).exp_m1() * a * s })
 }
 /// `softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor`
 pub fn softplus(self_: &Tensor, beta: Scalar, threshold: Scalar) -> Result<Tensor> {
     let (b, t) = (beta.to_f64(), threshold.to_f64());
-    if self_.dtype() == ScalarType::F32 {
-        let iter = unary_iter("softplus", self_, false)?;
-        fma_kernel_loop!(&iter, SoftplusF32 { beta: b as f32, threshold: t as f32 });
-        return iter.output(0);
-    }
+    f32_kernel_activation!("softplus", self_, SoftplusF32 { beta: b as f32, threshold: t as f32 });
     activation("softplus", self_, move |x| if x * b > t { x } else { (x * b).exp().ln_1p() / b })
 }
-/// The exact GELU as a [`UnaryFloatOp`], for its vectorised f32 loop (Note [Vectorised
-/// transcendentals] in `cpu/vec.rs`); other dtypes compute in f64 below.
-struct GeluErf;
-impl UnaryFloatOp for GeluErf {
-    const NAME: &'static str = "gelu";
-    const FAST: bool = true;
-    fn f32(x: f32) -> f32 {
-        crate::native::cpu::vec::gelu_f32::<false>(x)
-    }
-    fn f64(x: f64) -> f64 {
-        0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
-    }
-    #[inline(always)]
-    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
-        crate::native::cpu::vec::gelu_f32::<FMA>(x)
-    }
-}
-
-/// The tanh-approximated GELU as a [`UnaryFloatOp`] (see [`GeluErf`]).
-struct GeluTanh;
-impl UnaryFloatOp for GeluTanh {
-    const NAME: &'static str = "gelu";
-    const FAST: bool = true;
-    fn f32(x: f32) -> f32 {
-        crate::native::cpu::vec::gelu_tanh_f32::<false>(x)
-    }
-    fn f64(x: f64) -> f64 {
-        let k = (2.0 / std::f64::consts::PI).sqrt();
-        0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
-    }
-    #[inline(always)]
-    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
-        crate::native::cpu::vec::gelu_tanh_f32::<FMA>(x)
-    }
-}
-
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 pub fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
-    if self_.dtype() == ScalarType::F32 && matches!(approximate, "none" | "tanh") {
-        let iter = unary_iter("gelu", self_, false)?;
-        if approximate == "none" {
-            fast_f32_loop::<GeluErf>(&iter);
-        } else {
-            fast_f32_loop::<GeluTanh>(&iter);
-        }
-        return iter.output(0);
-    }
     match approximate {
-        "none" => activation("gelu", self_, GeluErf::f64),
-        "tanh" => activation("gelu", self_, GeluTanh::f64),
+        "none" => op_activation::<GeluErf>(self_),
+        "tanh" => op_activation::<GeluTanh>(self_),
         other => {
             Err(Error::invalid("gelu", format!("approximate argument must be either none or tanh, got '{other}'")))
         }

@@ -4,7 +4,9 @@
 use c10::{Element, Error, Result, ScalarType};
 
 use crate::native::cpu::loops::{unary_kernel_loop, unary_loop, Kernel1};
-use crate::native::cpu::vec::{erf_f32, erfc_f32, exp_f32, expm1_f32, log1p_f32, log_f32, tanh_f32, times_sigmoid_f32};
+use crate::native::cpu::vec::{
+    erf_f32, erfc_f32, exp_f32, expm1_f32, gelu_f32, gelu_tanh_f32, log1p_f32, log_f32, tanh_f32, times_sigmoid_f32,
+};
 use crate::native::opmath::OpMath;
 use crate::native::stub;
 use crate::native::tensor_iterator::{TensorIterator, TensorIteratorConfig};
@@ -272,6 +274,42 @@ fn sigmoid_f32<const FMA: bool>(x: f32) -> f32 {
 #[inline(always)]
 fn silu_f32<const FMA: bool>(x: f32) -> f32 {
     times_sigmoid_f32::<FMA>(x, x)
+}
+
+/// The exact GELU, `x Phi(x)`, as a [`UnaryFloatOp`] (the `gelu` operator with
+/// `approximate='none'` in `pointwise.rs`, and the JIT's fused GELU).
+pub struct GeluErf;
+impl UnaryFloatOp for GeluErf {
+    const NAME: &'static str = "gelu";
+    const FAST: bool = true;
+    fn f32(x: f32) -> f32 {
+        gelu_f32::<false>(x)
+    }
+    fn f64(x: f64) -> f64 {
+        0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+    }
+    #[inline(always)]
+    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
+        gelu_f32::<FMA>(x)
+    }
+}
+
+/// The tanh-approximated GELU as a [`UnaryFloatOp`] (see [`GeluErf`]).
+pub struct GeluTanh;
+impl UnaryFloatOp for GeluTanh {
+    const NAME: &'static str = "gelu";
+    const FAST: bool = true;
+    fn f32(x: f32) -> f32 {
+        gelu_tanh_f32::<false>(x)
+    }
+    fn f64(x: f64) -> f64 {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+    }
+    #[inline(always)]
+    fn f32_fast<const FMA: bool>(x: f32) -> f32 {
+        gelu_tanh_f32::<FMA>(x)
+    }
 }
 
 float_unary!(Exp, "exp", exp, exp_, exp_out, |x| x.exp(), fast exp_f32);

@@ -735,15 +735,22 @@ fn cap16(a: f32) -> f32 {
     }
 }
 
+/// The two forms `erf` and `erfc` choose between: `x P(x^2)` (erf below [`ERF_SMALL`]) and
+/// `erfc(|x|)` (above it), with `|x|`.
+#[inline(always)]
+fn erf_parts<const FMA: bool>(x: f32) -> (f32, f32, f32) {
+    let a = x.abs();
+    let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
+    (a, x * horner::<FMA, 6>(&ERF_POLY, s_hi), erfc_large::<FMA>(1.0, a, s_hi, s_lo))
+}
+
 /// `erf(x)`, branch-free (Note [Vectorised transcendentals]).
 #[inline(always)]
 pub fn erf_f32<const FMA: bool>(x: f32) -> f32 {
-    let a = x.abs();
-    let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
-    let small = x * horner::<FMA, 6>(&ERF_POLY, s_hi);
-    let large = (1.0 - erfc_large::<FMA>(1.0, a, s_hi, s_lo)).copysign(x);
+    let (a, series, tail) = erf_parts::<FMA>(x);
+    let large = (1.0 - tail).copysign(x);
     if a < ERF_SMALL {
-        small
+        series
     } else {
         large
     }
@@ -752,13 +759,10 @@ pub fn erf_f32<const FMA: bool>(x: f32) -> f32 {
 /// `erfc(x)`, branch-free (Note [Vectorised transcendentals]): `2 - erfc(|x|)` below 0.
 #[inline(always)]
 pub fn erfc_f32<const FMA: bool>(x: f32) -> f32 {
-    let a = x.abs();
-    let (s_hi, s_lo) = square_parts::<FMA>(cap16(a));
-    let small = 1.0 - x * horner::<FMA, 6>(&ERF_POLY, s_hi);
-    let tail = erfc_large::<FMA>(1.0, a, s_hi, s_lo);
+    let (a, series, tail) = erf_parts::<FMA>(x);
     let large = if x < 0.0 { 2.0 - tail } else { tail };
     if a < ERF_SMALL {
-        small
+        1.0 - series
     } else {
         large
     }
