@@ -288,7 +288,8 @@ impl OperatorEntry {
             return Some(k);
         }
         let in_alias = |alias: DispatchKey| DispatchKeySet::runtime_set_of(alias).has(key);
-        let backend_key = key.to_functionality() == DispatchKey::Dense;
+        // Note [Explicit composites stop at the dense keys] (c10's dispatch_key_set).
+        let backend_key = in_alias(DispatchKey::CompositeExplicitAutograd);
         if backend_key || key == DispatchKey::Undefined {
             for alias in [DispatchKey::CompositeExplicitAutogradNonFunctional, DispatchKey::CompositeExplicitAutograd] {
                 if let Some(k) = regs.kernels.get(&alias) {

@@ -61,6 +61,11 @@ impl Tensor {
         Tensor { imp: Arc::new(imp) }
     }
 
+    /// A handle to a shared implementation (a sparse tensor's member, Note [Sparse tensors]).
+    pub fn from_arc(imp: Arc<TensorImpl>) -> Tensor {
+        Tensor { imp }
+    }
+
     /// The implementation behind the handle.
     #[inline]
     pub fn imp(&self) -> &TensorImpl {
@@ -298,8 +303,46 @@ impl Tensor {
         self.imp.data_ptr()
     }
 
+    /// The layout (`torch.strided`, `torch.sparse_coo`, `torch.sparse_csr`).
+    #[inline]
+    pub fn layout(&self) -> c10::Layout {
+        self.imp.layout()
+    }
+    /// Whether this is a sparse COO tensor (PyTorch's `is_sparse`).
+    #[inline]
+    pub fn is_sparse(&self) -> bool {
+        self.layout() == c10::Layout::SparseCoo
+    }
+    /// Whether this is a sparse CSR tensor (`is_sparse_csr`).
+    #[inline]
+    pub fn is_sparse_csr(&self) -> bool {
+        self.layout() == c10::Layout::SparseCsr
+    }
+    /// The member tensors of a sparse tensor (Note [Sparse tensors] in c10); `None` when strided.
+    pub fn sparse_impl(&self) -> Option<&c10::sparse::SparseImpl> {
+        self.imp.sparse()
+    }
+    /// An error unless the tensor is strided: what paths that read elements through sizes and
+    /// strides say to a sparse tensor instead of reading memory it does not have.
+    #[inline]
+    pub fn check_strided(&self, op: &str) -> Result<()> {
+        if self.imp.sparse().is_none() {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            op,
+            format!(
+                "{op}: expected a strided tensor, but got a tensor with layout {} (sparse tensors do not have strides)",
+                self.layout().short_name()
+            ),
+        ))
+    }
+
     /// Element 0 as a typed pointer, checking the dtype.
     pub fn typed_data_ptr<T: Element>(&self) -> Result<*mut T> {
+        if self.imp.sparse().is_some() {
+            return Err(Error::invalid("data_ptr", "Cannot access data pointer of Tensor that doesn't have storage"));
+        }
         if self.dtype() != T::DTYPE {
             return Err(Error::DtypeMismatch { op: "data_ptr".into(), expected: T::DTYPE, actual: self.dtype() });
         }
@@ -308,6 +351,10 @@ impl Tensor {
 
     /// Copies the elements out in row-major order, converting to `T` with PyTorch's cast rules.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.imp.sparse().is_some() {
+            // PyTorch's tolist() of a sparse tensor fails the same way.
+            return Err(Error::invalid("tolist", "Cannot access data pointer of Tensor that doesn't have storage"));
+        }
         if !self.device().is_cpu() {
             // Through the device's copy kernel (PyTorch's `tolist()` works on any device).
             return crate::ops::_to_copy(self, None, None, Some(Device::CPU), None, false, None)?.to_vec();

@@ -54,10 +54,14 @@ impl Node for AccumulateGrad {
                 None if grad_mode => new,
                 None if stealable(&new, &variable) => new,
                 None => fresh_copy(&new, &variable)?,
-                Some(old) if grad_mode => aten::ops::add(&old, &new, Scalar::Int(1))?,
+                Some(old) if grad_mode => crate::engine::sum_grads(&old, &new)?,
                 Some(old) => {
-                    if crate::meta::requires_grad(&old) {
-                        aten::ops::add(&old, &new, Scalar::Int(1))?
+                    // A sparse `.grad` and a dense new gradient: the sum is dense, a new tensor
+                    // (PyTorch's accumulateGrad does the same).
+                    let sparse_into_dense =
+                        old.layout() != c10::Layout::Strided && new.layout() == c10::Layout::Strided;
+                    if crate::meta::requires_grad(&old) || sparse_into_dense {
+                        crate::engine::sum_grads(&old, &new)?
                     } else {
                         aten::ops::add_(&old, &new, Scalar::Int(1))?
                     }
@@ -77,6 +81,10 @@ impl Node for AccumulateGrad {
 /// nothing a user can see), it carries no autograd history, and its layout is the one
 /// [`fresh_copy`] would give.
 fn stealable(g: &Tensor, variable: &Tensor) -> bool {
+    if g.layout() != c10::Layout::Strided {
+        // A sparse gradient has no strides to match; its members are its own.
+        return g.use_count() == 1 && crate::meta::meta(g).is_none();
+    }
     if g.use_count() != 1 || g.storage().use_count() != 1 || crate::meta::meta(g).is_some() {
         return false;
     }
@@ -93,6 +101,9 @@ fn stealable(g: &Tensor, variable: &Tensor) -> bool {
 /// backward, and optimizers then update `param` and `.grad` with matching strides).
 fn fresh_copy(g: &Tensor, variable: &Tensor) -> Result<Tensor> {
     let d = crate::meta::detach(g);
+    if d.layout() != c10::Layout::Strided {
+        return aten::ops::clone(&d, None);
+    }
     let format = variable.is_contiguous().then_some(c10::MemoryFormat::Contiguous);
     aten::ops::clone(&d, format)
 }

@@ -270,7 +270,7 @@ pub(crate) fn execute(
                 let buf_slot = &mut buf[edge.input_nr as usize];
                 *buf_slot = Some(match buf_slot.take() {
                     None => g,
-                    Some(old) => aten::ops::add(&old, &g, Scalar::Int(1))?,
+                    Some(old) => sum_grads(&old, &g)?,
                 });
             }
             child_slot.deps -= 1;
@@ -471,6 +471,15 @@ fn validate(node: &NodeRef, i: usize, child: &NodeCore, input_nr: u32, g: Tensor
     Ok(g)
 }
 
+/// `a + b` for two gradients of one input, either of which may be sparse: the dense one goes
+/// first, as `add(sparse, dense)` is refused (PyTorch's `InputBuffer::accumulate` swaps them too).
+pub(crate) fn sum_grads(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.layout() != c10::Layout::Strided && b.layout() == c10::Layout::Strided {
+        return aten::ops::add(b, a, Scalar::Int(1));
+    }
+    aten::ops::add(a, b, Scalar::Int(1))
+}
+
 /// Whether `shape` broadcasts to `desired`.
 pub(crate) fn is_expandable_to(shape: &[i64], desired: &[i64]) -> bool {
     if shape.len() > desired.len() {
@@ -567,7 +576,7 @@ pub fn backward(
     for (t, g) in inputs.iter().zip(captured) {
         if let Some(g) = g {
             let total = match crate::meta::grad(t) {
-                Some(old) => aten::ops::add(&old, &g, Scalar::Int(1))?,
+                Some(old) => sum_grads(&old, &g)?,
                 None => g,
             };
             crate::meta::set_grad(t, Some(total))?;

@@ -1384,3 +1384,50 @@ pub fn igamma_other_backward(grad: &Tensor, a: &Tensor, x: &Tensor, upper: bool)
         Ok(d)
     }
 }
+
+// ---- sparse COO tensors (aten's native::sparse) ----
+
+/// Gradient of `embedding` for its table: dense, or a COO tensor with one stored row per
+/// looked-up position with `sparse=true` (PyTorch's `embedding_backward`).
+pub fn embedding_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    if sparse {
+        ops::embedding_sparse_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
+    } else {
+        ops::embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
+    }
+}
+
+/// Gradient of the COO constructor for its values: the gradient read at each index column.
+pub fn sparse_constructor_values_backward(grad: &Tensor, indices: &Tensor, size: &[i64]) -> Result<Tensor> {
+    aten::native::sparse::sparse_constructor_values_backward(grad, indices, size)
+}
+
+/// Gradient of `_to_dense`.
+pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
+    ops::to_dense_backward(grad, input, masked_grad)
+}
+
+/// Gradient of `values()`: a COO tensor on `self`'s pattern.
+pub fn values_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    aten::native::sparse::values_backward(grad, self_)
+}
+
+/// Gradient of `sparse_mask` for its strided `self`: the gradient at the mask's positions,
+/// strided (the mask coalesced, so a position repeated in it counts once).
+pub fn sparse_mask_backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let m = ops::coalesce(mask)?;
+    let g = if grad.layout() == c10::Layout::Strided { ops::sparse_mask(grad, &m)? } else { grad.clone() };
+    ops::to_dense(&g, None, None)
+}
+
+/// Gradient of `_sparse_addmm` for its sparse operand: masked to its pattern.
+pub fn mm_mat1_sparse_backward(grad: &Tensor, mat1: &Tensor, mat2: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    aten::native::sparse::mm_mat1_sparse_backward(grad, mat1, mat2, alpha)
+}

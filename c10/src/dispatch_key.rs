@@ -91,6 +91,8 @@ define_dispatch_keys! {
     backends: [CPU, CUDA, PrivateUse1, Meta],
     functionality: [
         Dense { CPU, CUDA, PrivateUse1, Meta },
+        Sparse { SparseCPU, SparseCUDA, SparsePrivateUse1, SparseMeta },
+        SparseCsr { SparseCsrCPU, SparseCsrCUDA, SparseCsrPrivateUse1, SparseCsrMeta },
         BackendSelect,
         Python,
         Functionalize,
@@ -293,7 +295,8 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s));
-        assert_eq!(NUM_RUNTIME_ENTRIES, 1 + NUM_FUNCTIONALITY_KEYS + 2 * (NUM_BACKENDS - 1));
+        // Four per-backend functionalities: Dense, Sparse, SparseCsr, AutogradFunctionality.
+        assert_eq!(NUM_RUNTIME_ENTRIES, 1 + NUM_FUNCTIONALITY_KEYS + 4 * (NUM_BACKENDS - 1));
     }
 
     #[test]

@@ -231,16 +231,27 @@ impl DispatchKeySet {
             DispatchKey::CompositeImplicitAutograd => {
                 Self::runtime_set_of(DispatchKey::Autograd) | Self::backend_dispatch_keyset()
             }
+            // Note [Explicit composites stop at the dense keys]: PyTorch lets these fill the
+            // sparse keys too, where most of their kernels then fail deep inside (they read
+            // strides). Ours read memory directly, so a sparse tensor gets the dispatcher's
+            // missing-kernel error naming `SparseCPU` instead; an operator that works on sparse
+            // tensors registers its sparse kernel explicitly.
             DispatchKey::CompositeExplicitAutograd | DispatchKey::CompositeExplicitAutogradNonFunctional => {
-                Self::backend_dispatch_keyset()
+                DispatchKeySet(functionality_bit(DispatchKey::Dense) | BACKEND_MASK)
             }
             _ => Self::from_key(k),
         }
     }
 
-    /// Every backend kernel key (`backend_dispatch_keyset`): Dense with all backends.
+    /// Every backend kernel key (`backend_dispatch_keyset`): Dense, Sparse and SparseCsr with
+    /// all backends.
     pub fn backend_dispatch_keyset() -> Self {
-        DispatchKeySet(functionality_bit(DispatchKey::Dense) | BACKEND_MASK)
+        DispatchKeySet(
+            functionality_bit(DispatchKey::Dense)
+                | functionality_bit(DispatchKey::Sparse)
+                | functionality_bit(DispatchKey::SparseCsr)
+                | BACKEND_MASK,
+        )
     }
 
     /// `autograd_dispatch_keyset`: the autograd functionalities, without backend bits (it is
@@ -407,6 +418,9 @@ mod tests {
         assert!(!cia.has(K::Tracer));
         let cea = DispatchKeySet::runtime_set_of(K::CompositeExplicitAutograd);
         assert!(cea.has(K::PrivateUse1) && !cea.has(K::AutogradCPU));
+        // Note [Explicit composites stop at the dense keys].
+        assert!(cia.has(K::SparseCPU) && cia.has(K::SparseCsrCUDA));
+        assert!(!cea.has(K::SparseCPU) && !cea.has(K::SparseCsrCPU));
         let keys: Vec<_> = DispatchKeySet::from_keys(&[K::CPU, K::AutogradCPU]).iter_runtime_keys().collect();
         assert_eq!(keys, vec![K::AutogradCPU, K::CPU]);
     }

@@ -20,6 +20,7 @@ pub mod scalar;
 pub mod scalar_type;
 pub mod set_once;
 pub mod size;
+pub mod sparse;
 pub mod storage;
 pub mod stream;
 pub mod tensor_impl;

@@ -8,8 +8,10 @@ use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
 
+use crate::allocator::DataPtr;
 use crate::set_once::SetOnce;
-use crate::{BackendComponent, DeviceType, DispatchKey, DispatchKeySet, ScalarType, Storage};
+use crate::sparse::SparseImpl;
+use crate::{BackendComponent, Device, DeviceType, DispatchKey, DispatchKeySet, Layout, ScalarType, Storage};
 
 /// Sizes and strides are inline up to five dimensions (the common case), heap beyond.
 pub type DimVec = SmallVec<[i64; DIMVEC_INLINE]>;
@@ -116,6 +118,8 @@ pub struct TensorImpl {
     is_contiguous: bool,
     /// The Python object wrapping this tensor, if a front end made one (Note [The Python slot]).
     pyobj: AtomicPtr<()>,
+    /// The member tensors of a sparse tensor; `None` for strided ones (Note [Sparse tensors]).
+    sparse: Option<Box<SparseImpl>>,
 }
 
 // Note [TensorImpl size]: every tensor carries one of these; keep it within three cache lines.
@@ -223,7 +227,39 @@ impl TensorImpl {
             is_wrapped_number: false,
             pyobj: AtomicPtr::new(std::ptr::null_mut()),
             is_contiguous,
+            sparse: None,
         }
+    }
+
+    /// A sparse tensor of `sizes` on `device` over `parts` (Note [Sparse tensors]): no storage
+    /// (an empty one stands in, so strided reads find nothing to read), the `Sparse` or
+    /// `SparseCsr` key of the device's backend instead of the dense one, and autograd keys
+    /// unless created in inference mode.
+    pub fn new_sparse(sizes: &[i64], dtype: ScalarType, device: Device, parts: SparseImpl) -> Self {
+        // SAFETY: a dangling, never-dereferenced address with no deleter; the storage says it
+        // has zero usable bytes, so no reader may touch it.
+        let data = unsafe { DataPtr::from_raw(std::ptr::NonNull::dangling(), std::ptr::null_mut(), None, device) };
+        let functionality = match parts.layout() {
+            Layout::SparseCsr => DispatchKey::SparseCsr,
+            _ => DispatchKey::Sparse,
+        };
+        let mut t = TensorImpl::new(
+            Storage::from_data_ptr(data, 0),
+            DimVec::from_slice(sizes),
+            contiguous_strides(sizes),
+            0,
+            dtype,
+            None,
+        );
+        let b = backend_of(device.ty);
+        t.key_set = DispatchKeySet::from_key(DispatchKey::to_runtime_per_backend(functionality, b));
+        if !is_inference_mode() {
+            t.is_inference = false;
+            t.key_set |= DispatchKeySet::autograd_related_keyset_from_backend(b);
+        }
+        t.is_contiguous = false;
+        t.sparse = Some(Box::new(parts));
+        t
     }
 
     /// A new (non-inference) tensor over `storage` whose version counter is created when first
@@ -279,6 +315,7 @@ impl TensorImpl {
             std::ptr::addr_of_mut!((*p).is_wrapped_number).write(false);
             std::ptr::addr_of_mut!((*p).is_contiguous).write(true);
             std::ptr::addr_of_mut!((*p).pyobj).write(AtomicPtr::new(std::ptr::null_mut()));
+            std::ptr::addr_of_mut!((*p).sparse).write(None);
             slot.assume_init()
         }
     }
@@ -300,6 +337,11 @@ impl TensorImpl {
             self.version_counter().cloned(),
         );
         t.key_set = self.key_set;
+        if let Some(sp) = &self.sparse {
+            // A sparse tensor's alias (detach) shares its members, in-place changes included.
+            t.sparse = Some(Box::new(sp.alias()));
+            t.is_contiguous = false;
+        }
         t
     }
 
@@ -356,7 +398,17 @@ impl TensorImpl {
     pub fn key_set(&self) -> DispatchKeySet {
         self.key_set
     }
-    /// Whether the layout is C-contiguous.
+    /// The layout: strided, or the sparse layout of [`Self::sparse`].
+    #[inline]
+    pub fn layout(&self) -> Layout {
+        self.sparse.as_ref().map_or(Layout::Strided, |s| s.layout())
+    }
+    /// The member tensors of a sparse tensor (Note [Sparse tensors]); `None` when strided.
+    #[inline]
+    pub fn sparse(&self) -> Option<&SparseImpl> {
+        self.sparse.as_deref()
+    }
+    /// Whether the layout is C-contiguous (false for sparse tensors).
     #[inline]
     pub fn is_contiguous(&self) -> bool {
         self.is_contiguous

@@ -933,6 +933,34 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::upsample_trilinear3d::SCHEMA).expect("generated schema parses");
     d.def(handles::upsample_bicubic2d::SCHEMA).expect("generated schema parses");
     d.def(handles::segment_reduce::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_coo_tensor_with_dims_and_tensors::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_coo_tensor_indices_size::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_coo_tensor_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_coo_tensor_size::SCHEMA).expect("generated schema parses");
+    d.def(handles::_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::_values::SCHEMA).expect("generated schema parses");
+    d.def(handles::indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::values::SCHEMA).expect("generated schema parses");
+    d.def(handles::_nnz::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::dense_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::is_coalesced::SCHEMA).expect("generated schema parses");
+    d.def(handles::_coalesced_::SCHEMA).expect("generated schema parses");
+    d.def(handles::coalesce::SCHEMA).expect("generated schema parses");
+    d.def(handles::_coalesce::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_dense::SCHEMA).expect("generated schema parses");
+    d.def(handles::_to_dense::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_dense_backward::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_sparse_sparse_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_sparse::SCHEMA).expect("generated schema parses");
+    d.def(handles::_to_sparse_sparse_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_mask::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_sum::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_sum_dim::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_sum_backward::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_addmm::SCHEMA).expect("generated schema parses");
+    d.def(handles::_sparse_mm::SCHEMA).expect("generated schema parses");
+    d.def(handles::embedding_sparse_backward::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -4325,6 +4353,23 @@ pub fn register_ad_inplace_or_view(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_coalesced_::NAME,
+        DispatchKey::ADInplaceOrView,
+        handles::_coalesced_::kernel(|ks, self_, coalesced| {
+            let r = {
+                let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+                handles::_coalesced_::redispatch(
+                    ks & DispatchKeySet::after_ad_inplace_or_view_keyset(),
+                    self_,
+                    coalesced,
+                )?
+            };
+            self_.bump_version();
+            Ok(r)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `BackendSelect` kernels.
@@ -4685,6 +4730,21 @@ pub fn register_backend_select(d: &Dispatcher) {
                 row,
                 col,
                 offset,
+                dtype,
+                layout,
+                device,
+                pin_memory,
+            )
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_coo_tensor_size::NAME,
+        DispatchKey::BackendSelect,
+        handles::sparse_coo_tensor_size::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            handles::sparse_coo_tensor_size::redispatch(
+                crate::backend_key_set(device),
+                size,
                 dtype,
                 layout,
                 device,
@@ -8860,6 +8920,59 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_coo_tensor_with_dims_and_tensors::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::_sparse_coo_tensor_with_dims_and_tensors::kernel(
+            |_ks, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced| {
+                crate::native::sparse::sparse_coo_tensor_with_dims_and_tensors(
+                    sparse_dim,
+                    dense_dim,
+                    size,
+                    indices,
+                    values,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                    is_coalesced,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_coo_tensor_size::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::sparse_coo_tensor_size::kernel(|_ks, size, dtype, layout, device, pin_memory| {
+            crate::native::sparse::sparse_coo_tensor_empty(size, dtype, layout, device, pin_memory)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::_to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::dense_to_sparse(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::embedding_sparse_backward::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::embedding_sparse_backward::kernel(
+            |_ks, grad, indices, num_weights, padding_idx, scale_grad_by_freq| {
+                crate::native::sparse::embedding_sparse_backward(
+                    grad,
+                    indices,
+                    num_weights,
+                    padding_idx,
+                    scale_grad_by_freq,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
@@ -11440,6 +11553,111 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::segment_reduce::kernel(|_ks, data, reduce, lengths, indices, offsets, axis, unsafe_, initial| {
             crate::native::composite::segment_reduce(data, reduce, lengths, indices, offsets, axis, unsafe_, initial)
         }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_coo_tensor_indices_size::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sparse_coo_tensor_indices_size::kernel(
+            |_ks, indices, values, size, dtype, layout, device, pin_memory, is_coalesced| {
+                crate::native::sparse::sparse_coo_tensor(
+                    indices,
+                    values,
+                    size,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                    is_coalesced,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_coo_tensor_indices::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sparse_coo_tensor_indices::kernel(
+            |_ks, indices, values, dtype, layout, device, pin_memory, is_coalesced| {
+                crate::native::sparse::sparse_coo_tensor_infer(
+                    indices,
+                    values,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                    is_coalesced,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sparse_dim::kernel(|_ks, self_| crate::native::sparse::sparse_dim(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::dense_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::dense_dim::kernel(|_ks, self_| crate::native::sparse::dense_dim(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::is_coalesced::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::is_coalesced::kernel(|_ks, self_| crate::native::sparse::is_coalesced(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::coalesce::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::coalesce::kernel(|_ks, self_| crate::native::sparse::coalesce(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_dense::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_dense::kernel(|_ks, self_, dtype, masked_grad| {
+            crate::native::sparse::to_dense(self_, dtype, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_dense_backward::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_dense_backward::kernel(|_ks, grad, input, masked_grad| {
+            crate::native::sparse::to_dense_backward(grad, input, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_sparse_sparse_dim::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::to_sparse_sparse_dim(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_sparse::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_sparse::kernel(|_ks, self_, layout, blocksize, dense_dim| {
+            crate::native::sparse::dense_to_sparse_layout(self_, layout, blocksize, dense_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_sparse_sum::kernel(|_ks, self_| crate::native::sparse::_sparse_sum(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_mm::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::_sparse_mm::kernel(|_ks, sparse, dense| crate::native::sparse::_sparse_mm(sparse, dense)),
     )
     .expect("generated registration");
 }
@@ -14329,6 +14547,490 @@ pub fn register_meta(d: &Dispatcher) {
     .expect("generated registration");
 }
 
+/// Registers the `SparseCPU` kernels.
+pub fn register_sparse_cpu(d: &Dispatcher) {
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::SparseCPU,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::sparse::add_sparse(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::SparseCPU,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| {
+            crate::native::sparse::add_sparse_(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor::NAME,
+        DispatchKey::SparseCPU,
+        handles::mul_tensor::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor_::NAME,
+        DispatchKey::SparseCPU,
+        handles::mul_tensor_::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar::NAME,
+        DispatchKey::SparseCPU,
+        handles::mul_scalar::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar_::NAME,
+        DispatchKey::SparseCPU,
+        handles::mul_scalar_::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg::NAME,
+        DispatchKey::SparseCPU,
+        handles::neg::kernel(|_ks, self_| crate::native::sparse::neg_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs::NAME,
+        DispatchKey::SparseCPU,
+        handles::abs::kernel(|_ks, self_| crate::native::sparse::abs_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copy_::NAME,
+        DispatchKey::SparseCPU,
+        handles::copy_::kernel(|_ks, self_, src, non_blocking| {
+            crate::native::sparse::sparse_copy_(self_, src, non_blocking)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::SparseCPU,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::sparse::sparse_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clone::NAME,
+        DispatchKey::SparseCPU,
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::sparse_clone(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::transpose_int::NAME,
+        DispatchKey::SparseCPU,
+        handles::transpose_int::kernel(|_ks, self_, dim0, dim1| {
+            crate::native::sparse::transpose_sparse(self_, dim0, dim1)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::t::NAME,
+        DispatchKey::SparseCPU,
+        handles::t::kernel(|_ks, self_| crate::native::sparse::t_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias::NAME,
+        DispatchKey::SparseCPU,
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zero_::NAME,
+        DispatchKey::SparseCPU,
+        handles::zero_::kernel(|_ks, self_| crate::native::sparse::sparse_zero_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt::NAME,
+        DispatchKey::SparseCPU,
+        handles::sqrt::kernel(|_ks, self_| crate::native::sparse::sqrt_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_scalar::NAME,
+        DispatchKey::SparseCPU,
+        handles::pow_tensor_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::sparse::pow_sparse_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::SparseCPU,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::sum_sparse(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat::NAME,
+        DispatchKey::SparseCPU,
+        handles::cat::kernel(|_ks, tensors, dim| crate::native::sparse::cat_sparse(tensors, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_select::NAME,
+        DispatchKey::SparseCPU,
+        handles::index_select::kernel(|_ks, self_, dim, index| {
+            crate::native::sparse::index_select_sparse(self_, dim, index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::SparseCPU,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::sparse::mm_sparse(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::SparseCPU,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::addmm_sparse(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::SparseCPU,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::mv_sparse(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_indices::NAME,
+        DispatchKey::SparseCPU,
+        handles::_indices::kernel(|_ks, self_| crate::native::sparse::_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_values::NAME,
+        DispatchKey::SparseCPU,
+        handles::_values::kernel(|_ks, self_| crate::native::sparse::_values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::indices::NAME,
+        DispatchKey::SparseCPU,
+        handles::indices::kernel(|_ks, self_| crate::native::sparse::indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::values::NAME,
+        DispatchKey::SparseCPU,
+        handles::values::kernel(|_ks, self_| crate::native::sparse::values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_nnz::NAME,
+        DispatchKey::SparseCPU,
+        handles::_nnz::kernel(|_ks, self_| crate::native::sparse::_nnz(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_coalesced_::NAME,
+        DispatchKey::SparseCPU,
+        handles::_coalesced_::kernel(|_ks, self_, coalesced| crate::native::sparse::_coalesced_(self_, coalesced)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_coalesce::NAME,
+        DispatchKey::SparseCPU,
+        handles::_coalesce::kernel(|_ks, self_| crate::native::sparse::_coalesce(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_dense::NAME,
+        DispatchKey::SparseCPU,
+        handles::_to_dense::kernel(|_ks, self_, dtype, masked_grad| {
+            crate::native::sparse::_to_dense(self_, dtype, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::SparseCPU,
+        handles::_to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::dense_to_sparse(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_mask::NAME,
+        DispatchKey::SparseCPU,
+        handles::sparse_mask::kernel(|_ks, self_, mask| crate::native::sparse::sparse_mask(self_, mask)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum_dim::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_sum_dim::kernel(|_ks, self_, dim| crate::native::sparse::_sparse_sum_dim(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum_backward::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_sum_backward::kernel(|_ks, grad, self_, dim| {
+            crate::native::sparse::_sparse_sum_backward(grad, self_, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_addmm::NAME,
+        DispatchKey::SparseCPU,
+        handles::_sparse_addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::_sparse_addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+}
+
+/// Registers the `SparseCUDA` kernels.
+pub fn register_sparse_cuda(d: &Dispatcher) {
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::SparseCUDA,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::sparse::add_sparse(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| {
+            crate::native::sparse::add_sparse_(self_, other, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mul_tensor::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_tensor_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mul_tensor_::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mul_scalar::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mul_scalar_::kernel(|_ks, self_, other| crate::native::sparse::mul_sparse_scalar_(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::neg::NAME,
+        DispatchKey::SparseCUDA,
+        handles::neg::kernel(|_ks, self_| crate::native::sparse::neg_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::abs::NAME,
+        DispatchKey::SparseCUDA,
+        handles::abs::kernel(|_ks, self_| crate::native::sparse::abs_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::copy_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::copy_::kernel(|_ks, self_, src, non_blocking| {
+            crate::native::sparse::sparse_copy_(self_, src, non_blocking)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::sparse::sparse_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clone::NAME,
+        DispatchKey::SparseCUDA,
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::sparse_clone(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::transpose_int::NAME,
+        DispatchKey::SparseCUDA,
+        handles::transpose_int::kernel(|_ks, self_, dim0, dim1| {
+            crate::native::sparse::transpose_sparse(self_, dim0, dim1)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::t::NAME,
+        DispatchKey::SparseCUDA,
+        handles::t::kernel(|_ks, self_| crate::native::sparse::t_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias::NAME,
+        DispatchKey::SparseCUDA,
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::zero_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::zero_::kernel(|_ks, self_| crate::native::sparse::sparse_zero_(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sqrt::NAME,
+        DispatchKey::SparseCUDA,
+        handles::sqrt::kernel(|_ks, self_| crate::native::sparse::sqrt_sparse(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::pow_tensor_scalar::NAME,
+        DispatchKey::SparseCUDA,
+        handles::pow_tensor_scalar::kernel(|_ks, self_, exponent| {
+            crate::native::sparse::pow_sparse_scalar(self_, exponent)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::SparseCUDA,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::sum_sparse(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::cat::NAME,
+        DispatchKey::SparseCUDA,
+        handles::cat::kernel(|_ks, tensors, dim| crate::native::sparse::cat_sparse(tensors, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::index_select::NAME,
+        DispatchKey::SparseCUDA,
+        handles::index_select::kernel(|_ks, self_, dim, index| {
+            crate::native::sparse::index_select_sparse(self_, dim, index)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::sparse::mm_sparse(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::SparseCUDA,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::addmm_sparse(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::SparseCUDA,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::mv_sparse(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_indices::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_indices::kernel(|_ks, self_| crate::native::sparse::_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_values::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_values::kernel(|_ks, self_| crate::native::sparse::_values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::indices::NAME,
+        DispatchKey::SparseCUDA,
+        handles::indices::kernel(|_ks, self_| crate::native::sparse::indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::values::NAME,
+        DispatchKey::SparseCUDA,
+        handles::values::kernel(|_ks, self_| crate::native::sparse::values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_nnz::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_nnz::kernel(|_ks, self_| crate::native::sparse::_nnz(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_coalesced_::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_coalesced_::kernel(|_ks, self_, coalesced| crate::native::sparse::_coalesced_(self_, coalesced)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_coalesce::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_coalesce::kernel(|_ks, self_| crate::native::sparse::_coalesce(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_dense::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_to_dense::kernel(|_ks, self_, dtype, masked_grad| {
+            crate::native::sparse::_to_dense(self_, dtype, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::dense_to_sparse(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_mask::NAME,
+        DispatchKey::SparseCUDA,
+        handles::sparse_mask::kernel(|_ks, self_, mask| crate::native::sparse::sparse_mask(self_, mask)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum_dim::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_sum_dim::kernel(|_ks, self_, dim| crate::native::sparse::_sparse_sum_dim(self_, dim)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum_backward::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_sum_backward::kernel(|_ks, grad, self_, dim| {
+            crate::native::sparse::_sparse_sum_backward(grad, self_, dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_addmm::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_sparse_addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::_sparse_addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+}
+
 /// Runs every registration of this file.
 pub fn register_all(d: &Dispatcher) {
     register_schemas(d);
@@ -14338,4 +15040,6 @@ pub fn register_all(d: &Dispatcher) {
     register_composite_explicit_autograd(d);
     register_composite_implicit_autograd(d);
     register_meta(d);
+    register_sparse_cpu(d);
+    register_sparse_cuda(d);
 }

@@ -324,6 +324,11 @@ pub fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
 }
 /// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
 pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    // A sparse tensor has no views to narrow: its own copy (the decomposition stays the
+    // operator's only kernel, so dense calls keep their gradient through `narrow`).
+    if self_.layout() == c10::Layout::SparseCoo {
+        return crate::native::sparse::narrow_copy_sparse(self_, dim, start, length);
+    }
     copy_of(ops::narrow(self_, dim, start, length))
 }
 

@@ -91,6 +91,7 @@ pub mod rnn;
 pub mod shape;
 pub mod shape_ops;
 pub mod sort;
+pub mod sparse;
 pub mod special;
 pub mod spectral;
 pub mod stub;

@@ -321,6 +321,9 @@ impl<'a> TensorIterator<'a> {
     #[inline(never)]
     fn build_general(cfg: TensorIteratorConfig<'a>) -> Result<TensorIterator<'a>> {
         let op = cfg.op;
+        for t in cfg.outputs.iter().flatten().chain(cfg.inputs.iter()) {
+            t.check_strided(op)?;
+        }
         // Devices: every operand on one device, except that a 0-dim CPU input may join tensors
         // of another device (PyTorch's CPU scalars); it is copied there below.
         let cpu_scalar = |t: &Tensor| t.dim() == 0 && t.device().is_cpu();

@@ -4225,6 +4225,7 @@ pub(crate) fn embedding(
             indices: SavedVariable::new(indices)?,
             padding_idx: padding_idx,
             scale_grad_by_freq: scale_grad_by_freq,
+            sparse: sparse,
         }))
     } else {
         None
@@ -9062,6 +9063,285 @@ pub(crate) fn angle(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
     Ok(result_)
 }
 
+/// Autograd kernel of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:912).
+pub(crate) fn _sparse_coo_tensor_with_dims_and_tensors(
+    ks: DispatchKeySet,
+    sparse_dim: i64,
+    dense_dim: i64,
+    size: &[i64],
+    indices: &Tensor,
+    values: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    is_coalesced: Option<bool>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(values)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SparseCooTensorWithDimsAndTensorsBackward0 {
+            core,
+            size: size.to_vec(),
+            indices: SavedVariable::new(indices)?,
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_sparse_coo_tensor_with_dims_and_tensors::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            sparse_dim,
+            dense_dim,
+            size,
+            indices,
+            values,
+            dtype,
+            layout,
+            device,
+            pin_memory,
+            is_coalesced,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_coalesce` (autograd/derivatives.yaml:915).
+pub(crate) fn _coalesce(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CoalesceBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_coalesce::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_to_dense` (autograd/derivatives.yaml:918).
+pub(crate) fn _to_dense(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    masked_grad: Option<bool>,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ToDenseBackward0 { core, self_: SavedVariable::new(self_)?, masked_grad: masked_grad }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_to_dense::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dtype, masked_grad)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:921).
+pub(crate) fn _to_sparse_sparse_dim(ks: DispatchKeySet, self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ToSparseBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_to_sparse_sparse_dim::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, sparse_dim)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `values` (autograd/derivatives.yaml:924).
+pub(crate) fn values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ValuesBackward0 { core, self_: SavedVariable::new(self_)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::values::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `_values` (autograd/derivatives.yaml:927).
+pub(crate) fn _values(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ValuesBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_values::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `_indices` (autograd/derivatives.yaml:930).
+pub(crate) fn _indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndicesBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_indices::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `indices` (autograd/derivatives.yaml:933).
+pub(crate) fn indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(IndicesBackward1 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::indices::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `sparse_mask` (autograd/derivatives.yaml:936).
+pub(crate) fn sparse_mask(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SparseMaskBackward0 { core, mask: SavedVariable::new(mask)? }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::sparse_mask::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, mask)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_sparse_sum.dim` (autograd/derivatives.yaml:939).
+pub(crate) fn _sparse_sum_dim(ks: DispatchKeySet, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 1] = [Some(self_)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(SparseSumBackward0 { core, self_: SavedVariable::new(self_)?, dim: dim.to_vec() }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_sparse_sum_dim::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_, dim)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
+/// Autograd kernel of `_sparse_addmm` (autograd/derivatives.yaml:942).
+pub(crate) fn _sparse_addmm(
+    ks: DispatchKeySet,
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 3] = [Some(self_), Some(mat1), Some(mat2)];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        let keep_mat1_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
+        let keep_mat2_ = core.next_edges()[1].is_valid() || core.next_edges()[2].is_valid();
+        Some(Arc::new(SparseAddmmBackward0 {
+            core,
+            mat1: if keep_mat1_ { SavedVariable::new(mat1)? } else { SavedVariable::default() },
+            mat2: if keep_mat2_ { SavedVariable::new(mat2)? } else { SavedVariable::default() },
+            beta: beta.clone(),
+            alpha: alpha.clone(),
+        }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::_sparse_addmm::redispatch(
+            ks & DispatchKeySet::after_autograd_keyset(),
+            self_,
+            mat1,
+            mat2,
+            beta,
+            alpha,
+        )?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, true)?;
+    }
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -10123,4 +10403,42 @@ pub fn register_all(d: &aten::Dispatcher) {
     .expect("generated registration");
     d.register_kernel(handles::angle::NAME, DispatchKey::Autograd, handles::angle::kernel(angle))
         .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_coo_tensor_with_dims_and_tensors::NAME,
+        DispatchKey::Autograd,
+        handles::_sparse_coo_tensor_with_dims_and_tensors::kernel(_sparse_coo_tensor_with_dims_and_tensors),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::_coalesce::NAME, DispatchKey::Autograd, handles::_coalesce::kernel(_coalesce))
+        .expect("generated registration");
+    d.register_kernel(handles::_to_dense::NAME, DispatchKey::Autograd, handles::_to_dense::kernel(_to_dense))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::Autograd,
+        handles::_to_sparse_sparse_dim::kernel(_to_sparse_sparse_dim),
+    )
+    .expect("generated registration");
+    d.register_kernel(handles::values::NAME, DispatchKey::Autograd, handles::values::kernel(values))
+        .expect("generated registration");
+    d.register_kernel(handles::_values::NAME, DispatchKey::Autograd, handles::_values::kernel(_values))
+        .expect("generated registration");
+    d.register_kernel(handles::_indices::NAME, DispatchKey::Autograd, handles::_indices::kernel(_indices))
+        .expect("generated registration");
+    d.register_kernel(handles::indices::NAME, DispatchKey::Autograd, handles::indices::kernel(indices))
+        .expect("generated registration");
+    d.register_kernel(handles::sparse_mask::NAME, DispatchKey::Autograd, handles::sparse_mask::kernel(sparse_mask))
+        .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_sum_dim::NAME,
+        DispatchKey::Autograd,
+        handles::_sparse_sum_dim::kernel(_sparse_sum_dim),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_sparse_addmm::NAME,
+        DispatchKey::Autograd,
+        handles::_sparse_addmm::kernel(_sparse_addmm),
+    )
+    .expect("generated registration");
 }

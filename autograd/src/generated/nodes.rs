@@ -4434,6 +4434,7 @@ pub struct EmbeddingBackward0 {
     pub(crate) indices: SavedVariable,
     pub(crate) padding_idx: i64,
     pub(crate) scale_grad_by_freq: bool,
+    pub(crate) sparse: bool,
 }
 
 impl Node for EmbeddingBackward0 {
@@ -4457,10 +4458,11 @@ impl Node for EmbeddingBackward0 {
         let indices = &indices_own;
         let padding_idx = self.padding_idx;
         let scale_grad_by_freq = self.scale_grad_by_freq;
+        let sparse = self.sparse;
         let mut at = 0usize;
         if self.core.should_compute_output(at) {
             out[at] =
-                Some(ops::embedding_dense_backward(grad, indices, weight_sizes[0], padding_idx, scale_grad_by_freq)?);
+                Some(embedding_backward(grad, indices, weight_sizes[0], padding_idx, scale_grad_by_freq, sparse)?);
         }
         at += 1;
         Ok(out)
@@ -9669,5 +9671,386 @@ impl Node for AngleBackward0 {
     }
     fn release_variables(&self) {
         self.self_.reset();
+    }
+}
+
+/// Backward of `_sparse_coo_tensor_with_dims_and_tensors` (autograd/derivatives.yaml:912).
+pub struct SparseCooTensorWithDimsAndTensorsBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) size: Vec<i64>,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for SparseCooTensorWithDimsAndTensorsBackward0 {
+    fn name(&self) -> String {
+        "SparseCooTensorWithDimsAndTensorsBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseCooTensorWithDimsAndTensorsBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let size = &self.size[..];
+        let indices_own = self.indices.unpack(name)?;
+        let indices = &indices_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(sparse_constructor_values_backward(grad, indices, size)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+}
+
+/// Backward of `_coalesce` (autograd/derivatives.yaml:915).
+pub struct CoalesceBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CoalesceBackward0 {
+    fn name(&self) -> String {
+        "CoalesceBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CoalesceBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(Ok(grad.clone())?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_to_dense` (autograd/derivatives.yaml:918).
+pub struct ToDenseBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) masked_grad: Option<bool>,
+}
+
+impl Node for ToDenseBackward0 {
+    fn name(&self) -> String {
+        "ToDenseBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ToDenseBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let masked_grad = self.masked_grad;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(to_dense_backward(grad, self_, masked_grad)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `_to_sparse.sparse_dim` (autograd/derivatives.yaml:921).
+pub struct ToSparseBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ToSparseBackward0 {
+    fn name(&self) -> String {
+        "ToSparseBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ToSparseBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::to_dense(grad, None, None)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `values` (autograd/derivatives.yaml:924).
+pub struct ValuesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for ValuesBackward0 {
+    fn name(&self) -> String {
+        "ValuesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ValuesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(values_backward(grad, self_)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `_values` (autograd/derivatives.yaml:927).
+pub struct ValuesBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ValuesBackward1 {
+    fn name(&self) -> String {
+        "ValuesBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ValuesBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `_indices` (autograd/derivatives.yaml:930).
+pub struct IndicesBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for IndicesBackward0 {
+    fn name(&self) -> String {
+        "IndicesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndicesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `indices` (autograd/derivatives.yaml:933).
+pub struct IndicesBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for IndicesBackward1 {
+    fn name(&self) -> String {
+        "IndicesBackward1".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "IndicesBackward1";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `sparse_mask` (autograd/derivatives.yaml:936).
+pub struct SparseMaskBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for SparseMaskBackward0 {
+    fn name(&self) -> String {
+        "SparseMaskBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseMaskBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mask_own = self.mask.unpack(name)?;
+        let mask = &mask_own;
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(sparse_mask_backward(grad, mask)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+}
+
+/// Backward of `_sparse_sum.dim` (autograd/derivatives.yaml:939).
+pub struct SparseSumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SparseSumBackward0 {
+    fn name(&self) -> String {
+        "SparseSumBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseSumBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let self_own = self.self_.unpack(name)?;
+        let self_ = &self_own;
+        let dim = &self.dim[..];
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(ops::_sparse_sum_backward(grad, self_, dim)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+}
+
+/// Backward of `_sparse_addmm` (autograd/derivatives.yaml:942).
+pub struct SparseAddmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mat1: SavedVariable,
+    pub(crate) mat2: SavedVariable,
+    pub(crate) beta: Scalar,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for SparseAddmmBackward0 {
+    fn name(&self) -> String {
+        "SparseAddmmBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "SparseAddmmBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let grad = &grads[0];
+        let grads_0 = &grads[0];
+        let mat1_own = self.mat1.unpack_opt(name)?;
+        let mat2_own = self.mat2.unpack_opt(name)?;
+        let beta = self.beta.clone();
+        let alpha = self.alpha.clone();
+        let mut at = 0usize;
+        if self.core.should_compute_output(at) {
+            out[at] = Some(maybe_multiply(grad, &beta)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let mat1 =
+                mat1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let mat2 =
+                mat2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(mm_mat1_sparse_backward(grad, mat1, mat2, &alpha)?);
+        }
+        at += 1;
+        if self.core.should_compute_output(at) {
+            let mat1 =
+                mat1_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            let mat2 =
+                mat2_own.as_ref().ok_or_else(|| c10::Error::invalid("backward", crate::saved::ERR_BACKWARD_TWICE))?;
+            out[at] = Some(mm_mat2_backward(grad, mat1, mat2, &alpha)?);
+        }
+        at += 1;
+        Ok(out)
+    }
+    fn release_variables(&self) {
+        self.mat1.reset();
+        self.mat2.reset();
     }
 }

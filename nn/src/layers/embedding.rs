@@ -25,6 +25,9 @@ pub struct Embedding {
     pub norm_type: f64,
     /// `scale_grad_by_freq`.
     pub scale_grad_by_freq: bool,
+    /// `sparse`: the weight's gradient is a sparse COO tensor with one row per lookup (for
+    /// `optim::SparseAdam`, SGD and Adagrad).
+    pub sparse: bool,
     hooks: Hooks,
 }
 
@@ -96,6 +99,7 @@ impl Embedding {
             max_norm: None,
             norm_type: 2.0,
             scale_grad_by_freq,
+            sparse: false,
             hooks: Hooks::default(),
         })
     }
@@ -118,8 +122,15 @@ impl Embedding {
             max_norm: None,
             norm_type: 2.0,
             scale_grad_by_freq: false,
+            sparse: false,
             hooks: Hooks::default(),
         })
+    }
+    /// Sets `sparse` (PyTorch's `Embedding(..., sparse=True)`): the weight's gradient becomes a
+    /// sparse COO tensor.
+    pub fn with_sparse(mut self, sparse: bool) -> Embedding {
+        self.sparse = sparse;
+        self
     }
 }
 
@@ -128,7 +139,7 @@ impl Forward for Embedding {
         if let Some(max_norm) = self.max_norm {
             embedding_renorm_(&self.weight, x, max_norm, self.norm_type)?;
         }
-        ops::embedding(&self.weight, x, self.padding_idx.unwrap_or(-1), self.scale_grad_by_freq, false)
+        ops::embedding(&self.weight, x, self.padding_idx.unwrap_or(-1), self.scale_grad_by_freq, self.sparse)
     }
 }
 

@@ -2,7 +2,7 @@
 //! seen so far, with an optionally decaying learning rate.
 
 use aten::{ops, Tensor};
-use c10::Result;
+use c10::{Error, Result, Scalar};
 
 use crate::module::{Parameter, StateDict};
 use crate::optim::{
@@ -158,6 +158,9 @@ fn adagrad_update(o: &AdagradOptions, param: &Tensor, grad: &Tensor, state: &mut
     };
     s.step += 1.0;
     let clr = o.lr / (1.0 + (s.step - 1.0) * o.lr_decay);
+    if grad.layout() != c10::Layout::Strided {
+        return adagrad_sparse(o, clr, param, grad, &s.sum);
+    }
     if crate::optim::fused::adagrad(o, clr, param, grad, &s.sum)? {
         return Ok(());
     }
@@ -169,6 +172,27 @@ fn adagrad_update(o: &AdagradOptions, param: &Tensor, grad: &Tensor, state: &mut
     let std = s.sum.sqrt()?;
     std.add_(float(o.eps)).call()?;
     addcdiv_(param, &grad, &std, -clr)
+}
+
+/// Adagrad's update for a sparse gradient (PyTorch's sparse branch): the gradient coalesced,
+/// the squares added into `sum` at its positions, and the parameter moved at those positions
+/// only, by `clr * g / (sqrt(sum) + eps)`.
+fn adagrad_sparse(o: &AdagradOptions, clr: f64, param: &Tensor, grad: &Tensor, sum: &Tensor) -> Result<()> {
+    if o.weight_decay != 0.0 {
+        return Err(Error::invalid("Adagrad", "weight_decay option is not compatible with sparse gradients"));
+    }
+    let grad = ops::coalesce(&signed_grad(grad, o.maximize)?)?;
+    let (indices, values) = (ops::_indices(&grad)?, ops::_values(&grad)?);
+    let size = grad.sizes().to_vec();
+    let make = |v: &Tensor| {
+        let (sd, dd) = (indices.sizes()[0], v.dim() as i64 - 1);
+        ops::_sparse_coo_tensor_with_dims_and_tensors(sd, dd, &size, &indices, v, None, None, None, None, Some(true))
+    };
+    ops::add_(sum, &make(&ops::pow_tensor_scalar(&values, float(2.0))?)?, Scalar::Int(1))?;
+    let std =
+        ops::add_scalar(&ops::sqrt(&ops::_values(&ops::sparse_mask(sum, &grad)?)?)?, float(o.eps), Scalar::Int(1))?;
+    ops::add_(param, &make(&ops::div(&values, &std)?)?, float(-clr))?;
+    Ok(())
 }
 
 /// `torch.optim.Adagrad`.

@@ -285,6 +285,8 @@ impl ParamState for AdamState {
 
 /// One Adam step for one parameter (PyTorch's `_single_tensor_adam`, not capturable).
 fn adam_update(o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Option<AdamState>) -> Result<()> {
+    // AdamW is an Adam in PyTorch too, and says the same.
+    crate::optim::refuse_sparse("Adam", grad, ", please consider SparseAdam instead")?;
     let s = match state {
         Some(s) => s,
         None => state.insert(AdamState {

@@ -37,6 +37,7 @@ mod fused;
 pub mod lr_scheduler;
 mod rmsprop;
 mod sgd;
+mod sparse_adam;
 
 pub use adagrad::{Adagrad, AdagradOptions};
 pub use adam::{Adam, AdamOptions, AdamW, AdamWOptions};
@@ -48,6 +49,7 @@ pub use lr_scheduler::{
 };
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};
+pub use sparse_adam::{SparseAdam, SparseAdamOptions};
 
 /// The profiling range of an optimizer step, named as PyTorch names it (`Optimizer.step#SGD.step`).
 pub(crate) fn step_range(name: &'static str) -> c10::record_function::RecordFunction {
@@ -516,6 +518,11 @@ impl<O: GroupOptions, S: ParamState> ParamGroups<O, S> {
         &self.groups[group].params
     }
 
+    /// The parameters of group `group`, or `None` past the last group.
+    pub(crate) fn try_params(&self, group: usize) -> Option<&[Parameter]> {
+        self.groups.get(group).map(|g| g.params.as_slice())
+    }
+
     pub(crate) fn initial_lr(&self, group: usize) -> Option<f64> {
         self.groups[group].initial_lr
     }
@@ -740,6 +747,16 @@ pub(crate) fn zeros_like(t: &Tensor) -> Result<Tensor> {
 }
 
 /// `maximize ? -grad : grad`.
+/// PyTorch's refusal of a sparse gradient by an optimizer without a sparse update
+/// (`RMSprop does not support sparse gradients`); `hint` follows the message (Adam's names
+/// SparseAdam).
+pub(crate) fn refuse_sparse(name: &str, grad: &Tensor, hint: &str) -> Result<()> {
+    if grad.layout() == c10::Layout::Strided {
+        return Ok(());
+    }
+    Err(Error::invalid(name, format!("{name} does not support sparse gradients{hint}")))
+}
+
 pub(crate) fn signed_grad(grad: &Tensor, maximize: bool) -> Result<Tensor> {
     if maximize {
         grad.neg()

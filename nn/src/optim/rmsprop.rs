@@ -176,6 +176,7 @@ impl ParamState for RMSpropState {
 
 /// One RMSprop step for one parameter (PyTorch's `_single_tensor_rmsprop`).
 fn rmsprop_update(o: &RMSpropOptions, param: &Tensor, grad: &Tensor, state: &mut Option<RMSpropState>) -> Result<()> {
+    crate::optim::refuse_sparse("RMSprop", grad, "")?;
     let s = match state {
         Some(s) => s,
         None => state.insert(RMSpropState {

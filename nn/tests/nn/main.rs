@@ -6,3 +6,4 @@ mod modules;
 mod optim;
 mod pt;
 mod recurrent;
+mod sparse;

@@ -1,0 +1,1680 @@
+//! Sparse COO tensors: construction, conversion, coalescing and the operators with `SparseCPU`
+//! and `SparseCUDA` kernels (PyTorch's `native/sparse/*.cpp`). See Note [Sparse tensors] in
+//! c10 for the representation.
+//!
+//! Note [Sparse kernels from dense operators]: a sparse kernel works on the member tensors,
+//! which are ordinary strided tensors. Index arithmetic (linearising, sorting, grouping) runs
+//! on the host over the int64 indices; everything that touches values goes through the dense
+//! operators (`index_add_`, `index_select`, `index_put_`, `mm`, ...), so one kernel serves every
+//! dtype those operators take and every device they run on.
+//!
+//! Note [Indices are checked where they are used]: PyTorch checks index bounds only when asked
+//! (`check_invariants=True`) and otherwise reads past its buffers on bad input. Every kernel
+//! here that turns indices into positions checks them as it goes (one comparison per index), so
+//! a bad index is an error wherever it is first used, never a stray read.
+
+use std::sync::Arc;
+
+use c10::sparse::{SparseImpl, SparseParts};
+use c10::tensor_impl::DimVec;
+use c10::{Device, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, TensorImpl};
+
+use crate::{ops, Tensor};
+
+/// The member tensors of a COO tensor, as tensors.
+#[derive(Clone, Debug)]
+pub struct Coo {
+    /// `[sparse_dim, nnz]` int64.
+    pub indices: Tensor,
+    /// `[nnz, *dense_sizes]`.
+    pub values: Tensor,
+    /// The number of sparse dimensions.
+    pub sparse_dim: usize,
+    /// The number of dense dimensions.
+    pub dense_dim: usize,
+    /// Whether the indices are known sorted and distinct.
+    pub coalesced: bool,
+}
+
+impl Coo {
+    /// The number of stored elements.
+    pub fn nnz(&self) -> i64 {
+        self.values.sizes()[0]
+    }
+}
+
+/// The error PyTorch gives a COO-only function called on another layout.
+fn expected_coo(op: &str, t: &Tensor) -> Error {
+    Error::invalid(op, format!("{op} expected sparse coordinate tensor layout but got {}", t.layout().short_name()))
+}
+
+/// The parts of the COO tensor `t`, or `op`'s error for another layout.
+pub fn coo(op: &str, t: &Tensor) -> Result<Coo> {
+    let sp = t.sparse_impl().filter(|s| s.layout() == Layout::SparseCoo).ok_or_else(|| expected_coo(op, t))?;
+    let p = sp.parts();
+    Ok(Coo {
+        indices: Tensor::from_arc(p.indices),
+        values: Tensor::from_arc(p.values),
+        sparse_dim: sp.sparse_dim() as usize,
+        dense_dim: sp.dense_dim() as usize,
+        coalesced: p.coalesced,
+    })
+}
+
+/// `t` without its autograd metadata: a new tensor over the same memory and version counter,
+/// as a sparse tensor keeps its members.
+fn member(t: &Tensor) -> Arc<TensorImpl> {
+    Arc::new(t.imp().view_of(DimVec::from_slice(t.sizes()), DimVec::from_slice(t.strides()), t.storage_offset()))
+}
+
+/// A COO tensor of `sizes` over `indices` and `values`, unchecked (PyTorch's
+/// `_sparse_coo_tensor_unsafe`): for kernels whose indices are right by construction.
+pub fn new_coo(sizes: &[i64], indices: &Tensor, values: &Tensor, coalesced: bool) -> Result<Tensor> {
+    let sparse_dim = indices.sizes()[0];
+    let dense_dim = values.dim() as i64 - 1;
+    debug_assert_eq!(sparse_dim + dense_dim, sizes.len() as i64);
+    let parts = SparseParts { indices: member(indices), col_indices: None, values: member(values), coalesced };
+    let imp = SparseImpl::new(Layout::SparseCoo, sparse_dim, dense_dim, parts);
+    Ok(Tensor::from_impl(TensorImpl::new_sparse(sizes, values.dtype(), values.device(), imp)))
+}
+
+/// Replaces the members of COO tensor `t` (the in-place operators).
+fn set_coo(t: &Tensor, indices: &Tensor, values: &Tensor, coalesced: bool) {
+    if let Some(sp) = t.sparse_impl() {
+        sp.set_parts(SparseParts { indices: member(indices), col_indices: None, values: member(values), coalesced });
+    }
+    t.bump_version();
+}
+
+fn product(op: &str, sizes: &[i64]) -> Result<i64> {
+    sizes
+        .iter()
+        .try_fold(1i64, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| Error::invalid(op, format!("{op}: the sparse sizes {sizes:?} have more than 2^63 positions")))
+}
+
+/// The indices as host integers, `[sparse_dim][nnz]` flattened row by row.
+fn host_indices(indices: &Tensor) -> Result<Vec<i64>> {
+    indices.to_vec::<i64>()
+}
+
+/// Row-major position of each index column among the `sparse_sizes` positions, checking every
+/// index (Note [Indices are checked where they are used]).
+fn linear_index(op: &str, idx: &[i64], nnz: usize, sparse_sizes: &[i64]) -> Result<Vec<i64>> {
+    product(op, sparse_sizes)?;
+    let mut lin = vec![0i64; nnz];
+    for (d, &size) in sparse_sizes.iter().enumerate() {
+        let row = &idx[d * nnz..(d + 1) * nnz];
+        for (l, &i) in lin.iter_mut().zip(row) {
+            if i < 0 {
+                return Err(Error::Index { op: op.into(), msg: format!("found negative index {i} for dim {d}") });
+            }
+            if i >= size {
+                return Err(Error::Index {
+                    op: op.into(),
+                    msg: format!("size is inconsistent with indices: for dim {d}, size is {size} but found index {i}"),
+                });
+            }
+            *l = *l * size + i;
+        }
+    }
+    Ok(lin)
+}
+
+fn long_tensor(v: Vec<i64>, shape: &[i64], device: Device) -> Result<Tensor> {
+    let t = Tensor::from_vec(v, shape)?;
+    if device.is_cpu() {
+        Ok(t)
+    } else {
+        t.to_device(device)
+    }
+}
+
+fn zeros(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+    ops::zeros(sizes, Some(dtype), None, Some(device), None)
+}
+
+/// `[n, *dense]` for values of another element count.
+fn values_shape(values: &Tensor, n: i64) -> Vec<i64> {
+    let mut s = values.sizes().to_vec();
+    s[0] = n;
+    s
+}
+
+// ---- construction ----------------------------------------------------------------------------
+
+/// `_sparse_coo_tensor_with_dims_and_tensors(int sparse_dim, int dense_dim, SymInt[] size,
+/// Tensor indices, Tensor values, *, ScalarType? dtype, Layout? layout, Device? device,
+/// bool? pin_memory, bool? is_coalesced) -> Tensor`: PyTorch's checks of the shapes; the
+/// bounds are checked by [`sparse_coo_tensor`] and by every kernel that reads an index.
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_coo_tensor_with_dims_and_tensors(
+    sparse_dim: i64,
+    dense_dim: i64,
+    size: &[i64],
+    indices: &Tensor,
+    values: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+    is_coalesced: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_coo_tensor";
+    if let Some(l) = layout.filter(|&l| l != Layout::SparseCoo) {
+        return Err(Error::invalid(op, format!("expected sparse layout, but got layout {}", l.short_name())));
+    }
+    indices.check_strided(op)?;
+    values.check_strided(op)?;
+    if indices.dtype() != ScalarType::I64 {
+        return Err(Error::invalid(
+            op,
+            format!("indices must be an int64 tensor, but got {}", indices.dtype().cpp_name()),
+        ));
+    }
+    if indices.dim() != 2 {
+        return Err(Error::shape(op, format!("indices must be sparse_dim x nnz, but got: {:?}", indices.sizes())));
+    }
+    if values.dim() == 0 {
+        return Err(Error::shape(op, "values must have at least one dimension (nnz), but got a 0-dim tensor"));
+    }
+    if sparse_dim < 0 || dense_dim < 0 || sparse_dim + dense_dim != size.len() as i64 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}), but got {}",
+                size.len()
+            ),
+        ));
+    }
+    if indices.sizes()[0] != sparse_dim {
+        return Err(Error::shape(
+            op,
+            format!(
+                "dimensionality of indices must match sparse_dim, but got indices.size(0) == {} and sparse_dim == {sparse_dim}",
+                indices.sizes()[0]
+            ),
+        ));
+    }
+    if values.dim() as i64 != dense_dim + 1 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "values has incorrect number of dimensions, expected dense_dim + 1 ({}) but got {}",
+                dense_dim + 1,
+                values.dim()
+            ),
+        ));
+    }
+    if indices.sizes()[1] != values.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "indices and values must have same nnz, but got nnz from indices: {}, nnz from values: {}",
+                indices.sizes()[1],
+                values.sizes()[0]
+            ),
+        ));
+    }
+    if values.sizes()[1..] != size[sparse_dim as usize..] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "values has incorrect size, expected {:?}, got {:?}",
+                [&[values.sizes()[0]], &size[sparse_dim as usize..]].concat(),
+                values.sizes()
+            ),
+        ));
+    }
+    if size.iter().any(|&s| s < 0) {
+        return Err(Error::shape(op, format!("Trying to create tensor with negative dimension: {size:?}")));
+    }
+    if indices.device() != values.device() {
+        return Err(Error::invalid(
+            op,
+            format!("device of indices ({}) must match device of values ({})", indices.device(), values.device()),
+        ));
+    }
+    let mut values = values.clone();
+    let mut indices = indices.clone();
+    if let Some(dt) = dtype.filter(|&d| d != values.dtype()) {
+        values = ops::to(&values, dt, false, false, None)?;
+    }
+    if let Some(dev) = device.filter(|&d| d != values.device()) {
+        values = values.to_device(dev)?;
+        indices = indices.to_device(dev)?;
+    }
+    let nnz = values.sizes()[0];
+    new_coo(size, &indices, &values, is_coalesced.unwrap_or(false) || nnz <= 1)
+}
+
+/// `sparse_coo_tensor.indices_size(Tensor indices, Tensor values, int[] size, *, ...)`: the
+/// public constructor, which always checks the indices against `size`
+/// (Note [Indices are checked where they are used]).
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_coo_tensor(
+    indices: &Tensor,
+    values: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    is_coalesced: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_coo_tensor";
+    if indices.dim() != 2 {
+        return Err(Error::shape(op, format!("indices must be sparse_dim x nnz, but got: {:?}", indices.sizes())));
+    }
+    let sparse_dim = indices.sizes()[0];
+    let dense_dim = values.dim() as i64 - 1;
+    if sparse_dim + dense_dim != size.len() as i64 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}), but got {}",
+                size.len()
+            ),
+        ));
+    }
+    let t = ops::_sparse_coo_tensor_with_dims_and_tensors(
+        sparse_dim,
+        dense_dim,
+        size,
+        indices,
+        values,
+        dtype,
+        layout,
+        device,
+        pin_memory,
+        is_coalesced,
+    )?;
+    // Sizes and shapes were checked above; now every index.
+    let nnz = indices.sizes()[1] as usize;
+    let idx = host_indices(indices)?;
+    linear_index(op, &idx, nnz, &size[..sparse_dim as usize])?;
+    if is_coalesced == Some(true) && nnz > 1 {
+        let c = coo(op, &t)?;
+        let lin = linear_index(op, &idx, nnz, &size[..c.sparse_dim])?;
+        if lin.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::invalid(op, "`is_coalesced` is True but the indices are not sorted and distinct"));
+        }
+    }
+    Ok(t)
+}
+
+/// `sparse_coo_tensor.indices(Tensor indices, Tensor values, *, ...)`: sizes inferred, each
+/// sparse size one past the largest index, the dense sizes from the values.
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_coo_tensor_infer(
+    indices: &Tensor,
+    values: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    is_coalesced: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_coo_tensor";
+    if indices.dim() != 2 {
+        return Err(Error::shape(op, format!("indices must be sparse_dim x nnz, but got: {:?}", indices.sizes())));
+    }
+    if values.dim() == 0 {
+        return Err(Error::shape(op, "values must have at least one dimension (nnz), but got a 0-dim tensor"));
+    }
+    let (sd, nnz) = (indices.sizes()[0] as usize, indices.sizes()[1] as usize);
+    let idx = if indices.dtype() == ScalarType::I64 { host_indices(indices)? } else { Vec::new() };
+    let mut size = Vec::with_capacity(sd + values.dim() - 1);
+    for d in 0..sd {
+        let row = idx.get(d * nnz..(d + 1) * nnz).unwrap_or(&[]);
+        if let Some(&neg) = row.iter().find(|&&i| i < 0) {
+            return Err(Error::Index { op: op.into(), msg: format!("found negative index {neg} for dim {d}") });
+        }
+        size.push(row.iter().max().map_or(0, |&m| m + 1));
+    }
+    size.extend_from_slice(&values.sizes()[1..]);
+    sparse_coo_tensor(indices, values, &size, dtype, layout, device, pin_memory, is_coalesced)
+}
+
+/// `sparse_coo_tensor.size(int[] size, *, ...)`: an empty sparse tensor (no stored element).
+pub fn sparse_coo_tensor_empty(
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_coo_tensor";
+    if let Some(l) = layout.filter(|&l| l != Layout::SparseCoo) {
+        return Err(Error::invalid(op, format!("expected sparse layout, but got layout {}", l.short_name())));
+    }
+    if size.iter().any(|&s| s < 0) {
+        return Err(Error::shape(op, format!("Trying to create tensor with negative dimension: {size:?}")));
+    }
+    let dev = device.unwrap_or(Device::CPU);
+    let dtype = dtype.unwrap_or(ScalarType::F32);
+    let indices = ops::empty(&[size.len() as i64, 0], Some(ScalarType::I64), None, Some(dev), None, None)?;
+    let values = zeros(&[0], dtype, dev)?;
+    new_coo(size, &indices, &values, true)
+}
+
+// ---- members and flags -----------------------------------------------------------------------
+
+/// `_indices(Tensor(a) self) -> Tensor(a)`: the indices as stored (an alias).
+pub fn _indices(self_: &Tensor) -> Result<Tensor> {
+    Ok(coo("_indices", self_)?.indices)
+}
+
+/// `_values(Tensor(a) self) -> Tensor(a)`: the values as stored (an alias).
+pub fn _values(self_: &Tensor) -> Result<Tensor> {
+    Ok(coo("_values", self_)?.values)
+}
+
+/// `indices(Tensor(a) self) -> Tensor(a)`: the indices of a coalesced tensor.
+pub fn indices(self_: &Tensor) -> Result<Tensor> {
+    let c = coo("indices", self_)?;
+    if !c.coalesced {
+        return Err(Error::invalid(
+            "indices",
+            "Cannot get indices on an uncoalesced tensor, please call .coalesce() first",
+        ));
+    }
+    Ok(c.indices)
+}
+
+/// `values(Tensor(a) self) -> Tensor(a)`: the values of a coalesced tensor.
+pub fn values(self_: &Tensor) -> Result<Tensor> {
+    let c = coo("values", self_)?;
+    if !c.coalesced {
+        return Err(Error::invalid(
+            "values",
+            "Cannot get values on an uncoalesced tensor, please call .coalesce() first",
+        ));
+    }
+    Ok(c.values)
+}
+
+/// `_nnz(Tensor self) -> int`.
+pub fn _nnz(self_: &Tensor) -> Result<i64> {
+    match self_.sparse_impl() {
+        Some(sp) => Ok(sp.nnz()),
+        None => Err(expected_coo("_nnz", self_)),
+    }
+}
+
+/// `sparse_dim(Tensor self) -> int`: 0 for a strided tensor, as PyTorch's default.
+pub fn sparse_dim(self_: &Tensor) -> Result<i64> {
+    Ok(self_.sparse_impl().map_or(0, |s| s.sparse_dim()))
+}
+
+/// `dense_dim(Tensor self) -> int`: every dimension of a strided tensor.
+pub fn dense_dim(self_: &Tensor) -> Result<i64> {
+    Ok(self_.sparse_impl().map_or(self_.dim() as i64, |s| s.dense_dim()))
+}
+
+/// `is_coalesced(Tensor self) -> bool`.
+pub fn is_coalesced(self_: &Tensor) -> Result<bool> {
+    Ok(coo("is_coalesced", self_)?.coalesced)
+}
+
+/// `_coalesced_(Tensor(a!) self, bool coalesced) -> Tensor(a!)`: sets the flag, unchecked.
+pub fn _coalesced_(self_: &Tensor, coalesced: bool) -> Result<Tensor> {
+    coo("_coalesced_", self_)?;
+    if let Some(sp) = self_.sparse_impl() {
+        sp.set_coalesced(coalesced);
+    }
+    Ok(self_.clone())
+}
+
+// ---- coalescing and conversion ---------------------------------------------------------------
+
+/// `_coalesce(Tensor self) -> Tensor`: the index columns sorted and made distinct, the values
+/// of equal columns summed (in their stored order). Always a new tensor.
+pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
+    let op = "coalesce";
+    let c = coo(op, self_)?;
+    let nnz = c.nnz() as usize;
+    if c.coalesced || nnz <= 1 {
+        let v = ops::clone(&c.values, None)?;
+        let i = ops::clone(&c.indices, None)?;
+        return new_coo(self_.sizes(), &i, &v, true);
+    }
+    let sparse_sizes = &self_.sizes()[..c.sparse_dim];
+    let idx = host_indices(&c.indices)?;
+    let lin = linear_index(op, &idx, nnz, sparse_sizes)?;
+    let mut order: Vec<u32> = (0..nnz as u32).collect();
+    order.sort_by_key(|&k| lin[k as usize]);
+    // The group of each stored element, and the first element of each group.
+    let mut group = vec![0i64; nnz];
+    let mut firsts: Vec<u32> = Vec::with_capacity(nnz);
+    let mut prev = None;
+    for &k in &order {
+        let l = lin[k as usize];
+        if prev != Some(l) {
+            firsts.push(k);
+            prev = Some(l);
+        }
+        group[k as usize] = firsts.len() as i64 - 1;
+    }
+    let u = firsts.len();
+    let mut new_idx = vec![0i64; c.sparse_dim * u];
+    for d in 0..c.sparse_dim {
+        for (j, &k) in firsts.iter().enumerate() {
+            new_idx[d * u + j] = idx[d * nnz + k as usize];
+        }
+    }
+    let dev = self_.device();
+    let indices = long_tensor(new_idx, &[c.sparse_dim as i64, u as i64], dev)?;
+    let values = if u == nnz {
+        let perm = long_tensor(order.iter().map(|&k| k as i64).collect(), &[nnz as i64], dev)?;
+        ops::index_select(&c.values, 0, &perm)?
+    } else {
+        let g = long_tensor(group, &[nnz as i64], dev)?;
+        let out = zeros(&values_shape(&c.values, u as i64), c.values.dtype(), dev)?;
+        ops::index_add_(&out, 0, &g, &c.values, Scalar::Int(1))?
+    };
+    new_coo(self_.sizes(), &indices, &values, true)
+}
+
+/// `coalesce(Tensor(a) self) -> Tensor(a)`: `self` when already coalesced, else `_coalesce`.
+pub fn coalesce(self_: &Tensor) -> Result<Tensor> {
+    if coo("coalesce", self_)?.coalesced {
+        return Ok(self_.clone());
+    }
+    ops::_coalesce(self_)
+}
+
+/// `_to_dense(Tensor self, ScalarType? dtype=None, bool? masked_grad=None) -> Tensor`: zeros
+/// with every stored value added at its position (duplicates add up).
+pub fn _to_dense(self_: &Tensor, dtype: Option<ScalarType>, _masked_grad: Option<bool>) -> Result<Tensor> {
+    let op = "to_dense";
+    let c = coo(op, self_)?;
+    let sizes = self_.sizes();
+    let sparse_sizes = &sizes[..c.sparse_dim];
+    let n = product(op, sparse_sizes)?;
+    let mut flat = vec![n];
+    flat.extend_from_slice(&sizes[c.sparse_dim..]);
+    let out = zeros(&flat, c.values.dtype(), self_.device())?;
+    let nnz = c.nnz() as usize;
+    if nnz > 0 {
+        let lin = linear_index(op, &host_indices(&c.indices)?, nnz, sparse_sizes)?;
+        let lin = long_tensor(lin, &[nnz as i64], self_.device())?;
+        ops::index_add_(&out, 0, &lin, &c.values, Scalar::Int(1))?;
+    }
+    let out = ops::reshape(&out, sizes)?;
+    match dtype {
+        Some(dt) if dt != out.dtype() => ops::to(&out, dt, false, false, None),
+        _ => Ok(out),
+    }
+}
+
+/// `to_dense(Tensor self, ScalarType? dtype=None, *, bool? masked_grad=None) -> Tensor`: a
+/// strided tensor comes back as it is (converted to `dtype` if given).
+pub fn to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
+    if self_.layout() == Layout::Strided {
+        return match dtype {
+            Some(dt) if dt != self_.dtype() => ops::to(self_, dt, false, false, None),
+            _ => Ok(self_.clone()),
+        };
+    }
+    ops::_to_dense(self_, dtype, masked_grad)
+}
+
+/// `to_dense_backward(Tensor grad, Tensor input, bool? masked_grad=None) -> Tensor`: the
+/// gradient of `to_dense`, masked to the input's pattern (PyTorch's default for sparse inputs)
+/// or the dense gradient made sparse over every position (`masked_grad=False`).
+pub fn to_dense_backward(grad: &Tensor, input: &Tensor, masked_grad: Option<bool>) -> Result<Tensor> {
+    if input.layout() == Layout::Strided {
+        return Ok(grad.clone());
+    }
+    let sd = input.sparse_impl().map_or(0, |s| s.sparse_dim());
+    if masked_grad.unwrap_or(true) {
+        let mask = ops::coalesce(input)?;
+        ops::sparse_mask(grad, &mask)
+    } else {
+        ops::_to_sparse(grad, sd)
+    }
+}
+
+/// `_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor`: the positions over the
+/// first `sparse_dim` dimensions where any element is non-zero, coalesced.
+pub fn dense_to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
+    let op = "to_sparse";
+    if self_.layout() == Layout::SparseCoo {
+        let have = self_.sparse_impl().map_or(0, |s| s.sparse_dim());
+        if have != sparse_dim {
+            return Err(Error::invalid(
+                op,
+                format!("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() is not supported"),
+            ));
+        }
+        return Ok(self_.clone());
+    }
+    self_.check_strided(op)?;
+    let dim = self_.dim() as i64;
+    if sparse_dim < 0 || sparse_dim > dim {
+        return Err(Error::invalid(
+            op,
+            format!("sparse_dim argument must be in [0,{dim}] range, but {sparse_dim} is given"),
+        ));
+    }
+    let sd = sparse_dim as usize;
+    let dev = self_.device();
+    if sd == 0 {
+        let indices = ops::empty(&[0, 1], Some(ScalarType::I64), None, Some(dev), None, None)?;
+        let values = ops::clone(&ops::unsqueeze(self_, 0)?, None)?;
+        return new_coo(self_.sizes(), &indices, &values, true);
+    }
+    let nz = ops::ne_scalar(self_, Scalar::Int(0))?;
+    let mask = if sd < self_.dim() {
+        let dims: Vec<i64> = (sparse_dim..dim).collect();
+        ops::amax(&ops::to(&nz, ScalarType::U8, false, false, None)?, &dims, false)?
+    } else {
+        nz
+    };
+    let positions = ops::nonzero(&mask)?; // [nnz, sd], row-major order
+    let indices = ops::clone(&ops::t(&positions)?, Some(MemoryFormat::Contiguous))?;
+    let rows: Vec<Option<Tensor>> =
+        (0..sd).map(|d| ops::select(&indices, 0, d as i64).map(Some)).collect::<Result<_>>()?;
+    let values = ops::index(self_, &rows)?;
+    new_coo(self_.sizes(), &indices, &values, true)
+}
+
+/// `to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor`.
+pub fn to_sparse_sparse_dim(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
+    ops::_to_sparse(self_, sparse_dim)
+}
+
+/// `to_sparse(Tensor self, *, Layout? layout=None, int[2]? blocksize=None, int? dense_dim=None)`:
+/// COO over every dimension (less `dense_dim`).
+pub fn dense_to_sparse_layout(
+    self_: &Tensor,
+    layout: Option<Layout>,
+    blocksize: Option<&[i64]>,
+    dense_dim: Option<i64>,
+) -> Result<Tensor> {
+    let op = "to_sparse";
+    if blocksize.is_some() {
+        return Err(Error::NotImplemented { op: op.into(), msg: "block sparse layouts (blocksize)".into() });
+    }
+    match layout.unwrap_or(Layout::SparseCoo) {
+        Layout::SparseCoo => {
+            let sd = self_.dim() as i64 - dense_dim.unwrap_or(0);
+            ops::_to_sparse(self_, sd)
+        }
+        l => Err(Error::invalid(op, format!("to_sparse: conversion to {} is not supported here", l.short_name()))),
+    }
+}
+
+/// `sparse_mask(Tensor self, Tensor mask) -> Tensor`: `self`'s elements at `mask`'s stored
+/// positions, as a COO tensor with `mask`'s indices (so its coalesced flag too).
+pub fn sparse_mask(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let op = "sparse_mask";
+    let m = coo(op, mask)?;
+    if self_.sizes() != mask.sizes() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "sparse_mask(): operands have incompatible sizes; self has size {:?} but mask has size {:?}",
+                self_.sizes(),
+                mask.sizes()
+            ),
+        ));
+    }
+    let dense = to_dense(self_, None, None)?;
+    let values = gather_at(op, &dense, &m, mask.sizes())?;
+    new_coo(mask.sizes(), &m.indices, &values, m.coalesced)
+}
+
+/// The `[nnz, *dense]` elements of strided `dense` at the index columns of `c`.
+fn gather_at(op: &str, dense: &Tensor, c: &Coo, sizes: &[i64]) -> Result<Tensor> {
+    gather_cols(op, dense, &c.indices, sizes)
+}
+
+/// The `[nnz, *dense]` elements of strided `dense` (of `sizes`) at the columns of `indices`.
+fn gather_cols(op: &str, dense: &Tensor, indices: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let (sd, nnz) = (indices.sizes()[0] as usize, indices.sizes()[1] as usize);
+    let sparse_sizes = &sizes[..sd];
+    let lin = linear_index(op, &host_indices(indices)?, nnz, sparse_sizes)?;
+    let mut flat = vec![product(op, sparse_sizes)?];
+    flat.extend_from_slice(&sizes[sd..]);
+    let lin = long_tensor(lin, &[nnz as i64], dense.device())?;
+    ops::index_select(&ops::reshape(dense, &flat)?, 0, &lin)
+}
+
+// ---- copies ----------------------------------------------------------------------------------
+
+/// `clone` of a COO tensor: new members with the same pattern and flag.
+pub fn sparse_clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    if let Some(f) = memory_format.filter(|&f| f != MemoryFormat::Preserve) {
+        return Err(Error::invalid("clone", format!("unsupported memory format option {f:?}")));
+    }
+    let c = coo("clone", self_)?;
+    new_coo(self_.sizes(), &ops::clone(&c.indices, None)?, &ops::clone(&c.values, None)?, c.coalesced)
+}
+
+/// `_to_copy` of a COO tensor: the members converted and moved.
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let op = "_to_copy";
+    let c = coo(op, self_)?;
+    if let Some(l) = layout.filter(|&l| l != Layout::SparseCoo) {
+        return Err(Error::invalid(op, format!("to(options) doesn't support converting to a different layout, but got self.layout being {} and options.layout set as {}", self_.layout().short_name(), l.short_name())));
+    }
+    let values = ops::_to_copy(&c.values, dtype, None, device, pin_memory, non_blocking, memory_format)?;
+    let indices = ops::_to_copy(&c.indices, None, None, device, pin_memory, non_blocking, None)?;
+    new_coo(self_.sizes(), &indices, &values, c.coalesced)
+}
+
+/// `zero_` of a COO tensor: no stored element left.
+pub fn sparse_zero_(self_: &Tensor) -> Result<Tensor> {
+    let c = coo("zero_", self_)?;
+    let indices = ops::empty(&[c.sparse_dim as i64, 0], Some(ScalarType::I64), None, Some(self_.device()), None, None)?;
+    let values = zeros(&values_shape(&c.values, 0), c.values.dtype(), self_.device())?;
+    set_coo(self_, &indices, &values, true);
+    Ok(self_.clone())
+}
+
+/// `copy_` into a COO tensor from another of the same sizes (the values converted to `self`'s
+/// dtype); into a strided tensor from a COO one, its dense form.
+pub fn sparse_copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    let op = "copy_";
+    if self_.layout() == Layout::Strided {
+        let d = ops::_to_dense(src, None, None)?;
+        return ops::copy_(self_, &d, non_blocking);
+    }
+    let c = coo(op, src)?;
+    let dst = coo(op, self_)?;
+    if self_.sizes() != src.sizes() || dst.sparse_dim != c.sparse_dim {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "copy_(): a sparse tensor of size {:?} (sparse_dim {}) cannot be copied into one of size {:?} (sparse_dim {})",
+                src.sizes(),
+                c.sparse_dim,
+                self_.sizes(),
+                dst.sparse_dim
+            ),
+        ));
+    }
+    let values = ops::_to_copy(&c.values, Some(self_.dtype()), None, Some(self_.device()), None, non_blocking, None)?;
+    let indices = ops::_to_copy(&c.indices, None, None, Some(self_.device()), None, non_blocking, None)?;
+    set_coo(self_, &indices, &values, c.coalesced);
+    Ok(self_.clone())
+}
+
+/// `alias` of a COO tensor: the same members (in-place changes show in both), no history.
+pub fn sparse_detach(self_: &Tensor) -> Result<Tensor> {
+    coo("alias", self_)?;
+    let imp = self_.imp();
+    Ok(Tensor::from_impl(imp.view_of(DimVec::from_slice(imp.sizes()), DimVec::from_slice(imp.strides()), 0)))
+}
+
+// ---- arithmetic ------------------------------------------------------------------------------
+
+fn same_device(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch { op: op.into(), a: a.device().to_string(), b: b.device().to_string() });
+    }
+    Ok(())
+}
+
+fn scaled(values: &Tensor, alpha: &Scalar, dtype: ScalarType) -> Result<Tensor> {
+    let v = if values.dtype() != dtype { ops::to(values, dtype, false, false, None)? } else { values.clone() };
+    if matches!(alpha, Scalar::Int(1)) || matches!(alpha, Scalar::Float(x) if *x == 1.0) {
+        Ok(v)
+    } else {
+        ops::mul_scalar(&v, *alpha)
+    }
+}
+
+/// `sparse + alpha * sparse` as PyTorch's CPU kernel stores it (Note [The pattern of a sparse
+/// sum]).
+fn add_sparse_sparse(op: &str, a: &Tensor, b: &Tensor, alpha: &Scalar) -> Result<(Tensor, Tensor, bool)> {
+    let (ca, cb) = (coo(op, a)?, coo(op, b)?);
+    if a.sizes() != b.sizes() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "add: expected 'self' and 'other' to have same size, but self has size {:?} while other has size {:?} (FYI: dense-sparse addition does not currently support broadcasting)",
+                a.sizes(),
+                b.sizes()
+            ),
+        ));
+    }
+    if ca.sparse_dim != cb.sparse_dim {
+        return Err(Error::shape(
+            op,
+            format!("add: expected same number of sparse dimensions, but got {} and {}", ca.sparse_dim, cb.sparse_dim),
+        ));
+    }
+    same_device(op, a, b)?;
+    let dtype = c10::promote_types(a.dtype(), b.dtype());
+    let sparse_sizes = &a.sizes()[..ca.sparse_dim];
+    let (na, nb) = (ca.nnz() as usize, cb.nnz() as usize);
+    if nb == 0 {
+        return Ok((ca.indices.clone(), scaled(&ca.values, &Scalar::Int(1), dtype)?, ca.coalesced));
+    }
+    if na == 0 {
+        return Ok((cb.indices.clone(), scaled(&cb.values, alpha, dtype)?, cb.coalesced));
+    }
+    if !ca.values.is_contiguous() || !cb.values.is_contiguous() {
+        let indices = ops::cat(&[ca.indices.clone(), cb.indices.clone()], 1)?;
+        let values = ops::cat(&[scaled(&ca.values, &Scalar::Int(1), dtype)?, scaled(&cb.values, alpha, dtype)?], 0)?;
+        if (na + nb) as i64 > a.numel() {
+            let c = coo(op, &_coalesce(&new_coo(a.sizes(), &indices, &values, false)?)?)?;
+            return Ok((c.indices, c.values, true));
+        }
+        return Ok((indices, values, false));
+    }
+    let (ia, ib) = (host_indices(&ca.indices)?, host_indices(&cb.indices)?);
+    let la = linear_index(op, &ia, na, sparse_sizes)?;
+    let lb = linear_index(op, &ib, nb, sparse_sizes)?;
+    // Each result entry's source column in `a` and/or `b`.
+    let (mut from_a, mut to_a, mut from_b, mut to_b) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut cols: Vec<(bool, usize)> = Vec::with_capacity(na + nb);
+    let (mut i, mut j) = (0, 0);
+    while i < na || j < nb {
+        let n = cols.len() as i64;
+        if j >= nb || (i < na && la[i] < lb[j]) {
+            from_a.push(i as i64);
+            to_a.push(n);
+            cols.push((true, i));
+            i += 1;
+        } else if i >= na || lb[j] < la[i] {
+            from_b.push(j as i64);
+            to_b.push(n);
+            cols.push((false, j));
+            j += 1;
+        } else {
+            from_a.push(i as i64);
+            to_a.push(n);
+            from_b.push(j as i64);
+            to_b.push(n);
+            cols.push((true, i));
+            i += 1;
+            j += 1;
+        }
+    }
+    let n = cols.len();
+    let sd = ca.sparse_dim;
+    let mut idx = vec![0i64; sd * n];
+    for (q, &(in_a, k)) in cols.iter().enumerate() {
+        for d in 0..sd {
+            idx[d * n + q] = if in_a { ia[d * na + k] } else { ib[d * nb + k] };
+        }
+    }
+    let dev = a.device();
+    let indices = long_tensor(idx, &[sd as i64, n as i64], dev)?;
+    let out = zeros(&values_shape(&ca.values, n as i64), dtype, dev)?;
+    let va = ops::index_select(
+        &scaled(&ca.values, &Scalar::Int(1), dtype)?,
+        0,
+        &long_tensor(from_a, &[to_a.len() as i64], dev)?,
+    )?;
+    ops::index_add_(&out, 0, &long_tensor(to_a, &[va.sizes()[0]], dev)?, &va, Scalar::Int(1))?;
+    let vb =
+        ops::index_select(&scaled(&cb.values, alpha, dtype)?, 0, &long_tensor(from_b, &[to_b.len() as i64], dev)?)?;
+    ops::index_add_(&out, 0, &long_tensor(to_b, &[vb.sizes()[0]], dev)?, &vb, Scalar::Int(1))?;
+    Ok((indices, out, ca.coalesced && cb.coalesced))
+}
+
+// Note [The pattern of a sparse sum]: which entries `sparse + sparse` stores depends, in
+// PyTorch, on its kernel's path, and we follow it so a result has PyTorch's pattern as well as
+// its values. With contiguous values on both sides the two index lists are merged: walked
+// together in stored order, the smaller position taken first, the two values added where the
+// positions are equal; on coalesced inputs that is the coalesced sum, on others it keeps the
+// stored order. With non-contiguous values (an embedding's gradient of an expanded
+// `grad_output`) the lists are concatenated, and coalesced once there are more entries than
+// elements. The result is flagged coalesced only when both inputs were. An empty side gives the
+// other side's pattern.
+
+/// Adds `alpha * sparse` into strided `dense` in place (`index_put_` with accumulation).
+fn add_sparse_into_dense(op: &str, dense: &Tensor, s: &Tensor, alpha: &Scalar) -> Result<()> {
+    let c = coo(op, s)?;
+    if dense.sizes() != s.sizes() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "add: expected 'self' and 'other' to have same size, but self has size {:?} while other has size {:?} (FYI: dense-sparse addition does not currently support broadcasting)",
+                dense.sizes(),
+                s.sizes()
+            ),
+        ));
+    }
+    same_device(op, dense, s)?;
+    if c.nnz() == 0 {
+        return Ok(());
+    }
+    let nnz = c.nnz() as usize;
+    // Checks every index (Note [Indices are checked where they are used]).
+    linear_index(op, &host_indices(&c.indices)?, nnz, &s.sizes()[..c.sparse_dim])?;
+    let rows: Vec<Option<Tensor>> =
+        (0..c.sparse_dim).map(|d| ops::select(&c.indices, 0, d as i64).map(Some)).collect::<Result<_>>()?;
+    let v = scaled(&c.values, alpha, dense.dtype())?;
+    ops::index_put_(dense, &rows, &v, true)?;
+    Ok(())
+}
+
+/// `add.Tensor` with a sparse operand: sparse + sparse is sparse, dense + sparse is dense;
+/// sparse + dense is refused as PyTorch refuses it.
+pub fn add_sparse(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let op = "add";
+    match (self_.layout(), other.layout()) {
+        (Layout::SparseCoo, Layout::SparseCoo) => {
+            let (i, v, c) = add_sparse_sparse(op, self_, other, &alpha)?;
+            new_coo(self_.sizes(), &i, &v, c)
+        }
+        (Layout::Strided, Layout::SparseCoo) => {
+            let dtype = c10::promote_types(self_.dtype(), other.dtype());
+            let out = ops::_to_copy(self_, Some(dtype), None, None, None, false, Some(MemoryFormat::Contiguous))?;
+            add_sparse_into_dense(op, &out, other, &alpha)?;
+            Ok(out)
+        }
+        (Layout::SparseCoo, Layout::Strided) => {
+            Err(Error::invalid(op, "add(sparse, dense) is not supported. Use add(dense, sparse) instead."))
+        }
+        _ => Err(expected_coo(op, other)),
+    }
+}
+
+/// `add_.Tensor` with a sparse operand: into a dense `self` in place, or a sparse `self` whose
+/// members become the sum's.
+pub fn add_sparse_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let op = "add_";
+    match (self_.layout(), other.layout()) {
+        (Layout::SparseCoo, Layout::SparseCoo) => {
+            let dtype = c10::promote_types(self_.dtype(), other.dtype());
+            if dtype != self_.dtype() {
+                return Err(Error::invalid(
+                    op,
+                    format!(
+                        "result type {} can't be cast to the desired output type {}",
+                        dtype.cpp_name(),
+                        self_.dtype().cpp_name()
+                    ),
+                ));
+            }
+            let (i, v, c) = add_sparse_sparse(op, self_, other, &alpha)?;
+            set_coo(self_, &i, &v, c);
+            Ok(self_.clone())
+        }
+        (Layout::Strided, Layout::SparseCoo) => {
+            add_sparse_into_dense(op, self_, other, &alpha)?;
+            Ok(self_.clone())
+        }
+        (Layout::SparseCoo, Layout::Strided) => {
+            Err(Error::invalid(op, "add(sparse, dense) is not supported. Use add(dense, sparse) instead."))
+        }
+        _ => Err(expected_coo(op, other)),
+    }
+}
+
+/// `sparse * sparse`: the intersection of the two patterns (both coalesced first).
+fn mul_sparse_sparse(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.sizes() != b.sizes() {
+        return Err(Error::shape(
+            op,
+            format!("mul(sparse, sparse): operands have incompatible sizes {:?} and {:?}", a.sizes(), b.sizes()),
+        ));
+    }
+    same_device(op, a, b)?;
+    let ca = coo(op, &ops::coalesce(a)?)?;
+    let cb = coo(op, &ops::coalesce(b)?)?;
+    if ca.sparse_dim != cb.sparse_dim {
+        return Err(Error::shape(
+            op,
+            format!("mul: expected same number of sparse dimensions, but got {} and {}", ca.sparse_dim, cb.sparse_dim),
+        ));
+    }
+    let sparse_sizes = &a.sizes()[..ca.sparse_dim];
+    let (na, nb) = (ca.nnz() as usize, cb.nnz() as usize);
+    let ia = host_indices(&ca.indices)?;
+    let la = linear_index(op, &ia, na, sparse_sizes)?;
+    let lb = linear_index(op, &host_indices(&cb.indices)?, nb, sparse_sizes)?;
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < na && j < nb {
+        match la[i].cmp(&lb[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                pa.push(i as i64);
+                pb.push(j as i64);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let dev = a.device();
+    let n = pa.len() as i64;
+    let pa = long_tensor(pa, &[n], dev)?;
+    let pb = long_tensor(pb, &[n], dev)?;
+    let indices = ops::index_select(&ca.indices, 1, &pa)?;
+    let values = ops::mul(&ops::index_select(&ca.values, 0, &pa)?, &ops::index_select(&cb.values, 0, &pb)?)?;
+    new_coo(a.sizes(), &indices, &values, true)
+}
+
+/// `mul.Tensor` with a sparse operand: sparse * sparse (intersection), sparse * 0-dim (each
+/// value scaled), sparse * dense of the same sizes (each value times the dense element at its
+/// position), in either order.
+pub fn mul_sparse(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let op = "mul";
+    match (self_.layout(), other.layout()) {
+        (Layout::SparseCoo, Layout::SparseCoo) => mul_sparse_sparse(op, self_, other),
+        (Layout::SparseCoo, Layout::Strided) => mul_sparse_dense(op, self_, other),
+        (Layout::Strided, Layout::SparseCoo) => mul_sparse_dense(op, other, self_),
+        _ => Err(expected_coo(op, self_)),
+    }
+}
+
+fn mul_sparse_dense(op: &str, s: &Tensor, d: &Tensor) -> Result<Tensor> {
+    let c = coo(op, s)?;
+    if d.dim() == 0 {
+        let v = ops::mul(&c.values, d)?;
+        return new_coo(s.sizes(), &c.indices, &v, c.coalesced);
+    }
+    if d.sizes() != s.sizes() {
+        return Err(Error::shape(
+            op,
+            format!("mul(sparse, dense): operands have incompatible sizes {:?} and {:?}", s.sizes(), d.sizes()),
+        ));
+    }
+    same_device(op, s, d)?;
+    let g = gather_at(op, d, &c, s.sizes())?;
+    let v = ops::mul(&c.values, &g)?;
+    new_coo(s.sizes(), &c.indices, &v, c.coalesced)
+}
+
+/// `mul_.Tensor` on a sparse `self`: by a 0-dim tensor or a sparse tensor.
+pub fn mul_sparse_(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let op = "mul_";
+    if self_.layout() != Layout::SparseCoo {
+        return Err(Error::invalid(op, "mul_(dense, sparse) is not supported: multiply out of place"));
+    }
+    let r = mul_sparse(self_, other)?;
+    if r.dtype() != self_.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "result type {} can't be cast to the desired output type {}",
+                r.dtype().cpp_name(),
+                self_.dtype().cpp_name()
+            ),
+        ));
+    }
+    let c = coo(op, &r)?;
+    set_coo(self_, &c.indices, &c.values, c.coalesced);
+    Ok(self_.clone())
+}
+
+/// `mul.Scalar` of a COO tensor: each stored value scaled.
+pub fn mul_sparse_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    map_values("mul", self_, true, |v| ops::mul_scalar(v, other))
+}
+
+/// `mul_.Scalar` of a COO tensor, in place.
+pub fn mul_sparse_scalar_(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let c = coo("mul_", self_)?;
+    let v = ops::mul_scalar(&c.values, other)?;
+    if v.dtype() != self_.dtype() {
+        return Err(Error::invalid(
+            "mul_",
+            format!(
+                "result type {} can't be cast to the desired output type {}",
+                v.dtype().cpp_name(),
+                self_.dtype().cpp_name()
+            ),
+        ));
+    }
+    set_coo(self_, &c.indices, &v, c.coalesced);
+    Ok(self_.clone())
+}
+
+/// A zero-preserving function applied to the stored values; `linear` ones (f(a) + f(b) =
+/// f(a + b)) keep duplicates, others coalesce first so each position's value is whole.
+fn map_values(op: &str, self_: &Tensor, linear: bool, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let s = if linear { self_.clone() } else { ops::coalesce(self_)? };
+    let c = coo(op, &s)?;
+    let v = f(&c.values)?;
+    new_coo(self_.sizes(), &c.indices, &v, c.coalesced)
+}
+
+/// `neg` of a COO tensor.
+pub fn neg_sparse(self_: &Tensor) -> Result<Tensor> {
+    map_values("neg", self_, true, ops::neg)
+}
+
+/// `abs` of a COO tensor.
+pub fn abs_sparse(self_: &Tensor) -> Result<Tensor> {
+    map_values("abs", self_, false, ops::abs)
+}
+
+/// `sqrt` of a COO tensor.
+pub fn sqrt_sparse(self_: &Tensor) -> Result<Tensor> {
+    map_values("sqrt", self_, false, ops::sqrt)
+}
+
+/// `pow.Tensor_Scalar` of a COO tensor; a zero exponent would fill every position with one, so
+/// PyTorch refuses it.
+pub fn pow_sparse_scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    if exponent.to_f64() == 0.0 {
+        return Err(Error::invalid(
+            "pow",
+            "pow: cannot raise to zeroth power on sparse tensor; it would make the result tensor dense",
+        ));
+    }
+    map_values("pow", self_, false, |v| ops::pow_tensor_scalar(v, exponent))
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+
+/// `sum(Tensor self, *, ScalarType? dtype=None)` of a COO tensor: the sum of its values.
+pub fn sum_sparse(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let c = coo("sum", self_)?;
+    ops::sum(&c.values, dtype)
+}
+
+fn wrap_dims(op: &str, dims: &[i64], ndim: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(dims.len());
+    for &d in dims {
+        let w = if d < 0 { d + ndim as i64 } else { d };
+        if w < 0 || w >= ndim as i64 {
+            return Err(Error::DimOutOfRange { op: op.into(), dim: d, min: -(ndim as i64), max: ndim as i64 - 1 });
+        }
+        if out.contains(&(w as usize)) {
+            return Err(Error::invalid(op, format!("dim {w} appears multiple times in the list of dims")));
+        }
+        out.push(w as usize);
+    }
+    Ok(out)
+}
+
+/// `_sparse_sum(Tensor self) -> Tensor`: the sum of every element, a 0-dim strided tensor.
+pub fn _sparse_sum(self_: &Tensor) -> Result<Tensor> {
+    // Through `values()` so the gradient is sparse on `self`'s pattern, as PyTorch's.
+    ops::sum(&ops::values(&ops::coalesce(self_)?)?, None)
+}
+
+/// `_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor`: summed over `dim`. When every sparse
+/// dimension is summed the result is strided (the dense dimensions left); otherwise it is a
+/// coalesced COO tensor over the sparse dimensions left.
+pub fn _sparse_sum_dim(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    let op = "sparse.sum";
+    let c = coo(op, self_)?;
+    let dims = wrap_dims(op, dim, self_.dim())?;
+    let sd = c.sparse_dim;
+    let dense_red: Vec<i64> = dims.iter().filter(|&&d| d >= sd).map(|&d| (d - sd + 1) as i64).collect();
+    let values = if dense_red.is_empty() {
+        c.values.clone()
+    } else {
+        ops::sum_dim_intlist(&c.values, Some(&dense_red), false, None)?
+    };
+    let keep: Vec<usize> = (0..sd).filter(|d| !dims.contains(d)).collect();
+    if keep.is_empty() {
+        return ops::sum_dim_intlist(&values, Some(&[0]), false, None);
+    }
+    let mut sizes: Vec<i64> = keep.iter().map(|&d| self_.sizes()[d]).collect();
+    sizes.extend((sd..self_.dim()).filter(|d| !dims.contains(d)).map(|d| self_.sizes()[d]));
+    let kept = long_tensor(keep.iter().map(|&d| d as i64).collect(), &[keep.len() as i64], self_.device())?;
+    let indices = ops::index_select(&c.indices, 0, &kept)?;
+    let r = new_coo(&sizes, &indices, &values, false)?;
+    ops::_coalesce(&r)
+}
+
+/// `_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor`: the gradient of
+/// `_sparse_sum.dim` on `self`'s pattern: each stored element gets the gradient at the
+/// position it was summed into.
+pub fn _sparse_sum_backward(grad: &Tensor, self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    let op = "_sparse_sum_backward";
+    let c = coo(op, self_)?;
+    let dims = wrap_dims(op, dim, self_.dim())?;
+    let sd = c.sparse_dim;
+    let keep: Vec<usize> = (0..sd).filter(|d| !dims.contains(d)).collect();
+    // The gradient per stored element, over the dense dimensions kept.
+    let g = if keep.is_empty() {
+        // Strided grad over the dense dims kept: the same for every element.
+        let g = to_dense(grad, None, None)?;
+        ops::unsqueeze(&g, 0)?
+    } else {
+        let g = to_dense(grad, None, None)?;
+        let kept = long_tensor(keep.iter().map(|&d| d as i64).collect(), &[keep.len() as i64], self_.device())?;
+        let sub = ops::index_select(&c.indices, 0, &kept)?;
+        let sub_sizes: Vec<i64> = keep.iter().map(|&d| self_.sizes()[d]).collect();
+        let mut gs = sub_sizes;
+        gs.extend((sd..self_.dim()).filter(|d| !dims.contains(d)).map(|d| self_.sizes()[d]));
+        gather_cols(op, &g, &sub, &gs)?
+    };
+    // Re-insert the summed dense dimensions and expand to the values' shape.
+    let mut g = g;
+    for d in sd..self_.dim() {
+        if dims.contains(&d) {
+            g = ops::unsqueeze(&g, (d - sd + 1) as i64)?;
+        }
+    }
+    let g = ops::expand(&g, c.values.sizes(), false)?;
+    let v = ops::clone(&g, Some(MemoryFormat::Contiguous))?;
+    new_coo(self_.sizes(), &c.indices, &v, c.coalesced)
+}
+
+// ---- shape -----------------------------------------------------------------------------------
+
+/// `transpose.int` of a COO tensor: two sparse dimensions swap their index rows (a new tensor,
+/// not a view, as PyTorch's); PyTorch refuses dense dimensions.
+pub fn transpose_sparse(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    let op = "transpose";
+    let c = coo(op, self_)?;
+    let d = wrap_dims(op, &[dim0], self_.dim())?[0];
+    let e = wrap_dims(op, &[dim1], self_.dim())?[0];
+    let mut sizes = self_.sizes().to_vec();
+    sizes.swap(d, e);
+    if d == e {
+        return new_coo(&sizes, &c.indices, &c.values, c.coalesced);
+    }
+    let sd = c.sparse_dim;
+    if d >= sd || e >= sd {
+        return Err(Error::invalid(
+            op,
+            format!("sparse transpose: transposed dimensions must be sparse Got sparse_dim: {sd}, d0: {d}, d1: {e}"),
+        ));
+    }
+    let mut order: Vec<i64> = (0..sd as i64).collect();
+    order.swap(d, e);
+    let ord = long_tensor(order, &[sd as i64], self_.device())?;
+    let indices = ops::index_select(&c.indices, 0, &ord)?;
+    new_coo(&sizes, &indices, &c.values, false)
+}
+
+/// `t` of a COO tensor (at most two dimensions).
+pub fn t_sparse(self_: &Tensor) -> Result<Tensor> {
+    let n = self_.dim();
+    if n > 2 {
+        return Err(Error::invalid(
+            "t",
+            format!("t() expects a tensor with <= 2 sparse and 0 dense dimensions, but self is {n}D"),
+        ));
+    }
+    if n < 2 {
+        return sparse_detach(self_);
+    }
+    transpose_sparse(self_, 0, 1)
+}
+
+/// `index_select` of a COO tensor: along a sparse dimension, the stored elements whose index is
+/// selected (once per selection, renumbered); along a dense one, the values' slices.
+pub fn index_select_sparse(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let op = "index_select";
+    let c = coo(op, self_)?;
+    let d = wrap_dims(op, &[dim], self_.dim())?[0];
+    if index.dim() > 1 {
+        return Err(Error::invalid(op, "index_select(): Index is supposed to be a vector"));
+    }
+    if !matches!(index.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(op, "index_select(): Expected dtype int32 or int64 for index"));
+    }
+    let sel: Vec<i64> = index.to_vec::<i64>()?;
+    let size = self_.sizes()[d];
+    for &s in &sel {
+        if s < -size || s >= size {
+            return Err(Error::IndexOutOfRange { op: op.into(), index: s, dim: d as i64, size });
+        }
+    }
+    let sel: Vec<i64> = sel.into_iter().map(|s| if s < 0 { s + size } else { s }).collect();
+    let mut sizes = self_.sizes().to_vec();
+    sizes[d] = sel.len() as i64;
+    let dev = self_.device();
+    if d >= c.sparse_dim {
+        let ix = long_tensor(sel, &[sizes[d]], dev)?;
+        let v = ops::index_select(&c.values, (d - c.sparse_dim + 1) as i64, &ix)?;
+        return new_coo(&sizes, &c.indices, &v, c.coalesced);
+    }
+    let nnz = c.nnz() as usize;
+    let idx = host_indices(&c.indices)?;
+    linear_index(op, &idx, nnz, &self_.sizes()[..c.sparse_dim])?;
+    // For each selected position, the stored elements at that index (in stored order).
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); size as usize];
+    for k in 0..nnz {
+        at[idx[d * nnz + k] as usize].push(k);
+    }
+    let (mut picks, mut new_pos) = (Vec::new(), Vec::new());
+    for (j, &s) in sel.iter().enumerate() {
+        for &k in &at[s as usize] {
+            picks.push(k as i64);
+            new_pos.push(j as i64);
+        }
+    }
+    let n = picks.len();
+    let mut new_idx = vec![0i64; c.sparse_dim * n];
+    for r in 0..c.sparse_dim {
+        for (q, &k) in picks.iter().enumerate() {
+            new_idx[r * n + q] = if r == d { new_pos[q] } else { idx[r * nnz + k as usize] };
+        }
+    }
+    let p = long_tensor(picks, &[n as i64], dev)?;
+    let v = ops::index_select(&c.values, 0, &p)?;
+    let indices = long_tensor(new_idx, &[c.sparse_dim as i64, n as i64], dev)?;
+    new_coo(&sizes, &indices, &v, false)
+}
+
+/// `narrow_copy` of a COO tensor: the stored elements inside `[start, start + length)` along
+/// `dim`, re-based.
+pub fn narrow_copy_sparse(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let op = "narrow_copy";
+    let d = wrap_dims(op, &[dim], self_.dim())?[0];
+    let size = self_.sizes()[d];
+    let start = if start < 0 { start + size } else { start };
+    if start < 0 || length < 0 || start > size - length {
+        return Err(Error::invalid(
+            op,
+            format!("start ({start}) + length ({length}) exceeds dimension size ({size})."),
+        ));
+    }
+    let ix = long_tensor((start..start + length).collect(), &[length], self_.device())?;
+    let r = index_select_sparse(self_, d as i64, &ix)?;
+    let was = coo(op, self_)?.coalesced;
+    if let Some(sp) = r.sparse_impl() {
+        // A contiguous range keeps the stored order, so a coalesced input stays coalesced.
+        sp.set_coalesced(was);
+    }
+    Ok(r)
+}
+
+/// `cat` of COO tensors along `dim`: indices shifted along a sparse dimension, values
+/// concatenated along a dense one.
+pub fn cat_sparse(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let op = "cat";
+    let Some(first) = tensors.first() else {
+        return Err(Error::Value { op: op.into(), msg: "torch.cat(): expected a non-empty list of Tensors".into() });
+    };
+    let parts: Vec<Coo> = tensors.iter().map(|t| coo(op, t)).collect::<Result<_>>()?;
+    let d = wrap_dims(op, &[dim], first.dim())?[0];
+    let sd = parts[0].sparse_dim;
+    for (i, (t, p)) in tensors.iter().zip(&parts).enumerate() {
+        same_device(op, first, t)?;
+        let ok = t.dim() == first.dim()
+            && p.sparse_dim == sd
+            && t.sizes().iter().zip(first.sizes()).enumerate().all(|(k, (a, b))| k == d || a == b);
+        if !ok {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "concatenating sparse tensors, but they don't have the same sizes except along dim {d}: tensor 0 has size {:?} and tensor {i} has size {:?} (sparse_dim {sd} and {})",
+                    first.sizes(),
+                    t.sizes(),
+                    p.sparse_dim
+                ),
+            ));
+        }
+    }
+    let dtype = tensors.iter().skip(1).fold(first.dtype(), |a, t| c10::promote_types(a, t.dtype()));
+    let mut sizes = first.sizes().to_vec();
+    sizes[d] = tensors.iter().map(|t| t.sizes()[d]).sum();
+    if d < sd {
+        let mut idxs = Vec::new();
+        let mut vals = Vec::new();
+        let mut offset = 0i64;
+        for (t, p) in tensors.iter().zip(&parts) {
+            let mut shift = vec![0i64; sd];
+            shift[d] = offset;
+            let sh = ops::unsqueeze(&long_tensor(shift, &[sd as i64], first.device())?, 1)?;
+            idxs.push(ops::add(&p.indices, &sh, Scalar::Int(1))?);
+            vals.push(scaled(&p.values, &Scalar::Int(1), dtype)?);
+            offset += t.sizes()[d];
+        }
+        let indices = ops::cat(&idxs, 1)?;
+        let values = ops::cat(&vals, 0)?;
+        return new_coo(&sizes, &indices, &values, false);
+    }
+    // Along a dense dimension: each input's values padded with zeros to the others' positions.
+    let vd = (d - sd + 1) as i64;
+    let mut idxs = Vec::new();
+    let mut vals = Vec::new();
+    let mut offset = 0i64;
+    for (t, p) in tensors.iter().zip(&parts) {
+        let mut vs = values_shape(&p.values, p.nnz());
+        vs[vd as usize] = sizes[d];
+        let v = zeros(&vs, dtype, first.device())?;
+        let slot = ops::narrow(&v, vd, offset, t.sizes()[d])?;
+        ops::copy_(&slot, &p.values, false)?;
+        idxs.push(p.indices.clone());
+        vals.push(v);
+        offset += t.sizes()[d];
+    }
+    let indices = ops::cat(&idxs, 1)?;
+    let values = ops::cat(&vals, 0)?;
+    new_coo(&sizes, &indices, &values, false)
+}
+
+// ---- matrix products -------------------------------------------------------------------------
+
+fn check_mm_operands(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<()> {
+    if c.sparse_dim != 2 || c.dense_dim != 0 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "{op}: matrices expected, got {}D tensor (sparse_dim {}, dense_dim {})",
+                s.dim(),
+                c.sparse_dim,
+                c.dense_dim
+            ),
+        ));
+    }
+    if d.dim() != 2 {
+        return Err(Error::invalid(op, format!("{op}: matrices expected, got {}D tensor", d.dim())));
+    }
+    if s.sizes()[1] != d.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                s.sizes()[0],
+                s.sizes()[1],
+                d.sizes()[0],
+                d.sizes()[1]
+            ),
+        ));
+    }
+    if s.dtype() != d.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "expected mat1 and mat2 to have the same dtype, but got: {} != {}",
+                s.dtype().cpp_name(),
+                d.dtype().cpp_name()
+            ),
+        ));
+    }
+    same_device(op, s, d)
+}
+
+/// `sparse @ dense` into a new `[rows, cols]` tensor: per stored element `(r, k, v)`, `v` times
+/// row `k` of `dense` added to row `r`. f32 and f64 run a direct loop over the rows (in
+/// parallel, each row's elements in stored order); other dtypes gather and `index_add_`.
+fn spmm(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<Tensor> {
+    let (m, n) = (s.sizes()[0], d.sizes()[1]);
+    let nnz = c.nnz() as usize;
+    let idx = host_indices(&c.indices)?;
+    linear_index(op, &idx, nnz, &s.sizes()[..2])?;
+    let dev = d.device();
+    if dev.is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64) {
+        let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
+        let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
+        let out = zeros(&[m, n], d.dtype(), dev)?;
+        // Elements grouped by row, in stored order.
+        let mut start = vec![0usize; m as usize + 1];
+        for k in 0..nnz {
+            start[idx[k] as usize + 1] += 1;
+        }
+        for r in 0..m as usize {
+            start[r + 1] += start[r];
+        }
+        let mut fill = start.clone();
+        let mut by_row = vec![0usize; nnz];
+        for k in 0..nnz {
+            let r = idx[k] as usize;
+            by_row[fill[r]] = k;
+            fill[r] += 1;
+        }
+        match d.dtype() {
+            ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &idx[nnz..], &start, &by_row, n as usize)?,
+            _ => spmm_rows::<f64>(&out, &dd, &vals, &idx[nnz..], &start, &by_row, n as usize)?,
+        }
+        return Ok(out);
+    }
+    let cols = ops::select(&c.indices, 0, 1)?;
+    let rows = ops::select(&c.indices, 0, 0)?;
+    let gathered = ops::mul(&ops::index_select(d, 0, &cols)?, &ops::unsqueeze(&c.values, 1)?)?;
+    let out = zeros(&[m, n], d.dtype(), dev)?;
+    ops::index_add_(&out, 0, &rows, &gathered, Scalar::Int(1))
+}
+
+fn spmm_rows<T>(
+    out: &Tensor,
+    dense: &Tensor,
+    vals: &Tensor,
+    cols: &[i64],
+    start: &[usize],
+    by_row: &[usize],
+    n: usize,
+) -> Result<()>
+where
+    T: c10::Element + Copy + Send + Sync + std::ops::Mul<Output = T> + std::ops::AddAssign,
+{
+    use rayon::prelude::*;
+    let o = out.typed_data_ptr::<T>()? as usize;
+    let dp = dense.typed_data_ptr::<T>()? as usize;
+    let vp = vals.typed_data_ptr::<T>()? as usize;
+    let rows = start.len() - 1;
+    let work = by_row.len() * n;
+    let body = |r: usize| {
+        // SAFETY: `out` is a fresh contiguous [rows, n] tensor and each row is written by one
+        // iteration only; `dense` is contiguous [k, n] and every column index was checked
+        // against k by `linear_index`; `vals` is contiguous with one value per stored element.
+        let orow = unsafe { std::slice::from_raw_parts_mut((o as *mut T).add(r * n), n) };
+        for &k in &by_row[start[r]..start[r + 1]] {
+            let v = unsafe { *(vp as *const T).add(k) };
+            let drow = unsafe { std::slice::from_raw_parts((dp as *const T).add(cols[k] as usize * n), n) };
+            for (a, &b) in orow.iter_mut().zip(drow) {
+                *a += v * b;
+            }
+        }
+    };
+    if work >= 1 << 15 && crate::parallel::get_num_threads() > 1 {
+        (0..rows).into_par_iter().for_each(body);
+    } else {
+        (0..rows).for_each(body);
+    }
+    Ok(())
+}
+
+/// `sparse @ sparse` (both 2-D, no dense dimensions): a coalesced COO product.
+fn spspmm(op: &str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let ca = coo(op, &ops::coalesce(a)?)?;
+    let cb = coo(op, &ops::coalesce(b)?)?;
+    if ca.sparse_dim != 2 || cb.sparse_dim != 2 || ca.dense_dim != 0 || cb.dense_dim != 0 {
+        return Err(Error::invalid(op, format!("{op}: sparse matrices expected (2 sparse dimensions, no dense ones)")));
+    }
+    if a.sizes()[1] != b.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                a.sizes()[0],
+                a.sizes()[1],
+                b.sizes()[0],
+                b.sizes()[1]
+            ),
+        ));
+    }
+    same_device(op, a, b)?;
+    let (m, n) = (a.sizes()[0], b.sizes()[1]);
+    let dtype = c10::promote_types(a.dtype(), b.dtype());
+    let ia = host_indices(&ca.indices)?;
+    let ib = host_indices(&cb.indices)?;
+    let (na, nb) = (ca.nnz() as usize, cb.nnz() as usize);
+    linear_index(op, &ia, na, a.sizes())?;
+    linear_index(op, &ib, nb, b.sizes())?;
+    // Rows of b (coalesced, so sorted by row).
+    let mut bstart = vec![0usize; b.sizes()[0] as usize + 1];
+    for k in 0..nb {
+        bstart[ib[k] as usize + 1] += 1;
+    }
+    for r in 0..b.sizes()[0] as usize {
+        bstart[r + 1] += bstart[r];
+    }
+    // The product's pattern: for each (i, k) in a and (k, j) in b, a pair (a elt, b elt) at (i, j).
+    let (mut out_lin, mut pa, mut pb) = (Vec::new(), Vec::new(), Vec::new());
+    for p in 0..na {
+        let (i, k) = (ia[p], ia[na + p] as usize);
+        for q in bstart[k]..bstart[k + 1] {
+            out_lin.push(i * n + ib[nb + q]);
+            pa.push(p as i64);
+            pb.push(q as i64);
+        }
+    }
+    let np = out_lin.len();
+    let dev = a.device();
+    let va = ops::index_select(&scaled(&ca.values, &Scalar::Int(1), dtype)?, 0, &long_tensor(pa, &[np as i64], dev)?)?;
+    let vb = ops::index_select(&scaled(&cb.values, &Scalar::Int(1), dtype)?, 0, &long_tensor(pb, &[np as i64], dev)?)?;
+    let prod = ops::mul(&va, &vb)?;
+    let mut idx = vec![0i64; 2 * np];
+    for (q, &l) in out_lin.iter().enumerate() {
+        idx[q] = l / n.max(1);
+        idx[np + q] = l % n.max(1);
+    }
+    let r = new_coo(&[m, n], &long_tensor(idx, &[2, np as i64], dev)?, &prod, false)?;
+    ops::_coalesce(&r)
+}
+
+/// `addmm` with a sparse `mat1`: `beta * self + alpha * (mat1 @ mat2)`, strided.
+pub fn addmm_sparse(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let op = "addmm";
+    if mat2.layout() != Layout::Strided || self_.layout() != Layout::Strided {
+        return Err(Error::invalid(op, "addmm: only a sparse mat1 with strided self and mat2 is supported"));
+    }
+    let c = coo(op, mat1)?;
+    check_mm_operands(op, mat1, &c, mat2)?;
+    let prod = spmm(op, mat1, &c, mat2)?;
+    let want = [mat1.sizes()[0], mat2.sizes()[1]];
+    let base = ops::expand(self_, &want, false)?;
+    let prod = if matches!(alpha, Scalar::Int(1)) { prod } else { ops::mul_scalar(&prod, alpha)? };
+    if beta.to_f64() == 0.0 {
+        return Ok(prod);
+    }
+    ops::add(&prod, &base, beta)
+}
+
+/// `mm` with a sparse operand: sparse @ dense is strided, sparse @ sparse is sparse.
+pub fn mm_sparse(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let op = "mm";
+    match (self_.layout(), mat2.layout()) {
+        (Layout::SparseCoo, Layout::Strided) => {
+            let c = coo(op, self_)?;
+            check_mm_operands(op, self_, &c, mat2)?;
+            spmm(op, self_, &c, mat2)
+        }
+        (Layout::SparseCoo, Layout::SparseCoo) => spspmm(op, self_, mat2),
+        (Layout::Strided, Layout::SparseCoo) => {
+            // dense @ sparse = (sparse^T @ dense^T)^T
+            let st = transpose_sparse(mat2, 0, 1)?;
+            let c = coo(op, &st)?;
+            let dt = ops::t(self_)?;
+            check_mm_operands(op, &st, &c, &dt)?;
+            ops::t(&spmm(op, &st, &c, &dt)?)
+        }
+        _ => Err(expected_coo(op, self_)),
+    }
+}
+
+/// `mv` with a sparse matrix: the product with a vector, strided.
+pub fn mv_sparse(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    let op = "mv";
+    if vec.dim() != 1 {
+        return Err(Error::invalid(
+            op,
+            format!("vector + matrix @ vector expected, got {}, {}, {}", 1, self_.dim(), vec.dim()),
+        ));
+    }
+    let r = mm_sparse(self_, &ops::unsqueeze(vec, 1)?)?;
+    ops::squeeze_dim(&r, 1)
+}
+
+/// `_sparse_addmm(Tensor self, Tensor sparse, Tensor dense, *, Scalar beta=1, Scalar alpha=1)`:
+/// `addmm` whose gradient for the sparse operand keeps its pattern (`torch.sparse.mm`).
+pub fn _sparse_addmm(self_: &Tensor, sparse: &Tensor, dense: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    addmm_sparse(self_, sparse, dense, beta, alpha)
+}
+
+/// `_sparse_mm(Tensor sparse, Tensor dense) -> Tensor` (`torch.sparse.mm`): sparse @ sparse is
+/// sparse; sparse @ dense goes through `_sparse_addmm`, whose gradient is masked.
+pub fn _sparse_mm(sparse: &Tensor, dense: &Tensor) -> Result<Tensor> {
+    if sparse.layout() == Layout::SparseCoo && dense.layout() == Layout::SparseCoo {
+        return ops::mm(sparse, dense);
+    }
+    if sparse.layout() != Layout::SparseCoo {
+        return ops::mm(sparse, dense);
+    }
+    let z = zeros(&[sparse.sizes()[0], dense.sizes().get(1).copied().unwrap_or(0)], dense.dtype(), dense.device())?;
+    ops::_sparse_addmm(&z, sparse, dense, Scalar::Int(0), Scalar::Int(1))
+}
+
+/// The gradient of `_sparse_addmm` for its sparse operand: `alpha * grad @ dense^T` at the
+/// sparse operand's stored positions.
+pub fn mm_mat1_sparse_backward(grad: &Tensor, mat1: &Tensor, mat2: &Tensor, alpha: &Scalar) -> Result<Tensor> {
+    let full = ops::mm(grad, &ops::t(mat2)?)?;
+    let full = if matches!(alpha, Scalar::Int(1)) { full } else { ops::mul_scalar(&full, *alpha)? };
+    let g = ops::sparse_mask(&full, &ops::coalesce(mat1)?)?;
+    // Sorted and distinct, but flagged otherwise, as PyTorch's.
+    ops::_coalesced_(&g, false)
+}
+
+/// `sparse_constructor_values_backward`: the gradient of a COO constructor for its values, the
+/// (dense or sparse) gradient read at each index column.
+pub fn sparse_constructor_values_backward(grad: &Tensor, indices: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let dense = to_dense(grad, None, None)?;
+    gather_cols("sparse_coo_tensor_backward", &dense, indices, size)
+}
+
+/// `values_backward`: the gradient of `values()` as a sparse tensor on `self`'s pattern.
+pub fn values_backward(grad: &Tensor, self_: &Tensor) -> Result<Tensor> {
+    let c = coo("values_backward", self_)?;
+    new_coo(self_.sizes(), &c.indices, grad, c.coalesced)
+}
+
+// ---- embeddings ------------------------------------------------------------------------------
+
+/// `embedding_sparse_backward(Tensor grad, Tensor indices, int num_weights, int padding_idx,
+/// bool scale_grad_by_freq) -> Tensor`: the gradient of an embedding table as an uncoalesced COO
+/// tensor, one stored row per looked-up position (the padding index's dropped);
+/// `scale_grad_by_freq` is refused, as PyTorch refuses it.
+pub fn embedding_sparse_backward(
+    grad: &Tensor,
+    indices: &Tensor,
+    num_weights: i64,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let op = "embedding_backward";
+    if !matches!(indices.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                indices.dtype().cpp_name()
+            ),
+        ));
+    }
+    if scale_grad_by_freq {
+        // PyTorch 2.15 refuses the combination with these words.
+        return Err(Error::invalid(op, "embedding_backward: scale_grad_by_freq not supported with sparse gradients"));
+    }
+    let dim = grad.sizes().last().copied().unwrap_or(1);
+    let ids: Vec<i64> = indices.to_vec::<i64>()?;
+    for &i in &ids {
+        if i < 0 || i >= num_weights {
+            return Err(Error::IndexOutOfRange { op: op.into(), index: i, dim: 0, size: num_weights });
+        }
+    }
+    let keep: Vec<i64> = (0..ids.len() as i64).filter(|&k| ids[k as usize] != padding_idx).collect();
+    let kept_ids: Vec<i64> = keep.iter().map(|&k| ids[k as usize]).collect();
+    let dev = grad.device();
+    let n = keep.len() as i64;
+    let g = ops::reshape(grad, &[ids.len() as i64, dim])?;
+    let values = if keep.len() == ids.len() {
+        // A view of the incoming gradient where it is one, as PyTorch's (Note [The pattern of
+        // a sparse sum]).
+        g
+    } else {
+        ops::index_select(&g, 0, &long_tensor(keep, &[n], dev)?)?
+    };
+    let idx = long_tensor(kept_ids, &[1, n], dev)?;
+    new_coo(&[num_weights, dim], &idx, &values, false)
+}

@@ -1,0 +1,146 @@
+"""Writes the expected values of nn/tests/nn/sparse.rs to sparse_expected.txt
+(PyTorch 2.15: python3 gen_sparse.py > sparse_expected.txt).
+
+Inputs are deterministic: `wave(shape, a, b)` is sin(a * arange(n) + b) in float64. Sparse results
+are written as their dense form plus, where the pattern matters, `indices`/`values`/`nnz` of the
+tensor as PyTorch returns it (coalesced or not).
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+
+def wave(shape, a=0.7, b=0.3):
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.sin(a * torch.arange(n, dtype=torch.float64) + b).reshape(shape)
+
+
+def show(name, t):
+    t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    vals = ", ".join(repr(float(v)) for v in t.reshape(-1))
+    print(f"// {name} {list(t.shape)}\n[{vals}]")
+
+
+def show_coo(name, s):
+    """The pattern as stored: indices, values, and the coalesced flag as nnz (negated if not)."""
+    show(name + " indices", s._indices().to(torch.float64))
+    show(name + " values", s._values())
+    flag = 1.0 if s.is_coalesced() else -1.0
+    show(name + " nnz", torch.tensor([flag * s._nnz()], dtype=torch.float64))
+
+
+# A [3, 4] with a duplicate position (0, 2); B hybrid [4, 2] (one dense dim), duplicate row 0.
+IA = torch.tensor([[0, 1, 1, 0, 2], [2, 0, 2, 2, 3]])
+VA = wave([5], 0.9, 0.2)
+A = torch.sparse_coo_tensor(IA, VA, (3, 4))
+IA2 = torch.tensor([[2, 0, 1], [3, 1, 0]])
+A2 = torch.sparse_coo_tensor(IA2, wave([3], 0.5, 1.0), (3, 4))
+IB = torch.tensor([[0, 2, 0]])
+B = torch.sparse_coo_tensor(IB, wave([3, 2], 0.4, 0.7), (4, 2))
+D = wave([3, 4], 0.3, 0.1)
+M = wave([4, 3], 0.6, 0.4)
+
+show("A dense", A)
+show_coo("A coalesce", A.coalesce())
+show("B dense", B)
+show_coo("B coalesce", B.coalesce())
+show_coo("dense to_sparse", D.masked_fill(D.abs() < 0.5, 0).to_sparse())
+show_coo("hybrid to_sparse 1", wave([3, 2], 1.7, 0.0).masked_fill(torch.tensor([[True], [False], [True]]), 0).to_sparse(1))
+show_coo("A + A2", A + A2)
+show_coo("coalesced A + A2", A.coalesce() + A2.coalesce())
+show("D + A", D + A)
+show("D + 2.5 A", torch.add(D, A, alpha=2.5))
+show("A * A2", A * A2)
+show_coo("A * 3", A * 3)
+show_coo("A * D", A * D)
+show_coo("-A", -A)
+show_coo("abs A", A.abs())
+show_coo("sqrt abs A", A.abs().sqrt())
+show_coo("A pow 3", A.pow(3))
+show("sum A", torch.sum(A))
+show("sparse.sum A 0", torch.sparse.sum(A, 0))
+show("sparse.sum A 1", torch.sparse.sum(A, 1))
+show("sparse.sum B 1", torch.sparse.sum(B, 1))
+show("sparse.sum B 0", torch.sparse.sum(B, 0))
+show_coo("A t", A.t())
+show_coo("A index_select 1", A.index_select(1, torch.tensor([2, 0, 2])))
+show_coo("A index_select 0", A.index_select(0, torch.tensor([1, 1])))
+show_coo("A narrow_copy", A.narrow_copy(1, 1, 2))
+show_coo("cat A A2 0", torch.cat([A, A2], 0))
+show_coo("cat B B 1", torch.cat([B, B], 1))
+show("A mm M", torch.mm(A, M))
+show("sparse.mm A M", torch.sparse.mm(A, M))
+show("addmm", torch.addmm(wave([3, 3], 0.2, 0.3), A, M, beta=0.5, alpha=2.0))
+show_coo("A mm A2t", torch.mm(A, A2.t()))
+show("A mv", torch.mv(A, wave([4], 0.8, 0.8)))
+show("M mm A2", torch.mm(wave([2, 3], 0.9, 0.1), A2))
+E = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (3, 4))
+show("empty mm M", torch.mm(E, M))
+show_coo("empty + A2", E + A2)
+show_coo("sparse_mask", D.sparse_mask(A.coalesce()))
+
+# Gradients.
+v = VA.clone().requires_grad_()
+dm = M.clone().requires_grad_()
+S = torch.sparse_coo_tensor(IA, v, (3, 4))
+(torch.sparse.mm(S, dm) * wave([3, 3], 0.5, 0.5)).sum().backward()
+show("grad sparse.mm values", v.grad)
+show("grad sparse.mm dense", dm.grad)
+
+v = VA.clone().requires_grad_()
+S = torch.sparse_coo_tensor(IA, v, (3, 4))
+(S.to_dense() * D).sum().backward()
+show("grad to_dense values", v.grad)
+
+v = VA.clone().requires_grad_()
+S = torch.sparse_coo_tensor(IA, v, (3, 4))
+(torch.sparse.sum(S, 1).to_dense() * wave([3], 1.1, 0.0)).sum().backward()
+show("grad sparse.sum values", v.grad)
+
+v = VA.clone().requires_grad_()
+(torch.sparse_coo_tensor(IA, v, (3, 4)).coalesce().values() * wave([4], 0.7, 0.7)).sum().backward()
+show("grad coalesce values", v.grad)
+
+S = torch.sparse_coo_tensor(IA, VA, (3, 4)).requires_grad_()
+(torch.sparse.mm(S, M) * wave([3, 3], 0.5, 0.5)).sum().backward()
+show_coo("grad leaf sparse.mm", S.grad)
+
+dd = D.clone().requires_grad_()
+(dd.to_sparse() * wave([3, 4], 0.4, 0.9).to_sparse()).to_dense().sum().backward()
+show("grad to_sparse", dd.grad)
+
+# Embedding with sparse gradients.
+ids = torch.tensor([[1, 3, 3, 0], [9, 1, 3, 3]])
+go = wave([2, 4, 4], 0.9, 0.1)
+for pad, scale in [(None, False), (3, False)]:
+    w = wave([10, 4], 1.1, 0.5).requires_grad_()
+    F.embedding(ids, w, padding_idx=pad, sparse=True, scale_grad_by_freq=scale).backward(go)
+    show_coo(f"embedding sparse grad padding {pad} scale {scale}", w.grad)
+
+
+# Optimizers over sparse gradients: three steps each, the same lookups every step.
+def steps(make_opt, n=3):
+    emb = nn.Embedding(10, 4, sparse=True).double()
+    with torch.no_grad():
+        emb.weight.copy_(wave([10, 4], 1.3, 0.1))
+    opt = make_opt(emb.parameters())
+    for k in range(n):
+        opt.zero_grad()
+        out = emb(ids[k % 2])
+        (out * wave([4, 4], 0.5 + 0.1 * k, 0.2)).sum().backward()
+        opt.step()
+    return emb.weight
+
+
+show("SGD sparse", steps(lambda p: torch.optim.SGD(p, lr=0.1)))
+show("SGD momentum sparse", steps(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)))
+show("SGD nesterov sparse", steps(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, dampening=0.0)))
+show("Adagrad sparse", steps(lambda p: torch.optim.Adagrad(p, lr=0.1)))
+show("SparseAdam", steps(lambda p: torch.optim.SparseAdam(p, lr=0.05)))
+show("SparseAdam maximize", steps(lambda p: torch.optim.SparseAdam(p, lr=0.05, betas=(0.8, 0.9), maximize=True)))

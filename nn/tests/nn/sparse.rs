@@ -1,0 +1,371 @@
+//! Sparse COO tensors against PyTorch's numbers: construction, coalescing, conversion, the
+//! operators with sparse kernels (uncoalesced inputs with duplicates, a hybrid tensor with a
+//! dense dimension, an empty one), gradients through the constructor, `to_dense`,
+//! `torch.sparse.mm` and `torch.sparse.sum`, `Embedding(sparse=true)`'s gradient, and SGD,
+//! Adagrad and SparseAdam over sparse gradients. The expected values are in
+//! `sparse_expected.txt`, written by `gen_sparse.py` with PyTorch 2.15 from the same inputs.
+
+use aten::{ops, Tensor};
+use autograd::TensorAutograd;
+use c10::{DispatchKey, Layout, Result, Scalar, ScalarType};
+use nn::optim::{Adagrad, Adam, Optimizer, SGDOptions, SparseAdam, SparseAdamOptions, SGD};
+use nn::{Embedding, Forward, Module};
+
+/// `sin(a * arange(n) + b)` in f64, reshaped: the inputs of `gen_sparse.py`.
+fn wave(shape: &[i64], a: f64, b: f64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| (a * i as f64 + b).sin()).collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+fn expected(name: &str) -> (Vec<f64>, Vec<i64>) {
+    let text = include_str!("sparse_expected.txt");
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("// ") else { continue };
+        let (label, shape) = rest.rsplit_once(" [").expect("a shape");
+        if label != name {
+            continue;
+        }
+        let shape = shape.trim_end_matches(']').split(", ").filter(|s| !s.is_empty()).map(|s| s.parse().unwrap());
+        let vals = lines.next().unwrap().trim_matches(|c| c == '[' || c == ']');
+        let vals = vals.split(", ").filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+        return (vals, shape.collect());
+    }
+    panic!("no expected values named {name:?}");
+}
+
+/// Asserts `t` (its dense form if sparse) has the recorded shape and values.
+fn check(name: &str, t: &Tensor) {
+    let (want, shape) = expected(name);
+    let d = ops::to_dense(t, None, None).unwrap();
+    assert_eq!(d.sizes(), shape.as_slice(), "{name}: shape");
+    let got = ops::to(&d, ScalarType::F64, false, false, None).unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(got.len(), want.len(), "{name}: count");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{name}[{i}]: got {g}, expected {w}\n{got:?}\n{want:?}");
+    }
+}
+
+/// Asserts the stored pattern of COO tensor `s`: indices, values, nnz and the coalesced flag,
+/// as PyTorch stores them.
+fn check_coo(name: &str, s: &Tensor) {
+    assert_eq!(s.layout(), Layout::SparseCoo, "{name}: layout");
+    check(&format!("{name} indices"), &ops::_indices(s).unwrap());
+    check(&format!("{name} values"), &ops::_values(s).unwrap());
+    let (want, _) = expected(&format!("{name} nnz"));
+    let nnz = ops::_nnz(s).unwrap();
+    assert_eq!(nnz, want[0].abs() as i64, "{name}: nnz");
+    assert_eq!(ops::is_coalesced(s).unwrap(), want[0] > 0.0 || nnz == 0, "{name}: coalesced flag");
+}
+
+fn coo(indices: &[i64], sparse_dim: i64, values: Tensor, size: &[i64]) -> Tensor {
+    let nnz = indices.len() as i64 / sparse_dim;
+    let i = Tensor::from_vec(indices.to_vec(), &[sparse_dim, nnz]).unwrap();
+    ops::sparse_coo_tensor(&i, &values, size, None, None, None, None, None).unwrap()
+}
+
+const IA: [i64; 10] = [0, 1, 1, 0, 2, 2, 0, 2, 2, 3];
+
+fn a() -> Tensor {
+    coo(&IA, 2, wave(&[5], 0.9, 0.2), &[3, 4])
+}
+fn a2() -> Tensor {
+    coo(&[2, 0, 1, 3, 1, 0], 2, wave(&[3], 0.5, 1.0), &[3, 4])
+}
+fn b() -> Tensor {
+    coo(&[0, 2, 0], 1, wave(&[3, 2], 0.4, 0.7), &[4, 2])
+}
+
+fn masked(t: &Tensor, below: f64) -> Tensor {
+    let m = ops::lt_scalar(&ops::abs(t).unwrap(), Scalar::Float(below)).unwrap();
+    ops::masked_fill(t, &m, Scalar::Int(0)).unwrap()
+}
+
+#[test]
+fn construction_coalescing_and_conversion_match_pytorch() -> Result<()> {
+    let a = a();
+    assert_eq!(a.layout(), Layout::SparseCoo);
+    assert!(a.key_set().has(DispatchKey::SparseCPU) && a.key_set().has(DispatchKey::AutogradCPU));
+    assert!(!a.key_set().has(DispatchKey::CPU));
+    assert_eq!((ops::sparse_dim(&a)?, ops::dense_dim(&a)?, ops::_nnz(&a)?), (2, 0, 5));
+    assert!(!ops::is_coalesced(&a)?);
+    check("A dense", &a);
+    check_coo("A coalesce", &ops::coalesce(&a)?);
+    check("B dense", &b());
+    check_coo("B coalesce", &ops::coalesce(&b())?);
+    assert_eq!(ops::dense_dim(&b())?, 1);
+    let d = wave(&[3, 4], 0.3, 0.1);
+    check_coo("dense to_sparse", &ops::to_sparse_op(&masked(&d, 0.5), None, None, None)?);
+    let h = wave(&[3, 2], 1.7, 0.0);
+    let rows = Tensor::from_vec(vec![true, false, true], &[3, 1])?;
+    check_coo("hybrid to_sparse 1", &ops::to_sparse(&ops::masked_fill(&h, &rows, Scalar::Int(0))?, 1)?);
+    // A coalesced tensor is its own coalesce; values() needs one.
+    let c = ops::coalesce(&a)?;
+    assert!(ops::coalesce(&c)?.is_same(&c));
+    let e = ops::values(&a).expect_err("uncoalesced").to_string();
+    assert!(e.contains("Cannot get values on an uncoalesced tensor, please call .coalesce() first"), "{e}");
+    assert_eq!(ops::values(&c)?.sizes(), &[4]);
+    // Inferred sizes: one past the largest index.
+    let i = Tensor::from_vec(vec![0i64, 4, 1, 2], &[2, 2])?;
+    let s = ops::sparse_coo_tensor_indices(&i, &wave(&[2, 3], 1.0, 0.0), None, None, None, None, None)?;
+    assert_eq!(s.sizes(), &[5, 3, 3]);
+    // An empty tensor.
+    let e = ops::sparse_coo_tensor_size(&[3, 4], Some(ScalarType::F64), None, None, None)?;
+    assert_eq!((ops::_nnz(&e)?, e.dtype()), (0, ScalarType::F64));
+    assert_eq!(ops::to_dense(&e, None, None)?.to_vec::<f64>()?, vec![0.0; 12]);
+    Ok(())
+}
+
+#[test]
+fn operators_match_pytorch() -> Result<()> {
+    let (a, a2, b) = (a(), a2(), b());
+    let d = wave(&[3, 4], 0.3, 0.1);
+    let m = wave(&[4, 3], 0.6, 0.4);
+    let one = Scalar::Int(1);
+    check_coo("A + A2", &ops::add(&a, &a2, one)?);
+    check_coo("coalesced A + A2", &ops::add(&ops::coalesce(&a)?, &ops::coalesce(&a2)?, one)?);
+    check("D + A", &ops::add(&d, &a, one)?);
+    check("D + 2.5 A", &ops::add(&d, &a, Scalar::Float(2.5))?);
+    check("A * A2", &ops::mul(&a, &a2)?);
+    check_coo("A * 3", &ops::mul_scalar(&a, Scalar::Int(3))?);
+    check_coo("A * D", &ops::mul(&a, &d)?);
+    check_coo("-A", &ops::neg(&a)?);
+    check_coo("abs A", &ops::abs(&a)?);
+    check_coo("sqrt abs A", &ops::sqrt(&ops::abs(&a)?)?);
+    check_coo("A pow 3", &ops::pow_tensor_scalar(&a, Scalar::Int(3))?);
+    check("sum A", &ops::sum(&a, None)?);
+    check("sparse.sum A 0", &ops::_sparse_sum_dim(&a, &[0])?);
+    check("sparse.sum A 1", &ops::_sparse_sum_dim(&a, &[1])?);
+    check("sparse.sum B 1", &ops::_sparse_sum_dim(&b, &[1])?);
+    check("sparse.sum B 0", &ops::_sparse_sum_dim(&b, &[0])?);
+    assert_eq!(ops::_sparse_sum_dim(&b, &[0])?.layout(), Layout::Strided);
+    check_coo("A t", &ops::t(&a)?);
+    check_coo("A index_select 1", &ops::index_select(&a, 1, &Tensor::from_slice(&[2i64, 0, 2]))?);
+    check_coo("A index_select 0", &ops::index_select(&a, 0, &Tensor::from_slice(&[1i64, 1]))?);
+    check_coo("A narrow_copy", &ops::narrow_copy(&a, 1, 1, 2)?);
+    check_coo("cat A A2 0", &ops::cat(&[a.clone(), a2.clone()], 0)?);
+    check_coo("cat B B 1", &ops::cat(&[b.clone(), b.clone()], 1)?);
+    check("A mm M", &ops::mm(&a, &m)?);
+    check("sparse.mm A M", &ops::_sparse_mm(&a, &m)?);
+    check("addmm", &ops::addmm(&wave(&[3, 3], 0.2, 0.3), &a, &m, Scalar::Float(0.5), Scalar::Float(2.0))?);
+    check_coo("A mm A2t", &ops::mm(&a, &ops::t(&a2)?)?);
+    check("A mv", &ops::mv(&a, &wave(&[4], 0.8, 0.8))?);
+    check("M mm A2", &ops::mm(&wave(&[2, 3], 0.9, 0.1), &a2)?);
+    let empty = ops::sparse_coo_tensor(
+        &ops::zeros(&[2, 0], Some(ScalarType::I64), None, None, None)?,
+        &ops::zeros(&[0], Some(ScalarType::F64), None, None, None)?,
+        &[3, 4],
+        None,
+        None,
+        None,
+        None,
+        None,
+    )?;
+    check("empty mm M", &ops::mm(&empty, &m)?);
+    check_coo("empty + A2", &ops::add(&empty, &a2, one)?);
+    check_coo("sparse_mask", &ops::sparse_mask(&d, &ops::coalesce(&a)?)?);
+    // In place: dense += sparse, sparse += sparse, sparse *= scalar, zero_.
+    let dd = ops::clone(&d, None)?;
+    ops::add_(&dd, &a, Scalar::Float(2.5))?;
+    check("D + 2.5 A", &dd);
+    let s = ops::clone(&a, None)?;
+    ops::add_(&s, &a2, one)?;
+    check_coo("A + A2", &s);
+    ops::mul_scalar_(&s, Scalar::Int(0))?;
+    assert_eq!(ops::to_dense(&s, None, None)?.to_vec::<f64>()?, vec![0.0; 12]);
+    ops::zero_(&s)?;
+    assert_eq!(ops::_nnz(&s)?, 0);
+    // A conversion keeps the pattern.
+    let f = ops::_to_copy(&a, Some(ScalarType::F32), None, None, None, false, None)?;
+    assert_eq!((f.layout(), f.dtype(), ops::_nnz(&f)?), (Layout::SparseCoo, ScalarType::F32, 5));
+    Ok(())
+}
+
+#[test]
+fn gradients_through_sparse_tensors_match_pytorch() -> Result<()> {
+    let ia = Tensor::from_vec(IA.to_vec(), &[2, 5])?;
+    let mk = |v: &Tensor| ops::sparse_coo_tensor(&ia, v, &[3, 4], None, None, None, None, None);
+    let m = wave(&[4, 3], 0.6, 0.4);
+    let w = wave(&[3, 3], 0.5, 0.5);
+
+    let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+    let dm = m.clone().requires_grad_(true)?;
+    ops::_sparse_mm(&mk(&v)?, &dm)?.mul(&w)?.sum().call()?.backward()?;
+    check("grad sparse.mm values", &v.grad().unwrap());
+    check("grad sparse.mm dense", &dm.grad().unwrap());
+
+    let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+    ops::to_dense(&mk(&v)?, None, None)?.mul(&wave(&[3, 4], 0.3, 0.1))?.sum().call()?.backward()?;
+    check("grad to_dense values", &v.grad().unwrap());
+
+    let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+    let s = ops::to_dense(&ops::_sparse_sum_dim(&mk(&v)?, &[1])?, None, None)?;
+    s.mul(&wave(&[3], 1.1, 0.0))?.sum().call()?.backward()?;
+    check("grad sparse.sum values", &v.grad().unwrap());
+
+    let v = wave(&[5], 0.9, 0.2).requires_grad_(true)?;
+    ops::values(&ops::coalesce(&mk(&v)?)?)?.mul(&wave(&[4], 0.7, 0.7))?.sum().call()?.backward()?;
+    check("grad coalesce values", &v.grad().unwrap());
+
+    // A sparse leaf: torch.sparse.mm's gradient keeps its pattern.
+    let s = mk(&wave(&[5], 0.9, 0.2))?.requires_grad_(true)?;
+    ops::_sparse_mm(&s, &m)?.mul(&w)?.sum().call()?.backward()?;
+    let g = s.grad().unwrap();
+    assert_eq!(g.layout(), Layout::SparseCoo);
+    check_coo("grad leaf sparse.mm", &g);
+
+    let dd = wave(&[3, 4], 0.3, 0.1).requires_grad_(true)?;
+    let sp = ops::to_sparse_op(&dd, None, None, None)?;
+    let other = ops::to_sparse_op(&wave(&[3, 4], 0.4, 0.9), None, None, None)?;
+    ops::to_dense(&ops::mul(&sp, &other)?, None, None)?.sum().call()?.backward()?;
+    check("grad to_sparse", &dd.grad().unwrap());
+    Ok(())
+}
+
+#[test]
+fn sparse_embedding_gradients_match_pytorch() -> Result<()> {
+    let ids = Tensor::from_vec(vec![1i64, 3, 3, 0, 9, 1, 3, 3], &[2, 4])?;
+    let go = wave(&[2, 4, 4], 0.9, 0.1);
+    for pad in [None, Some(3)] {
+        let w = wave(&[10, 4], 1.1, 0.5).requires_grad_(true)?;
+        let out = ops::embedding(&w, &ids, pad.unwrap_or(-1), false, true)?;
+        out.backward_with(Some(&go), None, false)?;
+        let name =
+            format!("embedding sparse grad padding {} scale False", pad.map_or("None".into(), |p: i64| p.to_string()));
+        check_coo(&name, &w.grad().unwrap());
+    }
+    let w = wave(&[10, 4], 1.1, 0.5).requires_grad_(true)?;
+    let out = ops::embedding(&w, &ids, -1, true, true)?;
+    let e = out.backward_with(Some(&go), None, false).expect_err("PyTorch refuses it").to_string();
+    assert!(e.contains("scale_grad_by_freq not supported with sparse gradients"), "{e}");
+    // Two backward passes of a sum: the sparse gradients (views of an expanded gradient)
+    // add up by concatenation, 16 entries, as PyTorch's (Note [The pattern of a sparse sum]).
+    let w = wave(&[10, 4], 1.1, 0.5).requires_grad_(true)?;
+    for _ in 0..2 {
+        ops::embedding(&w, &ids, -1, false, true)?.sum().call()?.backward()?;
+    }
+    let g = w.grad().unwrap();
+    assert_eq!((g.layout(), ops::_nnz(&g)?, ops::is_coalesced(&g)?), (Layout::SparseCoo, 16, false));
+    let twice = ops::to_dense(&g, None, None)?;
+    let w1 = wave(&[10, 4], 1.1, 0.5).requires_grad_(true)?;
+    ops::embedding(&w1, &ids, -1, false, true)?.sum().call()?.backward()?;
+    let single = ops::to_dense(&w1.grad().unwrap(), None, None)?;
+    let want = ops::mul_scalar(&single, Scalar::Int(2))?.to_vec::<f64>()?;
+    for (g, w) in twice.to_vec::<f64>()?.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+    Ok(())
+}
+
+/// Three optimizer steps on an `Embedding(10, 4, sparse=True)` in f64, as `gen_sparse.py`'s
+/// `steps`.
+fn steps(name: &str, make: impl FnOnce(Vec<nn::Parameter>) -> Result<Box<dyn Optimizer>>) -> Result<()> {
+    let mut emb = Embedding::new(10, 4)?.with_sparse(true);
+    emb.to_dtype(ScalarType::F64)?;
+    {
+        let _g = autograd::no_grad();
+        ops::copy_(&emb.weight, &wave(&[10, 4], 1.3, 0.1), false)?;
+    }
+    let mut opt = make(emb.parameters())?;
+    let ids = [Tensor::from_slice(&[1i64, 3, 3, 0]), Tensor::from_slice(&[9i64, 1, 3, 3])];
+    for k in 0..3 {
+        opt.zero_grad(true)?;
+        let out = emb.forward(&ids[k % 2])?;
+        out.mul(&wave(&[4, 4], 0.5 + 0.1 * k as f64, 0.2))?.sum().call()?.backward()?;
+        assert_eq!(emb.weight.grad().unwrap().layout(), Layout::SparseCoo);
+        opt.step()?;
+    }
+    check(name, &emb.weight);
+    Ok(())
+}
+
+#[test]
+fn optimizers_over_sparse_gradients_match_pytorch() -> Result<()> {
+    steps("SGD sparse", |p| Ok(Box::new(SGD::new(p, 0.1)?)))?;
+    steps("SGD momentum sparse", |p| Ok(Box::new(SGD::new(p, SGDOptions::from(0.1).momentum(0.9))?)))?;
+    steps("SGD nesterov sparse", |p| Ok(Box::new(SGD::new(p, SGDOptions::from(0.1).momentum(0.9).nesterov(true))?)))?;
+    steps("Adagrad sparse", |p| Ok(Box::new(Adagrad::new(p, 0.1)?)))?;
+    steps("SparseAdam", |p| Ok(Box::new(SparseAdam::new(p, 0.05)?)))?;
+    steps("SparseAdam maximize", |p| {
+        Ok(Box::new(SparseAdam::new(p, SparseAdamOptions::from(0.05).betas(0.8, 0.9).maximize(true))?))
+    })?;
+    // The refusals, in PyTorch's words.
+    let err = |make: &dyn Fn(Vec<nn::Parameter>) -> Result<Box<dyn Optimizer>>| {
+        let emb = Embedding::new(10, 4).unwrap().with_sparse(true);
+        let mut opt = make(emb.parameters()).unwrap();
+        emb.forward(&Tensor::from_slice(&[1i64, 2])).unwrap().sum().call().unwrap().backward().unwrap();
+        opt.step().expect_err("refused").to_string()
+    };
+    let e = err(&|p| Ok(Box::new(Adam::new(p, 0.1)?)));
+    assert!(e.contains("Adam does not support sparse gradients, please consider SparseAdam instead"), "{e}");
+    let e = err(&|p| Ok(Box::new(SGD::new(p, SGDOptions::from(0.1).weight_decay(0.1))?)));
+    assert!(e.contains("add(sparse, dense) is not supported. Use add(dense, sparse) instead."), "{e}");
+    let e = err(&|p| Ok(Box::new(Adagrad::new(p, nn::optim::AdagradOptions::from(0.1).weight_decay(0.1))?)));
+    assert!(e.contains("weight_decay option is not compatible with sparse gradients"), "{e}");
+    let e = err(&|p| Ok(Box::new(nn::optim::RMSprop::new(p, 0.1)?)));
+    assert!(e.contains("RMSprop does not support sparse gradients"), "{e}");
+    // SparseAdam refuses dense gradients.
+    let emb = Embedding::new(10, 4)?;
+    let mut opt = SparseAdam::new(emb.parameters(), 0.1)?;
+    emb.forward(&Tensor::from_slice(&[1i64, 2]))?.sum().call()?.backward()?;
+    let e = opt.step().expect_err("dense").to_string();
+    assert!(e.contains("SparseAdam does not support dense gradients, please consider Adam instead"), "{e}");
+    let e = SparseAdam::new(Embedding::new(3, 2)?.parameters(), 0.0).err().expect("lr 0").to_string();
+    assert!(e.contains("Invalid learning rate: 0.0"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn bad_input_is_an_error_in_pytorchs_words() -> Result<()> {
+    let v = wave(&[2], 1.0, 0.0);
+    let i = |data: Vec<i64>, shape: &[i64]| Tensor::from_vec(data, shape).unwrap();
+    let mk = |ix: &Tensor, v: &Tensor, size: &[i64]| {
+        ops::sparse_coo_tensor(ix, v, size, None, None, None, None, None).expect_err("bad input").to_string()
+    };
+    let e = mk(&i(vec![0, 5], &[1, 2]), &v, &[2]);
+    assert!(e.contains("size is inconsistent with indices: for dim 0, size is 2 but found index 5"), "{e}");
+    let e = mk(&i(vec![0, -1], &[1, 2]), &v, &[2]);
+    assert!(e.contains("found negative index -1 for dim 0"), "{e}");
+    let e = mk(&i(vec![0, 1, 1], &[1, 3]), &v, &[2]);
+    assert!(
+        e.contains("indices and values must have same nnz, but got nnz from indices: 3, nnz from values: 2"),
+        "{e}"
+    );
+    let e = mk(&i(vec![0, 1], &[1, 2]), &wave(&[2, 3], 1.0, 0.0), &[2, 4]);
+    assert!(e.contains("values has incorrect size, expected [2, 4], got [2, 3]"), "{e}");
+    let e = mk(&i(vec![0, 1], &[1, 2]), &v, &[2, 2]);
+    assert!(e.contains("number of dimensions must be sparse_dim (1) + dense_dim (0), but got 2"), "{e}");
+    let f = ops::sparse_coo_tensor(
+        &ops::to(&i(vec![0, 1], &[1, 2]), ScalarType::I32, false, false, None)?,
+        &v,
+        &[2],
+        None,
+        None,
+        None,
+        None,
+        None,
+    );
+    assert!(f.expect_err("int32").to_string().contains("indices must be an int64 tensor"));
+    // An operator without a sparse kernel: the dispatcher's error naming the key.
+    let a = a();
+    let e = ops::cumsum(&a, 0, None).expect_err("no kernel").to_string();
+    assert!(e.contains("Could not run 'aten::cumsum' with arguments from the 'SparseCPU' backend"), "{e}");
+    let e = ops::view(&a, &[12]).expect_err("no kernel").to_string();
+    assert!(e.contains("'SparseCPU' backend"), "{e}");
+    // Strided-only paths refuse instead of reading memory the tensor does not have.
+    let e = a.to_vec::<f64>().expect_err("no storage").to_string();
+    assert!(e.contains("Cannot access data pointer of Tensor that doesn't have storage"), "{e}");
+    assert!(a.typed_data_ptr::<f64>().is_err());
+    let e = ops::add(&a, &wave(&[3, 4], 1.0, 0.0), Scalar::Int(1)).expect_err("sparse + dense").to_string();
+    assert!(e.contains("add(sparse, dense) is not supported. Use add(dense, sparse) instead."), "{e}");
+    let e = ops::mm(&a, &wave(&[3, 3], 1.0, 0.0)).expect_err("shapes").to_string();
+    assert!(e.contains("mat1 and mat2 shapes cannot be multiplied (3x4 and 3x3)"), "{e}");
+    let e = ops::pow_tensor_scalar(&a, Scalar::Int(0)).expect_err("zero power").to_string();
+    assert!(e.contains("cannot raise to zeroth power on sparse tensor"), "{e}");
+    // An index checked where it is used: a tensor built unchecked with a bad index.
+    let bad = aten::native::sparse::new_coo(&[2], &i(vec![0, 7], &[1, 2]), &v, false)?;
+    let e = ops::to_dense(&bad, None, None).expect_err("bad index").to_string();
+    assert!(e.contains("size is 2 but found index 7"), "{e}");
+    Ok(())
+}
