@@ -349,6 +349,76 @@ pub fn add_suffixes(mut out: String, suffixes: &[String], indent: usize) -> Stri
     out
 }
 
+/// A member tensor's text inside a sparse tensor's: `_tensor_str` (no dtype), with its size
+/// when empty.
+fn member_str(t: &Tensor, indent: usize) -> String {
+    if t.numel() == 0 {
+        return format!("[], size={}", py_tuple(t.sizes()));
+    }
+    tensor_str(t, indent)
+}
+
+/// PyTorch's `_str_intern` for a sparse COO or CSR tensor: the members by name, then `size`,
+/// `nnz`, a dtype that is not a default one, and the layout (a COO tensor's first suffix on
+/// a line of its own).
+fn sparse_repr(t: &Tensor) -> String {
+    const PREFIX: &str = "tensor(";
+    let indent = PREFIX.len();
+    let dtype = t.dtype();
+    let Some(sp) = t.sparse_impl() else { return tensor_repr(t) };
+    let parts = sp.parts();
+    let mut suffixes = vec![format!("size={}", py_tuple(t.sizes())), format!("nnz={}", sp.nnz())];
+    if !matches!(dtype, ScalarType::F32 | ScalarType::C64 | ScalarType::I64 | ScalarType::Bool) {
+        suffixes.push(format!("dtype=torch.{}", dtype.name()));
+    }
+    let member = |name: &str, imp: &std::sync::Arc<c10::TensorImpl>| {
+        let m = Tensor::from_arc(imp.clone());
+        let m = if m.device().is_cpu() { Ok(m) } else { m.to_device(c10::Device::CPU) };
+        let prefix = format!("{name}=tensor(");
+        match m {
+            Ok(m) => format!("{prefix}{})", member_str(&m, indent + prefix.len())),
+            Err(e) => format!("{prefix}<{e}>)"),
+        }
+    };
+    let sep = format!(",\n{}", " ".repeat(indent));
+    let body = match (t.layout(), &parts.col_indices) {
+        (c10::Layout::SparseCsr, Some(col)) => {
+            [member("crow_indices", &parts.indices), member("col_indices", col), member("values", &parts.values)]
+                .join(&sep)
+        }
+        _ => [member("indices", &parts.indices), member("values", &parts.values)].join(&sep),
+    };
+    suffixes.push(format!("layout={}", t.layout()));
+    if !t.device().is_cpu() {
+        suffixes.insert(0, format!("device='{}'", t.device()));
+    }
+    if t.imp().autograd_meta().is_some_and(|m| m.requires_grad()) {
+        suffixes.push("requires_grad=True".to_string());
+    }
+    add_suffixes_forced(format!("{PREFIX}{body}"), &suffixes, indent, t.layout() == c10::Layout::SparseCoo)
+}
+
+/// [`add_suffixes`] whose first suffix may be forced onto a new line (`force_newline`).
+fn add_suffixes_forced(mut out: String, suffixes: &[String], indent: usize, mut force_newline: bool) -> String {
+    let last_nl = out.rfind('\n').map_or(-1, |p| p as i64);
+    let mut last_line_len = (out.len() as i64 - last_nl + 1) as usize;
+    for suffix in suffixes {
+        if force_newline || last_line_len + suffix.len() + 2 > LINEWIDTH {
+            out.push_str(",\n");
+            out.push_str(&" ".repeat(indent));
+            out.push_str(suffix);
+            last_line_len = indent + suffix.len();
+            force_newline = false;
+        } else {
+            out.push_str(", ");
+            out.push_str(suffix);
+            last_line_len += suffix.len() + 2;
+        }
+    }
+    out.push(')');
+    out
+}
+
 /// PyTorch's `_str_intern` for a plain strided tensor.
 fn tensor_repr(t: &Tensor) -> String {
     const PREFIX: &str = "tensor(";
@@ -396,6 +466,9 @@ impl fmt::Display for Tensor {
     /// assert_eq!(t.to_string(), "tensor([[1.0000, 2.0000],\n        [3.0000, 4.5000]])");
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.sparse_impl().is_some() {
+            return f.write_str(&sparse_repr(self));
+        }
         f.write_str(&tensor_repr(self))
     }
 }

@@ -156,7 +156,8 @@ functional! {
     /// `F.embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     /// mode="mean", per_sample_weights=None, include_last_offset=False, padding_idx=None)`:
     /// the sum, mean or maximum of the rows of `weight` looked up by each bag
-    /// ([`crate::layers::embedding_bag`]). `scale_grad_by_freq` and `sparse` are not supported.
+    /// ([`crate::layers::embedding_bag`]); `sparse` makes `weight`'s gradient a sparse COO tensor.
+    /// `scale_grad_by_freq` is not supported.
     embedding_bag => EmbeddingBag(input: &'a Tensor, weight: &'a Tensor) {
         offsets: Option<&'a Tensor> = None,
         max_norm: Option<f64> = None,
@@ -165,6 +166,7 @@ functional! {
         per_sample_weights: Option<&'a Tensor> = None,
         include_last_offset: bool = false,
         padding_idx: Option<i64> = None,
+        sparse: bool = false,
     } |s| {
         let options = crate::layers::BagOptions {
             mode: s.mode,
@@ -172,6 +174,7 @@ functional! {
             max_norm: s.max_norm,
             norm_type: s.norm_type,
             include_last_offset: s.include_last_offset,
+            sparse: s.sparse,
         };
         crate::layers::embedding_bag(s.weight, s.input, s.offsets, s.per_sample_weights, &options)
     }

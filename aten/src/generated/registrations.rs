@@ -961,6 +961,12 @@ pub fn register_schemas(d: &Dispatcher) {
     d.def(handles::_sparse_addmm::SCHEMA).expect("generated schema parses");
     d.def(handles::_sparse_mm::SCHEMA).expect("generated schema parses");
     d.def(handles::embedding_sparse_backward::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_csr_tensor_crow_col_value_size::SCHEMA).expect("generated schema parses");
+    d.def(handles::sparse_csr_tensor_crow_col_value::SCHEMA).expect("generated schema parses");
+    d.def(handles::crow_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::col_indices::SCHEMA).expect("generated schema parses");
+    d.def(handles::to_sparse_csr::SCHEMA).expect("generated schema parses");
+    d.def(handles::_to_sparse_csr::SCHEMA).expect("generated schema parses");
 }
 
 /// Registers the `ADInplaceOrView` kernels.
@@ -8973,6 +8979,14 @@ pub fn register_composite_explicit_autograd(d: &Dispatcher) {
         ),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_csr::NAME,
+        DispatchKey::CompositeExplicitAutograd,
+        handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
+            crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `CompositeImplicitAutograd` kernels.
@@ -11658,6 +11672,49 @@ pub fn register_composite_implicit_autograd(d: &Dispatcher) {
         handles::_sparse_mm::NAME,
         DispatchKey::CompositeImplicitAutograd,
         handles::_sparse_mm::kernel(|_ks, sparse, dense| crate::native::sparse::_sparse_mm(sparse, dense)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_csr_tensor_crow_col_value_size::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sparse_csr_tensor_crow_col_value_size::kernel(
+            |_ks, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory| {
+                crate::native::sparse::sparse_csr_tensor(
+                    crow_indices,
+                    col_indices,
+                    values,
+                    size,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sparse_csr_tensor_crow_col_value::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::sparse_csr_tensor_crow_col_value::kernel(
+            |_ks, crow_indices, col_indices, values, dtype, layout, device, pin_memory| {
+                crate::native::sparse::sparse_csr_tensor_infer(
+                    crow_indices,
+                    col_indices,
+                    values,
+                    dtype,
+                    layout,
+                    device,
+                    pin_memory,
+                )
+            },
+        ),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::to_sparse_csr::NAME,
+        DispatchKey::CompositeImplicitAutograd,
+        handles::to_sparse_csr::kernel(|_ks, self_, dense_dim| crate::native::sparse::to_sparse_csr(self_, dense_dim)),
     )
     .expect("generated registration");
 }
@@ -14787,6 +14844,14 @@ pub fn register_sparse_cpu(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_csr::NAME,
+        DispatchKey::SparseCPU,
+        handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
+            crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Registers the `SparseCUDA` kernels.
@@ -15029,6 +15094,246 @@ pub fn register_sparse_cuda(d: &Dispatcher) {
         }),
     )
     .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_csr::NAME,
+        DispatchKey::SparseCUDA,
+        handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
+            crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
+        }),
+    )
+    .expect("generated registration");
+}
+
+/// Registers the `SparseCsrCPU` kernels.
+pub fn register_sparse_csr_cpu(d: &Dispatcher) {
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::sparse::csr_add(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| crate::native::sparse::csr_add_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::mul_scalar::kernel(|_ks, self_, other| crate::native::sparse::csr_mul_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::sparse::csr_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clone::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::csr_clone(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::csr_alias(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::csr_sum(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::sparse::csr_mm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::csr_addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::csr_mv(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::values::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::values::kernel(|_ks, self_| crate::native::sparse::csr_values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_nnz::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::_nnz::kernel(|_ks, self_| crate::native::sparse::_nnz(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_dense::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::_to_dense::kernel(|_ks, self_, dtype, masked_grad| {
+            crate::native::sparse::csr_to_dense(self_, dtype, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::_to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::csr_to_sparse(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::crow_indices::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::crow_indices::kernel(|_ks, self_| crate::native::sparse::crow_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::col_indices::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::col_indices::kernel(|_ks, self_| crate::native::sparse::col_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_csr::NAME,
+        DispatchKey::SparseCsrCPU,
+        handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
+            crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
+        }),
+    )
+    .expect("generated registration");
+}
+
+/// Registers the `SparseCsrCUDA` kernels.
+pub fn register_sparse_csr_cuda(d: &Dispatcher) {
+    d.register_kernel(
+        handles::add_tensor::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::add_tensor::kernel(|_ks, self_, other, alpha| crate::native::sparse::csr_add(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::add_tensor_::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::add_tensor_::kernel(|_ks, self_, other, alpha| crate::native::sparse::csr_add_(self_, other, alpha)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mul_scalar::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::mul_scalar::kernel(|_ks, self_, other| crate::native::sparse::csr_mul_scalar(self_, other)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_copy::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
+            crate::native::sparse::csr_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::clone::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::csr_clone(self_, memory_format)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::alias::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::csr_alias(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::sum::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::sum::kernel(|_ks, self_, dtype| crate::native::sparse::csr_sum(self_, dtype)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mm::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::mm::kernel(|_ks, self_, mat2| crate::native::sparse::csr_mm(self_, mat2)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::addmm::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::addmm::kernel(|_ks, self_, mat1, mat2, beta, alpha| {
+            crate::native::sparse::csr_addmm(self_, mat1, mat2, beta, alpha)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::mv::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::mv::kernel(|_ks, self_, vec| crate::native::sparse::csr_mv(self_, vec)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::values::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::values::kernel(|_ks, self_| crate::native::sparse::csr_values(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_nnz::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::_nnz::kernel(|_ks, self_| crate::native::sparse::_nnz(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_dense::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::_to_dense::kernel(|_ks, self_, dtype, masked_grad| {
+            crate::native::sparse::csr_to_dense(self_, dtype, masked_grad)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_sparse_dim::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::_to_sparse_sparse_dim::kernel(|_ks, self_, sparse_dim| {
+            crate::native::sparse::csr_to_sparse(self_, sparse_dim)
+        }),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::crow_indices::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::crow_indices::kernel(|_ks, self_| crate::native::sparse::crow_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::col_indices::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::col_indices::kernel(|_ks, self_| crate::native::sparse::col_indices(self_)),
+    )
+    .expect("generated registration");
+    d.register_kernel(
+        handles::_to_sparse_csr::NAME,
+        DispatchKey::SparseCsrCUDA,
+        handles::_to_sparse_csr::kernel(|_ks, self_, dense_dim| {
+            crate::native::sparse::to_sparse_csr_impl(self_, dense_dim)
+        }),
+    )
+    .expect("generated registration");
 }
 
 /// Runs every registration of this file.
@@ -15042,4 +15347,6 @@ pub fn register_all(d: &Dispatcher) {
     register_meta(d);
     register_sparse_cpu(d);
     register_sparse_cuda(d);
+    register_sparse_csr_cpu(d);
+    register_sparse_csr_cuda(d);
 }

@@ -602,7 +602,8 @@ pub fn dense_to_sparse_layout(
             let sd = self_.dim() as i64 - dense_dim.unwrap_or(0);
             ops::_to_sparse(self_, sd)
         }
-        l => Err(Error::invalid(op, format!("to_sparse: conversion to {} is not supported here", l.short_name()))),
+        Layout::SparseCsr => ops::_to_sparse_csr(self_, dense_dim),
+        Layout::Strided => Err(Error::invalid(op, "to_sparse: expected a sparse layout, got Strided")),
     }
 }
 
@@ -1677,4 +1678,409 @@ pub fn embedding_sparse_backward(
     };
     let idx = long_tensor(kept_ids, &[1, n], dev)?;
     new_coo(&[num_weights, dim], &idx, &values, false)
+}
+
+// ---- compressed rows (CSR) -------------------------------------------------------------------
+
+/// The members of a CSR tensor (no batch dimensions).
+#[derive(Clone, Debug)]
+pub struct Csr {
+    /// `[nrows + 1]` row offsets.
+    pub crow: Tensor,
+    /// `[nnz]` column of each stored element, sorted and distinct within a row.
+    pub col: Tensor,
+    /// `[nnz, *dense_sizes]`.
+    pub values: Tensor,
+}
+
+/// The parts of the CSR tensor `t`, or `op`'s error for another layout.
+pub fn csr(op: &str, t: &Tensor) -> Result<Csr> {
+    let sp = t.sparse_impl().filter(|s| s.layout() == Layout::SparseCsr).ok_or_else(|| {
+        Error::invalid(op, format!("{op} expected sparse compressed tensor layout but got {}", t.layout().short_name()))
+    })?;
+    let p = sp.parts();
+    let col = p.col_indices.ok_or_else(|| Error::invalid(op, "a CSR tensor without column indices"))?;
+    Ok(Csr { crow: Tensor::from_arc(p.indices), col: Tensor::from_arc(col), values: Tensor::from_arc(p.values) })
+}
+
+/// A CSR tensor over checked members (see [`validate_csr`]).
+pub fn new_csr(sizes: &[i64], crow: &Tensor, col: &Tensor, values: &Tensor) -> Result<Tensor> {
+    let dense_dim = values.dim() as i64 - 1;
+    let parts =
+        SparseParts { indices: member(crow), col_indices: Some(member(col)), values: member(values), coalesced: true };
+    let imp = SparseImpl::new(Layout::SparseCsr, 2, dense_dim, parts);
+    Ok(Tensor::from_impl(TensorImpl::new_sparse(sizes, values.dtype(), values.device(), imp)))
+}
+
+/// PyTorch's checks of compressed-row members (`_validate_sparse_compressed_tensor_args`), in
+/// its order and words, always run (Note [Indices are checked where they are used]).
+fn validate_csr(op: &str, crow: &Tensor, col: &Tensor, values: &Tensor, size: &[i64]) -> Result<()> {
+    let bad = |m: &str| Err(Error::invalid(op, m.to_string()));
+    if crow.dtype() != col.dtype() || !matches!(crow.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return bad(&format!(
+            "crow_indices and col_indices must have the same dtype, bot got {} and {}, respectively",
+            crow.dtype().cpp_name(),
+            col.dtype().cpp_name()
+        ));
+    }
+    if crow.dim() != 1 || col.dim() != 1 {
+        return Err(Error::NotImplemented { op: op.into(), msg: "batched compressed tensors".into() });
+    }
+    if values.dim() == 0 {
+        return bad("values must have at least one dimension (nnz)");
+    }
+    let dense_dim = values.dim() - 1;
+    if size.len() != 2 + dense_dim {
+        return bad(&format!(
+            "tensor dimensionality must be sum of batch, base, and dense dimensionalities (=0 + 2 + {dense_dim}) but got {}",
+            size.len()
+        ));
+    }
+    let (nrows, ncols) = (size[0], size[1]);
+    if crow.sizes()[0] != nrows + 1 {
+        return bad(&format!(
+            "crow_indices.shape[-1] must be equal to the number of rows + 1 (={}), but got {}",
+            nrows + 1,
+            crow.sizes()[0]
+        ));
+    }
+    let nnz = values.sizes()[0];
+    if col.sizes()[0] != nnz {
+        return bad(&format!(
+            "col_indices.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], but got {}",
+            col.sizes()[0]
+        ));
+    }
+    if values.sizes()[1..] != size[2..] {
+        return bad(&format!(
+            "values.shape[1:] must be the dense sizes {:?}, but got {:?}",
+            &size[2..],
+            &values.sizes()[1..]
+        ));
+    }
+    if crow.device() != values.device() || col.device() != values.device() {
+        return bad("crow_indices, col_indices and values must be on the same device");
+    }
+    let r = crow.to_vec::<i64>()?;
+    let c = col.to_vec::<i64>()?;
+    if r[0] != 0 {
+        return bad("`crow_indices[..., 0] == 0` is not satisfied.");
+    }
+    if r[nrows as usize] != nnz {
+        return bad("`crow_indices[..., -1] == nnz` is not satisfied.");
+    }
+    if r.windows(2).any(|w| w[1] - w[0] < 0 || w[1] - w[0] > ncols) {
+        return bad("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.");
+    }
+    if c.iter().any(|&x| x < 0 || x >= ncols) {
+        return bad("`0 <= col_indices < ncols` is not satisfied.");
+    }
+    for w in r.windows(2) {
+        if c[w[0] as usize..w[1] as usize].windows(2).any(|p| p[0] >= p[1]) {
+            return bad("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, ..., nrows are sorted and distinct along the last dimension values` is not satisfied.");
+        }
+    }
+    Ok(())
+}
+
+/// `sparse_csr_tensor.crow_col_value_size(Tensor crow_indices, Tensor col_indices, Tensor
+/// values, int[] size, *, ...)`: a CSR tensor, its members checked.
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_csr_tensor(
+    crow_indices: &Tensor,
+    col_indices: &Tensor,
+    values: &Tensor,
+    size: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    _pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_csr_tensor";
+    if let Some(l) = layout.filter(|&l| l != Layout::SparseCsr) {
+        return Err(Error::invalid(op, format!("expected sparse_csr layout, but got layout {}", l.short_name())));
+    }
+    for t in [crow_indices, col_indices, values] {
+        t.check_strided(op)?;
+    }
+    validate_csr(op, crow_indices, col_indices, values, size)?;
+    let mut v = values.clone();
+    let (mut r, mut c) = (crow_indices.clone(), col_indices.clone());
+    if let Some(dt) = dtype.filter(|&d| d != v.dtype()) {
+        v = ops::to(&v, dt, false, false, None)?;
+    }
+    if let Some(dev) = device.filter(|&d| d != v.device()) {
+        v = v.to_device(dev)?;
+        r = r.to_device(dev)?;
+        c = c.to_device(dev)?;
+    }
+    new_csr(size, &r, &c, &v)
+}
+
+/// `sparse_csr_tensor.crow_col_value(...)`: the number of rows from `crow_indices`, of columns
+/// one past the largest column index.
+#[allow(clippy::too_many_arguments)]
+pub fn sparse_csr_tensor_infer(
+    crow_indices: &Tensor,
+    col_indices: &Tensor,
+    values: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    let op = "sparse_csr_tensor";
+    if crow_indices.dim() != 1 || col_indices.dim() != 1 || values.dim() == 0 {
+        return Err(Error::NotImplemented { op: op.into(), msg: "batched compressed tensors".into() });
+    }
+    let ncols =
+        if col_indices.numel() == 0 { 0 } else { col_indices.to_vec::<i64>()?.into_iter().max().unwrap_or(-1) + 1 };
+    let mut size = vec![crow_indices.sizes()[0] - 1, ncols];
+    size.extend_from_slice(&values.sizes()[1..]);
+    sparse_csr_tensor(crow_indices, col_indices, values, &size, dtype, layout, device, pin_memory)
+}
+
+/// `crow_indices(Tensor(a) self) -> Tensor(a)`.
+pub fn crow_indices(self_: &Tensor) -> Result<Tensor> {
+    Ok(csr("crow_indices", self_)?.crow)
+}
+
+/// `col_indices(Tensor(a) self) -> Tensor(a)`.
+pub fn col_indices(self_: &Tensor) -> Result<Tensor> {
+    Ok(csr("col_indices", self_)?.col)
+}
+
+/// `values` of a CSR tensor: its stored values.
+pub fn csr_values(self_: &Tensor) -> Result<Tensor> {
+    Ok(csr("values", self_)?.values)
+}
+
+/// The COO form of a CSR tensor: one row index per stored element, coalesced (rows in order,
+/// columns sorted within them).
+fn csr_to_coo(op: &str, t: &Tensor) -> Result<Tensor> {
+    let c = csr(op, t)?;
+    let r = c.crow.to_vec::<i64>()?;
+    let nnz = c.values.sizes()[0] as usize;
+    let mut idx = Vec::with_capacity(2 * nnz);
+    for (row, w) in r.windows(2).enumerate() {
+        idx.extend(std::iter::repeat_n(row as i64, (w[1] - w[0]) as usize));
+    }
+    idx.extend(c.col.to_vec::<i64>()?);
+    let indices = long_tensor(idx, &[2, nnz as i64], t.device())?;
+    new_coo(t.sizes(), &indices, &c.values, true)
+}
+
+/// `_to_sparse.sparse_dim` of a CSR tensor: its COO form (two sparse dimensions).
+pub fn csr_to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
+    if sparse_dim != 2 {
+        return Err(Error::invalid(
+            "to_sparse",
+            format!("to_sparse: conversion from SparseCsr to Sparse with sparse_dim argument {sparse_dim} != 2 is not supported"),
+        ));
+    }
+    csr_to_coo("to_sparse", self_)
+}
+
+/// `_to_dense` of a CSR tensor.
+pub fn csr_to_dense(self_: &Tensor, dtype: Option<ScalarType>, masked_grad: Option<bool>) -> Result<Tensor> {
+    _to_dense(&csr_to_coo("to_dense", self_)?, dtype, masked_grad)
+}
+
+/// `_to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor` of a strided or COO tensor
+/// with two sparse dimensions: the coalesced COO form's rows counted into offsets.
+pub fn to_sparse_csr_impl(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
+    let op = "to_sparse_csr";
+    if self_.layout() == Layout::SparseCsr {
+        return Ok(self_.clone());
+    }
+    let dd = dense_dim.unwrap_or(0);
+    let s = match self_.layout() {
+        Layout::SparseCoo => ops::coalesce(self_)?,
+        _ => {
+            if self_.dim() as i64 != 2 + dd {
+                return Err(Error::invalid(
+                    op,
+                    format!(
+                        "to_sparse_csr: expected a {}-d tensor (2 sparse dimensions and {dd} dense), got {}-d",
+                        2 + dd,
+                        self_.dim()
+                    ),
+                ));
+            }
+            ops::_to_sparse(self_, 2)?
+        }
+    };
+    let c = coo(op, &s)?;
+    if c.sparse_dim != 2 {
+        return Err(Error::invalid(op, format!("to_sparse_csr: expected 2 sparse dimensions, got {}", c.sparse_dim)));
+    }
+    let nnz = c.nnz() as usize;
+    let idx = host_indices(&c.indices)?;
+    let nrows = s.sizes()[0] as usize;
+    let mut crow = vec![0i64; nrows + 1];
+    for &r in &idx[..nnz] {
+        crow[r as usize + 1] += 1;
+    }
+    for i in 0..nrows {
+        crow[i + 1] += crow[i];
+    }
+    let dev = s.device();
+    let crow = long_tensor(crow, &[nrows as i64 + 1], dev)?;
+    let col = long_tensor(idx[nnz..].to_vec(), &[nnz as i64], dev)?;
+    new_csr(s.sizes(), &crow, &col, &c.values)
+}
+
+/// `to_sparse_csr(Tensor self, int? dense_dim=None) -> Tensor`.
+pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
+    ops::_to_sparse_csr(self_, dense_dim)
+}
+
+/// `clone` of a CSR tensor.
+pub fn csr_clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    if let Some(f) = memory_format.filter(|&f| f != MemoryFormat::Preserve) {
+        return Err(Error::invalid("clone", format!("unsupported memory format option {f:?}")));
+    }
+    let c = csr("clone", self_)?;
+    new_csr(self_.sizes(), &ops::clone(&c.crow, None)?, &ops::clone(&c.col, None)?, &ops::clone(&c.values, None)?)
+}
+
+/// `_to_copy` of a CSR tensor: the members converted and moved.
+#[allow(clippy::too_many_arguments)]
+pub fn csr_to_copy(
+    self_: &Tensor,
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+    non_blocking: bool,
+    memory_format: Option<MemoryFormat>,
+) -> Result<Tensor> {
+    let op = "_to_copy";
+    let c = csr(op, self_)?;
+    if let Some(l) = layout.filter(|&l| l != Layout::SparseCsr) {
+        return Err(Error::invalid(op, format!("to(options) doesn't support converting to a different layout, but got self.layout being {} and options.layout set as {}", self_.layout().short_name(), l.short_name())));
+    }
+    let v = ops::_to_copy(&c.values, dtype, None, device, pin_memory, non_blocking, memory_format)?;
+    let r = ops::_to_copy(&c.crow, None, None, device, pin_memory, non_blocking, None)?;
+    let col = ops::_to_copy(&c.col, None, None, device, pin_memory, non_blocking, None)?;
+    new_csr(self_.sizes(), &r, &col, &v)
+}
+
+/// `alias` of a CSR tensor: the same members.
+pub fn csr_alias(self_: &Tensor) -> Result<Tensor> {
+    csr("alias", self_)?;
+    let imp = self_.imp();
+    Ok(Tensor::from_impl(imp.view_of(DimVec::from_slice(imp.sizes()), DimVec::from_slice(imp.strides()), 0)))
+}
+
+/// `mul.Scalar` of a CSR tensor: each stored value scaled.
+pub fn csr_mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    let c = csr("mul", self_)?;
+    new_csr(self_.sizes(), &c.crow, &c.col, &ops::mul_scalar(&c.values, other)?)
+}
+
+/// `add.Tensor` with a CSR operand: dense + CSR is dense, CSR + CSR is CSR (through the COO
+/// forms).
+pub fn csr_add(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let op = "add";
+    let to_coo = |t: &Tensor| if t.layout() == Layout::SparseCsr { csr_to_coo(op, t) } else { Ok(t.clone()) };
+    let r = ops::add(&to_coo(self_)?, &to_coo(other)?, alpha)?;
+    if r.layout() == Layout::Strided {
+        return Ok(r);
+    }
+    to_sparse_csr_impl(&r, None)
+}
+
+/// `add_.Tensor` into a dense tensor from a CSR one.
+pub fn csr_add_(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    if self_.layout() != Layout::Strided {
+        return Err(Error::invalid("add_", "add_: in-place addition into a sparse compressed tensor is not supported"));
+    }
+    ops::add_(self_, &csr_to_coo("add_", other)?, alpha)
+}
+
+/// `sparse_csr @ dense` into a new `[rows, cols]` tensor: each row's stored elements in order
+/// (the rows are already grouped, so the loop of [`spmm_rows`] runs on the offsets directly).
+fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
+    if c.values.dim() != 1 {
+        return Err(Error::invalid(
+            op,
+            format!("{op}: matrices expected, got a hybrid CSR tensor (dense_dim {})", c.values.dim() - 1),
+        ));
+    }
+    if d.dim() != 2 || d.layout() != Layout::Strided {
+        return Err(Error::invalid(op, format!("{op}: matrices expected, got {}D tensor", d.dim())));
+    }
+    if s.sizes()[1] != d.sizes()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                s.sizes()[0],
+                s.sizes()[1],
+                d.sizes()[0],
+                d.sizes()[1]
+            ),
+        ));
+    }
+    if s.dtype() != d.dtype() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "expected mat1 and mat2 to have the same dtype, but got: {} != {}",
+                s.dtype().cpp_name(),
+                d.dtype().cpp_name()
+            ),
+        ));
+    }
+    same_device(op, s, d)?;
+    if !(d.device().is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64)) {
+        let coo_form = csr_to_coo(op, s)?;
+        let cc = coo(op, &coo_form)?;
+        return spmm(op, &coo_form, &cc, d);
+    }
+    let (m, n) = (s.sizes()[0], d.sizes()[1]);
+    let start: Vec<usize> = c.crow.to_vec::<i64>()?.into_iter().map(|x| x as usize).collect();
+    let cols = c.col.to_vec::<i64>()?;
+    let nnz = cols.len();
+    let by_row: Vec<usize> = (0..nnz).collect();
+    let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;
+    let vals = ops::contiguous(&c.values, MemoryFormat::Contiguous)?;
+    let out = zeros(&[m, n], d.dtype(), d.device())?;
+    // The members were checked at construction (validate_csr): offsets within nnz, columns
+    // within the matrix.
+    match d.dtype() {
+        ScalarType::F32 => spmm_rows::<f32>(&out, &dd, &vals, &cols, &start, &by_row, n as usize)?,
+        _ => spmm_rows::<f64>(&out, &dd, &vals, &cols, &start, &by_row, n as usize)?,
+    }
+    Ok(out)
+}
+
+/// `mm` with a CSR `self`: strided.
+pub fn csr_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let c = csr("mm", self_)?;
+    csr_spmm("mm", self_, &c, mat2)
+}
+
+/// `addmm` with a CSR `mat1`: `beta * self + alpha * (mat1 @ mat2)`.
+pub fn csr_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let c = csr("addmm", mat1)?;
+    let prod = csr_spmm("addmm", mat1, &c, mat2)?;
+    let prod = if matches!(alpha, Scalar::Int(1)) { prod } else { ops::mul_scalar(&prod, alpha)? };
+    if beta.to_f64() == 0.0 {
+        return Ok(prod);
+    }
+    let base = ops::expand(self_, prod.sizes(), false)?;
+    ops::add(&prod, &base, beta)
+}
+
+/// `mv` with a CSR matrix.
+pub fn csr_mv(self_: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    let r = csr_mm(self_, &ops::unsqueeze(vec, 1)?)?;
+    ops::squeeze_dim(&r, 1)
+}
+
+/// `sum` of a CSR tensor: the sum of its values.
+pub fn csr_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    ops::sum(&csr("sum", self_)?.values, dtype)
 }

@@ -9342,6 +9342,48 @@ pub(crate) fn _sparse_addmm(
     Ok(result_)
 }
 
+/// Autograd kernel of `crow_indices` (autograd/derivatives.yaml:947).
+pub(crate) fn crow_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(CrowIndicesBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::crow_indices::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
+/// Autograd kernel of `col_indices` (autograd/derivatives.yaml:950).
+pub(crate) fn col_indices(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+    let diff_: [Option<&Tensor>; 0] = [];
+    let needs_ = crate::meta::compute_requires_grad(&diff_);
+    let grad_fn_ = if needs_ {
+        let core = NodeCore::new(crate::meta::collect_next_edges(&diff_));
+        Some(Arc::new(ColIndicesBackward0 { core }))
+    } else {
+        None
+    };
+    let result_ = {
+        let _below = c10::ExcludeDispatchKeyGuard::below_ad_inplace_or_view();
+        handles::col_indices::redispatch(ks & DispatchKeySet::after_autograd_keyset(), self_)?
+    };
+    if let Some(f) = grad_fn_ {
+        ks_::set_history_owned(&result_, f, 0, false)?;
+    }
+    ks_::mark_view(&result_, self_)?;
+    Ok(result_)
+}
+
 /// Registers every generated autograd kernel.
 pub fn register_all(d: &aten::Dispatcher) {
     d.register_kernel(handles::add_tensor::NAME, DispatchKey::Autograd, handles::add_tensor::kernel(add_tensor))
@@ -10441,4 +10483,8 @@ pub fn register_all(d: &aten::Dispatcher) {
         handles::_sparse_addmm::kernel(_sparse_addmm),
     )
     .expect("generated registration");
+    d.register_kernel(handles::crow_indices::NAME, DispatchKey::Autograd, handles::crow_indices::kernel(crow_indices))
+        .expect("generated registration");
+    d.register_kernel(handles::col_indices::NAME, DispatchKey::Autograd, handles::col_indices::kernel(col_indices))
+        .expect("generated registration");
 }

@@ -10054,3 +10054,53 @@ impl Node for SparseAddmmBackward0 {
         self.mat2.reset();
     }
 }
+
+/// Backward of `crow_indices` (autograd/derivatives.yaml:947).
+pub struct CrowIndicesBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CrowIndicesBackward0 {
+    fn name(&self) -> String {
+        "CrowIndicesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "CrowIndicesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}
+
+/// Backward of `col_indices` (autograd/derivatives.yaml:950).
+pub struct ColIndicesBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ColIndicesBackward0 {
+    fn name(&self) -> String {
+        "ColIndicesBackward0".into()
+    }
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+    fn apply(&self, grads: Grads) -> Result<Grads> {
+        let mut out = Grads::from_elem(None, self.core.next_edges().len());
+        if grads.iter().all(|g| g.is_none()) {
+            return Ok(out);
+        }
+        let name = "ColIndicesBackward0";
+        let grads = crate::kernel_support::materialize(&self.core, grads)?;
+        let mut at = 0usize;
+        Ok(out)
+    }
+    fn release_variables(&self) {}
+}

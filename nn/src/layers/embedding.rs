@@ -170,6 +170,8 @@ pub struct BagOptions {
     pub norm_type: f64,
     /// `include_last_offset`: `offsets` has one entry more than there are bags (CSR layout).
     pub include_last_offset: bool,
+    /// `sparse`: `weight`'s gradient is a sparse COO tensor, one row per kept entry.
+    pub sparse: bool,
 }
 
 impl Default for BagOptions {
@@ -180,6 +182,7 @@ impl Default for BagOptions {
             max_norm: None,
             norm_type: 2.0,
             include_last_offset: false,
+            sparse: false,
         }
     }
 }
@@ -204,6 +207,8 @@ pub struct EmbeddingBag {
     /// `include_last_offset`: `offsets` has one entry more than there are bags, the last one
     /// ending the last bag (the CSR layout).
     pub include_last_offset: bool,
+    /// `sparse`: the weight's gradient is a sparse COO tensor (for `optim::SparseAdam`).
+    pub sparse: bool,
 }
 
 impl EmbeddingBag {
@@ -231,7 +236,13 @@ impl EmbeddingBag {
             max_norm: None,
             norm_type: 2.0,
             include_last_offset: false,
+            sparse: false,
         })
+    }
+    /// Sets `sparse` (PyTorch's `EmbeddingBag(..., sparse=True)`).
+    pub fn with_sparse(mut self, sparse: bool) -> EmbeddingBag {
+        self.sparse = sparse;
+        self
     }
     /// Sets `include_last_offset`.
     pub fn with_include_last_offset(mut self, include_last_offset: bool) -> EmbeddingBag {
@@ -263,6 +274,7 @@ impl EmbeddingBag {
             max_norm: self.max_norm,
             norm_type: self.norm_type,
             include_last_offset: self.include_last_offset,
+            sparse: self.sparse,
         };
         embedding_bag(&self.weight, input, offsets, per_sample_weights, &options)
     }
@@ -364,7 +376,7 @@ pub fn embedding_bag(
     // result is.
     let dev = weight.device();
     let pos = Tensor::from_vec(pos, &[k])?.to_device(dev)?;
-    let mut rows = ops::embedding(weight, &flat.index_select(0, &pos)?, -1, false, false)?;
+    let mut rows = ops::embedding(weight, &flat.index_select(0, &pos)?, -1, false, options.sparse)?;
     if let Some(w) = per_sample_weights {
         rows = rows.mul(&w.reshape(&[n])?.index_select(0, &pos)?.unsqueeze(1)?)?;
     }

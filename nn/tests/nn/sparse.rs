@@ -19,7 +19,10 @@ fn wave(shape: &[i64], a: f64, b: f64) -> Tensor {
 }
 
 fn expected(name: &str) -> (Vec<f64>, Vec<i64>) {
-    let text = include_str!("sparse_expected.txt");
+    expected_in(include_str!("sparse_expected.txt"), name)
+}
+
+fn expected_in(text: &str, name: &str) -> (Vec<f64>, Vec<i64>) {
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let Some(rest) = line.strip_prefix("// ") else { continue };
@@ -367,5 +370,149 @@ fn bad_input_is_an_error_in_pytorchs_words() -> Result<()> {
     let bad = aten::native::sparse::new_coo(&[2], &i(vec![0, 7], &[1, 2]), &v, false)?;
     let e = ops::to_dense(&bad, None, None).expect_err("bad index").to_string();
     assert!(e.contains("size is 2 but found index 7"), "{e}");
+    Ok(())
+}
+
+/// `gen_sparse_recsys.py`'s `wave`: float64 then float32.
+fn wave32(shape: &[i64], a: f64, b: f64, scale: f64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| ((a * i as f64 + b).sin() * scale) as f32).collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+#[test]
+fn an_embedding_recommendation_model_trains_as_pytorchs() -> Result<()> {
+    // The model, data and optimizers of gen_sparse_recsys.py; its 100 losses are the fixture.
+    let (v, d, h, b, l) = (100_000i64, 64i64, 32i64, 32i64, 8i64);
+    let emb = nn::EmbeddingBag::new(v, d, nn::BagMode::Mean)?.with_sparse(true);
+    let fc1 = nn::Linear::new(d, h)?;
+    let fc2 = nn::Linear::new(h, 1)?;
+    {
+        let _g = autograd::no_grad();
+        let set = |p: &Tensor, t: Tensor| ops::copy_(p, &t, false).map(|_| ());
+        set(&emb.weight, wave32(&[v, d], 0.37, 0.1, 0.5))?;
+        set(&fc1.weight, wave32(&[h, d], 0.71, 0.2, 0.1))?;
+        set(fc1.bias.as_ref().unwrap(), wave32(&[h], 0.3, 0.5, 0.1))?;
+        set(&fc2.weight, wave32(&[1, h], 0.53, 0.9, 0.2))?;
+        set(fc2.bias.as_ref().unwrap(), wave32(&[1], 0.1, 0.1, 0.1))?;
+    }
+    let mut sparse_opt = SparseAdam::new(emb.parameters(), 0.01)?;
+    let dense: Vec<nn::Parameter> = fc1.parameters().into_iter().chain(fc2.parameters()).collect();
+    let mut dense_opt = Adam::new(dense, 0.01)?;
+    let batch = |t: i64| -> Result<(Tensor, Tensor)> {
+        let ids: Vec<i64> = (0..b * l).map(|k| ((k * 2654435761 + t * 40503) % 2000) * 50 + k % 7).collect();
+        let target: Vec<f32> =
+            (0..b).map(|i| if (i as f64 * 1.3 + t as f64).sin() > 0.0 { 1.0 } else { 0.0 }).collect();
+        Ok((Tensor::from_vec(ids, &[b, l])?, Tensor::from_vec(target, &[b])?))
+    };
+    let (want, _) = expected_in(include_str!("sparse_recsys_expected.txt"), "losses");
+    let mut worst = 0.0f64;
+    for (t, w) in want.iter().enumerate() {
+        let (ids, target) = batch(t as i64)?;
+        sparse_opt.zero_grad(true)?;
+        dense_opt.zero_grad(true)?;
+        let hidden = ops::relu(&fc1.forward(&emb.forward_bags(&ids, None, None)?)?)?;
+        let logits = ops::squeeze_dim(&fc2.forward(&hidden)?, 1)?;
+        let loss = ops::binary_cross_entropy_with_logits(&logits, &target, None, None, 1)?;
+        loss.backward()?;
+        assert_eq!(emb.weight.grad().unwrap().layout(), Layout::SparseCoo);
+        sparse_opt.step()?;
+        dense_opt.step()?;
+        let got = loss.item::<f64>()?;
+        worst = worst.max((got - w).abs() / w.abs());
+        assert!((got - w).abs() <= 1e-5 * w.abs(), "step {t}: loss {got}, PyTorch {w}");
+    }
+    // The rows of the last batch, after 100 steps.
+    let (want_rows, _) = expected_in(include_str!("sparse_recsys_expected.txt"), "last rows");
+    let last = batch(want.len() as i64 - 1)?.0;
+    let first4 = ops::narrow(&ops::reshape(&last, &[-1])?, 0, 0, 4)?;
+    let rows = ops::index_select(&emb.weight, 0, &first4)?.to_vec::<f32>()?;
+    for (g, w) in rows.iter().zip(&want_rows) {
+        assert!((*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()), "row value {g} vs PyTorch {w}");
+    }
+    eprintln!("recommendation model: worst relative loss difference over 100 steps {worst:.2e}");
+    Ok(())
+}
+
+#[test]
+fn compressed_rows_match_pytorch() -> Result<()> {
+    let w = wave(&[4, 5], 0.8, 0.3);
+    let mut dc = masked(&w, 0.6);
+    ops::fill_(&ops::select(&dc, 0, 1)?, Scalar::Int(0))?;
+    dc = ops::clone(&dc, None)?;
+    let c = ops::to_sparse_csr(&dc, None)?;
+    assert_eq!(c.layout(), Layout::SparseCsr);
+    assert!(c.key_set().has(DispatchKey::SparseCsrCPU));
+    check("C crow", &ops::crow_indices(&c)?);
+    check("C col", &ops::col_indices(&c)?);
+    check("C values", &ops::values(&c)?);
+    check("C dense", &c);
+    check_coo("C to_sparse", &ops::to_sparse(&c, 2)?);
+    let ac = ops::to_sparse_csr(&a(), None)?;
+    check("A csr crow", &ops::crow_indices(&ac)?);
+    check("A csr col", &ops::col_indices(&ac)?);
+    check("A csr values", &ops::values(&ac)?);
+    let mc = wave(&[5, 3], 0.45, 0.2);
+    check("C mm M", &ops::mm(&c, &mc)?);
+    check("C addmm", &ops::addmm(&wave(&[4, 3], 0.2, 0.3), &c, &mc, Scalar::Float(0.5), Scalar::Float(2.0))?);
+    check("C mv", &ops::mv(&c, &wave(&[5], 0.8, 0.8))?);
+    let cc = ops::add(&c, &c, Scalar::Int(1))?;
+    assert_eq!(cc.layout(), Layout::SparseCsr);
+    check("C + C", &cc);
+    check("D + C", &ops::add(&wave(&[4, 5], 0.1, 0.1), &c, Scalar::Int(1))?);
+    check("C * 2", &ops::mul_scalar(&c, Scalar::Int(2))?);
+    check("C sum", &ops::sum(&c, None)?);
+    // Built from members; PyTorch's invariant checks in its words.
+    let t = |v: Vec<i64>| Tensor::from_vec(v.clone(), &[v.len() as i64]).unwrap();
+    let vals = wave(&[2], 1.0, 0.0);
+    let ok = ops::sparse_csr_tensor(&t(vec![0, 1, 2]), &t(vec![1, 0]), &vals, &[2, 2], None, None, None, None)?;
+    assert_eq!(ops::to_dense(&ok, None, None)?.to_vec::<f64>()?, vec![0.0, 0.0, 1f64.sin(), 0.0]);
+    let bad = |crow: Vec<i64>, col: Vec<i64>, n: i64| {
+        let v = wave(&[n], 1.0, 0.0);
+        ops::sparse_csr_tensor(&t(crow), &t(col), &v, &[2, 2], None, None, None, None).expect_err("bad").to_string()
+    };
+    assert!(bad(vec![1, 1, 2], vec![0, 1], 2).contains("`crow_indices[..., 0] == 0` is not satisfied."));
+    assert!(bad(vec![0, 2, 1], vec![0, 1], 2).contains("`crow_indices[..., -1] == nnz` is not satisfied."));
+    assert!(bad(vec![0, 3, 3], vec![0, 1, 2], 3)
+        .contains("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied."));
+    assert!(bad(vec![0, 2, 2], vec![0, 5], 2).contains("`0 <= col_indices < ncols` is not satisfied."));
+    let e = bad(vec![0, 2, 2], vec![1, 0], 2);
+    assert!(e.contains("are sorted and distinct along the last dimension values` is not satisfied."), "{e}");
+    let e = bad(vec![0, 1, 2, 2], vec![0, 1], 2);
+    assert!(e.contains("crow_indices.shape[-1] must be equal to the number of rows + 1 (=3), but got 4"), "{e}");
+    let e = bad(vec![0, 1, 2], vec![0, 1], 3);
+    assert!(
+        e.contains("col_indices.shape[-1] must be equal to nnz (=3) as defined by values.shape[0], but got 2"),
+        "{e}"
+    );
+    let e = ops::is_coalesced(&c).expect_err("COO only").to_string();
+    assert!(e.contains("is_coalesced expected sparse coordinate tensor layout but got SparseCsr"), "{e}");
+    let e = ops::cumsum(&c, 0, None).expect_err("no kernel").to_string();
+    assert!(e.contains("'SparseCsrCPU' backend"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn sparse_tensors_print_as_pytorchs() -> Result<()> {
+    // PyTorch 2.15's str() of the same tensors.
+    let d = Tensor::from_vec(vec![0.0f32, 1.0, 0.0, 2.0, 0.0, 3.0], &[2, 3])?;
+    assert_eq!(
+        ops::to_sparse(&d, 2)?.to_string(),
+        "tensor(indices=tensor([[0, 1, 1],\n                       [1, 0, 2]]),\n       values=tensor([1., 2., 3.]),\n       size=(2, 3), nnz=3, layout=torch.sparse_coo)"
+    );
+    assert_eq!(
+        ops::to_sparse_csr(&d, None)?.to_string(),
+        "tensor(crow_indices=tensor([0, 1, 3]),\n       col_indices=tensor([1, 0, 2]),\n       values=tensor([1., 2., 3.]), size=(2, 3), nnz=3,\n       layout=torch.sparse_csr)"
+    );
+    let z = ops::to_sparse(&ops::zeros(&[2, 3], Some(ScalarType::F64), None, None, None)?, 2)?;
+    assert_eq!(
+        z.to_string(),
+        "tensor(indices=tensor([], size=(2, 0)),\n       values=tensor([], size=(0,)),\n       size=(2, 3), nnz=0, dtype=torch.float64, layout=torch.sparse_coo)"
+    );
+    let h = coo(&[0, 1], 1, ops::ones(&[2, 2], Some(ScalarType::F32), None, None, None)?, &[3, 2]);
+    assert_eq!(
+        h.to_string(),
+        "tensor(indices=tensor([[0, 1]]),\n       values=tensor([[1., 1.],\n                      [1., 1.]]),\n       size=(3, 2), nnz=2, layout=torch.sparse_coo)"
+    );
     Ok(())
 }
