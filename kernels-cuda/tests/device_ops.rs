@@ -849,3 +849,70 @@ fn embedding_and_one_hot_run_on_the_device_and_match_the_cpu() {
     let e = ops::one_hot(&gc, 4).unwrap_err().to_string();
     assert!(e.contains("Class values must be smaller than num_classes."), "{e}");
 }
+
+#[test]
+fn sparse_tensors_run_on_the_device_and_match_the_cpu() {
+    // Note [Sparse kernels from dense operators]: the SparseCUDA kernels are aten's, their values
+    // on the device through the dense CUDA kernels. Each result must stay on the device.
+    setup();
+    let one = Scalar::Int(1);
+    let idx = Tensor::from_vec(vec![0i64, 1, 1, 0, 2, 2, 0, 2, 2, 3], &[2, 5]).unwrap();
+    let vals = sample(&[5], ScalarType::F32, 3);
+    let s = ops::sparse_coo_tensor(&idx, &vals, &[3, 4], None, None, None, None, None).unwrap();
+    let g = ops::_to_copy(&s, None, None, Some(GPU), None, false, None).unwrap();
+    assert_eq!((g.device(), g.layout()), (GPU, c10::Layout::SparseCoo));
+    assert!(g.key_set().has(c10::DispatchKey::SparseCUDA));
+    assert_eq!(ops::_values(&g).unwrap().device(), GPU);
+    assert_eq!(ops::_indices(&g).unwrap().device(), GPU);
+    let c = ops::coalesce(&g).unwrap();
+    assert_eq!(ops::_values(&c).unwrap().device(), GPU);
+    assert_eq!(ops::_nnz(&c).unwrap(), 4);
+    assert_close(
+        &ops::_values(&c).unwrap().cpu().unwrap(),
+        &ops::_values(&ops::coalesce(&s).unwrap()).unwrap(),
+        1e-6,
+        "coalesce",
+    );
+    let dense = ops::to_dense(&g, None, None).unwrap();
+    assert_eq!(dense.device(), GPU);
+    assert_close(&dense.cpu().unwrap(), &ops::to_dense(&s, None, None).unwrap(), 1e-6, "to_dense");
+    let d = sample(&[3, 4], ScalarType::F32, 5);
+    let sum = ops::add(&d.cuda_on(0).unwrap(), &g, one).unwrap();
+    assert_eq!(sum.device(), GPU);
+    assert_close(&sum.cpu().unwrap(), &ops::add(&d, &s, one).unwrap(), 1e-6, "dense + sparse");
+    let m = sample(&[4, 6], ScalarType::F32, 7);
+    let p = ops::mm(&g, &m.cuda_on(0).unwrap()).unwrap();
+    assert_eq!(p.device(), GPU);
+    assert_close(&p.cpu().unwrap(), &ops::mm(&s, &m).unwrap(), 1e-5, "sparse @ dense");
+    let csr = ops::to_sparse_csr(&g, None).unwrap();
+    assert_eq!((csr.device(), ops::crow_indices(&csr).unwrap().device()), (GPU, GPU));
+    let pc = ops::mm(&csr, &m.cuda_on(0).unwrap()).unwrap();
+    assert_eq!(pc.device(), GPU);
+    assert_close(&pc.cpu().unwrap(), &ops::mm(&s, &m).unwrap(), 1e-5, "csr @ dense");
+    // A mixed-device call is an error, not a silent copy.
+    assert!(ops::add(&d, &g, one).is_err());
+}
+
+#[test]
+fn index_add_runs_on_the_device_and_matches_the_cpu() {
+    setup();
+    for (dim, shape, src_shape) in [(0i64, [4i64, 3], [5i64, 3]), (1, [3, 4], [3, 5]), (-1, [2, 4], [2, 5])] {
+        let base = sample(&shape, ScalarType::F32, 1);
+        let src = sample(&src_shape, ScalarType::F32, 2);
+        let idx = Tensor::from_slice(&[3i64, 0, 3, 1, 3]);
+        let want = ops::index_add(&base, dim, &idx, &src, Scalar::Float(0.5)).unwrap();
+        let g = base.cuda_on(0).unwrap();
+        let got =
+            ops::index_add(&g, dim, &idx.cuda_on(0).unwrap(), &src.cuda_on(0).unwrap(), Scalar::Float(0.5)).unwrap();
+        assert_eq!(got.device(), GPU);
+        assert_close(&got.cpu().unwrap(), &want, 1e-6, &format!("index_add dim {dim}"));
+        ops::index_add_(&g, dim, &idx.cuda_on(0).unwrap(), &src.cuda_on(0).unwrap(), Scalar::Float(0.5)).unwrap();
+        assert_close(&g.cpu().unwrap(), &want, 1e-6, &format!("index_add_ dim {dim}"));
+    }
+    // An index past the rows is an error on the device too.
+    let g = sample(&[2, 3], ScalarType::F32, 1).cuda_on(0).unwrap();
+    let bad = Tensor::from_slice(&[5i64]).cuda_on(0).unwrap();
+    assert!(
+        ops::index_add(&g, 0, &bad, &sample(&[1, 3], ScalarType::F32, 2).cuda_on(0).unwrap(), Scalar::Int(1)).is_err()
+    );
+}

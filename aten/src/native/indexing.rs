@@ -522,6 +522,77 @@ pub fn index_add_out(
     let r = index_along("index_add", self_, dim, index, Src::Tensor(source), Reduce::Add, alpha_of(alpha))?;
     write_out("index_add", out, &r)
 }
+/// What `index_add` adds to `self` on a device: `alpha` times `source`'s slices summed per
+/// index into a zero tensor of `self`'s shape. The sums run through the embedding gradient's
+/// loop (Note [Deterministic embedding backward] in kernels-cuda): positions grouped by index
+/// on the host, each group summed in position order, no atomics, so the result is the same on
+/// every run. Floating dtypes only, as that loop.
+fn index_add_addend(
+    op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let n = self_.dim() as i64;
+    let d = if dim < 0 { dim + n.max(1) } else { dim };
+    if d < 0 || d >= n.max(1) {
+        return Err(Error::DimOutOfRange { op: op.into(), dim, min: -n.max(1), max: n.max(1) - 1 });
+    }
+    if index.dim() > 1 || !matches!(index.dtype(), ScalarType::I64 | ScalarType::I32) {
+        return Err(Error::invalid(op, "index_add_(): Index is supposed to be a vector of int64 or int32"));
+    }
+    if source.dim() != self_.dim() {
+        return Err(Error::invalid(op, "index_add_(): self and source must have the same number of dimensions"));
+    }
+    let k = index.numel();
+    let same_rest = (0..self_.dim()).all(|i| i as i64 == d || self_.sizes()[i] == source.sizes()[i]);
+    if source.dim() > 0 && (source.sizes()[d as usize] != k || !same_rest) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "index_add_(): source {:?} does not fit self {:?} with {k} indices along dim {d}",
+                source.sizes(),
+                self_.sizes()
+            ),
+        ));
+    }
+    if !self_.dtype().is_floating_point() {
+        return Err(Error::unsupported_dtype(op, self_.dtype()));
+    }
+    if self_.dim() == 0 || k == 0 {
+        return crate::ops::zeros(self_.sizes(), Some(self_.dtype()), None, Some(self_.device()), None);
+    }
+    let src = crate::ops::transpose(&crate::ops::to(source, self_.dtype(), false, false, None)?, 0, d)?;
+    let moved: Vec<i64> = src.sizes().to_vec();
+    let cols = moved[1..].iter().product::<i64>();
+    let src = crate::ops::reshape(&crate::ops::contiguous(&src, MemoryFormat::Contiguous)?, &[k, cols])?;
+    let idx = crate::ops::to(&crate::ops::reshape(index, &[k])?, ScalarType::I64, false, false, None)?;
+    let rows = self_.sizes()[d as usize];
+    let sums = embedding_dense_backward(&src, &idx, rows, -1, false)?;
+    let mut shape = moved;
+    shape[0] = rows;
+    let sums = crate::ops::transpose(&crate::ops::reshape(&sums, &shape)?, 0, d)?;
+    if alpha.to_f64() == 1.0 {
+        Ok(sums)
+    } else {
+        crate::ops::mul_scalar(&sums, alpha)
+    }
+}
+
+/// `index_add` on a device (see [`index_add_addend`]).
+pub fn index_add_device(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let a = index_add_addend("index_add", self_, dim, index, source, alpha)?;
+    crate::ops::add(self_, &a, Scalar::Int(1))
+}
+
+/// `index_add_` on a device (see [`index_add_addend`]).
+pub fn index_add_device_(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let a = index_add_addend("index_add_", self_, dim, index, source, alpha)?;
+    crate::ops::add_(self_, &a, Scalar::Int(1))
+}
+
 /// `index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor`
 pub fn index_copy(self_: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     index_along("index_copy", self_, dim, index, Src::Tensor(source), Reduce::Assign, None)

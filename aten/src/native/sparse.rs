@@ -855,6 +855,12 @@ fn add_sparse_into_dense(op: &str, dense: &Tensor, s: &Tensor, alpha: &Scalar) -
     if c.nnz() == 0 {
         return Ok(());
     }
+    if !dense.device().is_cpu() {
+        // Off the CPU through the sparse tensor's dense form (`index_add` on the device).
+        let d = scaled(&_to_dense(s, None, None)?, alpha, dense.dtype())?;
+        ops::add_(dense, &d, Scalar::Int(1))?;
+        return Ok(());
+    }
     let nnz = c.nnz() as usize;
     // Checks every index (Note [Indices are checked where they are used]).
     linear_index(op, &host_indices(&c.indices)?, nnz, &s.sizes()[..c.sparse_dim])?;
