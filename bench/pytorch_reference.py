@@ -372,6 +372,59 @@ def w9_fft_1m():
     return run
 
 
+def random_coo(n, nnz):
+    idx = torch.randint(n, (2, nnz))
+    return torch.sparse_coo_tensor(idx, torch.randn(nnz), (n, n))
+
+
+def w10_spmm_coo():
+    s = random_coo(100_000, 1_000_000).coalesce()
+    d = torch.randn(100_000, 64)
+
+    def run():
+        return torch.sparse.mm(s, d)
+
+    return run
+
+
+def w10_spmm_csr():
+    s = random_coo(100_000, 1_000_000).to_sparse_csr()
+    d = torch.randn(100_000, 64)
+
+    def run():
+        return torch.mm(s, d)
+
+    return run
+
+
+def w10_coalesce_1m():
+    s = random_coo(100_000, 1_000_000)
+
+    def run():
+        return torch.ops.aten._coalesce.default(s)
+
+    return run
+
+
+def w10_embedding_sparse_step():
+    emb = torch.nn.EmbeddingBag(100_000, 64, mode="mean", sparse=True)
+    fc1, fc2 = torch.nn.Linear(64, 32), torch.nn.Linear(32, 1)
+    sparse = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+    adam = torch.optim.Adam(list(fc1.parameters()) + list(fc2.parameters()), lr=0.01)
+    ids = torch.randint(100_000, (32, 8))
+    target = torch.randint(2, (32,)).float()
+
+    def run():
+        sparse.zero_grad()
+        adam.zero_grad()
+        logits = fc2(torch.relu(fc1(emb(ids)))).squeeze(1)
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, target).backward()
+        sparse.step()
+        adam.step()
+
+    return run
+
+
 WORKLOADS = {
     "W1.add1": w1_add1,
     "W1.add1_front": w1_add1,
@@ -405,6 +458,10 @@ WORKLOADS = {
     "W9.solve_512": w9_solve_512,
     "W9.svd_256": w9_svd_256,
     "W9.fft_1M": w9_fft_1m,
+    "W10.spmm_coo": w10_spmm_coo,
+    "W10.spmm_csr": w10_spmm_csr,
+    "W10.coalesce_1M": w10_coalesce_1m,
+    "W10.embedding_sparse_step": w10_embedding_sparse_step,
     # The Python front end (Note [Python rows]): the same Python code run by PyTorch and by
     # torchrs (BENCH_TORCH_MODULE=torchrs).
     "P1.add1": w1_add1,

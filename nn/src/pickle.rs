@@ -1399,12 +1399,51 @@ fn builtin(class: &Global, args: &Tuple) -> Result<Option<Value>> {
             }
             _ => return Err(bad("expected (func, new_type, args, state)".into())),
         },
+        // `torch.serialization._get_layout("torch.sparse_coo")`: the layout's name stands for it.
+        ("torch.serialization", "_get_layout") => match &args[..] {
+            [Value::Str(name)] => Value::Str(name.clone()),
+            _ => return Err(bad("expected the layout's name".into())),
+        },
+        ("torch._utils", "_rebuild_sparse_tensor") => {
+            Value::Tensor(rebuild_sparse_tensor(args).map_err(|e| in_call(class, e))?)
+        }
         ("torch._utils", name) if name.starts_with("_rebuild_") => {
             return Err(bad("this kind of tensor (quantized, sparse, nested, ...) is not supported".into()));
         }
         _ => return Ok(None),
     };
     Ok(Some(v))
+}
+
+/// `_rebuild_sparse_tensor(layout, data)`: a COO tensor from `(indices, values, size[,
+/// is_coalesced])` or a CSR one from `(crow_indices, col_indices, values, size)`, through the
+/// constructors, so the indices are checked (PyTorch checks them after loading).
+fn rebuild_sparse_tensor(args: &[Value]) -> Result<Tensor> {
+    let [Value::Str(layout), Value::Tuple(data)] = args else {
+        return fail("expected (layout, data)");
+    };
+    let data = data.to_vec();
+    let tensor = |v: &Value, what: &str| match v {
+        Value::Tensor(t) => Ok(t.clone()),
+        other => fail(format!("{what} is a {}, not a tensor", other.kind())),
+    };
+    match (&**layout, &data[..]) {
+        ("torch.sparse_coo", [i, v, size, rest @ ..]) if rest.len() <= 1 => {
+            let coalesced = match rest.first() {
+                Some(Value::Bool(b)) => Some(*b),
+                _ => None,
+            };
+            let size = int_list(size, "size")?;
+            let (i, v) = (tensor(i, "indices")?, tensor(v, "values")?);
+            aten::ops::sparse_coo_tensor(&i, &v, &size, None, None, None, None, coalesced)
+        }
+        ("torch.sparse_csr", [crow, col, v, size]) => {
+            let size = int_list(size, "size")?;
+            let (crow, col, v) = (tensor(crow, "crow_indices")?, tensor(col, "col_indices")?, tensor(v, "values")?);
+            aten::ops::sparse_csr_tensor(&crow, &col, &v, &size, None, None, None, None)
+        }
+        (l, _) => fail(format!("sparse layout {l} with {} items is not supported", data.len())),
+    }
 }
 
 /// Key-value pairs from a list or tuple of 2-item lists or tuples.

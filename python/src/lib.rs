@@ -415,7 +415,7 @@ fn _save_tensors(py: Python<'_>, items: Vec<(String, Bound<'_, PyAny>)>, path: s
 /// `F.embedding_bag`'s computation (`nn::embedding_bag`), after the Python function's checks:
 /// `mode` is "sum", "mean" or "max"; `max_norm` was applied by the caller.
 #[pyfunction]
-#[pyo3(signature = (weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx))]
+#[pyo3(signature = (weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx, sparse = false))]
 #[allow(clippy::too_many_arguments)]
 fn _embedding_bag(
     py: Python<'_>,
@@ -426,6 +426,7 @@ fn _embedding_bag(
     mode: &str,
     include_last_offset: bool,
     padding_idx: Option<i64>,
+    sparse: bool,
 ) -> PyResult<Py<PyAny>> {
     let mode = match mode {
         "sum" => nn::BagMode::Sum,
@@ -437,7 +438,7 @@ fn _embedding_bag(
     let input = tensor::tensor_of(input, "input")?;
     let offsets = offsets.map(|o| tensor::tensor_of(o, "offsets")).transpose()?;
     let psw = per_sample_weights.map(|w| tensor::tensor_of(w, "per_sample_weights")).transpose()?;
-    let options = nn::BagOptions { mode, padding_idx, include_last_offset, ..Default::default() };
+    let options = nn::BagOptions { mode, padding_idx, include_last_offset, sparse, ..Default::default() };
     let out = py.detach(|| nn::embedding_bag(&weight, &input, offsets.as_ref(), psw.as_ref(), &options)).py()?;
     tensor::wrap(py, out)
 }

@@ -186,6 +186,18 @@ impl PyTensor {
         types::device_object(py, self.tensor.device())
     }
     #[getter]
+    fn layout(&self, py: Python<'_>) -> Py<PyAny> {
+        types::layout_object(py, self.tensor.layout())
+    }
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        self.tensor.is_sparse()
+    }
+    #[getter]
+    fn is_sparse_csr(&self) -> bool {
+        self.tensor.is_sparse_csr()
+    }
+    #[getter]
     fn is_cuda(&self) -> bool {
         self.tensor.device().ty == c10::DeviceType::Cuda
     }

@@ -168,27 +168,42 @@ pub fn device_of(v: &Bound<'_, PyAny>) -> Option<Device> {
     None
 }
 
-/// `torch.layout` (`torch.strided`).
+/// `torch.layout` (`torch.strided`, `torch.sparse_coo`, `torch.sparse_csr`).
 #[pyclass(name = "layout", module = "torchrs", frozen)]
-pub struct PyLayout;
+pub struct PyLayout {
+    /// The layout.
+    pub layout: Layout,
+}
 
 #[pymethods]
 impl PyLayout {
     fn __repr__(&self) -> &'static str {
-        "torch.strided"
+        self.layout.name()
     }
 }
 
 static STRIDED: PyOnceLock<Py<PyLayout>> = PyOnceLock::new();
+static SPARSE_COO: PyOnceLock<Py<PyLayout>> = PyOnceLock::new();
+static SPARSE_CSR: PyOnceLock<Py<PyLayout>> = PyOnceLock::new();
+
+/// The one object of each layout (`torch.strided`, ...), so `t.layout is torch.sparse_coo`.
+pub fn layout_object(py: Python<'_>, layout: Layout) -> Py<PyAny> {
+    let slot = match layout {
+        Layout::Strided => &STRIDED,
+        Layout::SparseCoo => &SPARSE_COO,
+        Layout::SparseCsr => &SPARSE_CSR,
+    };
+    slot.get_or_init(py, || Py::new(py, PyLayout { layout }).expect("the layout object")).clone_ref(py).into_any()
+}
 
 /// `torch.strided`.
 pub fn strided(py: Python<'_>) -> Py<PyAny> {
-    STRIDED.get_or_init(py, || Py::new(py, PyLayout).expect("the layout object")).clone_ref(py).into_any()
+    layout_object(py, Layout::Strided)
 }
 
 /// A layout argument.
 pub fn layout_of(v: &Bound<'_, PyAny>) -> Option<Layout> {
-    v.cast::<PyLayout>().ok().map(|_| Layout::Strided)
+    v.cast::<PyLayout>().ok().map(|l| l.get().layout)
 }
 
 /// `torch.memory_format`.
@@ -239,6 +254,8 @@ pub fn module_constants(py: Python<'_>) -> Vec<(&'static str, Py<PyAny>)> {
     let mut v: Vec<(&'static str, Py<PyAny>)> =
         ScalarType::ALL.iter().map(|&st| (dtype_name(st), dtype_object(py, st))).collect();
     v.push(("strided", strided(py)));
+    v.push(("sparse_coo", layout_object(py, Layout::SparseCoo)));
+    v.push(("sparse_csr", layout_object(py, Layout::SparseCsr)));
     for m in MEMORY_FORMATS {
         v.push((memory_format_name(m), memory_format_object(py, m)));
     }

@@ -39,6 +39,8 @@ from ._C import (  # noqa: F401
     memory_format,
     preserve_format,
     set_num_threads,
+    sparse_coo,
+    sparse_csr,
     strided,
     tensor,
     uint8,
@@ -136,6 +138,26 @@ linalg = _submodule("linalg", _C._linalg_functions, "torch.linalg: the linalg_* 
 linalg.LinAlgError = _C._LinAlgError
 fft = _submodule("fft", _C._fft_functions, "torch.fft: the fft_* operators.")
 special = _submodule("special", _C._special_functions, "torch.special: the special_* operators.")
+
+
+def _sparse_sum(input, dim=None, dtype=None):
+    """``torch.sparse.sum``: over every element (a 0-dim tensor) or over ``dim`` (sparse while
+    sparse dimensions are left, strided once every sparse dimension is summed)."""
+    if dim is None:
+        out = _C._torch_functions["_sparse_sum"](input)
+    else:
+        out = _C._torch_functions["_sparse_sum"](input, [dim] if isinstance(dim, int) else list(dim))
+    return out if dtype is None else out.to(dtype)
+
+
+def _sparse_addmm(mat, mat1, mat2, *, beta=1, alpha=1):
+    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` with a gradient for the
+    sparse ``mat1`` masked to its pattern."""
+    return _C._torch_functions["_sparse_addmm"](mat, mat1, mat2, beta=beta, alpha=alpha)
+
+
+sparse = _submodule("sparse", {"mm": _C._torch_functions["_sparse_mm"], "sum": _sparse_sum, "addmm": _sparse_addmm},
+                    "torch.sparse: products and sums that keep sparse gradients sparse.")
 # torch.special's aliases of operators that live under their own names.
 for _alias, _op in {
     "erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "expit": "sigmoid", "exp2": "exp2", "expm1": "expm1",

@@ -93,9 +93,17 @@ fn product(op: &str, sizes: &[i64]) -> Result<i64> {
         .ok_or_else(|| Error::invalid(op, format!("{op}: the sparse sizes {sizes:?} have more than 2^63 positions")))
 }
 
-/// The indices as host integers, `[sparse_dim][nnz]` flattened row by row.
-fn host_indices(indices: &Tensor) -> Result<Vec<i64>> {
-    indices.to_vec::<i64>()
+/// The indices as host integers, `[sparse_dim][nnz]` flattened row by row: borrowed when they
+/// are a contiguous int64 CPU tensor already, copied otherwise.
+fn host_indices(indices: &Tensor) -> Result<std::borrow::Cow<'_, [i64]>> {
+    if indices.device().is_cpu() && indices.is_contiguous() && indices.dtype() == ScalarType::I64 {
+        let p = indices.typed_data_ptr::<i64>()?;
+        // SAFETY: a contiguous int64 tensor addresses `numel` adjacent elements from its data
+        // pointer, alive while `indices` is borrowed; kernels never write a sparse tensor's
+        // index members in place (in-place operators replace them).
+        return Ok(std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(p, indices.numel() as usize) }));
+    }
+    Ok(std::borrow::Cow::Owned(indices.to_vec::<i64>()?))
 }
 
 /// Row-major position of each index column among the `sparse_sizes` positions, checking every
@@ -323,7 +331,8 @@ pub fn sparse_coo_tensor_infer(
         return Err(Error::shape(op, "values must have at least one dimension (nnz), but got a 0-dim tensor"));
     }
     let (sd, nnz) = (indices.sizes()[0] as usize, indices.sizes()[1] as usize);
-    let idx = if indices.dtype() == ScalarType::I64 { host_indices(indices)? } else { Vec::new() };
+    let idx =
+        if indices.dtype() == ScalarType::I64 { host_indices(indices)? } else { std::borrow::Cow::Owned(Vec::new()) };
     let mut size = Vec::with_capacity(sd + values.dim() - 1);
     for d in 0..sd {
         let row = idx.get(d * nnz..(d + 1) * nnz).unwrap_or(&[]);
@@ -442,14 +451,20 @@ pub fn _coalesce(self_: &Tensor) -> Result<Tensor> {
     let sparse_sizes = &self_.sizes()[..c.sparse_dim];
     let idx = host_indices(&c.indices)?;
     let lin = linear_index(op, &idx, nnz, sparse_sizes)?;
-    let mut order: Vec<u32> = (0..nnz as u32).collect();
-    order.sort_by_key(|&k| lin[k as usize]);
+    // Sorted by (position, stored order): each group's elements stay in stored order.
+    let mut keyed: Vec<(i64, u32)> = lin.iter().enumerate().map(|(k, &l)| (l, k as u32)).collect();
+    if nnz >= 1 << 16 && crate::parallel::get_num_threads() > 1 {
+        use rayon::slice::ParallelSliceMut;
+        keyed.par_sort_unstable();
+    } else {
+        keyed.sort_unstable();
+    }
+    let order: Vec<u32> = keyed.iter().map(|&(_, k)| k).collect();
     // The group of each stored element, and the first element of each group.
     let mut group = vec![0i64; nnz];
     let mut firsts: Vec<u32> = Vec::with_capacity(nnz);
     let mut prev = None;
-    for &k in &order {
-        let l = lin[k as usize];
+    for &(l, k) in &keyed {
         if prev != Some(l) {
             firsts.push(k);
             prev = Some(l);
@@ -863,11 +878,58 @@ fn add_sparse_into_dense(op: &str, dense: &Tensor, s: &Tensor, alpha: &Scalar) -
     }
     let nnz = c.nnz() as usize;
     // Checks every index (Note [Indices are checked where they are used]).
-    linear_index(op, &host_indices(&c.indices)?, nnz, &s.sizes()[..c.sparse_dim])?;
+    let lin = linear_index(op, &host_indices(&c.indices)?, nnz, &s.sizes()[..c.sparse_dim])?;
+    if dense.is_contiguous() && dense.dtype() == c.values.dtype() {
+        // In place, row by row: no copy of `dense` (an optimizer's update of a large table
+        // touches only the rows the gradient holds).
+        match dense.dtype() {
+            ScalarType::F32 => return add_rows::<f32>(dense, &lin, &c.values, alpha.to::<f32>()),
+            ScalarType::F64 => return add_rows::<f64>(dense, &lin, &c.values, alpha.to::<f64>()),
+            _ => {}
+        }
+    }
     let rows: Vec<Option<Tensor>> =
         (0..c.sparse_dim).map(|d| ops::select(&c.indices, 0, d as i64).map(Some)).collect::<Result<_>>()?;
     let v = scaled(&c.values, alpha, dense.dtype())?;
     ops::index_put_(dense, &rows, &v, true)?;
+    Ok(())
+}
+
+/// `dense.view(rows, -1)[lin[k]] += alpha * values[k]` for every stored element, in stored
+/// order, on a contiguous CPU `dense` whose dtype the values have.
+fn add_rows<T>(dense: &Tensor, lin: &[i64], values: &Tensor, alpha: T) -> Result<()>
+where
+    T: c10::Element + Copy + std::ops::Mul<Output = T> + std::ops::AddAssign,
+{
+    // A copy when the values live in `dense`'s own memory, so the rows read and written never
+    // overlap.
+    let v = if values.storage().is_same(dense.storage()) {
+        ops::clone(values, Some(MemoryFormat::Contiguous))?
+    } else {
+        ops::contiguous(values, MemoryFormat::Contiguous)?
+    };
+    let cols = if lin.is_empty() { 0 } else { v.numel() as usize / lin.len() };
+    let rows = if cols == 0 { 0 } else { dense.numel() as usize / cols };
+    let d = dense.typed_data_ptr::<T>()?;
+    let vp = v.typed_data_ptr::<T>()?;
+    for (k, &r) in lin.iter().enumerate() {
+        // Every position was checked against the sparse sizes (`linear_index`), whose product
+        // is `rows`, and `dense` has the sparse tensor's sizes.
+        debug_assert!((r as usize) < rows);
+        // SAFETY: `dense` is contiguous with `rows * cols` elements and row `r < rows`; `v` is
+        // contiguous with `lin.len() * cols` elements, in another storage than `dense` (copied
+        // above otherwise), so the two slices do not overlap.
+        let (drow, vrow) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(d.add(r as usize * cols), cols),
+                std::slice::from_raw_parts(vp.add(k * cols), cols),
+            )
+        };
+        for (a, &b) in drow.iter_mut().zip(vrow) {
+            *a += alpha * b;
+        }
+    }
+    dense.bump_version();
     Ok(())
 }
 
@@ -2046,8 +2108,8 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
         return spmm(op, &coo_form, &cc, d);
     }
     let (m, n) = (s.sizes()[0], d.sizes()[1]);
-    let start: Vec<usize> = c.crow.to_vec::<i64>()?.into_iter().map(|x| x as usize).collect();
-    let cols = c.col.to_vec::<i64>()?;
+    let start: Vec<usize> = host_indices(&c.crow)?.iter().map(|&x| x as usize).collect();
+    let cols = host_indices(&c.col)?;
     let nnz = cols.len();
     let by_row: Vec<usize> = (0..nnz).collect();
     let dd = ops::contiguous(d, MemoryFormat::Contiguous)?;

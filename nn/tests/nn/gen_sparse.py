@@ -166,3 +166,9 @@ show("C + C", C + C)
 show("D + C", wave([4, 5], 0.1, 0.1) + C)
 show("C * 2", C * 2)
 show("C sum", torch.sum(C))
+
+# A torch.save file with sparse tensors (nn/tests/nn/pt/sparse.pt), loaded by sparse.rs.
+import os  # noqa: E402
+
+torch.save({"coo": A, "coalesced": A.coalesce(), "hybrid": B, "csr": C, "empty": E},
+           os.path.join(os.path.dirname(os.path.abspath(__file__)), "pt", "sparse.pt"))

@@ -516,3 +516,24 @@ fn sparse_tensors_print_as_pytorchs() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn sparse_tensors_load_from_pytorch_archives() -> Result<()> {
+    // gen_sparse.py's torch.save of A (uncoalesced), A.coalesce(), B (hybrid), C (CSR) and an
+    // empty COO tensor, read through `_rebuild_sparse_tensor`.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nn/pt/sparse.pt");
+    let sd = nn::load_pt(&path)?;
+    let get = |k: &str| sd.get(k).cloned().unwrap_or_else(|| panic!("{k} is in the archive"));
+    let a = get("coo");
+    assert_eq!((a.layout(), ops::_nnz(&a)?, ops::is_coalesced(&a)?), (Layout::SparseCoo, 5, false));
+    check("A dense", &a);
+    check_coo("A coalesce", &get("coalesced"));
+    check("B dense", &get("hybrid"));
+    let c = get("csr");
+    assert_eq!(c.layout(), Layout::SparseCsr);
+    check("C dense", &c);
+    check("C crow", &ops::crow_indices(&c)?);
+    let e = get("empty");
+    assert_eq!((e.sizes(), ops::_nnz(&e)?), (&[3i64, 4][..], 0));
+    Ok(())
+}

@@ -437,12 +437,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("max mode does not support sparse weights")
     elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
-    # Neither has a kernel here: refused rather than silently giving PyTorch's dense, unscaled
-    # gradient in their place.
+    # No kernel here: refused rather than silently giving PyTorch's unscaled gradient in its place.
     if scale_grad_by_freq:
         raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by torchrs")
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse=True (sparse gradients) is not supported by torchrs")
     if padding_idx is not None:
         n = weight.size(0)
         if not -n <= padding_idx < n:
@@ -455,7 +452,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
             f"(got mode='{mode}'). Please open a feature request on GitHub.")
-    return _C._embedding_bag(weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx)
+    return _C._embedding_bag(weight, input, offsets, per_sample_weights, mode, include_last_offset, padding_idx, sparse)
 
 
 # ---- losses --------------------------------------------------------------------------------------

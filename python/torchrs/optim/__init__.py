@@ -6,3 +6,4 @@ from .adam import Adam, AdamW  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401

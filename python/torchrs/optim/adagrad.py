@@ -46,8 +46,22 @@ class Adagrad(Optimizer):
                     step = state["step"].item()
                     grad = -p.grad if group["maximize"] else p.grad
                     if weight_decay != 0:
+                        if grad.is_sparse:
+                            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
                         grad = grad.add(p, alpha=weight_decay)
                     clr = lr / (1 + (step - 1) * lr_decay)
+                    if grad.is_sparse:
+                        # Only the rows the gradient holds move (PyTorch's sparse branch).
+                        grad = grad.coalesce()
+                        indices, values = grad._indices(), grad._values()
+
+                        def make(v):
+                            return _C._torch_functions["sparse_coo_tensor"](indices, v, grad.shape)
+
+                        state["sum"].add_(make(values.pow(2)))
+                        std_values = state["sum"].sparse_mask(grad)._values().sqrt().add_(eps)
+                        p.add_(make(values / std_values), alpha=-clr)
+                        continue
                     state["sum"].addcmul_(grad, grad, value=1)
                     std = state["sum"].sqrt().add_(eps)
                     p.addcdiv_(grad, std, value=-clr)

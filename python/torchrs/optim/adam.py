@@ -58,6 +58,8 @@ class Adam(Optimizer):
                         state["exp_avg_sq"] = _f["zeros_like"](p)
                         if amsgrad:
                             state["max_exp_avg_sq"] = _f["zeros_like"](p)
+                    if p.grad.is_sparse:
+                        raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
                     grad = -p.grad if maximize else p.grad
                     exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
                     step_t.add_(1)

@@ -44,6 +44,8 @@ class RMSprop(Optimizer):
                             state["momentum_buffer"] = _f["zeros_like"](p)
                         if centered:
                             state["grad_avg"] = _f["zeros_like"](p)
+                    if p.grad.is_sparse:
+                        raise RuntimeError("RMSprop does not support sparse gradients")
                     grad = -p.grad if group["maximize"] else p.grad
                     state["step"].add_(1)
                     if weight_decay != 0:

@@ -19,7 +19,8 @@
 //! `conv_small`), W6 (`mlp_step`, `mlp_step_front`, `mlp_step_profiled`, `cnn_step` training steps; one iteration is one step, so
 //! steps/s is the inverse of the time per iteration) and W7 (the JIT: `gelu_eager`,
 //! `gelu_fused`, `chain100_eager`, `chain100_jit`) and W9 (linear algebra and FFT: `solve_512`,
-//! `svd_256`, `fft_1M`). The peers' figures on this machine (candle
+//! `svd_256`, `fft_1M`) and W10 (sparse: `spmm_coo`, `spmm_csr`, `coalesce_1M`,
+//! `embedding_sparse_step`). The peers' figures on this machine (candle
 //! and others) are in BENCHMARKS.md, with how they were taken.
 
 use std::hint::black_box;
@@ -271,7 +272,75 @@ pub fn registry() -> Vec<Workload> {
             let z = aten::ops::complex(&randn(&[1 << 20])?, &randn(&[1 << 20])?)?;
             Ok(body(move || aten::ops::fft_fft(&z, None, -1, None)))
         }),
+        // Sparse tensors (Note [W10 workloads]).
+        Workload::new(
+            "W10.spmm_coo",
+            "torch.sparse.mm of a coalesced COO [100000, 100000] f32 matrix, 1M stored, @ dense [100000, 64]",
+            || {
+                let s = aten::ops::coalesce(&random_coo(100_000, 1_000_000)?)?;
+                let d = randn(&[100_000, 64])?;
+                Ok(body(move || aten::ops::_sparse_mm(&s, &d)))
+            },
+        ),
+        Workload::new("W10.spmm_csr", "the same product with the matrix in CSR", || {
+            let s = aten::ops::to_sparse_csr(&random_coo(100_000, 1_000_000)?, None)?;
+            let d = randn(&[100_000, 64])?;
+            Ok(body(move || aten::ops::mm(&s, &d)))
+        }),
+        Workload::new(
+            "W10.coalesce_1M",
+            "coalesce of 1M random COO entries of a [100000, 100000] f32 matrix (with duplicates)",
+            || {
+                let s = random_coo(100_000, 1_000_000)?;
+                Ok(body(move || aten::ops::_coalesce(&s)))
+            },
+        ),
+        Workload::new(
+            "W10.embedding_sparse_step",
+            "train step: EmbeddingBag(100000, 64, mean, sparse) of 32 bags of 8, Linear 64-32, ReLU, Linear 32-1, BCE; SparseAdam + Adam",
+            embedding_sparse_step,
+        ),
     ]
+}
+
+// Note [W10 workloads]: random COO matrices (indices uniform over the [100000, 100000] grid,
+// values random normal, so a few positions repeat), the same construction on both sides:
+// `spmm_coo` multiplies a coalesced one by a dense [100000, 64] through `torch.sparse.mm`,
+// `spmm_csr` the same in CSR through `mm`, `coalesce_1M` sorts and sums an uncoalesced one
+// (`_coalesce`, which always does the work), and `embedding_sparse_step` is one training
+// step of `nn/tests/nn/sparse.rs`'s recommendation model on random ids.
+
+fn random_coo(n: i64, nnz: i64) -> Result<Tensor> {
+    let idx = aten::ops::randint(n, &[2, nnz], None, None, None, None)?;
+    aten::ops::sparse_coo_tensor(&idx, &randn(&[nnz])?, &[n, n], None, None, None, None, None)
+}
+
+fn embedding_sparse_step() -> Result<Body> {
+    use autograd::TensorAutograd;
+    use nn::optim::Optimizer;
+    use nn::{Forward, Module};
+    let emb = nn::EmbeddingBag::new(100_000, 64, nn::BagMode::Mean)?.with_sparse(true);
+    let (fc1, fc2) = (nn::Linear::new(64, 32)?, nn::Linear::new(32, 1)?);
+    let mut sparse = nn::optim::SparseAdam::new(emb.parameters(), 0.01)?;
+    let dense: Vec<nn::Parameter> = fc1.parameters().into_iter().chain(fc2.parameters()).collect();
+    let mut adam = nn::optim::Adam::new(dense, 0.01)?;
+    let ids = aten::ops::randint(100_000, &[32, 8], None, None, None, None)?;
+    let target = aten::ops::to(
+        &aten::ops::randint(2, &[32], None, None, None, None)?,
+        c10::ScalarType::F32,
+        false,
+        false,
+        None,
+    )?;
+    Ok(body(move || {
+        sparse.zero_grad(true)?;
+        adam.zero_grad(true)?;
+        let h = aten::ops::relu(&fc1.forward(&emb.forward_bags(&ids, None, None)?)?)?;
+        let logits = aten::ops::squeeze_dim(&fc2.forward(&h)?, 1)?;
+        aten::ops::binary_cross_entropy_with_logits(&logits, &target, None, None, 1)?.backward()?;
+        sparse.step()?;
+        adam.step()
+    }))
 }
 
 // Note [W9 workloads]: `solve_512` (an LU factorisation with partial pivoting and two

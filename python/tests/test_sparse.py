@@ -1,0 +1,112 @@
+"""Sparse tensors from Python against PyTorch itself: the same calls on both sides, with the
+same inputs, give the same patterns, values, gradients, optimizer steps and printed text.
+Needs PyTorch (the `pytorch` fixture of conftest.py: CI installs it and requires these to run)."""
+
+import math
+
+import pytest
+
+import torchrs as torch
+
+
+def _wave(lib, shape, a=0.7, b=0.3):
+    n = math.prod(shape)
+    return lib.tensor([math.sin(a * i + b) for i in range(n)], dtype=lib.float64).reshape(shape)
+
+
+def _coo(lib):
+    i = lib.tensor([[0, 1, 1, 0, 2], [2, 0, 2, 2, 3]])
+    return lib.sparse_coo_tensor(i, _wave(lib, [5], 0.9, 0.2), (3, 4))
+
+
+def _close(ours, theirs):
+    assert ours.tolist() == pytest.approx(theirs.tolist(), rel=1e-12, abs=1e-12)
+
+
+def test_layouts_and_members_match(pytorch):
+    s, p = _coo(torch), _coo(pytorch)
+    assert s.layout is torch.sparse_coo and repr(torch.sparse_coo) == "torch.sparse_coo"
+    assert s.is_sparse and not s.is_sparse_csr and not torch.tensor([1.0]).is_sparse
+    assert (s._nnz(), s.sparse_dim(), s.dense_dim(), s.is_coalesced()) == (5, 2, 0, False)
+    c, pc = s.coalesce(), p.coalesce()
+    assert c.indices().tolist() == pc.indices().tolist()
+    _close(c.values(), pc.values())
+    _close(s.to_dense(), p.to_dense())
+    with pytest.raises(RuntimeError, match="Cannot get indices on an uncoalesced tensor"):
+        s.indices()
+    r = s.to_sparse_csr()
+    assert r.layout is torch.sparse_csr
+    pr = p.to_sparse_csr()
+    assert r.crow_indices().tolist() == pr.crow_indices().tolist()
+    assert r.col_indices().tolist() == pr.col_indices().tolist()
+
+
+def test_operators_match(pytorch):
+    s, p = _coo(torch), _coo(pytorch)
+    d, pd = _wave(torch, [3, 4], 0.3, 0.1), _wave(pytorch, [3, 4], 0.3, 0.1)
+    m, pm = _wave(torch, [4, 2], 0.6, 0.4), _wave(pytorch, [4, 2], 0.6, 0.4)
+    _close(d + s, pd + p)
+    _close((s + s).to_dense(), (p + p).to_dense())
+    assert (s + s)._nnz() == (p + p)._nnz()
+    _close((s * 3).to_dense(), (p * 3).to_dense())
+    _close(torch.sparse.mm(s, m), pytorch.sparse.mm(p, pm))
+    _close(torch.mm(s.to_sparse_csr(), m), pytorch.mm(p.to_sparse_csr(), pm))
+    _close(torch.sparse.sum(s, 1).to_dense(), pytorch.sparse.sum(p, 1).to_dense())
+    _close(torch.sparse.sum(s), pytorch.sparse.sum(p))
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported"):
+        s + d
+
+
+def test_printing_matches(pytorch):
+    x = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
+    assert repr(torch.tensor(x).to_sparse()) == repr(pytorch.tensor(x).to_sparse())
+    assert str(torch.tensor(x).to_sparse_csr()) == str(pytorch.tensor(x).to_sparse_csr())
+    a = torch.tensor(x, requires_grad=True).to_sparse()
+    assert repr(a).endswith("layout=torch.sparse_coo, grad_fn=<ToSparseBackward1>)") or "grad_fn=<" in repr(a)
+
+
+def test_gradients_match(pytorch):
+    def run(lib):
+        v = _wave(lib, [5], 0.9, 0.2).requires_grad_()
+        i = lib.tensor([[0, 1, 1, 0, 2], [2, 0, 2, 2, 3]])
+        m = _wave(lib, [4, 3], 0.6, 0.4).requires_grad_()
+        s = lib.sparse_coo_tensor(i, v, (3, 4))
+        (lib.sparse.mm(s, m) * _wave(lib, [3, 3], 0.5, 0.5)).sum().backward()
+        return v.grad, m.grad
+
+    (v, m), (pv, pm) = run(torch), run(pytorch)
+    _close(v, pv)
+    _close(m, pm)
+
+
+@pytest.mark.parametrize("name, kwargs", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adagrad", dict(lr=0.1)),
+                                          ("SparseAdam", dict(lr=0.05))])
+def test_sparse_embeddings_train_as_pytorchs(pytorch, name, kwargs):
+    def run(lib):
+        emb = lib.nn.Embedding(10, 4, sparse=True).double()
+        with lib.no_grad():
+            emb.weight.copy_(_wave(lib, [10, 4], 1.3, 0.1))
+        opt = getattr(lib.optim, name)(emb.parameters(), **kwargs)
+        ids = [lib.tensor([1, 3, 3, 0]), lib.tensor([9, 1, 3, 3])]
+        for k in range(3):
+            opt.zero_grad()
+            (emb(ids[k % 2]) * _wave(lib, [4, 4], 0.5 + 0.1 * k, 0.2)).sum().backward()
+            assert emb.weight.grad.is_sparse
+            opt.step()
+        return emb.weight
+
+    _close(run(torch).detach(), run(pytorch).detach())
+
+
+def test_sparse_gradients_are_refused_where_pytorch_refuses_them(pytorch):
+    emb = torch.nn.Embedding(10, 4, sparse=True)
+    emb(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match="Adam does not support sparse gradients, please consider SparseAdam"):
+        torch.optim.Adam(emb.parameters()).step()
+    dense = torch.nn.Embedding(10, 4)
+    dense(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+        torch.optim.SparseAdam(dense.parameters()).step()
+    bag = torch.nn.EmbeddingBag(10, 4, mode="mean", sparse=True)
+    bag(torch.tensor([[1, 2], [2, 3]])).sum().backward()
+    assert bag.weight.grad.is_sparse
