@@ -84,10 +84,45 @@ fn index_select_impl(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
         // The other dims' maps are as long as those dims, which can be huge when empty.
         return zeros_of(&out_sizes, self_.dtype());
     }
+    if self_.is_contiguous() && self_.dim() > 0 && !self_.dtype().is_complex() {
+        if let Some(rows) = map.iter().map(|m| m.map(|i| i as usize)).collect::<Option<Vec<usize>>>() {
+            return select_slabs(self_, d, &rows, &out_sizes);
+        }
+    }
     let mut maps: Vec<Vec<Option<i64>>> = sizes.iter().map(|&n| identity_map(n)).collect::<Result<_>>()?;
     maps[d] = map;
     let pos: Vec<usize> = separable_index(&sizes, &maps)?.into_iter().flatten().collect();
     take_all(self_, &pos, &out_sizes)
+}
+
+/// `index_select` of a contiguous CPU tensor: for each outer position, the selected slabs
+/// (`inner` elements each) copied as bytes, without reading the rest of `self` (an embedding
+/// lookup reads only the rows it looks up, not the whole table).
+fn select_slabs(self_: &Tensor, d: usize, map: &[usize], out_sizes: &[i64]) -> Result<Tensor> {
+    let sizes = self_.sizes();
+    let outer: usize = sizes[..d].iter().product::<i64>() as usize;
+    let inner: usize = sizes[d + 1..].iter().product::<i64>() as usize;
+    let esize = self_.dtype().size();
+    let (n, k) = (sizes[d] as usize, map.len());
+    let out = Tensor::empty_uninit(out_sizes, self_.dtype(), self_.device())?;
+    let src = self_.data_ptr() as *const u8;
+    let dst = out.data_ptr();
+    let slab = inner * esize;
+    for o in 0..outer {
+        for (j, &i) in map.iter().enumerate() {
+            // SAFETY: `self_` is contiguous with `outer * n * inner` elements and `i < n` (checked
+            // by `check_index`); `out` is a fresh contiguous `outer * k * inner` tensor. The two
+            // are different allocations.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.add(((o * n + i) * inner) * esize),
+                    dst.add((o * k + j) * slab),
+                    slab,
+                );
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `index_select` on a device other than the CPU (Note [Device gathers]): the same checks,
