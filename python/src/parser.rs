@@ -938,7 +938,7 @@ pub fn to_python(py: Python<'_>, v: IValue) -> PyResult<Py<PyAny>> {
             Scalar::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
         },
         IValue::ScalarType(st) => types::dtype_object(py, st),
-        IValue::Layout(l) => types::layout_object(py, *l),
+        IValue::Layout(l) => types::layout_object(py, l),
         IValue::Device(d) => types::device_object(py, d)?,
         IValue::MemoryFormat(m) => types::memory_format_object(py, m),
         IValue::Generator(g) => types::generator_object(py, g)?,

@@ -560,7 +560,7 @@ pub fn dense_to_sparse(self_: &Tensor, sparse_dim: i64) -> Result<Tensor> {
         if have != sparse_dim {
             return Err(Error::invalid(
                 op,
-                format!("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() is not supported"),
+                "to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() is not supported",
             ));
         }
         return Ok(self_.clone());
@@ -908,8 +908,8 @@ where
     } else {
         ops::contiguous(values, MemoryFormat::Contiguous)?
     };
-    let cols = if lin.is_empty() { 0 } else { v.numel() as usize / lin.len() };
-    let rows = if cols == 0 { 0 } else { dense.numel() as usize / cols };
+    let cols = (v.numel() as usize).checked_div(lin.len()).unwrap_or(0);
+    let rows = (dense.numel() as usize).checked_div(cols).unwrap_or(0);
     let d = dense.typed_data_ptr::<T>()?;
     let vp = v.typed_data_ptr::<T>()?;
     for (k, &r) in lin.iter().enumerate() {
@@ -1529,7 +1529,9 @@ where
         // against k by `linear_index`; `vals` is contiguous with one value per stored element.
         let orow = unsafe { std::slice::from_raw_parts_mut((o as *mut T).add(r * n), n) };
         for &k in &by_row[start[r]..start[r + 1]] {
+            // SAFETY: as above: `k` is a stored element of `vals`, `cols[k]` a checked row of `dense`.
             let v = unsafe { *(vp as *const T).add(k) };
+            // SAFETY: as above.
             let drow = unsafe { std::slice::from_raw_parts((dp as *const T).add(cols[k] as usize * n), n) };
             for (a, &b) in orow.iter_mut().zip(drow) {
                 *a += v * b;
