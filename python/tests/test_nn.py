@@ -561,8 +561,12 @@ def test_embedding_bag_module_trains_and_refuses_what_it_lacks():
     np.testing.assert_allclose(capped(torch.tensor([[0, 1]])).numpy(), [[0.6, 0.8]], rtol=1e-6)
     with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
         F.embedding_bag(idx, bag.weight, offsets, scale_grad_by_freq=True)
-    with pytest.raises(NotImplementedError, match="sparse"):
-        nn.EmbeddingBag(6, 2, sparse=True)(idx, offsets)
+    # sparse=True now gives a sparse gradient holding the same rows (test_sparse.py checks
+    # the values against PyTorch).
+    sparse_bag = nn.EmbeddingBag(6, 2, mode="sum", padding_idx=0, sparse=True)
+    sparse_bag(idx, offsets).sum().backward()
+    assert sparse_bag.weight.grad.is_sparse
+    np.testing.assert_allclose(sparse_bag.weight.grad.to_dense().numpy(), [[0, 0], [0, 0], [0, 0], [2, 2], [0, 0], [1, 1]])
 
 
 def test_dropout_training_and_eval():

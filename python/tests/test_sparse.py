@@ -20,7 +20,8 @@ def _coo(lib):
 
 
 def _close(ours, theirs):
-    assert ours.tolist() == pytest.approx(theirs.tolist(), rel=1e-12, abs=1e-12)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert ours.reshape(-1).tolist() == pytest.approx(theirs.reshape(-1).tolist(), rel=1e-12, abs=1e-12)
 
 
 def test_layouts_and_members_match(pytorch):

@@ -146,7 +146,7 @@ def _sparse_sum(input, dim=None, dtype=None):
     if dim is None:
         out = _C._torch_functions["_sparse_sum"](input)
     else:
-        out = _C._torch_functions["_sparse_sum"](input, [dim] if isinstance(dim, int) else list(dim))
+        out = _C._torch_functions["_sparse_sum"](input, [dim] if isinstance(dim, _builtins.int) else _builtins.list(dim))
     return out if dtype is None else out.to(dtype)
 
 
