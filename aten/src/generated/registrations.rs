@@ -15128,20 +15128,20 @@ pub fn register_sparse_csr_cpu(d: &Dispatcher) {
         handles::_to_copy::NAME,
         DispatchKey::SparseCsrCPU,
         handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
-            crate::native::sparse::csr_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+            crate::native::sparse::sparse_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
         }),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::clone::NAME,
         DispatchKey::SparseCsrCPU,
-        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::csr_clone(self_, memory_format)),
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::sparse_clone(self_, memory_format)),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCsrCPU,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::csr_alias(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
     )
     .expect("generated registration");
     d.register_kernel(
@@ -15244,20 +15244,20 @@ pub fn register_sparse_csr_cuda(d: &Dispatcher) {
         handles::_to_copy::NAME,
         DispatchKey::SparseCsrCUDA,
         handles::_to_copy::kernel(|_ks, self_, dtype, layout, device, pin_memory, non_blocking, memory_format| {
-            crate::native::sparse::csr_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
+            crate::native::sparse::sparse_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
         }),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::clone::NAME,
         DispatchKey::SparseCsrCUDA,
-        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::csr_clone(self_, memory_format)),
+        handles::clone::kernel(|_ks, self_, memory_format| crate::native::sparse::sparse_clone(self_, memory_format)),
     )
     .expect("generated registration");
     d.register_kernel(
         handles::alias::NAME,
         DispatchKey::SparseCsrCUDA,
-        handles::alias::kernel(|_ks, self_| crate::native::sparse::csr_alias(self_)),
+        handles::alias::kernel(|_ks, self_| crate::native::sparse::sparse_detach(self_)),
     )
     .expect("generated registration");
     d.register_kernel(

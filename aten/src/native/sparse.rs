@@ -660,16 +660,33 @@ fn gather_cols(op: &str, dense: &Tensor, indices: &Tensor, sizes: &[i64]) -> Res
 
 // ---- copies ----------------------------------------------------------------------------------
 
-/// `clone` of a COO tensor: new members with the same pattern and flag.
+/// A sparse tensor of either layout like `t`, each index member through `fi` and the values
+/// through `fv` (same sizes, layout and coalesced flag).
+fn map_members(
+    op: &str,
+    t: &Tensor,
+    fi: impl Fn(&Tensor) -> Result<Tensor>,
+    fv: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let sp = t.sparse_impl().ok_or_else(|| expected_coo(op, t))?;
+    let p = sp.parts();
+    let indices = fi(&Tensor::from_arc(p.indices))?;
+    let values = fv(&Tensor::from_arc(p.values))?;
+    match p.col_indices {
+        Some(col) => new_csr(t.sizes(), &indices, &fi(&Tensor::from_arc(col))?, &values),
+        None => new_coo(t.sizes(), &indices, &values, p.coalesced),
+    }
+}
+
+/// `clone` of a sparse tensor (COO or CSR): new members with the same pattern and flag.
 pub fn sparse_clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
     if let Some(f) = memory_format.filter(|&f| f != MemoryFormat::Preserve) {
         return Err(Error::invalid("clone", format!("unsupported memory format option {f:?}")));
     }
-    let c = coo("clone", self_)?;
-    new_coo(self_.sizes(), &ops::clone(&c.indices, None)?, &ops::clone(&c.values, None)?, c.coalesced)
+    map_members("clone", self_, |i| ops::clone(i, None), |v| ops::clone(v, None))
 }
 
-/// `_to_copy` of a COO tensor: the members converted and moved.
+/// `_to_copy` of a sparse tensor (COO or CSR): the members converted and moved.
 #[allow(clippy::too_many_arguments)]
 pub fn sparse_to_copy(
     self_: &Tensor,
@@ -681,13 +698,15 @@ pub fn sparse_to_copy(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     let op = "_to_copy";
-    let c = coo(op, self_)?;
-    if let Some(l) = layout.filter(|&l| l != Layout::SparseCoo) {
+    if let Some(l) = layout.filter(|&l| l != self_.layout()) {
         return Err(Error::invalid(op, format!("to(options) doesn't support converting to a different layout, but got self.layout being {} and options.layout set as {}", self_.layout().short_name(), l.short_name())));
     }
-    let values = ops::_to_copy(&c.values, dtype, None, device, pin_memory, non_blocking, memory_format)?;
-    let indices = ops::_to_copy(&c.indices, None, None, device, pin_memory, non_blocking, None)?;
-    new_coo(self_.sizes(), &indices, &values, c.coalesced)
+    map_members(
+        op,
+        self_,
+        |i| ops::_to_copy(i, None, None, device, pin_memory, non_blocking, None),
+        |v| ops::_to_copy(v, dtype, None, device, pin_memory, non_blocking, memory_format),
+    )
 }
 
 /// `zero_` of a COO tensor: no stored element left.
@@ -727,9 +746,12 @@ pub fn sparse_copy_(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<
     Ok(self_.clone())
 }
 
-/// `alias` of a COO tensor: the same members (in-place changes show in both), no history.
+/// `alias` of a sparse tensor (COO or CSR): the same members (in-place changes show in both),
+/// no history.
 pub fn sparse_detach(self_: &Tensor) -> Result<Tensor> {
-    coo("alias", self_)?;
+    if self_.sparse_impl().is_none() {
+        return Err(expected_coo("alias", self_));
+    }
     let imp = self_.imp();
     Ok(Tensor::from_impl(imp.view_of(DimVec::from_slice(imp.sizes()), DimVec::from_slice(imp.strides()), 0)))
 }
@@ -1436,7 +1458,12 @@ fn check_mm_operands(op: &str, s: &Tensor, c: &Coo, d: &Tensor) -> Result<()> {
             ),
         ));
     }
-    if d.dim() != 2 {
+    check_matrix_product(op, s, d)
+}
+
+/// The checks of a sparse matrix `s` times a strided matrix `d`, in PyTorch's words.
+fn check_matrix_product(op: &str, s: &Tensor, d: &Tensor) -> Result<()> {
+    if d.dim() != 2 || d.layout() != Layout::Strided {
         return Err(Error::invalid(op, format!("{op}: matrices expected, got {}D tensor", d.dim())));
     }
     if s.sizes()[1] != d.sizes()[0] {
@@ -2005,44 +2032,6 @@ pub fn to_sparse_csr(self_: &Tensor, dense_dim: Option<i64>) -> Result<Tensor> {
     ops::_to_sparse_csr(self_, dense_dim)
 }
 
-/// `clone` of a CSR tensor.
-pub fn csr_clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
-    if let Some(f) = memory_format.filter(|&f| f != MemoryFormat::Preserve) {
-        return Err(Error::invalid("clone", format!("unsupported memory format option {f:?}")));
-    }
-    let c = csr("clone", self_)?;
-    new_csr(self_.sizes(), &ops::clone(&c.crow, None)?, &ops::clone(&c.col, None)?, &ops::clone(&c.values, None)?)
-}
-
-/// `_to_copy` of a CSR tensor: the members converted and moved.
-#[allow(clippy::too_many_arguments)]
-pub fn csr_to_copy(
-    self_: &Tensor,
-    dtype: Option<ScalarType>,
-    layout: Option<Layout>,
-    device: Option<Device>,
-    pin_memory: Option<bool>,
-    non_blocking: bool,
-    memory_format: Option<MemoryFormat>,
-) -> Result<Tensor> {
-    let op = "_to_copy";
-    let c = csr(op, self_)?;
-    if let Some(l) = layout.filter(|&l| l != Layout::SparseCsr) {
-        return Err(Error::invalid(op, format!("to(options) doesn't support converting to a different layout, but got self.layout being {} and options.layout set as {}", self_.layout().short_name(), l.short_name())));
-    }
-    let v = ops::_to_copy(&c.values, dtype, None, device, pin_memory, non_blocking, memory_format)?;
-    let r = ops::_to_copy(&c.crow, None, None, device, pin_memory, non_blocking, None)?;
-    let col = ops::_to_copy(&c.col, None, None, device, pin_memory, non_blocking, None)?;
-    new_csr(self_.sizes(), &r, &col, &v)
-}
-
-/// `alias` of a CSR tensor: the same members.
-pub fn csr_alias(self_: &Tensor) -> Result<Tensor> {
-    csr("alias", self_)?;
-    let imp = self_.imp();
-    Ok(Tensor::from_impl(imp.view_of(DimVec::from_slice(imp.sizes()), DimVec::from_slice(imp.strides()), 0)))
-}
-
 /// `mul.Scalar` of a CSR tensor: each stored value scaled.
 pub fn csr_mul_scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let c = csr("mul", self_)?;
@@ -2078,32 +2067,7 @@ fn csr_spmm(op: &str, s: &Tensor, c: &Csr, d: &Tensor) -> Result<Tensor> {
             format!("{op}: matrices expected, got a hybrid CSR tensor (dense_dim {})", c.values.dim() - 1),
         ));
     }
-    if d.dim() != 2 || d.layout() != Layout::Strided {
-        return Err(Error::invalid(op, format!("{op}: matrices expected, got {}D tensor", d.dim())));
-    }
-    if s.sizes()[1] != d.sizes()[0] {
-        return Err(Error::shape(
-            op,
-            format!(
-                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                s.sizes()[0],
-                s.sizes()[1],
-                d.sizes()[0],
-                d.sizes()[1]
-            ),
-        ));
-    }
-    if s.dtype() != d.dtype() {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "expected mat1 and mat2 to have the same dtype, but got: {} != {}",
-                s.dtype().cpp_name(),
-                d.dtype().cpp_name()
-            ),
-        ));
-    }
-    same_device(op, s, d)?;
+    check_matrix_product(op, s, d)?;
     if !(d.device().is_cpu() && matches!(d.dtype(), ScalarType::F32 | ScalarType::F64)) {
         let coo_form = csr_to_coo(op, s)?;
         let cc = coo(op, &coo_form)?;
